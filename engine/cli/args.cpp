@@ -1,0 +1,151 @@
+// Maps `actmem` flags onto request keys; file arguments are read here (the engine does no I/O).
+#include "args.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "actmem/json_io.hpp"
+
+namespace actmem::cli {
+
+using nlohmann::json;
+
+const char* const kUsage =
+    "usage: actmem <command> [options]\n"
+    "commands:\n"
+    "  estimate   activation, static and total memory per GPU (default)\n"
+    "  explain    every total as a formula with the numbers substituted\n"
+    "  presets    list model, GPU and worked-example presets\n"
+    "model:   --preset ID | --model FILE (our JSON or a Hugging Face config.json)\n"
+    "config:  --config FILE, then flags override it:\n"
+    "  --micro-batch N --seq N --grad-accum N --dtype fp32|bf16|fp16|fp8\n"
+    "  --param-dtype D --grad-dtype D --no-master-weights --optimizer adamw|sgd|sgd_momentum|adam8bit|adafactor\n"
+    "  --tp N --sp --pp N --vpp N --cp N --dp N --zero 0..3 --ep N\n"
+    "  --attention eager|flash --dropout P --attention-dropout P --hidden-dropout P\n"
+    "  --profile megatron|textbook|pytorch|hf --recompute none|selective|full|every:K --offload\n"
+    "  --gpu ID | --gpu-memory SIZE (e.g. 80GiB)\n"
+    "output:  --json (machine-readable; the schema is docs/schema.md)\n"
+    "exit codes: 0 ok, 2 bad input\n";
+
+namespace {
+
+bool read_file(const std::string& path, std::string* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+// Integers stay JSON numbers so the engine's own validation names the config field; anything
+// else is passed as a string and rejected there with the same field-named message.
+json number_or_string(const std::string& v) {
+  json j = json::parse(v, nullptr, false);
+  if (!j.is_discarded() && j.is_number()) return j;
+  return v;
+}
+
+}  // namespace
+
+bool parse_byte_size(const std::string& s, unsigned long long* out) {
+  std::size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  if (i == 0) return false;
+  const double v = std::strtod(s.substr(0, i).c_str(), nullptr);
+  std::string unit = s.substr(i);
+  double mult = 1;
+  if (unit.empty() || unit == "B") mult = 1;
+  else if (unit == "KiB") mult = 1024.0;
+  else if (unit == "MiB") mult = 1024.0 * 1024;
+  else if (unit == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "KB") mult = 1e3;
+  else if (unit == "MB") mult = 1e6;
+  else if (unit == "GB") mult = 1e9;
+  else if (unit == "TB") mult = 1e12;
+  else return false;
+  const double bytes = v * mult;
+  if (!(bytes >= 1) || bytes > 9.2e18 || bytes != std::floor(bytes)) return false;
+  *out = static_cast<unsigned long long>(bytes);
+  return true;
+}
+
+std::string parse_args(const std::vector<std::string>& argv, Options* o) {
+  json cfg_file = json::object();
+  json cfg_flags = json::object();
+  std::size_t i = 0;
+  if (!argv.empty() && argv[0].rfind("--", 0) != 0) o->command = argv[i++];
+  else o->command = "estimate";
+  if (o->command == "help") {
+    o->help = true;
+    return "";
+  }
+  if (o->command != "estimate" && o->command != "explain" && o->command != "presets")
+    return "command: '" + o->command + "' is not allowed; allowed: estimate, explain, presets";
+  // Flag -> config key, for flags taking a value.
+  static const std::pair<const char*, const char*> kValued[] = {
+      {"--micro-batch", "micro_batch"}, {"--seq", "seq"}, {"--grad-accum", "grad_accum"}, {"--dtype", "dtype"},
+      {"--param-dtype", "param_dtype"}, {"--grad-dtype", "grad_dtype"}, {"--optimizer", "optimizer"},
+      {"--tp", "tp"}, {"--pp", "pp"}, {"--vpp", "vpp"}, {"--cp", "cp"}, {"--dp", "dp"}, {"--zero", "zero"},
+      {"--ep", "ep"}, {"--attention", "attention"}, {"--dropout", "dropout"},
+      {"--attention-dropout", "attention_dropout"}, {"--hidden-dropout", "hidden_dropout"},
+      {"--profile", "profile"}, {"--recompute", "recompute"}, {"--gpu", "gpu"}};
+  for (; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    auto value = [&](std::string* v) -> bool {
+      if (i + 1 >= argv.size()) return false;
+      *v = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "--json") { o->json = true; continue; }
+    if (a == "--help" || a == "-h") { o->help = true; continue; }
+    if (a == "--sp") { cfg_flags["sp"] = true; continue; }
+    if (a == "--offload") { cfg_flags["offload"] = true; continue; }
+    if (a == "--no-master-weights") { cfg_flags["master_weights"] = false; continue; }
+    bool matched = false;
+    for (const auto& [flag, key] : kValued) {
+      if (a != flag) continue;
+      matched = true;
+      if (!value(&v)) return std::string(flag) + ": needs a value";
+      cfg_flags[key] = number_or_string(v);
+    }
+    if (matched) continue;
+    if (a == "--preset") {
+      if (!value(&v)) return "--preset: needs a model preset id (see `actmem presets`)";
+      o->request["preset"] = v;
+    } else if (a == "--model") {
+      if (!value(&v)) return "--model: needs a file";
+      std::string text;
+      if (!read_file(v, &text)) return "--model: cannot read '" + v + "'";
+      auto j = parse_json_text(text, "model");
+      if (!j.ok()) return j.error().message;
+      o->request["model"] = j.value();
+    } else if (a == "--config") {
+      if (!value(&v)) return "--config: needs a file";
+      std::string text;
+      if (!read_file(v, &text)) return "--config: cannot read '" + v + "'";
+      auto j = parse_json_text(text, "config");
+      if (!j.ok()) return j.error().message;
+      if (!j.value().is_object()) return "config: must be a JSON object";
+      cfg_file = j.value();
+    } else if (a == "--gpu-memory") {
+      unsigned long long bytes = 0;
+      if (!value(&v)) return "--gpu-memory: needs a size such as 80GiB";
+      if (!parse_byte_size(v, &bytes))
+        return "--gpu-memory: '" + v + "' is not a size; allowed: a positive byte count or N with B, KiB, MiB, GiB, TiB, KB, MB, GB, TB";
+      cfg_flags["gpu_memory_bytes"] = bytes;
+    } else {
+      return "'" + a + "': unknown option (see actmem --help)";
+    }
+  }
+  for (auto it = cfg_flags.begin(); it != cfg_flags.end(); ++it) cfg_file[it.key()] = it.value();
+  if (!cfg_file.empty()) o->request["config"] = cfg_file;
+  if (o->command != "estimate") o->request["command"] = o->command;
+  return "";
+}
+
+}  // namespace actmem::cli

@@ -1,0 +1,26 @@
+// Command-line parsing for `actmem`: flags become one engine request (the same JSON the page sends).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace actmem::cli {
+
+struct Options {
+  std::string command;  // estimate | presets | explain
+  bool json = false;
+  bool help = false;
+  nlohmann::json request = nlohmann::json::object();
+};
+
+// Returns an empty string on success, else the one-line error (the caller exits with code 2).
+std::string parse_args(const std::vector<std::string>& argv, Options* out);
+
+// "80GiB", "60GB", "85899345920" -> bytes; false when malformed.
+bool parse_byte_size(const std::string& s, unsigned long long* out);
+
+extern const char* const kUsage;
+
+}  // namespace actmem::cli

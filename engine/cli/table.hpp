@@ -1,0 +1,15 @@
+// Human-readable rendering of engine responses (formatting only; every number comes from the engine).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace actmem::cli {
+
+std::string format_bytes(unsigned long long bytes);  // "67,108,864 B (64.00 MiB)"
+std::string render_estimate(const nlohmann::json& r);
+std::string render_explain(const nlohmann::json& r);
+std::string render_presets(const nlohmann::json& r);
+
+}  // namespace actmem::cli

@@ -1,0 +1,70 @@
+// The training configuration: batch geometry, precision, optimizer, parallelism and recompute.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "actmem/dtype.hpp"
+
+namespace actmem {
+
+// Which autograd accounting the inventory follows (see docs/formulas.md).
+enum class Profile { kMegatron, kTextbook, kPytorch, kHf };
+enum class Attention { kEager, kFlash };
+enum class Optimizer { kAdamW, kSgd, kSgdMomentum, kAdam8bit, kAdafactor };
+enum class RecomputeKind { kNone, kSelective, kFull, kEveryK };
+
+struct Parallel {
+  std::uint64_t tp = 1;
+  bool sp = false;  // sequence parallelism, only meaningful with tp > 1
+  std::uint64_t pp = 1;
+  std::uint64_t vpp = 1;  // virtual (interleaved) stages per pipeline rank
+  std::uint64_t cp = 1;
+  std::uint64_t dp = 1;
+  int zero = 0;  // ZeRO stage 0..3
+  std::uint64_t ep = 1;
+};
+
+struct Recompute {
+  RecomputeKind kind = RecomputeKind::kNone;
+  std::uint64_t every_k = 0;  // for kEveryK: a checkpoint every k layers
+  bool offload = false;       // kept activations live in host memory
+};
+
+struct TrainConfig {
+  std::uint64_t micro_batch = 1;
+  std::uint64_t seq = 2048;
+  // Micro-batches per step per pipeline (gradient accumulation). 0 = auto: just enough to fill
+  // the pipeline (pp), the steady state Korthikanti et al. 2022 assume.
+  std::uint64_t grad_accum = 0;
+  DType act_dtype = DType::kBf16;
+  DType param_dtype = DType::kBf16;
+  DType grad_dtype = DType::kBf16;
+  bool master_weights = true;  // an fp32 master copy when params are not fp32
+  Optimizer optimizer = Optimizer::kAdamW;
+  double attention_dropout = -1.0;  // < 0: take the model's default
+  double hidden_dropout = -1.0;
+  Attention attention = Attention::kEager;
+  Profile profile = Profile::kMegatron;
+  Parallel par;
+  Recompute recompute;
+  std::string gpu_id;           // optional GPU preset id
+  std::uint64_t gpu_bytes = 0;  // optional explicit budget (overrides the preset's memory)
+};
+
+const char* profile_name(Profile p);
+const char* attention_name(Attention a);
+const char* optimizer_name(Optimizer o);
+std::string recompute_name(const Recompute& r);
+bool parse_profile(const std::string& s, Profile* out);
+bool parse_attention(const std::string& s, Attention* out);
+bool parse_optimizer(const std::string& s, Optimizer* out);
+// "none" | "selective" | "full" | "every:K" (K >= 1).
+bool parse_recompute(const std::string& s, Recompute* out);
+
+constexpr const char* kProfileNames = "megatron, textbook, pytorch, hf";
+constexpr const char* kAttentionNames = "eager, flash";
+constexpr const char* kOptimizerNames = "adamw, sgd, sgd_momentum, adam8bit, adafactor";
+constexpr const char* kRecomputeNames = "none, selective, full, every:K (K >= 1)";
+
+}  // namespace actmem

@@ -1,0 +1,87 @@
+// The estimate: inventory, per-stage activations, static memory, totals, KV cache and explanations.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actmem/config.hpp"
+#include "actmem/error.hpp"
+#include "actmem/inventory.hpp"
+#include "actmem/model.hpp"
+#include "actmem/params.hpp"
+
+namespace actmem {
+
+struct GpuSpec {
+  std::string id;
+  std::string name;
+  Bytes memory_bytes = 0;
+  std::string source;
+};
+
+struct StageActivations {
+  Bytes layers_bytes = 0;        // kept by this stage's layers for all in-flight micro-batches
+  Bytes input_layer_bytes = 0;   // embedding side (first stage)
+  Bytes output_layer_bytes = 0;  // final norm, logits, loss (last stage)
+  Bytes recompute_working_bytes = 0;  // what one backward recompute regenerates at a time
+  Bytes host_bytes = 0;               // kept bytes moved to host under offload
+  Bytes total_bytes = 0;              // on the GPU
+};
+
+struct Stage {
+  std::uint64_t index = 0;
+  std::uint64_t layers = 0;         // layers this pipeline rank owns (all its virtual chunks)
+  std::uint64_t in_flight = 0;      // micro-batches (x chunks) whose activations coexist
+  std::uint64_t kept_layer_slots = 0;  // layers' worth of kept activations at the peak
+  StageActivations act;
+  StaticMemory stat;
+  Bytes total_bytes = 0;
+};
+
+struct KvCache {
+  Bytes total_bytes = 0;    // whole model, one sequence batch: 2 * p * L * kv * d * s * b
+  Bytes per_gpu_bytes = 0;  // divided by TP (kv heads) and PP (layers)
+};
+
+// A total written out as a student would: the symbolic formula, the numbers substituted, the value.
+struct Explanation {
+  std::string id;
+  std::string title;
+  std::string formula;
+  std::string substituted;
+  Bytes bytes = 0;
+  std::string source;
+};
+
+struct Estimate {
+  ModelSpec model;
+  TrainConfig config;  // normalized (dropouts resolved, grad_accum resolved)
+  LayerInventory inventory;
+  std::vector<TensorRecord> kept;  // what layer 0 of a stage keeps under the recompute policy
+  Bytes per_layer_full_bytes = 0;
+  Bytes per_layer_kept_bytes = 0;
+  Bytes per_layer_linear_bytes = 0;     // of the kept bytes, the part linear in s
+  Bytes per_layer_quadratic_bytes = 0;  // of the kept bytes, the part quadratic in s
+  std::uint64_t model_params = 0;
+  std::vector<Stage> stages;
+  std::size_t worst_stage = 0;  // the stage with the largest total
+  KvCache kv_cache;
+  bool has_gpu = false;
+  GpuSpec gpu;
+  bool fits = false;
+  std::int64_t headroom_bytes = 0;  // gpu memory minus the worst stage's total (may be negative)
+  std::vector<Explanation> explain;
+  std::vector<std::string> warnings;
+
+  const Stage& worst() const { return stages[worst_stage]; }
+};
+
+// Validates the model and config (field-named errors) and computes everything.
+Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c, const GpuSpec* gpu);
+
+// Structural validation alone (also used by the JSON readers).
+std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c);
+
+}  // namespace actmem

@@ -1,0 +1,80 @@
+// The per-tensor inventory: every activation byte the engine reports is one of these named records.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actmem/checked.hpp"
+#include "actmem/config.hpp"
+#include "actmem/dtype.hpp"
+#include "actmem/error.hpp"
+#include "actmem/model.hpp"
+
+namespace actmem {
+
+// One axis of a tensor: its symbol as a student writes it ("s/t", "a/t", "f") and its value on
+// this GPU.
+struct Dim {
+  std::string sym;
+  std::uint64_t value;
+};
+
+struct TensorRecord {
+  std::string id;  // stable, e.g. "attn.softmax_out"
+  std::vector<Dim> shape;
+  DType dtype = DType::kBf16;
+  Bytes bytes = 0;
+  bool quadratic = false;  // scales with s^2 (the attention score family)
+  bool attn_core = false;  // dropped by selective recompute (Korthikanti et al. 2022, Sec. 5)
+  std::string backward;    // the backward op that reads it
+  std::string why;         // why that backward needs it
+  std::string source;      // citation for the record
+};
+
+// The resolved geometry of one layer on one GPU, shared by every profile's builder so the
+// TP/SP/CP divisions are decided in exactly one place.
+struct LayerGeometry {
+  Dim b;       // micro-batch
+  Dim s_rep;   // tokens of tensors TP replicates (divided by t only under SP, by c under CP)
+  Dim s_tp;    // tokens of tensors TP shards by heads/columns (divided by c under CP)
+  Dim s_keys;  // key length each local query attends to (the full sequence)
+  Dim h;       // hidden size
+  Dim a;       // query heads on this GPU
+  Dim kv;      // key/value heads on this GPU
+  Dim d;       // head dimension
+  Dim f;       // FFN width on this GPU
+  Dim v;       // vocabulary shard on this GPU
+  Dim expert_tokens;   // MoE: tokens processed by this GPU's experts (top-k routing, capacity)
+  Dim expert_f;        // MoE: routed expert width on this GPU
+  Dim shared_f;        // MoE: total shared-expert width on this GPU
+  Dim experts;         // MoE: router width (all experts)
+  DType act = DType::kBf16;
+  bool attn_dropout = false;
+  bool hidden_dropout = false;
+  bool flash = false;
+};
+
+struct LayerInventory {
+  std::vector<TensorRecord> tensors;  // everything one layer saves with no recompute
+  TensorRecord checkpoint;            // the layer input a full / every-k checkpoint keeps
+  std::vector<TensorRecord> input_layer;   // embedding side (first pipeline stage)
+  std::vector<TensorRecord> output_layer;  // final norm, logits and loss (last pipeline stage)
+};
+
+Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const TrainConfig& c, DType act,
+                                       double attn_dropout, double hidden_dropout);
+
+// Builds the inventory of one layer under `profile`. Errors only on overflow (field named).
+Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& g, Profile profile);
+
+// The records one layer keeps for backward under a recompute policy. `layer_index` is the
+// layer's position in its stage (every-k keeps a checkpoint where layer_index % k == 0).
+std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, const Recompute& r,
+                                              std::uint64_t layer_index);
+
+// "b·s·h" for a shape; "2·b·s·h" when prefixed with the element width.
+std::string shape_symbol(const std::vector<Dim>& shape);
+std::string shape_values(const std::vector<Dim>& shape);
+
+}  // namespace actmem

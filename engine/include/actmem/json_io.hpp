@@ -1,0 +1,42 @@
+// JSON in and out: model specs (ours or a Hugging Face config.json), training configs, GPU presets,
+// the estimate as JSON, and `evaluate`, the one request -> response entry point every client shares.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actmem/config.hpp"
+#include "actmem/error.hpp"
+#include "actmem/estimate.hpp"
+#include "actmem/model.hpp"
+
+namespace actmem {
+
+// Parses text without exceptions; a syntax error names `field` and the byte offset.
+Result<nlohmann::json> parse_json_text(const std::string& text, const std::string& field);
+
+// A model object. With "model_type" it is read as a Hugging Face config.json (keys that do not
+// change memory are ignored, unknown ones reported in `warnings`); without it, strictly.
+Result<ModelSpec> model_from_json(const nlohmann::json& j, const std::string& id,
+                                  std::vector<std::string>* warnings);
+
+// A training config object layered over `base`; unknown keys are errors.
+Result<TrainConfig> config_from_json(const nlohmann::json& j, TrainConfig base);
+
+Result<GpuSpec> gpu_from_json(const nlohmann::json& j, const std::string& id);
+
+// Resolves presets by id (models, gpus) from the data compiled into the engine.
+Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* warnings);
+Result<GpuSpec> gpu_preset(const std::string& id);
+
+nlohmann::json estimate_to_json(const Estimate& e);
+nlohmann::json error_to_json(const Error& e);
+
+// {"command": "estimate" | "presets" | "explain", "preset"|"model", "config", ...} ->
+// {"ok": true, ...} or {"ok": false, "error": {code, field, message}}. Deterministic output.
+std::string evaluate(const std::string& request_text);
+nlohmann::json evaluate_json(const nlohmann::json& request);
+
+}  // namespace actmem

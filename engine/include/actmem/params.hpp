@@ -1,0 +1,58 @@
+// Parameter inventory and static memory: weights, gradients, master weights, optimizer states, ZeRO.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actmem/checked.hpp"
+#include "actmem/config.hpp"
+#include "actmem/error.hpp"
+#include "actmem/model.hpp"
+
+namespace actmem {
+
+enum class ParamPlace { kLayer, kEmbedding, kHead };
+
+// One parameter tensor as held by one GPU (after TP/EP sharding); rows x cols, cols = 1 for
+// vectors. Adafactor's factored statistics need the matrix shape, the rest only the count.
+struct ParamRecord {
+  std::string id;
+  std::uint64_t rows = 0;
+  std::uint64_t cols = 1;
+  ParamPlace place = ParamPlace::kLayer;
+  bool expert = false;  // routed-expert weights: sharded by EP, ZeRO over the expert-DP group
+  std::uint64_t copies = 1;  // identical tensors it stands for (one per layer of a stage)
+};
+
+struct ParamShards {
+  std::uint64_t tp = 1;
+  std::uint64_t ep = 1;
+};
+
+// One layer's parameters on one GPU, and the embedding/head/final-norm parameters.
+// Counts stay far below 2^63 for any accepted model (validated dims are bounded).
+std::vector<ParamRecord> layer_params(const ModelSpec& m, const ParamShards& s);
+std::vector<ParamRecord> embedding_params(const ModelSpec& m, const ParamShards& s);
+std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s, bool separate_stage);
+
+// Whole-model parameter count (no sharding), the number checked against published counts.
+Result<std::uint64_t> total_params(const ModelSpec& m);
+
+struct StaticMemory {
+  std::uint64_t params = 0;         // parameters held by this GPU before ZeRO-3 partitioning
+  std::uint64_t expert_params = 0;  // of which routed-expert parameters
+  Bytes params_bytes = 0;
+  Bytes grads_bytes = 0;
+  Bytes master_bytes = 0;
+  Bytes optimizer_bytes = 0;
+  Bytes total_bytes = 0;
+};
+
+// Static bytes on one GPU for the given parameter records (one pipeline stage's worth).
+Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const TrainConfig& c);
+
+// Bytes of optimizer state for one tensor of n elements (shape rows x cols).
+Bytes optimizer_state_bytes(Optimizer o, const ParamRecord& p, Checked& ck);
+
+}  // namespace actmem

@@ -1,0 +1,97 @@
+// The single request -> response entry point shared by the CLI, the page (through Embind) and the fuzzer.
+#include "actmem/json_io.hpp"
+#include "actmem/presets.hpp"
+#include "json_read.hpp"
+
+namespace actmem {
+
+using nlohmann::json;
+
+namespace {
+
+const char* const kRequestKeys[] = {"command", "preset", "model", "config", "gpu"};
+
+json presets_listing() {
+  json out = {{"ok", true}, {"models", json::array()}, {"gpus", json::array()}, {"examples", json::array()}};
+  for (const auto& p : all_presets()) {
+    json j = json::parse(p.json, nullptr, false);
+    json item = {{"id", p.id}};
+    if (j.is_object()) {
+      if (j.contains("metadata") && j["metadata"].is_object()) {
+        const json& md = j["metadata"];
+        if (md.contains("name")) item["name"] = md["name"];
+        if (md.contains("published_params")) item["published_params"] = md["published_params"];
+      }
+      for (const char* k : {"name", "memory_bytes", "title", "seed"})
+        if (j.contains(k)) item[k] = j[k];
+    }
+    out[p.kind].push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+json evaluate_json(const json& req) {
+  if (!req.is_object()) return error_to_json(make_error("wrong_type", "request", "request: must be a JSON object"));
+  for (auto it = req.begin(); it != req.end(); ++it) {
+    bool known = false;
+    for (const char* k : kRequestKeys) known = known || it.key() == k;
+    if (!known)
+      return error_to_json(make_error("unknown_key", it.key(), it.key() + ": unknown request key; allowed: command, preset, model, config, gpu"));
+  }
+  std::string command = "estimate";
+  if (req.contains("command"))
+    if (auto err = detail::read_string(req["command"], "command", &command)) return error_to_json(*err);
+  if (command == "presets") return presets_listing();
+  if (command != "estimate" && command != "explain")
+    return error_to_json(make_error("invalid_value", "command", "command: '" + command + "' is not allowed; allowed: estimate, explain, presets"));
+
+  std::vector<std::string> warnings;
+  Result<ModelSpec> model = make_error("missing_key", "preset", "preset: give a model preset id or a model object");
+  if (req.contains("preset") && req.contains("model"))
+    return error_to_json(make_error("invalid_value", "model", "model: give either preset or model, not both"));
+  if (req.contains("preset")) {
+    std::string id;
+    if (auto err = detail::read_string(req["preset"], "preset", &id)) return error_to_json(*err);
+    model = model_preset(id, &warnings);
+  } else if (req.contains("model")) {
+    model = model_from_json(req["model"], "custom", &warnings);
+  }
+  if (!model.ok()) return error_to_json(model.error());
+
+  TrainConfig base;
+  Result<TrainConfig> cfg = base;
+  if (req.contains("config")) cfg = config_from_json(req["config"], base);
+  if (!cfg.ok()) return error_to_json(cfg.error());
+  TrainConfig c = cfg.value();
+  if (req.contains("gpu")) {
+    if (auto err = detail::read_string(req["gpu"], "gpu", &c.gpu_id)) return error_to_json(*err);
+  }
+  GpuSpec gpu;
+  bool has_gpu = false;
+  if (!c.gpu_id.empty()) {
+    auto g = gpu_preset(c.gpu_id);
+    if (!g.ok()) return error_to_json(g.error());
+    gpu = g.value();
+    has_gpu = true;
+  }
+  if (c.gpu_bytes > 0) {
+    if (!has_gpu) gpu.id = gpu.name = "custom";
+    gpu.memory_bytes = c.gpu_bytes;
+    has_gpu = true;
+  }
+  auto est = estimate(model.value(), c, has_gpu ? &gpu : nullptr);
+  if (!est.ok()) return error_to_json(est.error());
+  Estimate& e = est.value();
+  e.warnings.insert(e.warnings.begin(), warnings.begin(), warnings.end());
+  return estimate_to_json(e);
+}
+
+std::string evaluate(const std::string& request_text) {
+  auto j = parse_json_text(request_text, "request");
+  if (!j.ok()) return error_to_json(j.error()).dump();
+  return evaluate_json(j.value()).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace actmem

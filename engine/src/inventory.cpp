@@ -1,0 +1,74 @@
+// Dispatches to the profile builders and applies recompute policies to an inventory.
+#include <sstream>
+
+#include "inventory_builder.hpp"
+
+namespace actmem {
+
+Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& g, Profile profile) {
+  LayerInventory inv;
+  Checked ck;
+  detail::RecordBuilder rb(&inv.tensors, &ck);
+  switch (profile) {
+    case Profile::kMegatron: detail::build_megatron(m, g, rb); break;
+    case Profile::kTextbook: detail::build_textbook(m, g, rb); break;
+    case Profile::kPytorch: detail::build_pytorch(m, g, rb, false); break;
+    case Profile::kHf: detail::build_pytorch(m, g, rb, true); break;
+  }
+  std::vector<TensorRecord> cp;
+  detail::RecordBuilder cb(&cp, &ck);
+  // Full recompute keeps only each layer's input: 2sbh, divided by t under SP (Korthikanti et
+  // al. 2022, Table 2, "full" row).
+  cb.add("layer.in", {g.b, g.s_rep, g.h}, g.act, "recompute of the whole layer in backward",
+         "the checkpoint from which the layer's forward is replayed",
+         "Chen et al. 2016; Korthikanti et al. 2022, Table 2 (full recompute: 2sbh)");
+  inv.checkpoint = cp.front();
+  detail::RecordBuilder in(&inv.input_layer, &ck);
+  detail::RecordBuilder out(&inv.output_layer, &ck);
+  detail::build_io_layers(m, g, profile, in, out);
+  if (ck.overflowed())
+    return make_error("overflow", "inventory." + ck.field(),
+                      "the byte count of tensor '" + ck.field() +
+                          "' exceeds 2^63-1; reduce micro_batch, seq or the model size");
+  return inv;
+}
+
+std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, const Recompute& r,
+                                              std::uint64_t layer_index) {
+  std::vector<const TensorRecord*> out;
+  switch (r.kind) {
+    case RecomputeKind::kNone:
+      for (const auto& t : inv.tensors) out.push_back(&t);
+      break;
+    case RecomputeKind::kSelective:
+      for (const auto& t : inv.tensors)
+        if (!t.attn_core) out.push_back(&t);
+      break;
+    case RecomputeKind::kFull: out.push_back(&inv.checkpoint); break;
+    case RecomputeKind::kEveryK:
+      if (layer_index % r.every_k == 0) out.push_back(&inv.checkpoint);
+      break;
+  }
+  return out;
+}
+
+std::string shape_symbol(const std::vector<Dim>& shape) {
+  std::string s;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += "·";
+    const std::string& sym = shape[i].sym;
+    // Parenthesize compound symbols so "2·b·s/t·h" reads unambiguously.
+    bool compound = sym.find_first_of("/·") != std::string::npos && sym.front() != '(' &&
+                    sym.find("⌈") == std::string::npos;
+    s += compound && shape.size() > 1 ? "(" + sym + ")" : sym;
+  }
+  return s;
+}
+
+std::string shape_values(const std::vector<Dim>& shape) {
+  std::ostringstream o;
+  for (std::size_t i = 0; i < shape.size(); ++i) o << (i ? "·" : "") << shape[i].value;
+  return o.str();
+}
+
+}  // namespace actmem

@@ -1,0 +1,53 @@
+// Internal: the record builder every profile uses, so bytes are always dims x width, overflow-checked.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "actmem/checked.hpp"
+#include "actmem/inventory.hpp"
+
+namespace actmem::detail {
+
+class RecordBuilder {
+ public:
+  RecordBuilder(std::vector<TensorRecord>* out, Checked* ck) : out_(out), ck_(ck) {}
+
+  // Adds a record; `flags` marks the attention-core family (quadratic and/or selective-dropped).
+  TensorRecord& add(const char* id, std::initializer_list<Dim> shape, DType dt, const char* backward,
+                    const char* why, const char* source) {
+    TensorRecord r;
+    r.id = id;
+    r.shape.assign(shape.begin(), shape.end());
+    r.dtype = dt;
+    Bytes n = dtype_bytes(dt);
+    for (const Dim& d : r.shape) n = ck_->mul(n, d.value, id);
+    r.bytes = n;
+    r.backward = backward;
+    r.why = why;
+    r.source = source;
+    out_->push_back(std::move(r));
+    return out_->back();
+  }
+
+ private:
+  std::vector<TensorRecord>* out_;
+  Checked* ck_;
+};
+
+// Marks a record as part of the s x s attention core that selective recompute drops.
+inline TensorRecord& core(TensorRecord& r) {
+  r.quadratic = true;
+  r.attn_core = true;
+  return r;
+}
+
+void build_megatron(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb);
+void build_textbook(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb);
+void build_pytorch(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb, bool hf);
+void build_moe_mlp(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb);
+void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile p, RecordBuilder& in,
+                     RecordBuilder& out);
+
+}  // namespace actmem::detail

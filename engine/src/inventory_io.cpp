@@ -1,0 +1,83 @@
+// Mixture-of-experts MLP records and the input/output layers (embedding, final norm, logits, loss).
+#include "inventory_builder.hpp"
+
+namespace actmem::detail {
+
+namespace {
+constexpr const char* kMoe = "Fedus et al. 2022 (Switch), Lepikhin et al. 2021 (GShard): top-k routing with capacity";
+constexpr const char* kK43 = "Korthikanti et al. 2022, Sec. 4.3 (input and output layers)";
+}  // namespace
+
+void build_moe_mlp(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb) {
+  const DType p = g.act;
+  rb.add("moe.router_in", {g.b, g.s_rep, g.h}, p, "router and expert dispatch backward",
+         "router weight gradient and the permutation both read the normalized tokens", kMoe);
+  rb.add("moe.router_probs", {g.b, g.s_tp, g.experts}, DType::kFp32, "router softmax / top-k backward",
+         "the combine weights' gradient flows through the softmax output", kMoe);
+  rb.add("moe.expert_in", {g.expert_tokens, g.h}, p, "expert first linear backward",
+         "each routed token copy is an input row of its expert's GEMM", kMoe);
+  const bool glu = m.ffn != FfnType::kGelu;
+  if (glu)
+    rb.add("moe.act_in", {g.expert_tokens, Dim{"2", 2}, g.expert_f}, p, "expert GLU backward",
+           "d(act(gate) * up) needs gate and up", kMoe);
+  else
+    rb.add("moe.act_in", {g.expert_tokens, g.expert_f}, p, "expert GeLU backward",
+           "GeLU's derivative needs its input", kMoe);
+  rb.add("moe.fc2_in", {g.expert_tokens, g.expert_f}, p, "expert second linear backward",
+         "weight gradient needs its input", kMoe);
+  rb.add("moe.expert_out", {g.expert_tokens, g.h}, p, "weighted combine backward",
+         "the gradient of the combine weights needs each expert's output", kMoe);
+  if (m.moe.shared_experts > 0) {
+    if (glu)
+      rb.add("moe.shared_act_in", {g.b, g.s_tp, Dim{"2", 2}, g.shared_f}, p, "shared expert GLU backward",
+             "d(act(gate) * up) needs gate and up", kMoe);
+    else
+      rb.add("moe.shared_act_in", {g.b, g.s_tp, g.shared_f}, p, "shared expert GeLU backward",
+             "GeLU's derivative needs its input", kMoe);
+    rb.add("moe.shared_fc2_in", {g.b, g.s_tp, g.shared_f}, p, "shared expert second linear backward",
+           "weight gradient needs its input", kMoe);
+  }
+}
+
+void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, RecordBuilder& in,
+                     RecordBuilder& out) {
+  const DType p = g.act;
+  const bool torch_like = prof == Profile::kPytorch || prof == Profile::kHf;
+  if (torch_like)
+    in.add("embed.token_ids", {g.b, g.s_rep}, DType::kInt64, "embedding backward",
+           "the weight gradient scatters into the rows the token ids name",
+           "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
+  if (g.hidden_dropout)
+    in.add("embed.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "embedding dropout backward",
+           "the same mask scales the gradient", kK43);
+  out.add("final_norm.in", {g.b, g.s_rep, g.h}, p, "final norm backward",
+          "normalization gradient needs the input", kK43);
+  if (torch_like && m.norm == NormType::kLayerNorm) {
+    out.add("final_norm.mean", {g.b, g.s_rep}, DType::kFp32, "LayerNorm backward",
+            "native_layer_norm keeps mean in fp32 on CUDA", "PyTorch derivatives.yaml: native_layer_norm");
+    out.add("final_norm.rstd", {g.b, g.s_rep}, DType::kFp32, "LayerNorm backward",
+            "native_layer_norm keeps rstd in fp32 on CUDA", "PyTorch derivatives.yaml: native_layer_norm");
+  } else if (torch_like) {
+    out.add("final_norm.rstd", {g.b, g.s_rep}, prof == Profile::kHf ? DType::kFp32 : p, "RMSNorm backward",
+            "x * rsqrt(mean(x^2)) keeps the rsqrt", "PyTorch derivatives.yaml: rsqrt, mul");
+  }
+  out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
+          "weight gradient needs its input", kK43);
+  if (torch_like) {
+    // F.cross_entropy on the upcast logits: log_softmax keeps its fp32 output. transformers also
+    // returns the lm_head logits in the ModelOutput, which the caller holds until backward.
+    out.add("loss.log_softmax_out", {g.b, g.s_tp, g.v}, DType::kFp32, "log_softmax backward",
+            "grad - exp(out) * sum(grad) needs the output", "PyTorch derivatives.yaml: _log_softmax");
+    if (prof == Profile::kHf)
+      out.add("logits", {g.b, g.s_tp, g.v}, p, "held by the returned ModelOutput",
+              "CausalLMOutput.logits stays referenced while loss.backward() runs",
+              "transformers loss_utils.py ForCausalLMLoss (logits.float() inside the loss)");
+    out.add("loss.labels", {g.b, g.s_tp}, DType::kInt64, "nll_loss backward",
+            "scatters -1/N into the target positions", "PyTorch derivatives.yaml: nll_loss");
+  } else {
+    out.add("logits.fp32", {g.b, g.s_tp, g.v}, DType::kFp32, "cross-entropy backward",
+            "the loss keeps the logits in fp32 (4sbv/t)", kK43);
+  }
+}
+
+}  // namespace actmem::detail

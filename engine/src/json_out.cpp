@@ -1,0 +1,127 @@
+// Writes an estimate as JSON: the schema the CLI's --json, the page and the tests all read.
+#include "actmem/json_io.hpp"
+
+namespace actmem {
+
+using nlohmann::json;
+
+namespace {
+
+json record_json(const TensorRecord& r) {
+  json dims = json::array();
+  for (const auto& d : r.shape) dims.push_back(d.value);
+  return json{{"name", r.id},
+              {"shape", shape_symbol(r.shape)},
+              {"dims", dims},
+              {"dtype", dtype_name(r.dtype)},
+              {"bytes", r.bytes},
+              {"scales", r.quadratic ? "quadratic" : "linear"},
+              {"attention_core", r.attn_core},
+              {"backward", r.backward},
+              {"why", r.why},
+              {"source", r.source}};
+}
+
+json records_json(const std::vector<TensorRecord>& v) {
+  json a = json::array();
+  for (const auto& r : v) a.push_back(record_json(r));
+  return a;
+}
+
+json stage_json(const Stage& s) {
+  return json{{"stage", s.index},
+              {"layers", s.layers},
+              {"in_flight_chunks", s.in_flight},
+              {"kept_layer_slots", s.kept_layer_slots},
+              {"activations",
+               {{"layers_bytes", s.act.layers_bytes},
+                {"input_layer_bytes", s.act.input_layer_bytes},
+                {"output_layer_bytes", s.act.output_layer_bytes},
+                {"recompute_working_bytes", s.act.recompute_working_bytes},
+                {"host_bytes", s.act.host_bytes},
+                {"total_bytes", s.act.total_bytes}}},
+              {"static",
+               {{"params", s.stat.params},
+                {"params_bytes", s.stat.params_bytes},
+                {"grads_bytes", s.stat.grads_bytes},
+                {"master_bytes", s.stat.master_bytes},
+                {"optimizer_bytes", s.stat.optimizer_bytes},
+                {"total_bytes", s.stat.total_bytes}}},
+              {"total_bytes", s.total_bytes}};
+}
+
+}  // namespace
+
+json error_to_json(const Error& e) {
+  return json{{"ok", false}, {"error", {{"code", e.code}, {"field", e.field}, {"message", e.message}}}};
+}
+
+json estimate_to_json(const Estimate& e) {
+  const ModelSpec& m = e.model;
+  const TrainConfig& c = e.config;
+  const Stage& w = e.worst();
+  json stages = json::array();
+  for (const auto& s : e.stages) stages.push_back(stage_json(s));
+  json explain = json::array();
+  for (const auto& x : e.explain)
+    explain.push_back(json{{"id", x.id}, {"title", x.title}, {"formula", x.formula}, {"substituted", x.substituted},
+                           {"bytes", x.bytes}, {"source", x.source}});
+  json out = {
+      {"ok", true},
+      {"profile", profile_name(c.profile)},
+      {"model",
+       {{"id", m.id}, {"name", m.name}, {"source", m.source}, {"layers", m.layers}, {"hidden_size", m.hidden},
+        {"num_attention_heads", m.heads}, {"num_key_value_heads", m.kv_heads}, {"head_dim", m.head_dim},
+        {"intermediate_size", m.ffn_hidden}, {"vocab_size", m.vocab}, {"ffn_type", ffn_name(m.ffn)},
+        {"norm_type", norm_name(m.norm)}, {"position_embedding", pos_name(m.pos)},
+        {"tie_word_embeddings", m.tied_embeddings}, {"num_local_experts", m.moe.experts},
+        {"num_experts_per_tok", m.moe.top_k}, {"params", e.model_params}, {"published_params", m.published_params}}},
+      {"config",
+       {{"micro_batch", c.micro_batch}, {"seq", c.seq}, {"grad_accum", c.grad_accum}, {"dtype", dtype_name(c.act_dtype)},
+        {"param_dtype", dtype_name(c.param_dtype)}, {"grad_dtype", dtype_name(c.grad_dtype)},
+        {"master_weights", c.master_weights}, {"optimizer", optimizer_name(c.optimizer)},
+        {"attention_dropout", c.attention_dropout}, {"hidden_dropout", c.hidden_dropout},
+        {"attention", attention_name(c.attention)}, {"tp", c.par.tp}, {"sp", c.par.sp}, {"pp", c.par.pp},
+        {"vpp", c.par.vpp}, {"cp", c.par.cp}, {"dp", c.par.dp}, {"zero", c.par.zero}, {"ep", c.par.ep},
+        {"recompute", recompute_name(c.recompute)}, {"offload", c.recompute.offload}}},
+      {"per_layer",
+       {{"activation_bytes", e.per_layer_kept_bytes},
+        {"linear_bytes", e.per_layer_linear_bytes},
+        {"quadratic_bytes", e.per_layer_quadratic_bytes},
+        {"full_bytes", e.per_layer_full_bytes},
+        {"recompute", recompute_name(c.recompute)},
+        {"tensors", records_json(e.kept)},
+        {"all_tensors", records_json(e.inventory.tensors)}}},
+      {"input_layer", {{"tensors", records_json(e.inventory.input_layer)}}},
+      {"output_layer", {{"tensors", records_json(e.inventory.output_layer)}}},
+      {"activations",
+       {{"stage", w.index},
+        {"in_flight_chunks", w.in_flight},
+        {"layers_bytes", w.act.layers_bytes},
+        {"input_layer_bytes", w.act.input_layer_bytes},
+        {"output_layer_bytes", w.act.output_layer_bytes},
+        {"recompute_working_bytes", w.act.recompute_working_bytes},
+        {"host_bytes", w.act.host_bytes},
+        {"total_bytes", w.act.total_bytes}}},
+      {"static",
+       {{"stage", w.index},
+        {"params", w.stat.params},
+        {"params_bytes", w.stat.params_bytes},
+        {"grads_bytes", w.stat.grads_bytes},
+        {"master_bytes", w.stat.master_bytes},
+        {"optimizer_bytes", w.stat.optimizer_bytes},
+        {"total_bytes", w.stat.total_bytes}}},
+      {"stages", stages},
+      {"total_bytes", w.total_bytes},
+      {"kv_cache", {{"total_bytes", e.kv_cache.total_bytes}, {"per_gpu_bytes", e.kv_cache.per_gpu_bytes}}},
+      {"explain", explain},
+      {"warnings", e.warnings}};
+  if (e.has_gpu) {
+    out["gpu"] = {{"id", e.gpu.id}, {"name", e.gpu.name}, {"memory_bytes", e.gpu.memory_bytes}};
+    out["fits"] = e.fits;
+    out["headroom_bytes"] = e.headroom_bytes;
+  }
+  return out;
+}
+
+}  // namespace actmem

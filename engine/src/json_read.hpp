@@ -1,0 +1,76 @@
+// Internal: typed, exception-free field readers over nlohmann::json with field-named errors.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actmem/error.hpp"
+
+namespace actmem::detail {
+
+using nlohmann::json;
+
+inline std::string kind_of(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+inline std::string short_dump(const json& v) {
+  std::string s = v.dump(-1, ' ', true, json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+// Reads a positive (or, with allow_zero, non-negative) integer; 4096.0 is accepted, 4096.5 is not.
+inline std::optional<Error> read_uint(const json& v, const std::string& field, std::uint64_t* out,
+                                      bool allow_zero = false) {
+  const std::string need = allow_zero ? "a non-negative integer" : "a positive integer";
+  if (v.is_number_unsigned()) {
+    *out = v.get<std::uint64_t>();
+  } else if (v.is_number_integer()) {
+    const std::int64_t i = v.get<std::int64_t>();
+    if (i < 0) return make_error("invalid_value", field, field + ": must be " + need + ", got " + std::to_string(i));
+    *out = static_cast<std::uint64_t>(i);
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d < 0 || d != std::floor(d) || d >= 9.2e18)
+      return make_error("invalid_value", field, field + ": must be " + need + ", got " + short_dump(v));
+    *out = static_cast<std::uint64_t>(d);
+  } else {
+    return make_error("wrong_type", field, field + ": must be " + need + ", got " + kind_of(v));
+  }
+  if (*out == 0 && !allow_zero) return make_error("invalid_value", field, field + ": must be " + need + ", got 0");
+  return std::nullopt;
+}
+
+inline std::optional<Error> read_double(const json& v, const std::string& field, double* out) {
+  if (!v.is_number()) return make_error("wrong_type", field, field + ": must be a number, got " + kind_of(v));
+  *out = v.get<double>();
+  if (!std::isfinite(*out)) return make_error("invalid_value", field, field + ": must be finite");
+  return std::nullopt;
+}
+
+inline std::optional<Error> read_bool(const json& v, const std::string& field, bool* out) {
+  if (!v.is_boolean()) return make_error("wrong_type", field, field + ": must be true or false, got " + kind_of(v));
+  *out = v.get<bool>();
+  return std::nullopt;
+}
+
+inline std::optional<Error> read_string(const json& v, const std::string& field, std::string* out) {
+  if (!v.is_string()) return make_error("wrong_type", field, field + ": must be a string, got " + kind_of(v));
+  *out = v.get<std::string>();
+  return std::nullopt;
+}
+
+// Closest allowed key by edit distance, for "did you mean" hints on unknown keys.
+std::string closest(const std::string& key, const char* const* allowed, std::size_t n);
+
+}  // namespace actmem::detail

@@ -1,0 +1,39 @@
+// Test helpers: run the shared JSON entry point and read numbers out of its response.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actmem/json_io.hpp"
+
+namespace actmem::test {
+
+using nlohmann::json;
+
+// Evaluates a request and requires success, so a failing case reports the engine's message.
+inline json run(const json& request) {
+  json r = evaluate_json(request);
+  INFO(r.dump().substr(0, 400));
+  REQUIRE(r.value("ok", false));
+  return r;
+}
+
+inline json run_preset(const std::string& preset, const json& config) {
+  return run(json{{"preset", preset}, {"config", config}});
+}
+
+inline std::uint64_t u(const json& j) { return j.get<std::uint64_t>(); }
+
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+// Sum of a record list's bytes (to assert totals equal their named parts).
+inline std::uint64_t sum_tensors(const json& tensors) {
+  std::uint64_t s = 0;
+  for (const auto& t : tensors) s += t["bytes"].get<std::uint64_t>();
+  return s;
+}
+
+}  // namespace actmem::test
