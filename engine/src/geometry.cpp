@@ -15,6 +15,7 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const TrainConfig& c,
   g.attn_dropout = attn_dropout > 0.0;
   g.hidden_dropout = hidden_dropout > 0.0;
   g.flash = c.attention == Attention::kFlash;
+  g.sdpa_math = c.attention == Attention::kSdpaMath;
   g.b = {"b", c.micro_batch};
   // Context parallelism splits every per-token tensor by c (Megatron-LM context parallel).
   g.s_tp = cp > 1 ? Dim{"s/c", c.seq / cp} : Dim{"s", c.seq};

@@ -47,6 +47,18 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     in.add("embed.token_ids", {g.b, g.s_rep}, DType::kInt64, "embedding backward",
            "the weight gradient scatters into the rows the token ids name",
            "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
+  if (torch_like && m.pos == PosEncoding::kLearned)
+    in.add("embed.position_ids", {g.s_rep}, DType::kInt64, "position embedding backward",
+           "the weight gradient scatters into the rows the position ids name",
+           "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
+  if (prof == Profile::kHf && m.pos == PosEncoding::kRope) {
+    // LlamaRotaryEmbedding computes cos/sin once per forward and every layer's RoPE mul keeps
+    // the same two tensors: counted once per micro-batch, not per layer.
+    in.add("rope.cos", {g.s_tp, g.d}, p, "RoPE mul backward (every layer)", "q * cos needs cos",
+           "transformers modeling_llama.py LlamaRotaryEmbedding; measured: tests/reference/pytorch_saved.json");
+    in.add("rope.sin", {g.s_tp, g.d}, p, "RoPE mul backward (every layer)", "rotate_half(q) * sin needs sin",
+           "transformers modeling_llama.py LlamaRotaryEmbedding; measured: tests/reference/pytorch_saved.json");
+  }
   if (g.hidden_dropout)
     in.add("embed.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "embedding dropout backward",
            "the same mask scales the gradient", kK43);

@@ -9,7 +9,8 @@ namespace {
 constexpr const char* kDeriv = "PyTorch derivatives.yaml; measured: tests/reference/pytorch_saved.json";
 constexpr const char* kHfLlama = "transformers modeling_llama.py (LlamaRMSNorm, eager attention); measured: tests/reference/pytorch_saved.json";
 constexpr const char* kHfGpt2 = "transformers modeling_gpt2.py / activations.py NewGELUActivation; measured: tests/reference/pytorch_saved.json";
-constexpr const char* kSdpaFlash = "PyTorch _scaled_dot_product_flash_attention: saves q, k, v, out, logsumexp";
+constexpr const char* kSdpaFlash = "PyTorch derivatives.yaml _scaled_dot_product_flash_attention: q, k, v, out, logsumexp, rng state";
+constexpr const char* kSdpaMath = "PyTorch attention.cpp _scaled_dot_product_attention_math (fp32 upcast, >= 2.5); measured: tests/reference/pytorch_saved.json";
 
 // One norm's saved tensors. LayerNorm is native_layer_norm (input + fp32 mean/rstd on CUDA);
 // RMSNorm is written out in Python ops, and the hf variant upcasts to fp32 first.
@@ -47,21 +48,50 @@ void build_pytorch(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
   add_norm("ln1.in", "ln1", m, g, rb, hf);
   rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "q/k/v linear backward",
          "weight gradient = input^T x output gradient (one storage for all three)", kDeriv);
+  // GPT-2 blocks (LayerNorm) fuse Q, K and V into one projection; Llama blocks (RMSNorm) do not.
+  const bool fused_qkv = m.norm == NormType::kLayerNorm;
   if (g.flash) {
-    // SDPA's flash kernel keeps its inputs and output; K/V stay at kv heads (enable_gqa / FA2).
+    // SDPA's flash kernel keeps its inputs, output, logsumexp and RNG state. The pytorch block
+    // expands K/V to all heads before SDPA (PyTorch < 2.5 needs it); transformers passes
+    // enable_gqa=True, so hf keeps them at kv heads.
+    const Dim kvh = hf ? g.kv : g.a;
     rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "flash attention backward", "recomputes QK^T tile by tile", kSdpaFlash);
-    rb.add("attn.k", {g.b, g.kv, g.s_tp, g.d}, p, "flash attention backward", "recomputes QK^T tile by tile", kSdpaFlash);
-    rb.add("attn.v", {g.b, g.kv, g.s_tp, g.d}, p, "flash attention backward", "dP = dO V^T", kSdpaFlash);
+    rb.add("attn.k", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward", "recomputes QK^T tile by tile", kSdpaFlash);
+    rb.add("attn.v", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward", "dP = dO V^T", kSdpaFlash);
     rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
            "rebuilds P = exp(S - lse) without storing it", kSdpaFlash);
+    rb.add("attn.rng_state", {Dim{"3", 3}}, DType::kInt64, "flash attention backward",
+           "philox seed/offset (16 B) and an unused slot (8 B) replay the dropout pattern", kSdpaFlash);
     rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection and flash backward",
            "o_proj's input is the attention output O (a view, one storage)", kSdpaFlash);
+  } else if (g.sdpa_math) {
+    // _scaled_dot_product_attention_math upcasts q/k/v to fp32 below fp32 (PyTorch >= 2.5) and
+    // keeps q*sqrt(scale), k^T*sqrt(scale), the probabilities and v in that type.
+    const DType c = dtype_bytes(p) < 4 ? DType::kFp32 : p;
+    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward", "q * sqrt(scale), in the math dtype", kSdpaMath);
+    rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward", "k^T * sqrt(scale), expanded to all heads", kSdpaMath);
+    core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "softmax backward", "dsoftmax needs the output", kSdpaMath));
+    if (g.attn_dropout) {
+      core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool, "native_dropout backward", "1-byte mask on CUDA", kSdpaMath));
+      core(rb.add("attn.dropout_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "bmm(P, V) backward",
+                  "gradient w.r.t. V needs the dropped-out probabilities", kSdpaMath));
+    }
+    rb.add("attn.v", {g.b, g.a, g.s_tp, g.d}, c, "bmm(P, V) backward", "gradient w.r.t. P needs V", kSdpaMath);
+    if (fused_qkv && g.b.value == 1 && c == p)
+      // With b = 1 and no upcast, matmul's reshape of v is a view, so bmm keeps the whole fused
+      // QKV output alive: its q and k thirds count too.
+      rb.add("attn.qkv_out_alias", {g.b, g.s_tp, Dim{"2", 2}, g.a, g.d}, p, "bmm(P, V) backward (storage of v)",
+             "v is a view into the fused (b, s, 3h) QKV output", kSdpaMath);
+    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
+           "transpose(1,2).contiguous() makes a new tensor the linear keeps", kDeriv);
   } else {
     // matmul on transposed heads reshapes through a copy, so bmm keeps contiguous copies of Q and
     // K; GQA's repeat_kv/expand makes those copies at all a heads.
     rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "bmm(Q, K^T) backward", "gradient w.r.t. K needs Q", attn_src);
     rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, p, "bmm(Q, K^T) backward",
            "gradient w.r.t. Q needs K (expanded to every query head)", attn_src);
+    if (hf && fused_qkv)
+      rb.add("attn.scale_divisor", {}, p, "div backward", "GPT2Attention divides by torch.full([], sqrt(d)), a 0-dim device tensor", kHfGpt2);
     if (upcast_softmax) {
       core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, DType::kFp32, "softmax backward",
                   "softmax(..., dtype=float32) keeps its fp32 output", kHfLlama));

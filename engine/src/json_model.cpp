@@ -194,6 +194,11 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id, std::vec
   ACTMEM_TRY(get_prob("hidden_dropout", &m.hidden_dropout));
   m.head_dim = m.heads ? m.hidden / m.heads : 0;
   ACTMEM_TRY(get_uint("head_dim", &m.head_dim, false, true));
+  const bool explicit_head_dim = j.contains("head_dim") && !j["head_dim"].is_null();
+  if (!explicit_head_dim && m.heads > 0 && m.hidden % m.heads != 0)
+    return make_error("invalid_value", "model.head_dim",
+                      "model.head_dim: hidden_size=" + std::to_string(m.hidden) + " is not divisible by num_attention_heads=" +
+                          std::to_string(m.heads) + "; give head_dim explicitly");
   ACTMEM_TRY(get_bool("qkv_bias", &m.qkv_bias));
   // Explicit types (our schema) override what model_type implies.
   if (j.contains("ffn_type")) {

@@ -57,7 +57,14 @@ const char* profile_name(Profile p) {
   }
   return "?";
 }
-const char* attention_name(Attention a) { return a == Attention::kEager ? "eager" : "flash"; }
+const char* attention_name(Attention a) {
+  switch (a) {
+    case Attention::kEager: return "eager";
+    case Attention::kSdpaMath: return "sdpa_math";
+    case Attention::kFlash: return "flash";
+  }
+  return "?";
+}
 const char* optimizer_name(Optimizer o) {
   switch (o) {
     case Optimizer::kAdamW: return "adamw";
@@ -90,6 +97,7 @@ bool parse_profile(const std::string& s, Profile* out) {
 }
 bool parse_attention(const std::string& s, Attention* out) {
   if (s == "eager") *out = Attention::kEager;
+  else if (s == "sdpa_math") *out = Attention::kSdpaMath;
   else if (s == "flash") *out = Attention::kFlash;
   else return false;
   return true;

@@ -10,7 +10,9 @@ namespace actmem {
 
 // Which autograd accounting the inventory follows (see docs/formulas.md).
 enum class Profile { kMegatron, kTextbook, kPytorch, kHf };
-enum class Attention { kEager, kFlash };
+// eager: hand-written matmul/softmax/matmul; sdpa_math: PyTorch's math SDPA backend (fp32 upcast
+// of q/k/v since PyTorch 2.5); flash: a fused kernel keeping only Q, K, V, O and the log-sum-exp.
+enum class Attention { kEager, kSdpaMath, kFlash };
 enum class Optimizer { kAdamW, kSgd, kSgdMomentum, kAdam8bit, kAdafactor };
 enum class RecomputeKind { kNone, kSelective, kFull, kEveryK };
 
@@ -63,7 +65,7 @@ bool parse_optimizer(const std::string& s, Optimizer* out);
 bool parse_recompute(const std::string& s, Recompute* out);
 
 constexpr const char* kProfileNames = "megatron, textbook, pytorch, hf";
-constexpr const char* kAttentionNames = "eager, flash";
+constexpr const char* kAttentionNames = "eager, sdpa_math, flash";
 constexpr const char* kOptimizerNames = "adamw, sgd, sgd_momentum, adam8bit, adafactor";
 constexpr const char* kRecomputeNames = "none, selective, full, every:K (K >= 1)";
 

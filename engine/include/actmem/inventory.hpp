@@ -53,6 +53,7 @@ struct LayerGeometry {
   bool attn_dropout = false;
   bool hidden_dropout = false;
   bool flash = false;
+  bool sdpa_math = false;  // only the pytorch/hf profiles distinguish it from eager
 };
 
 struct LayerInventory {
