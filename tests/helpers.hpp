@@ -25,7 +25,9 @@ inline json run_preset(const std::string& preset, const json& config) {
   return run(json{{"preset", preset}, {"config", config}});
 }
 
-inline std::uint64_t u(const json& j) { return j.get<std::uint64_t>(); }
+inline std::uint64_t u(const json& j) {
+  return j.get<std::uint64_t>();
+}
 
 constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 

@@ -13,7 +13,10 @@ json error_of(const std::string& request_text) {
 
 }  // namespace
 
-TEST_CASE("A real Hugging Face Llama config.json (with keys that do not affect memory) reads as the preset", "[json][hf]") {
+TEST_CASE(
+    "A real Hugging Face Llama config.json (with keys that do not affect memory) reads as the "
+    "preset",
+    "[json][hf]") {
   // meta-llama/Llama-3.1-8B config.json, verbatim keys.
   const json hf = json::parse(R"({
     "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
@@ -33,8 +36,10 @@ TEST_CASE("A real Hugging Face Llama config.json (with keys that do not affect m
   CHECK(a["warnings"].size() == b["warnings"].size());
 }
 
-TEST_CASE("GPT-2 naming (n_embd, n_head, n_layer, n_inner null) and Qwen2 q/k/v biases", "[json][hf]") {
-  const json gpt2 = json::parse(R"({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12,
+TEST_CASE("GPT-2 naming (n_embd, n_head, n_layer, n_inner null) and Qwen2 q/k/v biases",
+          "[json][hf]") {
+  const json gpt2 =
+      json::parse(R"({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12,
     "n_positions": 1024, "n_ctx": 1024, "n_inner": null, "vocab_size": 50257, "activation_function": "gelu_new",
     "layer_norm_epsilon": 1e-05, "summary_type": "cls_index"})");
   CHECK(u(run(json{{"model", gpt2}})["model"]["params"]) == 124439808ULL);
@@ -50,25 +55,42 @@ TEST_CASE("Bad input: each error names the field and what is allowed", "[json][e
   };
   const Case cases[] = {
       {R"({"preset": "llama-9b"})", "unknown_preset", "preset", "allowed: "},
-      {R"({"preset": "gpt2", "config": {"tp": 5}})", "invalid_value", "config.tp", "allowed: 1, 2, 3, 4, 6, 12"},
-      {R"({"preset": "gpt2", "config": {"tp": 0}})", "invalid_value", "config.tp", "positive integer"},
+      {R"({"preset": "gpt2", "config": {"tp": 5}})", "invalid_value", "config.tp",
+       "allowed: 1, 2, 3, 4, 6, 12"},
+      {R"({"preset": "gpt2", "config": {"tp": 0}})", "invalid_value", "config.tp",
+       "positive integer"},
       {R"({"preset": "gpt2", "config": {"tp": -2}})", "invalid_value", "config.tp", "got -2"},
-      {R"({"preset": "gpt2", "config": {"seq": 1024.5}})", "invalid_value", "config.seq", "positive integer"},
-      {R"({"preset": "gpt2", "config": {"seq": "long"}})", "wrong_type", "config.seq", "got a string"},
-      {R"({"preset": "gpt2", "config": {"micro_batchh": 2}})", "unknown_key", "config.micro_batchh", "did you mean 'micro_batch'"},
-      {R"({"preset": "gpt2", "config": {"dtype": "fp64"}})", "invalid_value", "config.dtype", "fp32, bf16, fp16, fp8"},
-      {R"({"preset": "gpt2", "config": {"recompute": "every:0"}})", "invalid_value", "config.recompute", "every:K"},
-      {R"({"preset": "gpt2", "config": {"profile": "deepspeed"}})", "invalid_value", "config.profile", "megatron, textbook, pytorch, hf"},
+      {R"({"preset": "gpt2", "config": {"seq": 1024.5}})", "invalid_value", "config.seq",
+       "positive integer"},
+      {R"({"preset": "gpt2", "config": {"seq": "long"}})", "wrong_type", "config.seq",
+       "got a string"},
+      {R"({"preset": "gpt2", "config": {"micro_batchh": 2}})", "unknown_key", "config.micro_batchh",
+       "did you mean 'micro_batch'"},
+      {R"({"preset": "gpt2", "config": {"dtype": "fp64"}})", "invalid_value", "config.dtype",
+       "fp32, bf16, fp16, fp8"},
+      {R"({"preset": "gpt2", "config": {"recompute": "every:0"}})", "invalid_value",
+       "config.recompute", "every:K"},
+      {R"({"preset": "gpt2", "config": {"profile": "deepspeed"}})", "invalid_value",
+       "config.profile", "megatron, textbook, pytorch, hf"},
       {R"({"preset": "gpt2", "config": {"pp": 5}})", "invalid_value", "config.pp", "not divisible"},
-      {R"({"preset": "gpt2", "config": {"pp": 2, "vpp": 4}})", "invalid_value", "config.vpp", "pp x vpp"},
-      {R"({"preset": "gpt2", "config": {"cp": 3}})", "invalid_value", "config.cp", "does not divide seq"},
-      {R"({"preset": "gpt2", "config": {"zero": 4}})", "invalid_value", "config.zero", "0, 1, 2, 3"},
-      {R"({"preset": "gpt2", "config": {"ep": 2}})", "invalid_value", "config.ep", "mixture-of-experts"},
-      {R"({"preset": "mixtral-8x7b", "config": {"ep": 3}})", "invalid_value", "config.ep", "allowed: 1, 2, 4, 8"},
-      {R"({"preset": "gpt2", "config": {"gpu": "h100"}})", "unknown_preset", "config.gpu", "h100-80gb"},
-      {R"({"preset": "gpt2", "config": {"dropout": 1.5}})", "invalid_value", "config.dropout", "[0, 1)"},
-      {R"({"preset": "gpt2", "config": {"sp": "yes"}})", "wrong_type", "config.sp", "true or false"},
-      {R"({"preset": "gpt2", "config": {"seq": 1e30}})", "invalid_value", "config.seq", "positive integer"},
+      {R"({"preset": "gpt2", "config": {"pp": 2, "vpp": 4}})", "invalid_value", "config.vpp",
+       "pp x vpp"},
+      {R"({"preset": "gpt2", "config": {"cp": 3}})", "invalid_value", "config.cp",
+       "does not divide seq"},
+      {R"({"preset": "gpt2", "config": {"zero": 4}})", "invalid_value", "config.zero",
+       "0, 1, 2, 3"},
+      {R"({"preset": "gpt2", "config": {"ep": 2}})", "invalid_value", "config.ep",
+       "mixture-of-experts"},
+      {R"({"preset": "mixtral-8x7b", "config": {"ep": 3}})", "invalid_value", "config.ep",
+       "allowed: 1, 2, 4, 8"},
+      {R"({"preset": "gpt2", "config": {"gpu": "h100"}})", "unknown_preset", "config.gpu",
+       "h100-80gb"},
+      {R"({"preset": "gpt2", "config": {"dropout": 1.5}})", "invalid_value", "config.dropout",
+       "[0, 1)"},
+      {R"({"preset": "gpt2", "config": {"sp": "yes"}})", "wrong_type", "config.sp",
+       "true or false"},
+      {R"({"preset": "gpt2", "config": {"seq": 1e30}})", "invalid_value", "config.seq",
+       "positive integer"},
       {R"({"preset": "gpt2", "config": {"seq": NaN}})", "malformed_json", "request", "NaN"},
       {R"({"preset": "gpt2", "config": {"seq": 10)", "malformed_json", "request", "near byte"},
       {R"({"model": {"hidden_size": 64, "num_attention_heads": 6, "num_hidden_layers": 2, "vocab_size": 10, "intermediate_size": 8}})",
@@ -77,8 +99,10 @@ TEST_CASE("Bad input: each error names the field and what is allowed", "[json][e
        "invalid_value", "model.num_key_value_heads", "allowed: 1, 2, 4, 8"},
       {R"({"model": {"hidden_size": 64, "num_attention_heads": 8, "num_hidden_layers": 2, "vocab_size": 10, "intermediate_size": 8, "hiden_size": 3}})",
        "unknown_key", "model.hiden_size", "did you mean 'hidden_size'"},
-      {R"({"model": {"model_type": "t5", "d_model": 512}})", "unsupported", "model.model_type", "gpt2, llama"},
-      {R"({"model": {"num_attention_heads": 8, "num_hidden_layers": 2, "vocab_size": 10}})", "missing_key", "model.hidden_size", "required"},
+      {R"({"model": {"model_type": "t5", "d_model": 512}})", "unsupported", "model.model_type",
+       "gpt2, llama"},
+      {R"({"model": {"num_attention_heads": 8, "num_hidden_layers": 2, "vocab_size": 10}})",
+       "missing_key", "model.hidden_size", "required"},
       {R"({"model": [1, 2]})", "wrong_type", "model", "JSON object"},
       {R"({"preset": "gpt2", "extra": 1})", "unknown_key", "extra", "allowed: command"},
   };
@@ -92,7 +116,8 @@ TEST_CASE("Bad input: each error names the field and what is allowed", "[json][e
 }
 
 TEST_CASE("Determinism: the same request gives byte-identical JSON", "[json]") {
-  const std::string req = R"({"preset": "llama-3.1-70b", "config": {"tp": 8, "sp": true, "pp": 4, "vpp": 2, "recompute": "selective"}})";
+  const std::string req =
+      R"({"preset": "llama-3.1-70b", "config": {"tp": 8, "sp": true, "pp": 4, "vpp": 2, "recompute": "selective"}})";
   CHECK(actmem::evaluate(req) == actmem::evaluate(req));
 }
 

@@ -21,31 +21,44 @@ const PaperModel kModels[] = {
 };
 
 json paper_config(const PaperModel& m, bool sp, const char* recompute) {
-  return json{{"micro_batch", m.b}, {"seq", 2048}, {"tp", 8}, {"sp", sp}, {"pp", m.p}, {"vpp", m.v},
-              {"dtype", "fp16"}, {"dropout", 0.1}, {"attention", "eager"}, {"profile", "megatron"},
+  return json{{"micro_batch", m.b},
+              {"seq", 2048},
+              {"tp", 8},
+              {"sp", sp},
+              {"pp", m.p},
+              {"vpp", m.v},
+              {"dtype", "fp16"},
+              {"dropout", 0.1},
+              {"attention", "eager"},
+              {"profile", "megatron"},
               {"recompute", recompute}};
 }
 
 }  // namespace
 
-TEST_CASE("Korthikanti 2022 Figure 1: activations per GPU, tensor parallel, no recompute", "[korthikanti][figure1]") {
+TEST_CASE("Korthikanti 2022 Figure 1: activations per GPU, tensor parallel, no recompute",
+          "[korthikanti][figure1]") {
   for (const auto& m : kModels) {
     INFO(m.preset);
     const json r = run_preset(m.preset, paper_config(m, false, "none"));
     // Layer activations of the first stage only (the figure excludes the input/output layers).
-    CHECK(u(r["stages"][0]["activations"]["layers_bytes"]) == static_cast<std::uint64_t>(m.no_recompute_gib * kGiB));
+    CHECK(u(r["stages"][0]["activations"]["layers_bytes"]) ==
+          static_cast<std::uint64_t>(m.no_recompute_gib * kGiB));
   }
 }
 
-TEST_CASE("Korthikanti 2022 Figure 1: activations per GPU, sequence parallel + selective recompute", "[korthikanti][figure1]") {
+TEST_CASE("Korthikanti 2022 Figure 1: activations per GPU, sequence parallel + selective recompute",
+          "[korthikanti][figure1]") {
   for (const auto& m : kModels) {
     INFO(m.preset);
     const json r = run_preset(m.preset, paper_config(m, true, "selective"));
-    CHECK(u(r["stages"][0]["activations"]["layers_bytes"]) == static_cast<std::uint64_t>(m.sp_selective_gib * kGiB));
+    CHECK(u(r["stages"][0]["activations"]["layers_bytes"]) ==
+          static_cast<std::uint64_t>(m.sp_selective_gib * kGiB));
   }
 }
 
-TEST_CASE("Korthikanti 2022 Table 2: closed forms equal the inventory sum", "[korthikanti][table2]") {
+TEST_CASE("Korthikanti 2022 Table 2: closed forms equal the inventory sum",
+          "[korthikanti][table2]") {
   for (const auto& m : kModels) {
     INFO(m.preset);
     const std::uint64_t s = 2048, b = m.b, h = m.h, a = m.a, t = 8;
@@ -75,7 +88,8 @@ TEST_CASE("Korthikanti 2022 Table 2: closed forms equal the inventory sum", "[ko
   }
 }
 
-TEST_CASE("Korthikanti 2022 Sec. 4.2.3: interleaved first stage holds L(1 + (p-1)/(pv)) layers", "[korthikanti][pipeline]") {
+TEST_CASE("Korthikanti 2022 Sec. 4.2.3: interleaved first stage holds L(1 + (p-1)/(pv)) layers",
+          "[korthikanti][pipeline]") {
   // 175B: L=96, p=8, v=3 -> 96 * (1 + 7/24) = 124 layers' worth; 530B: 105 -> 139.
   const json r175 = run_preset("megatron-175b", paper_config(kModels[1], true, "selective"));
   CHECK(u(r175["stages"][0]["kept_layer_slots"]) == 124);
@@ -88,10 +102,13 @@ TEST_CASE("Korthikanti 2022 Sec. 4.2.3: interleaved first stage holds L(1 + (p-1
   CHECK(u(r1t["stages"][63]["kept_layer_slots"]) == 2);
 }
 
-TEST_CASE("Korthikanti 2022 Sec. 4.3: output layer 4sbh/t (1 + v/h) with SP, input dropout mask sbhp/t", "[korthikanti][io]") {
+TEST_CASE(
+    "Korthikanti 2022 Sec. 4.3: output layer 4sbh/t (1 + v/h) with SP, input dropout mask sbhp/t",
+    "[korthikanti][io]") {
   const auto& m = kModels[3];  // 1T: p = 64
   const json r = run_preset(m.preset, paper_config(m, true, "selective"));
   const std::uint64_t s = 2048, b = 1, h = 25600, t = 8, p = 64, v = 51200;
-  CHECK(u(r["stages"][63]["activations"]["output_layer_bytes"]) == 4 * s * b * h / t + 4 * s * b * v / t);
+  CHECK(u(r["stages"][63]["activations"]["output_layer_bytes"]) ==
+        4 * s * b * h / t + 4 * s * b * v / t);
   CHECK(u(r["stages"][0]["activations"]["input_layer_bytes"]) == s * b * h * p / t);
 }

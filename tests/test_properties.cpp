@@ -9,22 +9,27 @@ const char* const kProfiles[] = {"megatron", "textbook", "pytorch", "hf"};
 const char* const kAttention[] = {"eager", "sdpa_math", "flash"};
 }  // namespace
 
-TEST_CASE("Property: per-layer activations are linear in the micro-batch b (all profiles, attentions)", "[property]") {
+TEST_CASE(
+    "Property: per-layer activations are linear in the micro-batch b (all profiles, attentions)",
+    "[property]") {
   for (const char* prof : kProfiles)
     for (const char* att : kAttention) {
       INFO(prof << " " << att);
       json c = {{"profile", prof}, {"attention", att}, {"seq", 1024}, {"dropout", 0.1}};
       // The flash kernel's 24-byte RNG state (pytorch/hf) does not scale with b.
       const std::string p = prof;
-      const std::uint64_t fixed = std::string(att) == "flash" && (p == "pytorch" || p == "hf") ? 24 : 0;
+      const std::uint64_t fixed =
+          std::string(att) == "flash" && (p == "pytorch" || p == "hf") ? 24 : 0;
       c["micro_batch"] = 1;
-      const std::uint64_t one = u(run_preset("llama-3.1-8b", c)["per_layer"]["activation_bytes"]) - fixed;
+      const std::uint64_t one =
+          u(run_preset("llama-3.1-8b", c)["per_layer"]["activation_bytes"]) - fixed;
       c["micro_batch"] = 3;
       CHECK(u(run_preset("llama-3.1-8b", c)["per_layer"]["activation_bytes"]) - fixed == 3 * one);
     }
 }
 
-TEST_CASE("Property: flash attention removes every s^2 term (Dao et al. 2022)", "[property][flash]") {
+TEST_CASE("Property: flash attention removes every s^2 term (Dao et al. 2022)",
+          "[property][flash]") {
   for (const char* prof : kProfiles) {
     INFO(prof);
     json c = {{"profile", prof}, {"attention", "flash"}, {"dropout", 0.1}, {"seq", 2048}};
@@ -34,35 +39,44 @@ TEST_CASE("Property: flash attention removes every s^2 term (Dao et al. 2022)", 
     c["seq"] = 4096;
     // Linear in s, up to the fixed 24-byte RNG state the flash kernel keeps.
     const std::uint64_t at4k = u(run_preset("gpt2-xl", c)["per_layer"]["activation_bytes"]);
-    CHECK(at4k + (std::string(prof) == "pytorch" || std::string(prof) == "hf" ? 24 : 0) == 2 * at2k);
+    CHECK(at4k + (std::string(prof) == "pytorch" || std::string(prof) == "hf" ? 24 : 0) ==
+          2 * at2k);
   }
 }
 
-TEST_CASE("Property: recompute never increases kept activations (none >= selective >= full)", "[property][recompute]") {
+TEST_CASE("Property: recompute never increases kept activations (none >= selective >= full)",
+          "[property][recompute]") {
   for (const char* prof : kProfiles)
     for (const char* att : kAttention) {
       INFO(prof << " " << att);
       auto kept = [&](const char* rc) {
-        const json r = run_preset("llama-2-13b", {{"profile", prof}, {"attention", att}, {"recompute", rc}, {"pp", 2}});
+        const json r = run_preset(
+            "llama-2-13b", {{"profile", prof}, {"attention", att}, {"recompute", rc}, {"pp", 2}});
         return u(r["stages"][0]["activations"]["layers_bytes"]);
       };
-      const std::uint64_t none = kept("none"), sel = kept("selective"), full = kept("full"), e4 = kept("every:4");
+      const std::uint64_t none = kept("none"), sel = kept("selective"), full = kept("full"),
+                          e4 = kept("every:4");
       CHECK(none >= sel);
       CHECK(sel >= full);
       CHECK(full >= e4);
     }
 }
 
-TEST_CASE("Property: TP+SP divides every megatron per-layer tensor by t exactly (Korthikanti Table 2)", "[property][tp]") {
+TEST_CASE(
+    "Property: TP+SP divides every megatron per-layer tensor by t exactly (Korthikanti Table 2)",
+    "[property][tp]") {
   for (std::uint64_t t : {1, 2, 4, 8}) {
     INFO("t=" << t);
     const json one = run_preset("megatron-22b", {{"profile", "megatron"}, {"dropout", 0.1}});
-    const json r = run_preset("megatron-22b", {{"profile", "megatron"}, {"dropout", 0.1}, {"tp", t}, {"sp", true}});
+    const json r = run_preset("megatron-22b",
+                              {{"profile", "megatron"}, {"dropout", 0.1}, {"tp", t}, {"sp", true}});
     CHECK(u(r["per_layer"]["activation_bytes"]) * t == u(one["per_layer"]["activation_bytes"]));
   }
 }
 
-TEST_CASE("Property: context parallelism divides per-token tensors by c; local queries keep all keys", "[property][cp]") {
+TEST_CASE(
+    "Property: context parallelism divides per-token tensors by c; local queries keep all keys",
+    "[property][cp]") {
   const json one = run_preset("llama-3.1-8b", {{"attention", "flash"}, {"seq", 8192}});
   const json cp4 = run_preset("llama-3.1-8b", {{"attention", "flash"}, {"seq", 8192}, {"cp", 4}});
   CHECK(u(cp4["per_layer"]["activation_bytes"]) * 4 == u(one["per_layer"]["activation_bytes"]));
@@ -71,23 +85,31 @@ TEST_CASE("Property: context parallelism divides per-token tensors by c; local q
     if (t["name"] == "attn.softmax_out") CHECK(u(t["bytes"]) == 2ULL * 32 * (8192 / 4) * 8192);
 }
 
-TEST_CASE("KV cache is GQA-aware: 2 * p * L * kv * d * s * b (seed 002 formula with H = KV heads)", "[property][kv]") {
-  const json r = run_preset("llama-3.1-70b", {{"seq", 8192}, {"micro_batch", 4}, {"tp", 8}, {"pp", 2}});
+TEST_CASE("KV cache is GQA-aware: 2 * p * L * kv * d * s * b (seed 002 formula with H = KV heads)",
+          "[property][kv]") {
+  const json r =
+      run_preset("llama-3.1-70b", {{"seq", 8192}, {"micro_batch", 4}, {"tp", 8}, {"pp", 2}});
   CHECK(u(r["kv_cache"]["total_bytes"]) == 2ULL * 2 * 80 * 8 * 128 * 8192 * 4);
   CHECK(u(r["kv_cache"]["per_gpu_bytes"]) == 2ULL * 2 * 40 * 1 * 128 * 8192 * 4);
 }
 
-TEST_CASE("Totals are the sum of named parts (inventory is the source of truth)", "[property][sum]") {
+TEST_CASE("Totals are the sum of named parts (inventory is the source of truth)",
+          "[property][sum]") {
   for (const char* prof : kProfiles) {
     INFO(prof);
-    const json r = run_preset("mixtral-8x7b", {{"profile", prof}, {"pp", 2}, {"tp", 2}, {"sp", true}, {"ep", 2}, {"dp", 2}});
+    const json r =
+        run_preset("mixtral-8x7b",
+                   {{"profile", prof}, {"pp", 2}, {"tp", 2}, {"sp", true}, {"ep", 2}, {"dp", 2}});
     CHECK(sum_tensors(r["per_layer"]["tensors"]) == u(r["per_layer"]["activation_bytes"]));
-    CHECK(u(r["per_layer"]["linear_bytes"]) + u(r["per_layer"]["quadratic_bytes"]) == u(r["per_layer"]["activation_bytes"]));
+    CHECK(u(r["per_layer"]["linear_bytes"]) + u(r["per_layer"]["quadratic_bytes"]) ==
+          u(r["per_layer"]["activation_bytes"]));
     for (const auto& s : r["stages"]) {
       const json& a = s["activations"];
-      CHECK(u(a["layers_bytes"]) + u(a["input_layer_bytes"]) + u(a["output_layer_bytes"]) + u(a["recompute_working_bytes"]) ==
+      CHECK(u(a["layers_bytes"]) + u(a["input_layer_bytes"]) + u(a["output_layer_bytes"]) +
+                u(a["recompute_working_bytes"]) ==
             u(a["total_bytes"]));
-      CHECK(u(s["activations"]["total_bytes"]) + u(s["static"]["total_bytes"]) == u(s["total_bytes"]));
+      CHECK(u(s["activations"]["total_bytes"]) + u(s["static"]["total_bytes"]) ==
+            u(s["total_bytes"]));
     }
     // The explanation of the per-layer total ends in the same number.
     const json& e0 = r["explain"][0];
@@ -95,19 +117,33 @@ TEST_CASE("Totals are the sum of named parts (inventory is the source of truth)"
   }
 }
 
-TEST_CASE("MoE activations follow top-k routing: dropless expert tokens = k*b*s; capacity rounds per expert (GShard)", "[property][moe]") {
+TEST_CASE(
+    "MoE activations follow top-k routing: dropless expert tokens = k*b*s; capacity rounds per "
+    "expert (GShard)",
+    "[property][moe]") {
   const json r = run_preset("mixtral-8x7b", {{"seq", 4096}, {"micro_batch", 2}});
   for (const auto& t : r["per_layer"]["tensors"])
-    if (t["name"] == "moe.expert_in") CHECK(u(t["bytes"]) == 2ULL * 2 * 4096 * 2 * 4096);  // p * k*b*s * h
-  json model = {{"hidden_size", 64}, {"num_attention_heads", 4}, {"num_hidden_layers", 2}, {"vocab_size", 100},
-                {"num_local_experts", 8}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 128}, {"capacity_factor", 1.25}};
-  const json rc = run(json{{"model", model}, {"config", {{"seq", 100}, {"micro_batch", 1}, {"dtype", "fp32"}}}});
-  for (const auto& t : rc["per_layer"]["tensors"])  // ceil(1.25 * 2 * 100 / 8) = 32 tokens per expert
+    if (t["name"] == "moe.expert_in")
+      CHECK(u(t["bytes"]) == 2ULL * 2 * 4096 * 2 * 4096);  // p * k*b*s * h
+  json model = {{"hidden_size", 64},
+                {"num_attention_heads", 4},
+                {"num_hidden_layers", 2},
+                {"vocab_size", 100},
+                {"num_local_experts", 8},
+                {"num_experts_per_tok", 2},
+                {"moe_intermediate_size", 128},
+                {"capacity_factor", 1.25}};
+  const json rc = run(
+      json{{"model", model}, {"config", {{"seq", 100}, {"micro_batch", 1}, {"dtype", "fp32"}}}});
+  for (const auto& t :
+       rc["per_layer"]["tensors"])  // ceil(1.25 * 2 * 100 / 8) = 32 tokens per expert
     if (t["name"] == "moe.expert_in") CHECK(u(t["bytes"]) == 4ULL * 8 * 32 * 64);
 }
 
-TEST_CASE("Overflow: s = 10^7, b = 10^4 is a field-named error, never a wrapped number", "[overflow]") {
-  const json r = actmem::evaluate_json(json{{"preset", "gpt2"}, {"config", {{"seq", 10000000}, {"micro_batch", 10000}}}});
+TEST_CASE("Overflow: s = 10^7, b = 10^4 is a field-named error, never a wrapped number",
+          "[overflow]") {
+  const json r = actmem::evaluate_json(
+      json{{"preset", "gpt2"}, {"config", {{"seq", 10000000}, {"micro_batch", 10000}}}});
   REQUIRE_FALSE(r["ok"].get<bool>());
   CHECK(r["error"]["code"] == "overflow");
   CHECK(r["error"]["message"].get<std::string>().find("2^63") != std::string::npos);

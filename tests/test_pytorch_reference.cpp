@@ -21,22 +21,34 @@ json load_reference() {
 // GELU, dropout on probabilities and residuals) or Llama style (RMSNorm, GQA, RoPE, SwiGLU).
 json block_request(const json& c) {
   const bool gpt2 = c["arch"] == "gpt2";
-  json model = {{"hidden_size", c["h"]}, {"num_attention_heads", c["a"]}, {"num_key_value_heads", c["kv"]},
-                {"head_dim", c["d"]}, {"intermediate_size", c["f"]}, {"num_hidden_layers", 1},
-                {"vocab_size", 16}, {"max_position_embeddings", c["s"]},
-                {"ffn_type", gpt2 ? "gelu" : "swiglu"}, {"norm_type", gpt2 ? "layernorm" : "rmsnorm"},
+  json model = {{"hidden_size", c["h"]},
+                {"num_attention_heads", c["a"]},
+                {"num_key_value_heads", c["kv"]},
+                {"head_dim", c["d"]},
+                {"intermediate_size", c["f"]},
+                {"num_hidden_layers", 1},
+                {"vocab_size", 16},
+                {"max_position_embeddings", c["s"]},
+                {"ffn_type", gpt2 ? "gelu" : "swiglu"},
+                {"norm_type", gpt2 ? "layernorm" : "rmsnorm"},
                 {"position_embedding", gpt2 ? "learned" : "rope"}};
   const std::string att = c["attention"];
   const double p = c["dropout"];
-  json config = {{"micro_batch", c["b"]}, {"seq", c["s"]}, {"dtype", c["dtype"]}, {"profile", c["profile"]},
-                 {"attention", att == "sdpa_flash" ? "flash" : att}, {"attention_dropout", p},
+  json config = {{"micro_batch", c["b"]},
+                 {"seq", c["s"]},
+                 {"dtype", c["dtype"]},
+                 {"profile", c["profile"]},
+                 {"attention", att == "sdpa_flash" ? "flash" : att},
+                 {"attention_dropout", p},
                  {"hidden_dropout", gpt2 ? p : 0.0}};
   return json{{"model", model}, {"config", config}};
 }
 
 }  // namespace
 
-TEST_CASE("pytorch/hf profiles equal the saved-tensor measurements (tests/reference/pytorch_saved.json)", "[pytorch][reference]") {
+TEST_CASE(
+    "pytorch/hf profiles equal the saved-tensor measurements (tests/reference/pytorch_saved.json)",
+    "[pytorch][reference]") {
   const json ref = load_reference();
   REQUIRE(ref["configs"].size() >= 100);
   for (const auto& c : ref["configs"]) {

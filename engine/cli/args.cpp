@@ -21,7 +21,8 @@ const char* const kUsage =
     "model:   --preset ID | --model FILE (our JSON or a Hugging Face config.json)\n"
     "config:  --config FILE, then flags override it:\n"
     "  --micro-batch N --seq N --grad-accum N --dtype fp32|bf16|fp16|fp8\n"
-    "  --param-dtype D --grad-dtype D --no-master-weights --optimizer adamw|sgd|sgd_momentum|adam8bit|adafactor\n"
+    "  --param-dtype D --grad-dtype D --no-master-weights --optimizer "
+    "adamw|sgd|sgd_momentum|adam8bit|adafactor\n"
     "  --tp N --sp --pp N --vpp N --cp N --dp N --zero 0..3 --ep N\n"
     "  --attention eager|flash --dropout P --attention-dropout P --hidden-dropout P\n"
     "  --profile megatron|textbook|pytorch|hf --recompute none|selective|full|every:K --offload\n"
@@ -57,16 +58,26 @@ bool parse_byte_size(const std::string& s, unsigned long long* out) {
   const double v = std::strtod(s.substr(0, i).c_str(), nullptr);
   std::string unit = s.substr(i);
   double mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "KiB") mult = 1024.0;
-  else if (unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "KB") mult = 1e3;
-  else if (unit == "MB") mult = 1e6;
-  else if (unit == "GB") mult = 1e9;
-  else if (unit == "TB") mult = 1e12;
-  else return false;
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "KiB")
+    mult = 1024.0;
+  else if (unit == "MiB")
+    mult = 1024.0 * 1024;
+  else if (unit == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "KB")
+    mult = 1e3;
+  else if (unit == "MB")
+    mult = 1e6;
+  else if (unit == "GB")
+    mult = 1e9;
+  else if (unit == "TB")
+    mult = 1e12;
+  else
+    return false;
   const double bytes = v * mult;
   if (!(bytes >= 1) || bytes > 9.2e18 || bytes != std::floor(bytes)) return false;
   *out = static_cast<unsigned long long>(bytes);
@@ -77,8 +88,10 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
   json cfg_file = json::object();
   json cfg_flags = json::object();
   std::size_t i = 0;
-  if (!argv.empty() && argv[0].rfind("--", 0) != 0) o->command = argv[i++];
-  else o->command = "estimate";
+  if (!argv.empty() && argv[0].rfind("--", 0) != 0)
+    o->command = argv[i++];
+  else
+    o->command = "estimate";
   if (o->command == "help") {
     o->help = true;
     return "";
@@ -87,12 +100,27 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
     return "command: '" + o->command + "' is not allowed; allowed: estimate, explain, presets";
   // Flag -> config key, for flags taking a value.
   static const std::pair<const char*, const char*> kValued[] = {
-      {"--micro-batch", "micro_batch"}, {"--seq", "seq"}, {"--grad-accum", "grad_accum"}, {"--dtype", "dtype"},
-      {"--param-dtype", "param_dtype"}, {"--grad-dtype", "grad_dtype"}, {"--optimizer", "optimizer"},
-      {"--tp", "tp"}, {"--pp", "pp"}, {"--vpp", "vpp"}, {"--cp", "cp"}, {"--dp", "dp"}, {"--zero", "zero"},
-      {"--ep", "ep"}, {"--attention", "attention"}, {"--dropout", "dropout"},
-      {"--attention-dropout", "attention_dropout"}, {"--hidden-dropout", "hidden_dropout"},
-      {"--profile", "profile"}, {"--recompute", "recompute"}, {"--gpu", "gpu"}};
+      {"--micro-batch", "micro_batch"},
+      {"--seq", "seq"},
+      {"--grad-accum", "grad_accum"},
+      {"--dtype", "dtype"},
+      {"--param-dtype", "param_dtype"},
+      {"--grad-dtype", "grad_dtype"},
+      {"--optimizer", "optimizer"},
+      {"--tp", "tp"},
+      {"--pp", "pp"},
+      {"--vpp", "vpp"},
+      {"--cp", "cp"},
+      {"--dp", "dp"},
+      {"--zero", "zero"},
+      {"--ep", "ep"},
+      {"--attention", "attention"},
+      {"--dropout", "dropout"},
+      {"--attention-dropout", "attention_dropout"},
+      {"--hidden-dropout", "hidden_dropout"},
+      {"--profile", "profile"},
+      {"--recompute", "recompute"},
+      {"--gpu", "gpu"}};
   for (; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     auto value = [&](std::string* v) -> bool {
@@ -101,11 +129,26 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       return true;
     };
     std::string v;
-    if (a == "--json") { o->json = true; continue; }
-    if (a == "--help" || a == "-h") { o->help = true; continue; }
-    if (a == "--sp") { cfg_flags["sp"] = true; continue; }
-    if (a == "--offload") { cfg_flags["offload"] = true; continue; }
-    if (a == "--no-master-weights") { cfg_flags["master_weights"] = false; continue; }
+    if (a == "--json") {
+      o->json = true;
+      continue;
+    }
+    if (a == "--help" || a == "-h") {
+      o->help = true;
+      continue;
+    }
+    if (a == "--sp") {
+      cfg_flags["sp"] = true;
+      continue;
+    }
+    if (a == "--offload") {
+      cfg_flags["offload"] = true;
+      continue;
+    }
+    if (a == "--no-master-weights") {
+      cfg_flags["master_weights"] = false;
+      continue;
+    }
     bool matched = false;
     for (const auto& [flag, key] : kValued) {
       if (a != flag) continue;
@@ -136,7 +179,9 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       unsigned long long bytes = 0;
       if (!value(&v)) return "--gpu-memory: needs a size such as 80GiB";
       if (!parse_byte_size(v, &bytes))
-        return "--gpu-memory: '" + v + "' is not a size; allowed: a positive byte count or N with B, KiB, MiB, GiB, TiB, KB, MB, GB, TB";
+        return "--gpu-memory: '" + v +
+               "' is not a size; allowed: a positive byte count or N with B, KiB, MiB, GiB, TiB, "
+               "KB, MB, GB, TB";
       cfg_flags["gpu_memory_bytes"] = bytes;
     } else {
       return "'" + a + "': unknown option (see actmem --help)";

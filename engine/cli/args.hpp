@@ -1,4 +1,5 @@
-// Command-line parsing for `actmem`: flags become one engine request (the same JSON the page sends).
+// Command-line parsing for `actmem`: flags become one engine request (the same JSON the page
+// sends).
 #pragma once
 
 #include <string>

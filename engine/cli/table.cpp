@@ -12,7 +12,8 @@ namespace {
 
 std::string commas(unsigned long long v) {
   std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<std::size_t>(i), ",");
   return s;
 }
 
@@ -32,23 +33,29 @@ std::string pad(const std::string& s, std::size_t w) {
   return cps >= w ? s + " " : s + std::string(w - cps, ' ');
 }
 
-unsigned long long u(const json& j) { return j.is_number_unsigned() ? j.get<unsigned long long>() : 0ULL; }
+unsigned long long u(const json& j) {
+  return j.is_number_unsigned() ? j.get<unsigned long long>() : 0ULL;
+}
 
 }  // namespace
 
-std::string format_bytes(unsigned long long bytes) { return commas(bytes) + " B (" + human(static_cast<double>(bytes)) + ")"; }
+std::string format_bytes(unsigned long long bytes) {
+  return commas(bytes) + " B (" + human(static_cast<double>(bytes)) + ")";
+}
 
 std::string render_estimate(const json& r) {
   std::ostringstream o;
   const json& m = r["model"];
   const json& c = r["config"];
-  o << "model    " << m["name"].get<std::string>() << " (" << commas(u(m["params"])) << " parameters)\n";
-  o << "profile  " << r["profile"].get<std::string>() << "   attention " << c["attention"].get<std::string>()
-    << "   recompute " << c["recompute"].get<std::string>() << "   dtype " << c["dtype"].get<std::string>() << "\n";
+  o << "model    " << m["name"].get<std::string>() << " (" << commas(u(m["params"]))
+    << " parameters)\n";
+  o << "profile  " << r["profile"].get<std::string>() << "   attention "
+    << c["attention"].get<std::string>() << "   recompute " << c["recompute"].get<std::string>()
+    << "   dtype " << c["dtype"].get<std::string>() << "\n";
   o << "shape    b=" << u(c["micro_batch"]) << " s=" << u(c["seq"]) << "   tp=" << u(c["tp"])
-    << (c["sp"].get<bool>() ? "+sp" : "") << " pp=" << u(c["pp"]) << " vpp=" << u(c["vpp"]) << " cp=" << u(c["cp"])
-    << " dp=" << u(c["dp"]) << " zero=" << c["zero"].get<int>() << " ep=" << u(c["ep"])
-    << "   micro-batches/step=" << u(c["grad_accum"]) << "\n\n";
+    << (c["sp"].get<bool>() ? "+sp" : "") << " pp=" << u(c["pp"]) << " vpp=" << u(c["vpp"])
+    << " cp=" << u(c["cp"]) << " dp=" << u(c["dp"]) << " zero=" << c["zero"].get<int>()
+    << " ep=" << u(c["ep"]) << "   micro-batches/step=" << u(c["grad_accum"]) << "\n\n";
   o << "per-layer tensors kept for backward (one layer, one GPU)\n";
   o << "  " << pad("tensor", 26) << pad("shape", 22) << pad("dtype", 7) << "bytes\n";
   for (const auto& t : r["per_layer"]["tensors"])
@@ -60,8 +67,11 @@ std::string render_estimate(const json& r) {
     << format_bytes(u(pl["quadratic_bytes"])) << "\n\n";
   const json& a = r["activations"];
   const json& s = r["static"];
-  o << "most loaded GPU: pipeline stage " << u(a["stage"]) << " (" << u(a["in_flight_chunks"]) << " chunk(s) in flight)\n";
-  auto line = [&](const char* name, const json& v) { o << "  " << pad(name, 30) << format_bytes(u(v)) << "\n"; };
+  o << "most loaded GPU: pipeline stage " << u(a["stage"]) << " (" << u(a["in_flight_chunks"])
+    << " chunk(s) in flight)\n";
+  auto line = [&](const char* name, const json& v) {
+    o << "  " << pad(name, 30) << format_bytes(u(v)) << "\n";
+  };
   line("activations: layers", a["layers_bytes"]);
   line("activations: input layer", a["input_layer_bytes"]);
   line("activations: output layer", a["output_layer_bytes"]);
@@ -74,26 +84,30 @@ std::string render_estimate(const json& r) {
   line("total", r["total_bytes"]);
   if (r.contains("gpu")) {
     const long long head = r["headroom_bytes"].get<long long>();
-    o << "  " << pad(("GPU " + r["gpu"]["name"].get<std::string>()).c_str(), 30) << format_bytes(u(r["gpu"]["memory_bytes"])) << "\n";
+    o << "  " << pad(("GPU " + r["gpu"]["name"].get<std::string>()).c_str(), 30)
+      << format_bytes(u(r["gpu"]["memory_bytes"])) << "\n";
     o << "  " << pad(r["fits"].get<bool>() ? "fits, headroom" : "DOES NOT FIT, short by", 30)
       << format_bytes(static_cast<unsigned long long>(head < 0 ? -head : head)) << "\n";
   }
-  o << "\ninference KV cache (whole model, b x s): " << format_bytes(u(r["kv_cache"]["total_bytes"])) << "\n";
+  o << "\ninference KV cache (whole model, b x s): "
+    << format_bytes(u(r["kv_cache"]["total_bytes"])) << "\n";
   for (const auto& w : r["warnings"]) o << "note: " << w.get<std::string>() << "\n";
   return o.str();
 }
 
 std::string render_explain(const json& r) {
   std::ostringstream o;
-  o << "profile " << r["profile"].get<std::string>() << "; b=" << u(r["config"]["micro_batch"]) << " s=" << u(r["config"]["seq"])
-    << " h=" << u(r["model"]["hidden_size"]) << " a=" << u(r["model"]["num_attention_heads"])
+  o << "profile " << r["profile"].get<std::string>() << "; b=" << u(r["config"]["micro_batch"])
+    << " s=" << u(r["config"]["seq"]) << " h=" << u(r["model"]["hidden_size"])
+    << " a=" << u(r["model"]["num_attention_heads"])
     << " kv=" << u(r["model"]["num_key_value_heads"]) << " d=" << u(r["model"]["head_dim"])
     << " f=" << u(r["model"]["intermediate_size"]) << " V=" << u(r["model"]["vocab_size"])
     << " t=" << u(r["config"]["tp"]) << " c=" << u(r["config"]["cp"]) << "\n\n";
   for (const auto& e : r["explain"]) {
     o << e["title"].get<std::string>() << "\n";
     o << "  = " << e["formula"].get<std::string>() << "\n";
-    o << "  = " << e["substituted"].get<std::string>() << " B  (" << human(static_cast<double>(u(e["bytes"]))) << ")\n";
+    o << "  = " << e["substituted"].get<std::string>() << " B  ("
+      << human(static_cast<double>(u(e["bytes"]))) << ")\n";
     o << "  source: " << e["source"].get<std::string>() << "\n\n";
   }
   return o.str();
@@ -103,17 +117,21 @@ std::string render_presets(const json& r) {
   std::ostringstream o;
   o << "models\n";
   for (const auto& m : r["models"]) {
-    o << "  " << pad(m["id"].get<std::string>(), 18) << (m.contains("name") ? m["name"].get<std::string>() : "");
-    if (m.contains("published_params")) o << " (" << commas(u(m["published_params"])) << " params published)";
+    o << "  " << pad(m["id"].get<std::string>(), 18)
+      << (m.contains("name") ? m["name"].get<std::string>() : "");
+    if (m.contains("published_params"))
+      o << " (" << commas(u(m["published_params"])) << " params published)";
     o << "\n";
   }
   o << "gpus\n";
   for (const auto& g : r["gpus"])
-    o << "  " << pad(g["id"].get<std::string>(), 18) << (g.contains("name") ? g["name"].get<std::string>() : "") << ", "
+    o << "  " << pad(g["id"].get<std::string>(), 18)
+      << (g.contains("name") ? g["name"].get<std::string>() : "") << ", "
       << format_bytes(u(g["memory_bytes"])) << "\n";
   o << "examples\n";
   for (const auto& x : r["examples"])
-    o << "  " << pad(x["id"].get<std::string>(), 30) << (x.contains("title") ? x["title"].get<std::string>() : "") << "\n";
+    o << "  " << pad(x["id"].get<std::string>(), 30)
+      << (x.contains("title") ? x["title"].get<std::string>() : "") << "\n";
   return o.str();
 }
 

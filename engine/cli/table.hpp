@@ -1,4 +1,5 @@
-// Human-readable rendering of engine responses (formatting only; every number comes from the engine).
+// Human-readable rendering of engine responses (formatting only; every number comes from the
+// engine).
 #pragma once
 
 #include <string>

@@ -56,8 +56,10 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   for (const auto* r : kept0) {
     e.kept.push_back(*r);
     e.per_layer_kept_bytes = ck.add(e.per_layer_kept_bytes, r->bytes, "per_layer.activation_bytes");
-    if (r->quadratic) e.per_layer_quadratic_bytes += r->bytes;
-    else e.per_layer_linear_bytes += r->bytes;
+    if (r->quadratic)
+      e.per_layer_quadratic_bytes += r->bytes;
+    else
+      e.per_layer_linear_bytes += r->bytes;
   }
 
   // What one backward recompute brings back at a time (Chen et al. 2016): the attention core of one
@@ -66,15 +68,19 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   const std::uint64_t chunk_layers = m.layers / (p.pp * p.vpp);
   Bytes alias = 0;
   for (const auto& r : I.tensors)
-    if (r.id == "ln1.in" && r.dtype == I.checkpoint.dtype && r.bytes == I.checkpoint.bytes) alias = r.bytes;
+    if (r.id == "ln1.in" && r.dtype == I.checkpoint.dtype && r.bytes == I.checkpoint.bytes)
+      alias = r.bytes;
   Bytes working = 0;
   switch (c.recompute.kind) {
-    case RecomputeKind::kNone: break;
+    case RecomputeKind::kNone:
+      break;
     case RecomputeKind::kSelective:
       for (const auto& r : I.tensors)
         if (r.attn_core) working = ck.add(working, r.bytes, "activations.recompute_working_bytes");
       break;
-    case RecomputeKind::kFull: working = e.per_layer_full_bytes - alias; break;
+    case RecomputeKind::kFull:
+      working = e.per_layer_full_bytes - alias;
+      break;
     case RecomputeKind::kEveryK: {
       const std::uint64_t seg = std::min<std::uint64_t>(c.recompute.every_k, chunk_layers);
       working = ck.mul(seg, e.per_layer_full_bytes, "activations.recompute_working_bytes") - alias;
@@ -108,17 +114,20 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     s.kept_layer_slots = ck.mul(f.chunks, chunk_layers, "activations");
     StageActivations& a = s.act;
     a.layers_bytes = ck.mul(f.chunks, chunk_kept, "activations.layers_bytes");
-    if (r == 0) a.input_layer_bytes = ck.mul(f.first_chunk, in_bytes, "activations.input_layer_bytes");
-    if (r == p.pp - 1) a.output_layer_bytes = ck.mul(f.last_chunk, out_bytes, "activations.output_layer_bytes");
+    if (r == 0)
+      a.input_layer_bytes = ck.mul(f.first_chunk, in_bytes, "activations.input_layer_bytes");
+    if (r == p.pp - 1)
+      a.output_layer_bytes = ck.mul(f.last_chunk, out_bytes, "activations.output_layer_bytes");
     a.recompute_working_bytes = working;
     if (c.recompute.offload) {
       // Offloaded activations live in host memory; the layer being stored or prefetched stays.
       a.host_bytes = a.layers_bytes;
       a.layers_bytes = max_layer_kept;
     }
-    a.total_bytes = ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
-                           ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
-                           "activations.total_bytes");
+    a.total_bytes =
+        ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
+               ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
+               "activations.total_bytes");
     std::vector<ParamRecord> scaled = layer_p;
     for (auto& q : scaled) q.copies = s.layers;  // one identical tensor per layer of the stage
     if (r == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
@@ -135,20 +144,25 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
   // 2 · 2 · L · H · d · s · b with H the KV heads, GQA-aware).
   const Bytes pw = dtype_bytes(c.act_dtype);
-  e.kv_cache.total_bytes = ck.mul(ck.mul(ck.mul(2 * pw, m.layers, "kv_cache"), ck.mul(m.kv_heads, m.head_dim, "kv_cache"), "kv_cache"),
+  e.kv_cache.total_bytes = ck.mul(ck.mul(ck.mul(2 * pw, m.layers, "kv_cache"),
+                                         ck.mul(m.kv_heads, m.head_dim, "kv_cache"), "kv_cache"),
                                   ck.mul(c.seq, c.micro_batch, "kv_cache"), "kv_cache");
   const LayerGeometry& g = geo.value();
-  e.kv_cache.per_gpu_bytes = ck.mul(ck.mul(ck.mul(2 * pw, m.layers / p.pp, "kv_cache"), ck.mul(g.kv.value, m.head_dim, "kv_cache"), "kv_cache"),
+  e.kv_cache.per_gpu_bytes = ck.mul(ck.mul(ck.mul(2 * pw, m.layers / p.pp, "kv_cache"),
+                                           ck.mul(g.kv.value, m.head_dim, "kv_cache"), "kv_cache"),
                                     ck.mul(g.s_tp.value, c.micro_batch, "kv_cache"), "kv_cache");
   if (ck.overflowed())
-    return make_error("overflow", ck.field(), ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
+    return make_error(
+        "overflow", ck.field(),
+        ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
 
   if (gpu) {
     e.has_gpu = true;
     e.gpu = *gpu;
     const Bytes need = e.worst().total_bytes;
     e.fits = need <= gpu->memory_bytes;
-    e.headroom_bytes = static_cast<std::int64_t>(gpu->memory_bytes) - static_cast<std::int64_t>(need);
+    e.headroom_bytes =
+        static_cast<std::int64_t>(gpu->memory_bytes) - static_cast<std::int64_t>(need);
   }
 
   // Explanations, all built from the records and the numbers above.
@@ -156,57 +170,91 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   using detail::explain_records;
   using detail::explain_sum;
   const Stage& w = e.worst();
-  e.explain.push_back(explain_records("per_layer.activation_bytes",
-                                      "What one layer keeps for backward (" + recompute_name(c.recompute) + ")", kept0));
+  e.explain.push_back(explain_records(
+      "per_layer.activation_bytes",
+      "What one layer keeps for backward (" + recompute_name(c.recompute) + ")", kept0));
   if (c.recompute.kind != RecomputeKind::kNone)
-    e.explain.push_back(explain_records("per_layer.full_bytes", "What one layer would keep without recompute", all));
+    e.explain.push_back(explain_records("per_layer.full_bytes",
+                                        "What one layer would keep without recompute", all));
   const bool uniform = c.recompute.kind != RecomputeKind::kEveryK;
   if (uniform)
-    e.explain.push_back(explain_product("activations.layers_bytes",
-                                        "Layers of stage " + std::to_string(w.index) + " (chunks in flight × layers per chunk × per layer)",
-                                        {{"in-flight chunks", w.in_flight}, {"L/(pp·vpp)", chunk_layers}, {"per-layer", e.per_layer_kept_bytes}},
-                                        c.recompute.offload ? w.act.host_bytes : ck.mul(w.in_flight, chunk_kept, "x"), kKorthikantiPP));
+    e.explain.push_back(explain_product(
+        "activations.layers_bytes",
+        "Layers of stage " + std::to_string(w.index) +
+            " (chunks in flight × layers per chunk × per layer)",
+        {{"in-flight chunks", w.in_flight},
+         {"L/(pp·vpp)", chunk_layers},
+         {"per-layer", e.per_layer_kept_bytes}},
+        c.recompute.offload ? w.act.host_bytes : ck.mul(w.in_flight, chunk_kept, "x"),
+        kKorthikantiPP));
   else
-    e.explain.push_back(explain_product("activations.layers_bytes",
-                                        "Layers of stage " + std::to_string(w.index) + " (chunks in flight × checkpoints per chunk)",
-                                        {{"in-flight chunks", w.in_flight}, {"⌈(L/(pp·vpp))/k⌉ × 2·b·s·h", chunk_kept}},
-                                        c.recompute.offload ? w.act.host_bytes : ck.mul(w.in_flight, chunk_kept, "x"),
-                                        "Chen et al. 2016, Sec. 4 (checkpoint every k layers)"));
-  e.explain.push_back(explain_records("activations.input_layer_per_micro_batch", "Input layer, per micro-batch", all_of(I.input_layer)));
-  e.explain.push_back(explain_records("activations.output_layer_per_micro_batch", "Output layer, per micro-batch", all_of(I.output_layer)));
-  e.explain.push_back(explain_sum("activations.total_bytes", "Activations on the GPU of stage " + std::to_string(w.index),
-                                  {{"layers", w.act.layers_bytes}, {"input layer", w.act.input_layer_bytes},
-                                   {"output layer", w.act.output_layer_bytes}, {"recompute working set", w.act.recompute_working_bytes}},
+    e.explain.push_back(explain_product(
+        "activations.layers_bytes",
+        "Layers of stage " + std::to_string(w.index) +
+            " (chunks in flight × checkpoints per chunk)",
+        {{"in-flight chunks", w.in_flight}, {"⌈(L/(pp·vpp))/k⌉ × 2·b·s·h", chunk_kept}},
+        c.recompute.offload ? w.act.host_bytes : ck.mul(w.in_flight, chunk_kept, "x"),
+        "Chen et al. 2016, Sec. 4 (checkpoint every k layers)"));
+  e.explain.push_back(explain_records("activations.input_layer_per_micro_batch",
+                                      "Input layer, per micro-batch", all_of(I.input_layer)));
+  e.explain.push_back(explain_records("activations.output_layer_per_micro_batch",
+                                      "Output layer, per micro-batch", all_of(I.output_layer)));
+  e.explain.push_back(explain_sum("activations.total_bytes",
+                                  "Activations on the GPU of stage " + std::to_string(w.index),
+                                  {{"layers", w.act.layers_bytes},
+                                   {"input layer", w.act.input_layer_bytes},
+                                   {"output layer", w.act.output_layer_bytes},
+                                   {"recompute working set", w.act.recompute_working_bytes}},
                                   w.act.total_bytes, "sum of the parts above"));
   const StaticMemory& sm = w.stat;
-  const std::string zero_note = p.zero > 0 ? " (ZeRO-" + std::to_string(p.zero) + " over dp=" + std::to_string(p.dp) + ")" : "";
-  e.explain.push_back(explain_product("static.params_bytes", "Parameters" + std::string(p.zero >= 3 ? zero_note : ""),
-                                      {{"params on this GPU", sm.params}, {"bytes/param", dtype_bytes(c.param_dtype)}}, sm.params_bytes,
-                                      "Rajbhandari et al. 2020 (ZeRO), Sec. 5: 2Ψ bf16 parameters"));
-  e.explain.push_back(explain_product("static.grads_bytes", "Gradients" + std::string(p.zero >= 2 ? zero_note : ""),
-                                      {{"params on this GPU", sm.params}, {"bytes/grad", dtype_bytes(c.grad_dtype)}}, sm.grads_bytes,
-                                      "Rajbhandari et al. 2020 (ZeRO), Sec. 5: 2Ψ gradients"));
-  e.explain.push_back(explain_product("static.master_bytes", "fp32 master weights" + std::string(p.zero >= 1 ? zero_note : ""),
-                                      {{"params on this GPU", sm.params}, {"4 bytes (0 if none)", sm.master_bytes ? 4u : 0u}}, sm.master_bytes,
-                                      "Micikevicius et al. 2018 (mixed precision): fp32 master copy"));
-  e.explain.push_back(explain_product("static.optimizer_bytes", std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")" +
-                                          (p.zero >= 1 ? zero_note : ""),
-                                      {{"params on this GPU", sm.params}}, sm.optimizer_bytes,
-                                      "AdamW: 8 B/param; SGD+momentum: 4; adam8bit: 2 + 8/2048; Adafactor: (r+c)·4 per matrix"));
-  e.explain.push_back(explain_sum("total_bytes", "Total on the most loaded GPU (stage " + std::to_string(w.index) + ")",
-                                  {{"activations", w.act.total_bytes}, {"parameters", sm.params_bytes}, {"gradients", sm.grads_bytes},
-                                   {"master weights", sm.master_bytes}, {"optimizer", sm.optimizer_bytes}},
-                                  w.total_bytes, "sum of the parts above"));
-  e.explain.push_back(explain_product("kv_cache.total_bytes", "Inference KV cache, whole model (2 · p · L · kv · d · s · b)",
-                                      {{"2 (K and V)", 2}, {"p", pw}, {"L", m.layers}, {"kv", m.kv_heads}, {"d", m.head_dim},
-                                       {"s", c.seq}, {"b", c.micro_batch}},
-                                      e.kv_cache.total_bytes, "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b"));
+  const std::string zero_note =
+      p.zero > 0 ? " (ZeRO-" + std::to_string(p.zero) + " over dp=" + std::to_string(p.dp) + ")"
+                 : "";
+  e.explain.push_back(explain_product(
+      "static.params_bytes", "Parameters" + std::string(p.zero >= 3 ? zero_note : ""),
+      {{"params on this GPU", sm.params}, {"bytes/param", dtype_bytes(c.param_dtype)}},
+      sm.params_bytes, "Rajbhandari et al. 2020 (ZeRO), Sec. 5: 2Ψ bf16 parameters"));
+  e.explain.push_back(explain_product(
+      "static.grads_bytes", "Gradients" + std::string(p.zero >= 2 ? zero_note : ""),
+      {{"params on this GPU", sm.params}, {"bytes/grad", dtype_bytes(c.grad_dtype)}},
+      sm.grads_bytes, "Rajbhandari et al. 2020 (ZeRO), Sec. 5: 2Ψ gradients"));
+  e.explain.push_back(explain_product(
+      "static.master_bytes", "fp32 master weights" + std::string(p.zero >= 1 ? zero_note : ""),
+      {{"params on this GPU", sm.params}, {"4 bytes (0 if none)", sm.master_bytes ? 4u : 0u}},
+      sm.master_bytes, "Micikevicius et al. 2018 (mixed precision): fp32 master copy"));
+  e.explain.push_back(explain_product(
+      "static.optimizer_bytes",
+      std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")" +
+          (p.zero >= 1 ? zero_note : ""),
+      {{"params on this GPU", sm.params}}, sm.optimizer_bytes,
+      "AdamW: 8 B/param; SGD+momentum: 4; adam8bit: 2 + 8/2048; Adafactor: (r+c)·4 per matrix"));
+  e.explain.push_back(explain_sum(
+      "total_bytes", "Total on the most loaded GPU (stage " + std::to_string(w.index) + ")",
+      {{"activations", w.act.total_bytes},
+       {"parameters", sm.params_bytes},
+       {"gradients", sm.grads_bytes},
+       {"master weights", sm.master_bytes},
+       {"optimizer", sm.optimizer_bytes}},
+      w.total_bytes, "sum of the parts above"));
+  e.explain.push_back(explain_product(
+      "kv_cache.total_bytes", "Inference KV cache, whole model (2 · p · L · kv · d · s · b)",
+      {{"2 (K and V)", 2},
+       {"p", pw},
+       {"L", m.layers},
+       {"kv", m.kv_heads},
+       {"d", m.head_dim},
+       {"s", c.seq},
+       {"b", c.micro_batch}},
+      e.kv_cache.total_bytes, "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b"));
 
   if (p.sp && p.tp == 1) e.warnings.push_back("sp has no effect with tp=1");
   if (c.profile == Profile::kTextbook && m.kv_heads != m.heads)
-    e.warnings.push_back("textbook profile counts K and V at all query heads, as seed 000 does; use megatron or pytorch for GQA-exact K/V");
+    e.warnings.push_back(
+        "textbook profile counts K and V at all query heads, as seed 000 does; use megatron or "
+        "pytorch for GQA-exact K/V");
   if (c.profile == Profile::kMegatron && m.norm == NormType::kRmsNorm)
-    e.warnings.push_back("megatron profile follows Korthikanti et al. 2022: norm statistics are not counted");
+    e.warnings.push_back(
+        "megatron profile follows Korthikanti et al. 2022: norm statistics are not counted");
   return e;
 }
 

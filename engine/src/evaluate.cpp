@@ -1,4 +1,5 @@
-// The single request -> response entry point shared by the CLI, the page (through Embind) and the fuzzer.
+// The single request -> response entry point shared by the CLI, the page (through Embind) and the
+// fuzzer.
 #include "actmem/json_io.hpp"
 #include "actmem/presets.hpp"
 #include "json_read.hpp"
@@ -12,7 +13,10 @@ namespace {
 const char* const kRequestKeys[] = {"command", "preset", "model", "config", "gpu"};
 
 json presets_listing() {
-  json out = {{"ok", true}, {"models", json::array()}, {"gpus", json::array()}, {"examples", json::array()}};
+  json out = {{"ok", true},
+              {"models", json::array()},
+              {"gpus", json::array()},
+              {"examples", json::array()}};
   for (const auto& p : all_presets()) {
     json j = json::parse(p.json, nullptr, false);
     json item = {{"id", p.id}};
@@ -33,24 +37,32 @@ json presets_listing() {
 }  // namespace
 
 json evaluate_json(const json& req) {
-  if (!req.is_object()) return error_to_json(make_error("wrong_type", "request", "request: must be a JSON object"));
+  if (!req.is_object())
+    return error_to_json(make_error("wrong_type", "request", "request: must be a JSON object"));
   for (auto it = req.begin(); it != req.end(); ++it) {
     bool known = false;
     for (const char* k : kRequestKeys) known = known || it.key() == k;
     if (!known)
-      return error_to_json(make_error("unknown_key", it.key(), it.key() + ": unknown request key; allowed: command, preset, model, config, gpu"));
+      return error_to_json(make_error(
+          "unknown_key", it.key(),
+          it.key() + ": unknown request key; allowed: command, preset, model, config, gpu"));
   }
   std::string command = "estimate";
   if (req.contains("command"))
-    if (auto err = detail::read_string(req["command"], "command", &command)) return error_to_json(*err);
+    if (auto err = detail::read_string(req["command"], "command", &command))
+      return error_to_json(*err);
   if (command == "presets") return presets_listing();
   if (command != "estimate" && command != "explain")
-    return error_to_json(make_error("invalid_value", "command", "command: '" + command + "' is not allowed; allowed: estimate, explain, presets"));
+    return error_to_json(make_error(
+        "invalid_value", "command",
+        "command: '" + command + "' is not allowed; allowed: estimate, explain, presets"));
 
   std::vector<std::string> warnings;
-  Result<ModelSpec> model = make_error("missing_key", "preset", "preset: give a model preset id or a model object");
+  Result<ModelSpec> model =
+      make_error("missing_key", "preset", "preset: give a model preset id or a model object");
   if (req.contains("preset") && req.contains("model"))
-    return error_to_json(make_error("invalid_value", "model", "model: give either preset or model, not both"));
+    return error_to_json(
+        make_error("invalid_value", "model", "model: give either preset or model, not both"));
   if (req.contains("preset")) {
     std::string id;
     if (auto err = detail::read_string(req["preset"], "preset", &id)) return error_to_json(*err);

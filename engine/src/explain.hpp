@@ -1,4 +1,5 @@
-// Internal: turns a set of records or a product of factors into "formula = substituted = value" text.
+// Internal: turns a set of records or a product of factors into "formula = substituted = value"
+// text.
 #pragma once
 
 #include <string>

@@ -21,15 +21,20 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const TrainConfig& c,
   g.s_tp = cp > 1 ? Dim{"s/c", c.seq / cp} : Dim{"s", c.seq};
   // Sequence parallelism additionally splits the tensors TP would replicate (LayerNorm, dropout
   // and the linear inputs gathered on demand): Korthikanti et al. 2022, Sec. 4.2.2.
-  if (sp) g.s_rep = cp > 1 ? Dim{"s/(c·t)", c.seq / cp / t} : Dim{"s/t", c.seq / t};
-  else g.s_rep = g.s_tp;
+  if (sp)
+    g.s_rep = cp > 1 ? Dim{"s/(c·t)", c.seq / cp / t} : Dim{"s/t", c.seq / t};
+  else
+    g.s_rep = g.s_tp;
   // Local queries still attend to every key of the sequence.
   g.s_keys = {"s", c.seq};
   g.h = {"h", m.hidden};
   g.a = t > 1 ? Dim{"a/t", m.heads / t} : Dim{"a", m.heads};
-  if (t == 1) g.kv = {"kv", m.kv_heads};
-  else if (m.kv_heads % t == 0) g.kv = {"kv/t", m.kv_heads / t};
-  else g.kv = {"1", 1};  // t is a multiple of kv: each rank holds one replicated KV head
+  if (t == 1)
+    g.kv = {"kv", m.kv_heads};
+  else if (m.kv_heads % t == 0)
+    g.kv = {"kv/t", m.kv_heads / t};
+  else
+    g.kv = {"1", 1};  // t is a multiple of kv: each rank holds one replicated KV head
   g.d = {"d", m.head_dim};
   g.f = t > 1 ? Dim{"f/t", m.ffn_hidden / t} : Dim{"f", m.ffn_hidden};
   g.v = t > 1 ? Dim{"⌈V/t⌉", ceil_div(m.vocab, t)} : Dim{"V", m.vocab};
@@ -42,17 +47,20 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const TrainConfig& c,
       // GShard capacity: each expert takes at most ceil(cf * k * tokens_in_group / E) tokens; the
       // EP group pools ep ranks' tokens onto E/ep local experts.
       const std::uint64_t group = ck.mul(routed, p.ep, "config.ep");
-      const double cap = e.capacity_factor * static_cast<double>(group) /
-                         static_cast<double>(e.experts);
-      if (!(cap < 9.0e18)) return make_error("overflow", "model.capacity_factor", "expert capacity overflows 64 bits");
+      const double cap =
+          e.capacity_factor * static_cast<double>(group) / static_cast<double>(e.experts);
+      if (!(cap < 9.0e18))
+        return make_error("overflow", "model.capacity_factor", "expert capacity overflows 64 bits");
       std::uint64_t per_expert = static_cast<std::uint64_t>(cap);
       if (static_cast<double>(per_expert) < cap) ++per_expert;
-      g.expert_tokens = {"E/ep·⌈cf·k·ep·b·s/E⌉", ck.mul(e.experts / p.ep, per_expert, "model.capacity_factor")};
+      g.expert_tokens = {"E/ep·⌈cf·k·ep·b·s/E⌉",
+                         ck.mul(e.experts / p.ep, per_expert, "model.capacity_factor")};
     } else {
       // Dropless top-k routing: on average every rank's experts see k tokens per local token.
       g.expert_tokens = {"k·b·s", routed};
     }
-    if (ck.overflowed()) return make_error("overflow", ck.field(), "expert token count overflows 64 bits");
+    if (ck.overflowed())
+      return make_error("overflow", ck.field(), "expert token count overflows 64 bits");
     g.expert_f = t > 1 ? Dim{"f_e/t", e.expert_ffn / t} : Dim{"f_e", e.expert_ffn};
     const std::uint64_t shared = e.shared_experts * e.shared_expert_ffn;
     g.shared_f = t > 1 ? Dim{"f_sh/t", shared / t} : Dim{"f_sh", shared};

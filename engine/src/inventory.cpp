@@ -5,15 +5,24 @@
 
 namespace actmem {
 
-Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& g, Profile profile) {
+Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& g,
+                                       Profile profile) {
   LayerInventory inv;
   Checked ck;
   detail::RecordBuilder rb(&inv.tensors, &ck);
   switch (profile) {
-    case Profile::kMegatron: detail::build_megatron(m, g, rb); break;
-    case Profile::kTextbook: detail::build_textbook(m, g, rb); break;
-    case Profile::kPytorch: detail::build_pytorch(m, g, rb, false); break;
-    case Profile::kHf: detail::build_pytorch(m, g, rb, true); break;
+    case Profile::kMegatron:
+      detail::build_megatron(m, g, rb);
+      break;
+    case Profile::kTextbook:
+      detail::build_textbook(m, g, rb);
+      break;
+    case Profile::kPytorch:
+      detail::build_pytorch(m, g, rb, false);
+      break;
+    case Profile::kHf:
+      detail::build_pytorch(m, g, rb, true);
+      break;
   }
   std::vector<TensorRecord> cp;
   detail::RecordBuilder cb(&cp, &ck);
@@ -44,7 +53,9 @@ std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, const R
       for (const auto& t : inv.tensors)
         if (!t.attn_core) out.push_back(&t);
       break;
-    case RecomputeKind::kFull: out.push_back(&inv.checkpoint); break;
+    case RecomputeKind::kFull:
+      out.push_back(&inv.checkpoint);
+      break;
     case RecomputeKind::kEveryK:
       if (layer_index % r.every_k == 0) out.push_back(&inv.checkpoint);
       break;

@@ -1,4 +1,5 @@
-// Internal: the record builder every profile uses, so bytes are always dims x width, overflow-checked.
+// Internal: the record builder every profile uses, so bytes are always dims x width,
+// overflow-checked.
 #pragma once
 
 #include <initializer_list>
@@ -15,8 +16,8 @@ class RecordBuilder {
   RecordBuilder(std::vector<TensorRecord>* out, Checked* ck) : out_(out), ck_(ck) {}
 
   // Adds a record; `flags` marks the attention-core family (quadratic and/or selective-dropped).
-  TensorRecord& add(const char* id, std::initializer_list<Dim> shape, DType dt, const char* backward,
-                    const char* why, const char* source) {
+  TensorRecord& add(const char* id, std::initializer_list<Dim> shape, DType dt,
+                    const char* backward, const char* why, const char* source) {
     TensorRecord r;
     r.id = id;
     r.shape.assign(shape.begin(), shape.end());

@@ -4,7 +4,8 @@
 namespace actmem::detail {
 
 namespace {
-constexpr const char* kMoe = "Fedus et al. 2022 (Switch), Lepikhin et al. 2021 (GShard): top-k routing with capacity";
+constexpr const char* kMoe =
+    "Fedus et al. 2022 (Switch), Lepikhin et al. 2021 (GShard): top-k routing with capacity";
 constexpr const char* kK43 = "Korthikanti et al. 2022, Sec. 4.3 (input and output layers)";
 }  // namespace
 
@@ -12,7 +13,8 @@ void build_moe_mlp(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
   const DType p = g.act;
   rb.add("moe.router_in", {g.b, g.s_rep, g.h}, p, "router and expert dispatch backward",
          "router weight gradient and the permutation both read the normalized tokens", kMoe);
-  rb.add("moe.router_probs", {g.b, g.s_tp, g.experts}, DType::kFp32, "router softmax / top-k backward",
+  rb.add("moe.router_probs", {g.b, g.s_tp, g.experts}, DType::kFp32,
+         "router softmax / top-k backward",
          "the combine weights' gradient flows through the softmax output", kMoe);
   rb.add("moe.expert_in", {g.expert_tokens, g.h}, p, "expert first linear backward",
          "each routed token copy is an input row of its expert's GEMM", kMoe);
@@ -29,13 +31,13 @@ void build_moe_mlp(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
          "the gradient of the combine weights needs each expert's output", kMoe);
   if (m.moe.shared_experts > 0) {
     if (glu)
-      rb.add("moe.shared_act_in", {g.b, g.s_tp, Dim{"2", 2}, g.shared_f}, p, "shared expert GLU backward",
-             "d(act(gate) * up) needs gate and up", kMoe);
+      rb.add("moe.shared_act_in", {g.b, g.s_tp, Dim{"2", 2}, g.shared_f}, p,
+             "shared expert GLU backward", "d(act(gate) * up) needs gate and up", kMoe);
     else
       rb.add("moe.shared_act_in", {g.b, g.s_tp, g.shared_f}, p, "shared expert GeLU backward",
              "GeLU's derivative needs its input", kMoe);
-    rb.add("moe.shared_fc2_in", {g.b, g.s_tp, g.shared_f}, p, "shared expert second linear backward",
-           "weight gradient needs its input", kMoe);
+    rb.add("moe.shared_fc2_in", {g.b, g.s_tp, g.shared_f}, p,
+           "shared expert second linear backward", "weight gradient needs its input", kMoe);
   }
 }
 
@@ -55,9 +57,12 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     // LlamaRotaryEmbedding computes cos/sin once per forward and every layer's RoPE mul keeps
     // the same two tensors: counted once per micro-batch, not per layer.
     in.add("rope.cos", {g.s_tp, g.d}, p, "RoPE mul backward (every layer)", "q * cos needs cos",
-           "transformers modeling_llama.py LlamaRotaryEmbedding; measured: tests/reference/pytorch_saved.json");
-    in.add("rope.sin", {g.s_tp, g.d}, p, "RoPE mul backward (every layer)", "rotate_half(q) * sin needs sin",
-           "transformers modeling_llama.py LlamaRotaryEmbedding; measured: tests/reference/pytorch_saved.json");
+           "transformers modeling_llama.py LlamaRotaryEmbedding; measured: "
+           "tests/reference/pytorch_saved.json");
+    in.add("rope.sin", {g.s_tp, g.d}, p, "RoPE mul backward (every layer)",
+           "rotate_half(q) * sin needs sin",
+           "transformers modeling_llama.py LlamaRotaryEmbedding; measured: "
+           "tests/reference/pytorch_saved.json");
   }
   if (g.hidden_dropout)
     in.add("embed.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "embedding dropout backward",
@@ -66,12 +71,15 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
           "normalization gradient needs the input", kK43);
   if (torch_like && m.norm == NormType::kLayerNorm) {
     out.add("final_norm.mean", {g.b, g.s_rep}, DType::kFp32, "LayerNorm backward",
-            "native_layer_norm keeps mean in fp32 on CUDA", "PyTorch derivatives.yaml: native_layer_norm");
+            "native_layer_norm keeps mean in fp32 on CUDA",
+            "PyTorch derivatives.yaml: native_layer_norm");
     out.add("final_norm.rstd", {g.b, g.s_rep}, DType::kFp32, "LayerNorm backward",
-            "native_layer_norm keeps rstd in fp32 on CUDA", "PyTorch derivatives.yaml: native_layer_norm");
+            "native_layer_norm keeps rstd in fp32 on CUDA",
+            "PyTorch derivatives.yaml: native_layer_norm");
   } else if (torch_like) {
-    out.add("final_norm.rstd", {g.b, g.s_rep}, prof == Profile::kHf ? DType::kFp32 : p, "RMSNorm backward",
-            "x * rsqrt(mean(x^2)) keeps the rsqrt", "PyTorch derivatives.yaml: rsqrt, mul");
+    out.add("final_norm.rstd", {g.b, g.s_rep}, prof == Profile::kHf ? DType::kFp32 : p,
+            "RMSNorm backward", "x * rsqrt(mean(x^2)) keeps the rsqrt",
+            "PyTorch derivatives.yaml: rsqrt, mul");
   }
   out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
           "weight gradient needs its input", kK43);
@@ -79,7 +87,8 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     // F.cross_entropy on the upcast logits: log_softmax keeps its fp32 output. transformers also
     // returns the lm_head logits in the ModelOutput, which the caller holds until backward.
     out.add("loss.log_softmax_out", {g.b, g.s_tp, g.v}, DType::kFp32, "log_softmax backward",
-            "grad - exp(out) * sum(grad) needs the output", "PyTorch derivatives.yaml: _log_softmax");
+            "grad - exp(out) * sum(grad) needs the output",
+            "PyTorch derivatives.yaml: _log_softmax");
     if (prof == Profile::kHf)
       out.add("logits", {g.b, g.s_tp, g.v}, p, "held by the returned ModelOutput",
               "CausalLMOutput.logits stays referenced while loss.backward() runs",

@@ -6,21 +6,24 @@ namespace actmem::detail {
 
 namespace {
 constexpr const char* kK41 = "Korthikanti et al. 2022, Sec. 4.1";
-constexpr const char* kK41Attn = "Korthikanti et al. 2022, Sec. 4.1, attention block (11sbh + 5as^2b)";
+constexpr const char* kK41Attn =
+    "Korthikanti et al. 2022, Sec. 4.1, attention block (11sbh + 5as^2b)";
 constexpr const char* kK41Mlp = "Korthikanti et al. 2022, Sec. 4.1, MLP (19sbh)";
-constexpr const char* kFlash = "Dao 2023, FlashAttention-2, Sec. 3.1.1 (backward keeps Q, K, V, O, logsumexp)";
+constexpr const char* kFlash =
+    "Dao 2023, FlashAttention-2, Sec. 3.1.1 (backward keeps Q, K, V, O, logsumexp)";
 }  // namespace
 
 void build_megatron(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb) {
   const DType p = g.act;
   rb.add("ln1.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward",
-         "normalization gradient needs the input's statistics", "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
+         "normalization gradient needs the input's statistics",
+         "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
   rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "QKV linear backward",
          "weight gradient = input^T x output gradient", kK41Attn);
-  rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "QK^T matmul backward",
-         "gradient w.r.t. K needs Q", kK41Attn);
-  rb.add("attn.k", {g.b, g.kv, g.s_tp, g.d}, p, "QK^T matmul backward",
-         "gradient w.r.t. Q needs K", kK41Attn);
+  rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "QK^T matmul backward", "gradient w.r.t. K needs Q",
+         kK41Attn);
+  rb.add("attn.k", {g.b, g.kv, g.s_tp, g.d}, p, "QK^T matmul backward", "gradient w.r.t. Q needs K",
+         kK41Attn);
   if (g.flash) {
     rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
            "rebuilds the softmax tile by tile from the row log-sum-exp", kFlash);
@@ -37,14 +40,16 @@ void build_megatron(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& r
   rb.add("attn.v", {g.b, g.kv, g.s_tp, g.d}, p, "attention-over-V backward",
          "gradient w.r.t. the probabilities needs V", kK41Attn);
   rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
-         g.flash ? "weight gradient needs its input, which is also the attention output O flash backward reads"
+         g.flash ? "weight gradient needs its input, which is also the attention output O flash "
+                   "backward reads"
                  : "weight gradient = input^T x output gradient",
          kK41Attn);
   if (g.hidden_dropout)
     rb.add("attn.proj_dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "residual dropout backward",
            "the same mask scales the gradient", kK41Attn);
   rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward",
-         "normalization gradient needs the input's statistics", "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
+         "normalization gradient needs the input's statistics",
+         "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
   if (m.is_moe()) {
     build_moe_mlp(m, g, rb);
   } else {

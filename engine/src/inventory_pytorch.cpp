@@ -6,36 +6,52 @@
 namespace actmem::detail {
 
 namespace {
-constexpr const char* kDeriv = "PyTorch derivatives.yaml; measured: tests/reference/pytorch_saved.json";
-constexpr const char* kHfLlama = "transformers modeling_llama.py (LlamaRMSNorm, eager attention); measured: tests/reference/pytorch_saved.json";
-constexpr const char* kHfGpt2 = "transformers modeling_gpt2.py / activations.py NewGELUActivation; measured: tests/reference/pytorch_saved.json";
-constexpr const char* kSdpaFlash = "PyTorch derivatives.yaml _scaled_dot_product_flash_attention: q, k, v, out, logsumexp, rng state";
-constexpr const char* kSdpaMath = "PyTorch attention.cpp _scaled_dot_product_attention_math (fp32 upcast, >= 2.5); measured: tests/reference/pytorch_saved.json";
+constexpr const char* kDeriv =
+    "PyTorch derivatives.yaml; measured: tests/reference/pytorch_saved.json";
+constexpr const char* kHfLlama =
+    "transformers modeling_llama.py (LlamaRMSNorm, eager attention); measured: "
+    "tests/reference/pytorch_saved.json";
+constexpr const char* kHfGpt2 =
+    "transformers modeling_gpt2.py / activations.py NewGELUActivation; measured: "
+    "tests/reference/pytorch_saved.json";
+constexpr const char* kSdpaFlash =
+    "PyTorch derivatives.yaml _scaled_dot_product_flash_attention: q, k, v, out, logsumexp, rng "
+    "state";
+constexpr const char* kSdpaMath =
+    "PyTorch attention.cpp _scaled_dot_product_attention_math (fp32 upcast, >= 2.5); measured: "
+    "tests/reference/pytorch_saved.json";
 
 // One norm's saved tensors. LayerNorm is native_layer_norm (input + fp32 mean/rstd on CUDA);
 // RMSNorm is written out in Python ops, and the hf variant upcasts to fp32 first.
-void add_norm(const char* in_id, const char* stat_prefix, const ModelSpec& m, const LayerGeometry& g,
-              RecordBuilder& rb, bool hf) {
+void add_norm(const char* in_id, const char* stat_prefix, const ModelSpec& m,
+              const LayerGeometry& g, RecordBuilder& rb, bool hf) {
   const std::string mean = std::string(stat_prefix) + ".mean";
   const std::string rstd = std::string(stat_prefix) + ".rstd";
   const std::string normed = std::string(stat_prefix) + ".normed";
   if (m.norm == NormType::kLayerNorm) {
-    rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "native_layer_norm backward", "recomputes x_hat from the input", kDeriv);
-    rb.add(mean.c_str(), {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward", "per-row mean, fp32 on CUDA", kDeriv);
-    rb.add(rstd.c_str(), {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward", "per-row 1/sigma, fp32 on CUDA", kDeriv);
+    rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "native_layer_norm backward",
+           "recomputes x_hat from the input", kDeriv);
+    rb.add(mean.c_str(), {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward",
+           "per-row mean, fp32 on CUDA", kDeriv);
+    rb.add(rstd.c_str(), {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward",
+           "per-row 1/sigma, fp32 on CUDA", kDeriv);
     return;
   }
   if (hf) {
     // hs = x.to(fp32); hs * rsqrt(hs.pow(2).mean(-1) + eps); weight * hs.to(input_dtype)
-    rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32, "pow / mul backward (fp32 upcast of the input)",
+    rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32,
+           "pow / mul backward (fp32 upcast of the input)",
            "LlamaRMSNorm squares and scales the fp32 copy", kHfLlama);
-    rb.add(rstd.c_str(), {g.b, g.s_rep}, DType::kFp32, "rsqrt / mul backward", "the fp32 1/rms per row", kHfLlama);
+    rb.add(rstd.c_str(), {g.b, g.s_rep}, DType::kFp32, "rsqrt / mul backward",
+           "the fp32 1/rms per row", kHfLlama);
     rb.add(normed.c_str(), {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
            "weight gradient = sum(grad * normalized input)", kHfLlama);
     return;
   }
-  rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "pow / mul backward", "x^2 and x * r both read x", kDeriv);
-  rb.add(rstd.c_str(), {g.b, g.s_rep}, g.act, "rsqrt / mul backward", "r = rsqrt(mean(x^2) + eps) per row", kDeriv);
+  rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "pow / mul backward", "x^2 and x * r both read x",
+         kDeriv);
+  rb.add(rstd.c_str(), {g.b, g.s_rep}, g.act, "rsqrt / mul backward",
+         "r = rsqrt(mean(x^2) + eps) per row", kDeriv);
   rb.add(normed.c_str(), {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
          "weight gradient = sum(grad * x * r)", kDeriv);
 }
@@ -55,53 +71,66 @@ void build_pytorch(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
     // expands K/V to all heads before SDPA (PyTorch < 2.5 needs it); transformers passes
     // enable_gqa=True, so hf keeps them at kv heads.
     const Dim kvh = hf ? g.kv : g.a;
-    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "flash attention backward", "recomputes QK^T tile by tile", kSdpaFlash);
-    rb.add("attn.k", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward", "recomputes QK^T tile by tile", kSdpaFlash);
-    rb.add("attn.v", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward", "dP = dO V^T", kSdpaFlash);
+    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "flash attention backward",
+           "recomputes QK^T tile by tile", kSdpaFlash);
+    rb.add("attn.k", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward",
+           "recomputes QK^T tile by tile", kSdpaFlash);
+    rb.add("attn.v", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward", "dP = dO V^T",
+           kSdpaFlash);
     rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
            "rebuilds P = exp(S - lse) without storing it", kSdpaFlash);
     rb.add("attn.rng_state", {Dim{"3", 3}}, DType::kInt64, "flash attention backward",
-           "philox seed/offset (16 B) and an unused slot (8 B) replay the dropout pattern", kSdpaFlash);
+           "philox seed/offset (16 B) and an unused slot (8 B) replay the dropout pattern",
+           kSdpaFlash);
     rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection and flash backward",
            "o_proj's input is the attention output O (a view, one storage)", kSdpaFlash);
   } else if (g.sdpa_math) {
     // _scaled_dot_product_attention_math upcasts q/k/v to fp32 below fp32 (PyTorch >= 2.5) and
     // keeps q*sqrt(scale), k^T*sqrt(scale), the probabilities and v in that type.
     const DType c = dtype_bytes(p) < 4 ? DType::kFp32 : p;
-    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward", "q * sqrt(scale), in the math dtype", kSdpaMath);
-    rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward", "k^T * sqrt(scale), expanded to all heads", kSdpaMath);
-    core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "softmax backward", "dsoftmax needs the output", kSdpaMath));
+    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward",
+           "q * sqrt(scale), in the math dtype", kSdpaMath);
+    rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward",
+           "k^T * sqrt(scale), expanded to all heads", kSdpaMath);
+    core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "softmax backward",
+                "dsoftmax needs the output", kSdpaMath));
     if (g.attn_dropout) {
-      core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool, "native_dropout backward", "1-byte mask on CUDA", kSdpaMath));
+      core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool,
+                  "native_dropout backward", "1-byte mask on CUDA", kSdpaMath));
       core(rb.add("attn.dropout_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "bmm(P, V) backward",
                   "gradient w.r.t. V needs the dropped-out probabilities", kSdpaMath));
     }
-    rb.add("attn.v", {g.b, g.a, g.s_tp, g.d}, c, "bmm(P, V) backward", "gradient w.r.t. P needs V", kSdpaMath);
+    rb.add("attn.v", {g.b, g.a, g.s_tp, g.d}, c, "bmm(P, V) backward", "gradient w.r.t. P needs V",
+           kSdpaMath);
     if (fused_qkv && g.b.value == 1 && c == p)
       // With b = 1 and no upcast, matmul's reshape of v is a view, so bmm keeps the whole fused
       // QKV output alive: its q and k thirds count too.
-      rb.add("attn.qkv_out_alias", {g.b, g.s_tp, Dim{"2", 2}, g.a, g.d}, p, "bmm(P, V) backward (storage of v)",
+      rb.add("attn.qkv_out_alias", {g.b, g.s_tp, Dim{"2", 2}, g.a, g.d}, p,
+             "bmm(P, V) backward (storage of v)",
              "v is a view into the fused (b, s, 3h) QKV output", kSdpaMath);
     rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
            "transpose(1,2).contiguous() makes a new tensor the linear keeps", kDeriv);
   } else {
     // matmul on transposed heads reshapes through a copy, so bmm keeps contiguous copies of Q and
     // K; GQA's repeat_kv/expand makes those copies at all a heads.
-    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "bmm(Q, K^T) backward", "gradient w.r.t. K needs Q", attn_src);
+    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "bmm(Q, K^T) backward",
+           "gradient w.r.t. K needs Q", attn_src);
     rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, p, "bmm(Q, K^T) backward",
            "gradient w.r.t. Q needs K (expanded to every query head)", attn_src);
     if (hf && fused_qkv)
-      rb.add("attn.scale_divisor", {}, p, "div backward", "GPT2Attention divides by torch.full([], sqrt(d)), a 0-dim device tensor", kHfGpt2);
+      rb.add("attn.scale_divisor", {}, p, "div backward",
+             "GPT2Attention divides by torch.full([], sqrt(d)), a 0-dim device tensor", kHfGpt2);
     if (upcast_softmax) {
-      core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, DType::kFp32, "softmax backward",
-                  "softmax(..., dtype=float32) keeps its fp32 output", kHfLlama));
+      core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, DType::kFp32,
+                  "softmax backward", "softmax(..., dtype=float32) keeps its fp32 output",
+                  kHfLlama));
     } else {
       core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, p, "softmax backward",
                   "dsoftmax needs the output", attn_src));
     }
     if (g.attn_dropout) {
-      core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool, "native_dropout backward",
-                  "1-byte mask on CUDA", attn_src));
+      core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool,
+                  "native_dropout backward", "1-byte mask on CUDA", attn_src));
       core(rb.add("attn.dropout_out", {g.b, g.a, g.s_tp, g.s_keys}, p, "bmm(P, V) backward",
                   "gradient w.r.t. V needs the dropped-out probabilities", attn_src));
     } else if (upcast_softmax && p != DType::kFp32) {
@@ -125,20 +154,29 @@ void build_pytorch(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
     if (m.ffn == FfnType::kGelu && hf) {
       // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) in Python ops.
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "pow(x, 3) backward", "3x^2 needs x", kHfGpt2);
-      rb.add("mlp.gelu_tanh", {g.b, g.s_tp, g.f}, p, "tanh backward", "1 - tanh^2 needs the output", kHfGpt2);
-      rb.add("mlp.gelu_half_x", {g.b, g.s_tp, g.f}, p, "mul backward", "(0.5x) * (1 + t) keeps both factors", kHfGpt2);
-      rb.add("mlp.gelu_one_plus_tanh", {g.b, g.s_tp, g.f}, p, "mul backward", "(0.5x) * (1 + t) keeps both factors", kHfGpt2);
+      rb.add("mlp.gelu_tanh", {g.b, g.s_tp, g.f}, p, "tanh backward", "1 - tanh^2 needs the output",
+             kHfGpt2);
+      rb.add("mlp.gelu_half_x", {g.b, g.s_tp, g.f}, p, "mul backward",
+             "(0.5x) * (1 + t) keeps both factors", kHfGpt2);
+      rb.add("mlp.gelu_one_plus_tanh", {g.b, g.s_tp, g.f}, p, "mul backward",
+             "(0.5x) * (1 + t) keeps both factors", kHfGpt2);
     } else if (m.ffn == FfnType::kGelu) {
-      rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "gelu backward", "gelu_backward(grad, self)", kDeriv);
+      rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "gelu backward", "gelu_backward(grad, self)",
+             kDeriv);
     } else {
-      rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p, "silu/gelu backward", "the activation's derivative needs its input", kDeriv);
-      rb.add("mlp.act_out", {g.b, g.s_tp, g.f}, p, "mul backward", "act(gate) * up keeps both factors", kDeriv);
-      rb.add("mlp.up", {g.b, g.s_tp, g.f}, p, "mul backward", "act(gate) * up keeps both factors", kDeriv);
+      rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p, "silu/gelu backward",
+             "the activation's derivative needs its input", kDeriv);
+      rb.add("mlp.act_out", {g.b, g.s_tp, g.f}, p, "mul backward",
+             "act(gate) * up keeps both factors", kDeriv);
+      rb.add("mlp.up", {g.b, g.s_tp, g.f}, p, "mul backward", "act(gate) * up keeps both factors",
+             kDeriv);
     }
-    rb.add("mlp.fc2_in", {g.b, g.s_tp, g.f}, p, "down/second linear backward", "weight gradient needs the input", kDeriv);
+    rb.add("mlp.fc2_in", {g.b, g.s_tp, g.f}, p, "down/second linear backward",
+           "weight gradient needs the input", kDeriv);
   }
   if (g.hidden_dropout)
-    rb.add("mlp.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward", "1-byte mask on CUDA", kDeriv);
+    rb.add("mlp.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",
+           "1-byte mask on CUDA", kDeriv);
 }
 
 }  // namespace actmem::detail

@@ -1,23 +1,29 @@
 // The `textbook` profile: seed 000_4dd5ee95fd13b74d.txt, Sec. 2 table ("Detailed Breakdown for One
-// Transformer Layer"), one record per table row, and its FlashAttention variant (Sec. 4, Strategy 2).
+// Transformer Layer"), one record per table row, and its FlashAttention variant (Sec. 4, Strategy
+// 2).
 #include "inventory_builder.hpp"
 
 namespace actmem::detail {
 
 namespace {
 constexpr const char* kSeedTable = "seed 000_4dd5ee95fd13b74d.txt, Sec. 2 table";
-constexpr const char* kSeedFlash = "seed 000_4dd5ee95fd13b74d.txt, Sec. 4 Strategy 2 (only Q, K, V + row statistics)";
+constexpr const char* kSeedFlash =
+    "seed 000_4dd5ee95fd13b74d.txt, Sec. 4 Strategy 2 (only Q, K, V + row statistics)";
 }  // namespace
 
 void build_textbook(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb) {
   const DType p = g.act;
-  rb.add("ln1.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward", "needs the original statistics", kSeedTable);
+  rb.add("ln1.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward", "needs the original statistics",
+         kSeedTable);
   rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "QKV projection backward",
          "dL/dW = delta x^T needs the input x", kSeedTable);
   // The seed counts Q, K and V as three b x s x h tensors (it assumes full multi-head K/V).
-  rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "attention backward", "chain rule through QK^T", kSeedTable);
-  rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, p, "attention backward", "chain rule through QK^T", kSeedTable);
-  rb.add("attn.v", {g.b, g.a, g.s_tp, g.d}, p, "attention backward", "chain rule through the weights x V", kSeedTable);
+  rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "attention backward", "chain rule through QK^T",
+         kSeedTable);
+  rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, p, "attention backward", "chain rule through QK^T",
+         kSeedTable);
+  rb.add("attn.v", {g.b, g.a, g.s_tp, g.d}, p, "attention backward",
+         "chain rule through the weights x V", kSeedTable);
   if (g.flash) {
     rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
            "the row statistics let backward rebuild the softmax", kSeedFlash);
@@ -25,24 +31,30 @@ void build_textbook(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& r
     core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, p, "softmax backward",
                 "dy_i/dz_j = y_i (delta_ij - y_j) needs the output", kSeedTable));
     if (g.attn_dropout)
-      core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool, "dropout backward",
-                  "the same mask is applied in backward (1 byte/element)", kSeedTable));
+      core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool,
+                  "dropout backward", "the same mask is applied in backward (1 byte/element)",
+                  kSeedTable));
   }
   rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
          "dL/dW needs the input", kSeedTable);
-  rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward", "needs the original statistics", kSeedTable);
+  rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward", "needs the original statistics",
+         kSeedTable);
   if (m.is_moe()) {
     build_moe_mlp(m, g, rb);
     return;
   }
-  rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "FFN gate+up projection backward", "dL/dW needs the input", kSeedTable);
+  rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "FFN gate+up projection backward",
+         "dL/dW needs the input", kSeedTable);
   if (m.ffn == FfnType::kGelu) {
-    rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "GELU backward", "non-trivial derivative needs the input", kSeedTable);
+    rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "GELU backward",
+           "non-trivial derivative needs the input", kSeedTable);
   } else {
-    rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p, "SwiGLU backward", "gate output, for SwiGLU backward", kSeedTable);
+    rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p, "SwiGLU backward", "gate output, for SwiGLU backward",
+           kSeedTable);
     rb.add("mlp.up", {g.b, g.s_tp, g.f}, p, "SwiGLU backward", "up projection output", kSeedTable);
   }
-  rb.add("mlp.fc2_in", {g.b, g.s_tp, g.f}, p, "down projection backward", "dL/dW needs the input", kSeedTable);
+  rb.add("mlp.fc2_in", {g.b, g.s_tp, g.f}, p, "down projection backward", "dL/dW needs the input",
+         kSeedTable);
 }
 
 }  // namespace actmem::detail

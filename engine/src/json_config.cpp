@@ -11,15 +11,37 @@ using detail::json;
 
 namespace {
 
-const char* const kConfigKeys[] = {
-    "micro_batch", "seq", "grad_accum", "dtype", "param_dtype", "grad_dtype", "master_weights", "optimizer",
-    "dropout", "attention_dropout", "hidden_dropout", "attention", "profile", "tp", "sp", "pp", "vpp", "cp",
-    "dp", "zero", "ep", "recompute", "offload", "gpu", "gpu_memory_bytes"};
+const char* const kConfigKeys[] = {"micro_batch",
+                                   "seq",
+                                   "grad_accum",
+                                   "dtype",
+                                   "param_dtype",
+                                   "grad_dtype",
+                                   "master_weights",
+                                   "optimizer",
+                                   "dropout",
+                                   "attention_dropout",
+                                   "hidden_dropout",
+                                   "attention",
+                                   "profile",
+                                   "tp",
+                                   "sp",
+                                   "pp",
+                                   "vpp",
+                                   "cp",
+                                   "dp",
+                                   "zero",
+                                   "ep",
+                                   "recompute",
+                                   "offload",
+                                   "gpu",
+                                   "gpu_memory_bytes"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 std::string config_key_list() {
   std::string s;
-  for (std::size_t i = 0; i < kNumConfigKeys; ++i) s += (i ? ", " : "") + std::string(kConfigKeys[i]);
+  for (std::size_t i = 0; i < kNumConfigKeys; ++i)
+    s += (i ? ", " : "") + std::string(kConfigKeys[i]);
   return s;
 }
 
@@ -31,7 +53,9 @@ std::string config_key_list() {
   } while (0)
 
 Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
-  if (!j.is_object()) return make_error("wrong_type", "config", "config: must be a JSON object, got " + detail::kind_of(j));
+  if (!j.is_object())
+    return make_error("wrong_type", "config",
+                      "config: must be a JSON object, got " + detail::kind_of(j));
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     bool known = false;
@@ -39,7 +63,8 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
     if (known) continue;
     const std::string hint = detail::closest(k, kConfigKeys, kNumConfigKeys);
     return make_error("unknown_key", "config." + k,
-                      "config." + k + ": unknown key" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
+                      "config." + k + ": unknown key" +
+                          (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
                           "; allowed: " + config_key_list());
   }
   auto u = [&](const char* k, std::uint64_t* out, bool allow_zero = false) -> std::optional<Error> {
@@ -50,19 +75,24 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
     if (!j.contains(k)) return std::nullopt;
     return detail::read_bool(j[k], std::string("config.") + k, out);
   };
-  auto choice = [&](const char* k, auto parse, auto* out, const char* allowed) -> std::optional<Error> {
+  auto choice = [&](const char* k, auto parse, auto* out,
+                    const char* allowed) -> std::optional<Error> {
     if (!j.contains(k)) return std::nullopt;
     const std::string field = std::string("config.") + k;
     std::string s;
     ACTMEM_TRY(detail::read_string(j[k], field, &s));
-    if (!parse(s, out)) return make_error("invalid_value", field, field + ": '" + s + "' is not allowed; allowed: " + allowed);
+    if (!parse(s, out))
+      return make_error("invalid_value", field,
+                        field + ": '" + s + "' is not allowed; allowed: " + allowed);
     return std::nullopt;
   };
   auto prob = [&](const char* k, double* out) -> std::optional<Error> {
     if (!j.contains(k)) return std::nullopt;
     const std::string field = std::string("config.") + k;
     ACTMEM_TRY(detail::read_double(j[k], field, out));
-    if (*out < 0.0 || *out >= 1.0) return make_error("invalid_value", field, field + ": must be in [0, 1), got " + detail::short_dump(j[k]));
+    if (*out < 0.0 || *out >= 1.0)
+      return make_error("invalid_value", field,
+                        field + ": must be in [0, 1), got " + detail::short_dump(j[k]));
     return std::nullopt;
   };
   ACTMEM_TRY(u("micro_batch", &c.micro_batch));
@@ -88,7 +118,10 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   ACTMEM_TRY(u("dp", &c.par.dp));
   std::uint64_t zero = static_cast<std::uint64_t>(c.par.zero);
   ACTMEM_TRY(u("zero", &zero, true));
-  if (zero > 3) return make_error("invalid_value", "config.zero", "config.zero: " + std::to_string(zero) + " is not a ZeRO stage; allowed: 0, 1, 2, 3");
+  if (zero > 3)
+    return make_error(
+        "invalid_value", "config.zero",
+        "config.zero: " + std::to_string(zero) + " is not a ZeRO stage; allowed: 0, 1, 2, 3");
   c.par.zero = static_cast<int>(zero);
   ACTMEM_TRY(u("ep", &c.par.ep));
   ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, kRecomputeNames));
@@ -96,7 +129,9 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   if (j.contains("gpu")) {
     ACTMEM_TRY(detail::read_string(j["gpu"], "config.gpu", &c.gpu_id));
     if (!find_preset("gpus", c.gpu_id))
-      return make_error("unknown_preset", "config.gpu", "config.gpu: unknown GPU '" + c.gpu_id + "'; allowed: " + preset_ids("gpus"));
+      return make_error(
+          "unknown_preset", "config.gpu",
+          "config.gpu: unknown GPU '" + c.gpu_id + "'; allowed: " + preset_ids("gpus"));
   }
   ACTMEM_TRY(u("gpu_memory_bytes", &c.gpu_bytes));
   return c;
@@ -104,19 +139,26 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
 
 Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {
   if (!j.is_object()) return make_error("wrong_type", "gpu", "gpu: must be a JSON object");
-  static const char* const kKeys[] = {"name", "memory_bytes", "memory_note", "source", "bf16_dense_tflops", "memory_bandwidth_gbs"};
+  static const char* const kKeys[] = {"name",   "memory_bytes",      "memory_note",
+                                      "source", "bf16_dense_tflops", "memory_bandwidth_gbs"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKeys) known = known || it.key() == k;
-    if (!known) return make_error("unknown_key", "gpu." + it.key(), "gpu." + it.key() + ": unknown key; allowed: name, memory_bytes, memory_note, source, bf16_dense_tflops, memory_bandwidth_gbs");
+    if (!known)
+      return make_error("unknown_key", "gpu." + it.key(),
+                        "gpu." + it.key() +
+                            ": unknown key; allowed: name, memory_bytes, memory_note, source, "
+                            "bf16_dense_tflops, memory_bandwidth_gbs");
   }
   GpuSpec g;
   g.id = id;
   g.name = id;
   if (j.contains("name")) ACTMEM_TRY(detail::read_string(j["name"], "gpu.name", &g.name));
-  if (!j.contains("memory_bytes")) return make_error("missing_key", "gpu.memory_bytes", "gpu.memory_bytes: required");
+  if (!j.contains("memory_bytes"))
+    return make_error("missing_key", "gpu.memory_bytes", "gpu.memory_bytes: required");
   ACTMEM_TRY(detail::read_uint(j["memory_bytes"], "gpu.memory_bytes", &g.memory_bytes));
-  if (g.memory_bytes > kMaxBytes) return make_error("invalid_value", "gpu.memory_bytes", "gpu.memory_bytes: exceeds 2^63-1");
+  if (g.memory_bytes > kMaxBytes)
+    return make_error("invalid_value", "gpu.memory_bytes", "gpu.memory_bytes: exceeds 2^63-1");
   if (j.contains("source")) ACTMEM_TRY(detail::read_string(j["source"], "gpu.source", &g.source));
   return g;
 }
@@ -152,7 +194,8 @@ Result<json> parse_json_text(const std::string& text, const std::string& field) 
       bool end_object() override { return true; }
       bool start_array(std::size_t) override { return true; }
       bool end_array() override { return true; }
-      bool parse_error(std::size_t p, const std::string&, const nlohmann::detail::exception&) override {
+      bool parse_error(std::size_t p, const std::string&,
+                       const nlohmann::detail::exception&) override {
         pos = p;
         return false;
       }
@@ -167,7 +210,9 @@ Result<json> parse_json_text(const std::string& text, const std::string& field) 
 
 Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* warnings) {
   const PresetText* p = find_preset("models", id);
-  if (!p) return make_error("unknown_preset", "preset", "preset: unknown model '" + id + "'; allowed: " + preset_ids("models"));
+  if (!p)
+    return make_error("unknown_preset", "preset",
+                      "preset: unknown model '" + id + "'; allowed: " + preset_ids("models"));
   auto j = parse_json_text(p->json, "preset");
   if (!j.ok()) return j.error();
   return model_from_json(j.value(), id, warnings);
@@ -175,7 +220,9 @@ Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* 
 
 Result<GpuSpec> gpu_preset(const std::string& id) {
   const PresetText* p = find_preset("gpus", id);
-  if (!p) return make_error("unknown_preset", "config.gpu", "config.gpu: unknown GPU '" + id + "'; allowed: " + preset_ids("gpus"));
+  if (!p)
+    return make_error("unknown_preset", "config.gpu",
+                      "config.gpu: unknown GPU '" + id + "'; allowed: " + preset_ids("gpus"));
   auto j = parse_json_text(p->json, "gpu");
   if (!j.ok()) return j.error();
   return gpu_from_json(j.value(), id);

@@ -15,28 +15,67 @@ namespace {
 
 // Keys that set architecture (our schema = Llama-style HF names plus explicit types).
 const char* const kModelKeys[] = {
-    "metadata", "model_type", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
-    "intermediate_size", "num_hidden_layers", "vocab_size", "max_position_embeddings", "tie_word_embeddings",
-    "hidden_act", "attention_bias", "mlp_bias", "attention_dropout", "hidden_dropout", "ffn_type", "norm_type",
-    "position_embedding", "qkv_bias", "num_local_experts", "num_experts", "num_experts_per_tok",
-    "moe_intermediate_size", "num_shared_experts", "shared_expert_intermediate_size", "capacity_factor",
+    "metadata", "model_type", "hidden_size", "num_attention_heads", "num_key_value_heads",
+    "head_dim", "intermediate_size", "num_hidden_layers", "vocab_size", "max_position_embeddings",
+    "tie_word_embeddings", "hidden_act", "attention_bias", "mlp_bias", "attention_dropout",
+    "hidden_dropout", "ffn_type", "norm_type", "position_embedding", "qkv_bias",
+    "num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+    "num_shared_experts", "shared_expert_intermediate_size", "capacity_factor",
     // GPT-2 names
-    "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "activation_function", "attn_pdrop", "resid_pdrop",
-    "embd_pdrop"};
+    "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "activation_function", "attn_pdrop",
+    "resid_pdrop", "embd_pdrop"};
 
 // Hugging Face keys that do not change memory; accepted silently.
-const char* const kIgnoredHfKeys[] = {
-    "architectures", "torch_dtype", "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id",
-    "initializer_range", "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "rope_theta", "rope_scaling",
-    "use_cache", "pretraining_tp", "sliding_window", "use_sliding_window", "max_window_layers",
-    "router_aux_loss_coef", "output_router_logits", "router_jitter_noise", "n_ctx", "summary_type",
-    "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
-    "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "task_specific_params",
-    "_name_or_path", "model_name", "tokenizer_class", "decoder_sparse_step", "norm_topk_prob", "mlp_only_layers",
-    "qkv_bias_", "use_return_dict", "return_dict", "rope_type", "attn_implementation", "_attn_implementation",
-    "id2label", "label2id", "quantization_config", "bias", "shared_expert_gate"};
+const char* const kIgnoredHfKeys[] = {"architectures",
+                                      "torch_dtype",
+                                      "transformers_version",
+                                      "bos_token_id",
+                                      "eos_token_id",
+                                      "pad_token_id",
+                                      "initializer_range",
+                                      "rms_norm_eps",
+                                      "layer_norm_epsilon",
+                                      "layer_norm_eps",
+                                      "rope_theta",
+                                      "rope_scaling",
+                                      "use_cache",
+                                      "pretraining_tp",
+                                      "sliding_window",
+                                      "use_sliding_window",
+                                      "max_window_layers",
+                                      "router_aux_loss_coef",
+                                      "output_router_logits",
+                                      "router_jitter_noise",
+                                      "n_ctx",
+                                      "summary_type",
+                                      "summary_use_proj",
+                                      "summary_activation",
+                                      "summary_proj_to_labels",
+                                      "summary_first_dropout",
+                                      "scale_attn_weights",
+                                      "scale_attn_by_inverse_layer_idx",
+                                      "reorder_and_upcast_attn",
+                                      "task_specific_params",
+                                      "_name_or_path",
+                                      "model_name",
+                                      "tokenizer_class",
+                                      "decoder_sparse_step",
+                                      "norm_topk_prob",
+                                      "mlp_only_layers",
+                                      "qkv_bias_",
+                                      "use_return_dict",
+                                      "return_dict",
+                                      "rope_type",
+                                      "attn_implementation",
+                                      "_attn_implementation",
+                                      "id2label",
+                                      "label2id",
+                                      "quantization_config",
+                                      "bias",
+                                      "shared_expert_gate"};
 
-const char* const kMetadataKeys[] = {"name", "source", "published_params", "published_params_source", "notes"};
+const char* const kMetadataKeys[] = {"name", "source", "published_params",
+                                     "published_params_source", "notes"};
 
 const char* const kSupported = "gpt2, llama, mistral, mixtral, qwen2, qwen2_moe";
 
@@ -53,7 +92,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   for (std::size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
     std::swap(prev, cur);
   }
   return prev[b.size()];
@@ -71,55 +111,73 @@ std::string detail::closest(const std::string& key, const char* const* allowed, 
   return best;
 }
 
-#define ACTMEM_TRY(expr)            \
-  do {                              \
+#define ACTMEM_TRY(expr)                  \
+  do {                                    \
     if (auto err_ = (expr)) return *err_; \
   } while (0)
 
-Result<ModelSpec> model_from_json(const json& j, const std::string& id, std::vector<std::string>* warnings) {
-  if (!j.is_object()) return make_error("wrong_type", "model", "model: must be a JSON object, got " + detail::kind_of(j));
+Result<ModelSpec> model_from_json(const json& j, const std::string& id,
+                                  std::vector<std::string>* warnings) {
+  if (!j.is_object())
+    return make_error("wrong_type", "model",
+                      "model: must be a JSON object, got " + detail::kind_of(j));
   ModelSpec m;
   m.id = id.empty() ? "custom" : id;
   m.name = m.id;
   std::string type;
-  if (j.contains("model_type")) ACTMEM_TRY(detail::read_string(j["model_type"], "model.model_type", &type));
+  if (j.contains("model_type"))
+    ACTMEM_TRY(detail::read_string(j["model_type"], "model.model_type", &type));
   const bool hf = !type.empty();
-  if (hf && type != "gpt2" && type != "llama" && type != "mistral" && type != "mixtral" && type != "qwen2" &&
-      type != "qwen2_moe")
-    return make_error("unsupported", "model.model_type",
-                      "model.model_type: '" + type + "' is not a supported architecture; allowed: " + kSupported);
+  if (hf && type != "gpt2" && type != "llama" && type != "mistral" && type != "mixtral" &&
+      type != "qwen2" && type != "qwen2_moe")
+    return make_error(
+        "unsupported", "model.model_type",
+        "model.model_type: '" + type + "' is not a supported architecture; allowed: " + kSupported);
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (in(kModelKeys, k)) continue;
     if (hf) {
-      if (!in(kIgnoredHfKeys, k) && warnings) warnings->push_back("model." + k + ": ignored (does not affect memory)");
+      if (!in(kIgnoredHfKeys, k) && warnings)
+        warnings->push_back("model." + k + ": ignored (does not affect memory)");
       continue;
     }
-    const std::string hint = detail::closest(k, kModelKeys, sizeof(kModelKeys) / sizeof(kModelKeys[0]));
-    return make_error("unknown_key", "model." + k,
-                      "model." + k + ": unknown key" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
-                          "; a Hugging Face config.json must carry model_type; see docs/schema.md for our keys");
+    const std::string hint =
+        detail::closest(k, kModelKeys, sizeof(kModelKeys) / sizeof(kModelKeys[0]));
+    return make_error(
+        "unknown_key", "model." + k,
+        "model." + k + ": unknown key" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
+            "; a Hugging Face config.json must carry model_type; see docs/schema.md for our keys");
   }
   if (j.contains("metadata")) {
     const json& md = j["metadata"];
-    if (!md.is_object()) return make_error("wrong_type", "model.metadata", "model.metadata: must be an object");
+    if (!md.is_object())
+      return make_error("wrong_type", "model.metadata", "model.metadata: must be an object");
     for (auto it = md.begin(); it != md.end(); ++it)
       if (!in(kMetadataKeys, it.key()))
         return make_error("unknown_key", "model.metadata." + it.key(),
-                          "model.metadata." + it.key() + ": unknown key; allowed: name, source, published_params, published_params_source, notes");
-    if (md.contains("name")) ACTMEM_TRY(detail::read_string(md["name"], "model.metadata.name", &m.name));
-    if (md.contains("source")) ACTMEM_TRY(detail::read_string(md["source"], "model.metadata.source", &m.source));
+                          "model.metadata." + it.key() +
+                              ": unknown key; allowed: name, source, published_params, "
+                              "published_params_source, notes");
+    if (md.contains("name"))
+      ACTMEM_TRY(detail::read_string(md["name"], "model.metadata.name", &m.name));
+    if (md.contains("source"))
+      ACTMEM_TRY(detail::read_string(md["source"], "model.metadata.source", &m.source));
     if (md.contains("published_params"))
-      ACTMEM_TRY(detail::read_uint(md["published_params"], "model.metadata.published_params", &m.published_params));
+      ACTMEM_TRY(detail::read_uint(md["published_params"], "model.metadata.published_params",
+                                   &m.published_params));
     if (md.contains("published_params_source"))
-      ACTMEM_TRY(detail::read_string(md["published_params_source"], "model.metadata.published_params_source", &m.published_params_source));
+      ACTMEM_TRY(detail::read_string(md["published_params_source"],
+                                     "model.metadata.published_params_source",
+                                     &m.published_params_source));
   }
   const bool gpt2 = type == "gpt2";
   // Reads key `k` (shown as model.k) into an integer if present; `required` makes absence an error.
-  auto get_uint = [&](const char* k, std::uint64_t* out, bool required, bool allow_null = false) -> std::optional<Error> {
+  auto get_uint = [&](const char* k, std::uint64_t* out, bool required,
+                      bool allow_null = false) -> std::optional<Error> {
     const std::string field = std::string("model.") + k;
     if (!j.contains(k) || (allow_null && j[k].is_null())) {
-      if (required) return make_error("missing_key", field, field + ": required (a positive integer)");
+      if (required)
+        return make_error("missing_key", field, field + ": required (a positive integer)");
       return std::nullopt;
     }
     return detail::read_uint(j[k], field, out);
@@ -132,7 +190,9 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id, std::vec
     if (!j.contains(k)) return std::nullopt;
     const std::string field = std::string("model.") + k;
     ACTMEM_TRY(detail::read_double(j[k], field, out));
-    if (*out < 0.0 || *out >= 1.0) return make_error("invalid_value", field, field + ": must be in [0, 1), got " + detail::short_dump(j[k]));
+    if (*out < 0.0 || *out >= 1.0)
+      return make_error("invalid_value", field,
+                        field + ": must be in [0, 1), got " + detail::short_dump(j[k]));
     return std::nullopt;
   };
 
@@ -158,10 +218,12 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id, std::vec
     if (m.ffn_hidden == 0) m.ffn_hidden = 4 * m.hidden;
     ACTMEM_TRY(get_prob("attn_pdrop", &m.attention_dropout));
     ACTMEM_TRY(get_prob("resid_pdrop", &m.hidden_dropout));
-    if (j.contains("activation_function")) ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
+    if (j.contains("activation_function"))
+      ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
     if (!act.empty() && act.rfind("gelu", 0) != 0 && act != "relu")
       return make_error("unsupported", "model.activation_function",
-                        "model.activation_function: '" + act + "' is not supported for gpt2; allowed: gelu, gelu_new, relu");
+                        "model.activation_function: '" + act +
+                            "' is not supported for gpt2; allowed: gelu, gelu_new, relu");
   } else {
     // Llama-family defaults (LlamaConfig): RMSNorm, RoPE, SwiGLU, untied, no biases, no dropout.
     m.norm = NormType::kRmsNorm;
@@ -181,13 +243,17 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id, std::vec
     if (attention_bias) m.qkv_bias = m.o_bias = true;
     ACTMEM_TRY(get_bool("mlp_bias", &m.mlp_bias));
     ACTMEM_TRY(get_prob("attention_dropout", &m.attention_dropout));
-    if (j.contains("hidden_act")) ACTMEM_TRY(detail::read_string(j["hidden_act"], "model.hidden_act", &act));
+    if (j.contains("hidden_act"))
+      ACTMEM_TRY(detail::read_string(j["hidden_act"], "model.hidden_act", &act));
     if (!act.empty()) {
-      if (act == "silu" || act == "swish") m.ffn = FfnType::kSwiglu;
-      else if (act.rfind("gelu", 0) == 0) m.ffn = FfnType::kGeglu;
+      if (act == "silu" || act == "swish")
+        m.ffn = FfnType::kSwiglu;
+      else if (act.rfind("gelu", 0) == 0)
+        m.ffn = FfnType::kGeglu;
       else
         return make_error("unsupported", "model.hidden_act",
-                          "model.hidden_act: '" + act + "' is not supported; allowed: silu, gelu, gelu_pytorch_tanh");
+                          "model.hidden_act: '" + act +
+                              "' is not supported; allowed: silu, gelu, gelu_pytorch_tanh");
     }
   }
   ACTMEM_TRY(get_bool("tie_word_embeddings", &m.tied_embeddings));
@@ -197,32 +263,48 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id, std::vec
   const bool explicit_head_dim = j.contains("head_dim") && !j["head_dim"].is_null();
   if (!explicit_head_dim && m.heads > 0 && m.hidden % m.heads != 0)
     return make_error("invalid_value", "model.head_dim",
-                      "model.head_dim: hidden_size=" + std::to_string(m.hidden) + " is not divisible by num_attention_heads=" +
-                          std::to_string(m.heads) + "; give head_dim explicitly");
+                      "model.head_dim: hidden_size=" + std::to_string(m.hidden) +
+                          " is not divisible by num_attention_heads=" + std::to_string(m.heads) +
+                          "; give head_dim explicitly");
   ACTMEM_TRY(get_bool("qkv_bias", &m.qkv_bias));
   // Explicit types (our schema) override what model_type implies.
   if (j.contains("ffn_type")) {
     std::string s;
     ACTMEM_TRY(detail::read_string(j["ffn_type"], "model.ffn_type", &s));
-    if (s == "gelu") m.ffn = FfnType::kGelu;
-    else if (s == "swiglu") m.ffn = FfnType::kSwiglu;
-    else if (s == "geglu") m.ffn = FfnType::kGeglu;
-    else return make_error("invalid_value", "model.ffn_type", "model.ffn_type: '" + s + "' is not allowed; allowed: gelu, swiglu, geglu");
+    if (s == "gelu")
+      m.ffn = FfnType::kGelu;
+    else if (s == "swiglu")
+      m.ffn = FfnType::kSwiglu;
+    else if (s == "geglu")
+      m.ffn = FfnType::kGeglu;
+    else
+      return make_error("invalid_value", "model.ffn_type",
+                        "model.ffn_type: '" + s + "' is not allowed; allowed: gelu, swiglu, geglu");
   }
   if (j.contains("norm_type")) {
     std::string s;
     ACTMEM_TRY(detail::read_string(j["norm_type"], "model.norm_type", &s));
-    if (s == "layernorm") m.norm = NormType::kLayerNorm;
-    else if (s == "rmsnorm") m.norm = NormType::kRmsNorm;
-    else return make_error("invalid_value", "model.norm_type", "model.norm_type: '" + s + "' is not allowed; allowed: layernorm, rmsnorm");
+    if (s == "layernorm")
+      m.norm = NormType::kLayerNorm;
+    else if (s == "rmsnorm")
+      m.norm = NormType::kRmsNorm;
+    else
+      return make_error("invalid_value", "model.norm_type",
+                        "model.norm_type: '" + s + "' is not allowed; allowed: layernorm, rmsnorm");
   }
   if (j.contains("position_embedding")) {
     std::string s;
     ACTMEM_TRY(detail::read_string(j["position_embedding"], "model.position_embedding", &s));
-    if (s == "learned") m.pos = PosEncoding::kLearned;
-    else if (s == "rope") m.pos = PosEncoding::kRope;
-    else if (s == "none") m.pos = PosEncoding::kNone;
-    else return make_error("invalid_value", "model.position_embedding", "model.position_embedding: '" + s + "' is not allowed; allowed: learned, rope, none");
+    if (s == "learned")
+      m.pos = PosEncoding::kLearned;
+    else if (s == "rope")
+      m.pos = PosEncoding::kRope;
+    else if (s == "none")
+      m.pos = PosEncoding::kNone;
+    else
+      return make_error(
+          "invalid_value", "model.position_embedding",
+          "model.position_embedding: '" + s + "' is not allowed; allowed: learned, rope, none");
   }
   // Mixture of experts (Mixtral: num_local_experts + intermediate_size per expert; Qwen2-MoE:
   // num_experts + moe_intermediate_size + shared_expert_intermediate_size).
@@ -234,20 +316,29 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id, std::vec
     ACTMEM_TRY(get_uint("num_experts_per_tok", &m.moe.top_k, true));
     m.moe.expert_ffn = m.ffn_hidden;
     ACTMEM_TRY(get_uint("moe_intermediate_size", &m.moe.expert_ffn, false));
-    if (m.moe.expert_ffn == 0) return make_error("missing_key", "model.moe_intermediate_size", "model.moe_intermediate_size: required for a mixture-of-experts model");
+    if (m.moe.expert_ffn == 0)
+      return make_error("missing_key", "model.moe_intermediate_size",
+                        "model.moe_intermediate_size: required for a mixture-of-experts model");
     ACTMEM_TRY(get_uint("shared_expert_intermediate_size", &m.moe.shared_expert_ffn, false));
     if (m.moe.shared_expert_ffn > 0) m.moe.shared_experts = 1;
     if (j.contains("num_shared_experts")) {
-      if (auto err = detail::read_uint(j["num_shared_experts"], "model.num_shared_experts", &m.moe.shared_experts, true)) return *err;
-      if (m.moe.shared_experts > 0 && m.moe.shared_expert_ffn == 0) m.moe.shared_expert_ffn = m.moe.expert_ffn;
+      if (auto err = detail::read_uint(j["num_shared_experts"], "model.num_shared_experts",
+                                       &m.moe.shared_experts, true))
+        return *err;
+      if (m.moe.shared_experts > 0 && m.moe.shared_expert_ffn == 0)
+        m.moe.shared_expert_ffn = m.moe.expert_ffn;
     }
     if (j.contains("capacity_factor")) {
-      ACTMEM_TRY(detail::read_double(j["capacity_factor"], "model.capacity_factor", &m.moe.capacity_factor));
+      ACTMEM_TRY(detail::read_double(j["capacity_factor"], "model.capacity_factor",
+                                     &m.moe.capacity_factor));
       if (m.moe.capacity_factor < 0 || m.moe.capacity_factor > 1024)
-        return make_error("invalid_value", "model.capacity_factor", "model.capacity_factor: must be 0 (dropless) or in (0, 1024]");
+        return make_error("invalid_value", "model.capacity_factor",
+                          "model.capacity_factor: must be 0 (dropless) or in (0, 1024]");
     }
   }
-  if (m.heads > 0 && m.head_dim == 0) return make_error("invalid_value", "model.head_dim", "model.head_dim: hidden_size / num_attention_heads is 0; set head_dim");
+  if (m.heads > 0 && m.head_dim == 0)
+    return make_error("invalid_value", "model.head_dim",
+                      "model.head_dim: hidden_size / num_attention_heads is 0; set head_dim");
   return m;
 }
 

@@ -53,7 +53,8 @@ json stage_json(const Stage& s) {
 }  // namespace
 
 json error_to_json(const Error& e) {
-  return json{{"ok", false}, {"error", {{"code", e.code}, {"field", e.field}, {"message", e.message}}}};
+  return json{{"ok", false},
+              {"error", {{"code", e.code}, {"field", e.field}, {"message", e.message}}}};
 }
 
 json estimate_to_json(const Estimate& e) {
@@ -64,26 +65,56 @@ json estimate_to_json(const Estimate& e) {
   for (const auto& s : e.stages) stages.push_back(stage_json(s));
   json explain = json::array();
   for (const auto& x : e.explain)
-    explain.push_back(json{{"id", x.id}, {"title", x.title}, {"formula", x.formula}, {"substituted", x.substituted},
-                           {"bytes", x.bytes}, {"source", x.source}});
+    explain.push_back(json{{"id", x.id},
+                           {"title", x.title},
+                           {"formula", x.formula},
+                           {"substituted", x.substituted},
+                           {"bytes", x.bytes},
+                           {"source", x.source}});
   json out = {
       {"ok", true},
       {"profile", profile_name(c.profile)},
       {"model",
-       {{"id", m.id}, {"name", m.name}, {"source", m.source}, {"layers", m.layers}, {"hidden_size", m.hidden},
-        {"num_attention_heads", m.heads}, {"num_key_value_heads", m.kv_heads}, {"head_dim", m.head_dim},
-        {"intermediate_size", m.ffn_hidden}, {"vocab_size", m.vocab}, {"ffn_type", ffn_name(m.ffn)},
-        {"norm_type", norm_name(m.norm)}, {"position_embedding", pos_name(m.pos)},
-        {"tie_word_embeddings", m.tied_embeddings}, {"num_local_experts", m.moe.experts},
-        {"num_experts_per_tok", m.moe.top_k}, {"params", e.model_params}, {"published_params", m.published_params}}},
+       {{"id", m.id},
+        {"name", m.name},
+        {"source", m.source},
+        {"layers", m.layers},
+        {"hidden_size", m.hidden},
+        {"num_attention_heads", m.heads},
+        {"num_key_value_heads", m.kv_heads},
+        {"head_dim", m.head_dim},
+        {"intermediate_size", m.ffn_hidden},
+        {"vocab_size", m.vocab},
+        {"ffn_type", ffn_name(m.ffn)},
+        {"norm_type", norm_name(m.norm)},
+        {"position_embedding", pos_name(m.pos)},
+        {"tie_word_embeddings", m.tied_embeddings},
+        {"num_local_experts", m.moe.experts},
+        {"num_experts_per_tok", m.moe.top_k},
+        {"params", e.model_params},
+        {"published_params", m.published_params}}},
       {"config",
-       {{"micro_batch", c.micro_batch}, {"seq", c.seq}, {"grad_accum", c.grad_accum}, {"dtype", dtype_name(c.act_dtype)},
-        {"param_dtype", dtype_name(c.param_dtype)}, {"grad_dtype", dtype_name(c.grad_dtype)},
-        {"master_weights", c.master_weights}, {"optimizer", optimizer_name(c.optimizer)},
-        {"attention_dropout", c.attention_dropout}, {"hidden_dropout", c.hidden_dropout},
-        {"attention", attention_name(c.attention)}, {"tp", c.par.tp}, {"sp", c.par.sp}, {"pp", c.par.pp},
-        {"vpp", c.par.vpp}, {"cp", c.par.cp}, {"dp", c.par.dp}, {"zero", c.par.zero}, {"ep", c.par.ep},
-        {"recompute", recompute_name(c.recompute)}, {"offload", c.recompute.offload}}},
+       {{"micro_batch", c.micro_batch},
+        {"seq", c.seq},
+        {"grad_accum", c.grad_accum},
+        {"dtype", dtype_name(c.act_dtype)},
+        {"param_dtype", dtype_name(c.param_dtype)},
+        {"grad_dtype", dtype_name(c.grad_dtype)},
+        {"master_weights", c.master_weights},
+        {"optimizer", optimizer_name(c.optimizer)},
+        {"attention_dropout", c.attention_dropout},
+        {"hidden_dropout", c.hidden_dropout},
+        {"attention", attention_name(c.attention)},
+        {"tp", c.par.tp},
+        {"sp", c.par.sp},
+        {"pp", c.par.pp},
+        {"vpp", c.par.vpp},
+        {"cp", c.par.cp},
+        {"dp", c.par.dp},
+        {"zero", c.par.zero},
+        {"ep", c.par.ep},
+        {"recompute", recompute_name(c.recompute)},
+        {"offload", c.recompute.offload}}},
       {"per_layer",
        {{"activation_bytes", e.per_layer_kept_bytes},
         {"linear_bytes", e.per_layer_linear_bytes},
@@ -113,7 +144,8 @@ json estimate_to_json(const Estimate& e) {
         {"total_bytes", w.stat.total_bytes}}},
       {"stages", stages},
       {"total_bytes", w.total_bytes},
-      {"kv_cache", {{"total_bytes", e.kv_cache.total_bytes}, {"per_gpu_bytes", e.kv_cache.per_gpu_bytes}}},
+      {"kv_cache",
+       {{"total_bytes", e.kv_cache.total_bytes}, {"per_gpu_bytes", e.kv_cache.per_gpu_bytes}}},
       {"explain", explain},
       {"warnings", e.warnings}};
   if (e.has_gpu) {

@@ -37,35 +37,42 @@ inline std::optional<Error> read_uint(const json& v, const std::string& field, s
     *out = v.get<std::uint64_t>();
   } else if (v.is_number_integer()) {
     const std::int64_t i = v.get<std::int64_t>();
-    if (i < 0) return make_error("invalid_value", field, field + ": must be " + need + ", got " + std::to_string(i));
+    if (i < 0)
+      return make_error("invalid_value", field,
+                        field + ": must be " + need + ", got " + std::to_string(i));
     *out = static_cast<std::uint64_t>(i);
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
     if (!std::isfinite(d) || d < 0 || d != std::floor(d) || d >= 9.2e18)
-      return make_error("invalid_value", field, field + ": must be " + need + ", got " + short_dump(v));
+      return make_error("invalid_value", field,
+                        field + ": must be " + need + ", got " + short_dump(v));
     *out = static_cast<std::uint64_t>(d);
   } else {
     return make_error("wrong_type", field, field + ": must be " + need + ", got " + kind_of(v));
   }
-  if (*out == 0 && !allow_zero) return make_error("invalid_value", field, field + ": must be " + need + ", got 0");
+  if (*out == 0 && !allow_zero)
+    return make_error("invalid_value", field, field + ": must be " + need + ", got 0");
   return std::nullopt;
 }
 
 inline std::optional<Error> read_double(const json& v, const std::string& field, double* out) {
-  if (!v.is_number()) return make_error("wrong_type", field, field + ": must be a number, got " + kind_of(v));
+  if (!v.is_number())
+    return make_error("wrong_type", field, field + ": must be a number, got " + kind_of(v));
   *out = v.get<double>();
   if (!std::isfinite(*out)) return make_error("invalid_value", field, field + ": must be finite");
   return std::nullopt;
 }
 
 inline std::optional<Error> read_bool(const json& v, const std::string& field, bool* out) {
-  if (!v.is_boolean()) return make_error("wrong_type", field, field + ": must be true or false, got " + kind_of(v));
+  if (!v.is_boolean())
+    return make_error("wrong_type", field, field + ": must be true or false, got " + kind_of(v));
   *out = v.get<bool>();
   return std::nullopt;
 }
 
 inline std::optional<Error> read_string(const json& v, const std::string& field, std::string* out) {
-  if (!v.is_string()) return make_error("wrong_type", field, field + ": must be a string, got " + kind_of(v));
+  if (!v.is_string())
+    return make_error("wrong_type", field, field + ": must be a string, got " + kind_of(v));
   *out = v.get<std::string>();
   return std::nullopt;
 }

@@ -1,12 +1,14 @@
-// Parameter records per GPU and static memory (ZeRO: Rajbhandari et al. 2020, Sec. 5; 16 bytes/param
-// for mixed-precision Adam, the seed 002_13aa127c0ff0c20b.txt "16Psi").
+// Parameter records per GPU and static memory (ZeRO: Rajbhandari et al. 2020, Sec. 5; 16
+// bytes/param for mixed-precision Adam, the seed 002_13aa127c0ff0c20b.txt "16Psi").
 #include "actmem/params.hpp"
 
 namespace actmem {
 
 namespace {
 
-std::uint64_t shard(std::uint64_t n, std::uint64_t t) { return t > 1 ? n / t : n; }
+std::uint64_t shard(std::uint64_t n, std::uint64_t t) {
+  return t > 1 ? n / t : n;
+}
 
 std::uint64_t local_kv(const ModelSpec& m, std::uint64_t t) {
   if (t <= 1) return m.kv_heads;
@@ -64,19 +66,22 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const ParamShards& s) 
 std::vector<ParamRecord> embedding_params(const ModelSpec& m, const ParamShards& s) {
   std::vector<ParamRecord> v;
   // Vocab-parallel embedding: each TP rank holds ceil(V/t) rows.
-  push(v, "embed.tokens", s.tp > 1 ? ceil_div(m.vocab, s.tp) : m.vocab, m.hidden, ParamPlace::kEmbedding);
+  push(v, "embed.tokens", s.tp > 1 ? ceil_div(m.vocab, s.tp) : m.vocab, m.hidden,
+       ParamPlace::kEmbedding);
   if (m.pos == PosEncoding::kLearned)
     push(v, "embed.positions", m.max_positions, m.hidden, ParamPlace::kEmbedding);
   return v;
 }
 
-std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s, bool separate_stage) {
+std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s,
+                                     bool separate_stage) {
   std::vector<ParamRecord> v;
   push_norm(v, m, "final_norm.weight", "final_norm.bias", ParamPlace::kHead);
   // Tied embeddings share the embedding matrix, except that with pipeline parallelism the last
   // stage holds its own copy (Megatron-LM keeps the two in sync with an all-reduce).
   if (!m.tied_embeddings || separate_stage)
-    push(v, "lm_head.weight", s.tp > 1 ? ceil_div(m.vocab, s.tp) : m.vocab, m.hidden, ParamPlace::kHead);
+    push(v, "lm_head.weight", s.tp > 1 ? ceil_div(m.vocab, s.tp) : m.vocab, m.hidden,
+         ParamPlace::kHead);
   return v;
 }
 
@@ -84,10 +89,13 @@ Result<std::uint64_t> total_params(const ModelSpec& m) {
   Checked ck;
   ParamShards one;
   std::uint64_t per_layer = 0;
-  for (const auto& p : layer_params(m, one)) per_layer = ck.add(per_layer, ck.mul(p.rows, p.cols, "model"), "model");
+  for (const auto& p : layer_params(m, one))
+    per_layer = ck.add(per_layer, ck.mul(p.rows, p.cols, "model"), "model");
   std::uint64_t n = ck.mul(per_layer, m.layers, "model.num_hidden_layers");
-  for (const auto& p : embedding_params(m, one)) n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");
-  for (const auto& p : head_params(m, one, false)) n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");
+  for (const auto& p : embedding_params(m, one))
+    n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");
+  for (const auto& p : head_params(m, one, false))
+    n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");
   if (ck.overflowed()) return make_error("overflow", ck.field(), "parameter count exceeds 2^63-1");
   return n;
 }
@@ -103,20 +111,23 @@ static Bytes one_tensor_state_bytes(Optimizer o, const ParamRecord& p, Checked& 
   switch (o) {
     case Optimizer::kAdamW:  // two fp32 moments (Loshchilov & Hutter 2019)
       return ck.mul(n, 8, "static.optimizer_bytes");
-    case Optimizer::kSgd: return 0;
+    case Optimizer::kSgd:
+      return 0;
     case Optimizer::kSgdMomentum:  // one fp32 momentum buffer
       return ck.mul(n, 4, "static.optimizer_bytes");
     case Optimizer::kAdam8bit:
       // bitsandbytes: tensors under 4096 elements stay 32-bit; larger ones keep two uint8 states
       // plus one fp32 absmax per 2048-element block per state (Dettmers et al. 2022, Sec. 2).
       if (n < 4096) return ck.mul(n, 8, "static.optimizer_bytes");
-      return ck.add(ck.mul(n, 2, "static.optimizer_bytes"), ck.mul(ceil_div(n, 2048), 8, "static.optimizer_bytes"),
+      return ck.add(ck.mul(n, 2, "static.optimizer_bytes"),
+                    ck.mul(ceil_div(n, 2048), 8, "static.optimizer_bytes"),
                     "static.optimizer_bytes");
     case Optimizer::kAdafactor:
       // Factored second moment, no first moment (Shazeer & Stern 2018, Sec. 3): r + c fp32 values
       // for a matrix, n for a vector.
       if (p.cols > 1 && p.rows > 1)
-        return ck.mul(ck.add(p.rows, p.cols, "static.optimizer_bytes"), 4, "static.optimizer_bytes");
+        return ck.mul(ck.add(p.rows, p.cols, "static.optimizer_bytes"), 4,
+                      "static.optimizer_bytes");
       return ck.mul(n, 4, "static.optimizer_bytes");
   }
   return 0;
@@ -127,12 +138,15 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
   StaticMemory s;
   Bytes dense_opt = 0, expert_opt = 0;
   for (const auto& p : params) {
-    const std::uint64_t n = ck.mul(ck.mul(p.rows, p.cols, "static.params"), p.copies, "static.params");
+    const std::uint64_t n =
+        ck.mul(ck.mul(p.rows, p.cols, "static.params"), p.copies, "static.params");
     s.params = ck.add(s.params, n, "static.params");
     if (p.expert) s.expert_params = ck.add(s.expert_params, n, "static.params");
     const Bytes o = optimizer_state_bytes(c.optimizer, p, ck);
-    if (p.expert) expert_opt = ck.add(expert_opt, o, "static.optimizer_bytes");
-    else dense_opt = ck.add(dense_opt, o, "static.optimizer_bytes");
+    if (p.expert)
+      expert_opt = ck.add(expert_opt, o, "static.optimizer_bytes");
+    else
+      dense_opt = ck.add(dense_opt, o, "static.optimizer_bytes");
   }
   const std::uint64_t dense = s.params - s.expert_params;
   // ZeRO partitions over the data-parallel group; routed experts are already split by EP, so
@@ -145,14 +159,20 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
     return ck.add(ceil_div(dense_b, dp), ceil_div(expert_b, edp), "static");
   };
   const Bytes pw = dtype_bytes(c.param_dtype), gw = dtype_bytes(c.grad_dtype);
-  s.params_bytes = part(ck.mul(dense, pw, "static.params_bytes"), ck.mul(s.expert_params, pw, "static.params_bytes"), 3);
-  s.grads_bytes = part(ck.mul(dense, gw, "static.grads_bytes"), ck.mul(s.expert_params, gw, "static.grads_bytes"), 2);
+  s.params_bytes = part(ck.mul(dense, pw, "static.params_bytes"),
+                        ck.mul(s.expert_params, pw, "static.params_bytes"), 3);
+  s.grads_bytes = part(ck.mul(dense, gw, "static.grads_bytes"),
+                       ck.mul(s.expert_params, gw, "static.grads_bytes"), 2);
   const bool master = c.master_weights && c.param_dtype != DType::kFp32;
-  s.master_bytes = master ? part(ck.mul(dense, 4, "static.master_bytes"), ck.mul(s.expert_params, 4, "static.master_bytes"), 1) : 0;
+  s.master_bytes = master ? part(ck.mul(dense, 4, "static.master_bytes"),
+                                 ck.mul(s.expert_params, 4, "static.master_bytes"), 1)
+                          : 0;
   s.optimizer_bytes = part(dense_opt, expert_opt, 1);
-  s.total_bytes = ck.add(ck.add(s.params_bytes, s.grads_bytes, "static.total_bytes"),
-                         ck.add(s.master_bytes, s.optimizer_bytes, "static.total_bytes"), "static.total_bytes");
-  if (ck.overflowed()) return make_error("overflow", ck.field(), "static memory exceeds 2^63-1 bytes");
+  s.total_bytes =
+      ck.add(ck.add(s.params_bytes, s.grads_bytes, "static.total_bytes"),
+             ck.add(s.master_bytes, s.optimizer_bytes, "static.total_bytes"), "static.total_bytes");
+  if (ck.overflowed())
+    return make_error("overflow", ck.field(), "static memory exceeds 2^63-1 bytes");
   return s;
 }
 

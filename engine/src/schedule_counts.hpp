@@ -7,9 +7,9 @@
 namespace actmem::detail {
 
 struct InFlight {
-  std::uint64_t chunks = 0;        // model chunks (of L/(p*v) layers) whose activations coexist
-  std::uint64_t first_chunk = 0;   // of which belong to chunk 0 (the embedding side on rank 0)
-  std::uint64_t last_chunk = 0;    // of which belong to chunk v-1 (the logits side on rank p-1)
+  std::uint64_t chunks = 0;       // model chunks (of L/(p*v) layers) whose activations coexist
+  std::uint64_t first_chunk = 0;  // of which belong to chunk 0 (the embedding side on rank 0)
+  std::uint64_t last_chunk = 0;   // of which belong to chunk v-1 (the logits side on rank p-1)
 };
 
 // Rank `r` of `p`, `v` virtual chunks, `m` micro-batches per step.

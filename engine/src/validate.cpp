@@ -1,4 +1,5 @@
-// Structural validation of a model and config: every rejection names the field, the value and what is allowed.
+// Structural validation of a model and config: every rejection names the field, the value and what
+// is allowed.
 #include <string>
 #include <vector>
 
@@ -18,7 +19,9 @@ std::string divisors_of(std::uint64_t n) {
   return s;
 }
 
-Error bad(const std::string& field, const std::string& msg) { return make_error("invalid_value", field, field + ": " + msg); }
+Error bad(const std::string& field, const std::string& msg) {
+  return make_error("invalid_value", field, field + ": " + msg);
+}
 
 // Large enough for any real model, small enough that the engine's checked products stay meaningful.
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 40;
@@ -30,25 +33,33 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     const char* field;
     std::uint64_t v;
   };
-  const Positive model_dims[] = {{"model.num_hidden_layers", m.layers}, {"model.hidden_size", m.hidden},
-                                 {"model.num_attention_heads", m.heads}, {"model.num_key_value_heads", m.kv_heads},
-                                 {"model.head_dim", m.head_dim},         {"model.vocab_size", m.vocab}};
+  const Positive model_dims[] = {
+      {"model.num_hidden_layers", m.layers},  {"model.hidden_size", m.hidden},
+      {"model.num_attention_heads", m.heads}, {"model.num_key_value_heads", m.kv_heads},
+      {"model.head_dim", m.head_dim},         {"model.vocab_size", m.vocab}};
   for (const auto& p : model_dims) {
     if (p.v == 0) return bad(p.field, "must be a positive integer, got 0");
-    if (p.v > kMaxDim) return bad(p.field, std::to_string(p.v) + " is larger than the supported 2^40");
+    if (p.v > kMaxDim)
+      return bad(p.field, std::to_string(p.v) + " is larger than the supported 2^40");
   }
-  if (!m.is_moe() && m.ffn_hidden == 0) return bad("model.intermediate_size", "must be a positive integer, got 0");
-  if (m.ffn_hidden > kMaxDim) return bad("model.intermediate_size", "larger than the supported 2^40");
+  if (!m.is_moe() && m.ffn_hidden == 0)
+    return bad("model.intermediate_size", "must be a positive integer, got 0");
+  if (m.ffn_hidden > kMaxDim)
+    return bad("model.intermediate_size", "larger than the supported 2^40");
   if (m.pos == PosEncoding::kLearned && m.max_positions == 0)
-    return bad("model.max_position_embeddings", "learned position embeddings need a positive table size");
-  if (m.max_positions > kMaxDim) return bad("model.max_position_embeddings", "larger than the supported 2^40");
+    return bad("model.max_position_embeddings",
+               "learned position embeddings need a positive table size");
+  if (m.max_positions > kMaxDim)
+    return bad("model.max_position_embeddings", "larger than the supported 2^40");
   if (m.heads % m.kv_heads != 0)
-    return bad("model.num_key_value_heads", std::to_string(m.kv_heads) + " does not divide num_attention_heads=" +
-                                                std::to_string(m.heads) + "; allowed: " + divisors_of(m.heads));
+    return bad("model.num_key_value_heads",
+               std::to_string(m.kv_heads) + " does not divide num_attention_heads=" +
+                   std::to_string(m.heads) + "; allowed: " + divisors_of(m.heads));
   if (m.is_moe()) {
     if (m.moe.top_k == 0 || m.moe.top_k > m.moe.experts)
-      return bad("model.num_experts_per_tok", std::to_string(m.moe.top_k) + " must be between 1 and num_local_experts=" +
-                                                  std::to_string(m.moe.experts));
+      return bad("model.num_experts_per_tok",
+                 std::to_string(m.moe.top_k) +
+                     " must be between 1 and num_local_experts=" + std::to_string(m.moe.experts));
     if (m.moe.expert_ffn == 0 || m.moe.expert_ffn > kMaxDim)
       return bad("model.moe_intermediate_size", "must be a positive integer below 2^40");
     if (m.moe.experts > kMaxDim || m.moe.shared_experts > 1024)
@@ -58,50 +69,69 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   }
 
   const Parallel& p = c.par;
-  const Positive cfg[] = {{"config.micro_batch", c.micro_batch}, {"config.seq", c.seq}, {"config.tp", p.tp},
-                          {"config.pp", p.pp}, {"config.vpp", p.vpp}, {"config.cp", p.cp},
-                          {"config.dp", p.dp}, {"config.ep", p.ep}};
+  const Positive cfg[] = {{"config.micro_batch", c.micro_batch},
+                          {"config.seq", c.seq},
+                          {"config.tp", p.tp},
+                          {"config.pp", p.pp},
+                          {"config.vpp", p.vpp},
+                          {"config.cp", p.cp},
+                          {"config.dp", p.dp},
+                          {"config.ep", p.ep}};
   for (const auto& q : cfg) {
     if (q.v == 0) return bad(q.field, "must be a positive integer, got 0");
-    if (q.v > kMaxDim) return bad(q.field, std::to_string(q.v) + " is larger than the supported 2^40");
+    if (q.v > kMaxDim)
+      return bad(q.field, std::to_string(q.v) + " is larger than the supported 2^40");
   }
   if (c.grad_accum > kMaxDim) return bad("config.grad_accum", "larger than the supported 2^40");
-  if (p.zero < 0 || p.zero > 3) return bad("config.zero", std::to_string(p.zero) + " is not a ZeRO stage; allowed: 0, 1, 2, 3");
+  if (p.zero < 0 || p.zero > 3)
+    return bad("config.zero", std::to_string(p.zero) + " is not a ZeRO stage; allowed: 0, 1, 2, 3");
   for (double d : {c.attention_dropout, c.hidden_dropout})
     if (!(d < 1.0) || (d < 0.0 && d != -1.0)) return bad("config.dropout", "must be in [0, 1)");
-  if (!(m.attention_dropout >= 0.0 && m.attention_dropout < 1.0)) return bad("model.attention_dropout", "must be in [0, 1)");
-  if (!(m.hidden_dropout >= 0.0 && m.hidden_dropout < 1.0)) return bad("model.hidden_dropout", "must be in [0, 1)");
+  if (!(m.attention_dropout >= 0.0 && m.attention_dropout < 1.0))
+    return bad("model.attention_dropout", "must be in [0, 1)");
+  if (!(m.hidden_dropout >= 0.0 && m.hidden_dropout < 1.0))
+    return bad("model.hidden_dropout", "must be in [0, 1)");
   if (m.heads % p.tp != 0)
     return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide num_attention_heads=" +
                                 std::to_string(m.heads) + "; allowed: " + divisors_of(m.heads));
   if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
-    return bad("config.tp", "tp=" + std::to_string(p.tp) + " neither divides nor is a multiple of num_key_value_heads=" +
+    return bad("config.tp", "tp=" + std::to_string(p.tp) +
+                                " neither divides nor is a multiple of num_key_value_heads=" +
                                 std::to_string(m.kv_heads));
   if (!m.is_moe() && m.ffn_hidden % p.tp != 0)
-    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide intermediate_size=" + std::to_string(m.ffn_hidden));
+    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide intermediate_size=" +
+                                std::to_string(m.ffn_hidden));
   if (m.is_moe() && m.moe.expert_ffn % p.tp != 0)
-    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide the expert width " + std::to_string(m.moe.expert_ffn));
+    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide the expert width " +
+                                std::to_string(m.moe.expert_ffn));
   if (m.is_moe() && (m.moe.shared_experts * m.moe.shared_expert_ffn) % p.tp != 0)
-    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide the shared-expert width");
+    return bad("config.tp",
+               "tp=" + std::to_string(p.tp) + " does not divide the shared-expert width");
   if (p.sp && p.tp > 1 && (c.seq / p.cp) % p.tp != 0)
-    return bad("config.seq", "seq=" + std::to_string(c.seq) + " is not divisible by tp=" + std::to_string(p.tp) +
-                                 " (x cp) as sequence parallelism requires");
+    return bad("config.seq", "seq=" + std::to_string(c.seq) + " is not divisible by tp=" +
+                                 std::to_string(p.tp) + " (x cp) as sequence parallelism requires");
   if (c.seq % p.cp != 0)
-    return bad("config.cp", "cp=" + std::to_string(p.cp) + " does not divide seq=" + std::to_string(c.seq));
+    return bad("config.cp",
+               "cp=" + std::to_string(p.cp) + " does not divide seq=" + std::to_string(c.seq));
   if (p.vpp > 1 && p.pp == 1) return bad("config.vpp", "interleaving (vpp > 1) needs pp > 1");
   if (m.layers % (p.pp * p.vpp) != 0)
     return bad(p.vpp > 1 ? "config.vpp" : "config.pp",
-               "num_hidden_layers=" + std::to_string(m.layers) + " is not divisible by pp x vpp = " +
-                   std::to_string(p.pp * p.vpp) + "; allowed pp: " + divisors_of(m.layers));
+               "num_hidden_layers=" + std::to_string(m.layers) +
+                   " is not divisible by pp x vpp = " + std::to_string(p.pp * p.vpp) +
+                   "; allowed pp: " + divisors_of(m.layers));
   if (p.vpp > 1 && c.grad_accum != 0 && c.grad_accum % p.pp != 0)
-    return bad("config.grad_accum", "the interleaved schedule needs micro-batches (" + std::to_string(c.grad_accum) +
+    return bad("config.grad_accum", "the interleaved schedule needs micro-batches (" +
+                                        std::to_string(c.grad_accum) +
                                         ") to be a multiple of pp=" + std::to_string(p.pp));
-  if (p.ep > 1 && !m.is_moe()) return bad("config.ep", "expert parallelism needs a mixture-of-experts model");
+  if (p.ep > 1 && !m.is_moe())
+    return bad("config.ep", "expert parallelism needs a mixture-of-experts model");
   if (m.is_moe() && m.moe.experts % p.ep != 0)
     return bad("config.ep", "ep=" + std::to_string(p.ep) + " does not divide num_local_experts=" +
-                                std::to_string(m.moe.experts) + "; allowed: " + divisors_of(m.moe.experts));
+                                std::to_string(m.moe.experts) +
+                                "; allowed: " + divisors_of(m.moe.experts));
   if (p.ep > 1 && p.dp % p.ep != 0)
-    return bad("config.ep", "ep=" + std::to_string(p.ep) + " must divide dp=" + std::to_string(p.dp) +
+    return bad("config.ep", "ep=" + std::to_string(p.ep) +
+                                " must divide dp=" + std::to_string(p.dp) +
                                 " (experts are sharded inside the data-parallel group)");
   if (c.recompute.kind == RecomputeKind::kEveryK && c.recompute.every_k == 0)
     return bad("config.recompute", "every:K needs K >= 1");

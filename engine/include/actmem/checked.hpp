@@ -1,4 +1,5 @@
-// Overflow-checked 64-bit byte arithmetic: a product that would pass INT64_MAX is an error, never a wrap.
+// Overflow-checked 64-bit byte arithmetic: a product that would pass INT64_MAX is an error, never a
+// wrap.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,8 @@ class Checked {
 };
 
 // ceil(a / b) for b > 0, without the a + b - 1 overflow.
-constexpr Bytes ceil_div(Bytes a, Bytes b) { return a / b + (a % b != 0 ? 1 : 0); }
+constexpr Bytes ceil_div(Bytes a, Bytes b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
 
 }  // namespace actmem

@@ -10,13 +10,20 @@ enum class DType { kFp32, kBf16, kFp16, kFp8, kBool, kInt64, kInt8 };
 
 constexpr std::uint64_t dtype_bytes(DType t) {
   switch (t) {
-    case DType::kFp32: return 4;
-    case DType::kBf16: return 2;
-    case DType::kFp16: return 2;
-    case DType::kFp8: return 1;
-    case DType::kBool: return 1;
-    case DType::kInt64: return 8;
-    case DType::kInt8: return 1;
+    case DType::kFp32:
+      return 4;
+    case DType::kBf16:
+      return 2;
+    case DType::kFp16:
+      return 2;
+    case DType::kFp8:
+      return 1;
+    case DType::kBool:
+      return 1;
+    case DType::kInt64:
+      return 8;
+    case DType::kInt8:
+      return 1;
   }
   return 0;
 }

@@ -22,9 +22,9 @@ struct GpuSpec {
 };
 
 struct StageActivations {
-  Bytes layers_bytes = 0;        // kept by this stage's layers for all in-flight micro-batches
-  Bytes input_layer_bytes = 0;   // embedding side (first stage)
-  Bytes output_layer_bytes = 0;  // final norm, logits, loss (last stage)
+  Bytes layers_bytes = 0;             // kept by this stage's layers for all in-flight micro-batches
+  Bytes input_layer_bytes = 0;        // embedding side (first stage)
+  Bytes output_layer_bytes = 0;       // final norm, logits, loss (last stage)
   Bytes recompute_working_bytes = 0;  // what one backward recompute regenerates at a time
   Bytes host_bytes = 0;               // kept bytes moved to host under offload
   Bytes total_bytes = 0;              // on the GPU
@@ -32,8 +32,8 @@ struct StageActivations {
 
 struct Stage {
   std::uint64_t index = 0;
-  std::uint64_t layers = 0;         // layers this pipeline rank owns (all its virtual chunks)
-  std::uint64_t in_flight = 0;      // micro-batches (x chunks) whose activations coexist
+  std::uint64_t layers = 0;            // layers this pipeline rank owns (all its virtual chunks)
+  std::uint64_t in_flight = 0;         // micro-batches (x chunks) whose activations coexist
   std::uint64_t kept_layer_slots = 0;  // layers' worth of kept activations at the peak
   StageActivations act;
   StaticMemory stat;

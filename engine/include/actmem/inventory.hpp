@@ -35,20 +35,20 @@ struct TensorRecord {
 // The resolved geometry of one layer on one GPU, shared by every profile's builder so the
 // TP/SP/CP divisions are decided in exactly one place.
 struct LayerGeometry {
-  Dim b;       // micro-batch
-  Dim s_rep;   // tokens of tensors TP replicates (divided by t only under SP, by c under CP)
-  Dim s_tp;    // tokens of tensors TP shards by heads/columns (divided by c under CP)
-  Dim s_keys;  // key length each local query attends to (the full sequence)
-  Dim h;       // hidden size
-  Dim a;       // query heads on this GPU
-  Dim kv;      // key/value heads on this GPU
-  Dim d;       // head dimension
-  Dim f;       // FFN width on this GPU
-  Dim v;       // vocabulary shard on this GPU
-  Dim expert_tokens;   // MoE: tokens processed by this GPU's experts (top-k routing, capacity)
-  Dim expert_f;        // MoE: routed expert width on this GPU
-  Dim shared_f;        // MoE: total shared-expert width on this GPU
-  Dim experts;         // MoE: router width (all experts)
+  Dim b;              // micro-batch
+  Dim s_rep;          // tokens of tensors TP replicates (divided by t only under SP, by c under CP)
+  Dim s_tp;           // tokens of tensors TP shards by heads/columns (divided by c under CP)
+  Dim s_keys;         // key length each local query attends to (the full sequence)
+  Dim h;              // hidden size
+  Dim a;              // query heads on this GPU
+  Dim kv;             // key/value heads on this GPU
+  Dim d;              // head dimension
+  Dim f;              // FFN width on this GPU
+  Dim v;              // vocabulary shard on this GPU
+  Dim expert_tokens;  // MoE: tokens processed by this GPU's experts (top-k routing, capacity)
+  Dim expert_f;       // MoE: routed expert width on this GPU
+  Dim shared_f;       // MoE: total shared-expert width on this GPU
+  Dim experts;        // MoE: router width (all experts)
   DType act = DType::kBf16;
   bool attn_dropout = false;
   bool hidden_dropout = false;
@@ -57,8 +57,8 @@ struct LayerGeometry {
 };
 
 struct LayerInventory {
-  std::vector<TensorRecord> tensors;  // everything one layer saves with no recompute
-  TensorRecord checkpoint;            // the layer input a full / every-k checkpoint keeps
+  std::vector<TensorRecord> tensors;       // everything one layer saves with no recompute
+  TensorRecord checkpoint;                 // the layer input a full / every-k checkpoint keeps
   std::vector<TensorRecord> input_layer;   // embedding side (first pipeline stage)
   std::vector<TensorRecord> output_layer;  // final norm, logits and loss (last pipeline stage)
 };

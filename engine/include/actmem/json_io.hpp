@@ -1,5 +1,6 @@
 // JSON in and out: model specs (ours or a Hugging Face config.json), training configs, GPU presets,
-// the estimate as JSON, and `evaluate`, the one request -> response entry point every client shares.
+// the estimate as JSON, and `evaluate`, the one request -> response entry point every client
+// shares.
 #pragma once
 
 #include <string>

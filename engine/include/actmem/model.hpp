@@ -38,9 +38,9 @@ struct ModelSpec {
   NormType norm = NormType::kLayerNorm;
   PosEncoding pos = PosEncoding::kLearned;
   bool tied_embeddings = false;
-  bool qkv_bias = false;  // Qwen2, GPT-2
-  bool o_bias = false;    // attention output projection bias (GPT-2, Llama attention_bias)
-  bool mlp_bias = false;  // MLP biases (GPT-2, Llama mlp_bias)
+  bool qkv_bias = false;           // Qwen2, GPT-2
+  bool o_bias = false;             // attention output projection bias (GPT-2, Llama attention_bias)
+  bool mlp_bias = false;           // MLP biases (GPT-2, Llama mlp_bias)
   double attention_dropout = 0.0;  // defaults from the model card; the config may override
   double hidden_dropout = 0.0;
   MoeSpec moe;

@@ -1,4 +1,5 @@
-// Parameter inventory and static memory: weights, gradients, master weights, optimizer states, ZeRO.
+// Parameter inventory and static memory: weights, gradients, master weights, optimizer states,
+// ZeRO.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,7 @@ struct ParamRecord {
   std::uint64_t rows = 0;
   std::uint64_t cols = 1;
   ParamPlace place = ParamPlace::kLayer;
-  bool expert = false;  // routed-expert weights: sharded by EP, ZeRO over the expert-DP group
+  bool expert = false;       // routed-expert weights: sharded by EP, ZeRO over the expert-DP group
   std::uint64_t copies = 1;  // identical tensors it stands for (one per layer of a stage)
 };
 

@@ -1,4 +1,5 @@
-// The preset files of presets/ compiled into the engine, so native and wasm builds see the same data.
+// The preset files of presets/ compiled into the engine, so native and wasm builds see the same
+// data.
 #pragma once
 
 #include <string>

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Every test: native Catch2 suite + CLI contract, the same suite as WebAssembly under Node, formatting.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+export NODE_PATH=/usr/share/nodejs
+
+echo "== native build and tests"
+cmake --preset native >/dev/null
+cmake --build --preset native
+ctest --preset native
+
+echo "== WebAssembly build of the same Catch2 suite, run by Node"
+cmake --preset wasm-test >/dev/null
+cmake --build --preset wasm-test
+ctest --preset wasm-test
+
+echo "== clang-format"
+files=$(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find engine tests bench -name '*.[ch]pp')
+clang-format --dry-run -Werror $files
+
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "== PyTorch saved-tensor reference (python3-torch present): re-measure and compare"
+  /usr/bin/python3 tests/reference/measure_saved.py > build/pytorch_saved.json
+  /usr/bin/python3 tests/reference/check_formulas.py build/pytorch_saved.json
+  cmp build/pytorch_saved.json tests/reference/pytorch_saved.json && echo "reference JSON reproduced byte for byte"
+fi
+echo "all tests passed"
