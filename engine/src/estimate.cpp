@@ -3,8 +3,10 @@
 
 #include <algorithm>
 
+#include "actmem/flops.hpp"
+#include "actmem/schedule.hpp"
+#include "actmem/timeline.hpp"
 #include "explain.hpp"
-#include "schedule_counts.hpp"
 
 namespace actmem {
 
@@ -48,54 +50,25 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   if (!inv.ok()) return inv.error();
   e.inventory = std::move(inv.value());
   const LayerInventory& I = e.inventory;
+  for (std::size_t i = 0; i < c.recompute.custom_keep.size(); ++i) {
+    const std::string& id = c.recompute.custom_keep[i];
+    bool known = false;
+    std::string ids;
+    for (const auto& t : I.tensors) known = known || t.id == id, ids += (ids.empty() ? "" : ", ") + t.id;
+    if (!known)
+      return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
+                        "config.custom_keep[" + std::to_string(i) + "]: '" + id + "' is not a tensor of this layer under the " +
+                            profile_name(c.profile) + " profile; allowed: " + ids);
+  }
 
   Checked ck;
+  const LayerGeometry& g = geo.value();
+  e.geometry = g;
+  const LayerFlops fl = layer_flops(m, g);
+  e.costs = layer_costs(I, c.recompute, fl.total, fl.attention_core);
+  e.logits_flops = fl.logits;
   const auto all = all_of(I.tensors);
   e.per_layer_full_bytes = sum_bytes(all, ck, "per_layer.full_bytes");
-  const auto kept0 = kept_tensors(I, c.recompute, 0);
-  for (const auto* r : kept0) {
-    e.kept.push_back(*r);
-    e.per_layer_kept_bytes = ck.add(e.per_layer_kept_bytes, r->bytes, "per_layer.activation_bytes");
-    if (r->quadratic)
-      e.per_layer_quadratic_bytes += r->bytes;
-    else
-      e.per_layer_linear_bytes += r->bytes;
-  }
-
-  // What one backward recompute brings back at a time (Chen et al. 2016): the attention core of one
-  // layer (selective), one layer (full) or one k-layer segment (every-k), less the checkpoint that
-  // is already counted as kept when the layer input is itself a saved record.
-  const std::uint64_t chunk_layers = m.layers / (p.pp * p.vpp);
-  Bytes alias = 0;
-  for (const auto& r : I.tensors)
-    if (r.id == "ln1.in" && r.dtype == I.checkpoint.dtype && r.bytes == I.checkpoint.bytes)
-      alias = r.bytes;
-  Bytes working = 0;
-  switch (c.recompute.kind) {
-    case RecomputeKind::kNone:
-      break;
-    case RecomputeKind::kSelective:
-      for (const auto& r : I.tensors)
-        if (r.attn_core) working = ck.add(working, r.bytes, "activations.recompute_working_bytes");
-      break;
-    case RecomputeKind::kFull:
-      working = e.per_layer_full_bytes - alias;
-      break;
-    case RecomputeKind::kEveryK: {
-      const std::uint64_t seg = std::min<std::uint64_t>(c.recompute.every_k, chunk_layers);
-      working = ck.mul(seg, e.per_layer_full_bytes, "activations.recompute_working_bytes") - alias;
-      break;
-    }
-  }
-
-  Bytes chunk_kept = 0, max_layer_kept = 0;
-  for (std::uint64_t j = 0; j < chunk_layers; ++j) {
-    const Bytes b = sum_bytes(kept_tensors(I, c.recompute, j), ck, "per_layer.activation_bytes");
-    chunk_kept = ck.add(chunk_kept, b, "activations.layers_bytes");
-    max_layer_kept = std::max(max_layer_kept, b);
-  }
-  const Bytes in_bytes = sum_bytes(all_of(I.input_layer), ck, "activations.input_layer_bytes");
-  const Bytes out_bytes = sum_bytes(all_of(I.output_layer), ck, "activations.output_layer_bytes");
 
   auto total = total_params(m);
   if (!total.ok()) return total.error();
@@ -104,30 +77,41 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   const auto layer_p = layer_params(m, shards);
   const auto embed_p = embedding_params(m, shards);
   const auto head_p = head_params(m, shards, p.pp > 1);
+  const Bytes in_bytes = sum_bytes(all_of(I.input_layer), ck, "activations.input_layer_bytes");
+  const Bytes out_bytes = sum_bytes(all_of(I.output_layer), ck, "activations.output_layer_bytes");
+  const Schedule sched = effective_schedule(c);
 
   for (std::uint64_t r = 0; r < p.pp; ++r) {
     Stage s;
     s.index = r;
-    s.layers = chunk_layers * p.vpp;
-    const detail::InFlight f = detail::in_flight(r, p.pp, p.vpp, mb);
+    s.layers = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
+    s.chunk_layers = s.layers / p.vpp;
+    s.choices = layer_choices(c.recompute, s.chunk_layers);
+    Bytes chunk_kept = 0, max_layer_kept = 0;
+    for (LayerChoice cj : s.choices) {
+      const Bytes b = kept_bytes(cj, e.costs);
+      chunk_kept = ck.add(chunk_kept, b, "activations.layers_bytes");
+      max_layer_kept = std::max(max_layer_kept, b);
+    }
+    // The pipeline schedule's op order says how many chunks' activations coexist at most.
+    const InFlight f = max_in_flight(pipeline_ops(sched, r, p.pp, p.vpp, mb), p.vpp);
     s.in_flight = f.chunks;
-    s.kept_layer_slots = ck.mul(f.chunks, chunk_layers, "activations");
+    s.kept_layer_slots = ck.mul(f.chunks, s.chunk_layers, "activations");
     StageActivations& a = s.act;
     a.layers_bytes = ck.mul(f.chunks, chunk_kept, "activations.layers_bytes");
-    if (r == 0)
-      a.input_layer_bytes = ck.mul(f.first_chunk, in_bytes, "activations.input_layer_bytes");
-    if (r == p.pp - 1)
-      a.output_layer_bytes = ck.mul(f.last_chunk, out_bytes, "activations.output_layer_bytes");
-    a.recompute_working_bytes = working;
+    if (r == 0) a.input_layer_bytes = ck.mul(f.first_chunk, in_bytes, "activations.input_layer_bytes");
+    if (r == p.pp - 1) a.output_layer_bytes = ck.mul(f.last_chunk, out_bytes, "activations.output_layer_bytes");
+    // What one backward recompute brings back at a time (Chen et al. 2016): one layer's attention
+    // core (selective), one layer (full) or one segment (every-k).
+    a.recompute_working_bytes = max_regen_alive(s.choices, e.costs);
     if (c.recompute.offload) {
       // Offloaded activations live in host memory; the layer being stored or prefetched stays.
       a.host_bytes = a.layers_bytes;
       a.layers_bytes = max_layer_kept;
     }
-    a.total_bytes =
-        ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
-               ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
-               "activations.total_bytes");
+    a.total_bytes = ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
+                           ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
+                           "activations.total_bytes");
     std::vector<ParamRecord> scaled = layer_p;
     for (auto& q : scaled) q.copies = s.layers;  // one identical tensor per layer of the stage
     if (r == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
@@ -138,8 +122,14 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     s.total_bytes = ck.add(s.act.total_bytes, s.stat.total_bytes, "total_bytes");
     e.stages.push_back(s);
   }
-  for (std::size_t i = 1; i < e.stages.size(); ++i)
-    if (e.stages[i].total_bytes > e.stages[e.worst_stage].total_bytes) e.worst_stage = i;
+  const Stage& s0 = e.stages[0];
+  const auto kept0 = kept_tensors(I, s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
+  for (const auto* r : kept0) {
+    e.kept.push_back(*r);
+    e.per_layer_kept_bytes = ck.add(e.per_layer_kept_bytes, r->bytes, "per_layer.activation_bytes");
+    if (r->quadratic) e.per_layer_quadratic_bytes += r->bytes;
+    else e.per_layer_linear_bytes += r->bytes;
+  }
 
   // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
   // 2 · 2 · L · H · d · s · b with H the KV heads, GQA-aware).
@@ -147,7 +137,6 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   e.kv_cache.total_bytes = ck.mul(ck.mul(ck.mul(2 * pw, m.layers, "kv_cache"),
                                          ck.mul(m.kv_heads, m.head_dim, "kv_cache"), "kv_cache"),
                                   ck.mul(c.seq, c.micro_batch, "kv_cache"), "kv_cache");
-  const LayerGeometry& g = geo.value();
   e.kv_cache.per_gpu_bytes = ck.mul(ck.mul(ck.mul(2 * pw, m.layers / p.pp, "kv_cache"),
                                            ck.mul(g.kv.value, m.head_dim, "kv_cache"), "kv_cache"),
                                     ck.mul(g.s_tp.value, c.micro_batch, "kv_cache"), "kv_cache");
@@ -156,10 +145,24 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
         "overflow", ck.field(),
         ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
 
+  // The simulated step (timeline) decides the peak, the most loaded stage and whether it fits.
+  auto tl = simulate(e, false);
+  if (!tl.ok()) return tl.error();
+  for (std::size_t i = 0; i < e.stages.size(); ++i) {
+    e.stages[i].peak_bytes = tl.value().stages[i].peak_bytes;
+    const StageTimeline& ts = tl.value().stages[i];
+    e.stages[i].peak_at = ts.peak_at;
+    e.stages[i].peak_activations = ts.at_peak.activations;
+    e.stages[i].peak_recompute = ts.at_peak.recompute;
+    e.stages[i].peak_transients = ts.at_peak.transients;
+    e.stages[i].peak_fragmentation = ts.fragmentation_bytes;
+  }
+  e.worst_stage = tl.value().worst;
+  e.recompute_overhead_pct = tl.value().recompute_overhead_pct;
   if (gpu) {
     e.has_gpu = true;
     e.gpu = *gpu;
-    const Bytes need = e.worst().total_bytes;
+    const Bytes need = e.worst().peak_bytes;
     e.fits = need <= gpu->memory_bytes;
     e.headroom_bytes =
         static_cast<std::int64_t>(gpu->memory_bytes) - static_cast<std::int64_t>(need);
@@ -176,14 +179,16 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   if (c.recompute.kind != RecomputeKind::kNone)
     e.explain.push_back(explain_records("per_layer.full_bytes",
                                         "What one layer would keep without recompute", all));
-  const bool uniform = c.recompute.kind != RecomputeKind::kEveryK;
+  Bytes chunk_kept = 0;
+  for (LayerChoice cj : w.choices) chunk_kept += kept_bytes(cj, e.costs);
+  const bool uniform = std::all_of(w.choices.begin(), w.choices.end(), [&](LayerChoice x) { return x == w.choices[0]; });
   if (uniform)
     e.explain.push_back(explain_product(
         "activations.layers_bytes",
         "Layers of stage " + std::to_string(w.index) +
             " (chunks in flight × layers per chunk × per layer)",
         {{"in-flight chunks", w.in_flight},
-         {"L/(pp·vpp)", chunk_layers},
+         {"L/(pp·vpp)", w.chunk_layers},
          {"per-layer", e.per_layer_kept_bytes}},
         c.recompute.offload ? w.act.host_bytes : ck.mul(w.in_flight, chunk_kept, "x"),
         kKorthikantiPP));
@@ -191,8 +196,8 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     e.explain.push_back(explain_product(
         "activations.layers_bytes",
         "Layers of stage " + std::to_string(w.index) +
-            " (chunks in flight × checkpoints per chunk)",
-        {{"in-flight chunks", w.in_flight}, {"⌈(L/(pp·vpp))/k⌉ × 2·b·s·h", chunk_kept}},
+            " (chunks in flight × kept bytes per chunk)",
+        {{"in-flight chunks", w.in_flight}, {"Σ kept bytes of one chunk's layers", chunk_kept}},
         c.recompute.offload ? w.act.host_bytes : ck.mul(w.in_flight, chunk_kept, "x"),
         "Chen et al. 2016, Sec. 4 (checkpoint every k layers)"));
   e.explain.push_back(explain_records("activations.input_layer_per_micro_batch",
@@ -236,6 +241,14 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
        {"master weights", sm.master_bytes},
        {"optimizer", sm.optimizer_bytes}},
       w.total_bytes, "sum of the parts above"));
+  e.explain.push_back(explain_sum(
+      "peak_bytes", "Simulated peak of stage " + std::to_string(w.index) + ", at " + w.peak_at,
+      {{"static", sm.total_bytes},
+       {"kept activations", w.peak_activations},
+       {"recomputed", w.peak_recompute},
+       {"transients", w.peak_transients},
+       {"fragmentation allowance", w.peak_fragmentation}},
+      w.peak_bytes, "the step timeline (docs/schedules.md); this is what must fit"));
   e.explain.push_back(explain_product(
       "kv_cache.total_bytes", "Inference KV cache, whole model (2 · p · L · kv · d · s · b)",
       {{"2 (K and V)", 2},

@@ -42,27 +42,6 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& 
   return inv;
 }
 
-std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, const Recompute& r,
-                                              std::uint64_t layer_index) {
-  std::vector<const TensorRecord*> out;
-  switch (r.kind) {
-    case RecomputeKind::kNone:
-      for (const auto& t : inv.tensors) out.push_back(&t);
-      break;
-    case RecomputeKind::kSelective:
-      for (const auto& t : inv.tensors)
-        if (!t.attn_core) out.push_back(&t);
-      break;
-    case RecomputeKind::kFull:
-      out.push_back(&inv.checkpoint);
-      break;
-    case RecomputeKind::kEveryK:
-      if (layer_index % r.every_k == 0) out.push_back(&inv.checkpoint);
-      break;
-  }
-  return out;
-}
-
 std::string shape_symbol(const std::vector<Dim>& shape) {
   std::string s;
   for (std::size_t i = 0; i < shape.size(); ++i) {

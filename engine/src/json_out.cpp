@@ -28,7 +28,7 @@ json records_json(const std::vector<TensorRecord>& v) {
   return a;
 }
 
-json stage_json(const Stage& s) {
+json stage_json(const Stage& s, const Recompute& r) {
   return json{{"stage", s.index},
               {"layers", s.layers},
               {"in_flight_chunks", s.in_flight},
@@ -47,7 +47,11 @@ json stage_json(const Stage& s) {
                 {"master_bytes", s.stat.master_bytes},
                 {"optimizer_bytes", s.stat.optimizer_bytes},
                 {"total_bytes", s.stat.total_bytes}}},
-              {"total_bytes", s.total_bytes}};
+              {"total_bytes", s.total_bytes},
+              {"peak_bytes", s.peak_bytes},
+              {"peak_at", s.peak_at},
+              {"chunk_layers", s.chunk_layers},
+              {"recompute_policy", policy_name(s.choices, r)}};
 }
 
 }  // namespace
@@ -62,7 +66,7 @@ json estimate_to_json(const Estimate& e) {
   const TrainConfig& c = e.config;
   const Stage& w = e.worst();
   json stages = json::array();
-  for (const auto& s : e.stages) stages.push_back(stage_json(s));
+  for (const auto& s : e.stages) stages.push_back(stage_json(s, c.recompute));
   json explain = json::array();
   for (const auto& x : e.explain)
     explain.push_back(json{{"id", x.id},
@@ -114,7 +118,12 @@ json estimate_to_json(const Estimate& e) {
         {"zero", c.par.zero},
         {"ep", c.par.ep},
         {"recompute", recompute_name(c.recompute)},
-        {"offload", c.recompute.offload}}},
+        {"offload", c.recompute.offload},
+        {"custom_keep", c.recompute.custom_keep},
+        {"schedule", schedule_name(effective_schedule(c))},
+        {"micro_batches", c.grad_accum},
+        {"layer_split", c.layer_split},
+        {"fragmentation_pct", c.fragmentation_pct}}},
       {"per_layer",
        {{"activation_bytes", e.per_layer_kept_bytes},
         {"linear_bytes", e.per_layer_linear_bytes},
@@ -144,6 +153,9 @@ json estimate_to_json(const Estimate& e) {
         {"total_bytes", w.stat.total_bytes}}},
       {"stages", stages},
       {"total_bytes", w.total_bytes},
+      {"peak_bytes", w.peak_bytes},
+      {"peak_at", w.peak_at},
+      {"recompute_overhead_pct", e.recompute_overhead_pct},
       {"kv_cache",
        {{"total_bytes", e.kv_cache.total_bytes}, {"per_gpu_bytes", e.kv_cache.per_gpu_bytes}}},
       {"explain", explain},

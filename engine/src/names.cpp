@@ -123,6 +123,12 @@ std::string recompute_name(const Recompute& r) {
     case RecomputeKind::kEveryK:
       s = "every:" + std::to_string(r.every_k);
       break;
+    case RecomputeKind::kCustom:
+      s = "custom";
+      break;
+    case RecomputeKind::kPattern:
+      s = "layers:" + r.pattern;
+      break;
   }
   return s;
 }
@@ -175,7 +181,14 @@ bool parse_recompute(const std::string& s, Recompute* out) {
     r.kind = RecomputeKind::kSelective;
   else if (s == "full")
     r.kind = RecomputeKind::kFull;
-  else if (s.rfind("every:", 0) == 0 && s.size() > 6 && s.size() <= 15) {
+  else if (s == "custom")
+    r.kind = RecomputeKind::kCustom;
+  else if (s.rfind("layers:", 0) == 0 && s.size() > 7 && s.size() <= 7 + 4096) {
+    for (std::size_t i = 7; i < s.size(); ++i)
+      if (std::string("KSCRX").find(s[i]) == std::string::npos) return false;
+    r.kind = RecomputeKind::kPattern;
+    r.pattern = s.substr(7);
+  } else if (s.rfind("every:", 0) == 0 && s.size() > 6 && s.size() <= 15) {
     for (std::size_t i = 6; i < s.size(); ++i)
       if (s[i] < '0' || s[i] > '9') return false;
     std::uint64_t k = std::strtoull(s.c_str() + 6, nullptr, 10);

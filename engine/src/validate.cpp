@@ -114,11 +114,6 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.cp",
                "cp=" + std::to_string(p.cp) + " does not divide seq=" + std::to_string(c.seq));
   if (p.vpp > 1 && p.pp == 1) return bad("config.vpp", "interleaving (vpp > 1) needs pp > 1");
-  if (m.layers % (p.pp * p.vpp) != 0)
-    return bad(p.vpp > 1 ? "config.vpp" : "config.pp",
-               "num_hidden_layers=" + std::to_string(m.layers) +
-                   " is not divisible by pp x vpp = " + std::to_string(p.pp * p.vpp) +
-                   "; allowed pp: " + divisors_of(m.layers));
   if (p.vpp > 1 && c.grad_accum != 0 && c.grad_accum % p.pp != 0)
     return bad("config.grad_accum", "the interleaved schedule needs micro-batches (" +
                                         std::to_string(c.grad_accum) +
@@ -133,6 +128,27 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.ep", "ep=" + std::to_string(p.ep) +
                                 " must divide dp=" + std::to_string(p.dp) +
                                 " (experts are sharded inside the data-parallel group)");
+  if (!c.layer_split.empty()) {
+    if (c.layer_split.size() != p.pp)
+      return bad("config.layer_split", "has " + std::to_string(c.layer_split.size()) + " entries; it needs one per pipeline stage (pp=" +
+                                           std::to_string(p.pp) + ")");
+    if (p.vpp > 1) return bad("config.layer_split", "uneven splits need vpp = 1");
+    std::uint64_t sum = 0;
+    for (std::uint64_t n : c.layer_split) {
+      if (n == 0) return bad("config.layer_split", "every stage needs at least one layer");
+      sum += n;
+    }
+    if (sum != m.layers)
+      return bad("config.layer_split", "sums to " + std::to_string(sum) + "; it must sum to num_hidden_layers=" + std::to_string(m.layers));
+  } else if (m.layers % (p.pp * p.vpp) != 0) {
+    return bad(p.vpp > 1 ? "config.vpp" : "config.pp",
+               "num_hidden_layers=" + std::to_string(m.layers) + " is not divisible by pp x vpp = " +
+                   std::to_string(p.pp * p.vpp) + "; allowed pp: " + divisors_of(m.layers) + " (or give layer_split)");
+  }
+  if (!(c.fragmentation_pct >= 0.0 && c.fragmentation_pct <= 100.0))
+    return bad("config.fragmentation_pct", "must be between 0 and 100");
+  if (c.recompute.kind == RecomputeKind::kPattern && c.recompute.pattern.empty())
+    return bad("config.recompute", "layers:PATTERN needs at least one letter of K, S, C, R, X");
   if (c.recompute.kind == RecomputeKind::kEveryK && c.recompute.every_k == 0)
     return bad("config.recompute", "every:K needs K >= 1");
   return std::nullopt;

@@ -3,8 +3,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "actmem/checked.hpp"
 #include "actmem/dtype.hpp"
+#include "actmem/schedule.hpp"
 
 namespace actmem {
 
@@ -14,7 +17,9 @@ enum class Profile { kMegatron, kTextbook, kPytorch, kHf };
 // of q/k/v since PyTorch 2.5); flash: a fused kernel keeping only Q, K, V, O and the log-sum-exp.
 enum class Attention { kEager, kSdpaMath, kFlash };
 enum class Optimizer { kAdamW, kSgd, kSgdMomentum, kAdam8bit, kAdafactor };
-enum class RecomputeKind { kNone, kSelective, kFull, kEveryK };
+// kPattern: an explicit per-layer pattern, one letter per layer of a chunk, repeated:
+// K keep, S selective, C checkpoint, R recompute (inside a segment), X custom.
+enum class RecomputeKind { kNone, kSelective, kFull, kEveryK, kCustom, kPattern };
 
 struct Parallel {
   std::uint64_t tp = 1;
@@ -31,6 +36,8 @@ struct Recompute {
   RecomputeKind kind = RecomputeKind::kNone;
   std::uint64_t every_k = 0;  // for kEveryK: a checkpoint every k layers
   bool offload = false;       // kept activations live in host memory
+  std::vector<std::string> custom_keep;  // kCustom: record ids kept besides the layer input
+  std::string pattern;                   // kPattern: e.g. "CRRR" or "KKSS"
 };
 
 struct TrainConfig {
@@ -50,9 +57,19 @@ struct TrainConfig {
   Profile profile = Profile::kMegatron;
   Parallel par;
   Recompute recompute;
+  Schedule schedule = Schedule::k1F1B;  // 1F1B becomes interleaved when vpp > 1
+  std::vector<std::uint64_t> layer_split;  // optional uneven layers per pipeline stage (vpp = 1)
+  double fragmentation_pct = 0.0;          // allocator-fragmentation allowance, % of the peak
+  Bytes cublas_workspace = 32ull << 20;    // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
+  Bytes grad_bucket = 25ull << 20;         // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
   std::string gpu_id;           // optional GPU preset id
   std::uint64_t gpu_bytes = 0;  // optional explicit budget (overrides the preset's memory)
 };
+
+// 1F1B with vpp > 1 chunks per rank is Megatron-LM's interleaved schedule.
+inline Schedule effective_schedule(const TrainConfig& c) {
+  return c.par.vpp > 1 && c.schedule == Schedule::k1F1B ? Schedule::kInterleaved : c.schedule;
+}
 
 const char* profile_name(Profile p);
 const char* attention_name(Attention a);
@@ -67,6 +84,6 @@ bool parse_recompute(const std::string& s, Recompute* out);
 constexpr const char* kProfileNames = "megatron, textbook, pytorch, hf";
 constexpr const char* kAttentionNames = "eager, sdpa_math, flash";
 constexpr const char* kOptimizerNames = "adamw, sgd, sgd_momentum, adam8bit, adafactor";
-constexpr const char* kRecomputeNames = "none, selective, full, every:K (K >= 1)";
+constexpr const char* kRecomputeNames = "none, selective, full, every:K (K >= 1), custom, layers:PATTERN (letters K S C R X)";
 
 }  // namespace actmem

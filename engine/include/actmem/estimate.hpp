@@ -11,6 +11,7 @@
 #include "actmem/inventory.hpp"
 #include "actmem/model.hpp"
 #include "actmem/params.hpp"
+#include "actmem/policy.hpp"
 
 namespace actmem {
 
@@ -32,12 +33,17 @@ struct StageActivations {
 
 struct Stage {
   std::uint64_t index = 0;
+  std::uint64_t chunk_layers = 0;    // layers per model chunk (L/(pp·vpp), or the uneven split)
+  std::vector<LayerChoice> choices;  // recompute choice of each layer of a chunk
   std::uint64_t layers = 0;            // layers this pipeline rank owns (all its virtual chunks)
   std::uint64_t in_flight = 0;         // micro-batches (x chunks) whose activations coexist
   std::uint64_t kept_layer_slots = 0;  // layers' worth of kept activations at the peak
   StageActivations act;
   StaticMemory stat;
-  Bytes total_bytes = 0;
+  Bytes total_bytes = 0;  // activations + static (the closed-form sum)
+  Bytes peak_bytes = 0;   // the simulated peak of the step (timeline), what must fit
+  std::string peak_at;
+  Bytes peak_activations = 0, peak_recompute = 0, peak_transients = 0, peak_fragmentation = 0;
 };
 
 struct KvCache {
@@ -59,6 +65,9 @@ struct Estimate {
   ModelSpec model;
   TrainConfig config;  // normalized (dropouts resolved, grad_accum resolved)
   LayerInventory inventory;
+  LayerGeometry geometry;
+  LayerCosts costs;         // bytes and FLOPs per layer by recompute choice
+  double logits_flops = 0;  // forward FLOPs of the output projection on one GPU
   std::vector<TensorRecord> kept;  // what layer 0 of a stage keeps under the recompute policy
   Bytes per_layer_full_bytes = 0;
   Bytes per_layer_kept_bytes = 0;
@@ -66,12 +75,13 @@ struct Estimate {
   Bytes per_layer_quadratic_bytes = 0;  // of the kept bytes, the part quadratic in s
   std::uint64_t model_params = 0;
   std::vector<Stage> stages;
-  std::size_t worst_stage = 0;  // the stage with the largest total
+  std::size_t worst_stage = 0;  // the stage with the largest simulated peak
   KvCache kv_cache;
   bool has_gpu = false;
   GpuSpec gpu;
   bool fits = false;
-  std::int64_t headroom_bytes = 0;  // gpu memory minus the worst stage's total (may be negative)
+  std::int64_t headroom_bytes = 0;  // gpu memory minus the worst stage's simulated peak (may be negative)
+  double recompute_overhead_pct = 0;
   std::vector<Explanation> explain;
   std::vector<std::string> warnings;
 

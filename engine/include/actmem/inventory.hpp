@@ -69,11 +69,6 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const TrainConfig& c,
 // Builds the inventory of one layer under `profile`. Errors only on overflow (field named).
 Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& g, Profile profile);
 
-// The records one layer keeps for backward under a recompute policy. `layer_index` is the
-// layer's position in its stage (every-k keeps a checkpoint where layer_index % k == 0).
-std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, const Recompute& r,
-                                              std::uint64_t layer_index);
-
 // "b·s·h" for a shape; "2·b·s·h" when prefixed with the element width.
 std::string shape_symbol(const std::vector<Dim>& shape);
 std::string shape_values(const std::vector<Dim>& shape);

@@ -1,0 +1,134 @@
+// Recompute choices per layer and what each keeps, regenerates and costs.
+#include "actmem/policy.hpp"
+
+#include <algorithm>
+
+namespace actmem {
+
+std::vector<LayerChoice> layer_choices(const Recompute& r, std::uint64_t n) {
+  std::vector<LayerChoice> v(n, LayerChoice::kKeep);
+  for (std::uint64_t j = 0; j < n; ++j) {
+    switch (r.kind) {
+      case RecomputeKind::kNone: v[j] = LayerChoice::kKeep; break;
+      case RecomputeKind::kSelective: v[j] = LayerChoice::kSelective; break;
+      case RecomputeKind::kFull: v[j] = LayerChoice::kCheckpoint; break;
+      case RecomputeKind::kEveryK:
+        v[j] = j % r.every_k == 0 ? LayerChoice::kCheckpoint : LayerChoice::kRecompute;
+        break;
+      case RecomputeKind::kCustom: v[j] = LayerChoice::kCustom; break;
+      case RecomputeKind::kPattern:
+        v[j] = static_cast<LayerChoice>(std::string("KSCRX").find(r.pattern[j % r.pattern.size()]));
+        break;
+    }
+  }
+  // A chunk's first layer has no checkpoint below it inside the chunk: it starts the segment.
+  if (n > 0 && v[0] == LayerChoice::kRecompute) v[0] = LayerChoice::kCheckpoint;
+  return v;
+}
+
+LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flops_fwd, double flops_core) {
+  LayerCosts k;
+  k.checkpoint = inv.checkpoint.bytes;
+  k.flops_fwd = flops_fwd;
+  k.flops_core = flops_core;
+  for (const auto& t : inv.tensors) {
+    k.full += t.bytes;
+    k.max_record = std::max(k.max_record, t.bytes);
+    if (t.attn_core) k.core += t.bytes;
+    // The first norm's input is the layer input when it has the checkpoint's dtype and size.
+    if (t.id == "ln1.in" && t.dtype == inv.checkpoint.dtype && t.bytes == inv.checkpoint.bytes) k.alias = t.bytes;
+    const bool named = std::find(r.custom_keep.begin(), r.custom_keep.end(), t.id) != r.custom_keep.end();
+    if (named) {
+      k.custom += t.bytes;
+      if (t.id == "ln1.in" && k.alias) k.custom_has_input = true;
+    } else if (!t.attn_core) {
+      k.custom_drops_non_core = true;
+    }
+  }
+  return k;
+}
+
+Bytes kept_bytes(LayerChoice c, const LayerCosts& k) {
+  switch (c) {
+    case LayerChoice::kKeep: return k.full;
+    case LayerChoice::kSelective: return k.full - k.core;
+    case LayerChoice::kCheckpoint: return k.checkpoint;
+    case LayerChoice::kRecompute: return 0;
+    case LayerChoice::kCustom: return k.custom + (k.custom_has_input ? 0 : k.checkpoint);
+  }
+  return 0;
+}
+
+Bytes regen_bytes(LayerChoice c, const LayerCosts& k) {
+  switch (c) {
+    case LayerChoice::kKeep: return 0;
+    case LayerChoice::kSelective: return k.core;
+    case LayerChoice::kCheckpoint: return k.full - k.alias;  // the input is the checkpoint itself
+    case LayerChoice::kRecompute: return k.full;
+    case LayerChoice::kCustom: return k.full - k.custom - (k.custom_has_input ? 0 : k.alias);
+  }
+  return 0;
+}
+
+double regen_flops(LayerChoice c, const LayerCosts& k) {
+  switch (c) {
+    case LayerChoice::kKeep: return 0;
+    case LayerChoice::kSelective: return k.flops_core;
+    case LayerChoice::kCheckpoint:
+    case LayerChoice::kRecompute: return k.flops_fwd;
+    case LayerChoice::kCustom: return k.custom_drops_non_core ? k.flops_fwd : (k.core > 0 ? k.flops_core : 0);
+  }
+  return 0;
+}
+
+std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, LayerChoice c, const Recompute& r) {
+  std::vector<const TensorRecord*> out;
+  bool input_named = false;
+  for (const auto& t : inv.tensors) {
+    const bool named = std::find(r.custom_keep.begin(), r.custom_keep.end(), t.id) != r.custom_keep.end();
+    switch (c) {
+      case LayerChoice::kKeep: out.push_back(&t); break;
+      case LayerChoice::kSelective:
+        if (!t.attn_core) out.push_back(&t);
+        break;
+      case LayerChoice::kCustom:
+        if (named) out.push_back(&t), input_named = input_named || (t.id == "ln1.in" && t.bytes == inv.checkpoint.bytes && t.dtype == inv.checkpoint.dtype);
+        break;
+      default: break;
+    }
+  }
+  if (c == LayerChoice::kCheckpoint || (c == LayerChoice::kCustom && !input_named)) out.push_back(&inv.checkpoint);
+  return out;
+}
+
+Bytes max_regen_alive(const std::vector<LayerChoice>& chunk, const LayerCosts& k) {
+  Bytes best = 0;
+  const std::size_t n = chunk.size();
+  std::size_t j = n;
+  while (j-- > 0) {
+    const LayerChoice c = chunk[j];
+    if (c == LayerChoice::kCheckpoint || c == LayerChoice::kRecompute) {
+      // Segment [s0 .. j]: everything from its checkpoint up to j is regenerated at once.
+      std::size_t s0 = j;
+      while (s0 > 0 && chunk[s0] == LayerChoice::kRecompute) --s0;
+      Bytes seg = 0;
+      for (std::size_t i = s0; i <= j; ++i) seg += regen_bytes(chunk[i], k);
+      best = std::max(best, seg);
+      j = s0;
+      if (j == 0) break;
+      continue;
+    }
+    best = std::max(best, regen_bytes(c, k));
+  }
+  return best;
+}
+
+std::string policy_name(const std::vector<LayerChoice>& chunk, const Recompute& r) {
+  const auto uniform = layer_choices(r, chunk.size());
+  if (uniform == chunk) return recompute_name(r);
+  std::string s = "layers:";
+  for (LayerChoice c : chunk) s += "KSCRX"[static_cast<int>(c)];
+  return s;
+}
+
+}  // namespace actmem

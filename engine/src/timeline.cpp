@@ -1,0 +1,199 @@
+// Event-level simulation of one training step per pipeline stage (see docs/schedules.md).
+#include "actmem/timeline.hpp"
+
+#include <algorithm>
+
+#include "actmem/estimate.hpp"
+#include "actmem/policy.hpp"
+#include "actmem/schedule.hpp"
+
+namespace actmem {
+
+namespace {
+
+enum class Kind : char { kFwd = 'F', kRecompute = 'R', kBwd = 'B', kLossFwd = 'l', kLossBwd = 'L', kOptimizer = 'O' };
+
+struct EventKey {
+  Kind kind = Kind::kFwd;
+  std::uint32_t mb = 0, chunk = 0;
+  std::uint64_t lo = 0, hi = 0;  // global layer indices
+};
+
+std::string label(const EventKey& k) {
+  const std::string where = " mb" + std::to_string(k.mb) + " c" + std::to_string(k.chunk);
+  switch (k.kind) {
+    case Kind::kFwd: return "F" + where + " L" + std::to_string(k.lo);
+    case Kind::kBwd: return "B" + where + " L" + std::to_string(k.lo);
+    case Kind::kRecompute:
+      return "R" + where + " L" + std::to_string(k.lo) + (k.hi != k.lo ? "-L" + std::to_string(k.hi) : "");
+    case Kind::kLossFwd: return "loss fwd mb" + std::to_string(k.mb);
+    case Kind::kLossBwd: return "loss bwd mb" + std::to_string(k.mb);
+    case Kind::kOptimizer: return "optimizer step";
+  }
+  return "?";
+}
+
+struct Sim {
+  Bytes stat = 0, act = 0, rec = 0, host = 0, host_peak = 0, pcie = 0;
+  Bytes peak = 0;
+  EventKey peak_key;
+  TimelineEvent peak_event;
+  std::vector<TimelineEvent>* out = nullptr;
+
+  void event(const EventKey& k, Bytes trans) {
+    const Bytes live = stat + act + rec + trans;
+    if (live > peak || (peak == 0 && live == 0)) {
+      peak = live;
+      peak_key = k;
+      peak_event = TimelineEvent{"", live, act, rec, trans};
+    }
+    if (out) out->push_back(TimelineEvent{label(k), live, act, rec, trans});
+  }
+};
+
+Bytes record_bytes(const std::vector<TensorRecord>& v, const char* id) {
+  for (const auto& r : v)
+    if (r.id == id) return r.bytes;
+  return 0;
+}
+
+}  // namespace
+
+Result<Timeline> simulate(const Estimate& e, bool events) {
+  const TrainConfig& c = e.config;
+  const Parallel& par = c.par;
+  const std::uint64_t p = par.pp, v = par.vpp, m = c.grad_accum;
+  const LayerCosts& k = e.costs;
+  Timeline tl;
+  Checked ck;
+
+  // Transient buffers, each a named record (sizes from the inventory and parameter records).
+  const Bytes act_grad = ck.mul(2, k.checkpoint, "timeline.bwd.activation_grads");
+  const Bytes tp_gather = par.sp && par.tp > 1 ? ck.mul(k.checkpoint, par.tp, "timeline.sp_allgather") : 0;
+  const Bytes logits = std::max(record_bytes(e.inventory.output_layer, "logits.fp32"),
+                                record_bytes(e.inventory.output_layer, "loss.log_softmax_out"));
+  Bytes layer_param_bytes = 0, largest_param = 0;
+  for (const auto& q : layer_params(e.model, ParamShards{par.tp, par.ep})) {
+    layer_param_bytes = ck.add(layer_param_bytes, ck.mul(q.rows * q.cols, dtype_bytes(c.param_dtype), "timeline"), "timeline");
+    largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
+  }
+  for (const auto& q : embedding_params(e.model, ParamShards{par.tp, par.ep})) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
+  const Bytes zero3_gather = par.zero >= 3 ? layer_param_bytes : 0;
+  const Bytes opt_temp = ck.mul(par.zero >= 1 ? ceil_div(largest_param, par.dp) : largest_param, 4, "timeline.optimizer_step");
+  const Bytes ws = c.cublas_workspace;
+  const std::vector<Transient> named = {
+      {"cublas.workspace", ws, "whole step", "PyTorch CUDA default cuBLAS workspace on sm90 (4096 KiB x 8)"},
+      {"sp.allgather", tp_gather, "each layer's forward and backward", "Korthikanti et al. 2022, Sec. 4.2.2: SP gathers the sequence before the TP GEMMs"},
+      {"zero3.param_allgather", zero3_gather, "each layer's forward and backward", "Rajbhandari et al. 2020, Sec. 5.3: parameters gathered per layer"},
+      {"bwd.activation_grads", act_grad, "each layer's backward", "gradient w.r.t. the layer output and input (2 x layer input)"},
+      {"bwd.largest_record_grad", k.max_record, "each layer's backward", "the gradient of the layer's largest saved tensor"},
+      {"loss.fp32_logits_buffer", logits, "loss forward and backward", "cross-entropy works on fp32 logits (Korthikanti et al. 2022, Sec. 4.3)"},
+      {"loss.logits_grad", logits, "loss backward", "gradient of the fp32 logits"},
+      {"grad.reduce_bucket", par.dp > 1 ? c.grad_bucket : 0, "backward (data parallel)", "PyTorch DDP bucket_cap_mb = 25"},
+      {"optimizer.step_temp", opt_temp, "optimizer step", "fp32 temporaries of the largest parameter tensor (foreach AdamW)"},
+  };
+  const Bytes trans_f = ws + tp_gather + zero3_gather;
+  const Bytes trans_b = trans_f + act_grad + k.max_record + (par.dp > 1 ? c.grad_bucket : 0);
+  const Schedule sched = effective_schedule(c);
+  Bytes in_bytes = 0, out_bytes = 0;
+  for (const auto& r : e.inventory.input_layer) in_bytes += r.bytes;
+  for (const auto& r : e.inventory.output_layer) out_bytes += r.bytes;
+
+  std::uint64_t offset = 0;  // first global layer of this stage (uneven splits)
+  for (std::uint64_t r = 0; r < p; ++r) {
+    const Stage& st = e.stages[r];
+    const std::vector<LayerChoice>& ch = st.choices;
+    const std::uint64_t n = st.chunk_layers;
+    std::vector<Bytes> kept(n), regen(n);
+    for (std::uint64_t j = 0; j < n; ++j) kept[j] = kept_bytes(ch[j], k), regen[j] = regen_bytes(ch[j], k);
+    StageTimeline out;
+    out.stage = r;
+    out.static_bytes = st.stat.total_bytes;
+    Sim s;
+    s.stat = st.stat.total_bytes;
+    if (events) s.out = &out.events;
+    const bool off = c.recompute.offload;
+    auto global = [&](std::uint32_t chunk, std::uint64_t j) {
+      return v > 1 ? (static_cast<std::uint64_t>(chunk) * p + r) * n + j : offset + j;
+    };
+    for (const PipeOp& op : pipeline_ops(sched, r, p, v, m)) {
+      const bool first = r == 0 && op.chunk == 0;
+      const bool last = r == p - 1 && op.chunk == v - 1;
+      if (op.forward) {
+        if (first) s.act += in_bytes;
+        for (std::uint64_t j = 0; j < n; ++j) {
+          // While the layer runs all of its records exist; afterwards only the kept ones stay.
+          s.act += k.full;
+          s.event(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, j), 0}, trans_f);
+          s.act -= k.full;
+          if (off) {
+            s.host += kept[j];
+            s.pcie += kept[j];
+            s.host_peak = std::max(s.host_peak, s.host);
+          } else {
+            s.act += kept[j];
+          }
+        }
+        if (last) {
+          s.act += out_bytes;
+          s.event(EventKey{Kind::kLossFwd, op.micro_batch, op.chunk, 0, 0}, ws + logits);
+        }
+      } else {
+        if (last) {
+          s.event(EventKey{Kind::kLossBwd, op.micro_batch, op.chunk, 0, 0}, ws + 2 * logits);
+          s.act -= out_bytes;
+        }
+        for (std::uint64_t j = n; j-- > 0;) {
+          const LayerChoice cj = ch[j];
+          const bool segment = cj == LayerChoice::kCheckpoint || cj == LayerChoice::kRecompute;
+          if (segment && (j == n - 1 || ch[j + 1] != LayerChoice::kRecompute)) {
+            std::uint64_t s0 = j;
+            while (s0 > 0 && ch[s0] == LayerChoice::kRecompute) --s0;
+            for (std::uint64_t i = s0; i <= j; ++i) s.rec += regen[i];
+            s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, s0), global(op.chunk, j)}, trans_f);
+          } else if (!segment && regen[j] > 0) {
+            s.rec += regen[j];
+            s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, j), global(op.chunk, j)}, trans_f);
+          }
+          if (off) {  // the layer's kept tensors come back for its backward
+            s.host -= kept[j];
+            s.pcie += kept[j];
+            s.act += kept[j];
+          }
+          s.event(EventKey{Kind::kBwd, op.micro_batch, op.chunk, global(op.chunk, j), 0}, trans_b);
+          s.act -= kept[j];
+          s.rec -= regen[j];
+        }
+        if (first) s.act -= in_bytes;
+      }
+    }
+    s.event(EventKey{Kind::kOptimizer, 0, 0, 0, 0}, ws + opt_temp);
+    out.fragmentation_bytes = static_cast<Bytes>(static_cast<double>(s.peak) * c.fragmentation_pct / 100.0);
+    out.peak_bytes = ck.add(s.peak, out.fragmentation_bytes, "timeline.peak_bytes");
+    out.peak_at = label(s.peak_key);
+    out.at_peak = s.peak_event;
+    out.at_peak.label = out.peak_at;
+    out.host_peak_bytes = s.host_peak;
+    out.pcie_bytes = s.pcie;
+    out.transients = named;
+    tl.stages.push_back(std::move(out));
+    offset += n * v;
+  }
+  for (std::size_t i = 1; i < tl.stages.size(); ++i)
+    if (tl.stages[i].peak_bytes > tl.stages[tl.worst].peak_bytes) tl.worst = i;
+
+  // Recompute overhead: extra forward FLOPs over the step's 3x forward (forward + 2x backward).
+  double layers_fwd = 0, extra = 0;
+  for (const Stage& st : e.stages)
+    for (LayerChoice cj : st.choices) {
+      layers_fwd += k.flops_fwd * static_cast<double>(v);
+      extra += regen_flops(cj, k) * static_cast<double>(v);
+    }
+  tl.step_flops = 3.0 * (layers_fwd + e.logits_flops);
+  tl.extra_flops = extra;
+  tl.recompute_overhead_pct = tl.step_flops > 0 ? 100.0 * extra / tl.step_flops : 0.0;
+  if (ck.overflowed()) return make_error("overflow", ck.field(), ck.field() + " exceeds 2^63-1 bytes");
+  return tl;
+}
+
+}  // namespace actmem
