@@ -32,15 +32,15 @@ TEST_CASE("Property: flash attention removes every s^2 term (Dao et al. 2022)",
           "[property][flash]") {
   for (const char* prof : kProfiles) {
     INFO(prof);
-    json c = {{"profile", prof}, {"attention", "flash"}, {"dropout", 0.1}, {"seq", 2048}};
+    json c = {{"profile", prof}, {"attention", "flash"}, {"dropout", 0.1}, {"seq", 512}};
     const json r = run_preset("gpt2-xl", c);
     CHECK(u(r["per_layer"]["quadratic_bytes"]) == 0);
-    const std::uint64_t at2k = u(r["per_layer"]["activation_bytes"]);
-    c["seq"] = 4096;
+    const std::uint64_t at_s = u(r["per_layer"]["activation_bytes"]);
+    c["seq"] = 1024;
     // Linear in s, up to the fixed 24-byte RNG state the flash kernel keeps.
-    const std::uint64_t at4k = u(run_preset("gpt2-xl", c)["per_layer"]["activation_bytes"]);
-    CHECK(at4k + (std::string(prof) == "pytorch" || std::string(prof) == "hf" ? 24 : 0) ==
-          2 * at2k);
+    const std::uint64_t at_2s = u(run_preset("gpt2-xl", c)["per_layer"]["activation_bytes"]);
+    CHECK(at_2s + (std::string(prof) == "pytorch" || std::string(prof) == "hf" ? 24 : 0) ==
+          2 * at_s);
   }
 }
 
@@ -143,11 +143,13 @@ TEST_CASE(
 TEST_CASE("Overflow: s = 10^7, b = 10^4 is a field-named error, never a wrapped number",
           "[overflow]") {
   const json r = actmem::evaluate_json(
-      json{{"preset", "gpt2"}, {"config", {{"seq", 10000000}, {"micro_batch", 10000}}}});
+      json{{"preset", "llama-3.1-8b"}, {"config", {{"seq", 10000000}, {"micro_batch", 10000}}}});
   REQUIRE_FALSE(r["ok"].get<bool>());
   CHECK(r["error"]["code"] == "overflow");
   CHECK(r["error"]["message"].get<std::string>().find("2^63") != std::string::npos);
-  // Just below the edge still computes exactly.
-  const json ok = run_preset("gpt2", {{"seq", 1 << 20}, {"micro_batch", 1}});
-  CHECK(u(ok["per_layer"]["quadratic_bytes"]) == 12ULL * (1 << 20) * (1 << 20) * 5);
+  CHECK(r["error"]["field"] == "config.seq");
+  // Large but representable still computes exactly: the 2-byte softmax output of 32 heads at s =
+  // 2^20.
+  const json ok = run_preset("llama-3.1-8b", {{"seq", 1 << 20}, {"micro_batch", 1}});
+  CHECK(u(ok["per_layer"]["quadratic_bytes"]) == 2ULL * 32 * (1 << 20) * (1 << 20));
 }

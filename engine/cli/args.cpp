@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -33,6 +34,8 @@ const char* const kUsage =
 namespace {
 
 bool read_file(const std::string& path, std::string* out) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
   std::ostringstream ss;
@@ -184,7 +187,14 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
                "KB, MB, GB, TB";
       cfg_flags["gpu_memory_bytes"] = bytes;
     } else {
-      return "'" + a + "': unknown option (see actmem --help)";
+      return "'" + a +
+             "': unknown option; allowed: --preset --model --config --micro-batch --seq "
+             "--grad-accum "
+             "--micro-batches --dtype --param-dtype --grad-dtype --no-master-weights --optimizer "
+             "--tp --sp --pp --vpp --cp "
+             "--dp --zero --ep --attention --dropout --attention-dropout --hidden-dropout "
+             "--profile --recompute --offload "
+             "--schedule --gpu --gpu-memory --budget --json --csv";
     }
   }
   for (auto it = cfg_flags.begin(); it != cfg_flags.end(); ++it) cfg_file[it.key()] = it.value();

@@ -31,11 +31,15 @@ std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
 }  // namespace
 
 Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu) {
-  if (auto err = validate(m, c_in)) return *err;
   Estimate e;
   e.model = m;
   e.config = c_in;
   TrainConfig& c = e.config;
+  if (c.seq == 0)
+    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
+                ? std::min<std::uint64_t>(2048, m.max_positions)
+                : 2048;
+  if (auto err = validate(m, c)) return *err;
   const Parallel& p = c.par;
   if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
   if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;
@@ -54,11 +58,13 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     const std::string& id = c.recompute.custom_keep[i];
     bool known = false;
     std::string ids;
-    for (const auto& t : I.tensors) known = known || t.id == id, ids += (ids.empty() ? "" : ", ") + t.id;
+    for (const auto& t : I.tensors)
+      known = known || t.id == id, ids += (ids.empty() ? "" : ", ") + t.id;
     if (!known)
       return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
-                        "config.custom_keep[" + std::to_string(i) + "]: '" + id + "' is not a tensor of this layer under the " +
-                            profile_name(c.profile) + " profile; allowed: " + ids);
+                        "config.custom_keep[" + std::to_string(i) + "]: '" + id +
+                            "' is not a tensor of this layer under the " + profile_name(c.profile) +
+                            " profile; allowed: " + ids);
   }
 
   Checked ck;
@@ -85,35 +91,54 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     Stage s;
     s.index = r;
     s.layers = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
-    s.chunk_layers = s.layers / p.vpp;
-    s.choices = layer_choices(c.recompute, s.chunk_layers);
-    Bytes chunk_kept = 0, max_layer_kept = 0;
-    for (LayerChoice cj : s.choices) {
-      const Bytes b = kept_bytes(cj, e.costs);
-      chunk_kept = ck.add(chunk_kept, b, "activations.layers_bytes");
-      max_layer_kept = std::max(max_layer_kept, b);
+    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
+    // extra).
+    Bytes max_layer_kept = 0;
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci) {
+      const std::uint64_t n = s.layers / p.vpp + (ci < s.layers % p.vpp ? 1 : 0);
+      s.chunk_sizes.push_back(n);
+      s.chunk_choices.push_back(layer_choices(c.recompute, n));
+      Bytes kept = 0;
+      for (LayerChoice cj : s.chunk_choices.back()) {
+        const Bytes b = kept_bytes(cj, e.costs);
+        kept = ck.add(kept, b, "activations.layers_bytes");
+        max_layer_kept = std::max(max_layer_kept, b);
+      }
+      s.chunk_kept.push_back(kept);
     }
-    // The pipeline schedule's op order says how many chunks' activations coexist at most.
-    const InFlight f = max_in_flight(pipeline_ops(sched, r, p.pp, p.vpp, mb), p.vpp);
+    s.chunk_layers = s.chunk_sizes[0];
+    s.choices = s.chunk_choices[0];
+    // The pipeline schedule's op order says which chunks' activations coexist at most.
+    const InFlight f = max_in_flight(pipeline_ops(sched, r, p.pp, p.vpp, mb), s.chunk_kept);
     s.in_flight = f.chunks;
-    s.kept_layer_slots = ck.mul(f.chunks, s.chunk_layers, "activations");
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
+      s.kept_layer_slots =
+          ck.add(s.kept_layer_slots, ck.mul(f.per_chunk[ci], s.chunk_sizes[ci], "activations"),
+                 "activations");
     StageActivations& a = s.act;
-    a.layers_bytes = ck.mul(f.chunks, chunk_kept, "activations.layers_bytes");
-    if (r == 0) a.input_layer_bytes = ck.mul(f.first_chunk, in_bytes, "activations.input_layer_bytes");
-    if (r == p.pp - 1) a.output_layer_bytes = ck.mul(f.last_chunk, out_bytes, "activations.output_layer_bytes");
+    a.layers_bytes = f.weight;
+    if (r == 0)
+      a.input_layer_bytes = ck.mul(f.per_chunk[0], in_bytes, "activations.input_layer_bytes");
+    if (r == p.pp - 1)
+      a.output_layer_bytes =
+          ck.mul(f.per_chunk[p.vpp - 1], out_bytes, "activations.output_layer_bytes");
     // What one backward recompute brings back at a time (Chen et al. 2016): one layer's attention
     // core (selective), one layer (full) or one segment (every-k).
-    a.recompute_working_bytes = max_regen_alive(s.choices, e.costs);
+    for (const auto& chunk : s.chunk_choices)
+      a.recompute_working_bytes =
+          std::max(a.recompute_working_bytes, max_regen_alive(chunk, e.costs));
     if (c.recompute.offload) {
       // Offloaded activations live in host memory; the layer being stored or prefetched stays.
       a.host_bytes = a.layers_bytes;
       a.layers_bytes = max_layer_kept;
     }
-    a.total_bytes = ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
-                           ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
-                           "activations.total_bytes");
+    a.total_bytes =
+        ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
+               ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
+               "activations.total_bytes");
     std::vector<ParamRecord> scaled = layer_p;
-    for (auto& q : scaled) q.copies = s.layers;  // one identical tensor per layer of the stage
+    for (auto& q : scaled)
+      q.copies = ck.mul(q.copies, s.layers, "static.params");  // one set per layer of the stage
     if (r == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
     if (r == p.pp - 1) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
     auto st = static_memory(scaled, c);
@@ -123,12 +148,15 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     e.stages.push_back(s);
   }
   const Stage& s0 = e.stages[0];
-  const auto kept0 = kept_tensors(I, s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
+  const auto kept0 =
+      kept_tensors(I, s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
   for (const auto* r : kept0) {
     e.kept.push_back(*r);
     e.per_layer_kept_bytes = ck.add(e.per_layer_kept_bytes, r->bytes, "per_layer.activation_bytes");
-    if (r->quadratic) e.per_layer_quadratic_bytes += r->bytes;
-    else e.per_layer_linear_bytes += r->bytes;
+    if (r->quadratic)
+      e.per_layer_quadratic_bytes += r->bytes;
+    else
+      e.per_layer_linear_bytes += r->bytes;
   }
 
   // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
@@ -179,27 +207,27 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   if (c.recompute.kind != RecomputeKind::kNone)
     e.explain.push_back(explain_records("per_layer.full_bytes",
                                         "What one layer would keep without recompute", all));
-  Bytes chunk_kept = 0;
-  for (LayerChoice cj : w.choices) chunk_kept += kept_bytes(cj, e.costs);
-  const bool uniform = std::all_of(w.choices.begin(), w.choices.end(), [&](LayerChoice x) { return x == w.choices[0]; });
-  if (uniform)
-    e.explain.push_back(explain_product(
+  // Kept bytes of all in-flight chunks at the stage's activation peak (offload: in host memory).
+  const Bytes layers_total = c.recompute.offload ? w.act.host_bytes : w.act.layers_bytes;
+  const bool uniform_layers = std::all_of(w.chunk_sizes.begin(), w.chunk_sizes.end(),
+                                          [&](std::uint64_t n) { return n == w.chunk_sizes[0]; }) &&
+                              std::all_of(w.choices.begin(), w.choices.end(),
+                                          [&](LayerChoice x) { return x == w.choices[0]; });
+  if (uniform_layers) {
+    e.explain.push_back(explain_product("activations.layers_bytes",
+                                        "Layers of stage " + std::to_string(w.index) +
+                                            " (chunks in flight × layers per chunk × per layer)",
+                                        {{"in-flight chunks", w.in_flight},
+                                         {"layers per chunk", w.chunk_layers},
+                                         {"per-layer", e.per_layer_kept_bytes}},
+                                        layers_total, kKorthikantiPP));
+  } else {
+    e.explain.push_back(explain_sum(
         "activations.layers_bytes",
-        "Layers of stage " + std::to_string(w.index) +
-            " (chunks in flight × layers per chunk × per layer)",
-        {{"in-flight chunks", w.in_flight},
-         {"L/(pp·vpp)", w.chunk_layers},
-         {"per-layer", e.per_layer_kept_bytes}},
-        c.recompute.offload ? w.act.host_bytes : ck.mul(w.in_flight, chunk_kept, "x"),
-        kKorthikantiPP));
-  else
-    e.explain.push_back(explain_product(
-        "activations.layers_bytes",
-        "Layers of stage " + std::to_string(w.index) +
-            " (chunks in flight × kept bytes per chunk)",
-        {{"in-flight chunks", w.in_flight}, {"Σ kept bytes of one chunk's layers", chunk_kept}},
-        c.recompute.offload ? w.act.host_bytes : ck.mul(w.in_flight, chunk_kept, "x"),
-        "Chen et al. 2016, Sec. 4 (checkpoint every k layers)"));
+        "Layers of stage " + std::to_string(w.index) + " (kept bytes of every in-flight chunk)",
+        {{"Σ over in-flight chunks of their layers' kept bytes", layers_total}}, layers_total,
+        "Chen et al. 2016, Sec. 4; pipeline op order (docs/schedules.md)"));
+  }
   e.explain.push_back(explain_records("activations.input_layer_per_micro_batch",
                                       "Input layer, per micro-batch", all_of(I.input_layer)));
   e.explain.push_back(explain_records("activations.output_layer_per_micro_batch",
@@ -212,27 +240,69 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
                                    {"recompute working set", w.act.recompute_working_bytes}},
                                   w.act.total_bytes, "sum of the parts above"));
   const StaticMemory& sm = w.stat;
-  const std::string zero_note =
-      p.zero > 0 ? " (ZeRO-" + std::to_string(p.zero) + " over dp=" + std::to_string(p.dp) + ")"
-                 : "";
-  e.explain.push_back(explain_product(
-      "static.params_bytes", "Parameters" + std::string(p.zero >= 3 ? zero_note : ""),
-      {{"params on this GPU", sm.params}, {"bytes/param", dtype_bytes(c.param_dtype)}},
-      sm.params_bytes, "Rajbhandari et al. 2020 (ZeRO), Sec. 5: 2Ψ bf16 parameters"));
-  e.explain.push_back(explain_product(
-      "static.grads_bytes", "Gradients" + std::string(p.zero >= 2 ? zero_note : ""),
-      {{"params on this GPU", sm.params}, {"bytes/grad", dtype_bytes(c.grad_dtype)}},
-      sm.grads_bytes, "Rajbhandari et al. 2020 (ZeRO), Sec. 5: 2Ψ gradients"));
-  e.explain.push_back(explain_product(
-      "static.master_bytes", "fp32 master weights" + std::string(p.zero >= 1 ? zero_note : ""),
-      {{"params on this GPU", sm.params}, {"4 bytes (0 if none)", sm.master_bytes ? 4u : 0u}},
-      sm.master_bytes, "Micikevicius et al. 2018 (mixed precision): fp32 master copy"));
-  e.explain.push_back(explain_product(
-      "static.optimizer_bytes",
-      std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")" +
-          (p.zero >= 1 ? zero_note : ""),
-      {{"params on this GPU", sm.params}}, sm.optimizer_bytes,
-      "AdamW: 8 B/param; SGD+momentum: 4; adam8bit: 2 + 8/2048; Adafactor: (r+c)·4 per matrix"));
+  // Static lines: params on this GPU × bytes per param, ÷ the ZeRO group when the stage applies
+  // (routed experts partition over dp/ep).
+  const std::uint64_t edp = p.ep > 1 ? p.dp / p.ep : p.dp;
+  auto static_line = [&](const char* id, const std::string& title, const std::string& per,
+                         Bytes width, int stage, Bytes value, const char* source) {
+    Explanation x;
+    x.id = id;
+    x.title = title;
+    x.bytes = value;
+    x.source = source;
+    const std::uint64_t dense = sm.params - sm.expert_params;
+    const bool part = p.zero >= stage && p.dp > 1;
+    auto term = [&](const std::string& who, std::uint64_t n, std::uint64_t group) {
+      x.formula += who + " × " + per +
+                   (part && group > 1
+                        ? " ÷ " + std::string(group == p.dp ? "dp" : "(dp/ep)") + " (rounded up)"
+                        : "");
+      x.substituted += std::to_string(n) + " × " + std::to_string(width) +
+                       (part && group > 1 ? " ÷ " + std::to_string(group) : "");
+    };
+    term(sm.expert_params ? "dense params on this GPU" : "params on this GPU", dense, p.dp);
+    if (sm.expert_params) {
+      x.formula += " + ";
+      x.substituted += " + ";
+      term("expert params on this GPU", sm.expert_params, edp);
+    }
+    x.substituted += " = " + std::to_string(value);
+    e.explain.push_back(x);
+  };
+  static_line("static.params_bytes", "Parameters", "bytes/param", dtype_bytes(c.param_dtype), 3,
+              sm.params_bytes,
+              "Rajbhandari et al. 2020 (ZeRO), Sec. 5.3 (P_os+g+p partitions parameters)");
+  static_line("static.grads_bytes", "Gradients", "bytes/grad", dtype_bytes(c.grad_dtype), 2,
+              sm.grads_bytes,
+              "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)");
+  static_line("static.master_bytes", "fp32 master weights", "4", sm.master_bytes ? 4 : 0, 1,
+              sm.master_bytes,
+              "Micikevicius et al. 2018: fp32 master copy; ZeRO Sec. 5.1 partitions it with the "
+              "optimizer states");
+  if (c.optimizer == Optimizer::kAdamW || c.optimizer == Optimizer::kSgd ||
+      c.optimizer == Optimizer::kSgdMomentum) {
+    const Bytes per = c.optimizer == Optimizer::kAdamW         ? 8
+                      : c.optimizer == Optimizer::kSgdMomentum ? 4
+                                                               : 0;
+    static_line("static.optimizer_bytes",
+                std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")",
+                "bytes of state/param", per, 1, sm.optimizer_bytes,
+                "AdamW: two fp32 moments, 8 B/param; SGD+momentum: 4; SGD: 0 (ZeRO Sec. 5.1)");
+  } else {
+    Explanation x;
+    x.id = "static.optimizer_bytes";
+    x.title = std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")";
+    x.formula = c.optimizer == Optimizer::kAdam8bit
+                    ? "Σ over parameter tensors of 2n + 8⌈n/2048⌉ (8n below 4096 elements)"
+                    : "Σ over parameter tensors of 4(r + c) for matrices, 4n for vectors";
+    if (p.zero >= 1 && p.dp > 1) x.formula += ", ÷ dp (rounded up)";
+    x.substituted = std::to_string(sm.optimizer_bytes);
+    x.bytes = sm.optimizer_bytes;
+    x.source = c.optimizer == Optimizer::kAdam8bit
+                   ? "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization"
+                   : "Shazeer & Stern 2018, Adafactor, Sec. 3";
+    e.explain.push_back(x);
+  }
   e.explain.push_back(explain_sum(
       "total_bytes", "Total on the most loaded GPU (stage " + std::to_string(w.index) + ")",
       {{"activations", w.act.total_bytes},

@@ -13,7 +13,8 @@ LayerFlops layer_flops(const ModelSpec& m, const LayerGeometry& g) {
   f.attention_core = 4.0 * d(g.b) * d(g.a) * d(g.s_tp) * d(g.s_keys) * d(g.d);
   double mlp = 0;
   if (m.is_moe()) {
-    mlp = 2.0 * tokens * d(g.h) * d(g.experts) + 2.0 * d(g.expert_tokens) * d(g.h) * d(g.expert_f) * glu +
+    mlp = 2.0 * tokens * d(g.h) * d(g.experts) +
+          2.0 * d(g.expert_tokens) * d(g.h) * d(g.expert_f) * glu +
           2.0 * tokens * d(g.h) * d(g.shared_f) * glu;
   } else {
     mlp = 2.0 * tokens * d(g.h) * d(g.f) * glu;

@@ -36,9 +36,11 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& 
   detail::RecordBuilder out(&inv.output_layer, &ck);
   detail::build_io_layers(m, g, profile, in, out);
   if (ck.overflowed())
-    return make_error("overflow", "inventory." + ck.field(),
-                      "the byte count of tensor '" + ck.field() +
-                          "' exceeds 2^63-1; reduce micro_batch, seq or the model size");
+    return make_error("overflow", "config.seq",
+                      "config.seq: tensor '" + ck.field() +
+                          "' would hold more than 2^63-1 bytes at micro_batch=" +
+                          std::to_string(g.b.value) + ", seq=" + std::to_string(g.s_keys.value) +
+                          "; reduce config.seq or config.micro_batch");
   return inv;
 }
 

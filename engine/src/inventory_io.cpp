@@ -13,7 +13,7 @@ void build_moe_mlp(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
   const DType p = g.act;
   rb.add("moe.router_in", {g.b, g.s_rep, g.h}, p, "router and expert dispatch backward",
          "router weight gradient and the permutation both read the normalized tokens", kMoe);
-  rb.add("moe.router_probs", {g.b, g.s_tp, g.experts}, DType::kFp32,
+  rb.add("moe.router_probs", {g.b, g.s_rep, g.experts}, DType::kFp32,
          "router softmax / top-k backward",
          "the combine weights' gradient flows through the softmax output", kMoe);
   rb.add("moe.expert_in", {g.expert_tokens, g.h}, p, "expert first linear backward",

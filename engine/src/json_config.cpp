@@ -35,8 +35,13 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "recompute",
                                    "offload",
                                    "gpu",
-                                   "gpu_memory_bytes", "schedule", "micro_batches", "layer_split",
-                                   "fragmentation_pct", "custom_keep", "cublas_workspace_bytes",
+                                   "gpu_memory_bytes",
+                                   "schedule",
+                                   "micro_batches",
+                                   "layer_split",
+                                   "fragmentation_pct",
+                                   "custom_keep",
+                                   "cublas_workspace_bytes",
                                    "grad_bucket_bytes"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
@@ -141,14 +146,18 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   ACTMEM_TRY(u("cublas_workspace_bytes", &c.cublas_workspace, true));
   ACTMEM_TRY(u("grad_bucket_bytes", &c.grad_bucket, true));
   if (j.contains("fragmentation_pct")) {
-    ACTMEM_TRY(detail::read_double(j["fragmentation_pct"], "config.fragmentation_pct", &c.fragmentation_pct));
+    ACTMEM_TRY(detail::read_double(j["fragmentation_pct"], "config.fragmentation_pct",
+                                   &c.fragmentation_pct));
     if (c.fragmentation_pct < 0 || c.fragmentation_pct > 100)
-      return make_error("invalid_value", "config.fragmentation_pct", "config.fragmentation_pct: must be between 0 and 100");
+      return make_error("invalid_value", "config.fragmentation_pct",
+                        "config.fragmentation_pct: must be between 0 and 100");
   }
   if (j.contains("layer_split")) {
     const json& a = j["layer_split"];
     if (!a.is_array() || a.size() > 4096)
-      return make_error("wrong_type", "config.layer_split", "config.layer_split: must be an array of layer counts, one per pipeline stage");
+      return make_error(
+          "wrong_type", "config.layer_split",
+          "config.layer_split: must be an array of layer counts, one per pipeline stage");
     c.layer_split.clear();
     for (std::size_t i = 0; i < a.size(); ++i) {
       std::uint64_t n = 0;
@@ -159,7 +168,9 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   if (j.contains("custom_keep")) {
     const json& a = j["custom_keep"];
     if (!a.is_array() || a.size() > 256)
-      return make_error("wrong_type", "config.custom_keep", "config.custom_keep: must be an array of tensor ids such as \"attn.qkv_in\"");
+      return make_error(
+          "wrong_type", "config.custom_keep",
+          "config.custom_keep: must be an array of tensor ids such as \"attn.qkv_in\"");
     c.recompute.custom_keep.clear();
     for (std::size_t i = 0; i < a.size(); ++i) {
       std::string id;

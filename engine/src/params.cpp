@@ -16,9 +16,9 @@ std::uint64_t local_kv(const ModelSpec& m, std::uint64_t t) {
 }
 
 void push(std::vector<ParamRecord>& v, const char* id, std::uint64_t rows, std::uint64_t cols,
-          ParamPlace place, bool expert = false) {
-  if (rows == 0 || cols == 0) return;
-  v.push_back(ParamRecord{id, rows, cols, place, expert, 1});
+          ParamPlace place, bool expert = false, std::uint64_t copies = 1) {
+  if (rows == 0 || cols == 0 || copies == 0) return;
+  v.push_back(ParamRecord{id, rows, cols, place, expert, copies});
 }
 
 void push_norm(std::vector<ParamRecord>& v, const ModelSpec& m, const char* w, const char* b,
@@ -48,8 +48,9 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const ParamShards& s) 
     push(v, "moe.router.weight", m.hidden, e.experts, ParamPlace::kLayer);
     const std::uint64_t local_experts = e.experts / s.ep;
     const std::uint64_t fe = shard(e.expert_ffn, t);
-    push(v, "moe.experts.fc1.weight", m.hidden, local_experts * glu * fe, ParamPlace::kLayer, true);
-    push(v, "moe.experts.fc2.weight", local_experts * fe, m.hidden, ParamPlace::kLayer, true);
+    // One matrix per local expert (Adafactor factors each separately).
+    push(v, "moe.experts.fc1.weight", m.hidden, glu * fe, ParamPlace::kLayer, true, local_experts);
+    push(v, "moe.experts.fc2.weight", fe, m.hidden, ParamPlace::kLayer, true, local_experts);
     const std::uint64_t fs = shard(e.shared_experts * e.shared_expert_ffn, t);
     push(v, "moe.shared.fc1.weight", m.hidden, glu * fs, ParamPlace::kLayer);
     push(v, "moe.shared.fc2.weight", fs, m.hidden, ParamPlace::kLayer);
@@ -90,7 +91,8 @@ Result<std::uint64_t> total_params(const ModelSpec& m) {
   ParamShards one;
   std::uint64_t per_layer = 0;
   for (const auto& p : layer_params(m, one))
-    per_layer = ck.add(per_layer, ck.mul(p.rows, p.cols, "model"), "model");
+    per_layer =
+        ck.add(per_layer, ck.mul(ck.mul(p.rows, p.cols, "model"), p.copies, "model"), "model");
   std::uint64_t n = ck.mul(per_layer, m.layers, "model.num_hidden_layers");
   for (const auto& p : embedding_params(m, one))
     n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");

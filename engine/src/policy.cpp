@@ -9,13 +9,21 @@ std::vector<LayerChoice> layer_choices(const Recompute& r, std::uint64_t n) {
   std::vector<LayerChoice> v(n, LayerChoice::kKeep);
   for (std::uint64_t j = 0; j < n; ++j) {
     switch (r.kind) {
-      case RecomputeKind::kNone: v[j] = LayerChoice::kKeep; break;
-      case RecomputeKind::kSelective: v[j] = LayerChoice::kSelective; break;
-      case RecomputeKind::kFull: v[j] = LayerChoice::kCheckpoint; break;
+      case RecomputeKind::kNone:
+        v[j] = LayerChoice::kKeep;
+        break;
+      case RecomputeKind::kSelective:
+        v[j] = LayerChoice::kSelective;
+        break;
+      case RecomputeKind::kFull:
+        v[j] = LayerChoice::kCheckpoint;
+        break;
       case RecomputeKind::kEveryK:
         v[j] = j % r.every_k == 0 ? LayerChoice::kCheckpoint : LayerChoice::kRecompute;
         break;
-      case RecomputeKind::kCustom: v[j] = LayerChoice::kCustom; break;
+      case RecomputeKind::kCustom:
+        v[j] = LayerChoice::kCustom;
+        break;
       case RecomputeKind::kPattern:
         v[j] = static_cast<LayerChoice>(std::string("KSCRX").find(r.pattern[j % r.pattern.size()]));
         break;
@@ -26,7 +34,8 @@ std::vector<LayerChoice> layer_choices(const Recompute& r, std::uint64_t n) {
   return v;
 }
 
-LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flops_fwd, double flops_core) {
+LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flops_fwd,
+                       double flops_core) {
   LayerCosts k;
   k.checkpoint = inv.checkpoint.bytes;
   k.flops_fwd = flops_fwd;
@@ -36,8 +45,10 @@ LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flo
     k.max_record = std::max(k.max_record, t.bytes);
     if (t.attn_core) k.core += t.bytes;
     // The first norm's input is the layer input when it has the checkpoint's dtype and size.
-    if (t.id == "ln1.in" && t.dtype == inv.checkpoint.dtype && t.bytes == inv.checkpoint.bytes) k.alias = t.bytes;
-    const bool named = std::find(r.custom_keep.begin(), r.custom_keep.end(), t.id) != r.custom_keep.end();
+    if (t.id == "ln1.in" && t.dtype == inv.checkpoint.dtype && t.bytes == inv.checkpoint.bytes)
+      k.alias = t.bytes;
+    const bool named =
+        std::find(r.custom_keep.begin(), r.custom_keep.end(), t.id) != r.custom_keep.end();
     if (named) {
       k.custom += t.bytes;
       if (t.id == "ln1.in" && k.alias) k.custom_has_input = true;
@@ -50,54 +61,77 @@ LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flo
 
 Bytes kept_bytes(LayerChoice c, const LayerCosts& k) {
   switch (c) {
-    case LayerChoice::kKeep: return k.full;
-    case LayerChoice::kSelective: return k.full - k.core;
-    case LayerChoice::kCheckpoint: return k.checkpoint;
-    case LayerChoice::kRecompute: return 0;
-    case LayerChoice::kCustom: return k.custom + (k.custom_has_input ? 0 : k.checkpoint);
+    case LayerChoice::kKeep:
+      return k.full;
+    case LayerChoice::kSelective:
+      return k.full - k.core;
+    case LayerChoice::kCheckpoint:
+      return k.checkpoint;
+    case LayerChoice::kRecompute:
+      return 0;
+    case LayerChoice::kCustom:
+      return k.custom + (k.custom_has_input ? 0 : k.checkpoint);
   }
   return 0;
 }
 
 Bytes regen_bytes(LayerChoice c, const LayerCosts& k) {
   switch (c) {
-    case LayerChoice::kKeep: return 0;
-    case LayerChoice::kSelective: return k.core;
-    case LayerChoice::kCheckpoint: return k.full - k.alias;  // the input is the checkpoint itself
-    case LayerChoice::kRecompute: return k.full;
-    case LayerChoice::kCustom: return k.full - k.custom - (k.custom_has_input ? 0 : k.alias);
+    case LayerChoice::kKeep:
+      return 0;
+    case LayerChoice::kSelective:
+      return k.core;
+    case LayerChoice::kCheckpoint:
+      return k.full - k.alias;  // the input is the checkpoint itself
+    case LayerChoice::kRecompute:
+      return k.full;
+    case LayerChoice::kCustom:
+      return k.full - k.custom - (k.custom_has_input ? 0 : k.alias);
   }
   return 0;
 }
 
 double regen_flops(LayerChoice c, const LayerCosts& k) {
   switch (c) {
-    case LayerChoice::kKeep: return 0;
-    case LayerChoice::kSelective: return k.flops_core;
+    case LayerChoice::kKeep:
+      return 0;
+    case LayerChoice::kSelective:
+      return k.core > 0 ? k.flops_core : 0;  // flash: nothing to redo
     case LayerChoice::kCheckpoint:
-    case LayerChoice::kRecompute: return k.flops_fwd;
-    case LayerChoice::kCustom: return k.custom_drops_non_core ? k.flops_fwd : (k.core > 0 ? k.flops_core : 0);
+    case LayerChoice::kRecompute:
+      return k.flops_fwd;
+    case LayerChoice::kCustom:
+      return k.custom_drops_non_core ? k.flops_fwd : (k.core > 0 ? k.flops_core : 0);
   }
   return 0;
 }
 
-std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, LayerChoice c, const Recompute& r) {
+std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, LayerChoice c,
+                                              const Recompute& r) {
   std::vector<const TensorRecord*> out;
   bool input_named = false;
   for (const auto& t : inv.tensors) {
-    const bool named = std::find(r.custom_keep.begin(), r.custom_keep.end(), t.id) != r.custom_keep.end();
+    const bool named =
+        std::find(r.custom_keep.begin(), r.custom_keep.end(), t.id) != r.custom_keep.end();
     switch (c) {
-      case LayerChoice::kKeep: out.push_back(&t); break;
+      case LayerChoice::kKeep:
+        out.push_back(&t);
+        break;
       case LayerChoice::kSelective:
         if (!t.attn_core) out.push_back(&t);
         break;
       case LayerChoice::kCustom:
-        if (named) out.push_back(&t), input_named = input_named || (t.id == "ln1.in" && t.bytes == inv.checkpoint.bytes && t.dtype == inv.checkpoint.dtype);
+        if (named)
+          out.push_back(&t),
+              input_named = input_named || (t.id == "ln1.in" && t.bytes == inv.checkpoint.bytes &&
+                                            t.dtype == inv.checkpoint.dtype);
         break;
-      default: break;
+      default:
+        break;
     }
   }
-  if (c == LayerChoice::kCheckpoint || (c == LayerChoice::kCustom && !input_named)) out.push_back(&inv.checkpoint);
+  if (c == LayerChoice::kCheckpoint || (c == LayerChoice::kCustom && !input_named))
+    out.push_back(&inv.checkpoint);
   return out;
 }
 

@@ -7,18 +7,25 @@ namespace actmem {
 
 const char* schedule_name(Schedule s) {
   switch (s) {
-    case Schedule::kGpipe: return "gpipe";
-    case Schedule::k1F1B: return "1f1b";
-    case Schedule::kInterleaved: return "interleaved";
+    case Schedule::kGpipe:
+      return "gpipe";
+    case Schedule::k1F1B:
+      return "1f1b";
+    case Schedule::kInterleaved:
+      return "interleaved";
   }
   return "?";
 }
 
 bool parse_schedule(const std::string& s, Schedule* out) {
-  if (s == "gpipe") *out = Schedule::kGpipe;
-  else if (s == "1f1b") *out = Schedule::k1F1B;
-  else if (s == "interleaved") *out = Schedule::kInterleaved;
-  else return false;
+  if (s == "gpipe")
+    *out = Schedule::kGpipe;
+  else if (s == "1f1b")
+    *out = Schedule::k1F1B;
+  else if (s == "interleaved")
+    *out = Schedule::kInterleaved;
+  else
+    return false;
   return true;
 }
 
@@ -61,14 +68,26 @@ std::vector<PipeOp> pipeline_ops(Schedule s, std::uint64_t r, std::uint64_t p, s
   return ops;
 }
 
-InFlight max_in_flight(const std::vector<PipeOp>& ops, std::uint64_t v) {
-  InFlight best, cur;
+InFlight max_in_flight(const std::vector<PipeOp>& ops,
+                       const std::vector<std::uint64_t>& chunk_weight) {
+  InFlight cur;
+  cur.per_chunk.assign(chunk_weight.size(), 0);
+  InFlight best = cur;
+  bool first = true;
   for (const PipeOp& o : ops) {
-    const std::int64_t d = o.forward ? 1 : -1;
-    cur.chunks += static_cast<std::uint64_t>(d);
-    if (o.chunk == 0) cur.first_chunk += static_cast<std::uint64_t>(d);
-    if (o.chunk == v - 1) cur.last_chunk += static_cast<std::uint64_t>(d);
-    if (cur.chunks > best.chunks) best = cur;
+    if (o.forward) {
+      ++cur.chunks;
+      ++cur.per_chunk[o.chunk];
+      cur.weight += chunk_weight[o.chunk];
+    } else {
+      --cur.chunks;
+      --cur.per_chunk[o.chunk];
+      cur.weight -= chunk_weight[o.chunk];
+    }
+    // Ties keep the first moment, so equal weights report the earliest (and largest) count.
+    if (first || cur.weight > best.weight ||
+        (cur.weight == best.weight && cur.chunks > best.chunks))
+      best = cur, first = false;
   }
   return best;
 }

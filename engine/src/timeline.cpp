@@ -11,7 +11,14 @@ namespace actmem {
 
 namespace {
 
-enum class Kind : char { kFwd = 'F', kRecompute = 'R', kBwd = 'B', kLossFwd = 'l', kLossBwd = 'L', kOptimizer = 'O' };
+enum class Kind : char {
+  kFwd = 'F',
+  kRecompute = 'R',
+  kBwd = 'B',
+  kLossFwd = 'l',
+  kLossBwd = 'L',
+  kOptimizer = 'O'
+};
 
 struct EventKey {
   Kind kind = Kind::kFwd;
@@ -22,13 +29,19 @@ struct EventKey {
 std::string label(const EventKey& k) {
   const std::string where = " mb" + std::to_string(k.mb) + " c" + std::to_string(k.chunk);
   switch (k.kind) {
-    case Kind::kFwd: return "F" + where + " L" + std::to_string(k.lo);
-    case Kind::kBwd: return "B" + where + " L" + std::to_string(k.lo);
+    case Kind::kFwd:
+      return "F" + where + " L" + std::to_string(k.lo);
+    case Kind::kBwd:
+      return "B" + where + " L" + std::to_string(k.lo);
     case Kind::kRecompute:
-      return "R" + where + " L" + std::to_string(k.lo) + (k.hi != k.lo ? "-L" + std::to_string(k.hi) : "");
-    case Kind::kLossFwd: return "loss fwd mb" + std::to_string(k.mb);
-    case Kind::kLossBwd: return "loss bwd mb" + std::to_string(k.mb);
-    case Kind::kOptimizer: return "optimizer step";
+      return "R" + where + " L" + std::to_string(k.lo) +
+             (k.hi != k.lo ? "-L" + std::to_string(k.hi) : "");
+    case Kind::kLossFwd:
+      return "loss fwd mb" + std::to_string(k.mb);
+    case Kind::kLossBwd:
+      return "loss bwd mb" + std::to_string(k.mb);
+    case Kind::kOptimizer:
+      return "optimizer step";
   }
   return "?";
 }
@@ -69,28 +82,41 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
 
   // Transient buffers, each a named record (sizes from the inventory and parameter records).
   const Bytes act_grad = ck.mul(2, k.checkpoint, "timeline.bwd.activation_grads");
-  const Bytes tp_gather = par.sp && par.tp > 1 ? ck.mul(k.checkpoint, par.tp, "timeline.sp_allgather") : 0;
+  const Bytes tp_gather =
+      par.sp && par.tp > 1 ? ck.mul(k.checkpoint, par.tp, "timeline.sp_allgather") : 0;
   const Bytes logits = std::max(record_bytes(e.inventory.output_layer, "logits.fp32"),
                                 record_bytes(e.inventory.output_layer, "loss.log_softmax_out"));
   Bytes layer_param_bytes = 0, largest_param = 0;
   for (const auto& q : layer_params(e.model, ParamShards{par.tp, par.ep})) {
-    layer_param_bytes = ck.add(layer_param_bytes, ck.mul(q.rows * q.cols, dtype_bytes(c.param_dtype), "timeline"), "timeline");
+    layer_param_bytes = ck.add(
+        layer_param_bytes,
+        ck.mul(q.rows * q.cols * q.copies, dtype_bytes(c.param_dtype), "timeline"), "timeline");
     largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
   }
-  for (const auto& q : embedding_params(e.model, ParamShards{par.tp, par.ep})) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
+  for (const auto& q : embedding_params(e.model, ParamShards{par.tp, par.ep}))
+    largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
   const Bytes zero3_gather = par.zero >= 3 ? layer_param_bytes : 0;
-  const Bytes opt_temp = ck.mul(par.zero >= 1 ? ceil_div(largest_param, par.dp) : largest_param, 4, "timeline.optimizer_step");
+  const Bytes opt_temp = ck.mul(par.zero >= 1 ? ceil_div(largest_param, par.dp) : largest_param, 4,
+                                "timeline.optimizer_step");
   const Bytes ws = c.cublas_workspace;
   const std::vector<Transient> named = {
-      {"cublas.workspace", ws, "whole step", "PyTorch CUDA default cuBLAS workspace on sm90 (4096 KiB x 8)"},
-      {"sp.allgather", tp_gather, "each layer's forward and backward", "Korthikanti et al. 2022, Sec. 4.2.2: SP gathers the sequence before the TP GEMMs"},
-      {"zero3.param_allgather", zero3_gather, "each layer's forward and backward", "Rajbhandari et al. 2020, Sec. 5.3: parameters gathered per layer"},
-      {"bwd.activation_grads", act_grad, "each layer's backward", "gradient w.r.t. the layer output and input (2 x layer input)"},
-      {"bwd.largest_record_grad", k.max_record, "each layer's backward", "the gradient of the layer's largest saved tensor"},
-      {"loss.fp32_logits_buffer", logits, "loss forward and backward", "cross-entropy works on fp32 logits (Korthikanti et al. 2022, Sec. 4.3)"},
+      {"cublas.workspace", ws, "whole step",
+       "PyTorch CUDA default cuBLAS workspace on sm90 (4096 KiB x 8)"},
+      {"sp.allgather", tp_gather, "each layer's forward and backward",
+       "Korthikanti et al. 2022, Sec. 4.2.2: SP gathers the sequence before the TP GEMMs"},
+      {"zero3.param_allgather", zero3_gather, "each layer's forward and backward",
+       "Rajbhandari et al. 2020, Sec. 5.3: parameters gathered per layer"},
+      {"bwd.activation_grads", act_grad, "each layer's backward",
+       "gradient w.r.t. the layer output and input (2 x layer input)"},
+      {"bwd.largest_record_grad", k.max_record, "each layer's backward",
+       "the gradient of the layer's largest saved tensor"},
+      {"loss.fp32_logits_buffer", logits, "loss forward and backward",
+       "cross-entropy works on fp32 logits (Korthikanti et al. 2022, Sec. 4.3)"},
       {"loss.logits_grad", logits, "loss backward", "gradient of the fp32 logits"},
-      {"grad.reduce_bucket", par.dp > 1 ? c.grad_bucket : 0, "backward (data parallel)", "PyTorch DDP bucket_cap_mb = 25"},
-      {"optimizer.step_temp", opt_temp, "optimizer step", "fp32 temporaries of the largest parameter tensor (foreach AdamW)"},
+      {"grad.reduce_bucket", par.dp > 1 ? c.grad_bucket : 0, "backward (data parallel)",
+       "PyTorch DDP bucket_cap_mb = 25"},
+      {"optimizer.step_temp", opt_temp, "optimizer step",
+       "fp32 temporaries of the largest parameter tensor (foreach AdamW)"},
   };
   const Bytes trans_f = ws + tp_gather + zero3_gather;
   const Bytes trans_b = trans_f + act_grad + k.max_record + (par.dp > 1 ? c.grad_bucket : 0);
@@ -99,13 +125,17 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
   for (const auto& r : e.inventory.input_layer) in_bytes += r.bytes;
   for (const auto& r : e.inventory.output_layer) out_bytes += r.bytes;
 
-  std::uint64_t offset = 0;  // first global layer of this stage (uneven splits)
+  // Model chunk c·p + r sits on rank r as its chunk c (Megatron-LM); its first global layer is the
+  // sum of the sizes of the model chunks before it.
+  std::vector<std::uint64_t> first_layer(p * v + 1, 0);
+  for (std::uint64_t mc = 0; mc < p * v; ++mc)
+    first_layer[mc + 1] = first_layer[mc] + e.stages[mc % p].chunk_sizes[mc / p];
   for (std::uint64_t r = 0; r < p; ++r) {
     const Stage& st = e.stages[r];
-    const std::vector<LayerChoice>& ch = st.choices;
-    const std::uint64_t n = st.chunk_layers;
-    std::vector<Bytes> kept(n), regen(n);
-    for (std::uint64_t j = 0; j < n; ++j) kept[j] = kept_bytes(ch[j], k), regen[j] = regen_bytes(ch[j], k);
+    std::vector<std::vector<Bytes>> kept(v), regen(v);
+    for (std::uint64_t ci = 0; ci < v; ++ci)
+      for (LayerChoice cj : st.chunk_choices[ci])
+        kept[ci].push_back(kept_bytes(cj, k)), regen[ci].push_back(regen_bytes(cj, k));
     StageTimeline out;
     out.stage = r;
     out.static_bytes = st.stat.total_bytes;
@@ -114,9 +144,13 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
     if (events) s.out = &out.events;
     const bool off = c.recompute.offload;
     auto global = [&](std::uint32_t chunk, std::uint64_t j) {
-      return v > 1 ? (static_cast<std::uint64_t>(chunk) * p + r) * n + j : offset + j;
+      return first_layer[chunk * p + r] + j;
     };
     for (const PipeOp& op : pipeline_ops(sched, r, p, v, m)) {
+      const std::vector<LayerChoice>& ch = st.chunk_choices[op.chunk];
+      const std::vector<Bytes>& kp = kept[op.chunk];
+      const std::vector<Bytes>& rg = regen[op.chunk];
+      const std::uint64_t n = ch.size();
       const bool first = r == 0 && op.chunk == 0;
       const bool last = r == p - 1 && op.chunk == v - 1;
       if (op.forward) {
@@ -127,11 +161,11 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
           s.event(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, j), 0}, trans_f);
           s.act -= k.full;
           if (off) {
-            s.host += kept[j];
-            s.pcie += kept[j];
+            s.host += kp[j];
+            s.pcie += kp[j];
             s.host_peak = std::max(s.host_peak, s.host);
           } else {
-            s.act += kept[j];
+            s.act += kp[j];
           }
         }
         if (last) {
@@ -149,26 +183,31 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
           if (segment && (j == n - 1 || ch[j + 1] != LayerChoice::kRecompute)) {
             std::uint64_t s0 = j;
             while (s0 > 0 && ch[s0] == LayerChoice::kRecompute) --s0;
-            for (std::uint64_t i = s0; i <= j; ++i) s.rec += regen[i];
-            s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, s0), global(op.chunk, j)}, trans_f);
-          } else if (!segment && regen[j] > 0) {
-            s.rec += regen[j];
-            s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, j), global(op.chunk, j)}, trans_f);
+            for (std::uint64_t i = s0; i <= j; ++i) s.rec += rg[i];
+            s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, s0),
+                             global(op.chunk, j)},
+                    trans_f);
+          } else if (!segment && rg[j] > 0) {
+            s.rec += rg[j];
+            s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, j),
+                             global(op.chunk, j)},
+                    trans_f);
           }
           if (off) {  // the layer's kept tensors come back for its backward
-            s.host -= kept[j];
-            s.pcie += kept[j];
-            s.act += kept[j];
+            s.host -= kp[j];
+            s.pcie += kp[j];
+            s.act += kp[j];
           }
           s.event(EventKey{Kind::kBwd, op.micro_batch, op.chunk, global(op.chunk, j), 0}, trans_b);
-          s.act -= kept[j];
-          s.rec -= regen[j];
+          s.act -= kp[j];
+          s.rec -= rg[j];
         }
         if (first) s.act -= in_bytes;
       }
     }
     s.event(EventKey{Kind::kOptimizer, 0, 0, 0, 0}, ws + opt_temp);
-    out.fragmentation_bytes = static_cast<Bytes>(static_cast<double>(s.peak) * c.fragmentation_pct / 100.0);
+    out.fragmentation_bytes =
+        static_cast<Bytes>(static_cast<double>(s.peak) * c.fragmentation_pct / 100.0);
     out.peak_bytes = ck.add(s.peak, out.fragmentation_bytes, "timeline.peak_bytes");
     out.peak_at = label(s.peak_key);
     out.at_peak = s.peak_event;
@@ -177,7 +216,6 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
     out.pcie_bytes = s.pcie;
     out.transients = named;
     tl.stages.push_back(std::move(out));
-    offset += n * v;
   }
   for (std::size_t i = 1; i < tl.stages.size(); ++i)
     if (tl.stages[i].peak_bytes > tl.stages[tl.worst].peak_bytes) tl.worst = i;
@@ -185,14 +223,16 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
   // Recompute overhead: extra forward FLOPs over the step's 3x forward (forward + 2x backward).
   double layers_fwd = 0, extra = 0;
   for (const Stage& st : e.stages)
-    for (LayerChoice cj : st.choices) {
-      layers_fwd += k.flops_fwd * static_cast<double>(v);
-      extra += regen_flops(cj, k) * static_cast<double>(v);
-    }
+    for (const auto& chunk : st.chunk_choices)
+      for (LayerChoice cj : chunk) {
+        layers_fwd += k.flops_fwd;
+        extra += regen_flops(cj, k);
+      }
   tl.step_flops = 3.0 * (layers_fwd + e.logits_flops);
   tl.extra_flops = extra;
   tl.recompute_overhead_pct = tl.step_flops > 0 ? 100.0 * extra / tl.step_flops : 0.0;
-  if (ck.overflowed()) return make_error("overflow", ck.field(), ck.field() + " exceeds 2^63-1 bytes");
+  if (ck.overflowed())
+    return make_error("overflow", ck.field(), ck.field() + " exceeds 2^63-1 bytes");
   return tl;
 }
 

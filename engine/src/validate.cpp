@@ -9,13 +9,20 @@ namespace actmem {
 
 namespace {
 
+// The divisors of n in increasing order (the first 16), found below sqrt(n) so a large prime
+// cannot stall the error message.
 std::string divisors_of(std::uint64_t n) {
-  std::string s;
-  int shown = 0;
-  for (std::uint64_t d = 1; d <= n && shown < 16; ++d)
+  std::vector<std::uint64_t> lo, hi;
+  for (std::uint64_t d = 1; d <= n / d; ++d)
     if (n % d == 0) {
-      s += (shown++ ? ", " : "") + std::to_string(d);
+      lo.push_back(d);
+      if (d != n / d) hi.push_back(n / d);
     }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  std::string s;
+  for (std::size_t i = 0; i < lo.size() && i < 16; ++i)
+    s += (i ? ", " : "") + std::to_string(lo[i]);
+  if (lo.size() > 16) s += ", ...";
   return s;
 }
 
@@ -25,6 +32,7 @@ Error bad(const std::string& field, const std::string& msg) {
 
 // Large enough for any real model, small enough that the engine's checked products stay meaningful.
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 40;
+constexpr std::uint64_t kMaxLayers = 65536;
 
 }  // namespace
 
@@ -51,6 +59,11 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                "learned position embeddings need a positive table size");
   if (m.max_positions > kMaxDim)
     return bad("model.max_position_embeddings", "larger than the supported 2^40");
+  // Every layer is a record the engine walks; real models have at most a few hundred.
+  if (m.layers > kMaxLayers)
+    return bad(
+        "model.num_hidden_layers",
+        std::to_string(m.layers) + " is more than the supported " + std::to_string(kMaxLayers));
   if (m.heads % m.kv_heads != 0)
     return bad("model.num_key_value_heads",
                std::to_string(m.kv_heads) + " does not divide num_attention_heads=" +
@@ -62,8 +75,12 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                      " must be between 1 and num_local_experts=" + std::to_string(m.moe.experts));
     if (m.moe.expert_ffn == 0 || m.moe.expert_ffn > kMaxDim)
       return bad("model.moe_intermediate_size", "must be a positive integer below 2^40");
-    if (m.moe.experts > kMaxDim || m.moe.shared_experts > 1024)
-      return bad("model.num_local_experts", "too many experts");
+    if (m.moe.experts > kMaxDim)
+      return bad("model.num_local_experts",
+                 std::to_string(m.moe.experts) + " is larger than the supported 2^40");
+    if (m.moe.shared_experts > 1024)
+      return bad("model.num_shared_experts",
+                 std::to_string(m.moe.shared_experts) + " is more than the supported 1024");
     if (!(m.moe.capacity_factor >= 0.0 && m.moe.capacity_factor <= 1024.0))
       return bad("model.capacity_factor", "must be 0 (dropless) or a positive number up to 1024");
   }
@@ -82,7 +99,23 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     if (q.v > kMaxDim)
       return bad(q.field, std::to_string(q.v) + " is larger than the supported 2^40");
   }
-  if (c.grad_accum > kMaxDim) return bad("config.grad_accum", "larger than the supported 2^40");
+  if (c.grad_accum > kMaxLayers * 64)
+    return bad("config.grad_accum", std::to_string(c.grad_accum) +
+                                        " micro-batches is more than the supported " +
+                                        std::to_string(kMaxLayers * 64));
+  if (p.pp > m.layers)
+    return bad("config.pp", "pp=" + std::to_string(p.pp) +
+                                " is more than num_hidden_layers=" + std::to_string(m.layers));
+  if (p.vpp > m.layers)
+    return bad("config.vpp", "vpp=" + std::to_string(p.vpp) +
+                                 " is more than num_hidden_layers=" + std::to_string(m.layers));
+  if (c.gpu_bytes > kMaxBytes)
+    return bad("config.gpu_memory_bytes", std::to_string(c.gpu_bytes) + " is larger than 2^63-1");
+  if (m.pos == PosEncoding::kLearned && c.seq > m.max_positions)
+    return bad("config.seq",
+               "seq=" + std::to_string(c.seq) +
+                   " is longer than the learned position table (max_position_embeddings=" +
+                   std::to_string(m.max_positions) + ")");
   if (p.zero < 0 || p.zero > 3)
     return bad("config.zero", std::to_string(p.zero) + " is not a ZeRO stage; allowed: 0, 1, 2, 3");
   for (double d : {c.attention_dropout, c.hidden_dropout})
@@ -130,20 +163,25 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                                 " (experts are sharded inside the data-parallel group)");
   if (!c.layer_split.empty()) {
     if (c.layer_split.size() != p.pp)
-      return bad("config.layer_split", "has " + std::to_string(c.layer_split.size()) + " entries; it needs one per pipeline stage (pp=" +
-                                           std::to_string(p.pp) + ")");
-    if (p.vpp > 1) return bad("config.layer_split", "uneven splits need vpp = 1");
+      return bad("config.layer_split",
+                 "has " + std::to_string(c.layer_split.size()) +
+                     " entries; it needs one per pipeline stage (pp=" + std::to_string(p.pp) + ")");
     std::uint64_t sum = 0;
     for (std::uint64_t n : c.layer_split) {
-      if (n == 0) return bad("config.layer_split", "every stage needs at least one layer");
+      if (n < p.vpp)
+        return bad("config.layer_split", "every stage needs at least vpp=" + std::to_string(p.vpp) +
+                                             " layers, one per chunk");
       sum += n;
     }
     if (sum != m.layers)
-      return bad("config.layer_split", "sums to " + std::to_string(sum) + "; it must sum to num_hidden_layers=" + std::to_string(m.layers));
+      return bad("config.layer_split",
+                 "sums to " + std::to_string(sum) +
+                     "; it must sum to num_hidden_layers=" + std::to_string(m.layers));
   } else if (m.layers % (p.pp * p.vpp) != 0) {
     return bad(p.vpp > 1 ? "config.vpp" : "config.pp",
-               "num_hidden_layers=" + std::to_string(m.layers) + " is not divisible by pp x vpp = " +
-                   std::to_string(p.pp * p.vpp) + "; allowed pp: " + divisors_of(m.layers) + " (or give layer_split)");
+               "num_hidden_layers=" + std::to_string(m.layers) +
+                   " is not divisible by pp x vpp = " + std::to_string(p.pp * p.vpp) +
+                   "; allowed pp: " + divisors_of(m.layers) + " (or give layer_split)");
   }
   if (!(c.fragmentation_pct >= 0.0 && c.fragmentation_pct <= 100.0))
     return bad("config.fragmentation_pct", "must be between 0 and 100");

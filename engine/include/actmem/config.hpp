@@ -34,15 +34,15 @@ struct Parallel {
 
 struct Recompute {
   RecomputeKind kind = RecomputeKind::kNone;
-  std::uint64_t every_k = 0;  // for kEveryK: a checkpoint every k layers
-  bool offload = false;       // kept activations live in host memory
+  std::uint64_t every_k = 0;             // for kEveryK: a checkpoint every k layers
+  bool offload = false;                  // kept activations live in host memory
   std::vector<std::string> custom_keep;  // kCustom: record ids kept besides the layer input
   std::string pattern;                   // kPattern: e.g. "CRRR" or "KKSS"
 };
 
 struct TrainConfig {
   std::uint64_t micro_batch = 1;
-  std::uint64_t seq = 2048;
+  std::uint64_t seq = 0;  // 0: 2048, or the learned position table if shorter
   // Micro-batches per step per pipeline (gradient accumulation). 0 = auto: just enough to fill
   // the pipeline (pp), the steady state Korthikanti et al. 2022 assume.
   std::uint64_t grad_accum = 0;
@@ -57,13 +57,13 @@ struct TrainConfig {
   Profile profile = Profile::kMegatron;
   Parallel par;
   Recompute recompute;
-  Schedule schedule = Schedule::k1F1B;  // 1F1B becomes interleaved when vpp > 1
+  Schedule schedule = Schedule::k1F1B;     // 1F1B becomes interleaved when vpp > 1
   std::vector<std::uint64_t> layer_split;  // optional uneven layers per pipeline stage (vpp = 1)
   double fragmentation_pct = 0.0;          // allocator-fragmentation allowance, % of the peak
-  Bytes cublas_workspace = 32ull << 20;    // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
-  Bytes grad_bucket = 25ull << 20;         // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
-  std::string gpu_id;           // optional GPU preset id
-  std::uint64_t gpu_bytes = 0;  // optional explicit budget (overrides the preset's memory)
+  Bytes cublas_workspace = 32ull << 20;  // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
+  Bytes grad_bucket = 25ull << 20;       // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
+  std::string gpu_id;                    // optional GPU preset id
+  std::uint64_t gpu_bytes = 0;           // optional explicit budget (overrides the preset's memory)
 };
 
 // 1F1B with vpp > 1 chunks per rank is Megatron-LM's interleaved schedule.
@@ -84,6 +84,7 @@ bool parse_recompute(const std::string& s, Recompute* out);
 constexpr const char* kProfileNames = "megatron, textbook, pytorch, hf";
 constexpr const char* kAttentionNames = "eager, sdpa_math, flash";
 constexpr const char* kOptimizerNames = "adamw, sgd, sgd_momentum, adam8bit, adafactor";
-constexpr const char* kRecomputeNames = "none, selective, full, every:K (K >= 1), custom, layers:PATTERN (letters K S C R X)";
+constexpr const char* kRecomputeNames =
+    "none, selective, full, every:K (K >= 1), custom, layers:PATTERN (letters K S C R X)";
 
 }  // namespace actmem

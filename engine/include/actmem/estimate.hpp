@@ -33,8 +33,11 @@ struct StageActivations {
 
 struct Stage {
   std::uint64_t index = 0;
-  std::uint64_t chunk_layers = 0;    // layers per model chunk (L/(pp·vpp), or the uneven split)
-  std::vector<LayerChoice> choices;  // recompute choice of each layer of a chunk
+  std::uint64_t chunk_layers = 0;    // layers of this rank's first chunk (L/(pp·vpp) when even)
+  std::vector<LayerChoice> choices;  // recompute choice of each layer of the first chunk
+  std::vector<std::uint64_t> chunk_sizes;               // layers of each of the rank's v chunks
+  std::vector<std::vector<LayerChoice>> chunk_choices;  // per chunk, per layer
+  std::vector<Bytes> chunk_kept;                        // kept bytes of one pass through each chunk
   std::uint64_t layers = 0;            // layers this pipeline rank owns (all its virtual chunks)
   std::uint64_t in_flight = 0;         // micro-batches (x chunks) whose activations coexist
   std::uint64_t kept_layer_slots = 0;  // layers' worth of kept activations at the peak
@@ -66,8 +69,8 @@ struct Estimate {
   TrainConfig config;  // normalized (dropouts resolved, grad_accum resolved)
   LayerInventory inventory;
   LayerGeometry geometry;
-  LayerCosts costs;         // bytes and FLOPs per layer by recompute choice
-  double logits_flops = 0;  // forward FLOPs of the output projection on one GPU
+  LayerCosts costs;                // bytes and FLOPs per layer by recompute choice
+  double logits_flops = 0;         // forward FLOPs of the output projection on one GPU
   std::vector<TensorRecord> kept;  // what layer 0 of a stage keeps under the recompute policy
   Bytes per_layer_full_bytes = 0;
   Bytes per_layer_kept_bytes = 0;
@@ -80,7 +83,8 @@ struct Estimate {
   bool has_gpu = false;
   GpuSpec gpu;
   bool fits = false;
-  std::int64_t headroom_bytes = 0;  // gpu memory minus the worst stage's simulated peak (may be negative)
+  std::int64_t headroom_bytes =
+      0;  // gpu memory minus the worst stage's simulated peak (may be negative)
   double recompute_overhead_pct = 0;
   std::vector<Explanation> explain;
   std::vector<std::string> warnings;

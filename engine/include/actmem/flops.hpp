@@ -8,9 +8,10 @@
 namespace actmem {
 
 struct LayerFlops {
-  double total = 0;           // one layer's forward
-  double attention_core = 0;  // QK^T and probabilities x V: 4·b·a·s·s·d (selective recompute's cost)
-  double logits = 0;          // the output projection: 2·b·s·h·V
+  double total = 0;  // one layer's forward
+  double attention_core =
+      0;              // QK^T and probabilities x V: 4·b·a·s·s·d (selective recompute's cost)
+  double logits = 0;  // the output projection: 2·b·s·h·V
 };
 
 LayerFlops layer_flops(const ModelSpec& m, const LayerGeometry& g);

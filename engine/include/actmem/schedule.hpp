@@ -31,13 +31,14 @@ struct PipeOp {
 std::vector<PipeOp> pipeline_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
                                  std::uint64_t m);
 
-// The most (micro-batch, chunk) forwards whose backward has not run, and how many of those belong
-// to chunk 0 and to chunk v-1, at that moment (the activation peak of the rank).
+// The moment the most kept bytes are in flight: (micro-batch, chunk) forwards whose backward has
+// not run, each weighted by its chunk's kept bytes; with the count per chunk at that moment.
 struct InFlight {
   std::uint64_t chunks = 0;
-  std::uint64_t first_chunk = 0;
-  std::uint64_t last_chunk = 0;
+  std::vector<std::uint64_t> per_chunk;  // v entries
+  std::uint64_t weight = 0;              // sum of the weights in flight
 };
-InFlight max_in_flight(const std::vector<PipeOp>& ops, std::uint64_t v);
+InFlight max_in_flight(const std::vector<PipeOp>& ops,
+                       const std::vector<std::uint64_t>& chunk_weight);
 
 }  // namespace actmem

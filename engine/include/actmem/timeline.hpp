@@ -22,8 +22,9 @@ struct Transient {
 };
 
 struct TimelineEvent {
-  std::string label;  // "F mb3 c1 L12", "R mb3 c1 L8-L11", "B mb3 c1 L12", "loss fwd mb3", "optimizer step"
-  Bytes live = 0;     // on the GPU, = static + activations + recompute + transients
+  std::string
+      label;  // "F mb3 c1 L12", "R mb3 c1 L8-L11", "B mb3 c1 L12", "loss fwd mb3", "optimizer step"
+  Bytes live = 0;  // on the GPU, = static + activations + recompute + transients
   Bytes activations = 0;
   Bytes recompute = 0;
   Bytes transients = 0;
