@@ -12,6 +12,7 @@ namespace actmem::cli {
 struct Options {
   std::string command;  // estimate | presets | explain
   bool json = false;
+  bool csv = false;
   bool help = false;
   nlohmann::json request = nlohmann::json::object();
 };

@@ -28,6 +28,14 @@ int main(int argc, char** argv) {
   }
   if (opt.json) {
     std::cout << r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else if (opt.command == "timeline") {
+    std::cout << (opt.csv ? cli::render_timeline_csv(r) : cli::render_timeline(r));
+  } else if (opt.command == "fit") {
+    std::cout << cli::render_fit(r);
+  } else if (opt.command == "plan") {
+    std::cout << cli::render_plan(r);
+  } else if (opt.command == "sweep") {
+    std::cout << cli::render_sweep(r);
   } else if (opt.command == "presets") {
     std::cout << cli::render_presets(r);
   } else if (opt.command == "explain") {

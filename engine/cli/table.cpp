@@ -135,4 +135,100 @@ std::string render_presets(const json& r) {
   return o.str();
 }
 
+std::string render_timeline(const json& r) {
+  std::ostringstream o;
+  o << "schedule " << r["schedule"].get<std::string>() << ", " << u(r["micro_batches"]) << " micro-batches, recompute "
+    << r["recompute"].get<std::string>() << (r["offload"].get<bool>() ? " + offload" : "") << "\n";
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.2f%%", r["recompute_overhead_pct"].get<double>());
+  o << "recompute overhead " << pct << " of the step's FLOPs\n\n";
+  o << "  " << pad("stage", 7) << pad("peak", 34) << pad("at", 22) << "static\n";
+  for (const auto& s : r["stages"])
+    o << "  " << pad(std::to_string(u(s["stage"])), 7) << pad(format_bytes(u(s["peak_bytes"])), 34)
+      << pad(s["peak_at"].get<std::string>(), 22) << format_bytes(u(s["static_bytes"])) << "\n";
+  const json& w = r["stages"][static_cast<std::size_t>(u(r["peak_stage"]))];
+  o << "\nmost loaded: stage " << u(w["stage"]) << " at " << w["peak_at"].get<std::string>() << "\n";
+  auto line = [&](const char* name, unsigned long long v) { o << "  " << pad(name, 26) << format_bytes(v) << "\n"; };
+  line("static", u(w["static_bytes"]));
+  line("kept activations", u(w["at_peak"]["activations"]));
+  line("recomputed", u(w["at_peak"]["recompute"]));
+  line("transients", u(w["at_peak"]["transients"]));
+  line("fragmentation allowance", u(w["fragmentation_bytes"]));
+  line("peak", u(w["peak_bytes"]));
+  if (u(w["host_peak_bytes"]) > 0) {
+    line("host (offloaded) peak", u(w["host_peak_bytes"]));
+    line("PCIe traffic per step", u(w["pcie_bytes"]));
+  }
+  o << "transient buffers (named records):\n";
+  for (const auto& t : w["transients"])
+    if (u(t["bytes"]) > 0)
+      o << "  " << pad(t["name"].get<std::string>(), 26) << pad(format_bytes(u(t["bytes"])), 34)
+        << t["when"].get<std::string>() << "\n";
+  o << "(every event: --csv or --json)\n";
+  return o.str();
+}
+
+std::string render_timeline_csv(const json& r) {
+  std::ostringstream o;
+  o << "stage,event,label,live_bytes,activations,recompute,transients\n";
+  for (const auto& s : r["stages"]) {
+    std::size_t i = 0;
+    for (const auto& e : s["events"])
+      o << u(s["stage"]) << "," << i++ << "," << e["label"].get<std::string>() << "," << u(e["live_bytes"]) << ","
+        << u(e["activations"]) << "," << u(e["recompute"]) << "," << u(e["transients"]) << "\n";
+  }
+  return o.str();
+}
+
+std::string render_fit(const json& r) {
+  std::ostringstream o;
+  o << "budget " << format_bytes(u(r["budget_bytes"])) << "\n";
+  o << "largest micro-batch that fits: " << u(r["max_micro_batch"])
+    << (u(r["max_micro_batch"]) == 0 ? " (not even one: see `actmem estimate` for the static memory)" : "") << "\n";
+  o << "largest sequence that fits (at the given micro-batch, in steps of " << u(r["seq_step"])
+    << "): " << u(r["max_seq"]) << "\n";
+  return o.str();
+}
+
+std::string render_plan(const json& r) {
+  std::ostringstream o;
+  char pct[32];
+  o << "budget " << format_bytes(u(r["budget_bytes"])) << " (" << u(r["evaluated"]) << " policies simulated)\n";
+  if (r["found"].get<bool>()) {
+    std::snprintf(pct, sizeof pct, "%.2f%%", r["recompute_overhead_pct"].get<double>());
+    o << "cheapest policy that fits: " << r["policy"].get<std::string>()
+      << (r["offload"].get<bool>() ? " + offload" : "") << ", peak " << format_bytes(u(r["peak_bytes"]))
+      << ", recompute overhead " << pct << "\n";
+  } else {
+    o << "no policy fits the budget\n";
+  }
+  o << "\nPareto front (less recompute <-> less memory):\n";
+  for (const auto& p : r["pareto"]) {
+    std::snprintf(pct, sizeof pct, "%7.2f%%", p["recompute_overhead_pct"].get<double>());
+    o << "  " << pct << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << p["policy"].get<std::string>()
+      << (p["offload"].get<bool>() ? " + offload" : "") << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
+  }
+  o << "offload (no extra FLOPs, PCIe traffic instead):\n";
+  for (const auto& p : r["offload_points"])
+    o << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << p["policy"].get<std::string>() << " + offload"
+      << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
+  return o.str();
+}
+
+std::string render_sweep(const json& r) {
+  std::ostringstream o;
+  o << pad("b \\ s", 8);
+  for (const auto& s : r["seqs"]) o << pad(std::to_string(u(s)), 14);
+  o << "\n";
+  for (std::size_t i = 0; i < r["micro_batches"].size(); ++i) {
+    o << pad(std::to_string(u(r["micro_batches"][i])), 8);
+    for (const auto& v : r["peak_bytes"][i]) {
+      const long long b = v.get<long long>();
+      o << pad(b < 0 ? "invalid" : human(static_cast<double>(b)), 14);
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
 }  // namespace actmem::cli

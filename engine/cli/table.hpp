@@ -12,5 +12,10 @@ std::string format_bytes(unsigned long long bytes);  // "67,108,864 B (64.00 MiB
 std::string render_estimate(const nlohmann::json& r);
 std::string render_explain(const nlohmann::json& r);
 std::string render_presets(const nlohmann::json& r);
+std::string render_timeline(const nlohmann::json& r);
+std::string render_timeline_csv(const nlohmann::json& r);
+std::string render_fit(const nlohmann::json& r);
+std::string render_plan(const nlohmann::json& r);
+std::string render_sweep(const nlohmann::json& r);
 
 }  // namespace actmem::cli

@@ -30,15 +30,97 @@ std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
 
 }  // namespace
 
+std::optional<Error> apply_recompute(Estimate& e) {
+  const TrainConfig& c = e.config;
+  const Parallel& p = c.par;
+  const LayerInventory& I = e.inventory;
+  for (std::size_t i = 0; i < c.recompute.custom_keep.size(); ++i) {
+    const std::string& id = c.recompute.custom_keep[i];
+    bool known = false;
+    std::string ids;
+    for (const auto& t : I.tensors) known = known || t.id == id, ids += (ids.empty() ? "" : ", ") + t.id;
+    if (!known)
+      return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
+                        "config.custom_keep[" + std::to_string(i) + "]: '" + id + "' is not a tensor of this layer under the " +
+                            profile_name(c.profile) + " profile; allowed: " + ids);
+  }
+  Checked ck;
+  e.costs = layer_costs(I, c.recompute, e.flops.total, e.flops.attention_core);
+  const Bytes in_bytes = sum_bytes(all_of(I.input_layer), ck, "activations.input_layer_bytes");
+  const Bytes out_bytes = sum_bytes(all_of(I.output_layer), ck, "activations.output_layer_bytes");
+  const Schedule sched = effective_schedule(c);
+  for (Stage& s : e.stages) {
+    const std::uint64_t r = s.index;
+    s.chunk_choices.clear();
+    s.chunk_kept.clear();
+    Bytes max_layer_kept = 0;
+    for (std::uint64_t n : s.chunk_sizes) {
+      s.chunk_choices.push_back(layer_choices(c.recompute, n));
+      Bytes kept = 0;
+      for (LayerChoice cj : s.chunk_choices.back()) {
+        const Bytes b = kept_bytes(cj, e.costs);
+        kept = ck.add(kept, b, "activations.layers_bytes");
+        max_layer_kept = std::max(max_layer_kept, b);
+      }
+      s.chunk_kept.push_back(kept);
+    }
+    s.choices = s.chunk_choices[0];
+    // The pipeline schedule's op order says which chunks' activations coexist at most.
+    const InFlight f = max_in_flight(sched, r, p.pp, p.vpp, c.grad_accum, s.chunk_kept);
+    s.in_flight = f.chunks;
+    s.kept_layer_slots = 0;
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
+      s.kept_layer_slots = ck.add(s.kept_layer_slots, ck.mul(f.per_chunk[ci], s.chunk_sizes[ci], "activations"), "activations");
+    StageActivations a;
+    a.layers_bytes = f.weight;
+    if (r == 0) a.input_layer_bytes = ck.mul(f.per_chunk[0], in_bytes, "activations.input_layer_bytes");
+    if (r == p.pp - 1) a.output_layer_bytes = ck.mul(f.per_chunk[p.vpp - 1], out_bytes, "activations.output_layer_bytes");
+    // What one backward recompute brings back at a time (Chen et al. 2016): one layer's attention
+    // core (selective), one layer (full) or one segment (every-k).
+    for (const auto& chunk : s.chunk_choices)
+      a.recompute_working_bytes = std::max(a.recompute_working_bytes, max_regen_alive(chunk, e.costs));
+    if (c.recompute.offload) {
+      // Offloaded activations live in host memory; the layer being stored or prefetched stays.
+      a.host_bytes = a.layers_bytes;
+      a.layers_bytes = max_layer_kept;
+    }
+    a.total_bytes = ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
+                           ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
+                           "activations.total_bytes");
+    s.act = a;
+    s.total_bytes = ck.add(s.act.total_bytes, s.stat.total_bytes, "total_bytes");
+  }
+  if (ck.overflowed()) return make_error("overflow", ck.field(), ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
+  // The simulated step (timeline) decides the peak, the most loaded stage and whether it fits.
+  auto tl = simulate(e, false);
+  if (!tl.ok()) return tl.error();
+  for (std::size_t i = 0; i < e.stages.size(); ++i) {
+    const StageTimeline& ts = tl.value().stages[i];
+    Stage& st = e.stages[i];
+    st.peak_bytes = ts.peak_bytes;
+    st.peak_at = ts.peak_at;
+    st.peak_activations = ts.at_peak.activations;
+    st.peak_recompute = ts.at_peak.recompute;
+    st.peak_transients = ts.at_peak.transients;
+    st.peak_fragmentation = ts.fragmentation_bytes;
+  }
+  e.worst_stage = tl.value().worst;
+  e.recompute_overhead_pct = tl.value().recompute_overhead_pct;
+  if (e.has_gpu) {
+    const Bytes need = e.worst().peak_bytes;
+    e.fits = need <= e.gpu.memory_bytes;
+    e.headroom_bytes = static_cast<std::int64_t>(e.gpu.memory_bytes) - static_cast<std::int64_t>(need);
+  }
+  return std::nullopt;
+}
+
 Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu) {
   Estimate e;
   e.model = m;
   e.config = c_in;
   TrainConfig& c = e.config;
   if (c.seq == 0)
-    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
-                ? std::min<std::uint64_t>(2048, m.max_positions)
-                : 2048;
+    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0 ? std::min<std::uint64_t>(2048, m.max_positions) : 2048;
   if (auto err = validate(m, c)) return *err;
   const Parallel& p = c.par;
   if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
@@ -46,7 +128,6 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   // Auto: the fewest micro-batches that reach the schedule's steady state: p for 1F1B, 2p for the
   // interleaved schedule (Megatron-LM runs all-forward-then-backward when m == p).
   if (c.grad_accum == 0) c.grad_accum = p.vpp > 1 ? 2 * p.pp : p.pp;
-  const std::uint64_t mb = c.grad_accum;
 
   auto geo = resolve_geometry(m, c, c.act_dtype, c.attention_dropout, c.hidden_dropout);
   if (!geo.ok()) return geo.error();
@@ -54,25 +135,11 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   if (!inv.ok()) return inv.error();
   e.inventory = std::move(inv.value());
   const LayerInventory& I = e.inventory;
-  for (std::size_t i = 0; i < c.recompute.custom_keep.size(); ++i) {
-    const std::string& id = c.recompute.custom_keep[i];
-    bool known = false;
-    std::string ids;
-    for (const auto& t : I.tensors)
-      known = known || t.id == id, ids += (ids.empty() ? "" : ", ") + t.id;
-    if (!known)
-      return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
-                        "config.custom_keep[" + std::to_string(i) + "]: '" + id +
-                            "' is not a tensor of this layer under the " + profile_name(c.profile) +
-                            " profile; allowed: " + ids);
-  }
-
   Checked ck;
   const LayerGeometry& g = geo.value();
   e.geometry = g;
-  const LayerFlops fl = layer_flops(m, g);
-  e.costs = layer_costs(I, c.recompute, fl.total, fl.attention_core);
-  e.logits_flops = fl.logits;
+  e.flops = layer_flops(m, g);
+  e.logits_flops = e.flops.logits;
   const auto all = all_of(I.tensors);
   e.per_layer_full_bytes = sum_bytes(all, ck, "per_layer.full_bytes");
 
@@ -83,80 +150,34 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   const auto layer_p = layer_params(m, shards);
   const auto embed_p = embedding_params(m, shards);
   const auto head_p = head_params(m, shards, p.pp > 1);
-  const Bytes in_bytes = sum_bytes(all_of(I.input_layer), ck, "activations.input_layer_bytes");
-  const Bytes out_bytes = sum_bytes(all_of(I.output_layer), ck, "activations.output_layer_bytes");
-  const Schedule sched = effective_schedule(c);
-
   for (std::uint64_t r = 0; r < p.pp; ++r) {
     Stage s;
     s.index = r;
     s.layers = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
-    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
-    // extra).
-    Bytes max_layer_kept = 0;
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci) {
-      const std::uint64_t n = s.layers / p.vpp + (ci < s.layers % p.vpp ? 1 : 0);
-      s.chunk_sizes.push_back(n);
-      s.chunk_choices.push_back(layer_choices(c.recompute, n));
-      Bytes kept = 0;
-      for (LayerChoice cj : s.chunk_choices.back()) {
-        const Bytes b = kept_bytes(cj, e.costs);
-        kept = ck.add(kept, b, "activations.layers_bytes");
-        max_layer_kept = std::max(max_layer_kept, b);
-      }
-      s.chunk_kept.push_back(kept);
-    }
+    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the extra).
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci) s.chunk_sizes.push_back(s.layers / p.vpp + (ci < s.layers % p.vpp ? 1 : 0));
     s.chunk_layers = s.chunk_sizes[0];
-    s.choices = s.chunk_choices[0];
-    // The pipeline schedule's op order says which chunks' activations coexist at most.
-    const InFlight f = max_in_flight(pipeline_ops(sched, r, p.pp, p.vpp, mb), s.chunk_kept);
-    s.in_flight = f.chunks;
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
-      s.kept_layer_slots =
-          ck.add(s.kept_layer_slots, ck.mul(f.per_chunk[ci], s.chunk_sizes[ci], "activations"),
-                 "activations");
-    StageActivations& a = s.act;
-    a.layers_bytes = f.weight;
-    if (r == 0)
-      a.input_layer_bytes = ck.mul(f.per_chunk[0], in_bytes, "activations.input_layer_bytes");
-    if (r == p.pp - 1)
-      a.output_layer_bytes =
-          ck.mul(f.per_chunk[p.vpp - 1], out_bytes, "activations.output_layer_bytes");
-    // What one backward recompute brings back at a time (Chen et al. 2016): one layer's attention
-    // core (selective), one layer (full) or one segment (every-k).
-    for (const auto& chunk : s.chunk_choices)
-      a.recompute_working_bytes =
-          std::max(a.recompute_working_bytes, max_regen_alive(chunk, e.costs));
-    if (c.recompute.offload) {
-      // Offloaded activations live in host memory; the layer being stored or prefetched stays.
-      a.host_bytes = a.layers_bytes;
-      a.layers_bytes = max_layer_kept;
-    }
-    a.total_bytes =
-        ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
-               ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
-               "activations.total_bytes");
     std::vector<ParamRecord> scaled = layer_p;
-    for (auto& q : scaled)
-      q.copies = ck.mul(q.copies, s.layers, "static.params");  // one set per layer of the stage
+    for (auto& q : scaled) q.copies = ck.mul(q.copies, s.layers, "static.params");  // one set per layer of the stage
     if (r == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
     if (r == p.pp - 1) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
     auto st = static_memory(scaled, c);
     if (!st.ok()) return st.error();
     s.stat = st.value();
-    s.total_bytes = ck.add(s.act.total_bytes, s.stat.total_bytes, "total_bytes");
     e.stages.push_back(s);
   }
+  if (gpu) {
+    e.has_gpu = true;
+    e.gpu = *gpu;
+  }
+  if (auto err = apply_recompute(e)) return *err;
   const Stage& s0 = e.stages[0];
-  const auto kept0 =
-      kept_tensors(I, s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
+  const auto kept0 = kept_tensors(I, s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
   for (const auto* r : kept0) {
     e.kept.push_back(*r);
     e.per_layer_kept_bytes = ck.add(e.per_layer_kept_bytes, r->bytes, "per_layer.activation_bytes");
-    if (r->quadratic)
-      e.per_layer_quadratic_bytes += r->bytes;
-    else
-      e.per_layer_linear_bytes += r->bytes;
+    if (r->quadratic) e.per_layer_quadratic_bytes += r->bytes;
+    else e.per_layer_linear_bytes += r->bytes;
   }
 
   // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
@@ -172,29 +193,6 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     return make_error(
         "overflow", ck.field(),
         ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
-
-  // The simulated step (timeline) decides the peak, the most loaded stage and whether it fits.
-  auto tl = simulate(e, false);
-  if (!tl.ok()) return tl.error();
-  for (std::size_t i = 0; i < e.stages.size(); ++i) {
-    e.stages[i].peak_bytes = tl.value().stages[i].peak_bytes;
-    const StageTimeline& ts = tl.value().stages[i];
-    e.stages[i].peak_at = ts.peak_at;
-    e.stages[i].peak_activations = ts.at_peak.activations;
-    e.stages[i].peak_recompute = ts.at_peak.recompute;
-    e.stages[i].peak_transients = ts.at_peak.transients;
-    e.stages[i].peak_fragmentation = ts.fragmentation_bytes;
-  }
-  e.worst_stage = tl.value().worst;
-  e.recompute_overhead_pct = tl.value().recompute_overhead_pct;
-  if (gpu) {
-    e.has_gpu = true;
-    e.gpu = *gpu;
-    const Bytes need = e.worst().peak_bytes;
-    e.fits = need <= gpu->memory_bytes;
-    e.headroom_bytes =
-        static_cast<std::int64_t>(gpu->memory_bytes) - static_cast<std::int64_t>(need);
-  }
 
   // Explanations, all built from the records and the numbers above.
   using detail::explain_product;

@@ -1,7 +1,9 @@
 // The single request -> response entry point shared by the CLI, the page (through Embind) and the
 // fuzzer.
 #include "actmem/json_io.hpp"
+#include "actmem/planner.hpp"
 #include "actmem/presets.hpp"
+#include "actmem/timeline.hpp"
 #include "json_read.hpp"
 
 namespace actmem {
@@ -10,7 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kRequestKeys[] = {"command", "preset", "model", "config", "gpu"};
+const char* const kRequestKeys[] = {"command", "preset", "model", "config", "gpu", "sweep"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -45,17 +47,18 @@ json evaluate_json(const json& req) {
     if (!known)
       return error_to_json(make_error(
           "unknown_key", it.key(),
-          it.key() + ": unknown request key; allowed: command, preset, model, config, gpu"));
+          it.key() + ": unknown request key; allowed: command, preset, model, config, gpu, sweep"));
   }
   std::string command = "estimate";
   if (req.contains("command"))
     if (auto err = detail::read_string(req["command"], "command", &command))
       return error_to_json(*err);
   if (command == "presets") return presets_listing();
-  if (command != "estimate" && command != "explain")
+  if (command != "estimate" && command != "explain" && command != "timeline" && command != "fit" &&
+      command != "plan" && command != "sweep")
     return error_to_json(make_error(
         "invalid_value", "command",
-        "command: '" + command + "' is not allowed; allowed: estimate, explain, presets"));
+        "command: '" + command + "' is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, presets"));
 
   std::vector<std::string> warnings;
   Result<ModelSpec> model =
@@ -93,10 +96,56 @@ json evaluate_json(const json& req) {
     gpu.memory_bytes = c.gpu_bytes;
     has_gpu = true;
   }
-  auto est = estimate(model.value(), c, has_gpu ? &gpu : nullptr);
+  const ModelSpec& mv = model.value();
+  if (command == "fit" || command == "plan") {
+    if (!has_gpu)
+      return error_to_json(make_error("missing_key", "config.gpu",
+                                      "config.gpu: " + command + " needs a GPU preset or a budget (gpu_memory_bytes); allowed GPUs: " +
+                                          preset_ids("gpus")));
+    if (command == "fit") {
+      auto f = fit(mv, c, gpu.memory_bytes);
+      if (!f.ok()) return error_to_json(f.error());
+      return fit_to_json(f.value());
+    }
+    auto p = plan(mv, c, gpu.memory_bytes);
+    if (!p.ok()) return error_to_json(p.error());
+    return plan_to_json(p.value());
+  }
+  if (command == "sweep") {
+    std::vector<std::uint64_t> bs{1, 2, 4, 8, 16}, ss{512, 1024, 2048, 4096, 8192, 16384, 32768};
+    if (req.contains("sweep")) {
+      const json& sw = req["sweep"];
+      if (!sw.is_object()) return error_to_json(make_error("wrong_type", "sweep", "sweep: must be an object with micro_batches and seqs"));
+      for (const char* key : {"micro_batches", "seqs"}) {
+        if (!sw.contains(key)) continue;
+        const json& a = sw[key];
+        const std::string field = std::string("sweep.") + key;
+        if (!a.is_array() || a.empty() || a.size() > 64)
+          return error_to_json(make_error("wrong_type", field, field + ": must be an array of 1 to 64 positive integers"));
+        std::vector<std::uint64_t>& dst = std::string(key) == "seqs" ? ss : bs;
+        dst.clear();
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          std::uint64_t v = 0;
+          if (auto err = detail::read_uint(a[i], field + "[" + std::to_string(i) + "]", &v)) return error_to_json(*err);
+          dst.push_back(v);
+        }
+      }
+    }
+    auto s = sweep(mv, c, bs, ss);
+    if (!s.ok()) return error_to_json(s.error());
+    json out = sweep_to_json(s.value());
+    if (has_gpu) out["budget_bytes"] = gpu.memory_bytes;
+    return out;
+  }
+  auto est = estimate(mv, c, has_gpu ? &gpu : nullptr);
   if (!est.ok()) return error_to_json(est.error());
   Estimate& e = est.value();
   e.warnings.insert(e.warnings.begin(), warnings.begin(), warnings.end());
+  if (command == "timeline") {
+    auto tl = simulate(e, true);
+    if (!tl.ok()) return error_to_json(tl.error());
+    return timeline_to_json(e, tl.value());
+  }
   return estimate_to_json(e);
 }
 

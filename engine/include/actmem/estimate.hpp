@@ -8,6 +8,7 @@
 
 #include "actmem/config.hpp"
 #include "actmem/error.hpp"
+#include "actmem/flops.hpp"
 #include "actmem/inventory.hpp"
 #include "actmem/model.hpp"
 #include "actmem/params.hpp"
@@ -70,6 +71,7 @@ struct Estimate {
   LayerInventory inventory;
   LayerGeometry geometry;
   LayerCosts costs;                // bytes and FLOPs per layer by recompute choice
+  LayerFlops flops;                // one layer's forward FLOPs on one GPU
   double logits_flops = 0;         // forward FLOPs of the output projection on one GPU
   std::vector<TensorRecord> kept;  // what layer 0 of a stage keeps under the recompute policy
   Bytes per_layer_full_bytes = 0;
@@ -94,6 +96,11 @@ struct Estimate {
 
 // Validates the model and config (field-named errors) and computes everything.
 Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c, const GpuSpec* gpu);
+
+// Re-derives everything that depends on config.recompute (per-layer choices, kept activations,
+// the simulated peak, fits) on an estimate whose model, config and static memory are already
+// built: what the planner calls for each candidate policy.
+std::optional<Error> apply_recompute(Estimate& e);
 
 // Structural validation alone (also used by the JSON readers).
 std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c);

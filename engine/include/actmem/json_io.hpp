@@ -34,6 +34,10 @@ Result<GpuSpec> gpu_preset(const std::string& id);
 
 nlohmann::json estimate_to_json(const Estimate& e);
 nlohmann::json error_to_json(const Error& e);
+nlohmann::json timeline_to_json(const Estimate& e, const struct Timeline& t);
+nlohmann::json fit_to_json(const struct FitResult& f);
+nlohmann::json plan_to_json(const struct Plan& p);
+nlohmann::json sweep_to_json(const struct Sweep& s);
 
 // {"command": "estimate" | "presets" | "explain", "preset"|"model", "config", ...} ->
 // {"ok": true, ...} or {"ok": false, "error": {code, field, message}}. Deterministic output.

@@ -1,4 +1,4 @@
-// Pipeline schedules as per-stage op lists (GPipe, 1F1B, Megatron-LM interleaved 1F1B).
+// Pipeline schedules as per-stage op sequences (GPipe, 1F1B, Megatron-LM interleaved 1F1B).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,8 @@ struct PipeOp {
   std::uint32_t chunk = 0;  // virtual stage index on this rank, 0..v-1
 };
 
-// The op order of rank `r` of `p` with `v` chunks per rank and `m` micro-batches:
+// Calls f(PipeOp) for each op of rank `r` of `p` with `v` chunks per rank and `m` micro-batches,
+// in order, without building a list (the hot path):
 // - GPipe (Huang et al. 2019): all m forwards, then all m backwards (last micro-batch first).
 // - 1F1B (Narayanan et al. 2021, Sec. 2.2): p - r - 1 warm-up forwards, then one forward / one
 //   backward, then the remaining backwards.
@@ -28,6 +29,45 @@ struct PipeOp {
 //   warm-up (p - r - 1) * 2 + (v - 1) * p virtual micro-batches (all of them when m == p); virtual
 //   micro-batch k runs chunk (k / p) % v of micro-batch (k / (p v)) p + k % p; backwards visit the
 //   chunks in reverse.
+template <class F>
+void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, std::uint64_t m, F&& f) {
+  auto u32 = [](std::uint64_t x) { return static_cast<std::uint32_t>(x); };
+  if (s == Schedule::kGpipe) {
+    for (std::uint64_t c = 0; c < v; ++c)
+      for (std::uint64_t i = 0; i < m; ++i) f(PipeOp{true, u32(i), u32(c)});
+    for (std::uint64_t c = v; c-- > 0;)
+      for (std::uint64_t i = m; i-- > 0;) f(PipeOp{false, u32(i), u32(c)});
+    return;
+  }
+  if (v == 1) {
+    const std::uint64_t warm = p - r - 1 < m ? p - r - 1 : m;
+    std::uint64_t fw = 0, bw = 0;
+    for (; fw < warm; ++fw) f(PipeOp{true, u32(fw), 0});
+    while (fw < m) {
+      f(PipeOp{true, u32(fw++), 0});
+      f(PipeOp{false, u32(bw++), 0});
+    }
+    while (bw < m) f(PipeOp{false, u32(bw++), 0});
+    return;
+  }
+  const std::uint64_t total = m * v;
+  auto mb_of = [&](std::uint64_t k) { return (k / (p * v)) * p + k % p; };
+  auto fchunk = [&](std::uint64_t k) { return (k / p) % v; };
+  auto bchunk = [&](std::uint64_t k) { return v - 1 - (k / p) % v; };
+  const std::uint64_t want = (p - r - 1) * 2 + (v - 1) * p;
+  const std::uint64_t warm = m == p ? total : (want < total ? want : total);
+  std::uint64_t fw = 0, bw = 0;
+  for (; fw < warm; ++fw) f(PipeOp{true, u32(mb_of(fw)), u32(fchunk(fw))});
+  while (fw < total) {
+    f(PipeOp{true, u32(mb_of(fw)), u32(fchunk(fw))});
+    ++fw;
+    f(PipeOp{false, u32(mb_of(bw)), u32(bchunk(bw))});
+    ++bw;
+  }
+  for (; bw < total; ++bw) f(PipeOp{false, u32(mb_of(bw)), u32(bchunk(bw))});
+}
+
+// The same ops as a list (tests, the timeline's event mode).
 std::vector<PipeOp> pipeline_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
                                  std::uint64_t m);
 
@@ -38,7 +78,7 @@ struct InFlight {
   std::vector<std::uint64_t> per_chunk;  // v entries
   std::uint64_t weight = 0;              // sum of the weights in flight
 };
-InFlight max_in_flight(const std::vector<PipeOp>& ops,
-                       const std::vector<std::uint64_t>& chunk_weight);
+InFlight max_in_flight(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
+                       std::uint64_t m, const std::vector<std::uint64_t>& chunk_weight);
 
 }  // namespace actmem

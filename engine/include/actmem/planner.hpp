@@ -1,0 +1,55 @@
+// Answers on top of the simulated peak: the largest micro-batch and sequence that fit, the cheapest
+// recompute policy that fits (with the memory/recompute Pareto front), and a peak-bytes sweep grid.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actmem/estimate.hpp"
+
+namespace actmem {
+
+struct FitResult {
+  Bytes budget = 0;
+  std::uint64_t max_micro_batch = 0;  // 0: not even one fits
+  std::uint64_t max_seq = 0;          // at the configured micro-batch; 0: none fits
+  std::uint64_t seq_step = 1;         // sequences are searched in multiples of this (cp, tp with SP)
+};
+
+// Binary searches over the simulated peak, which is monotonic in micro-batch and sequence length.
+Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget);
+
+struct PlanPoint {
+  std::string policy;  // a recompute string estimate accepts ("selective", "every:4", "layers:KKSCRR")
+  bool offload = false;
+  Bytes peak_bytes = 0;
+  double recompute_overhead_pct = 0;
+  bool fits = false;
+};
+
+struct Plan {
+  Bytes budget = 0;
+  bool found = false;
+  PlanPoint best;                  // the least extra FLOPs among candidates whose peak fits
+  std::vector<PlanPoint> pareto;   // non-dominated on-GPU (peak, overhead) points, by increasing overhead
+  std::vector<PlanPoint> offload;  // offload variants (no extra FLOPs; PCIe traffic instead)
+  std::uint64_t evaluated = 0;     // candidate policies simulated
+};
+
+// Candidates: none, selective, full, every:k for every k, offload of each, and per-layer patterns
+// K^a S^b followed by checkpointed segments of equal length (Chen et al. 2016; segment count chosen
+// per (a, b) as Griewank & Walther's binomial/Revolve analysis suggests for one recompute level),
+// simulated in order of increasing recompute FLOPs until one fits.
+Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget);
+
+struct Sweep {
+  std::vector<std::uint64_t> micro_batches;
+  std::vector<std::uint64_t> seqs;
+  std::vector<std::vector<std::int64_t>> peak_bytes;  // [micro_batch][seq]; -1 where invalid
+};
+
+Result<Sweep> sweep(const ModelSpec& m, const TrainConfig& c, const std::vector<std::uint64_t>& micro_batches,
+                    const std::vector<std::uint64_t>& seqs);
+
+}  // namespace actmem

@@ -1,0 +1,218 @@
+// fit, plan and sweep: searches over the engine's simulated peak (no formula of their own).
+#include "actmem/planner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace actmem {
+
+namespace {
+
+// The simulated peak for one config, or an error (invalid combinations are "does not fit").
+Result<Bytes> peak_of(const ModelSpec& m, const TrainConfig& c) {
+  auto e = estimate(m, c, nullptr);
+  if (!e.ok()) return e.error();
+  return e.value().worst().peak_bytes;
+}
+
+// Largest x in [1, hi] with ok(x), given ok is monotone (true then false); 0 if ok(1) is false.
+template <class F>
+std::uint64_t largest(std::uint64_t hi, F ok) {
+  if (!ok(1)) return 0;
+  std::uint64_t lo = 1, step = 1;
+  while (lo < hi) {  // gallop to bracket, then bisect
+    const std::uint64_t next = std::min(hi, lo + step);
+    if (!ok(next)) {
+      hi = next - 1;
+      break;
+    }
+    lo = next;
+    step *= 2;
+  }
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (ok(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+std::string pattern_string(const std::vector<LayerChoice>& v) {
+  std::string s;
+  for (LayerChoice c : v) s += "KSCRX"[static_cast<int>(c)];
+  return s;
+}
+
+}  // namespace
+
+Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
+  FitResult f;
+  f.budget = budget;
+  auto base = estimate(m, c, nullptr);  // validates the config as given
+  if (!base.ok()) return base.error();
+  const TrainConfig& norm = base.value().config;
+  auto fits = [&](TrainConfig t) {
+    auto p = peak_of(m, t);
+    return p.ok() && p.value() <= budget;
+  };
+  f.max_micro_batch = largest(std::uint64_t{1} << 20, [&](std::uint64_t b) {
+    TrainConfig t = norm;
+    t.micro_batch = b;
+    return fits(t);
+  });
+  f.seq_step = norm.par.cp * (norm.par.sp && norm.par.tp > 1 ? norm.par.tp : 1);
+  std::uint64_t max_steps = (std::uint64_t{1} << 30) / f.seq_step;
+  if (m.pos == PosEncoding::kLearned) max_steps = std::min(max_steps, m.max_positions / f.seq_step);
+  const std::uint64_t k = largest(max_steps, [&](std::uint64_t n) {
+    TrainConfig t = norm;
+    t.seq = n * f.seq_step;
+    return fits(t);
+  });
+  f.max_seq = k * f.seq_step;
+  return f;
+}
+
+Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
+  auto base = estimate(m, c, nullptr);
+  if (!base.ok()) return base.error();
+  Plan out;
+  out.budget = budget;
+  Estimate e = base.value();
+  std::vector<PlanPoint> seen;
+  std::unordered_map<std::string, std::size_t> patterns;  // pattern -> index in seen
+  auto evaluate = [&](const Recompute& r) -> const PlanPoint* {
+    // A pattern equal to a uniform policy is that policy: simulate it once, under its own name.
+    const std::string pat = (r.offload ? "o:" : "") + pattern_string(layer_choices(r, e.stages[0].chunk_sizes[0]));
+    const auto hit = patterns.find(pat);
+    if (hit != patterns.end()) return &seen[hit->second];
+    e.config.recompute = r;
+    if (apply_recompute(e)) return nullptr;
+    patterns[pat] = seen.size();
+    ++out.evaluated;
+    PlanPoint pt{recompute_name(r), r.offload, e.worst().peak_bytes, e.recompute_overhead_pct,
+                 e.worst().peak_bytes <= budget};
+    seen.push_back(pt);
+    return &seen.back();
+  };
+  // Uniform policies first: they span the front from no recompute to full recompute.
+  const std::uint64_t n = base.value().stages[0].chunk_layers;
+  std::vector<Recompute> uniform;
+  for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective, RecomputeKind::kFull}) {
+    Recompute r;
+    r.kind = k;
+    uniform.push_back(r);
+  }
+  for (std::uint64_t k = 2; k <= n; ++k) {
+    Recompute r;
+    r.kind = RecomputeKind::kEveryK;
+    r.every_k = k;
+    uniform.push_back(r);
+  }
+  for (std::size_t i = 0, end = uniform.size(); i < end && i < 3; ++i) {
+    Recompute r = uniform[i];
+    r.offload = true;
+    uniform.push_back(r);
+  }
+  for (const Recompute& r : uniform) evaluate(r);
+
+  // Per-layer patterns K^a S^b (C R^(len-1))^g. Their cost, b·core + r·layer with r = n - a - b
+  // recomputed layers, does not depend on how the r layers are segmented, and for a fixed r the
+  // peak falls as b grows: so for each r we pick the segment count g, then bisect for the fewest
+  // selective layers b that fit. That is O(n log n) simulations, exact within the family.
+  const LayerCosts& k = e.costs;
+  const Stage& s0 = base.value().stages[0];
+  const double in_flight = static_cast<double>(std::max<std::uint64_t>(1, s0.in_flight));
+  auto make = [&](std::uint64_t r, std::uint64_t b, std::uint64_t g) {
+    std::vector<LayerChoice> pat(n - r - b, LayerChoice::kKeep);
+    pat.insert(pat.end(), b, LayerChoice::kSelective);
+    for (std::uint64_t si = 0; si < g; ++si) {
+      const std::uint64_t len = r / g + (si < r % g ? 1 : 0);
+      pat.push_back(LayerChoice::kCheckpoint);
+      pat.insert(pat.end(), len - 1, LayerChoice::kRecompute);
+    }
+    Recompute rc;
+    rc.kind = RecomputeKind::kPattern;
+    rc.pattern = pattern_string(pat);
+    return evaluate(rc);
+  };
+  for (std::uint64_t r = 0; r <= n; ++r) {
+    // Segment count: Chen et al.'s balance of kept checkpoints (in_flight · g · checkpoint) against
+    // one segment's regenerated bytes (r/g · layer); the neighbours are tried and the lowest peak kept.
+    std::uint64_t g = 0;
+    if (r > 0) {
+      const double g0 = std::sqrt(static_cast<double>(r) * static_cast<double>(k.full) /
+                                  (in_flight * static_cast<double>(std::max<Bytes>(1, k.checkpoint))));
+      Bytes best = kMaxBytes;
+      for (double d : {-1.0, 0.0, 1.0}) {
+        const double gd = std::min(static_cast<double>(r), std::max(1.0, std::floor(g0) + d));
+        const PlanPoint* pt = make(r, n - r, static_cast<std::uint64_t>(gd));
+        if (pt && pt->peak_bytes < best) best = pt->peak_bytes, g = static_cast<std::uint64_t>(gd);
+      }
+      if (g == 0) continue;
+    }
+    const PlanPoint* most = make(r, n - r, g);
+    if (!most || !most->fits) continue;  // even all-selective around the segments is too big
+    std::uint64_t lo = 0, hi = n - r;     // fewest selective layers that fit
+    while (lo < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      const PlanPoint* pt = make(r, mid, g);
+      if (pt && pt->fits) hi = mid;
+      else lo = mid + 1;
+    }
+    make(r, lo, g);
+  }
+
+  // Offload costs PCIe traffic instead of FLOPs, so it is chosen only when no on-GPU policy fits.
+  for (bool offload : {false, true}) {
+    for (const PlanPoint& pt : seen)
+      if (pt.offload == offload && pt.fits &&
+          (!out.found || pt.recompute_overhead_pct < out.best.recompute_overhead_pct ||
+           (pt.recompute_overhead_pct == out.best.recompute_overhead_pct && pt.peak_bytes < out.best.peak_bytes))) {
+        out.best = pt;
+        out.found = true;
+      }
+    if (out.found) break;
+  }
+  // Pareto front over the on-GPU policies simulated: no other point has both less overhead and a
+  // lower peak. Offload points are listed after it.
+  std::vector<PlanPoint> sorted;
+  for (const PlanPoint& pt : seen)
+    if (!pt.offload) sorted.push_back(pt);
+  std::sort(sorted.begin(), sorted.end(), [](const PlanPoint& x, const PlanPoint& y) {
+    return x.recompute_overhead_pct < y.recompute_overhead_pct ||
+           (x.recompute_overhead_pct == y.recompute_overhead_pct && x.peak_bytes < y.peak_bytes);
+  });
+  Bytes best_peak = kMaxBytes;
+  for (const PlanPoint& pt : sorted)
+    if (pt.peak_bytes < best_peak) {
+      out.pareto.push_back(pt);
+      best_peak = pt.peak_bytes;
+    }
+  for (const PlanPoint& pt : seen)
+    if (pt.offload) out.offload.push_back(pt);
+  return out;
+}
+
+Result<Sweep> sweep(const ModelSpec& m, const TrainConfig& c, const std::vector<std::uint64_t>& micro_batches,
+                    const std::vector<std::uint64_t>& seqs) {
+  auto base = estimate(m, c, nullptr);
+  if (!base.ok()) return base.error();
+  Sweep s;
+  s.micro_batches = micro_batches;
+  s.seqs = seqs;
+  for (std::uint64_t b : micro_batches) {
+    std::vector<std::int64_t> row;
+    for (std::uint64_t q : seqs) {
+      TrainConfig t = base.value().config;
+      t.micro_batch = b;
+      t.seq = q;
+      auto p = peak_of(m, t);
+      row.push_back(p.ok() ? static_cast<std::int64_t>(p.value()) : -1);
+    }
+    s.peak_bytes.push_back(row);
+  }
+  return s;
+}
+
+}  // namespace actmem
