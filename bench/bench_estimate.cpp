@@ -39,6 +39,20 @@ void BM_Estimate405B(benchmark::State& state) {
 }
 BENCHMARK(BM_Estimate405B);
 
+// A single-stage estimate: the same work without 16 pipeline schedules to simulate.
+void BM_Estimate8B(benchmark::State& state) {
+  auto m = actmem::model_preset("llama-3.1-8b", nullptr);
+  actmem::TrainConfig c;
+  c.seq = 8192;
+  c.attention = actmem::Attention::kFlash;
+  c.recompute.kind = actmem::RecomputeKind::kSelective;
+  for (auto _ : state) {
+    auto e = actmem::estimate(m.value(), c, nullptr);
+    benchmark::DoNotOptimize(e);
+  }
+}
+BENCHMARK(BM_Estimate8B);
+
 void BM_EvaluateJson405B(benchmark::State& state) {
   const std::string req =
       R"({"preset":"llama-3.1-405b","config":{"micro_batch":1,"seq":8192,"tp":8,"sp":true,"pp":16,"vpp":2,)"

@@ -19,7 +19,9 @@ std::uint64_t transient(const json& stage, const std::string& name) {
   return 0;
 }
 
-std::uint64_t sum_io(const json& r, const char* side) { return sum_tensors(r[side]["tensors"]); }
+std::uint64_t sum_io(const json& r, const char* side) {
+  return sum_tensors(r[side]["tensors"]);
+}
 
 // The single-stage closed form: the largest of the step's event kinds (docs/schedules.md).
 struct OneStage {
@@ -28,31 +30,49 @@ struct OneStage {
 
 OneStage one_stage(const json& est, const json& tl) {
   const json& s = tl["stages"][0];
-  return OneStage{u(s["static_bytes"]), sum_io(est, "input_layer"), sum_io(est, "output_layer"),
-                  transient(s, "cublas.workspace"), transient(s, "bwd.activation_grads"),
-                  transient(s, "bwd.largest_record_grad"), transient(s, "loss.fp32_logits_buffer"),
+  return OneStage{u(s["static_bytes"]),
+                  sum_io(est, "input_layer"),
+                  sum_io(est, "output_layer"),
+                  transient(s, "cublas.workspace"),
+                  transient(s, "bwd.activation_grads"),
+                  transient(s, "bwd.largest_record_grad"),
+                  transient(s, "loss.fp32_logits_buffer"),
                   transient(s, "optimizer.step_temp")};
 }
 
 }  // namespace
 
-TEST_CASE("Timeline = closed form without recompute: L layers kept, then the loss or the first backward", "[timeline][closed-form]") {
-  const json cfg = {{"seq", 4096}, {"micro_batch", 1}, {"attention", "flash"}, {"profile", "megatron"}, {"grad_accum", 1}};
+TEST_CASE(
+    "Timeline = closed form without recompute: L layers kept, then the loss or the first backward",
+    "[timeline][closed-form]") {
+  const json cfg = {{"seq", 4096},
+                    {"micro_batch", 1},
+                    {"attention", "flash"},
+                    {"profile", "megatron"},
+                    {"grad_accum", 1}};
   const json est = run_preset("llama-3.1-8b", cfg);
   const json tl = timeline("llama-3.1-8b", cfg);
   const OneStage k = one_stage(est, tl);
   const std::uint64_t L = 32, full = u(est["per_layer"]["full_bytes"]);
   const std::uint64_t layers = k.in + L * full;
-  const std::uint64_t expect = k.stat + std::max({layers + k.ws,                                // last forward
-                                                  layers + k.out + k.ws + 2 * k.logits,        // loss backward
-                                                  layers + k.ws + k.act_grad + k.max_rec,      // first layer backward
-                                                  k.ws + k.opt});                              // optimizer step
+  const std::uint64_t expect =
+      k.stat + std::max({layers + k.ws,                           // last forward
+                         layers + k.out + k.ws + 2 * k.logits,    // loss backward
+                         layers + k.ws + k.act_grad + k.max_rec,  // first layer backward
+                         k.ws + k.opt});                          // optimizer step
   CHECK(u(tl["peak_bytes"]) == expect);
   CHECK(u(est["peak_bytes"]) == expect);
 }
 
-TEST_CASE("Timeline = closed form with full recompute: L checkpoints plus one layer recomputed (Chen et al. 2016)", "[timeline][closed-form]") {
-  const json cfg = {{"seq", 4096}, {"micro_batch", 2}, {"profile", "megatron"}, {"recompute", "full"}, {"grad_accum", 1}};
+TEST_CASE(
+    "Timeline = closed form with full recompute: L checkpoints plus one layer recomputed (Chen et "
+    "al. 2016)",
+    "[timeline][closed-form]") {
+  const json cfg = {{"seq", 4096},
+                    {"micro_batch", 2},
+                    {"profile", "megatron"},
+                    {"recompute", "full"},
+                    {"grad_accum", 1}};
   const json est = run_preset("llama-3.1-8b", cfg);
   const json tl = timeline("llama-3.1-8b", cfg);
   const OneStage k = one_stage(est, tl);
@@ -60,29 +80,38 @@ TEST_CASE("Timeline = closed form with full recompute: L checkpoints plus one la
   const std::uint64_t ckpt = 2ULL * 2 * 4096 * 4096;  // 2sbh at b = 2
   const std::uint64_t alias = ckpt;                   // ln1.in is the layer input itself
   const std::uint64_t expect =
-      k.stat + std::max({k.in + (L - 1) * ckpt + full + k.ws,                                  // last forward
-                         k.in + L * ckpt + k.out + k.ws + 2 * k.logits,                         // loss backward
-                         k.in + L * ckpt + (full - alias) + k.ws + k.act_grad + k.max_rec,      // top layer backward
+      k.stat + std::max({k.in + (L - 1) * ckpt + full + k.ws,            // last forward
+                         k.in + L * ckpt + k.out + k.ws + 2 * k.logits,  // loss backward
+                         k.in + L * ckpt + (full - alias) + k.ws + k.act_grad +
+                             k.max_rec,  // top layer backward
                          k.ws + k.opt});
   CHECK(u(tl["peak_bytes"]) == expect);
 }
 
-TEST_CASE("Timeline = closed form with every-k: L/k checkpoints plus one k-layer segment", "[timeline][closed-form]") {
-  const json cfg = {{"seq", 8192}, {"micro_batch", 1}, {"profile", "megatron"}, {"recompute", "every:4"}, {"grad_accum", 1}};
+TEST_CASE("Timeline = closed form with every-k: L/k checkpoints plus one k-layer segment",
+          "[timeline][closed-form]") {
+  const json cfg = {{"seq", 8192},
+                    {"micro_batch", 1},
+                    {"profile", "megatron"},
+                    {"recompute", "every:4"},
+                    {"grad_accum", 1}};
   const json est = run_preset("llama-3.1-8b", cfg);
   const json tl = timeline("llama-3.1-8b", cfg);
   const OneStage k = one_stage(est, tl);
   const std::uint64_t full = u(est["per_layer"]["full_bytes"]), ckpt = 2ULL * 8192 * 4096;
   const std::uint64_t segment = (full - ckpt) + 3 * full;  // the top segment regenerated at once
   const std::uint64_t kept = 8 * ckpt;                     // 32 layers / 4
-  const std::uint64_t expect = k.stat + std::max({k.in + kept + k.out + k.ws + 2 * k.logits,
-                                                  k.in + kept + segment + k.ws + k.act_grad + k.max_rec,
-                                                  k.in + 7 * ckpt + full + k.ws, k.ws + k.opt});
+  const std::uint64_t expect =
+      k.stat + std::max({k.in + kept + k.out + k.ws + 2 * k.logits,
+                         k.in + kept + segment + k.ws + k.act_grad + k.max_rec,
+                         k.in + 7 * ckpt + full + k.ws, k.ws + k.opt});
   CHECK(u(tl["peak_bytes"]) == expect);
 }
 
-TEST_CASE("1F1B: stage i holds p - i micro-batches (Narayanan et al. 2021); GPipe holds all m", "[timeline][schedule]") {
-  const json cfg = {{"seq", 2048}, {"pp", 4}, {"micro_batches", 8}, {"dropout", 0.0}, {"profile", "megatron"}};
+TEST_CASE("1F1B: stage i holds p - i micro-batches (Narayanan et al. 2021); GPipe holds all m",
+          "[timeline][schedule]") {
+  const json cfg = {
+      {"seq", 2048}, {"pp", 4}, {"micro_batches", 8}, {"dropout", 0.0}, {"profile", "megatron"}};
   const json est = run_preset("llama-2-7b", cfg);
   const std::uint64_t full = u(est["per_layer"]["full_bytes"]);
   for (std::uint64_t i = 0; i < 4; ++i) {
@@ -100,13 +129,17 @@ TEST_CASE("1F1B: stage i holds p - i micro-batches (Narayanan et al. 2021); GPip
   CHECK(u(g["stages"][3]["in_flight_chunks"]) == 8);
 }
 
-TEST_CASE("Interleaved 1F1B: rank r holds min((p-r-1)*2 + (v-1)p + 1, m v) chunks (Megatron-LM schedules.py)", "[timeline][schedule]") {
+TEST_CASE(
+    "Interleaved 1F1B: rank r holds min((p-r-1)*2 + (v-1)p + 1, m v) chunks (Megatron-LM "
+    "schedules.py)",
+    "[timeline][schedule]") {
   const std::uint64_t p = 4, v = 2, m = 8;
   const json cfg = {{"seq", 2048}, {"pp", p}, {"vpp", v}, {"micro_batches", m}, {"dropout", 0.0}};
   const json est = run_preset("llama-2-7b", cfg);
   for (std::uint64_t r = 0; r < p; ++r) {
     INFO("rank " << r);
-    CHECK(u(est["stages"][r]["in_flight_chunks"]) == std::min((p - r - 1) * 2 + (v - 1) * p + 1, m * v));
+    CHECK(u(est["stages"][r]["in_flight_chunks"]) ==
+          std::min((p - r - 1) * 2 + (v - 1) * p + 1, m * v));
   }
   // Stage 0: L(1 + (p-1)/(pv)) layers' worth = 32 * (1 + 3/8) = 44 (Korthikanti et al. 2022).
   CHECK(u(est["stages"][0]["kept_layer_slots"]) == 44);
@@ -116,27 +149,38 @@ TEST_CASE("Interleaved 1F1B: rank r holds min((p-r-1)*2 + (v-1)p + 1, m v) chunk
   CHECK(u(run_preset("llama-2-7b", allf)["stages"][3]["in_flight_chunks"]) == p * v);
 }
 
-TEST_CASE("Uneven splits: Llama-3 405B style 7 + 8 x 14 + 7 layers over 16 stages with vpp = 2", "[timeline][schedule]") {
+TEST_CASE("Uneven splits: Llama-3 405B style 7 + 8 x 14 + 7 layers over 16 stages with vpp = 2",
+          "[timeline][schedule]") {
   json split = json::array();
   split.push_back(7);
   for (int i = 0; i < 14; ++i) split.push_back(8);
   split.push_back(7);
-  const json r = run_preset("llama-3.1-405b", {{"tp", 8}, {"sp", true}, {"pp", 16}, {"vpp", 2}, {"micro_batches", 64},
-                                               {"layer_split", split}, {"attention", "flash"}, {"seq", 8192}});
+  const json r = run_preset("llama-3.1-405b", {{"tp", 8},
+                                               {"sp", true},
+                                               {"pp", 16},
+                                               {"vpp", 2},
+                                               {"micro_batches", 64},
+                                               {"layer_split", split},
+                                               {"attention", "flash"},
+                                               {"seq", 8192}});
   CHECK(r["stages"].size() == 16);
   CHECK(u(r["stages"][0]["layers"]) == 7);
   CHECK(u(r["stages"][1]["layers"]) == 8);
-  const json bad = actmem::evaluate_json(json{{"preset", "llama-3.1-405b"}, {"config", {{"pp", 16}, {"layer_split", {7, 8}}}}});
+  const json bad = actmem::evaluate_json(
+      json{{"preset", "llama-3.1-405b"}, {"config", {{"pp", 16}, {"layer_split", {7, 8}}}}});
   CHECK(bad["error"]["field"] == "config.layer_split");
 }
 
-TEST_CASE("Chen et al. 2016: the best every-k is near sqrt(L c/f), and the planner never does worse", "[planner][chen]") {
+TEST_CASE(
+    "Chen et al. 2016: the best every-k is near sqrt(L c/f), and the planner never does worse",
+    "[planner][chen]") {
   // L uniform layers on one stage: every-k keeps L/k checkpoints (c bytes each) and regenerates one
-  // k-layer segment (f bytes per layer), so the peak ~ (L/k) c + k f is least near k* = sqrt(L c/f):
-  // Chen's sqrt(n) when a layer's activations are as large as its input (c = f).
+  // k-layer segment (f bytes per layer), so the peak ~ (L/k) c + k f is least near k* = sqrt(L
+  // c/f): Chen's sqrt(n) when a layer's activations are as large as its input (c = f).
   const std::uint64_t L = 1024;
-  json model = {{"hidden_size", 256}, {"num_attention_heads", 4}, {"num_hidden_layers", L}, {"vocab_size", 1000},
-                {"intermediate_size", 1024}, {"ffn_type", "gelu"}, {"norm_type", "layernorm"}};
+  json model = {{"hidden_size", 256},      {"num_attention_heads", 4},  {"num_hidden_layers", L},
+                {"vocab_size", 1000},      {"intermediate_size", 1024}, {"ffn_type", "gelu"},
+                {"norm_type", "layernorm"}};
   const json base = {{"seq", 512}, {"micro_batch", 1}, {"attention", "flash"}, {"grad_accum", 1}};
   const json one = run(json{{"model", model}, {"config", base}});
   const double f = static_cast<double>(u(one["per_layer"]["full_bytes"])), ckpt = 2.0 * 512 * 256;
@@ -147,7 +191,8 @@ TEST_CASE("Chen et al. 2016: the best every-k is near sqrt(L c/f), and the plann
     json c = base;
     c["recompute"] = "every:" + std::to_string(k);
     const json r = run(json{{"model", model}, {"config", c}});
-    if (u(r["peak_bytes"]) < best_peak) best_peak = u(r["peak_bytes"]), best_k = k, best_overhead = r["recompute_overhead_pct"];
+    if (u(r["peak_bytes"]) < best_peak)
+      best_peak = u(r["peak_bytes"]), best_k = k, best_overhead = r["recompute_overhead_pct"];
   }
   INFO("best k = " << best_k << ", k* = " << k_star);
   CHECK(static_cast<double>(best_k) >= k_star / 2);
@@ -160,8 +205,12 @@ TEST_CASE("Chen et al. 2016: the best every-k is near sqrt(L c/f), and the plann
   CHECK(plan["recompute_overhead_pct"].get<double>() <= best_overhead + 1e-9);
 }
 
-TEST_CASE("Planner: the policy it returns fits when estimated again; no policy is cheaper among those that fit", "[planner]") {
-  const json cfg = {{"seq", 8192}, {"tp", 8}, {"sp", true}, {"pp", 4}, {"gpu_memory_bytes", 48ULL << 30}};
+TEST_CASE(
+    "Planner: the policy it returns fits when estimated again; no policy is cheaper among those "
+    "that fit",
+    "[planner]") {
+  const json cfg = {
+      {"seq", 8192}, {"tp", 8}, {"sp", true}, {"pp", 4}, {"gpu_memory_bytes", 48ULL << 30}};
   const json plan = run(json{{"command", "plan"}, {"preset", "llama-3.1-70b"}, {"config", cfg}});
   REQUIRE(plan["found"].get<bool>());
   json again = cfg;
@@ -170,18 +219,25 @@ TEST_CASE("Planner: the policy it returns fits when estimated again; no policy i
   CHECK(r["fits"].get<bool>());
   CHECK(u(r["peak_bytes"]) == u(plan["peak_bytes"]));
   for (const auto& p : plan["pareto"])
-    if (p["fits"].get<bool>()) CHECK(p["recompute_overhead_pct"].get<double>() >= plan["recompute_overhead_pct"].get<double>());
+    if (p["fits"].get<bool>())
+      CHECK(p["recompute_overhead_pct"].get<double>() >=
+            plan["recompute_overhead_pct"].get<double>());
 }
 
-TEST_CASE("Properties: peak is monotonic in micro-batch and sequence; offload never raises the GPU peak", "[timeline][property]") {
-  const json sw = run(json{{"command", "sweep"}, {"preset", "llama-3.1-8b"},
-                           {"config", {{"attention", "flash"}, {"dp", 8}, {"zero", 3}}},
-                           {"sweep", {{"micro_batches", {1, 2, 3, 4, 8}}, {"seqs", {256, 512, 1024, 3072, 8192}}}}});
+TEST_CASE(
+    "Properties: peak is monotonic in micro-batch and sequence; offload never raises the GPU peak",
+    "[timeline][property]") {
+  const json sw = run(json{
+      {"command", "sweep"},
+      {"preset", "llama-3.1-8b"},
+      {"config", {{"attention", "flash"}, {"dp", 8}, {"zero", 3}}},
+      {"sweep", {{"micro_batches", {1, 2, 3, 4, 8}}, {"seqs", {256, 512, 1024, 3072, 8192}}}}});
   const json& g = sw["peak_bytes"];
   for (std::size_t i = 0; i < g.size(); ++i)
     for (std::size_t j = 0; j < g[i].size(); ++j) {
       if (i + 1 < g.size()) CHECK(g[i][j].get<std::int64_t>() <= g[i + 1][j].get<std::int64_t>());
-      if (j + 1 < g[i].size()) CHECK(g[i][j].get<std::int64_t>() <= g[i][j + 1].get<std::int64_t>());
+      if (j + 1 < g[i].size())
+        CHECK(g[i][j].get<std::int64_t>() <= g[i][j + 1].get<std::int64_t>());
     }
   for (const char* rc : {"none", "selective", "full", "every:4"})
     for (const char* preset : {"llama-3.1-8b", "gpt2-xl"}) {
@@ -193,8 +249,10 @@ TEST_CASE("Properties: peak is monotonic in micro-batch and sequence; offload ne
     }
 }
 
-TEST_CASE("fit agrees with estimate's fits: max micro-batch fits, one more does not", "[planner][fit]") {
-  const json cfg = {{"attention", "flash"}, {"recompute", "selective"}, {"dp", 8}, {"zero", 3}, {"seq", 4096}, {"gpu", "h100-80gb"}};
+TEST_CASE("fit agrees with estimate's fits: max micro-batch fits, one more does not",
+          "[planner][fit]") {
+  const json cfg = {{"attention", "flash"}, {"recompute", "selective"}, {"dp", 8}, {"zero", 3},
+                    {"seq", 4096},          {"gpu", "h100-80gb"}};
   const json f = run(json{{"command", "fit"}, {"preset", "llama-3.1-8b"}, {"config", cfg}});
   const std::uint64_t b = u(f["max_micro_batch"]);
   REQUIRE(b >= 1);
@@ -210,7 +268,10 @@ TEST_CASE("fit agrees with estimate's fits: max micro-batch fits, one more does 
   CHECK_FALSE(run_preset("llama-3.1-8b", s)["fits"].get<bool>());
 }
 
-TEST_CASE("Recompute overhead: full recompute adds one forward of every layer (about +33%); selective its attention core", "[timeline][flops]") {
+TEST_CASE(
+    "Recompute overhead: full recompute adds one forward of every layer (about +33%); selective "
+    "its attention core",
+    "[timeline][flops]") {
   const json full = run_preset("llama-3.1-8b", {{"recompute", "full"}, {"seq", 4096}});
   const double pct = full["recompute_overhead_pct"];
   CHECK(pct > 30.0);
@@ -218,6 +279,74 @@ TEST_CASE("Recompute overhead: full recompute adds one forward of every layer (a
   const json sel = run_preset("llama-3.1-8b", {{"recompute", "selective"}, {"seq", 4096}});
   CHECK(sel["recompute_overhead_pct"].get<double>() > 0.0);
   CHECK(sel["recompute_overhead_pct"].get<double>() < 10.0);
-  const json flash = run_preset("llama-3.1-8b", {{"recompute", "selective"}, {"attention", "flash"}});
+  const json flash =
+      run_preset("llama-3.1-8b", {{"recompute", "selective"}, {"attention", "flash"}});
   CHECK(flash["recompute_overhead_pct"].get<double>() == 0.0);  // flash keeps no core to redo
+}
+
+TEST_CASE(
+    "The peak-only fast path equals the layer-by-layer event simulation (every stage, peak and "
+    "event)",
+    "[timeline][fast-path]") {
+  int n = 0;
+  for (const char* rc : {"none", "selective", "full", "every:3", "layers:KSCRRC", "custom"})
+    for (const char* sched : {"1f1b", "gpipe", "interleaved"})
+      for (bool offload : {false, true}) {
+        json c = {{"recompute", rc},    {"schedule", sched},
+                  {"offload", offload}, {"pp", 4},
+                  {"micro_batches", 8}, {"seq", 1024},
+                  {"dropout", 0.1},     {"custom_keep", {"attn.qkv_in", "mlp.fc1_in"}}};
+        if (std::string(sched) == "interleaved") c["vpp"] = 2;
+        INFO(rc << " " << sched << " offload=" << offload);
+        const json est = run_preset("llama-2-7b", c);
+        const json tl = timeline("llama-2-7b", c);
+        for (std::size_t i = 0; i < 4; ++i) {
+          CHECK(u(est["stages"][i]["peak_bytes"]) == u(tl["stages"][i]["peak_bytes"]));
+          CHECK(est["stages"][i]["peak_at"] == tl["stages"][i]["peak_at"]);
+          std::uint64_t top = 0;
+          for (const auto& ev : tl["stages"][i]["events"]) top = std::max(top, u(ev["live_bytes"]));
+          CHECK(top == u(tl["stages"][i]["peak_bytes"]));
+        }
+        ++n;
+      }
+  CHECK(n == 36);
+}
+
+TEST_CASE(
+    "docs/schedules.md worked example: toy model, p = 2, m = 3 (numbers as printed in the doc)",
+    "[timeline][docs]") {
+  const json model = {{"metadata", {{"name", "toy (docs/schedules.md)"}}},
+                      {"hidden_size", 64},
+                      {"num_attention_heads", 4},
+                      {"num_hidden_layers", 4},
+                      {"vocab_size", 128},
+                      {"intermediate_size", 256},
+                      {"ffn_type", "gelu"},
+                      {"norm_type", "layernorm"},
+                      {"position_embedding", "learned"},
+                      {"max_position_embeddings", 16}};
+  const json cfg = {{"seq", 16},          {"dtype", "fp32"}, {"pp", 2},
+                    {"micro_batches", 3}, {"dropout", 0.0},  {"cublas_workspace_bytes", 0}};
+  auto tl = [&](json c) {
+    return run(json{{"command", "timeline"}, {"model", model}, {"config", c}});
+  };
+  const json r = tl(cfg);
+  CHECK(u(r["stages"][0]["peak_bytes"]) == 2031616);
+  CHECK(r["stages"][0]["peak_at"] == "B mb0 c0 L1");
+  CHECK(u(r["stages"][0]["static_bytes"]) == 1728512);
+  CHECK(u(r["stages"][0]["at_peak"]["activations"]) == 278528);
+  CHECK(u(r["stages"][1]["peak_bytes"]) == 1886208);
+  CHECK(r["stages"][1]["peak_at"] == "loss bwd mb0");
+  json gpipe = cfg;
+  gpipe["schedule"] = "gpipe";
+  const json g = tl(gpipe);
+  CHECK(u(g["stages"][0]["peak_bytes"]) == 2170880);
+  CHECK(u(g["stages"][0]["at_peak"]["activations"]) == 417792);
+  CHECK(u(g["stages"][1]["peak_bytes"]) == 2197504);
+  json full = cfg;
+  full["recompute"] = "full";
+  const json f = tl(full);
+  CHECK(u(f["stages"][0]["peak_bytes"]) == 1835008);
+  CHECK(f["stages"][0]["peak_at"] == "B mb0 c0 L1");
+  CHECK(std::abs(f["recompute_overhead_pct"].get<double>() - 32.05128205128205) < 1e-9);
 }

@@ -17,8 +17,11 @@ const char* const kUsage =
     "usage: actmem <command> [options]\n"
     "commands:\n"
     "  estimate   activation, static and total memory per GPU (default)\n"
-    "  explain    every total as a formula with the numbers substituted\n"    "  timeline   the simulated step per pipeline stage: live bytes per event, peaks, recompute overhead\n"
-    "  fit        largest micro-batch and sequence length whose simulated peak fits the GPU / budget\n"
+    "  explain    every total as a formula with the numbers substituted\n"
+    "  timeline   the simulated step per pipeline stage: live bytes per event, peaks, recompute "
+    "overhead\n"
+    "  fit        largest micro-batch and sequence length whose simulated peak fits the GPU / "
+    "budget\n"
     "  plan       cheapest recompute policy that fits, and the memory/recompute Pareto front\n"
     "  sweep      peak bytes over a micro-batch x sequence grid\n"
 
@@ -32,7 +35,8 @@ const char* const kUsage =
     "  --attention eager|flash --dropout P --attention-dropout P --hidden-dropout P\n"
     "  --profile megatron|textbook|pytorch|hf --recompute none|selective|full|every:K --offload\n"
     "  --gpu ID | --gpu-memory SIZE (e.g. 80GiB) | --budget SIZE\n"
-    "  --schedule gpipe|1f1b|interleaved --micro-batches M --layer-split 7,8,...,7 --fragmentation PCT\n"
+    "  --schedule gpipe|1f1b|interleaved --micro-batches M --layer-split 7,8,...,7 --fragmentation "
+    "PCT\n"
     "  --custom-keep id,id (with --recompute custom)\n"
     "  --csv (timeline events), --sweep-micro-batches 1,2,4 --sweep-seqs 1024,2048 (sweep)\n"
     "output:  --json (machine-readable; the schema is docs/schema.md)\n"
@@ -106,9 +110,11 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
     o->help = true;
     return "";
   }
-  if (o->command != "estimate" && o->command != "explain" && o->command != "presets" && o->command != "timeline" &&
-      o->command != "fit" && o->command != "plan" && o->command != "sweep")
-    return "command: '" + o->command + "' is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, presets";
+  if (o->command != "estimate" && o->command != "explain" && o->command != "presets" &&
+      o->command != "timeline" && o->command != "fit" && o->command != "plan" &&
+      o->command != "sweep")
+    return "command: '" + o->command +
+           "' is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, presets";
   // Flag -> config key, for flags taking a value.
   static const std::pair<const char*, const char*> kValued[] = {
       {"--micro-batch", "micro_batch"},
@@ -131,7 +137,9 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--hidden-dropout", "hidden_dropout"},
       {"--profile", "profile"},
       {"--recompute", "recompute"},
-      {"--gpu", "gpu"}, {"--schedule", "schedule"}, {"--micro-batches", "micro_batches"},
+      {"--gpu", "gpu"},
+      {"--schedule", "schedule"},
+      {"--micro-batches", "micro_batches"},
       {"--fragmentation", "fragmentation_pct"}};
   for (; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -198,14 +206,18 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       std::size_t start = 0;
       while (start <= v.size()) {
         const std::size_t comma = v.find(',', start);
-        const std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        const std::string item =
+            v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         list.push_back(a == "--custom-keep" ? json(item) : number_or_string(item));
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
-      if (a == "--layer-split") cfg_flags["layer_split"] = list;
-      else if (a == "--custom-keep") cfg_flags["custom_keep"] = list;
-      else o->request["sweep"][a == "--sweep-seqs" ? "seqs" : "micro_batches"] = list;
+      if (a == "--layer-split")
+        cfg_flags["layer_split"] = list;
+      else if (a == "--custom-keep")
+        cfg_flags["custom_keep"] = list;
+      else
+        o->request["sweep"][a == "--sweep-seqs" ? "seqs" : "micro_batches"] = list;
     } else if (a == "--gpu-memory" || a == "--budget") {
       unsigned long long bytes = 0;
       if (!value(&v)) return a + ": needs a size such as 80GiB";

@@ -137,8 +137,9 @@ std::string render_presets(const json& r) {
 
 std::string render_timeline(const json& r) {
   std::ostringstream o;
-  o << "schedule " << r["schedule"].get<std::string>() << ", " << u(r["micro_batches"]) << " micro-batches, recompute "
-    << r["recompute"].get<std::string>() << (r["offload"].get<bool>() ? " + offload" : "") << "\n";
+  o << "schedule " << r["schedule"].get<std::string>() << ", " << u(r["micro_batches"])
+    << " micro-batches, recompute " << r["recompute"].get<std::string>()
+    << (r["offload"].get<bool>() ? " + offload" : "") << "\n";
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.2f%%", r["recompute_overhead_pct"].get<double>());
   o << "recompute overhead " << pct << " of the step's FLOPs\n\n";
@@ -147,8 +148,11 @@ std::string render_timeline(const json& r) {
     o << "  " << pad(std::to_string(u(s["stage"])), 7) << pad(format_bytes(u(s["peak_bytes"])), 34)
       << pad(s["peak_at"].get<std::string>(), 22) << format_bytes(u(s["static_bytes"])) << "\n";
   const json& w = r["stages"][static_cast<std::size_t>(u(r["peak_stage"]))];
-  o << "\nmost loaded: stage " << u(w["stage"]) << " at " << w["peak_at"].get<std::string>() << "\n";
-  auto line = [&](const char* name, unsigned long long v) { o << "  " << pad(name, 26) << format_bytes(v) << "\n"; };
+  o << "\nmost loaded: stage " << u(w["stage"]) << " at " << w["peak_at"].get<std::string>()
+    << "\n";
+  auto line = [&](const char* name, unsigned long long v) {
+    o << "  " << pad(name, 26) << format_bytes(v) << "\n";
+  };
   line("static", u(w["static_bytes"]));
   line("kept activations", u(w["at_peak"]["activations"]));
   line("recomputed", u(w["at_peak"]["recompute"]));
@@ -174,8 +178,9 @@ std::string render_timeline_csv(const json& r) {
   for (const auto& s : r["stages"]) {
     std::size_t i = 0;
     for (const auto& e : s["events"])
-      o << u(s["stage"]) << "," << i++ << "," << e["label"].get<std::string>() << "," << u(e["live_bytes"]) << ","
-        << u(e["activations"]) << "," << u(e["recompute"]) << "," << u(e["transients"]) << "\n";
+      o << u(s["stage"]) << "," << i++ << "," << e["label"].get<std::string>() << ","
+        << u(e["live_bytes"]) << "," << u(e["activations"]) << "," << u(e["recompute"]) << ","
+        << u(e["transients"]) << "\n";
   }
   return o.str();
 }
@@ -184,7 +189,10 @@ std::string render_fit(const json& r) {
   std::ostringstream o;
   o << "budget " << format_bytes(u(r["budget_bytes"])) << "\n";
   o << "largest micro-batch that fits: " << u(r["max_micro_batch"])
-    << (u(r["max_micro_batch"]) == 0 ? " (not even one: see `actmem estimate` for the static memory)" : "") << "\n";
+    << (u(r["max_micro_batch"]) == 0
+            ? " (not even one: see `actmem estimate` for the static memory)"
+            : "")
+    << "\n";
   o << "largest sequence that fits (at the given micro-batch, in steps of " << u(r["seq_step"])
     << "): " << u(r["max_seq"]) << "\n";
   return o.str();
@@ -193,25 +201,27 @@ std::string render_fit(const json& r) {
 std::string render_plan(const json& r) {
   std::ostringstream o;
   char pct[32];
-  o << "budget " << format_bytes(u(r["budget_bytes"])) << " (" << u(r["evaluated"]) << " policies simulated)\n";
+  o << "budget " << format_bytes(u(r["budget_bytes"])) << " (" << u(r["evaluated"])
+    << " policies simulated)\n";
   if (r["found"].get<bool>()) {
     std::snprintf(pct, sizeof pct, "%.2f%%", r["recompute_overhead_pct"].get<double>());
     o << "cheapest policy that fits: " << r["policy"].get<std::string>()
-      << (r["offload"].get<bool>() ? " + offload" : "") << ", peak " << format_bytes(u(r["peak_bytes"]))
-      << ", recompute overhead " << pct << "\n";
+      << (r["offload"].get<bool>() ? " + offload" : "") << ", peak "
+      << format_bytes(u(r["peak_bytes"])) << ", recompute overhead " << pct << "\n";
   } else {
     o << "no policy fits the budget\n";
   }
   o << "\nPareto front (less recompute <-> less memory):\n";
   for (const auto& p : r["pareto"]) {
     std::snprintf(pct, sizeof pct, "%7.2f%%", p["recompute_overhead_pct"].get<double>());
-    o << "  " << pct << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << p["policy"].get<std::string>()
-      << (p["offload"].get<bool>() ? " + offload" : "") << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
+    o << "  " << pct << "  " << pad(format_bytes(u(p["peak_bytes"])), 34)
+      << p["policy"].get<std::string>() << (p["offload"].get<bool>() ? " + offload" : "")
+      << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
   }
   o << "offload (no extra FLOPs, PCIe traffic instead):\n";
   for (const auto& p : r["offload_points"])
-    o << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << p["policy"].get<std::string>() << " + offload"
-      << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
+    o << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << p["policy"].get<std::string>()
+      << " + offload" << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
   return o.str();
 }
 

@@ -38,11 +38,13 @@ std::optional<Error> apply_recompute(Estimate& e) {
     const std::string& id = c.recompute.custom_keep[i];
     bool known = false;
     std::string ids;
-    for (const auto& t : I.tensors) known = known || t.id == id, ids += (ids.empty() ? "" : ", ") + t.id;
+    for (const auto& t : I.tensors)
+      known = known || t.id == id, ids += (ids.empty() ? "" : ", ") + t.id;
     if (!known)
       return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
-                        "config.custom_keep[" + std::to_string(i) + "]: '" + id + "' is not a tensor of this layer under the " +
-                            profile_name(c.profile) + " profile; allowed: " + ids);
+                        "config.custom_keep[" + std::to_string(i) + "]: '" + id +
+                            "' is not a tensor of this layer under the " + profile_name(c.profile) +
+                            " profile; allowed: " + ids);
   }
   Checked ck;
   e.costs = layer_costs(I, c.recompute, e.flops.total, e.flops.attention_core);
@@ -70,27 +72,37 @@ std::optional<Error> apply_recompute(Estimate& e) {
     s.in_flight = f.chunks;
     s.kept_layer_slots = 0;
     for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
-      s.kept_layer_slots = ck.add(s.kept_layer_slots, ck.mul(f.per_chunk[ci], s.chunk_sizes[ci], "activations"), "activations");
+      s.kept_layer_slots =
+          ck.add(s.kept_layer_slots, ck.mul(f.per_chunk[ci], s.chunk_sizes[ci], "activations"),
+                 "activations");
     StageActivations a;
     a.layers_bytes = f.weight;
-    if (r == 0) a.input_layer_bytes = ck.mul(f.per_chunk[0], in_bytes, "activations.input_layer_bytes");
-    if (r == p.pp - 1) a.output_layer_bytes = ck.mul(f.per_chunk[p.vpp - 1], out_bytes, "activations.output_layer_bytes");
+    if (r == 0)
+      a.input_layer_bytes = ck.mul(f.per_chunk[0], in_bytes, "activations.input_layer_bytes");
+    if (r == p.pp - 1)
+      a.output_layer_bytes =
+          ck.mul(f.per_chunk[p.vpp - 1], out_bytes, "activations.output_layer_bytes");
     // What one backward recompute brings back at a time (Chen et al. 2016): one layer's attention
     // core (selective), one layer (full) or one segment (every-k).
     for (const auto& chunk : s.chunk_choices)
-      a.recompute_working_bytes = std::max(a.recompute_working_bytes, max_regen_alive(chunk, e.costs));
+      a.recompute_working_bytes =
+          std::max(a.recompute_working_bytes, max_regen_alive(chunk, e.costs));
     if (c.recompute.offload) {
       // Offloaded activations live in host memory; the layer being stored or prefetched stays.
       a.host_bytes = a.layers_bytes;
       a.layers_bytes = max_layer_kept;
     }
-    a.total_bytes = ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
-                           ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
-                           "activations.total_bytes");
+    a.total_bytes =
+        ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
+               ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
+               "activations.total_bytes");
     s.act = a;
     s.total_bytes = ck.add(s.act.total_bytes, s.stat.total_bytes, "total_bytes");
   }
-  if (ck.overflowed()) return make_error("overflow", ck.field(), ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
+  if (ck.overflowed())
+    return make_error(
+        "overflow", ck.field(),
+        ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
   // The simulated step (timeline) decides the peak, the most loaded stage and whether it fits.
   auto tl = simulate(e, false);
   if (!tl.ok()) return tl.error();
@@ -109,7 +121,8 @@ std::optional<Error> apply_recompute(Estimate& e) {
   if (e.has_gpu) {
     const Bytes need = e.worst().peak_bytes;
     e.fits = need <= e.gpu.memory_bytes;
-    e.headroom_bytes = static_cast<std::int64_t>(e.gpu.memory_bytes) - static_cast<std::int64_t>(need);
+    e.headroom_bytes =
+        static_cast<std::int64_t>(e.gpu.memory_bytes) - static_cast<std::int64_t>(need);
   }
   return std::nullopt;
 }
@@ -120,7 +133,9 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   e.config = c_in;
   TrainConfig& c = e.config;
   if (c.seq == 0)
-    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0 ? std::min<std::uint64_t>(2048, m.max_positions) : 2048;
+    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
+                ? std::min<std::uint64_t>(2048, m.max_positions)
+                : 2048;
   if (auto err = validate(m, c)) return *err;
   const Parallel& p = c.par;
   if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
@@ -154,11 +169,14 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     Stage s;
     s.index = r;
     s.layers = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
-    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the extra).
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci) s.chunk_sizes.push_back(s.layers / p.vpp + (ci < s.layers % p.vpp ? 1 : 0));
+    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
+    // extra).
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
+      s.chunk_sizes.push_back(s.layers / p.vpp + (ci < s.layers % p.vpp ? 1 : 0));
     s.chunk_layers = s.chunk_sizes[0];
     std::vector<ParamRecord> scaled = layer_p;
-    for (auto& q : scaled) q.copies = ck.mul(q.copies, s.layers, "static.params");  // one set per layer of the stage
+    for (auto& q : scaled)
+      q.copies = ck.mul(q.copies, s.layers, "static.params");  // one set per layer of the stage
     if (r == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
     if (r == p.pp - 1) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
     auto st = static_memory(scaled, c);
@@ -172,12 +190,15 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   }
   if (auto err = apply_recompute(e)) return *err;
   const Stage& s0 = e.stages[0];
-  const auto kept0 = kept_tensors(I, s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
+  const auto kept0 =
+      kept_tensors(I, s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
   for (const auto* r : kept0) {
     e.kept.push_back(*r);
     e.per_layer_kept_bytes = ck.add(e.per_layer_kept_bytes, r->bytes, "per_layer.activation_bytes");
-    if (r->quadratic) e.per_layer_quadratic_bytes += r->bytes;
-    else e.per_layer_linear_bytes += r->bytes;
+    if (r->quadratic)
+      e.per_layer_quadratic_bytes += r->bytes;
+    else
+      e.per_layer_linear_bytes += r->bytes;
   }
 
   // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:

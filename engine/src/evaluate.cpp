@@ -58,7 +58,8 @@ json evaluate_json(const json& req) {
       command != "plan" && command != "sweep")
     return error_to_json(make_error(
         "invalid_value", "command",
-        "command: '" + command + "' is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, presets"));
+        "command: '" + command +
+            "' is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, presets"));
 
   std::vector<std::string> warnings;
   Result<ModelSpec> model =
@@ -99,9 +100,11 @@ json evaluate_json(const json& req) {
   const ModelSpec& mv = model.value();
   if (command == "fit" || command == "plan") {
     if (!has_gpu)
-      return error_to_json(make_error("missing_key", "config.gpu",
-                                      "config.gpu: " + command + " needs a GPU preset or a budget (gpu_memory_bytes); allowed GPUs: " +
-                                          preset_ids("gpus")));
+      return error_to_json(
+          make_error("missing_key", "config.gpu",
+                     "config.gpu: " + command +
+                         " needs a GPU preset or a budget (gpu_memory_bytes); allowed GPUs: " +
+                         preset_ids("gpus")));
     if (command == "fit") {
       auto f = fit(mv, c, gpu.memory_bytes);
       if (!f.ok()) return error_to_json(f.error());
@@ -115,18 +118,22 @@ json evaluate_json(const json& req) {
     std::vector<std::uint64_t> bs{1, 2, 4, 8, 16}, ss{512, 1024, 2048, 4096, 8192, 16384, 32768};
     if (req.contains("sweep")) {
       const json& sw = req["sweep"];
-      if (!sw.is_object()) return error_to_json(make_error("wrong_type", "sweep", "sweep: must be an object with micro_batches and seqs"));
+      if (!sw.is_object())
+        return error_to_json(make_error("wrong_type", "sweep",
+                                        "sweep: must be an object with micro_batches and seqs"));
       for (const char* key : {"micro_batches", "seqs"}) {
         if (!sw.contains(key)) continue;
         const json& a = sw[key];
         const std::string field = std::string("sweep.") + key;
         if (!a.is_array() || a.empty() || a.size() > 64)
-          return error_to_json(make_error("wrong_type", field, field + ": must be an array of 1 to 64 positive integers"));
+          return error_to_json(make_error(
+              "wrong_type", field, field + ": must be an array of 1 to 64 positive integers"));
         std::vector<std::uint64_t>& dst = std::string(key) == "seqs" ? ss : bs;
         dst.clear();
         for (std::size_t i = 0; i < a.size(); ++i) {
           std::uint64_t v = 0;
-          if (auto err = detail::read_uint(a[i], field + "[" + std::to_string(i) + "]", &v)) return error_to_json(*err);
+          if (auto err = detail::read_uint(a[i], field + "[" + std::to_string(i) + "]", &v))
+            return error_to_json(*err);
           dst.push_back(v);
         }
       }

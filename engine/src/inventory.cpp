@@ -1,5 +1,4 @@
 // Dispatches to the profile builders and applies recompute policies to an inventory.
-#include <sstream>
 
 #include "inventory_builder.hpp"
 
@@ -58,9 +57,9 @@ std::string shape_symbol(const std::vector<Dim>& shape) {
 }
 
 std::string shape_values(const std::vector<Dim>& shape) {
-  std::ostringstream o;
-  for (std::size_t i = 0; i < shape.size(); ++i) o << (i ? "·" : "") << shape[i].value;
-  return o.str();
+  std::string out;
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? "·" : "") + std::to_string(shape[i].value);
+  return out;
 }
 
 }  // namespace actmem

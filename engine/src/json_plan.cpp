@@ -34,7 +34,8 @@ json timeline_to_json(const Estimate& e, const Timeline& t) {
     for (const auto& ev : s.events) events.push_back(event_json(ev));
     json transients = json::array();
     for (const auto& tr : s.transients)
-      transients.push_back(json{{"name", tr.name}, {"bytes", tr.bytes}, {"when", tr.when}, {"source", tr.source}});
+      transients.push_back(
+          json{{"name", tr.name}, {"bytes", tr.bytes}, {"when", tr.when}, {"source", tr.source}});
     stages.push_back(json{{"stage", s.stage},
                           {"peak_bytes", s.peak_bytes},
                           {"peak_at", s.peak_at},
@@ -80,8 +81,8 @@ json plan_to_json(const Plan& p) {
   for (const auto& pt : p.pareto) pareto.push_back(point_json(pt));
   json offload = json::array();
   for (const auto& pt : p.offload) offload.push_back(point_json(pt));
-  json out = {{"ok", true},       {"budget_bytes", p.budget}, {"found", p.found},
-              {"pareto", pareto}, {"offload_points", offload},       {"evaluated", p.evaluated}};
+  json out = {{"ok", true},       {"budget_bytes", p.budget},  {"found", p.found},
+              {"pareto", pareto}, {"offload_points", offload}, {"evaluated", p.evaluated}};
   if (p.found) {
     out["policy"] = p.best.policy;
     out["offload"] = p.best.offload;
@@ -94,7 +95,10 @@ json plan_to_json(const Plan& p) {
 }
 
 json sweep_to_json(const Sweep& s) {
-  return json{{"ok", true}, {"micro_batches", s.micro_batches}, {"seqs", s.seqs}, {"peak_bytes", s.peak_bytes}};
+  return json{{"ok", true},
+              {"micro_batches", s.micro_batches},
+              {"seqs", s.seqs},
+              {"peak_bytes", s.peak_bytes}};
 }
 
 }  // namespace actmem

@@ -5,18 +5,25 @@ namespace actmem {
 
 const char* schedule_name(Schedule s) {
   switch (s) {
-    case Schedule::kGpipe: return "gpipe";
-    case Schedule::k1F1B: return "1f1b";
-    case Schedule::kInterleaved: return "interleaved";
+    case Schedule::kGpipe:
+      return "gpipe";
+    case Schedule::k1F1B:
+      return "1f1b";
+    case Schedule::kInterleaved:
+      return "interleaved";
   }
   return "?";
 }
 
 bool parse_schedule(const std::string& s, Schedule* out) {
-  if (s == "gpipe") *out = Schedule::kGpipe;
-  else if (s == "1f1b") *out = Schedule::k1F1B;
-  else if (s == "interleaved") *out = Schedule::kInterleaved;
-  else return false;
+  if (s == "gpipe")
+    *out = Schedule::kGpipe;
+  else if (s == "1f1b")
+    *out = Schedule::k1F1B;
+  else if (s == "interleaved")
+    *out = Schedule::kInterleaved;
+  else
+    return false;
   return true;
 }
 
@@ -45,7 +52,8 @@ InFlight max_in_flight(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64
       cur.weight -= w[o.chunk];
     }
     // The first maximum wins; equal weight with more chunks counts as more in flight.
-    if (first || cur.weight > best.weight || (cur.weight == best.weight && cur.chunks > best.chunks)) {
+    if (first || cur.weight > best.weight ||
+        (cur.weight == best.weight && cur.chunks > best.chunks)) {
       best = cur;
       first = false;
     }

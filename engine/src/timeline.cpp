@@ -53,6 +53,16 @@ struct Sim {
   TimelineEvent peak_event;
   std::vector<TimelineEvent>* out = nullptr;
 
+  // An event whose kept/recomputed bytes are given (the per-chunk fast path).
+  void event_at(const EventKey& k, Bytes a, Bytes r, Bytes trans) {
+    const Bytes keep_a = act, keep_r = rec;
+    act = a;
+    rec = r;
+    event(k, trans);
+    act = keep_a;
+    rec = keep_r;
+  }
+
   void event(const EventKey& k, Bytes trans) {
     const Bytes live = stat + act + rec + trans;
     if (live > peak || (peak == 0 && live == 0)) {
@@ -146,63 +156,161 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
     auto global = [&](std::uint32_t chunk, std::uint64_t j) {
       return first_layer[chunk * p + r] + j;
     };
-    for (const PipeOp& op : pipeline_ops(sched, r, p, v, m)) {
-      const std::vector<LayerChoice>& ch = st.chunk_choices[op.chunk];
-      const std::vector<Bytes>& kp = kept[op.chunk];
-      const std::vector<Bytes>& rg = regen[op.chunk];
-      const std::uint64_t n = ch.size();
-      const bool first = r == 0 && op.chunk == 0;
-      const bool last = r == p - 1 && op.chunk == v - 1;
-      if (op.forward) {
-        if (first) s.act += in_bytes;
+    if (!events) {
+      // Peak-only fast path: each chunk's forward and backward reduced to its highest event
+      // (offset from the kept bytes at the op's start), so an op costs O(1). Gives the same
+      // peak and the same peak event as the layer-by-layer loop below (tests/test_timeline.cpp).
+      struct ChunkPeak {
+        Bytes f_act =
+            0;  // kept bytes added before the forward's highest event, plus the full layer
+        std::uint64_t f_j = 0;
+        std::int64_t b_act =
+            0;  // kept-bytes offset at the backward's highest event (≤ 0 unless offload)
+        Bytes b_rec = 0, b_trans = 0;
+        EventKey b_key;
+        Bytes kept_gpu = 0, kept_host = 0;
+      };
+      std::vector<ChunkPeak> cp(v);
+      for (std::uint64_t ci = 0; ci < v; ++ci) {
+        const std::vector<LayerChoice>& ch = st.chunk_choices[ci];
+        const std::vector<Bytes>& kp = kept[ci];
+        const std::vector<Bytes>& rg = regen[ci];
+        const std::uint64_t n = ch.size();
+        ChunkPeak& q = cp[ci];
+        Bytes prefix = 0, best = 0;
+        bool any = false;
         for (std::uint64_t j = 0; j < n; ++j) {
-          // While the layer runs all of its records exist; afterwards only the kept ones stay.
-          s.act += k.full;
-          s.event(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, j), 0}, trans_f);
-          s.act -= k.full;
-          if (off) {
-            s.host += kp[j];
-            s.pcie += kp[j];
-            s.host_peak = std::max(s.host_peak, s.host);
-          } else {
-            s.act += kp[j];
+          const Bytes live = prefix + k.full;
+          if (!any || live > best) best = live, q.f_j = j, any = true;
+          if (off)
+            q.kept_host += kp[j];
+          else
+            prefix += kp[j], q.kept_gpu += kp[j];
+        }
+        q.f_act = best;
+        std::int64_t rel = 0, top = 0;
+        Bytes rec = 0;
+        any = false;
+        auto consider = [&](const EventKey& key, Bytes trans) {
+          const std::int64_t live = rel + static_cast<std::int64_t>(rec + trans);
+          if (!any || live > top) {
+            top = live, any = true;
+            q.b_act = rel, q.b_rec = rec, q.b_trans = trans, q.b_key = key;
           }
-        }
-        if (last) {
-          s.act += out_bytes;
-          s.event(EventKey{Kind::kLossFwd, op.micro_batch, op.chunk, 0, 0}, ws + logits);
-        }
-      } else {
-        if (last) {
-          s.event(EventKey{Kind::kLossBwd, op.micro_batch, op.chunk, 0, 0}, ws + 2 * logits);
-          s.act -= out_bytes;
-        }
+        };
         for (std::uint64_t j = n; j-- > 0;) {
           const LayerChoice cj = ch[j];
           const bool segment = cj == LayerChoice::kCheckpoint || cj == LayerChoice::kRecompute;
           if (segment && (j == n - 1 || ch[j + 1] != LayerChoice::kRecompute)) {
             std::uint64_t s0 = j;
             while (s0 > 0 && ch[s0] == LayerChoice::kRecompute) --s0;
-            for (std::uint64_t i = s0; i <= j; ++i) s.rec += rg[i];
-            s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, s0),
-                             global(op.chunk, j)},
-                    trans_f);
+            for (std::uint64_t i2 = s0; i2 <= j; ++i2) rec += rg[i2];
+            consider(EventKey{Kind::kRecompute, 0, 0, s0, j}, trans_f);
           } else if (!segment && rg[j] > 0) {
-            s.rec += rg[j];
-            s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, j),
-                             global(op.chunk, j)},
-                    trans_f);
+            rec += rg[j];
+            consider(EventKey{Kind::kRecompute, 0, 0, j, j}, trans_f);
           }
-          if (off) {  // the layer's kept tensors come back for its backward
-            s.host -= kp[j];
-            s.pcie += kp[j];
-            s.act += kp[j];
-          }
-          s.event(EventKey{Kind::kBwd, op.micro_batch, op.chunk, global(op.chunk, j), 0}, trans_b);
-          s.act -= kp[j];
-          s.rec -= rg[j];
+          if (off) rel += static_cast<std::int64_t>(kp[j]);
+          consider(EventKey{Kind::kBwd, 0, 0, j, 0}, trans_b);
+          rel -= static_cast<std::int64_t>(kp[j]);
+          rec -= rg[j];
         }
-        if (first) s.act -= in_bytes;
+      }
+      for_each_op(sched, r, p, v, m, [&](const PipeOp& op) {
+        const bool first = r == 0 && op.chunk == 0;
+        const bool last = r == p - 1 && op.chunk == v - 1;
+        const ChunkPeak& q = cp[op.chunk];
+        if (op.forward) {
+          if (first) s.act += in_bytes;
+          s.event_at(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, q.f_j), 0},
+                     s.act + q.f_act, s.rec, trans_f);
+          s.act += q.kept_gpu;
+          s.host += q.kept_host;
+          s.pcie += q.kept_host;
+          s.host_peak = std::max(s.host_peak, s.host);
+          if (last) {
+            s.act += out_bytes;
+            s.event(EventKey{Kind::kLossFwd, op.micro_batch, op.chunk, 0, 0}, ws + logits);
+          }
+        } else {
+          if (last) {
+            s.event(EventKey{Kind::kLossBwd, op.micro_batch, op.chunk, 0, 0}, ws + 2 * logits);
+            s.act -= out_bytes;
+          }
+          EventKey key = q.b_key;
+          key.mb = op.micro_batch;
+          key.chunk = op.chunk;
+          key.lo = global(op.chunk, key.lo);
+          if (key.kind == Kind::kRecompute) key.hi = global(op.chunk, key.hi);
+          s.event_at(key, static_cast<Bytes>(static_cast<std::int64_t>(s.act) + q.b_act), q.b_rec,
+                     q.b_trans);
+          s.host -= q.kept_host;
+          s.pcie += q.kept_host;
+          s.act -= q.kept_gpu;
+          if (first) s.act -= in_bytes;
+        }
+      });
+    } else {
+      for (const PipeOp& op : pipeline_ops(sched, r, p, v, m)) {
+        const std::vector<LayerChoice>& ch = st.chunk_choices[op.chunk];
+        const std::vector<Bytes>& kp = kept[op.chunk];
+        const std::vector<Bytes>& rg = regen[op.chunk];
+        const std::uint64_t n = ch.size();
+        const bool first = r == 0 && op.chunk == 0;
+        const bool last = r == p - 1 && op.chunk == v - 1;
+        if (op.forward) {
+          if (first) s.act += in_bytes;
+          for (std::uint64_t j = 0; j < n; ++j) {
+            // While the layer runs all of its records exist; afterwards only the kept ones stay.
+            s.act += k.full;
+            s.event(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, j), 0},
+                    trans_f);
+            s.act -= k.full;
+            if (off) {
+              s.host += kp[j];
+              s.pcie += kp[j];
+              s.host_peak = std::max(s.host_peak, s.host);
+            } else {
+              s.act += kp[j];
+            }
+          }
+          if (last) {
+            s.act += out_bytes;
+            s.event(EventKey{Kind::kLossFwd, op.micro_batch, op.chunk, 0, 0}, ws + logits);
+          }
+        } else {
+          if (last) {
+            s.event(EventKey{Kind::kLossBwd, op.micro_batch, op.chunk, 0, 0}, ws + 2 * logits);
+            s.act -= out_bytes;
+          }
+          for (std::uint64_t j = n; j-- > 0;) {
+            const LayerChoice cj = ch[j];
+            const bool segment = cj == LayerChoice::kCheckpoint || cj == LayerChoice::kRecompute;
+            if (segment && (j == n - 1 || ch[j + 1] != LayerChoice::kRecompute)) {
+              std::uint64_t s0 = j;
+              while (s0 > 0 && ch[s0] == LayerChoice::kRecompute) --s0;
+              for (std::uint64_t i = s0; i <= j; ++i) s.rec += rg[i];
+              s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, s0),
+                               global(op.chunk, j)},
+                      trans_f);
+            } else if (!segment && rg[j] > 0) {
+              s.rec += rg[j];
+              s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, j),
+                               global(op.chunk, j)},
+                      trans_f);
+            }
+            if (off) {  // the layer's kept tensors come back for its backward
+              s.host -= kp[j];
+              s.pcie += kp[j];
+              s.act += kp[j];
+            }
+            s.event(EventKey{Kind::kBwd, op.micro_batch, op.chunk, global(op.chunk, j), 0},
+                    trans_b);
+            s.act -= kp[j];
+            s.rec -= rg[j];
+          }
+          if (first) s.act -= in_bytes;
+        }
       }
     }
     s.event(EventKey{Kind::kOptimizer, 0, 0, 0, 0}, ws + opt_temp);
@@ -214,7 +322,7 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
     out.at_peak.label = out.peak_at;
     out.host_peak_bytes = s.host_peak;
     out.pcie_bytes = s.pcie;
-    out.transients = named;
+    if (events) out.transients = named;  // the peak-only path skips the per-stage copies
     tl.stages.push_back(std::move(out));
   }
   for (std::size_t i = 1; i < tl.stages.size(); ++i)

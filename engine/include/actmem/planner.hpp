@@ -14,14 +14,15 @@ struct FitResult {
   Bytes budget = 0;
   std::uint64_t max_micro_batch = 0;  // 0: not even one fits
   std::uint64_t max_seq = 0;          // at the configured micro-batch; 0: none fits
-  std::uint64_t seq_step = 1;         // sequences are searched in multiples of this (cp, tp with SP)
+  std::uint64_t seq_step = 1;  // sequences are searched in multiples of this (cp, tp with SP)
 };
 
 // Binary searches over the simulated peak, which is monotonic in micro-batch and sequence length.
 Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget);
 
 struct PlanPoint {
-  std::string policy;  // a recompute string estimate accepts ("selective", "every:4", "layers:KKSCRR")
+  std::string
+      policy;  // a recompute string estimate accepts ("selective", "every:4", "layers:KKSCRR")
   bool offload = false;
   Bytes peak_bytes = 0;
   double recompute_overhead_pct = 0;
@@ -31,8 +32,9 @@ struct PlanPoint {
 struct Plan {
   Bytes budget = 0;
   bool found = false;
-  PlanPoint best;                  // the least extra FLOPs among candidates whose peak fits
-  std::vector<PlanPoint> pareto;   // non-dominated on-GPU (peak, overhead) points, by increasing overhead
+  PlanPoint best;  // the least extra FLOPs among candidates whose peak fits
+  std::vector<PlanPoint>
+      pareto;  // non-dominated on-GPU (peak, overhead) points, by increasing overhead
   std::vector<PlanPoint> offload;  // offload variants (no extra FLOPs; PCIe traffic instead)
   std::uint64_t evaluated = 0;     // candidate policies simulated
 };
@@ -49,7 +51,8 @@ struct Sweep {
   std::vector<std::vector<std::int64_t>> peak_bytes;  // [micro_batch][seq]; -1 where invalid
 };
 
-Result<Sweep> sweep(const ModelSpec& m, const TrainConfig& c, const std::vector<std::uint64_t>& micro_batches,
+Result<Sweep> sweep(const ModelSpec& m, const TrainConfig& c,
+                    const std::vector<std::uint64_t>& micro_batches,
                     const std::vector<std::uint64_t>& seqs);
 
 }  // namespace actmem

@@ -30,7 +30,8 @@ struct PipeOp {
 //   micro-batch k runs chunk (k / p) % v of micro-batch (k / (p v)) p + k % p; backwards visit the
 //   chunks in reverse.
 template <class F>
-void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, std::uint64_t m, F&& f) {
+void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, std::uint64_t m,
+                 F&& f) {
   auto u32 = [](std::uint64_t x) { return static_cast<std::uint32_t>(x); };
   if (s == Schedule::kGpipe) {
     for (std::uint64_t c = 0; c < v; ++c)
