@@ -15,6 +15,12 @@ cmake --preset wasm-test >/dev/null
 cmake --build --preset wasm-test
 ctest --preset wasm-test
 
+echo "== the page: WebAssembly build into dist/, then real-browser tests (Debian's Chromium)"
+cmake --preset wasm >/dev/null
+cmake --build --preset wasm
+(cd tests/web && npm ci --no-audit --no-fund >/dev/null)
+(cd tests/web && node --test page.test.mjs)
+
 echo "== clang-format"
 files=$(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find engine tests bench -name '*.[ch]pp')
 clang-format --dry-run -Werror $files

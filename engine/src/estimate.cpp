@@ -127,7 +127,7 @@ std::optional<Error> apply_recompute(Estimate& e) {
   return std::nullopt;
 }
 
-Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu) {
+Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu, bool explain) {
   Estimate e;
   e.model = m;
   e.config = c_in;
@@ -215,6 +215,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
         "overflow", ck.field(),
         ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
 
+  if (!explain) return e;
   // Explanations, all built from the records and the numbers above.
   using detail::explain_product;
   using detail::explain_records;

@@ -12,7 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kRequestKeys[] = {"command", "preset", "model", "config", "gpu", "sweep"};
+const char* const kRequestKeys[] = {"command", "preset", "model", "config", "gpu", "sweep", "events", "summary"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -30,6 +30,7 @@ json presets_listing() {
       }
       for (const char* k : {"name", "memory_bytes", "title", "seed"})
         if (j.contains(k)) item[k] = j[k];
+      if (std::string(p.kind) == "examples") item["body"] = j;  // small; the page shows its checks
     }
     out[p.kind].push_back(item);
   }
@@ -47,7 +48,7 @@ json evaluate_json(const json& req) {
     if (!known)
       return error_to_json(make_error(
           "unknown_key", it.key(),
-          it.key() + ": unknown request key; allowed: command, preset, model, config, gpu, sweep"));
+          it.key() + ": unknown request key; allowed: command, preset, model, config, gpu, sweep, events, summary"));
   }
   std::string command = "estimate";
   if (req.contains("command"))
@@ -144,12 +145,37 @@ json evaluate_json(const json& req) {
     if (has_gpu) out["budget_bytes"] = gpu.memory_bytes;
     return out;
   }
-  auto est = estimate(mv, c, has_gpu ? &gpu : nullptr);
+  // summary: true answers with the headline numbers only (the page's side-by-side comparisons).
+  bool summary = false;
+  if (req.contains("summary"))
+    if (auto err = detail::read_bool(req["summary"], "summary", &summary)) return error_to_json(*err);
+  auto est = estimate(mv, c, has_gpu ? &gpu : nullptr, !summary && command != "timeline");
   if (!est.ok()) return error_to_json(est.error());
+  if (summary && command == "estimate") {
+    const Estimate& s = est.value();
+    json out = {{"ok", true},
+                {"profile", profile_name(s.config.profile)},
+                {"recompute", recompute_name(s.config.recompute)},
+                {"per_layer", {{"activation_bytes", s.per_layer_kept_bytes}}},
+                {"peak_bytes", s.worst().peak_bytes},
+                {"peak_at", s.worst().peak_at},
+                {"total_bytes", s.worst().total_bytes},
+                {"recompute_overhead_pct", s.recompute_overhead_pct}};
+    if (s.has_gpu) out["fits"] = s.fits, out["headroom_bytes"] = s.headroom_bytes, out["gpu"] = {{"memory_bytes", s.gpu.memory_bytes}};
+    return out;
+  }
   Estimate& e = est.value();
   e.warnings.insert(e.warnings.begin(), warnings.begin(), warnings.end());
   if (command == "timeline") {
-    auto tl = simulate(e, true);
+    // events: "all" (default), "worst" (only the most loaded stage's list: what a chart needs), "none".
+    std::string which = "all";
+    if (req.contains("events"))
+      if (auto err = detail::read_string(req["events"], "events", &which)) return error_to_json(*err);
+    if (which != "all" && which != "worst" && which != "worst_ops" && which != "none")
+      return error_to_json(make_error("invalid_value", "events", "events: '" + which + "' is not allowed; allowed: all, worst, worst_ops, none"));
+    // The estimate already simulated every stage's peak, so it knows the most loaded one.
+    const bool worst = which == "worst" || which == "worst_ops";
+    auto tl = simulate(e, which != "none", worst ? static_cast<std::int64_t>(e.worst_stage) : -1, which == "worst_ops");
     if (!tl.ok()) return error_to_json(tl.error());
     return timeline_to_json(e, tl.value());
   }

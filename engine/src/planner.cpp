@@ -11,7 +11,7 @@ namespace {
 
 // The simulated peak for one config, or an error (invalid combinations are "does not fit").
 Result<Bytes> peak_of(const ModelSpec& m, const TrainConfig& c) {
-  auto e = estimate(m, c, nullptr);
+  auto e = estimate(m, c, nullptr, false);
   if (!e.ok()) return e.error();
   return e.value().worst().peak_bytes;
 }
@@ -51,7 +51,7 @@ std::string pattern_string(const std::vector<LayerChoice>& v) {
 Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
   FitResult f;
   f.budget = budget;
-  auto base = estimate(m, c, nullptr);  // validates the config as given
+  auto base = estimate(m, c, nullptr, false);  // validates the config as given
   if (!base.ok()) return base.error();
   const TrainConfig& norm = base.value().config;
   auto fits = [&](TrainConfig t) {
@@ -76,7 +76,7 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
 }
 
 Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
-  auto base = estimate(m, c, nullptr);
+  auto base = estimate(m, c, nullptr, false);
   if (!base.ok()) return base.error();
   Plan out;
   out.budget = budget;
@@ -205,7 +205,7 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
 Result<Sweep> sweep(const ModelSpec& m, const TrainConfig& c,
                     const std::vector<std::uint64_t>& micro_batches,
                     const std::vector<std::uint64_t>& seqs) {
-  auto base = estimate(m, c, nullptr);
+  auto base = estimate(m, c, nullptr, false);
   if (!base.ok()) return base.error();
   Sweep s;
   s.micro_batches = micro_batches;

@@ -82,7 +82,7 @@ Bytes record_bytes(const std::vector<TensorRecord>& v, const char* id) {
 
 }  // namespace
 
-Result<Timeline> simulate(const Estimate& e, bool events) {
+Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_stage, bool per_op) {
   const TrainConfig& c = e.config;
   const Parallel& par = c.par;
   const std::uint64_t p = par.pp, v = par.vpp, m = c.grad_accum;
@@ -142,6 +142,8 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
     first_layer[mc + 1] = first_layer[mc] + e.stages[mc % p].chunk_sizes[mc / p];
   for (std::uint64_t r = 0; r < p; ++r) {
     const Stage& st = e.stages[r];
+    const bool events = events_all && (only_stage < 0 || static_cast<std::uint64_t>(only_stage) == r);
+    const bool layer_events = events && !per_op;
     std::vector<std::vector<Bytes>> kept(v), regen(v);
     for (std::uint64_t ci = 0; ci < v; ++ci)
       for (LayerChoice cj : st.chunk_choices[ci])
@@ -156,7 +158,7 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
     auto global = [&](std::uint32_t chunk, std::uint64_t j) {
       return first_layer[chunk * p + r] + j;
     };
-    if (!events) {
+    if (!layer_events) {
       // Peak-only fast path: each chunk's forward and backward reduced to its highest event
       // (offset from the kept bytes at the op's start), so an op costs O(1). Gives the same
       // peak and the same peak event as the layer-by-layer loop below (tests/test_timeline.cpp).
@@ -322,7 +324,7 @@ Result<Timeline> simulate(const Estimate& e, bool events) {
     out.at_peak.label = out.peak_at;
     out.host_peak_bytes = s.host_peak;
     out.pcie_bytes = s.pcie;
-    if (events) out.transients = named;  // the peak-only path skips the per-stage copies
+    if (events_all) out.transients = named;  // the peak-only estimate path skips the copies
     tl.stages.push_back(std::move(out));
   }
   for (std::size_t i = 1; i < tl.stages.size(); ++i)

@@ -54,6 +54,9 @@ struct Timeline {
 
 // Simulates every stage of the estimate's configuration. With `events`, each stage's event list
 // is recorded (layer granularity); without, only peaks (the same numbers, less work).
-Result<Timeline> simulate(const Estimate& e, bool events);
+// `only_stage` >= 0 records events for that stage alone (the others take the peak-only path).
+// `per_op` records one event per pipeline op instead of per layer: each op's highest event (the
+// same peak; what a chart needs).
+Result<Timeline> simulate(const Estimate& e, bool events, std::int64_t only_stage = -1, bool per_op = false);
 
 }  // namespace actmem

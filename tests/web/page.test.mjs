@@ -1,0 +1,238 @@
+// Real-browser tests of the page: Debian's Chromium driven by playwright-core, the built dist/
+// served on 127.0.0.1, numbers compared with the native CLI to the byte.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { readFile, mkdir, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { join, extname, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const dist = join(root, 'dist');
+const shots = join(root, 'build', 'screenshots');
+const cli = join(root, 'build', 'native', 'actmem');
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
+let server, base, browser;
+
+before(async () => {
+  server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    if (path === '/embed-host.html') {
+      // A documentation page embedding the calculator, recording the heights it reports.
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<!doctype html><body><iframe id="f" src="/index.html#preset=gpt2&embed=1&theme=dark" width="600" height="200"></iframe>
+        <script>window.heights=[];addEventListener('message',e=>{if(e.data&&e.data.type==='actmem:height'){heights.push(e.data.height);document.getElementById('f').height=e.data.height;}});</script></body>`);
+      return;
+    }
+    try {
+      const body = await readFile(join(dist, path === '/' ? 'index.html' : path));
+      res.writeHead(200, { 'content-type': types[extname(path)] || 'application/octet-stream' });
+      res.end(body);
+    } catch {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}`;
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  await mkdir(shots, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function open(hash, viewport = { width: 1280, height: 900 }) {
+  const page = await browser.newPage({ viewport });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  await page.goto(`${base}/index.html#${hash}`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+  return { page, errors };
+}
+
+function native(args) {
+  return JSON.parse(execFileSync(cli, ['estimate', ...args, '--json'], { encoding: 'utf8' }));
+}
+
+const digits = (s) => s.replace(/[^0-9]/g, '');
+
+test('loads, reaches the ready marker, and shows the verdict without errors', async () => {
+  const { page, errors } = await open('preset=llama-3.1-8b&gpu=h100-80gb&seq=4096&attention=flash&recompute=selective');
+  const verdict = await page.textContent('#verdict');
+  assert.match(verdict, /Fits|Does not fit|Peak/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('displayed numbers equal the native `actmem estimate --json` to the byte', async () => {
+  const cases = [
+    { hash: 'preset=llama-3.1-70b&gpu=h100-80gb&seq=8192&tp=8&sp=1&pp=4&dp=2&zero=1&attention=flash&recompute=selective',
+      args: ['--preset', 'llama-3.1-70b', '--gpu', 'h100-80gb', '--seq', '8192', '--tp', '8', '--sp', '--pp', '4', '--dp', '2', '--zero', '1', '--attention', 'flash', '--recompute', 'selective'] },
+    { hash: 'preset=gpt2&gpu=rtx-4090&seq=1024&micro_batch=8&attention=eager&profile=hf&recompute=none',
+      args: ['--preset', 'gpt2', '--gpu', 'rtx-4090', '--seq', '1024', '--micro-batch', '8', '--attention', 'eager', '--profile', 'hf', '--recompute', 'none'] },
+    { hash: 'preset=mixtral-8x7b&gpu=h200-141gb&seq=4096&tp=2&sp=1&ep=4&dp=4&zero=3&attention=flash&recompute=full&profile=pytorch',
+      args: ['--preset', 'mixtral-8x7b', '--gpu', 'h200-141gb', '--seq', '4096', '--tp', '2', '--sp', '--ep', '4', '--dp', '4', '--zero', '3', '--attention', 'flash', '--recompute', 'full', '--profile', 'pytorch'] },
+  ];
+  for (const c of cases) {
+    const n = native(c.args);
+    const { page } = await open(c.hash);
+    assert.equal(await page.getAttribute('#verdict', 'data-peak'), String(n.peak_bytes), c.hash);
+    assert.equal(digits(await page.textContent('#per-layer-bytes')), String(n.per_layer.activation_bytes), c.hash);
+    for (const t of n.per_layer.tensors) {
+      const cell = await page.textContent(`td[data-tensor="${t.name}"]`);
+      assert.equal(digits(cell), String(t.bytes), `${c.hash} ${t.name}`);
+    }
+    const headroom = await page.textContent('dd[data-key="headroom"]');
+    assert.equal(headroom.replace(/[^0-9-]/g, ''), String(n.headroom_bytes));
+    await page.close();
+  }
+});
+
+test('bad values show the engine\'s field-named message beside the field; the previous result stays', async () => {
+  const { page } = await open('preset=gpt2&gpu=h100-80gb&seq=1024');
+  const before = await page.textContent('#verdict');
+  const cases = [
+    ['#tp', '5', 'config.tp', /does not divide num_attention_heads=12; allowed: 1, 2, 3, 4, 6, 12/],
+    ['#seq', '0', 'config.seq', /positive integer/],
+    ['#micro_batch', '1.5', 'config.micro_batch', /positive integer/],
+    ['#pp', '5', 'config.pp', /not divisible/],
+    ['#recompute', 'sometimes', 'config.recompute', /allowed: none, selective, full/],
+    ['#seq', '4096', 'config.seq', /learned position table/],
+  ];
+  for (const [sel, value, field, message] of cases) {
+    await page.fill(sel, value);
+    const text = await page.textContent(`[data-err="${field}"]`);
+    assert.match(text, message, `${sel}=${value}`);
+    assert.ok(text.includes(field), `${sel}=${value}: the message names ${field}`);
+    assert.equal(await page.getAttribute('body', 'data-state'), 'error');
+    assert.equal(await page.textContent('#verdict'), before, 'the previous result stays visible');
+    await page.fill(sel, { '#tp': '1', '#seq': '1024', '#micro_batch': '1', '#pp': '1', '#recompute': 'selective' }[sel]);
+    assert.equal(await page.getAttribute('body', 'data-state'), 'ok');
+  }
+  await page.close();
+});
+
+test('a pasted Hugging Face config.json is used, and a bad one is reported beside the box', async () => {
+  const { page } = await open('preset=gpt2&seq=1024');
+  await page.click('#custom-model summary');
+  await page.fill('#model-json', JSON.stringify({ model_type: 'llama', hidden_size: 4096, num_attention_heads: 32, num_key_value_heads: 8,
+    num_hidden_layers: 32, intermediate_size: 14336, vocab_size: 128256, rope_theta: 500000.0, torch_dtype: 'bfloat16' }));
+  await page.click('#use-model');
+  assert.match(await page.textContent('dd[data-key="model"]'), /8,030,261,248/);
+  await page.fill('#model-json', '{"model_type": "t5", "d_model": 512}');
+  await page.click('#use-model');
+  assert.match(await page.textContent('[data-err="model"]'), /model\.model_type: 't5' is not a supported architecture/);
+  await page.close();
+});
+
+test('the URL hash reproduces the view in a new page', async () => {
+  const { page } = await open('preset=llama-3.1-8b&gpu=a100-80gb');
+  await page.fill('#seq', '8192');
+  await page.fill('#tp', '2');
+  await page.check('#sp');
+  await page.fill('#recompute', 'every:4');
+  await page.waitForSelector('body[data-state="ok"]');
+  const url = page.url();
+  const peak = await page.getAttribute('#verdict', 'data-peak');
+  const perLayer = await page.textContent('#per-layer-bytes');
+  const fresh = await browser.newPage();
+  await fresh.goto(url);
+  await fresh.waitForSelector('body[data-ready="1"]');
+  assert.equal(await fresh.getAttribute('#verdict', 'data-peak'), peak);
+  assert.equal(await fresh.textContent('#per-layer-bytes'), perLayer);
+  assert.equal(await fresh.inputValue('#recompute'), 'every:4');
+  assert.ok(await fresh.isChecked('#sp'));
+  await fresh.close();
+  await page.close();
+});
+
+test('markup injected through the hash is shown as text, never parsed', async () => {
+  const evil = encodeURIComponent('<img src=x onerror="window.pwned=1">');
+  const page = await browser.newPage();
+  await page.goto(`${base}/index.html#preset=${evil}`);
+  await page.waitForSelector('body[data-state="error"]');
+  const msg = await page.textContent('[data-err="preset"]');
+  assert.ok(msg.includes('<img src=x onerror="window.pwned=1">'), msg);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('img').length), 0);
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  const csp = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
+  assert.match(csp, /script-src 'self' 'wasm-unsafe-eval'/);
+  await page.close();
+});
+
+test('the single-file build works from file://', async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(pathToFileURL(join(dist, 'actmem.html')).href + '#preset=gpt2&seq=1024&gpu=rtx-4090');
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+  const n = native(['--preset', 'gpt2', '--seq', '1024', '--gpu', 'rtx-4090', '--attention', 'flash', '--recompute', 'selective']);
+  assert.equal(await page.getAttribute('#verdict', 'data-peak'), String(n.peak_bytes));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('embed mode inside an iframe reports its height to the parent', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${base}/embed-host.html`);
+  await page.waitForFunction(() => window.heights.length > 0, null, { timeout: 30000 });
+  const heights = await page.evaluate(() => window.heights);
+  assert.ok(heights.at(-1) > 100, `height ${heights.at(-1)}`);
+  const frame = page.frames().find((f) => f.url().includes('embed=1'));
+  assert.equal(await frame.evaluate(() => document.body.classList.contains('embed')), true);
+  assert.equal(await frame.isVisible('#inputs'), false);
+  await page.screenshot({ path: join(shots, 'embed.png') });
+  await page.close();
+});
+
+test('worked examples load with one click and show the seed\'s number beside the engine\'s', async () => {
+  const { page } = await open('preset=gpt2&seq=1024');
+  await page.selectOption('#example', 'seed000-70b-layer-table');
+  await page.waitForSelector('#example-panel:not([hidden])');
+  const cell = await page.textContent('td[data-quantity="per_layer.activation_bytes"]');
+  assert.equal(digits(cell), '4462739456');
+  assert.match(await page.textContent('#example-checks'), /~4\.5 GB/);
+  await page.close();
+});
+
+test('light and dark screenshots, and a 360 px wide one', async () => {
+  for (const theme of ['light', 'dark']) {
+    const { page } = await open(`preset=llama-3.1-70b&gpu=h100-80gb&seq=8192&tp=8&sp=1&pp=4&attention=flash&recompute=selective&theme=${theme}`);
+    await page.screenshot({ path: join(shots, `${theme}.png`), fullPage: true });
+    await page.close();
+  }
+  const { page } = await open('preset=llama-3.1-8b&gpu=h100-80gb&theme=light', { width: 360, height: 800 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await page.screenshot({ path: join(shots, 'narrow-360.png'), fullPage: true });
+  assert.ok(overflow <= 1, `horizontal overflow ${overflow}px at 360 px`);
+  await page.close();
+});
+
+test('speed: input change to every panel redrawn, 405B with PP (recorded, not asserted)', async () => {
+  const split = '7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7';
+  const { page } = await open(`preset=llama-3.1-405b&gpu=h100-80gb&seq=8192&tp=8&sp=1&pp=16&vpp=2&micro_batches=64&layer_split=${split}&dp=8&zero=1&attention=flash&recompute=selective`);
+  const all = [], main = [];
+  for (const b of ['2', '1', '2', '1', '2']) {
+    await page.evaluate(() => { document.body.dataset.ready = '0'; });
+    await page.fill('#micro_batch', b);
+    await page.waitForSelector('body[data-ready="1"]');
+    all.push(Number(await page.getAttribute('body', 'data-render-ms')));
+    main.push(Number(await page.getAttribute('body', 'data-main-ms')));
+  }
+  const record = { when: new Date().toISOString(), main_panels_ms: main, all_panels_ms: all };
+  await writeFile(join(root, 'build', 'page-speed.json'), JSON.stringify(record, null, 2));
+  console.log(`# page update, 405B pp=16 vpp=2: main panels ${main.map((x) => x.toFixed(1)).join(', ')} ms; ` +
+    `all panels incl. planner, fit and sweep ${all.map((x) => x.toFixed(1)).join(', ')} ms`);
+  await page.close();
+});
