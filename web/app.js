@@ -25,6 +25,8 @@
     return e;
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  // Charts are drawn in CSS pixels of their current width, so text keeps its size.
+  const width = (svg) => Math.max(280, Math.round(svg.getBoundingClientRect().width) || 600);
   function fmtBytes(b) {
     if (b === undefined || b === null || b < 0) return '—';
     const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
@@ -190,9 +192,8 @@
     const scale = Math.max(total, gpu) || 1;
     const svg = $('bar');
     clear(svg);
-    const W = 1000, H = 120;
+    const W = width(svg), H = 120;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-    svg.setAttribute('preserveAspectRatio', 'none');
     let x = 0;
     for (const [cls, name, bytes] of parts) {
       if (bytes <= 0) continue;
@@ -205,7 +206,7 @@
     if (gpu) {
       const gx = (gpu / scale) * W;
       svg.appendChild(svgEl('line', { x1: gx, x2: gx, y1: 8, y2: 104, class: 'gpu-line' }));
-      const t = svgEl('text', { x: Math.min(gx + 4, W - 120), y: 116 });
+      const t = svgEl('text', { x: Math.max(4, Math.min(gx + 4, W - 110)), y: 116 });
       t.textContent = 'GPU ' + fmtBytes(gpu);
       svg.appendChild(t);
     }
@@ -266,9 +267,8 @@
     clear(svg);
     const stage = tl.stages[tl.peak_stage];
     const ev = stage.events;
-    const W = 1000, H = 220, pad = 28;
+    const W = width(svg), H = 220, pad = 28;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-    svg.setAttribute('preserveAspectRatio', 'none');
     if (!ev.length) return;
     const max = Math.max(...ev.map((e) => e.live_bytes), 1);
     const min = Math.min(stage.static_bytes, ...ev.map((e) => e.live_bytes));
@@ -361,9 +361,8 @@
     const svg = $('heatmap');
     clear(svg);
     if (!sw.ok) return;
-    const W = 1000, H = 120, left = 40, top = 4, cw = (W - left) / ss.length, ch = (H - top - 16) / bs.length;
+    const W = width(svg), H = 120, left = 40, top = 4, cw = (W - left) / ss.length, ch = (H - top - 16) / bs.length;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-    svg.setAttribute('preserveAspectRatio', 'none');
     const budget = est.gpu ? est.gpu.memory_bytes : Math.max(...sw.peak_bytes.flat());
     sw.peak_bytes.forEach((row, i) => {
       const yl = svgEl('text', { x: 2, y: top + i * ch + ch / 2 + 4 });
@@ -379,7 +378,7 @@
       });
     });
     ss.forEach((s, j) => {
-      const t = svgEl('text', { x: left + j * cw + cw / 2 - 14, y: H - 2 });
+      const t = svgEl('text', { x: left + j * cw + cw / 2 - 18, y: H - 2 });
       t.textContent = 's=' + s;
       svg.appendChild(t);
     });
