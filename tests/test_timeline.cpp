@@ -351,9 +351,14 @@ TEST_CASE(
   CHECK(std::abs(f["recompute_overhead_pct"].get<double>() - 32.05128205128205) < 1e-9);
 }
 
-TEST_CASE("Per-op events (the page's chart): one event per pipeline op, whose maximum is the stage's peak", "[timeline][fast-path]") {
-  const json cfg = {{"recompute", "every:2"}, {"pp", 4}, {"vpp", 2}, {"micro_batches", 8}, {"seq", 1024}};
-  const json r = run(json{{"command", "timeline"}, {"preset", "llama-2-7b"}, {"config", cfg}, {"events", "worst_ops"}});
+TEST_CASE(
+    "Per-op events (the page's chart): one event per pipeline op, whose maximum is the stage's "
+    "peak",
+    "[timeline][fast-path]") {
+  const json cfg = {
+      {"recompute", "every:2"}, {"pp", 4}, {"vpp", 2}, {"micro_batches", 8}, {"seq", 1024}};
+  const json r = run(json{
+      {"command", "timeline"}, {"preset", "llama-2-7b"}, {"config", cfg}, {"events", "worst_ops"}});
   const json& w = r["stages"][static_cast<std::size_t>(u(r["peak_stage"]))];
   std::uint64_t top = 0;
   for (const auto& ev : w["events"]) top = std::max(top, u(ev["live_bytes"]));

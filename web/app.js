@@ -263,43 +263,52 @@
   }
 
   function drawTimeline(tl) {
+    // One line per pipeline stage (highest event of each op), on common axes; the most loaded
+    // stage is drawn last and bold, its peak marked, its recompute events shaded.
     const svg = $('timeline');
     clear(svg);
-    const stage = tl.stages[tl.peak_stage];
-    const ev = stage.events;
     const W = width(svg), H = 220, pad = 28;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-    if (!ev.length) return;
-    const max = Math.max(...ev.map((e) => e.live_bytes), 1);
-    const min = Math.min(stage.static_bytes, ...ev.map((e) => e.live_bytes));
-    const X = (i) => pad + (i / Math.max(ev.length - 1, 1)) * (W - pad - 4);
+    const worst = tl.stages[tl.peak_stage];
+    if (!worst.events.length) return;
+    let max = 1, min = Infinity, longest = 1;
+    for (const st of tl.stages) {
+      for (const e of st.events) max = Math.max(max, e.live_bytes);
+      min = Math.min(min, st.static_bytes);
+      longest = Math.max(longest, st.events.length);
+    }
+    const X = (i, n) => pad + (i / Math.max(n - 1, 1)) * (W - pad - 4);
     const Y = (b) => H - pad - ((b - min) / Math.max(max - min, 1)) * (H - 2 * pad);
     svg.appendChild(svgEl('line', { x1: pad, x2: W, y1: H - pad, y2: H - pad, class: 'axis' }));
-    // Shade recompute events.
+    const ev = worst.events;
     ev.forEach((e, i) => {
-      if (e.recompute > 0) svg.appendChild(svgEl('rect', { x: X(i) - 1, y: pad, width: Math.max((W - pad) / ev.length, 2), height: H - 2 * pad, class: 'recompute-band' }));
+      if (e.recompute > 0) svg.appendChild(svgEl('rect', { x: X(i, ev.length) - 1, y: pad, width: Math.max((W - pad) / ev.length, 2), height: H - 2 * pad, class: 'recompute-band' }));
     });
-    const step = Math.max(1, Math.floor(ev.length / 2000));  // keep the path light for huge runs
-    const pts = [];
-    for (let i = 0; i < ev.length; i += step) pts.push(X(i).toFixed(1) + ',' + Y(ev[i].live_bytes).toFixed(1));
-    pts.push(X(ev.length - 1).toFixed(1) + ',' + Y(ev[ev.length - 1].live_bytes).toFixed(1));
-    svg.appendChild(svgEl('polyline', { points: pts.join(' '), class: 'live' }));
-    const pi = ev.findIndex((e) => e.label === stage.peak_at);
+    const order = tl.stages.filter((s) => s !== worst).concat([worst]);
+    for (const st of order) {
+      if (!st.events.length) continue;
+      const pts = st.events.map((e, i) => X(i, st.events.length).toFixed(1) + ',' + Y(e.live_bytes).toFixed(1));
+      const line = svgEl('polyline', { points: pts.join(' '), class: 'live' + (st === worst ? '' : ' other') });
+      tooltip(line, 'stage ' + st.stage + ': peak ' + commas(st.peak_bytes) + ' B at ' + st.peak_at);
+      svg.appendChild(line);
+    }
+    const pi = ev.findIndex((e) => e.label === worst.peak_at);
     if (pi >= 0) {
-      const dot = svgEl('circle', { cx: X(pi), cy: Y(ev[pi].live_bytes), r: 5, class: 'peak-dot' });
-      tooltip(dot, 'peak ' + commas(stage.peak_bytes) + ' B at ' + stage.peak_at);
+      const dot = svgEl('circle', { cx: X(pi, ev.length), cy: Y(ev[pi].live_bytes), r: 5, class: 'peak-dot' });
+      tooltip(dot, 'peak ' + commas(worst.peak_bytes) + ' B at ' + worst.peak_at);
       svg.appendChild(dot);
     }
     const lab = svgEl('text', { x: pad, y: 14 });
-    lab.textContent = 'stage ' + stage.stage + ': ' + fmtBytes(max) + ' peak at ' + stage.peak_at + ' (highest event of each of ' + ev.length + ' ops; recompute shaded)';
+    lab.textContent = 'stage ' + worst.stage + ' (bold): ' + fmtBytes(worst.peak_bytes) + ' peak at ' + worst.peak_at +
+      (tl.stages.length > 1 ? '; ' + (tl.stages.length - 1) + ' other stages faint' : '') + '; recompute shaded';
     svg.appendChild(lab);
     const low = svgEl('text', { x: pad, y: H - 8 });
-    low.textContent = fmtBytes(min) + ' (static) → forward, loss, recompute and backward events →';
+    low.textContent = fmtBytes(min) + ' (static) → the highest event of each forward, loss and backward op →';
     svg.appendChild(low);
     $('timeline-note').textContent = '(' + tl.schedule + ', ' + tl.micro_batches + ' micro-batches, recompute overhead ' + pct(tl.recompute_overhead_pct) + ')';
     const sp = $('stage-peaks');
     clear(sp);
-    if (tl.stages.length > 1) for (const s of tl.stages) sp.appendChild(el('span', 'stage ' + s.stage + ': ' + fmtBytes(s.peak_bytes)));
+    if (tl.stages.length > 1) for (const s of tl.stages) sp.appendChild(el('span', 'stage ' + s.stage + ': ' + fmtBytes(s.peak_bytes) + ' at ' + s.peak_at));
   }
 
   function drawKv(est) {
@@ -431,7 +440,9 @@
       writeHash();
       return;  // the previous result stays visible
     }
-    const tl = call({ ...req, command: 'timeline', events: 'worst_ops' });
+    const tl = call({ ...req, command: 'timeline', events: 'all_ops', compact_events: true });
+    for (const st of tl.stages)
+      st.events = st.events.map((a) => ({ label: a[0], live_bytes: a[1], activations: a[2], recompute: a[3], transients: a[4] }));
     document.body.dataset.state = 'ok';
     lastGood = { req, est, tl };
     drawSummary(est, tl);

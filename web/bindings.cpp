@@ -7,7 +7,9 @@
 
 namespace {
 
-std::string evaluate_request(const std::string& request) { return actmem::evaluate(request); }
+std::string evaluate_request(const std::string& request) {
+  return actmem::evaluate(request);
+}
 
 }  // namespace
 

@@ -127,7 +127,8 @@ std::optional<Error> apply_recompute(Estimate& e) {
   return std::nullopt;
 }
 
-Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu, bool explain) {
+Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu,
+                          bool explain) {
   Estimate e;
   e.model = m;
   e.config = c_in;

@@ -12,7 +12,8 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kRequestKeys[] = {"command", "preset", "model", "config", "gpu", "sweep", "events", "summary"};
+const char* const kRequestKeys[] = {"command", "preset", "model",   "config",        "gpu",
+                                    "sweep",   "events", "summary", "compact_events"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -46,9 +47,10 @@ json evaluate_json(const json& req) {
     bool known = false;
     for (const char* k : kRequestKeys) known = known || it.key() == k;
     if (!known)
-      return error_to_json(make_error(
-          "unknown_key", it.key(),
-          it.key() + ": unknown request key; allowed: command, preset, model, config, gpu, sweep, events, summary"));
+      return error_to_json(
+          make_error("unknown_key", it.key(),
+                     it.key() + ": unknown request key; allowed: command, preset, "
+                                "model, config, gpu, sweep, events, summary, compact_events"));
   }
   std::string command = "estimate";
   if (req.contains("command"))
@@ -148,7 +150,8 @@ json evaluate_json(const json& req) {
   // summary: true answers with the headline numbers only (the page's side-by-side comparisons).
   bool summary = false;
   if (req.contains("summary"))
-    if (auto err = detail::read_bool(req["summary"], "summary", &summary)) return error_to_json(*err);
+    if (auto err = detail::read_bool(req["summary"], "summary", &summary))
+      return error_to_json(*err);
   auto est = estimate(mv, c, has_gpu ? &gpu : nullptr, !summary && command != "timeline");
   if (!est.ok()) return error_to_json(est.error());
   if (summary && command == "estimate") {
@@ -161,23 +164,36 @@ json evaluate_json(const json& req) {
                 {"peak_at", s.worst().peak_at},
                 {"total_bytes", s.worst().total_bytes},
                 {"recompute_overhead_pct", s.recompute_overhead_pct}};
-    if (s.has_gpu) out["fits"] = s.fits, out["headroom_bytes"] = s.headroom_bytes, out["gpu"] = {{"memory_bytes", s.gpu.memory_bytes}};
+    if (s.has_gpu)
+      out["fits"] = s.fits, out["headroom_bytes"] = s.headroom_bytes,
+      out["gpu"] = {{"memory_bytes", s.gpu.memory_bytes}};
     return out;
   }
   Estimate& e = est.value();
   e.warnings.insert(e.warnings.begin(), warnings.begin(), warnings.end());
   if (command == "timeline") {
-    // events: "all" (default), "worst" (only the most loaded stage's list: what a chart needs), "none".
+    // events: "all" (default), "worst" (only the most loaded stage's list: what a chart needs),
+    // "none".
     std::string which = "all";
     if (req.contains("events"))
-      if (auto err = detail::read_string(req["events"], "events", &which)) return error_to_json(*err);
-    if (which != "all" && which != "worst" && which != "worst_ops" && which != "none")
-      return error_to_json(make_error("invalid_value", "events", "events: '" + which + "' is not allowed; allowed: all, worst, worst_ops, none"));
+      if (auto err = detail::read_string(req["events"], "events", &which))
+        return error_to_json(*err);
+    if (which != "all" && which != "worst" && which != "worst_ops" && which != "all_ops" &&
+        which != "none")
+      return error_to_json(make_error(
+          "invalid_value", "events",
+          "events: '" + which + "' is not allowed; allowed: all, all_ops, worst, worst_ops, none"));
     // The estimate already simulated every stage's peak, so it knows the most loaded one.
     const bool worst = which == "worst" || which == "worst_ops";
-    auto tl = simulate(e, which != "none", worst ? static_cast<std::int64_t>(e.worst_stage) : -1, which == "worst_ops");
+    const bool per_op = which == "worst_ops" || which == "all_ops";
+    auto tl =
+        simulate(e, which != "none", worst ? static_cast<std::int64_t>(e.worst_stage) : -1, per_op);
     if (!tl.ok()) return error_to_json(tl.error());
-    return timeline_to_json(e, tl.value());
+    bool compact = false;
+    if (req.contains("compact_events"))
+      if (auto err = detail::read_bool(req["compact_events"], "compact_events", &compact))
+        return error_to_json(*err);
+    return timeline_to_json(e, tl.value(), compact);
   }
   return estimate_to_json(e);
 }

@@ -58,7 +58,8 @@ std::string shape_symbol(const std::vector<Dim>& shape) {
 
 std::string shape_values(const std::vector<Dim>& shape) {
   std::string out;
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? "·" : "") + std::to_string(shape[i].value);
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    out += (i ? "·" : "") + std::to_string(shape[i].value);
   return out;
 }
 

@@ -27,11 +27,14 @@ json point_json(const PlanPoint& p) {
 
 }  // namespace
 
-json timeline_to_json(const Estimate& e, const Timeline& t) {
+json timeline_to_json(const Estimate& e, const Timeline& t, bool compact) {
   json stages = json::array();
   for (const StageTimeline& s : t.stages) {
     json events = json::array();
-    for (const auto& ev : s.events) events.push_back(event_json(ev));
+    for (const auto& ev : s.events)
+      events.push_back(
+          compact ? json::array({ev.label, ev.live, ev.activations, ev.recompute, ev.transients})
+                  : event_json(ev));
     json transients = json::array();
     for (const auto& tr : s.transients)
       transients.push_back(

@@ -82,7 +82,8 @@ Bytes record_bytes(const std::vector<TensorRecord>& v, const char* id) {
 
 }  // namespace
 
-Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_stage, bool per_op) {
+Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_stage,
+                          bool per_op) {
   const TrainConfig& c = e.config;
   const Parallel& par = c.par;
   const std::uint64_t p = par.pp, v = par.vpp, m = c.grad_accum;
@@ -142,7 +143,8 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
     first_layer[mc + 1] = first_layer[mc] + e.stages[mc % p].chunk_sizes[mc / p];
   for (std::uint64_t r = 0; r < p; ++r) {
     const Stage& st = e.stages[r];
-    const bool events = events_all && (only_stage < 0 || static_cast<std::uint64_t>(only_stage) == r);
+    const bool events =
+        events_all && (only_stage < 0 || static_cast<std::uint64_t>(only_stage) == r);
     const bool layer_events = events && !per_op;
     std::vector<std::vector<Bytes>> kept(v), regen(v);
     for (std::uint64_t ci = 0; ci < v; ++ci)

@@ -96,7 +96,8 @@ struct Estimate {
 
 // Validates the model and config (field-named errors) and computes everything.
 // `explain` = false skips writing the explanation strings (the planner's and sweeps' inner loops).
-Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c, const GpuSpec* gpu, bool explain = true);
+Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c, const GpuSpec* gpu,
+                          bool explain = true);
 
 // Re-derives everything that depends on config.recompute (per-layer choices, kept activations,
 // the simulated peak, fits) on an estimate whose model, config and static memory are already

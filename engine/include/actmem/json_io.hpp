@@ -34,7 +34,9 @@ Result<GpuSpec> gpu_preset(const std::string& id);
 
 nlohmann::json estimate_to_json(const Estimate& e);
 nlohmann::json error_to_json(const Error& e);
-nlohmann::json timeline_to_json(const Estimate& e, const struct Timeline& t);
+// compact: each event as [label, live_bytes, activations, recompute, transients] (the page's
+// chart).
+nlohmann::json timeline_to_json(const Estimate& e, const struct Timeline& t, bool compact = false);
 nlohmann::json fit_to_json(const struct FitResult& f);
 nlohmann::json plan_to_json(const struct Plan& p);
 nlohmann::json sweep_to_json(const struct Sweep& s);

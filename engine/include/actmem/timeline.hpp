@@ -57,6 +57,7 @@ struct Timeline {
 // `only_stage` >= 0 records events for that stage alone (the others take the peak-only path).
 // `per_op` records one event per pipeline op instead of per layer: each op's highest event (the
 // same peak; what a chart needs).
-Result<Timeline> simulate(const Estimate& e, bool events, std::int64_t only_stage = -1, bool per_op = false);
+Result<Timeline> simulate(const Estimate& e, bool events, std::int64_t only_stage = -1,
+                          bool per_op = false);
 
 }  // namespace actmem
