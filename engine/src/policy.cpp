@@ -135,24 +135,32 @@ std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, LayerCh
   return out;
 }
 
+bool regenerates_before(const std::vector<LayerChoice>& chunk, const std::vector<Bytes>& regen,
+                        std::size_t j, std::size_t* first) {
+  const LayerChoice c = chunk[j];
+  if (c == LayerChoice::kCheckpoint || c == LayerChoice::kRecompute) {
+    if (j + 1 < chunk.size() && chunk[j + 1] == LayerChoice::kRecompute)
+      return false;  // not the top
+    std::size_t s0 = j;
+    while (s0 > 0 && chunk[s0] == LayerChoice::kRecompute) --s0;
+    *first = s0;
+    return true;
+  }
+  *first = j;
+  return regen[j] > 0;
+}
+
 Bytes max_regen_alive(const std::vector<LayerChoice>& chunk, const LayerCosts& k) {
-  Bytes best = 0;
-  const std::size_t n = chunk.size();
-  std::size_t j = n;
-  while (j-- > 0) {
-    const LayerChoice c = chunk[j];
-    if (c == LayerChoice::kCheckpoint || c == LayerChoice::kRecompute) {
-      // Segment [s0 .. j]: everything from its checkpoint up to j is regenerated at once.
-      std::size_t s0 = j;
-      while (s0 > 0 && chunk[s0] == LayerChoice::kRecompute) --s0;
-      Bytes seg = 0;
-      for (std::size_t i = s0; i <= j; ++i) seg += regen_bytes(chunk[i], k);
-      best = std::max(best, seg);
-      j = s0;
-      if (j == 0) break;
-      continue;
-    }
-    best = std::max(best, regen_bytes(c, k));
+  // Walk the chunk's backward as the timeline does: regenerate, run the layer, free it.
+  std::vector<Bytes> regen;
+  for (LayerChoice c : chunk) regen.push_back(regen_bytes(c, k));
+  Bytes alive = 0, best = 0;
+  for (std::size_t j = chunk.size(); j-- > 0;) {
+    std::size_t first = 0;
+    if (regenerates_before(chunk, regen, j, &first))
+      for (std::size_t i = first; i <= j; ++i) alive += regen[i];
+    best = std::max(best, alive);
+    alive -= regen[j];
   }
   return best;
 }

@@ -160,6 +160,16 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
     auto global = [&](std::uint32_t chunk, std::uint64_t j) {
       return first_layer[chunk * p + r] + j;
     };
+    // The last stage's loss: the output-layer records join the kept bytes with the fp32 logits
+    // buffer; its backward adds their gradient, then the output layer is freed.
+    auto loss_forward = [&](const PipeOp& op) {
+      s.act += out_bytes;
+      s.event(EventKey{Kind::kLossFwd, op.micro_batch, op.chunk, 0, 0}, ws + logits);
+    };
+    auto loss_backward = [&](const PipeOp& op) {
+      s.event(EventKey{Kind::kLossBwd, op.micro_batch, op.chunk, 0, 0}, ws + 2 * logits);
+      s.act -= out_bytes;
+    };
     if (!layer_events) {
       // Peak-only fast path: each chunk's forward and backward reduced to its highest event
       // (offset from the kept bytes at the op's start), so an op costs O(1). Gives the same
@@ -203,16 +213,10 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
           }
         };
         for (std::uint64_t j = n; j-- > 0;) {
-          const LayerChoice cj = ch[j];
-          const bool segment = cj == LayerChoice::kCheckpoint || cj == LayerChoice::kRecompute;
-          if (segment && (j == n - 1 || ch[j + 1] != LayerChoice::kRecompute)) {
-            std::uint64_t s0 = j;
-            while (s0 > 0 && ch[s0] == LayerChoice::kRecompute) --s0;
-            for (std::uint64_t i2 = s0; i2 <= j; ++i2) rec += rg[i2];
+          std::size_t s0 = 0;
+          if (regenerates_before(ch, rg, j, &s0)) {
+            for (std::size_t i2 = s0; i2 <= j; ++i2) rec += rg[i2];
             consider(EventKey{Kind::kRecompute, 0, 0, s0, j}, trans_f);
-          } else if (!segment && rg[j] > 0) {
-            rec += rg[j];
-            consider(EventKey{Kind::kRecompute, 0, 0, j, j}, trans_f);
           }
           if (off) rel += static_cast<std::int64_t>(kp[j]);
           consider(EventKey{Kind::kBwd, 0, 0, j, 0}, trans_b);
@@ -232,15 +236,9 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
           s.host += q.kept_host;
           s.pcie += q.kept_host;
           s.host_peak = std::max(s.host_peak, s.host);
-          if (last) {
-            s.act += out_bytes;
-            s.event(EventKey{Kind::kLossFwd, op.micro_batch, op.chunk, 0, 0}, ws + logits);
-          }
+          if (last) loss_forward(op);
         } else {
-          if (last) {
-            s.event(EventKey{Kind::kLossBwd, op.micro_batch, op.chunk, 0, 0}, ws + 2 * logits);
-            s.act -= out_bytes;
-          }
+          if (last) loss_backward(op);
           EventKey key = q.b_key;
           key.mb = op.micro_batch;
           key.chunk = op.chunk;
@@ -278,28 +276,14 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
               s.act += kp[j];
             }
           }
-          if (last) {
-            s.act += out_bytes;
-            s.event(EventKey{Kind::kLossFwd, op.micro_batch, op.chunk, 0, 0}, ws + logits);
-          }
+          if (last) loss_forward(op);
         } else {
-          if (last) {
-            s.event(EventKey{Kind::kLossBwd, op.micro_batch, op.chunk, 0, 0}, ws + 2 * logits);
-            s.act -= out_bytes;
-          }
+          if (last) loss_backward(op);
           for (std::uint64_t j = n; j-- > 0;) {
-            const LayerChoice cj = ch[j];
-            const bool segment = cj == LayerChoice::kCheckpoint || cj == LayerChoice::kRecompute;
-            if (segment && (j == n - 1 || ch[j + 1] != LayerChoice::kRecompute)) {
-              std::uint64_t s0 = j;
-              while (s0 > 0 && ch[s0] == LayerChoice::kRecompute) --s0;
-              for (std::uint64_t i = s0; i <= j; ++i) s.rec += rg[i];
+            std::size_t s0 = 0;
+            if (regenerates_before(ch, rg, j, &s0)) {
+              for (std::size_t i = s0; i <= j; ++i) s.rec += rg[i];
               s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, s0),
-                               global(op.chunk, j)},
-                      trans_f);
-            } else if (!segment && rg[j] > 0) {
-              s.rec += rg[j];
-              s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, j),
                                global(op.chunk, j)},
                       trans_f);
             }
