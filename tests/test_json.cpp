@@ -105,6 +105,16 @@ TEST_CASE("Bad input: each error names the field and what is allowed", "[json][e
        "missing_key", "model.hidden_size", "required"},
       {R"({"model": [1, 2]})", "wrong_type", "model", "JSON object"},
       {R"({"preset": "gpt2", "extra": 1})", "unknown_key", "extra", "allowed: command"},
+      // Work bounds: no input may stall the engine.
+      {R"({"preset": "gpt2", "config": {"seq": 512, "pp": 12, "micro_batches": 100000}})",
+       "invalid_value", "config.micro_batches", "pipeline ops"},
+      {R"({"command": "timeline", "preset": "llama-3.1-8b", "config": {"micro_batches": 70000}})",
+       "invalid_value", "events", "use all_ops or worst_ops"},
+      {R"({"command": "plan", "model": {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1100,
+           "vocab_size": 10, "intermediate_size": 128}, "config": {"gpu": "h100-80gb"}})",
+       "invalid_value", "config.pp", "at most 1024 layers"},
+      {R"({"command": "sweep", "preset": "gpt2", "sweep": {"seqs": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}})",
+       "wrong_type", "sweep.seqs", "1 to 16"},
   };
   for (const auto& c : cases) {
     INFO(c.request);

@@ -128,9 +128,9 @@ json evaluate_json(const json& req) {
         if (!sw.contains(key)) continue;
         const json& a = sw[key];
         const std::string field = std::string("sweep.") + key;
-        if (!a.is_array() || a.empty() || a.size() > 64)
+        if (!a.is_array() || a.empty() || a.size() > 16)
           return error_to_json(make_error(
-              "wrong_type", field, field + ": must be an array of 1 to 64 positive integers"));
+              "wrong_type", field, field + ": must be an array of 1 to 16 positive integers"));
         std::vector<std::uint64_t>& dst = std::string(key) == "seqs" ? ss : bs;
         dst.clear();
         for (std::size_t i = 0; i < a.size(); ++i) {
@@ -186,6 +186,13 @@ json evaluate_json(const json& req) {
     // The estimate already simulated every stage's peak, so it knows the most loaded one.
     const bool worst = which == "worst" || which == "worst_ops";
     const bool per_op = which == "worst_ops" || which == "all_ops";
+    // Layer-level events for every stage: 2 per layer per micro-batch; bound the response size.
+    const std::uint64_t layer_events = 2 * e.config.grad_accum * e.model.layers;
+    if (!per_op && which != "none" && layer_events > (std::uint64_t{1} << 22))
+      return error_to_json(
+          make_error("invalid_value", "events",
+                     "events: '" + which + "' would record " + std::to_string(layer_events) +
+                         " layer events (more than 4,194,304); use all_ops or worst_ops"));
     auto tl =
         simulate(e, which != "none", worst ? static_cast<std::int64_t>(e.worst_stage) : -1, per_op);
     if (!tl.ok()) return error_to_json(tl.error());

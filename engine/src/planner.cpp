@@ -78,6 +78,18 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
 Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
   auto base = estimate(m, c, nullptr, false);
   if (!base.ok()) return base.error();
+  // The per-layer search runs O(n log n) simulations of the step for a chunk of n layers; bound
+  // n times the pipeline ops per simulation so that no input can stall the planner.
+  const std::uint64_t n_layers = base.value().stages[0].chunk_layers;
+  const Parallel& par = base.value().config.par;
+  const std::uint64_t work = n_layers * par.pp * par.vpp * base.value().config.grad_accum;
+  if (n_layers > 1024 || work > (std::uint64_t{1} << 22))
+    return make_error("invalid_value", "config.pp",
+                      "config.pp: plan searches per-layer patterns of at most 1024 layers per "
+                      "pipeline chunk, with "
+                      "layers x pp x vpp x micro-batches at most 4,194,304; this config has " +
+                          std::to_string(n_layers) + " layers per chunk and " +
+                          std::to_string(work) + " (raise pp or vpp, or use fewer micro-batches)");
   Plan out;
   out.budget = budget;
   Estimate e = base.value();

@@ -103,6 +103,19 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.grad_accum", std::to_string(c.grad_accum) +
                                         " micro-batches is more than the supported " +
                                         std::to_string(kMaxLayers * 64));
+  // Every estimate simulates each stage's op sequence; bound the work so no input can stall the
+  // engine (real runs: pp=64, vpp=8, 1024 micro-batches is 524,288).
+  {
+    const std::uint64_t mb = c.grad_accum ? c.grad_accum : (p.vpp > 1 ? 2 * p.pp : p.pp);
+    std::uint64_t ops = 0;
+    const bool wrapped =
+        __builtin_mul_overflow(p.pp, p.vpp, &ops) || __builtin_mul_overflow(ops, mb, &ops);
+    if (wrapped || ops > (std::uint64_t{1} << 20))
+      return bad("config.micro_batches",
+                 "pp x vpp x micro-batches = " +
+                     (wrapped ? std::string("more than 2^64") : std::to_string(ops)) +
+                     " is more than the 1,048,576 pipeline ops one estimate simulates");
+  }
   if (p.pp > m.layers)
     return bad("config.pp", "pp=" + std::to_string(p.pp) +
                                 " is more than num_hidden_layers=" + std::to_string(m.layers));
