@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages actmem builds and tests with (skips apt when all are present).
 set -euo pipefail
-pkgs=(cmake g++ make nlohmann-json3-dev catch2 libbenchmark-dev emscripten clang-format chromium)
+pkgs=(cmake g++ make nlohmann-json3-dev catch2 libbenchmark-dev emscripten clang-format chromium clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -21,6 +21,18 @@ cmake --build --preset wasm
 (cd tests/web && npm ci --no-audit --no-fund >/dev/null)
 (cd tests/web && node --test page.test.mjs)
 
+echo "== sanitizers: the native Catch2 suite and CLI contract under ASan + UBSan"
+cmake --preset asan >/dev/null
+cmake --build --preset asan
+ctest --preset asan
+
+echo "== fuzz: 100,000 deterministic libFuzzer runs over the JSON entry point (seeded with every preset and example)"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz
+rm -rf build/fuzz-ci && mkdir -p build/fuzz-ci
+build/fuzz/actmem-fuzz -seed=1 -runs=100000 -timeout=10 -rss_limit_mb=4096 -dict=fuzz/json.dict \
+  -artifact_prefix=build/fuzz-ci/ build/fuzz-ci fuzz/corpus 2>&1 | tail -n 3
+
 echo "== clang-format"
 files=$(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find engine tests bench -name '*.[ch]pp')
 clang-format --dry-run -Werror $files
