@@ -81,7 +81,9 @@ std::string render_estimate(const json& r) {
   line("gradients", s["grads_bytes"]);
   line("master weights", s["master_bytes"]);
   line("optimizer states", s["optimizer_bytes"]);
-  line("total", r["total_bytes"]);
+  line("total (sum of the above)", r["total_bytes"]);
+  o << "  " << pad("peak (simulated step)", 30) << format_bytes(u(r["peak_bytes"])) << " at "
+    << r["peak_at"].get<std::string>() << "\n";
   if (r.contains("gpu")) {
     const long long head = r["headroom_bytes"].get<long long>();
     o << "  " << pad(("GPU " + r["gpu"]["name"].get<std::string>()).c_str(), 30)
