@@ -54,11 +54,6 @@ std::string config_key_list() {
 
 }  // namespace
 
-#define ACTMEM_TRY(expr)                  \
-  do {                                    \
-    if (auto err_ = (expr)) return *err_; \
-  } while (0)
-
 Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   if (!j.is_object())
     return make_error("wrong_type", "config",

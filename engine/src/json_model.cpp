@@ -111,11 +111,6 @@ std::string detail::closest(const std::string& key, const char* const* allowed, 
   return best;
 }
 
-#define ACTMEM_TRY(expr)                  \
-  do {                                    \
-    if (auto err_ = (expr)) return *err_; \
-  } while (0)
-
 Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                                   std::vector<std::string>* warnings) {
   if (!j.is_object())

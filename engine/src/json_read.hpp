@@ -10,6 +10,12 @@
 
 #include "actmem/error.hpp"
 
+// Returns the error of a reader call from the enclosing function (which returns Result<T>).
+#define ACTMEM_TRY(expr)                  \
+  do {                                    \
+    if (auto err_ = (expr)) return *err_; \
+  } while (0)
+
 namespace actmem::detail {
 
 using nlohmann::json;

@@ -49,6 +49,7 @@ std::string label(const EventKey& k) {
 struct Sim {
   Bytes stat = 0, act = 0, rec = 0, host = 0, host_peak = 0, pcie = 0;
   Bytes peak = 0;
+  bool seen = false;
   EventKey peak_key;
   TimelineEvent peak_event;
   std::vector<TimelineEvent>* out = nullptr;
@@ -65,7 +66,8 @@ struct Sim {
 
   void event(const EventKey& k, Bytes trans) {
     const Bytes live = stat + act + rec + trans;
-    if (live > peak || (peak == 0 && live == 0)) {
+    if (!seen || live > peak) {  // the first event, then only a strictly higher one
+      seen = true;
       peak = live;
       peak_key = k;
       peak_event = TimelineEvent{"", live, act, rec, trans};
