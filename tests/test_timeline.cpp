@@ -25,7 +25,7 @@ std::uint64_t sum_io(const json& r, const char* side) {
 
 // The single-stage closed form: the largest of the step's event kinds (docs/schedules.md).
 struct OneStage {
-  std::uint64_t stat, in, out, ws, act_grad, max_rec, logits, opt;
+  std::uint64_t stat, in, out, ws, layer_grads, logits, opt;
 };
 
 OneStage one_stage(const json& est, const json& tl) {
@@ -34,8 +34,7 @@ OneStage one_stage(const json& est, const json& tl) {
                   sum_io(est, "input_layer"),
                   sum_io(est, "output_layer"),
                   transient(s, "cublas.workspace"),
-                  transient(s, "bwd.activation_grads"),
-                  transient(s, "bwd.largest_record_grad"),
+                  transient(s, "bwd.layer_grads"),
                   transient(s, "loss.fp32_logits_buffer"),
                   transient(s, "optimizer.step_temp")};
 }
@@ -58,7 +57,7 @@ TEST_CASE(
   const std::uint64_t expect =
       k.stat + std::max({layers + k.ws,                           // last forward
                          layers + k.out + k.ws + 2 * k.logits,    // loss backward
-                         layers + k.ws + k.act_grad + k.max_rec,  // first layer backward
+                         layers + k.ws + k.layer_grads,  // first layer backward
                          k.ws + k.opt});                          // optimizer step
   CHECK(u(tl["peak_bytes"]) == expect);
   CHECK(u(est["peak_bytes"]) == expect);
@@ -82,8 +81,8 @@ TEST_CASE(
   const std::uint64_t expect =
       k.stat + std::max({k.in + (L - 1) * ckpt + full + k.ws,            // last forward
                          k.in + L * ckpt + k.out + k.ws + 2 * k.logits,  // loss backward
-                         k.in + L * ckpt + (full - alias) + k.ws + k.act_grad +
-                             k.max_rec,  // top layer backward
+                         k.in + L * ckpt + (full - alias) + k.ws + k.layer_grads,
+ // top layer backward
                          k.ws + k.opt});
   CHECK(u(tl["peak_bytes"]) == expect);
 }
@@ -103,7 +102,7 @@ TEST_CASE("Timeline = closed form with every-k: L/k checkpoints plus one k-layer
   const std::uint64_t kept = 8 * ckpt;                     // 32 layers / 4
   const std::uint64_t expect =
       k.stat + std::max({k.in + kept + k.out + k.ws + 2 * k.logits,
-                         k.in + kept + segment + k.ws + k.act_grad + k.max_rec,
+                         k.in + kept + segment + k.ws + k.layer_grads,
                          k.in + 7 * ckpt + full + k.ws, k.ws + k.opt});
   CHECK(u(tl["peak_bytes"]) == expect);
 }

@@ -34,6 +34,7 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& 
   detail::RecordBuilder in(&inv.input_layer, &ck);
   detail::RecordBuilder out(&inv.output_layer, &ck);
   detail::build_io_layers(m, g, profile, in, out);
+  inv.backward_grads = detail::build_backward_grads(m, g, ck);
   if (ck.overflowed())
     return make_error("overflow", "config.seq",
                       "config.seq: tensor '" + ck.field() +

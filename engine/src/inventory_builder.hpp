@@ -18,9 +18,13 @@ class RecordBuilder {
   // Adds a record; `flags` marks the attention-core family (quadratic and/or selective-dropped).
   TensorRecord& add(const char* id, std::initializer_list<Dim> shape, DType dt,
                     const char* backward, const char* why, const char* source) {
+    return add(id, std::vector<Dim>(shape), dt, backward, why, source);
+  }
+  TensorRecord& add(const char* id, std::vector<Dim> shape, DType dt, const char* backward,
+                    const char* why, const char* source) {
     TensorRecord r;
     r.id = id;
-    r.shape.assign(shape.begin(), shape.end());
+    r.shape = std::move(shape);
     r.dtype = dt;
     Bytes n = dtype_bytes(dt);
     for (const Dim& d : r.shape) n = ck_->mul(n, d.value, id);
@@ -48,6 +52,8 @@ void build_megatron(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& r
 void build_textbook(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb);
 void build_pytorch(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb, bool hf);
 void build_moe_mlp(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb);
+std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerGeometry& g,
+                                            Checked& ck);
 void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile p, RecordBuilder& in,
                      RecordBuilder& out);
 

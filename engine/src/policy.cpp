@@ -40,9 +40,10 @@ LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flo
   k.checkpoint = inv.checkpoint.bytes;
   k.flops_fwd = flops_fwd;
   k.flops_core = flops_core;
+  for (const GradPhase& ph : inv.backward_grads)
+    if (ph.bytes > k.grad_peak || k.grad_peak_at.empty()) k.grad_peak = ph.bytes, k.grad_peak_at = ph.at;
   for (const auto& t : inv.tensors) {
     k.full += t.bytes;
-    k.max_record = std::max(k.max_record, t.bytes);
     if (t.attn_core) k.core += t.bytes;
     // The first norm's input is the layer input when it has the checkpoint's dtype and size.
     if (t.id == "ln1.in" && t.dtype == inv.checkpoint.dtype && t.bytes == inv.checkpoint.bytes)

@@ -94,7 +94,6 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
   Checked ck;
 
   // Transient buffers, each a named record (sizes from the inventory and parameter records).
-  const Bytes act_grad = ck.mul(2, k.checkpoint, "timeline.bwd.activation_grads");
   const Bytes tp_gather =
       par.sp && par.tp > 1 ? ck.mul(k.checkpoint, par.tp, "timeline.sp_allgather") : 0;
   const Bytes logits = std::max(record_bytes(e.inventory.output_layer, "logits.fp32"),
@@ -119,10 +118,9 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
        "Korthikanti et al. 2022, Sec. 4.2.2: SP gathers the sequence before the TP GEMMs"},
       {"zero3.param_allgather", zero3_gather, "each layer's forward and backward",
        "Rajbhandari et al. 2020, Sec. 5.3: parameters gathered per layer"},
-      {"bwd.activation_grads", act_grad, "each layer's backward",
-       "gradient w.r.t. the layer output and input (2 x layer input)"},
-      {"bwd.largest_record_grad", k.max_record, "each layer's backward",
-       "the gradient of the layer's largest saved tensor"},
+      {"bwd.layer_grads", k.grad_peak, "each layer's backward, at " + k.grad_peak_at,
+       "gradient buffers alive at the layer backward's fullest step (docs/formulas.md, backward "
+       "working set)"},
       {"loss.fp32_logits_buffer", logits, "loss forward and backward",
        "cross-entropy works on fp32 logits (Korthikanti et al. 2022, Sec. 4.3)"},
       {"loss.logits_grad", logits, "loss backward", "gradient of the fp32 logits"},
@@ -132,7 +130,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
        "fp32 temporaries of the largest parameter tensor (foreach AdamW)"},
   };
   const Bytes trans_f = ws + tp_gather + zero3_gather;
-  const Bytes trans_b = trans_f + act_grad + k.max_record + (par.dp > 1 ? c.grad_bucket : 0);
+  const Bytes trans_b = trans_f + k.grad_peak + (par.dp > 1 ? c.grad_bucket : 0);
   const Schedule sched = effective_schedule(c);
   Bytes in_bytes = 0, out_bytes = 0;
   for (const auto& r : e.inventory.input_layer) in_bytes += r.bytes;

@@ -56,11 +56,20 @@ struct LayerGeometry {
   bool sdpa_math = false;  // only the pytorch/hf profiles distinguish it from eager
 };
 
+// One step of a layer's backward and the gradient buffers alive while it runs
+// (engine/src/inventory_grads.cpp).
+struct GradPhase {
+  std::string at;                     // e.g. "attn.dQ"
+  std::vector<TensorRecord> buffers;  // gradient buffers, in the activation dtype unless noted
+  Bytes bytes = 0;
+};
+
 struct LayerInventory {
   std::vector<TensorRecord> tensors;       // everything one layer saves with no recompute
   TensorRecord checkpoint;                 // the layer input a full / every-k checkpoint keeps
   std::vector<TensorRecord> input_layer;   // embedding side (first pipeline stage)
   std::vector<TensorRecord> output_layer;  // final norm, logits and loss (last pipeline stage)
+  std::vector<GradPhase> backward_grads;   // the backward working set, step by step
 };
 
 Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const TrainConfig& c, DType act,

@@ -1,0 +1,119 @@
+// The gradient buffers alive during one layer's backward, step by step: the backward working set
+// the timeline adds on top of the kept activations (see docs/formulas.md, "Backward working set").
+//
+// The model is a layer-wise backward that frees every gradient right after its last reader and
+// folds each norm's input gradient into the residual gradient in place (the order
+// engine/validate/layer_backward.cpp executes; its tracking allocator checks this file). dY is the
+// gradient of the layer output; it becomes dX when the first norm's backward adds into it.
+#include "inventory_builder.hpp"
+
+namespace actmem::detail {
+
+namespace {
+constexpr const char* kSrc =
+    "layer-wise backward, each gradient freed after its last reader (engine/validate executor)";
+
+// One gradient buffer: its name, shape, and whether it is fp32 whatever the activation dtype.
+struct Buf {
+  const char* id;
+  std::vector<Dim> shape;
+  bool fp32 = false;
+};
+// One step: its name and the gradient buffers alive while it runs.
+struct Step {
+  const char* at;
+  std::vector<Buf> bufs;
+};
+}  // namespace
+
+std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerGeometry& g,
+                                            Checked& ck) {
+  const DType p = g.act;
+  const bool hd = g.hidden_dropout;  // d_*_dropout buffers exist only with hidden dropout
+  const bool glu = m.ffn != FfnType::kGelu;
+  const Dim two{"2", 2};
+  std::vector<Step> steps;
+  // MLP block, top down.
+  if (m.is_moe()) {
+    // Routed experts: the combine gradient, then each expert's GEMMs over its token rows.
+    steps.push_back({"moe.expert dgrad",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_expert_out", {g.expert_tokens, g.h}},
+                      {"d_expert_act", {g.expert_tokens, glu ? two : Dim{"1", 1}, g.expert_f}},
+                      {"d_expert_in", {g.expert_tokens, g.h}}}});
+  } else {
+    steps.push_back({"mlp.fc2 dgrad",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_mlp_dropout", {g.b, g.s_rep, g.h}},
+                      {"d_fc2_in", {g.b, g.s_tp, g.f}}}});
+    if (glu)
+      steps.push_back({"mlp.glu bwd",
+                       {{"dY", {g.b, g.s_rep, g.h}},
+                        {"d_fc2_in", {g.b, g.s_tp, g.f}},
+                        {"d_act_in", {g.b, g.s_tp, two, g.f}}}});
+    steps.push_back({"mlp.fc1 dgrad",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_act_in", {g.b, g.s_tp, glu ? two : Dim{"1", 1}, g.f}},
+                      {"d_fc1_in", {g.b, g.s_tp, g.h}}}});
+  }
+  // Attention block.
+  steps.push_back({"attn.proj dgrad",
+                   {{"dY", {g.b, g.s_rep, g.h}},
+                    {"d_proj_dropout", {g.b, g.s_rep, g.h}},
+                    {"d_ctx", {g.b, g.s_tp, g.a, g.d}}}});
+  if (g.flash) {
+    // FlashAttention-2 backward (Dao 2023, Alg. 2): D = rowsum(dO * O) in fp32, dQ, dK, dV at once.
+    steps.push_back({"attn.flash bwd",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_ctx", {g.b, g.s_tp, g.a, g.d}},
+                      {"flash.D", {g.b, g.a, g.s_tp}, true},
+                      {"dq", {g.b, g.s_tp, g.a, g.d}},
+                      {"dk", {g.b, g.s_tp, g.kv, g.d}},
+                      {"dv", {g.b, g.s_tp, g.kv, g.d}}}});
+    steps.push_back({"attn.qkv dgrad",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"dq", {g.b, g.s_tp, g.a, g.d}},
+                      {"dk", {g.b, g.s_tp, g.kv, g.d}},
+                      {"dv", {g.b, g.s_tp, g.kv, g.d}},
+                      {"d_qkv_in", {g.b, g.s_tp, g.h}}}});
+  } else {
+    const Dim s = g.s_keys;
+    steps.push_back({"attn.dP dV",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_ctx", {g.b, g.s_tp, g.a, g.d}},
+                      {"d_probs", {g.b, g.a, g.s_tp, s}},
+                      {"dv", {g.b, g.s_tp, g.kv, g.d}}}});
+    steps.push_back({"attn.v dgrad",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_probs", {g.b, g.a, g.s_tp, s}},
+                      {"dv", {g.b, g.s_tp, g.kv, g.d}},
+                      {"d_qkv_in", {g.b, g.s_tp, g.h}}}});
+    steps.push_back({"attn.dQ",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_scores", {g.b, g.a, g.s_tp, s}},
+                      {"d_qkv_in", {g.b, g.s_tp, g.h}},
+                      {"dq", {g.b, g.s_tp, g.a, g.d}}}});
+    steps.push_back({"attn.dK",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_scores", {g.b, g.a, g.s_tp, s}},
+                      {"d_qkv_in", {g.b, g.s_tp, g.h}},
+                      {"dk", {g.b, g.s_tp, g.kv, g.d}}}});
+  }
+  std::vector<GradPhase> out;
+  for (const Step& st : steps) {
+    GradPhase ph;
+    ph.at = st.at;
+    RecordBuilder rb(&ph.buffers, &ck);
+    for (const Buf& b : st.bufs) {
+      // Without hidden dropout the residual branch's gradient is dY itself: no buffer.
+      const std::string id = b.id;
+      if (!hd && (id == "d_mlp_dropout" || id == "d_proj_dropout")) continue;
+      const TensorRecord& r = rb.add(b.id, b.shape, b.fp32 ? DType::kFp32 : p, "", "", kSrc);
+      ph.bytes = ck.add(ph.bytes, r.bytes, "timeline.bwd.layer_grads");
+    }
+    out.push_back(std::move(ph));
+  }
+  return out;
+}
+
+}  // namespace actmem::detail

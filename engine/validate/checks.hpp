@@ -1,0 +1,81 @@
+// What actmem-validate checks: the engine's prediction against the executor's measurement, the
+// recompute policy's gradients against the no-recompute run's, and the gradients against a
+// reference (fp64 on the CPU) and against finite differences.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actmem/error.hpp"
+#include "actmem/estimate.hpp"
+#include "device.hpp"
+
+namespace actmem::exec {
+
+using DeviceFactory = std::function<std::unique_ptr<Device>(Elem)>;
+
+struct Options {
+  std::string executor = "cpu";  // cpu | cuda
+  std::uint64_t seed = 1;
+  int fd_probes = 24;  // finite-difference probes (CPU fp64); 0 turns them off
+  int reference = -1;  // -1: auto (small configs only), 0: off, 1: on
+};
+
+// Relative error bounds, normwise per parameter tensor: max|g - g_ref| / max|g_ref|.
+// fp32: each stored intermediate rounds by <= 2^-24 (6e-8); a layer stores ~30 of them and the
+// backward sums many products, so 1e-4 leaves three orders of magnitude for cancellation.
+// bf16: 2^-8 (3.9e-3) per rounding with fp32 accumulation; 5e-2 is ~13 roundings' worth.
+// Finite differences in fp64 (central, h = 1e-5): truncation ~h^2 |f'''| ~ 1e-10 and rounding
+// ~1e-16/h ~ 1e-11 relative to O(1) losses; 1e-6 is far above both and far below any real bug.
+constexpr double kBoundFp32 = 1e-4;
+constexpr double kBoundBf16 = 5e-2;
+constexpr double kBoundFd = 1e-6;
+
+struct TensorCheck {
+  std::string id;
+  std::uint64_t predicted = 0, measured = 0;
+  bool kept = false;
+};
+
+struct Report {
+  std::string executor, device, dtype, policy;
+  std::uint64_t predicted_peak_bytes = 0, measured_peak_bytes = 0;
+  std::string predicted_peak_at, measured_peak_at;
+  double peak_error_pct = 0;
+  double peak_tolerance_pct = 0;  // CPU: exact; CUDA: the 2% goal
+  std::uint64_t device_used_bytes = 0;  // CUDA: cudaMemGetInfo's view at the peak step (0 on CPU)
+  std::uint64_t batch_bytes = 0;  // token ids and targets, outside the engine's accounting
+  std::vector<TensorCheck> tensors;
+  bool tensors_match = false;
+  bool gradients_match = false;  // policy run vs no-recompute run, bitwise
+  double max_grad_diff = 0;
+  bool has_reference = false;
+  double max_rel_error = 0, rel_error_bound = 0;
+  int fd_probes = 0;
+  double fd_max_rel_error = 0;
+  double loss = 0;
+  double step_ms = 0, baseline_step_ms = 0;
+  double predicted_overhead_pct = 0, measured_overhead_pct = 0;
+  bool passed() const;
+};
+
+// Resolves the request (the CLI's flags as JSON: preset or model, config) into the executor's
+// configuration: single device, the megatron profile, SGD without master weights (static memory
+// is parameters + gradients in the activation dtype), no fragmentation allowance, and the cuBLAS
+// workspace the CUDA executor really allocates (none on the CPU). Conflicting input is an error
+// naming the field.
+Result<std::pair<ModelSpec, TrainConfig>> executor_config(const nlohmann::json& request,
+                                                          const std::string& executor);
+
+Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Options& o,
+                          const DeviceFactory& device);
+
+nlohmann::json report_to_json(const Report& r);
+std::string report_table(const Report& r);
+
+}  // namespace actmem::exec
