@@ -33,8 +33,17 @@ rm -rf build/fuzz-ci && mkdir -p build/fuzz-ci
 build/fuzz/actmem-fuzz -seed=1 -runs=100000 -timeout=10 -rss_limit_mb=4096 -dict=fuzz/json.dict \
   -artifact_prefix=build/fuzz-ci/ build/fuzz-ci fuzz/corpus 2>&1 | tail -n 3
 
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ -x "$NVCC" ]; then
+  echo "== CUDA executor: compile and link actmem-validate with ACTMEM_CUDA (sm_90); its test skips without a GPU"
+  cmake -S . -B build/cuda -DCMAKE_BUILD_TYPE=Release -DACTMEM_CUDA=ON -DACTMEM_BENCH=OFF \
+    -DCMAKE_CUDA_COMPILER="$NVCC" >/dev/null
+  cmake --build build/cuda -j2 --target actmem-validate
+  ctest --test-dir build/cuda -R validate_cli --output-on-failure
+fi
+
 echo "== clang-format"
-files=$(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find engine tests bench -name '*.[ch]pp')
+files=$(git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null || find engine tests bench -name '*.[ch]pp')
 clang-format --dry-run -Werror $files
 
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then

@@ -46,8 +46,11 @@ TEST_CASE(
       for (double dropout : {0.0, 0.1})
         for (const char* policy : {"none", "selective", "full", "every:2", "layers:KSCR"})
           for (int seq : {8, 16}) {
-            const json cfg = {{"seq", seq},         {"micro_batch", 2},   {"attention", att},
-                              {"dropout", dropout}, {"recompute", policy}};
+            const json cfg = {{"seq", seq},
+                              {"micro_batch", 2},
+                              {"attention", att},
+                              {"dropout", dropout},
+                              {"recompute", policy}};
             CAPTURE(file, att, dropout, policy, seq);
             const exec::Report r = run(model, cfg, 2);
             CHECK(r.measured_peak_bytes == r.predicted_peak_bytes);
@@ -64,17 +67,17 @@ TEST_CASE(
 
 TEST_CASE("CPU executor: fp64 gradients agree with 48 central finite differences (h = 1e-5)",
           "[executor]") {
-  const exec::Report r = run(model_file("llama-tiny.json"),
-                             {{"seq", 16}, {"micro_batch", 2}, {"dropout", 0.1},
-                              {"recompute", "every:2"}},
-                             48);
+  const exec::Report r =
+      run(model_file("llama-tiny.json"),
+          {{"seq", 16}, {"micro_batch", 2}, {"dropout", 0.1}, {"recompute", "every:2"}}, 48);
   CHECK(r.fd_probes == 48);
   CHECK(r.fd_max_rel_error <= exec::kBoundFd);
 }
 
-TEST_CASE("CPU executor: the peak falls where the engine says (attention dP/dV step of the top "
-          "layer under full recompute)",
-          "[executor]") {
+TEST_CASE(
+    "CPU executor: the peak falls where the engine says (attention dP/dV step of the top "
+    "layer under full recompute)",
+    "[executor]") {
   const exec::Report r =
       run(model_file("gpt-tiny.json"),
           {{"seq", 16}, {"micro_batch", 2}, {"dropout", 0.1}, {"recompute", "full"}});

@@ -55,10 +55,10 @@ TEST_CASE(
   const std::uint64_t L = 32, full = u(est["per_layer"]["full_bytes"]);
   const std::uint64_t layers = k.in + L * full;
   const std::uint64_t expect =
-      k.stat + std::max({layers + k.ws,                           // last forward
-                         layers + k.out + k.ws + 2 * k.logits,    // loss backward
-                         layers + k.ws + k.layer_grads,  // first layer backward
-                         k.ws + k.opt});                          // optimizer step
+      k.stat + std::max({layers + k.ws,                         // last forward
+                         layers + k.out + k.ws + 2 * k.logits,  // loss backward
+                         layers + k.ws + k.layer_grads,         // first layer backward
+                         k.ws + k.opt});                        // optimizer step
   CHECK(u(tl["peak_bytes"]) == expect);
   CHECK(u(est["peak_bytes"]) == expect);
 }
@@ -82,7 +82,7 @@ TEST_CASE(
       k.stat + std::max({k.in + (L - 1) * ckpt + full + k.ws,            // last forward
                          k.in + L * ckpt + k.out + k.ws + 2 * k.logits,  // loss backward
                          k.in + L * ckpt + (full - alias) + k.ws + k.layer_grads,
- // top layer backward
+                         // top layer backward
                          k.ws + k.opt});
   CHECK(u(tl["peak_bytes"]) == expect);
 }
@@ -100,10 +100,9 @@ TEST_CASE("Timeline = closed form with every-k: L/k checkpoints plus one k-layer
   const std::uint64_t full = u(est["per_layer"]["full_bytes"]), ckpt = 2ULL * 8192 * 4096;
   const std::uint64_t segment = (full - ckpt) + 3 * full;  // the top segment regenerated at once
   const std::uint64_t kept = 8 * ckpt;                     // 32 layers / 4
-  const std::uint64_t expect =
-      k.stat + std::max({k.in + kept + k.out + k.ws + 2 * k.logits,
-                         k.in + kept + segment + k.ws + k.layer_grads,
-                         k.in + 7 * ckpt + full + k.ws, k.ws + k.opt});
+  const std::uint64_t expect = k.stat + std::max({k.in + kept + k.out + k.ws + 2 * k.logits,
+                                                  k.in + kept + segment + k.ws + k.layer_grads,
+                                                  k.in + 7 * ckpt + full + k.ws, k.ws + k.opt});
   CHECK(u(tl["peak_bytes"]) == expect);
 }
 

@@ -8,6 +8,7 @@
   const SVGNS = 'http://www.w3.org/2000/svg';
   let engine = null;
   let customModel = null;   // parsed config.json when the user pasted or dropped one
+  let linkError = null;     // a link whose model JSON does not parse: shown until the next edit
   let lastGood = null;      // { est, tl } of the last valid input, kept visible on errors
   let currentExample = null;
   const timings = (window.actmemTimings = []);
@@ -111,7 +112,7 @@
     $('offload').checked = p.get('offload') === '1';
     if (p.has('model')) {
       $('model-json').value = p.get('model');
-      try { customModel = JSON.parse(p.get('model')); } catch (e) { customModel = null; showErrors({ field: 'model', message: 'model: the link carries malformed JSON' }); }
+      try { customModel = JSON.parse(p.get('model')); linkError = null; } catch (e) { customModel = null; linkError = { field: 'model', message: 'model: the link carries malformed JSON' }; }
     }
     if (p.has('example')) currentExample = p.get('example');
     const theme = p.get('theme');
@@ -432,7 +433,10 @@
     const t0 = performance.now();
     clearErrors();
     const req = readForm();
-    const est = call(req);
+    // A malformed model in the link is not silently replaced by the preset: the message stays
+    // beside the model box and the previous result stays, as for any engine error.
+    const est = linkError ? { ok: false, error: linkError } : call(req);
+    linkError = null;
     if (!est.ok) {
       showErrors(est.error);
       document.body.dataset.state = 'error';
@@ -514,6 +518,9 @@
 
   function start(M) {
     engine = M;
+    // The engine's one entry point for pages that embed the calculator (docs/embedding.md): the
+    // same request JSON as `actmem requests`, the same answer bytes.
+    window.actmem = Object.freeze({ evaluate: (request) => M.evaluate(String(request)) });
     fillSelects();
     readHash();
     if (currentExample) $('example').value = currentExample;

@@ -18,6 +18,7 @@ const char* const kUsage =
     "commands:\n"
     "  estimate   activation, static and total memory per GPU (default)\n"
     "  explain    every total as a formula with the numbers substituted\n"
+    "  requests F the page's JSON requests, one per line (F or - for stdin): evaluate()'s answers\n"
     "  timeline   the simulated step per pipeline stage: live bytes per event, peaks, recompute "
     "overhead\n"
     "  fit        largest micro-batch and sequence length whose simulated peak fits the GPU / "

@@ -1,4 +1,5 @@
 // actmem: the command-line client of the engine (estimate, explain, presets); exit 2 on bad input.
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -10,6 +11,26 @@
 int main(int argc, char** argv) {
   using namespace actmem;
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "requests") {
+    // The page's own requests, one JSON per line ("-" reads stdin): each answer is evaluate()'s
+    // text verbatim, the bytes the page receives (tests compare the two).
+    if (args.size() != 2) {
+      std::cerr << "actmem: error: requests: needs one file of JSON requests, one per line\n";
+      return 2;
+    }
+    std::ifstream file;
+    if (args[1] != "-") {
+      file.open(args[1]);
+      if (!file) {
+        std::cerr << "actmem: error: requests: cannot read '" << args[1] << "'\n";
+        return 2;
+      }
+    }
+    std::istream& in = args[1] == "-" ? std::cin : file;
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) std::cout << evaluate(line) << "\n";
+    return 0;
+  }
   cli::Options opt;
   const std::string err = cli::parse_args(args, &opt);
   if (!err.empty()) {

@@ -41,7 +41,8 @@ LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flo
   k.flops_fwd = flops_fwd;
   k.flops_core = flops_core;
   for (const GradPhase& ph : inv.backward_grads)
-    if (ph.bytes > k.grad_peak || k.grad_peak_at.empty()) k.grad_peak = ph.bytes, k.grad_peak_at = ph.at;
+    if (ph.bytes > k.grad_peak || k.grad_peak_at.empty())
+      k.grad_peak = ph.bytes, k.grad_peak_at = ph.at;
   for (const auto& t : inv.tensors) {
     k.full += t.bytes;
     if (t.attn_core) k.core += t.bytes;

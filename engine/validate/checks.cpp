@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "actmem/json_io.hpp"
-#include "rng.hpp"
 #include "cpu_device.hpp"
+#include "rng.hpp"
 #include "runner.hpp"
 
 namespace actmem::exec {
@@ -32,10 +32,13 @@ double global_max(const std::vector<std::vector<double>>& g) {
 // Error floor: 1e-3 of the model's largest gradient. A tensor whose gradient is zero by symmetry
 // (the key bias: adding q.b_k to a whole score row leaves the softmax unchanged) would otherwise
 // divide rounding noise by ~1e-18.
-double floor_of(const std::vector<std::vector<double>>& ref) { return 1e-3 * global_max(ref); }
+double floor_of(const std::vector<std::vector<double>>& ref) {
+  return 1e-3 * global_max(ref);
+}
 
 // max over parameter tensors of max|a - ref| / max(max|ref|, floor).
-double normwise(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+double normwise(const std::vector<std::vector<double>>& a,
+                const std::vector<std::vector<double>>& b) {
   const double fl = floor_of(b);
   double worst = 0;
   for (std::size_t p = 0; p < a.size(); ++p) {
@@ -51,7 +54,8 @@ double max_abs_diff(const std::vector<std::vector<double>>& a,
                     const std::vector<std::vector<double>>& b) {
   double worst = 0;
   for (std::size_t p = 0; p < a.size(); ++p)
-    for (std::size_t i = 0; i < a[p].size(); ++i) worst = std::max(worst, std::abs(a[p][i] - b[p][i]));
+    for (std::size_t i = 0; i < a[p].size(); ++i)
+      worst = std::max(worst, std::abs(a[p][i] - b[p][i]));
   return worst;
 }
 
@@ -62,8 +66,8 @@ Result<Estimate> engine_estimate(const ModelSpec& m, const TrainConfig& c) {
 }  // namespace
 
 bool Report::passed() const {
-  return std::abs(peak_error_pct) <= peak_tolerance_pct && tensors_match && gradients_match && (!has_reference || max_rel_error <= rel_error_bound) &&
-         fd_max_rel_error <= kBoundFd;
+  return std::abs(peak_error_pct) <= peak_tolerance_pct && tensors_match && gradients_match &&
+         (!has_reference || max_rel_error <= rel_error_bound) && fd_max_rel_error <= kBoundFd;
 }
 
 Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
@@ -80,29 +84,30 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
   json cfg = req.contains("config") ? req["config"] : json::object();
   // What the executor is; a user value that disagrees is named, not silently replaced.
   const std::string act = executor == "cpu" ? "fp32" : "bf16";
-  const json fixed = {{"profile", "megatron"},
-                      {"optimizer", "sgd"},
-                      {"master_weights", false},
-                      {"fragmentation_pct", 0},
-                      {"micro_batches", 1},
-                      {"cublas_workspace_bytes", executor == "cpu" ? 0 : (32 << 20)}};
+  const json fixed = {
+      {"profile", "megatron"},   {"optimizer", "sgd"},
+      {"master_weights", false}, {"fragmentation_pct", 0},
+      {"micro_batches", 1},      {"cublas_workspace_bytes", executor == "cpu" ? 0 : (32 << 20)}};
   for (auto it = fixed.begin(); it != fixed.end(); ++it) {
     if (cfg.contains(it.key()) && cfg[it.key()] != it.value())
       return bad("config." + it.key(), "the " + executor + " executor runs with " + it.key() +
-                                           " = " + it.value().dump() + "; allowed: " +
-                                           it.value().dump());
+                                           " = " + it.value().dump() +
+                                           "; allowed: " + it.value().dump());
     cfg[it.key()] = it.value();
   }
   if (!cfg.contains("dtype")) cfg["dtype"] = act;
   const std::string dt = cfg["dtype"].is_string() ? cfg["dtype"].get<std::string>() : "";
   const bool dt_ok = executor == "cpu" ? dt == "fp32" : (dt == "fp32" || dt == "bf16");
   if (!dt_ok)
-    return bad("config.dtype", "'" + dt + "' is not run by the " + executor +
-                                   " executor; allowed: " + (executor == "cpu" ? "fp32" : "fp32, bf16"));
+    return bad("config.dtype",
+               "'" + dt + "' is not run by the " + executor +
+                   " executor; allowed: " + (executor == "cpu" ? "fp32" : "fp32, bf16"));
   for (const char* k : {"param_dtype", "grad_dtype"}) {
     if (cfg.contains(k) && cfg[k] != cfg["dtype"])
-      return bad(std::string("config.") + k, "the executor keeps parameters and gradients in the "
-                                             "activation dtype; allowed: " + dt);
+      return bad(std::string("config.") + k,
+                 "the executor keeps parameters and gradients in the "
+                 "activation dtype; allowed: " +
+                     dt);
     cfg[k] = cfg["dtype"];
   }
   Result<TrainConfig> c = config_from_json(cfg, TrainConfig{});
@@ -113,11 +118,12 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
     const char* field;
     std::uint64_t v;
   };
-  for (const One& o : {One{"config.tp", t.par.tp}, One{"config.pp", t.par.pp},
-                       One{"config.vpp", t.par.vpp}, One{"config.cp", t.par.cp},
-                       One{"config.dp", t.par.dp}, One{"config.ep", t.par.ep}})
+  for (const One& o :
+       {One{"config.tp", t.par.tp}, One{"config.pp", t.par.pp}, One{"config.vpp", t.par.vpp},
+        One{"config.cp", t.par.cp}, One{"config.dp", t.par.dp}, One{"config.ep", t.par.ep}})
     if (o.v != 1) return bad(o.field, "the executor runs one device; allowed: 1");
-  if (mv.is_moe()) return bad("model.num_local_experts", "the executor runs dense layers; allowed: 0");
+  if (mv.is_moe())
+    return bad("model.num_local_experts", "the executor runs dense layers; allowed: 0");
   if (t.attention == Attention::kSdpaMath)
     return bad("config.attention", "'sdpa_math' is PyTorch's; allowed: eager, flash");
   if (t.recompute.offload)
@@ -125,8 +131,9 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
   if (t.recompute.kind == RecomputeKind::kCustom ||
       (t.recompute.kind == RecomputeKind::kPattern &&
        t.recompute.pattern.find('X') != std::string::npos))
-    return bad("config.recompute", "custom keep sets are not executed; allowed: none, selective, "
-                                   "full, every:K, layers:PATTERN of K S C R");
+    return bad("config.recompute",
+               "custom keep sets are not executed; allowed: none, selective, "
+               "full, every:K, layers:PATTERN of K S C R");
   if (mv.pos == PosEncoding::kRope && mv.head_dim % 2 != 0)
     return bad("model.head_dim", "RoPE rotates pairs; allowed: an even head_dim");
   return std::make_pair(mv, t);
@@ -179,9 +186,10 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
       TensorCheck tc{t.id, t.bytes, 0, false};
       auto it = s.layer0_records.find(t.id);
       if (it != s.layer0_records.end()) tc.measured = it->second;
-      tc.kept = std::find(s.layer0_kept.begin(), s.layer0_kept.end(), t.id) != s.layer0_kept.end() ||
-                (t.id == "ln1.in" && std::find(s.layer0_kept.begin(), s.layer0_kept.end(),
-                                               "layer.in") != s.layer0_kept.end());
+      tc.kept =
+          std::find(s.layer0_kept.begin(), s.layer0_kept.end(), t.id) != s.layer0_kept.end() ||
+          (t.id == "ln1.in" && std::find(s.layer0_kept.begin(), s.layer0_kept.end(), "layer.in") !=
+                                   s.layer0_kept.end());
       r.tensors_match = r.tensors_match && tc.measured == tc.predicted;
       r.tensors.push_back(tc);
     }
@@ -208,18 +216,17 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
   r.gradients_match = r.max_grad_diff == 0.0;
   r.measured_overhead_pct =
       r.baseline_step_ms > 0 ? 100.0 * (r.step_ms - r.baseline_step_ms) / r.baseline_step_ms : 0;
-  r.peak_error_pct = r.predicted_peak_bytes
-                         ? 100.0 *
-                               (static_cast<double>(r.measured_peak_bytes) -
-                                static_cast<double>(r.predicted_peak_bytes)) /
-                               static_cast<double>(r.predicted_peak_bytes)
-                         : 0;
+  r.peak_error_pct = r.predicted_peak_bytes ? 100.0 *
+                                                  (static_cast<double>(r.measured_peak_bytes) -
+                                                   static_cast<double>(r.predicted_peak_bytes)) /
+                                                  static_cast<double>(r.predicted_peak_bytes)
+                                            : 0;
 
   // The fp64 CPU reference: small configs only (its kernels are plain loops).
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };
-  const double work = d(c.micro_batch) * d(c.seq) * d(m.layers) *
-                      (d(m.hidden) * (d(m.hidden) + d(m.ffn_hidden)) +
-                       d(m.heads) * d(m.head_dim) * d(c.seq));
+  const double work =
+      d(c.micro_batch) * d(c.seq) * d(m.layers) *
+      (d(m.hidden) * (d(m.hidden) + d(m.ffn_hidden)) + d(m.heads) * d(m.head_dim) * d(c.seq));
   r.has_reference = o.reference == 1 || (o.reference == -1 && work < 2e9);
   if (r.has_reference) {
     auto ref = make_cpu_reference();
@@ -260,7 +267,9 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
 json report_to_json(const Report& r) {
   json t = json::array();
   for (const TensorCheck& c : r.tensors)
-    t.push_back({{"id", c.id}, {"predicted_bytes", c.predicted}, {"measured_bytes", c.measured},
+    t.push_back({{"id", c.id},
+                 {"predicted_bytes", c.predicted},
+                 {"measured_bytes", c.measured},
                  {"kept", c.kept}});
   json j = {{"ok", true},
             {"executor", r.executor},
@@ -303,8 +312,9 @@ std::string report_table(const Report& r) {
   std::snprintf(buf, sizeof buf, "executor      %s (%s, %s), policy %s\n", r.executor.c_str(),
                 r.device.c_str(), r.dtype.c_str(), r.policy.c_str());
   s += buf;
-  std::snprintf(buf, sizeof buf, "peak          predicted %llu B at %s\n", 
-                static_cast<unsigned long long>(r.predicted_peak_bytes), r.predicted_peak_at.c_str());
+  std::snprintf(buf, sizeof buf, "peak          predicted %llu B at %s\n",
+                static_cast<unsigned long long>(r.predicted_peak_bytes),
+                r.predicted_peak_at.c_str());
   s += buf;
   std::snprintf(buf, sizeof buf, "              measured  %llu B at %s  (%+.4f%%)\n",
                 static_cast<unsigned long long>(r.measured_peak_bytes), r.measured_peak_at.c_str(),

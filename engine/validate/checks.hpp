@@ -47,9 +47,9 @@ struct Report {
   std::uint64_t predicted_peak_bytes = 0, measured_peak_bytes = 0;
   std::string predicted_peak_at, measured_peak_at;
   double peak_error_pct = 0;
-  double peak_tolerance_pct = 0;  // CPU: exact; CUDA: the 2% goal
+  double peak_tolerance_pct = 0;        // CPU: exact; CUDA: the 2% goal
   std::uint64_t device_used_bytes = 0;  // CUDA: cudaMemGetInfo's view at the peak step (0 on CPU)
-  std::uint64_t batch_bytes = 0;  // token ids and targets, outside the engine's accounting
+  std::uint64_t batch_bytes = 0;        // token ids and targets, outside the engine's accounting
   std::vector<TensorCheck> tensors;
   bool tensors_match = false;
   bool gradients_match = false;  // policy run vs no-recompute run, bitwise

@@ -16,13 +16,17 @@ namespace {
 
 constexpr double kGeluC = 0.7978845608028654;  // sqrt(2/pi), tanh GELU (Hendrycks & Gimpel 2016)
 
-double gelu(double x) { return 0.5 * x * (1.0 + std::tanh(kGeluC * (x + 0.044715 * x * x * x))); }
+double gelu(double x) {
+  return 0.5 * x * (1.0 + std::tanh(kGeluC * (x + 0.044715 * x * x * x)));
+}
 double gelu_grad(double x) {
   const double u = kGeluC * (x + 0.044715 * x * x * x);
   const double t = std::tanh(u);
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kGeluC * (1.0 + 3.0 * 0.044715 * x * x);
 }
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double silu(double x) {
+  return x / (1.0 + std::exp(-x));
+}
 double silu_grad(double x) {
   const double s = 1.0 / (1.0 + std::exp(-x));
   return s * (1.0 + x * (1.0 - s));
@@ -156,7 +160,8 @@ class CpuDevice final : public Device {
           double z = 0;
           for (int j = 0; j <= i; ++j) z += std::exp(row[j] - mx);
           for (int j = 0; j < T; ++j)
-            f(P)[pi(b, h, i, j, A, T)] = static_cast<Real>(j <= i ? std::exp(row[j] - mx) / z : 0.0);
+            f(P)[pi(b, h, i, j, A, T)] =
+                static_cast<Real>(j <= i ? std::exp(row[j] - mx) / z : 0.0);
         }
   }
   void attn_pv(const Buf& P, const Buf& v, Buf& ctx, int B, int T, int A, int G, int D) override {
@@ -295,8 +300,8 @@ class CpuDevice final : public Device {
             const double m = keep(seed, stream, pi(b, h, i, j, A, T), p);
             // dV += (P * m) dO; dS = P * (m * dP - D) (Dao 2023, Alg. 2 with dropout).
             for (int d = 0; d < D; ++d)
-              f(dv)[qi(b, j, g, d, T, G, D)] += static_cast<Real>(
-                  P * m * static_cast<double>(cf(dctx)[qi(b, i, h, d, T, A, D)]));
+              f(dv)[qi(b, j, g, d, T, G, D)] +=
+                  static_cast<Real>(P * m * static_cast<double>(cf(dctx)[qi(b, i, h, d, T, A, D)]));
             const double dS = P * (m * dpd - cf(Drows)[r]) * scale;
             for (int d = 0; d < D; ++d) {
               f(dq)[qi(b, i, h, d, T, A, D)] +=
@@ -327,14 +332,16 @@ class CpuDevice final : public Device {
     for (std::size_t i = 0; i < y.n; ++i) f(y)[i] = static_cast<Real>(gelu(cf(x)[i]));
   }
   void gelu_bwd(Buf& dy, const Buf& x) override {
-    for (std::size_t i = 0; i < dy.n; ++i) f(dy)[i] = static_cast<Real>(f(dy)[i] * gelu_grad(cf(x)[i]));
+    for (std::size_t i = 0; i < dy.n; ++i)
+      f(dy)[i] = static_cast<Real>(f(dy)[i] * gelu_grad(cf(x)[i]));
   }
   void glu_fwd(const Buf& x, Buf& y, int rows, int F, bool use_silu) override {
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < F; ++c) {
         const double g = cf(x)[static_cast<std::size_t>(r) * 2 * F + c];
         const double u = cf(x)[static_cast<std::size_t>(r) * 2 * F + F + c];
-        f(y)[static_cast<std::size_t>(r) * F + c] = static_cast<Real>((use_silu ? silu(g) : gelu(g)) * u);
+        f(y)[static_cast<std::size_t>(r) * F + c] =
+            static_cast<Real>((use_silu ? silu(g) : gelu(g)) * u);
       }
   }
   void glu_bwd(const Buf& dy, const Buf& x, Buf& dx, int rows, int F, bool use_silu) override {
@@ -357,7 +364,7 @@ class CpuDevice final : public Device {
       for (int c = 0; c < C; ++c)
         f(out)[static_cast<std::size_t>(r) * C + c] =
             static_cast<Real>(cf(wte)[static_cast<std::size_t>(id[r]) * C + c] +
-                           (wpe ? cf(*wpe)[static_cast<std::size_t>(r % T) * C + c] : 0.0));
+                              (wpe ? cf(*wpe)[static_cast<std::size_t>(r % T) * C + c] : 0.0));
   }
   void embed_bwd(const Buf& ids, const Buf& dout, Buf& dwte, Buf* dwpe, int BT, int T,
                  int C) override {

@@ -14,5 +14,7 @@ std::unique_ptr<Device> make_cpu_device(Elem elem);
 
 namespace actmem::exec {
 // The fp64 CPU device every reference and finite-difference run uses.
-inline std::unique_ptr<Device> make_cpu_reference() { return make_cpu_device(Elem::kF64); }
+inline std::unique_ptr<Device> make_cpu_reference() {
+  return make_cpu_device(Elem::kF64);
+}
 }  // namespace actmem::exec

@@ -46,12 +46,15 @@ __device__ __forceinline__ float gelu_grad(float x) {
   const float t = tanhf(kGeluC * (x + 0.044715f * x * x * x));
   return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * kGeluC * (1.f + 3.f * 0.044715f * x * x);
 }
-__device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
+__device__ __forceinline__ float silu(float x) {
+  return x / (1.f + expf(-x));
+}
 __device__ __forceinline__ float silu_grad(float x) {
   const float s = 1.f / (1.f + expf(-x));
   return s * (1.f + x * (1.f - s));
 }
-__device__ __forceinline__ float keepf(std::uint64_t seed, std::uint64_t stream, size_t i, float p) {
+__device__ __forceinline__ float keepf(std::uint64_t seed, std::uint64_t stream, size_t i,
+                                       float p) {
   return p > 0.f ? (dropout_keep(seed, stream, i, p) ? 1.f / (1.f - p) : 0.f) : 1.f;
 }
 // q (B, T, H, D) and P (B, A, T, T) offsets.
@@ -66,8 +69,8 @@ __device__ double g_loss_sum;  // the loss reduction (a scalar, not a gradient: 
 
 #define TID (size_t(blockIdx.x) * blockDim.x + threadIdx.x)
 
-__global__ void k_gemm_naive(const void* A, int ea, bool ta, const void* B, int eb, bool tb, void* C,
-                             int ec, int m, int n, int k, float alpha, float beta) {
+__global__ void k_gemm_naive(const void* A, int ea, bool ta, const void* B, int eb, bool tb,
+                             void* C, int ec, int m, int n, int k, float alpha, float beta) {
   const size_t t = TID;
   if (t >= size_t(m) * n) return;
   const int i = int(t / n), j = int(t % n);
@@ -113,8 +116,8 @@ __global__ void k_norm_fwd(const void* x, const void* g, const void* b, void* y,
   for (int c = 0; c < cols; ++c)
     st(y, e, o + c, (ld(x, e, o + c) - mu) * rs * ld(g, e, c) + (b ? ld(b, e, c) : 0.f));
 }
-__global__ void k_norm_bwd_dx(const void* x, const void* g, const void* dy, void* dx, int e, int rows,
-                              int cols, float eps, bool ln) {
+__global__ void k_norm_bwd_dx(const void* x, const void* g, const void* dy, void* dx, int e,
+                              int rows, int cols, float eps, bool ln) {
   const size_t r = TID;
   if (r >= size_t(rows)) return;
   const size_t o = r * cols;
@@ -165,7 +168,8 @@ __global__ void k_attn_probs(const void* q, const void* k, void* P, int e, int B
   float mx = -INFINITY;
   for (int j = 0; j <= i; ++j) {
     float s = 0;
-    for (int d = 0; d < D; ++d) s += ld(q, e, qo(b, i, h, T, A, D) + d) * ld(k, e, qo(b, j, g, T, G, D) + d);
+    for (int d = 0; d < D; ++d)
+      s += ld(q, e, qo(b, i, h, T, A, D) + d) * ld(k, e, qo(b, j, g, T, G, D) + d);
     s *= scale;
     st(P, e, pr + j, s);
     mx = fmaxf(mx, s);
@@ -174,35 +178,38 @@ __global__ void k_attn_probs(const void* q, const void* k, void* P, int e, int B
   for (int j = 0; j <= i; ++j) z += expf(ld(P, e, pr + j) - mx);
   for (int j = 0; j < T; ++j) st(P, e, pr + j, j <= i ? expf(ld(P, e, pr + j) - mx) / z : 0.f);
 }
-__global__ void k_attn_pv(const void* P, const void* v, void* ctx, int e, int B, int T, int A, int G,
-                          int D) {
+__global__ void k_attn_pv(const void* P, const void* v, void* ctx, int e, int B, int T, int A,
+                          int G, int D) {
   const size_t t = TID;
   if (t >= size_t(B) * T * A * D) return;
   const int d = int(t % D), h = int(t / D % A), i = int(t / D / A % T), b = int(t / D / A / T);
   const int g = h / (A / G);
   float acc = 0;
-  for (int j = 0; j <= i; ++j) acc += ld(P, e, po(b, h, i, A, T) + j) * ld(v, e, qo(b, j, g, T, G, D) + d);
+  for (int j = 0; j <= i; ++j)
+    acc += ld(P, e, po(b, h, i, A, T) + j) * ld(v, e, qo(b, j, g, T, G, D) + d);
   st(ctx, e, t, acc);
 }
-__global__ void k_attn_dp(const void* dctx, const void* v, void* dP, int e, int B, int T, int A, int G,
-                          int D) {
+__global__ void k_attn_dp(const void* dctx, const void* v, void* dP, int e, int B, int T, int A,
+                          int G, int D) {
   const size_t t = TID;
   if (t >= size_t(B) * A * T * T) return;
   const int j = int(t % T), i = int(t / T % T), h = int(t / T / T % A), b = int(t / T / T / A);
   const int g = h / (A / G);
   float acc = 0;
-  for (int d = 0; d < D; ++d) acc += ld(dctx, e, qo(b, i, h, T, A, D) + d) * ld(v, e, qo(b, j, g, T, G, D) + d);
+  for (int d = 0; d < D; ++d)
+    acc += ld(dctx, e, qo(b, i, h, T, A, D) + d) * ld(v, e, qo(b, j, g, T, G, D) + d);
   st(dP, e, t, acc);
 }
-__global__ void k_attn_dv(const void* P, const void* dctx, void* dv, int e, int B, int T, int A, int G,
-                          int D) {
+__global__ void k_attn_dv(const void* P, const void* dctx, void* dv, int e, int B, int T, int A,
+                          int G, int D) {
   const size_t t = TID;
   if (t >= size_t(B) * T * G * D) return;
   const int d = int(t % D), g = int(t / D % G), j = int(t / D / G % T), b = int(t / D / G / T);
   const int grp = A / G;
   float acc = 0;
   for (int h = g * grp; h < (g + 1) * grp; ++h)
-    for (int i = j; i < T; ++i) acc += ld(P, e, po(b, h, i, A, T) + j) * ld(dctx, e, qo(b, i, h, T, A, D) + d);
+    for (int i = j; i < T; ++i)
+      acc += ld(P, e, po(b, h, i, A, T) + j) * ld(dctx, e, qo(b, i, h, T, A, D) + d);
   st(dv, e, t, acc);
 }
 __global__ void k_softmax_bwd(void* dP, const void* P, int e, size_t rows, int cols, float scale) {
@@ -211,32 +218,35 @@ __global__ void k_softmax_bwd(void* dP, const void* P, int e, size_t rows, int c
   const size_t o = r * cols;
   float dot = 0;
   for (int c = 0; c < cols; ++c) dot += ld(dP, e, o + c) * ld(P, e, o + c);
-  for (int c = 0; c < cols; ++c) st(dP, e, o + c, scale * ld(P, e, o + c) * (ld(dP, e, o + c) - dot));
+  for (int c = 0; c < cols; ++c)
+    st(dP, e, o + c, scale * ld(P, e, o + c) * (ld(dP, e, o + c) - dot));
 }
-__global__ void k_attn_dq(const void* dS, const void* k, void* dq, int e, int B, int T, int A, int G,
-                          int D) {
+__global__ void k_attn_dq(const void* dS, const void* k, void* dq, int e, int B, int T, int A,
+                          int G, int D) {
   const size_t t = TID;
   if (t >= size_t(B) * T * A * D) return;
   const int d = int(t % D), h = int(t / D % A), i = int(t / D / A % T), b = int(t / D / A / T);
   const int g = h / (A / G);
   float acc = 0;
-  for (int j = 0; j <= i; ++j) acc += ld(dS, e, po(b, h, i, A, T) + j) * ld(k, e, qo(b, j, g, T, G, D) + d);
+  for (int j = 0; j <= i; ++j)
+    acc += ld(dS, e, po(b, h, i, A, T) + j) * ld(k, e, qo(b, j, g, T, G, D) + d);
   st(dq, e, t, acc);
 }
-__global__ void k_attn_dk(const void* dS, const void* q, void* dk, int e, int B, int T, int A, int G,
-                          int D) {
+__global__ void k_attn_dk(const void* dS, const void* q, void* dk, int e, int B, int T, int A,
+                          int G, int D) {
   const size_t t = TID;
   if (t >= size_t(B) * T * G * D) return;
   const int d = int(t % D), g = int(t / D % G), j = int(t / D / G % T), b = int(t / D / G / T);
   const int grp = A / G;
   float acc = 0;
   for (int h = g * grp; h < (g + 1) * grp; ++h)
-    for (int i = j; i < T; ++i) acc += ld(dS, e, po(b, h, i, A, T) + j) * ld(q, e, qo(b, i, h, T, A, D) + d);
+    for (int i = j; i < T; ++i)
+      acc += ld(dS, e, po(b, h, i, A, T) + j) * ld(q, e, qo(b, i, h, T, A, D) + d);
   st(dk, e, t, acc);
 }
 constexpr int kMaxD = 256;  // head dims up to 256 keep their accumulators in registers/local
-__global__ void k_flash_fwd(const void* q, const void* k, const void* v, void* ctx, float* lse, int e,
-                            int B, int T, int A, int G, int D, float scale, float p,
+__global__ void k_flash_fwd(const void* q, const void* k, const void* v, void* ctx, float* lse,
+                            int e, int B, int T, int A, int G, int D, float scale, float p,
                             std::uint64_t seed, std::uint64_t stream) {
   const size_t r = TID;
   if (r >= size_t(B) * A * T) return;
@@ -246,7 +256,8 @@ __global__ void k_flash_fwd(const void* q, const void* k, const void* v, void* c
   float m = -INFINITY, l = 0;  // online softmax (Milakov & Gimelshein 2018)
   for (int j = 0; j <= i; ++j) {
     float s = 0;
-    for (int d = 0; d < D; ++d) s += ld(q, e, qo(b, i, h, T, A, D) + d) * ld(k, e, qo(b, j, g, T, G, D) + d);
+    for (int d = 0; d < D; ++d)
+      s += ld(q, e, qo(b, i, h, T, A, D) + d) * ld(k, e, qo(b, j, g, T, G, D) + d);
     s *= scale;
     const float mn = fmaxf(m, s), c = expf(m - mn), w = expf(s - mn);
     l = l * c + w;
@@ -263,7 +274,8 @@ __global__ void k_flash_D(const void* dctx, const void* ctx, float* Dr, int e, i
   if (r >= size_t(B) * A * T) return;
   const int i = int(r % T), h = int(r / T % A), b = int(r / T / A);
   float acc = 0;
-  for (int d = 0; d < D; ++d) acc += ld(dctx, e, qo(b, i, h, T, A, D) + d) * ld(ctx, e, qo(b, i, h, T, A, D) + d);
+  for (int d = 0; d < D; ++d)
+    acc += ld(dctx, e, qo(b, i, h, T, A, D) + d) * ld(ctx, e, qo(b, i, h, T, A, D) + d);
   Dr[r] = acc;
 }
 __global__ void k_flash_dq(const void* q, const void* k, const void* v, const void* dctx,
@@ -321,7 +333,8 @@ __global__ void k_rope(void* x, int e, int B, int T, int H, int D, float sign) {
   const size_t t = TID;
   const int half = D / 2;
   if (t >= size_t(B) * T * H * half) return;
-  const int i = int(t % half), h = int(t / half % H), tt = int(t / half / H % T), b = int(t / half / H / T);
+  const int i = int(t % half), h = int(t / half % H), tt = int(t / half / H % T),
+            b = int(t / half / H / T);
   const float ang = sign * tt * powf(10000.f, -2.f * i / D);
   const float c = cosf(ang), s = sinf(ang);
   const size_t o = qo(b, tt, h, T, H, D);
@@ -357,12 +370,13 @@ __global__ void k_add(void* y, const void* x, int e, size_t n) {
   const size_t t = TID;
   if (t < n) st(y, e, t, ld(y, e, t) + ld(x, e, t));
 }
-__global__ void k_embed_fwd(const int* ids, const void* wte, const void* wpe, void* out, int e, int BT,
-                            int T, int C) {
+__global__ void k_embed_fwd(const int* ids, const void* wte, const void* wpe, void* out, int e,
+                            int BT, int T, int C) {
   const size_t t = TID;
   if (t >= size_t(BT) * C) return;
   const int r = int(t / C), c = int(t % C);
-  st(out, e, t, ld(wte, e, size_t(ids[r]) * C + c) + (wpe ? ld(wpe, e, size_t(r % T) * C + c) : 0.f));
+  st(out, e, t,
+     ld(wte, e, size_t(ids[r]) * C + c) + (wpe ? ld(wpe, e, size_t(r % T) * C + c) : 0.f));
 }
 // One thread per column, tokens in order: deterministic, no atomics.
 __global__ void k_embed_bwd(const int* ids, const void* dout, void* dwte, void* dwpe, int e, int BT,
@@ -392,11 +406,13 @@ __global__ void k_xent_bwd(const float* probs, const int* tg, float* dl, int row
   dl[t] = (probs[t] - (c == tg[r] ? 1.f : 0.f)) / rows;
 }
 
-unsigned blocks(size_t n) { return static_cast<unsigned>((n + 255) / 256); }
-#define LAUNCH(kernel, n, ...)                           \
-  do {                                                   \
+unsigned blocks(size_t n) {
+  return static_cast<unsigned>((n + 255) / 256);
+}
+#define LAUNCH(kernel, n, ...)                            \
+  do {                                                    \
     if ((n) > 0) kernel<<<blocks(n), 256>>>(__VA_ARGS__); \
-    check(cudaGetLastError(), #kernel);                  \
+    check(cudaGetLastError(), #kernel);                   \
   } while (0)
 
 class CudaDevice final : public Device {
@@ -423,7 +439,9 @@ class CudaDevice final : public Device {
       free(ws_);
     }
   }
-  std::uint64_t used_bytes_outside() override { return max_used_ > base_used_ ? max_used_ - base_used_ : 0; }
+  std::uint64_t used_bytes_outside() override {
+    return max_used_ > base_used_ ? max_used_ - base_used_ : 0;
+  }
 
   void upload(Buf& dst, const std::vector<double>& h) override {
     const size_t n = std::min(dst.n, h.size());
@@ -454,7 +472,8 @@ class CudaDevice final : public Device {
     return out;
   }
   void upload_i32(Buf& dst, const std::vector<std::int32_t>& h) override {
-    check(cudaMemcpy(dst.p, h.data(), 4 * std::min(dst.n, h.size()), cudaMemcpyHostToDevice), "ids");
+    check(cudaMemcpy(dst.p, h.data(), 4 * std::min(dst.n, h.size()), cudaMemcpyHostToDevice),
+          "ids");
   }
   void sync() override { check(cudaDeviceSynchronize(), "sync"); }
 
@@ -482,11 +501,13 @@ class CudaDevice final : public Device {
   }
   void norm_fwd(const Buf& x, const Buf& g, const Buf* b, Buf& y, int rows, int cols,
                 double eps) override {
-    LAUNCH(k_norm_fwd, size_t(rows), x.p, g.p, b ? b->p : nullptr, y.p, int(x.e), rows, cols, float(eps));
+    LAUNCH(k_norm_fwd, size_t(rows), x.p, g.p, b ? b->p : nullptr, y.p, int(x.e), rows, cols,
+           float(eps));
   }
   void norm_bwd(const Buf& x, const Buf& g, const Buf& dy, Buf& dx, Buf& dg, Buf* db, int rows,
                 int cols, double eps) override {
-    LAUNCH(k_norm_bwd_dx, size_t(rows), x.p, g.p, dy.p, dx.p, int(x.e), rows, cols, float(eps), db != nullptr);
+    LAUNCH(k_norm_bwd_dx, size_t(rows), x.p, g.p, dy.p, dx.p, int(x.e), rows, cols, float(eps),
+           db != nullptr);
     LAUNCH(k_norm_bwd_dg, size_t(cols), x.p, dy.p, dg.p, db ? db->p : nullptr, int(x.e), rows, cols,
            float(eps), db != nullptr);
   }
@@ -494,7 +515,8 @@ class CudaDevice final : public Device {
     LAUNCH(k_dropout_mask, m.n, static_cast<std::uint8_t*>(m.p), m.n, float(p), seed, stream);
   }
   void dropout_apply(const Buf& x, const Buf& m, Buf& y, double p) override {
-    LAUNCH(k_dropout_apply, y.n, x.p, static_cast<const std::uint8_t*>(m.p), y.p, int(y.e), y.n, float(p));
+    LAUNCH(k_dropout_apply, y.n, x.p, static_cast<const std::uint8_t*>(m.p), y.p, int(y.e), y.n,
+           float(p));
   }
   void attn_probs(const Buf& q, const Buf& k, Buf& P, int B, int T, int A, int G, int D,
                   double scale) override {
@@ -503,8 +525,8 @@ class CudaDevice final : public Device {
   void attn_pv(const Buf& P, const Buf& v, Buf& ctx, int B, int T, int A, int G, int D) override {
     LAUNCH(k_attn_pv, size_t(B) * T * A * D, P.p, v.p, ctx.p, int(v.e), B, T, A, G, D);
   }
-  void attn_dp_dv(const Buf& dctx, const Buf& P, const Buf& v, Buf& dP, Buf& dv, int B, int T, int A,
-                  int G, int D) override {
+  void attn_dp_dv(const Buf& dctx, const Buf& P, const Buf& v, Buf& dP, Buf& dv, int B, int T,
+                  int A, int G, int D) override {
     LAUNCH(k_attn_dp, size_t(B) * A * T * T, dctx.p, v.p, dP.p, int(v.e), B, T, A, G, D);
     LAUNCH(k_attn_dv, size_t(B) * T * G * D, P.p, dctx.p, dv.p, int(v.e), B, T, A, G, D);
   }
@@ -521,8 +543,8 @@ class CudaDevice final : public Device {
                  int G, int D, double scale, double p, std::uint64_t seed,
                  std::uint64_t stream) override {
     if (D > kMaxD) throw std::invalid_argument("flash kernels support head_dim <= 256");
-    LAUNCH(k_flash_fwd, size_t(B) * A * T, q.p, k.p, v.p, ctx.p, static_cast<float*>(lse.p), int(q.e),
-           B, T, A, G, D, float(scale), float(p), seed, stream);
+    LAUNCH(k_flash_fwd, size_t(B) * A * T, q.p, k.p, v.p, ctx.p, static_cast<float*>(lse.p),
+           int(q.e), B, T, A, G, D, float(scale), float(p), seed, stream);
   }
   void flash_bwd(const Buf& q, const Buf& k, const Buf& v, const Buf& ctx, const Buf& dctx,
                  const Buf& lse, Buf& Dr, Buf& dq, Buf& dk, Buf& dv, int B, int T, int A, int G,
@@ -530,16 +552,18 @@ class CudaDevice final : public Device {
     const auto* l = static_cast<const float*>(lse.p);
     auto* d = static_cast<float*>(Dr.p);
     LAUNCH(k_flash_D, size_t(B) * A * T, dctx.p, ctx.p, d, int(q.e), B, T, A, D);
-    LAUNCH(k_flash_dq, size_t(B) * A * T, q.p, k.p, v.p, dctx.p, l, d, dq.p, int(q.e), B, T, A, G, D,
-           float(scale), float(p), seed, stream);
-    LAUNCH(k_flash_dkv, size_t(B) * G * T, q.p, k.p, v.p, dctx.p, l, d, dk.p, dv.p, int(q.e), B, T, A,
-           G, D, float(scale), float(p), seed, stream);
+    LAUNCH(k_flash_dq, size_t(B) * A * T, q.p, k.p, v.p, dctx.p, l, d, dq.p, int(q.e), B, T, A, G,
+           D, float(scale), float(p), seed, stream);
+    LAUNCH(k_flash_dkv, size_t(B) * G * T, q.p, k.p, v.p, dctx.p, l, d, dk.p, dv.p, int(q.e), B, T,
+           A, G, D, float(scale), float(p), seed, stream);
   }
   void rope(Buf& x, int B, int T, int H, int D, bool inverse) override {
     LAUNCH(k_rope, size_t(B) * T * H * (D / 2), x.p, int(x.e), B, T, H, D, inverse ? -1.f : 1.f);
   }
   void gelu_fwd(const Buf& x, Buf& y) override { LAUNCH(k_gelu_fwd, y.n, x.p, y.p, int(y.e), y.n); }
-  void gelu_bwd(Buf& dy, const Buf& x) override { LAUNCH(k_gelu_bwd, dy.n, dy.p, x.p, int(x.e), dy.n); }
+  void gelu_bwd(Buf& dy, const Buf& x) override {
+    LAUNCH(k_gelu_bwd, dy.n, dy.p, x.p, int(x.e), dy.n);
+  }
   void glu_fwd(const Buf& x, Buf& y, int rows, int F, bool s) override {
     LAUNCH(k_glu_fwd, size_t(rows) * F, x.p, y.p, int(x.e), rows, F, s);
   }
@@ -549,8 +573,8 @@ class CudaDevice final : public Device {
   void add(Buf& y, const Buf& x) override { LAUNCH(k_add, y.n, y.p, x.p, int(y.e), y.n); }
   void embed_fwd(const Buf& ids, const Buf& wte, const Buf* wpe, Buf& out, int BT, int T,
                  int C) override {
-    LAUNCH(k_embed_fwd, size_t(BT) * C, static_cast<const int*>(ids.p), wte.p, wpe ? wpe->p : nullptr,
-           out.p, int(out.e), BT, T, C);
+    LAUNCH(k_embed_fwd, size_t(BT) * C, static_cast<const int*>(ids.p), wte.p,
+           wpe ? wpe->p : nullptr, out.p, int(out.e), BT, T, C);
   }
   void embed_bwd(const Buf& ids, const Buf& dout, Buf& dwte, Buf* dwpe, int BT, int T,
                  int C) override {

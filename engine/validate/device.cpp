@@ -46,8 +46,9 @@ Buf Device::alloc(std::size_t n, Elem e, const std::string& name, Category c) {
   b.name = name;
   if (b.bytes() > 0) {
     b.p = raw_alloc(b.bytes());
-    if (!b.p) throw std::runtime_error("out of device memory allocating '" + name + "' (" +
-                                       std::to_string(b.bytes()) + " bytes)");
+    if (!b.p)
+      throw std::runtime_error("out of device memory allocating '" + name + "' (" +
+                               std::to_string(b.bytes()) + " bytes)");
     zero(b.p, b.bytes());
   }
   tracker_.on_alloc(b, c);

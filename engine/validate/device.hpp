@@ -79,7 +79,7 @@ class Device {
   // C(m, n) = alpha * op(A) op(B) + beta * C, op(A) (m, k), op(B) (k, n); ta/tb transpose.
   virtual void gemm(const Buf& A, bool ta, const Buf& B, bool tb, Buf& C, int m, int n, int k,
                     double alpha, double beta) = 0;
-  virtual void bias_add(Buf& y, const Buf& bias, int rows, int cols) = 0;  // y(r, c) += bias(c)
+  virtual void bias_add(Buf& y, const Buf& bias, int rows, int cols) = 0;     // y(r, c) += bias(c)
   virtual void bias_grad(const Buf& dy, Buf& dbias, int rows, int cols) = 0;  // db += colsum(dy)
   // LayerNorm (beta non-null) or RMSNorm (beta null) over rows of x (R, C); no statistics kept.
   virtual void norm_fwd(const Buf& x, const Buf& gamma, const Buf* beta, Buf& y, int rows, int cols,
@@ -94,11 +94,11 @@ class Device {
   // Attention, eager. q (B, T, A, D), k/v (B, T, G, D), P/dP (B, A, T, T), ctx (B, T, A, D).
   virtual void attn_probs(const Buf& q, const Buf& k, Buf& P, int B, int T, int A, int G, int D,
                           double scale) = 0;  // causal softmax(q k^T * scale)
-  virtual void attn_pv(const Buf& P, const Buf& v, Buf& ctx, int B, int T, int A, int G,
-                       int D) = 0;
+  virtual void attn_pv(const Buf& P, const Buf& v, Buf& ctx, int B, int T, int A, int G, int D) = 0;
   virtual void attn_dp_dv(const Buf& dctx, const Buf& P, const Buf& v, Buf& dP, Buf& dv, int B,
                           int T, int A, int G, int D) = 0;
-  virtual void softmax_bwd(Buf& dP, const Buf& P, int rows, int cols, double scale) = 0;  // in place
+  virtual void softmax_bwd(Buf& dP, const Buf& P, int rows, int cols,
+                           double scale) = 0;  // in place
   virtual void attn_dq(const Buf& dS, const Buf& k, Buf& dq, int B, int T, int A, int G, int D) = 0;
   virtual void attn_dk(const Buf& dS, const Buf& q, Buf& dk, int B, int T, int A, int G, int D) = 0;
   // Flash-style attention: ctx and the row log-sum-exp lse (B, A, T) only; dropout (p > 0) is
@@ -112,8 +112,8 @@ class Device {
                          std::uint64_t stream) = 0;
   // RoPE on x (B, T, H, D) in place, rotating pairs (i, i + D/2); inverse = rotate back.
   virtual void rope(Buf& x, int B, int T, int H, int D, bool inverse) = 0;
-  virtual void gelu_fwd(const Buf& x, Buf& y) = 0;           // tanh approximation
-  virtual void gelu_bwd(Buf& dy, const Buf& x) = 0;          // in place: dy <- dy * gelu'(x)
+  virtual void gelu_fwd(const Buf& x, Buf& y) = 0;   // tanh approximation
+  virtual void gelu_bwd(Buf& dy, const Buf& x) = 0;  // in place: dy <- dy * gelu'(x)
   // GLU over x (R, 2F) = [gate | up]: y (R, F) = act(gate) * up; act silu or gelu.
   virtual void glu_fwd(const Buf& x, Buf& y, int rows, int F, bool silu) = 0;
   virtual void glu_bwd(const Buf& dy, const Buf& x, Buf& dx, int rows, int F, bool silu) = 0;

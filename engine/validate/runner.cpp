@@ -79,7 +79,8 @@ Runner::Runner(Device& dev, const Estimate& e, Elem act, std::uint64_t seed)
   }
   lnf_g_ = add_param("final_norm.weight", C, 0.1, 1.0);
   lnf_b_ = ln_ ? add_param("final_norm.bias", C, 0.1, 0) : kNone;
-  lm_ = m.tied_embeddings ? wte_ : add_param("lm_head.weight", static_cast<std::size_t>(V) * C, ws, 0);
+  lm_ = m.tied_embeddings ? wte_
+                          : add_param("lm_head.weight", static_cast<std::size_t>(V) * C, ws, 0);
 
   // The batch: token ids and next-token targets (counted apart from model memory).
   const std::size_t bt = static_cast<std::size_t>(B) * T;
@@ -136,9 +137,9 @@ void Runner::free_layer(int l, const std::vector<std::string>* keep) {
   for (auto it = r.begin(); it != r.end();) {
     const std::string& id = it->first;
     const bool kept =
-        keep && (std::find(keep->begin(), keep->end(), id) != keep->end() ||
-                 (id == "ln1.in" &&
-                  std::find(keep->begin(), keep->end(), "layer.in") != keep->end()));
+        keep &&
+        (std::find(keep->begin(), keep->end(), id) != keep->end() ||
+         (id == "ln1.in" && std::find(keep->begin(), keep->end(), "layer.in") != keep->end()));
     if (kept) {
       ++it;
       continue;
@@ -390,8 +391,8 @@ StepResult Runner::step(bool backward) {
   dev_.gemm(dlogits, true, lm_in, false, G(lm_), V, C, B * T, 1, 1);
   dev_.free(dlogits);
   Buf dY = dev_.alloc(bt * C, act_, "dY");
-  dev_.norm_bwd(x, W(lnf_g_), dlm, dY, G(lnf_g_), present(lnf_b_) ? &G(lnf_b_) : nullptr, B * T,
-                C, eps_);
+  dev_.norm_bwd(x, W(lnf_g_), dlm, dY, G(lnf_g_), present(lnf_b_) ? &G(lnf_b_) : nullptr, B * T, C,
+                eps_);
   dev_.free(dlm);
   dev_.free(logits), dev_.free(lm_in), dev_.free(x);
   // Layers, top down; recompute exactly where the engine's policy says (Chen et al. 2016).

@@ -15,7 +15,8 @@
 
 namespace {
 constexpr const char* kUsage =
-    "usage: actmem-validate --executor cpu|cuda [--seed N] [--fd-probes N] [--reference auto|on|off]\n"
+    "usage: actmem-validate --executor cpu|cuda [--seed N] [--fd-probes N] [--reference "
+    "auto|on|off]\n"
     "                       [--json] <the model and config flags of `actmem estimate`>\n"
     "Runs the model's layers forward and backward under the recompute policy and compares the\n"
     "measured peak with the engine's prediction (exact on the CPU, 2% on CUDA), the gradients\n"

@@ -236,3 +236,84 @@ test('speed: input change to every panel redrawn, 405B with PP (recorded, not as
     `all panels incl. planner, fit and sweep ${all.map((x) => x.toFixed(1)).join(', ')} ms`);
   await page.close();
 });
+
+// ---- issue 6: the bad-input catalogue and the native = wasm identity grid ----------------------
+
+const catalogue = JSON.parse(await readFile(join(root, 'tests', 'data', 'bad_inputs.json'), 'utf8')).inputs;
+
+test(`bad-input catalogue (${catalogue.length} inputs) through the CLI: exit 2, one line naming the field`, async () => {
+  assert.ok(catalogue.length >= 50);
+  const dir = join(root, 'build', 'catalogue');
+  await mkdir(dir, { recursive: true });
+  for (const e of catalogue) {
+    const args = ['estimate', ...e.args];
+    if (e.model_text !== undefined) {
+      const file = join(dir, `${e.id}.json`);
+      await writeFile(file, e.model_text);
+      args.push('--model', file);
+    }
+    let status = 0, stderr = '';
+    try { execFileSync(cli, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }); } catch (err) { status = err.status; stderr = String(err.stderr); }
+    assert.equal(status, 2, e.id);
+    assert.equal(stderr.trim(), `actmem: error: ${e.message}`, e.id);
+    assert.ok(e.message.startsWith(e.field), `${e.id}: the message names ${e.field}`);
+  }
+});
+
+test(`bad-input catalogue (${catalogue.length} inputs) through the page: the message beside the field, the previous result kept`, async () => {
+  let { page, errors } = await open('preset=gpt2&seq=1024');
+  const verdict = await page.textContent('#verdict');
+  // Every control's value as the page wrote it: each bad input overrides a few keys of it, so the
+  // previous (good) result is the same one every time.
+  const good = await page.evaluate(() => location.hash.slice(1));
+  const over = (pairs) => {
+    const p = new URLSearchParams(good);
+    for (const [k, v] of pairs) p.set(k, v);
+    return p.toString();
+  };
+  for (const e of catalogue) {
+    const hash = e.model_text !== undefined ? over([['seq', '16'], ['model', e.model_text]])
+      : over([...new URLSearchParams(e.hash)]);
+    await page.evaluate((h) => { location.hash = h; }, hash);
+    await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 5000 })
+      .catch(() => assert.fail(`${e.id}: no error shown for #${hash}`));
+    // The slot next to the field's control; model.* messages sit beside the model box.
+    const slot = await page.evaluate((f) => {
+      const own = document.querySelector(`[data-err="${f}"]`);
+      return own ? f : f.startsWith('model') ? 'model' : null;
+    }, e.field);
+    assert.ok(slot, `${e.id}: the page has a place beside ${e.field}`);
+    assert.equal((await page.textContent(`[data-err="${slot}"]`)).trim(), e.page_message ?? e.message, e.id);
+    assert.equal(await page.textContent('#verdict'), verdict, `${e.id}: the previous result stays`);
+    // A fresh page for the next input: keys a link leaves out keep their last value by design
+    // (and a reload would restore the form).
+    assert.deepEqual(errors, [], e.id);
+    await page.close();
+    ({ page, errors } = await open(good));
+    assert.equal(await page.getAttribute('body', 'data-state'), 'ok', `${e.id}: back to the good configuration`);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('native and wasm give byte-identical answers over every model preset x profile x recompute policy', async () => {
+  const presets = JSON.parse(execFileSync(cli, ['presets', '--json'], { encoding: 'utf8' })).models.map((m) => m.id);
+  const requests = [];
+  for (const preset of presets)
+    for (const profile of ['megatron', 'textbook', 'pytorch', 'hf'])
+      for (const recompute of ['none', 'selective', 'full', 'every:2', 'layers:KSCR'])
+        requests.push(JSON.stringify({ preset, config: { seq: 2048, profile, recompute, attention: 'eager', gpu: 'h100-80gb' } }));
+  const file = join(root, 'build', 'identity-requests.jsonl');
+  await writeFile(file, requests.join('\n') + '\n');
+  const nativeLines = execFileSync(cli, ['requests', file], { encoding: 'utf8', maxBuffer: 1 << 30 }).trimEnd().split('\n');
+  const { page } = await open('preset=gpt2');
+  const wasmLines = await page.evaluate((reqs) => reqs.map((r) => window.actmem.evaluate(r)), requests);
+  assert.equal(nativeLines.length, requests.length);
+  let ok = 0;
+  for (let i = 0; i < requests.length; ++i) {
+    assert.equal(wasmLines[i], nativeLines[i], requests[i]);
+    ++ok;
+  }
+  assert.equal(ok, presets.length * 20);
+  await page.close();
+});
