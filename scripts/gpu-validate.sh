@@ -12,12 +12,22 @@ cmake -S . -B build/cuda -DCMAKE_BUILD_TYPE=Release -DACTMEM_CUDA=ON -DACTMEM_TE
   -DACTMEM_BENCH=OFF -DCMAKE_CUDA_COMPILER="$NVCC" >/dev/null
 cmake --build build/cuda -j"$(nproc)" --target actmem-validate
 v=build/cuda/actmem-validate
+# The whole script must finish within 5 minutes of device time: runs stop being launched at
+# DEADLINE seconds (build included), and each run gets what is left, at most 100 s.
+deadline=${DEADLINE:-270}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$out/device.txt" || true
 : > "$out/report.jsonl"
 run() {  # name, then actmem-validate flags
   local name=$1; shift
+  local left=$((deadline - SECONDS))
+  if [ "$left" -le 5 ]; then
+    echo "{\"ok\": false, \"name\": \"$name\", \"error\": \"not run: the 5-minute budget was spent\"}" >> "$out/report.jsonl"
+    return
+  fi
+  [ "$left" -gt 100 ] && left=100
+  echo "== $name ($left s left for it)"
   local t0=$SECONDS
-  if timeout 120 "$v" --executor cuda --json "$@" > "$out/$name.json" 2> "$out/$name.err"; then :; fi
+  if timeout "$left" "$v" --executor cuda --json "$@" > "$out/$name.json" 2> "$out/$name.err"; then :; fi
   python3 - "$name" "$out/$name.json" "$((SECONDS - t0))" "$*" >> "$out/report.jsonl" <<'PY'
 import json, sys
 name, path, secs, flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
@@ -39,11 +49,13 @@ for pol in none selective full every:2; do
   done
 done
 # Memory at scale: tens of GB (reference off: the CPU would take hours).
-for pol in none selective full every:4; do
-  run "gpt2-medium-eager-$pol" --preset gpt2-medium --seq 1024 --micro-batch 8 --attention eager --dropout 0.1 --recompute $pol --reference off
-  run "llama-2-7b-4L-flash-$pol" --model tests/data/validate/llama-7b-4layers.json --seq 2048 --micro-batch 8 --attention flash --recompute $pol --reference off
-done
-run "llama-2-7b-4L-eager-selective" --model tests/data/validate/llama-7b-4layers.json --seq 2048 --micro-batch 2 --attention eager --recompute selective --reference off
+# Ordered so the most informative runs come first if the budget runs out.
+run "gpt2-medium-eager-none" --preset gpt2-medium --seq 1024 --micro-batch 8 --attention eager --dropout 0.1 --recompute none --reference off
+run "llama-2-7b-4L-flash-none" --model tests/data/validate/llama-7b-4layers.json --seq 1024 --micro-batch 16 --attention flash --recompute none --reference off
+run "gpt2-medium-eager-selective" --preset gpt2-medium --seq 1024 --micro-batch 8 --attention eager --dropout 0.1 --recompute selective --reference off
+run "llama-2-7b-4L-flash-full" --model tests/data/validate/llama-7b-4layers.json --seq 1024 --micro-batch 16 --attention flash --recompute full --reference off
+run "gpt2-medium-eager-every4" --preset gpt2-medium --seq 1024 --micro-batch 8 --attention eager --dropout 0.1 --recompute every:4 --reference off
+run "llama-2-7b-4L-eager-selective" --model tests/data/validate/llama-7b-4layers.json --seq 1024 --micro-batch 4 --attention eager --recompute selective --reference off
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]

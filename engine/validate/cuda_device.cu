@@ -69,16 +69,9 @@ __device__ double g_loss_sum;  // the loss reduction (a scalar, not a gradient: 
 
 #define TID (size_t(blockIdx.x) * blockDim.x + threadIdx.x)
 
-__global__ void k_gemm_naive(const void* A, int ea, bool ta, const void* B, int eb, bool tb,
-                             void* C, int ec, int m, int n, int k, float alpha, float beta) {
+__global__ void k_cast(const void* x, int ex, void* y, int ey, size_t n) {
   const size_t t = TID;
-  if (t >= size_t(m) * n) return;
-  const int i = int(t / n), j = int(t % n);
-  float acc = 0;
-  for (int p = 0; p < k; ++p)
-    acc += ld(A, ea, ta ? size_t(p) * m + i : size_t(i) * k + p) *
-           ld(B, eb, tb ? size_t(j) * k + p : size_t(p) * n + j);
-  st(C, ec, t, alpha * acc + (beta != 0.f ? beta * ld(C, ec, t) : 0.f));
+  if (t < n) st(y, ey, t, ld(x, ex, t));
 }
 __global__ void k_bias_add(void* y, const void* b, int e, int rows, int cols) {
   const size_t t = TID;
@@ -134,18 +127,54 @@ __global__ void k_norm_bwd_dx(const void* x, const void* g, const void* dy, void
     st(dx, e, o + c, ld(dx, e, o + c) + d);
   }
 }
+// dgamma/dbeta: one block per 256 columns walks the rows in order; the block recomputes each row's
+// statistics together (a shared-memory reduction), so nothing is allocated and the sums are
+// deterministic.
+constexpr int kNormThreads = 256;
 __global__ void k_norm_bwd_dg(const void* x, const void* dy, void* dg, void* db, int e, int rows,
                               int cols, float eps, bool ln) {
-  const size_t c = TID;
-  if (c >= size_t(cols)) return;
+  __shared__ float red[kNormThreads];
+  __shared__ float stat[2];
+  const int c = blockIdx.x * kNormThreads + threadIdx.x;
   float ag = 0, ab = 0;
   for (int r = 0; r < rows; ++r) {
     const size_t o = size_t(r) * cols;
-    float mu, rs;
-    row_stats(x, e, o, cols, ln, eps, &mu, &rs);  // O(rows * cols^2) but free of atomics
-    ag += ld(dy, e, o + c) * (ld(x, e, o + c) - mu) * rs;
-    ab += ld(dy, e, o + c);
+    float part = 0;
+    if (ln) {
+      for (int k = threadIdx.x; k < cols; k += kNormThreads) part += ld(x, e, o + k);
+      red[threadIdx.x] = part;
+      __syncthreads();
+      for (int w = kNormThreads / 2; w > 0; w /= 2) {
+        if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+        __syncthreads();
+      }
+      if (threadIdx.x == 0) stat[0] = red[0] / cols;
+      __syncthreads();
+    } else if (threadIdx.x == 0) {
+      stat[0] = 0;
+    }
+    __syncthreads();
+    const float mu = stat[0];
+    part = 0;
+    for (int k = threadIdx.x; k < cols; k += kNormThreads) {
+      const float d = ld(x, e, o + k) - mu;
+      part += d * d;
+    }
+    red[threadIdx.x] = part;
+    __syncthreads();
+    for (int w = kNormThreads / 2; w > 0; w /= 2) {
+      if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) stat[1] = rsqrtf(red[0] / cols + eps);
+    __syncthreads();
+    if (c < cols) {
+      ag += ld(dy, e, o + c) * (ld(x, e, o + c) - mu) * stat[1];
+      ab += ld(dy, e, o + c);
+    }
+    __syncthreads();
   }
+  if (c >= cols) return;
   st(dg, e, c, ld(dg, e, c) + ag);
   if (ln) st(db, e, c, ld(db, e, c) + ab);
 }
@@ -481,9 +510,16 @@ class CudaDevice final : public Device {
   void gemm(const Buf& A, bool ta, const Buf& B, bool tb, Buf& C, int m, int n, int k, double alpha,
             double beta) override {
     const float al = float(alpha), be = float(beta);
-    if (A.e != B.e) {  // mixed operands (fp32 logits gradient x bf16 weights): plain kernel
-      LAUNCH(k_gemm_naive, size_t(m) * n, A.p, int(A.e), ta, B.p, int(B.e), tb, C.p, int(C.e), m, n,
-             k, al, be);
+    if (A.e != B.e) {
+      // Mixed operands (the fp32 logits gradient x bf16 weights): the fp32 one is cast to bf16 in
+      // a tracked buffer, as a mixed-precision framework does. It lives while the loss backward
+      // has already freed the fp32 probabilities (half their size), so it does not raise the peak.
+      const Buf& wide = A.e == Elem::kF32 ? A : B;
+      Buf narrow = alloc(wide.n, Elem::kBf16, "gemm.bf16_cast");
+      LAUNCH(k_cast, wide.n, wide.p, int(wide.e), narrow.p, kBf, wide.n);
+      gemm(A.e == Elem::kF32 ? narrow : A, ta, B.e == Elem::kF32 ? narrow : B, tb, C, m, n, k,
+           alpha, beta);
+      free(narrow);
       return;
     }
     const cudaDataType ab = A.e == Elem::kBf16 ? CUDA_R_16BF : CUDA_R_32F;
@@ -508,8 +544,9 @@ class CudaDevice final : public Device {
                 int cols, double eps) override {
     LAUNCH(k_norm_bwd_dx, size_t(rows), x.p, g.p, dy.p, dx.p, int(x.e), rows, cols, float(eps),
            db != nullptr);
-    LAUNCH(k_norm_bwd_dg, size_t(cols), x.p, dy.p, dg.p, db ? db->p : nullptr, int(x.e), rows, cols,
-           float(eps), db != nullptr);
+    k_norm_bwd_dg<<<unsigned((cols + kNormThreads - 1) / kNormThreads), kNormThreads>>>(
+        x.p, dy.p, dg.p, db ? db->p : nullptr, int(x.e), rows, cols, float(eps), db != nullptr);
+    check(cudaGetLastError(), "k_norm_bwd_dg");
   }
   void dropout_mask(Buf& m, double p, std::uint64_t seed, std::uint64_t stream) override {
     LAUNCH(k_dropout_mask, m.n, static_cast<std::uint8_t*>(m.p), m.n, float(p), seed, stream);
