@@ -153,3 +153,79 @@ TEST_CASE("Overflow: s = 10^7, b = 10^4 is a field-named error, never a wrapped 
   const json ok = run_preset("llama-3.1-8b", {{"seq", 1 << 20}, {"micro_batch", 1}});
   CHECK(u(ok["per_layer"]["quadratic_bytes"]) == 2ULL * 32 * (1 << 20) * (1 << 20));
 }
+
+TEST_CASE(
+    "Overflow at the issue's corner (s = 10^7, b = 10^4, a = 10^3, L = 10^4): a config.seq error "
+    "with eager and with flash attention, never a wrapped or negative number",
+    "[overflow]") {
+  const json model = {{"hidden_size", 128000},       {"num_attention_heads", 1000},
+                      {"num_hidden_layers", 10000},  {"vocab_size", 50000},
+                      {"intermediate_size", 512000}, {"ffn_type", "gelu"},
+                      {"norm_type", "layernorm"},    {"position_embedding", "rope"}};
+  for (const char* att : {"eager", "flash"}) {
+    CAPTURE(att);
+    const json r = actmem::evaluate_json(
+        json{{"model", model},
+             {"config", {{"seq", 10000000}, {"micro_batch", 10000}, {"attention", att}}}});
+    REQUIRE_FALSE(r["ok"].get<bool>());
+    CHECK(r["error"]["code"] == "overflow");
+    CHECK(r["error"]["field"] == "config.seq");
+    CHECK(r["error"]["message"].get<std::string>().rfind("config.seq: ", 0) == 0);
+    CHECK(r["error"]["message"].get<std::string>().find("2^63-1") != std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "Overflow edge: one head at s = 2^30 computes exactly at b = 1 (softmax 2^61 B, peak just "
+    "over 2^62) and is a config.seq error at b = 2, where the step's peak passes 2^63 - 1",
+    "[overflow]") {
+  const json model = {{"hidden_size", 64},        {"num_attention_heads", 1},
+                      {"num_hidden_layers", 1},   {"vocab_size", 128},
+                      {"intermediate_size", 256}, {"ffn_type", "gelu"},
+                      {"norm_type", "layernorm"}, {"position_embedding", "rope"}};
+  auto req = [&](int b) {
+    return actmem::evaluate_json(
+        json{{"model", model},
+             {"config",
+              {{"seq", 1 << 30}, {"micro_batch", b}, {"attention", "eager"}, {"dropout", 0}}}});
+  };
+  const json one = req(1);
+  REQUIRE(one["ok"].get<bool>());
+  for (const auto& t : one["per_layer"]["tensors"])
+    if (t["name"] == "attn.softmax_out") CHECK(u(t["bytes"]) == (1ULL << 61));
+  // softmax_out and its gradient d_probs (2^61 each) are alive together in backward.
+  CHECK(u(one["peak_bytes"]) > (1ULL << 62));
+  CHECK(u(one["peak_bytes"]) < (1ULL << 63));
+  const json two = req(2);
+  REQUIRE_FALSE(two["ok"].get<bool>());
+  CHECK(two["error"]["code"] == "overflow");
+  CHECK(two["error"]["field"] == "config.seq");
+  CHECK(two["error"]["message"] ==
+        "config.seq: timeline.peak_bytes would exceed 2^63-1 bytes at micro_batch=2, "
+        "seq=1073741824; reduce config.seq or config.micro_batch (or the model size)");
+}
+
+TEST_CASE(
+    "Overflow in static memory: a model whose parameters or their bytes pass 2^63 - 1 is a "
+    "model error",
+    "[overflow]") {
+  const json base = {{"num_attention_heads", 1},    {"num_hidden_layers", 1},
+                     {"vocab_size", 128},           {"intermediate_size", 256},
+                     {"ffn_type", "gelu"},          {"norm_type", "layernorm"},
+                     {"position_embedding", "rope"}};
+  json huge = base;
+  huge["hidden_size"] = 1ULL << 40;  // h^2 = 2^80 parameters
+  json r = actmem::evaluate_json(json{{"model", huge}, {"config", {{"seq", 16}}}});
+  REQUIRE_FALSE(r["ok"].get<bool>());
+  CHECK(r["error"]["code"] == "overflow");
+  CHECK(r["error"]["field"] == "model");
+  json deep = base;
+  deep["hidden_size"] = 1 << 22;
+  deep["intermediate_size"] = 1 << 22;
+  deep["num_hidden_layers"] = 65536;  // ~2^60 parameters: their bytes and states pass 2^63
+  r = actmem::evaluate_json(json{{"model", deep}, {"config", {{"seq", 16}}}});
+  REQUIRE_FALSE(r["ok"].get<bool>());
+  CHECK(r["error"]["code"] == "overflow");
+  CHECK(r["error"]["field"] == "model");
+  CHECK(r["error"]["message"].get<std::string>().rfind("model: static memory", 0) == 0);
+}

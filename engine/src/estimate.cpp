@@ -7,6 +7,7 @@
 #include "actmem/schedule.hpp"
 #include "actmem/timeline.hpp"
 #include "explain.hpp"
+#include "overflow.hpp"
 
 namespace actmem {
 
@@ -99,10 +100,7 @@ std::optional<Error> apply_recompute(Estimate& e) {
     s.act = a;
     s.total_bytes = ck.add(s.act.total_bytes, s.stat.total_bytes, "total_bytes");
   }
-  if (ck.overflowed())
-    return make_error(
-        "overflow", ck.field(),
-        ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
   // The simulated step (timeline) decides the peak, the most loaded stage and whether it fits.
   auto tl = simulate(e, false);
   if (!tl.ok()) return tl.error();
@@ -211,10 +209,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   e.kv_cache.per_gpu_bytes = ck.mul(ck.mul(ck.mul(2 * pw, m.layers / p.pp, "kv_cache"),
                                            ck.mul(g.kv.value, m.head_dim, "kv_cache"), "kv_cache"),
                                     ck.mul(g.s_tp.value, c.micro_batch, "kv_cache"), "kv_cache");
-  if (ck.overflowed())
-    return make_error(
-        "overflow", ck.field(),
-        ck.field() + " exceeds 2^63-1 bytes; reduce micro_batch, seq or the model size");
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
 
   if (!explain) return e;
   // Explanations, all built from the records and the numbers above.

@@ -98,7 +98,9 @@ Result<std::uint64_t> total_params(const ModelSpec& m) {
     n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");
   for (const auto& p : head_params(m, one, false))
     n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");
-  if (ck.overflowed()) return make_error("overflow", ck.field(), "parameter count exceeds 2^63-1");
+  if (ck.overflowed())
+    return make_error("overflow", ck.field(),
+                      ck.field() + ": the parameter count would exceed 2^63-1");
   return n;
 }
 
@@ -174,7 +176,9 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
       ck.add(ck.add(s.params_bytes, s.grads_bytes, "static.total_bytes"),
              ck.add(s.master_bytes, s.optimizer_bytes, "static.total_bytes"), "static.total_bytes");
   if (ck.overflowed())
-    return make_error("overflow", ck.field(), "static memory exceeds 2^63-1 bytes");
+    return make_error("overflow", "model",
+                      "model: static memory (parameters, gradients, optimizer states) would exceed "
+                      "2^63-1 bytes; use a smaller model or shard it (tp, pp, ZeRO)");
   return s;
 }
 

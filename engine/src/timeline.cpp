@@ -6,6 +6,7 @@
 #include "actmem/estimate.hpp"
 #include "actmem/policy.hpp"
 #include "actmem/schedule.hpp"
+#include "overflow.hpp"
 
 namespace actmem {
 
@@ -327,8 +328,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
   tl.step_flops = 3.0 * (layers_fwd + e.logits_flops);
   tl.extra_flops = extra;
   tl.recompute_overhead_pct = tl.step_flops > 0 ? 100.0 * extra / tl.step_flops : 0.0;
-  if (ck.overflowed())
-    return make_error("overflow", ck.field(), ck.field() + " exceeds 2^63-1 bytes");
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
   return tl;
 }
 
