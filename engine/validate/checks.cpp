@@ -170,6 +170,7 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
     Runner run(*dev, e, act, o.seed);
     run.step();  // warm-up (CUDA context, cuBLAS heuristics); the measured step follows
     dev->tracker().reset_peak();
+    dev->reset_outside_peak();
     const auto t0 = clock::now();
     StepResult s = run.step();
     dev->sync();

@@ -54,8 +54,8 @@ __device__ __forceinline__ float silu_grad(float x) {
   return s * (1.f + x * (1.f - s));
 }
 __device__ __forceinline__ float keepf(std::uint64_t seed, std::uint64_t stream, size_t i,
-                                       float p) {
-  return p > 0.f ? (dropout_keep(seed, stream, i, p) ? 1.f / (1.f - p) : 0.f) : 1.f;
+                                       double p) {
+  return p > 0.0 ? (dropout_keep(seed, stream, i, p) ? float(1.0 / (1.0 - p)) : 0.f) : 1.f;
 }
 // q (B, T, H, D) and P (B, A, T, T) offsets.
 __device__ __forceinline__ size_t qo(int b, int t, int h, int T, int H, int D) {
@@ -178,7 +178,7 @@ __global__ void k_norm_bwd_dg(const void* x, const void* dy, void* dg, void* db,
   st(dg, e, c, ld(dg, e, c) + ag);
   if (ln) st(db, e, c, ld(db, e, c) + ab);
 }
-__global__ void k_dropout_mask(std::uint8_t* m, size_t n, float p, std::uint64_t seed,
+__global__ void k_dropout_mask(std::uint8_t* m, size_t n, double p, std::uint64_t seed,
                                std::uint64_t stream) {
   const size_t t = TID;
   if (t < n) m[t] = dropout_keep(seed, stream, t, p) ? 1 : 0;
@@ -188,6 +188,15 @@ __global__ void k_dropout_apply(const void* x, const std::uint8_t* m, void* y, i
   const size_t t = TID;
   if (t < n) st(y, e, t, m[t] ? ld(x, e, t) / (1.f - p) : 0.f);
 }
+// Scores are recomputed in each pass rather than stored and read back, so bf16 storage does not
+// round them before the softmax (the CPU keeps the row in double).
+__device__ __forceinline__ float score(const void* q, const void* k, int e, int b, int i, int j,
+                                       int h, int g, int T, int A, int G, int D, float scale) {
+  float s = 0;
+  for (int d = 0; d < D; ++d)
+    s += ld(q, e, qo(b, i, h, T, A, D) + d) * ld(k, e, qo(b, j, g, T, G, D) + d);
+  return s * scale;
+}
 __global__ void k_attn_probs(const void* q, const void* k, void* P, int e, int B, int T, int A,
                              int G, int D, float scale) {
   const size_t r = TID;
@@ -195,17 +204,12 @@ __global__ void k_attn_probs(const void* q, const void* k, void* P, int e, int B
   const int i = int(r % T), h = int(r / T % A), b = int(r / T / A), g = h / (A / G);
   const size_t pr = po(b, h, i, A, T);
   float mx = -INFINITY;
-  for (int j = 0; j <= i; ++j) {
-    float s = 0;
-    for (int d = 0; d < D; ++d)
-      s += ld(q, e, qo(b, i, h, T, A, D) + d) * ld(k, e, qo(b, j, g, T, G, D) + d);
-    s *= scale;
-    st(P, e, pr + j, s);
-    mx = fmaxf(mx, s);
-  }
+  for (int j = 0; j <= i; ++j) mx = fmaxf(mx, score(q, k, e, b, i, j, h, g, T, A, G, D, scale));
   float z = 0;
-  for (int j = 0; j <= i; ++j) z += expf(ld(P, e, pr + j) - mx);
-  for (int j = 0; j < T; ++j) st(P, e, pr + j, j <= i ? expf(ld(P, e, pr + j) - mx) / z : 0.f);
+  for (int j = 0; j <= i; ++j) z += expf(score(q, k, e, b, i, j, h, g, T, A, G, D, scale) - mx);
+  for (int j = 0; j < T; ++j)
+    st(P, e, pr + j,
+       j <= i ? expf(score(q, k, e, b, i, j, h, g, T, A, G, D, scale) - mx) / z : 0.f);
 }
 __global__ void k_attn_pv(const void* P, const void* v, void* ctx, int e, int B, int T, int A,
                           int G, int D) {
@@ -275,7 +279,7 @@ __global__ void k_attn_dk(const void* dS, const void* q, void* dk, int e, int B,
 }
 constexpr int kMaxD = 256;  // head dims up to 256 keep their accumulators in registers/local
 __global__ void k_flash_fwd(const void* q, const void* k, const void* v, void* ctx, float* lse,
-                            int e, int B, int T, int A, int G, int D, float scale, float p,
+                            int e, int B, int T, int A, int G, int D, float scale, double p,
                             std::uint64_t seed, std::uint64_t stream) {
   const size_t r = TID;
   if (r >= size_t(B) * A * T) return;
@@ -309,7 +313,7 @@ __global__ void k_flash_D(const void* dctx, const void* ctx, float* Dr, int e, i
 }
 __global__ void k_flash_dq(const void* q, const void* k, const void* v, const void* dctx,
                            const float* lse, const float* Dr, void* dq, int e, int B, int T, int A,
-                           int G, int D, float scale, float p, std::uint64_t seed,
+                           int G, int D, float scale, double p, std::uint64_t seed,
                            std::uint64_t stream) {
   const size_t r = TID;
   if (r >= size_t(B) * A * T) return;
@@ -330,7 +334,7 @@ __global__ void k_flash_dq(const void* q, const void* k, const void* v, const vo
 }
 __global__ void k_flash_dkv(const void* q, const void* k, const void* v, const void* dctx,
                             const float* lse, const float* Dr, void* dk, void* dv, int e, int B,
-                            int T, int A, int G, int D, float scale, float p, std::uint64_t seed,
+                            int T, int A, int G, int D, float scale, double p, std::uint64_t seed,
                             std::uint64_t stream) {
   const size_t r = TID;
   if (r >= size_t(B) * G * T) return;
@@ -473,6 +477,8 @@ class CudaDevice final : public Device {
   }
 
   void upload(Buf& dst, const std::vector<double>& h) override {
+    if (dst.e != Elem::kF32 && dst.e != Elem::kBf16)
+      throw std::invalid_argument("upload: floating buffers only (ids go through upload_i32)");
     const size_t n = std::min(dst.n, h.size());
     if (dst.e == Elem::kBf16) {
       std::vector<__nv_bfloat16> v(n);
@@ -549,7 +555,7 @@ class CudaDevice final : public Device {
     check(cudaGetLastError(), "k_norm_bwd_dg");
   }
   void dropout_mask(Buf& m, double p, std::uint64_t seed, std::uint64_t stream) override {
-    LAUNCH(k_dropout_mask, m.n, static_cast<std::uint8_t*>(m.p), m.n, float(p), seed, stream);
+    LAUNCH(k_dropout_mask, m.n, static_cast<std::uint8_t*>(m.p), m.n, p, seed, stream);
   }
   void dropout_apply(const Buf& x, const Buf& m, Buf& y, double p) override {
     LAUNCH(k_dropout_apply, y.n, x.p, static_cast<const std::uint8_t*>(m.p), y.p, int(y.e), y.n,
@@ -581,18 +587,19 @@ class CudaDevice final : public Device {
                  std::uint64_t stream) override {
     if (D > kMaxD) throw std::invalid_argument("flash kernels support head_dim <= 256");
     LAUNCH(k_flash_fwd, size_t(B) * A * T, q.p, k.p, v.p, ctx.p, static_cast<float*>(lse.p),
-           int(q.e), B, T, A, G, D, float(scale), float(p), seed, stream);
+           int(q.e), B, T, A, G, D, float(scale), p, seed, stream);
   }
   void flash_bwd(const Buf& q, const Buf& k, const Buf& v, const Buf& ctx, const Buf& dctx,
                  const Buf& lse, Buf& Dr, Buf& dq, Buf& dk, Buf& dv, int B, int T, int A, int G,
                  int D, double scale, double p, std::uint64_t seed, std::uint64_t stream) override {
+    if (D > kMaxD) throw std::invalid_argument("flash kernels support head_dim <= 256");
     const auto* l = static_cast<const float*>(lse.p);
     auto* d = static_cast<float*>(Dr.p);
     LAUNCH(k_flash_D, size_t(B) * A * T, dctx.p, ctx.p, d, int(q.e), B, T, A, D);
     LAUNCH(k_flash_dq, size_t(B) * A * T, q.p, k.p, v.p, dctx.p, l, d, dq.p, int(q.e), B, T, A, G,
-           D, float(scale), float(p), seed, stream);
+           D, float(scale), p, seed, stream);
     LAUNCH(k_flash_dkv, size_t(B) * G * T, q.p, k.p, v.p, dctx.p, l, d, dk.p, dv.p, int(q.e), B, T,
-           A, G, D, float(scale), float(p), seed, stream);
+           A, G, D, float(scale), p, seed, stream);
   }
   void rope(Buf& x, int B, int T, int H, int D, bool inverse) override {
     LAUNCH(k_rope, size_t(B) * T * H * (D / 2), x.p, int(x.e), B, T, H, D, inverse ? -1.f : 1.f);
@@ -635,7 +642,10 @@ class CudaDevice final : public Device {
  protected:
   void* raw_alloc(std::size_t bytes) override {
     void* p = nullptr;
-    if (cudaMalloc(&p, bytes) != cudaSuccess) return nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();  // clear it: the tracker reports the failure by name
+      return nullptr;
+    }
     size_t fr = 0, tot = 0;
     if (cudaMemGetInfo(&fr, &tot) == cudaSuccess && tot - fr > max_used_) max_used_ = tot - fr;
     return p;

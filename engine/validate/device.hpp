@@ -67,9 +67,10 @@ class Device {
   // GPU math libraries' scratch (cuBLAS workspace), allocated through the tracker; none on CPU.
   virtual void attach_workspace(std::size_t /*bytes*/) {}
   virtual void release_workspace() {}
-  // The device's own view of memory in use (cudaMemGetInfo's total - free, taken at the tracked
-  // peak); 0 where there is no such view.
+  // The device's own view of memory in use (cudaMemGetInfo's total - free, the highest after any
+  // allocation of the measured step, less the baseline before it); 0 where there is no such view.
   virtual std::uint64_t used_bytes_outside() { return 0; }
+  virtual void reset_outside_peak() {}  // with Tracker::reset_peak: measure one step alone
 
   virtual void upload(Buf& dst, const std::vector<double>& host) = 0;
   virtual std::vector<double> download(const Buf& src) = 0;
@@ -103,6 +104,7 @@ class Device {
   virtual void attn_dk(const Buf& dS, const Buf& q, Buf& dk, int B, int T, int A, int G, int D) = 0;
   // Flash-style attention: ctx and the row log-sum-exp lse (B, A, T) only; dropout (p > 0) is
   // regenerated from (seed, stream) in both passes. D_rows (B, A, T) = rowsum(dctx * ctx).
+  // dq, dk, dv arrive zeroed (fresh allocations) and leave holding the gradients.
   virtual void flash_fwd(const Buf& q, const Buf& k, const Buf& v, Buf& ctx, Buf& lse, int B, int T,
                          int A, int G, int D, double scale, double p, std::uint64_t seed,
                          std::uint64_t stream) = 0;
