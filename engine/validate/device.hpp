@@ -68,7 +68,8 @@ class Device {
   virtual void attach_workspace(std::size_t /*bytes*/) {}
   virtual void release_workspace() {}
   // The device's own view of memory in use (cudaMemGetInfo's total - free, the highest after any
-  // allocation of the measured step, less the baseline before it); 0 where there is no such view.
+  // allocation of the measured step, less what was in use before the executor allocated anything);
+  // 0 where there is no such view.
   virtual std::uint64_t used_bytes_outside() { return 0; }
   virtual void reset_outside_peak() {}  // with Tracker::reset_peak: measure one step alone
 
