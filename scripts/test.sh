@@ -31,7 +31,7 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 rm -rf build/fuzz-ci && mkdir -p build/fuzz-ci
 build/fuzz/actmem-fuzz -seed=1 -runs=100000 -timeout=10 -rss_limit_mb=4096 -dict=fuzz/json.dict \
-  -artifact_prefix=build/fuzz-ci/ build/fuzz-ci fuzz/corpus 2>&1 | tail -n 3
+  -artifact_prefix=build/fuzz-ci/ build/fuzz-ci fuzz/corpus fuzz/regressions 2>&1 | tail -n 3
 
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then

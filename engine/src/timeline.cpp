@@ -47,7 +47,12 @@ std::string label(const EventKey& k) {
   return "?";
 }
 
+// Every sum the simulation forms goes through `ck` (a fuzzer found the unchecked version wrapping,
+// fuzz/regressions/): an overflow anywhere becomes the config.seq error, never a wrapped peak.
+constexpr const char* kPeakField = "timeline.peak_bytes";
+
 struct Sim {
+  Checked* ck = nullptr;
   Bytes stat = 0, act = 0, rec = 0, host = 0, host_peak = 0, pcie = 0;
   Bytes peak = 0;
   bool seen = false;
@@ -66,7 +71,8 @@ struct Sim {
   }
 
   void event(const EventKey& k, Bytes trans) {
-    const Bytes live = stat + act + rec + trans;
+    const Bytes live =
+        ck->add(ck->add(stat, act, kPeakField), ck->add(rec, trans, kPeakField), kPeakField);
     if (!seen || live > peak) {  // the first event, then only a strictly higher one
       seen = true;
       peak = live;
@@ -130,12 +136,14 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
       {"optimizer.step_temp", opt_temp, "optimizer step",
        "fp32 temporaries of the largest parameter tensor (foreach AdamW)"},
   };
-  const Bytes trans_f = ws + tp_gather + zero3_gather;
-  const Bytes trans_b = trans_f + k.grad_peak + (par.dp > 1 ? c.grad_bucket : 0);
+  const Bytes trans_f =
+      ck.add(ck.add(ws, tp_gather, "timeline.peak_bytes"), zero3_gather, "timeline.peak_bytes");
+  const Bytes trans_b = ck.add(ck.add(trans_f, k.grad_peak, "timeline.peak_bytes"),
+                               par.dp > 1 ? c.grad_bucket : 0, "timeline.peak_bytes");
   const Schedule sched = effective_schedule(c);
   Bytes in_bytes = 0, out_bytes = 0;
-  for (const auto& r : e.inventory.input_layer) in_bytes += r.bytes;
-  for (const auto& r : e.inventory.output_layer) out_bytes += r.bytes;
+  for (const auto& r : e.inventory.input_layer) in_bytes = ck.add(in_bytes, r.bytes, "timeline");
+  for (const auto& r : e.inventory.output_layer) out_bytes = ck.add(out_bytes, r.bytes, "timeline");
 
   // Model chunk c·p + r sits on rank r as its chunk c (Megatron-LM); its first global layer is the
   // sum of the sizes of the model chunks before it.
@@ -155,6 +163,8 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
     out.stage = r;
     out.static_bytes = st.stat.total_bytes;
     Sim s;
+    s.ck = &ck;
+    auto add = [&](Bytes a, Bytes b) { return ck.add(a, b, kPeakField); };
     s.stat = st.stat.total_bytes;
     if (events) s.out = &out.events;
     const bool off = c.recompute.offload;
@@ -164,11 +174,12 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
     // The last stage's loss: the output-layer records join the kept bytes with the fp32 logits
     // buffer; its backward adds their gradient, then the output layer is freed.
     auto loss_forward = [&](const PipeOp& op) {
-      s.act += out_bytes;
-      s.event(EventKey{Kind::kLossFwd, op.micro_batch, op.chunk, 0, 0}, ws + logits);
+      s.act = add(s.act, out_bytes);
+      s.event(EventKey{Kind::kLossFwd, op.micro_batch, op.chunk, 0, 0}, add(ws, logits));
     };
     auto loss_backward = [&](const PipeOp& op) {
-      s.event(EventKey{Kind::kLossBwd, op.micro_batch, op.chunk, 0, 0}, ws + 2 * logits);
+      s.event(EventKey{Kind::kLossBwd, op.micro_batch, op.chunk, 0, 0},
+              add(ws, ck.mul(2, logits, kPeakField)));
       s.act -= out_bytes;
     };
     if (!layer_events) {
@@ -195,19 +206,20 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
         Bytes prefix = 0, best = 0;
         bool any = false;
         for (std::uint64_t j = 0; j < n; ++j) {
-          const Bytes live = prefix + k.full;
+          const Bytes live = add(prefix, k.full);
           if (!any || live > best) best = live, q.f_j = j, any = true;
           if (off)
-            q.kept_host += kp[j];
+            q.kept_host = add(q.kept_host, kp[j]);
           else
-            prefix += kp[j], q.kept_gpu += kp[j];
+            prefix = add(prefix, kp[j]), q.kept_gpu = add(q.kept_gpu, kp[j]);
         }
         q.f_act = best;
         std::int64_t rel = 0, top = 0;
         Bytes rec = 0;
         any = false;
         auto consider = [&](const EventKey& key, Bytes trans) {
-          const std::int64_t live = rel + static_cast<std::int64_t>(rec + trans);
+          const std::int64_t live =
+              ck.add_signed(rel, static_cast<std::int64_t>(add(rec, trans)), kPeakField);
           if (!any || live > top) {
             top = live, any = true;
             q.b_act = rel, q.b_rec = rec, q.b_trans = trans, q.b_key = key;
@@ -216,12 +228,12 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
         for (std::uint64_t j = n; j-- > 0;) {
           std::size_t s0 = 0;
           if (regenerates_before(ch, rg, j, &s0)) {
-            for (std::size_t i2 = s0; i2 <= j; ++i2) rec += rg[i2];
+            for (std::size_t i2 = s0; i2 <= j; ++i2) rec = add(rec, rg[i2]);
             consider(EventKey{Kind::kRecompute, 0, 0, s0, j}, trans_f);
           }
-          if (off) rel += static_cast<std::int64_t>(kp[j]);
+          if (off) rel = ck.add_signed(rel, static_cast<std::int64_t>(kp[j]), kPeakField);
           consider(EventKey{Kind::kBwd, 0, 0, j, 0}, trans_b);
-          rel -= static_cast<std::int64_t>(kp[j]);
+          rel = ck.add_signed(rel, -static_cast<std::int64_t>(kp[j]), kPeakField);
           rec -= rg[j];
         }
       }
@@ -230,12 +242,12 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
         const bool last = r == p - 1 && op.chunk == v - 1;
         const ChunkPeak& q = cp[op.chunk];
         if (op.forward) {
-          if (first) s.act += in_bytes;
+          if (first) s.act = add(s.act, in_bytes);
           s.event_at(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, q.f_j), 0},
-                     s.act + q.f_act, s.rec, trans_f);
-          s.act += q.kept_gpu;
-          s.host += q.kept_host;
-          s.pcie += q.kept_host;
+                     add(s.act, q.f_act), s.rec, trans_f);
+          s.act = add(s.act, q.kept_gpu);
+          s.host = add(s.host, q.kept_host);
+          s.pcie = add(s.pcie, q.kept_host);
           s.host_peak = std::max(s.host_peak, s.host);
           if (last) loss_forward(op);
         } else {
@@ -245,10 +257,12 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
           key.chunk = op.chunk;
           key.lo = global(op.chunk, key.lo);
           if (key.kind == Kind::kRecompute) key.hi = global(op.chunk, key.hi);
-          s.event_at(key, static_cast<Bytes>(static_cast<std::int64_t>(s.act) + q.b_act), q.b_rec,
-                     q.b_trans);
+          s.event_at(key,
+                     static_cast<Bytes>(
+                         ck.add_signed(static_cast<std::int64_t>(s.act), q.b_act, kPeakField)),
+                     q.b_rec, q.b_trans);
           s.host -= q.kept_host;
-          s.pcie += q.kept_host;
+          s.pcie = add(s.pcie, q.kept_host);
           s.act -= q.kept_gpu;
           if (first) s.act -= in_bytes;
         }
@@ -262,19 +276,19 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
         const bool first = r == 0 && op.chunk == 0;
         const bool last = r == p - 1 && op.chunk == v - 1;
         if (op.forward) {
-          if (first) s.act += in_bytes;
+          if (first) s.act = add(s.act, in_bytes);
           for (std::uint64_t j = 0; j < n; ++j) {
             // While the layer runs all of its records exist; afterwards only the kept ones stay.
-            s.act += k.full;
+            s.act = add(s.act, k.full);
             s.event(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, j), 0},
                     trans_f);
             s.act -= k.full;
             if (off) {
-              s.host += kp[j];
-              s.pcie += kp[j];
+              s.host = add(s.host, kp[j]);
+              s.pcie = add(s.pcie, kp[j]);
               s.host_peak = std::max(s.host_peak, s.host);
             } else {
-              s.act += kp[j];
+              s.act = add(s.act, kp[j]);
             }
           }
           if (last) loss_forward(op);
@@ -283,15 +297,15 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
           for (std::uint64_t j = n; j-- > 0;) {
             std::size_t s0 = 0;
             if (regenerates_before(ch, rg, j, &s0)) {
-              for (std::size_t i = s0; i <= j; ++i) s.rec += rg[i];
+              for (std::size_t i = s0; i <= j; ++i) s.rec = add(s.rec, rg[i]);
               s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, s0),
                                global(op.chunk, j)},
                       trans_f);
             }
             if (off) {  // the layer's kept tensors come back for its backward
               s.host -= kp[j];
-              s.pcie += kp[j];
-              s.act += kp[j];
+              s.pcie = add(s.pcie, kp[j]);
+              s.act = add(s.act, kp[j]);
             }
             s.event(EventKey{Kind::kBwd, op.micro_batch, op.chunk, global(op.chunk, j), 0},
                     trans_b);
@@ -302,7 +316,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
         }
       }
     }
-    s.event(EventKey{Kind::kOptimizer, 0, 0, 0, 0}, ws + opt_temp);
+    s.event(EventKey{Kind::kOptimizer, 0, 0, 0, 0}, add(ws, opt_temp));
     out.fragmentation_bytes =
         static_cast<Bytes>(static_cast<double>(s.peak) * c.fragmentation_pct / 100.0);
     out.peak_bytes = ck.add(s.peak, out.fragmentation_bytes, "timeline.peak_bytes");

@@ -28,6 +28,13 @@ class Checked {
     if (__builtin_add_overflow(a, b, &out) || out > kMaxBytes) return fail(field);
     return out;
   }
+  // a + b for signed offsets (the timeline's kept-bytes deltas); an overflow is recorded like a
+  // byte overflow.
+  std::int64_t add_signed(std::int64_t a, std::int64_t b, const char* field) {
+    std::int64_t out = 0;
+    if (__builtin_add_overflow(a, b, &out)) return static_cast<std::int64_t>(fail(field));
+    return out;
+  }
   bool overflowed() const { return !field_.empty(); }
   const std::string& field() const { return field_; }
 
