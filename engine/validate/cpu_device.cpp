@@ -141,41 +141,68 @@ class CpuDevice final : public Device {
   static std::size_t pi(int b, int h, int i, int j, int A, int T) {
     return ((static_cast<std::size_t>(b) * A + h) * T + i) * T + j;
   }
-  void attn_probs(const Buf& q, const Buf& k, Buf& P, int B, int T, int A, int G, int D,
-                  double scale) override {
-    const int grp = A / G;
-    std::vector<double> row(T);
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < A; ++h)
-        for (int i = 0; i < T; ++i) {
-          double mx = -INFINITY;
-          for (int j = 0; j <= i; ++j) {
-            double s = 0;
-            for (int d = 0; d < D; ++d)
-              s += static_cast<double>(cf(q)[qi(b, i, h, d, T, A, D)]) *
-                   cf(k)[qi(b, j, h / grp, d, T, G, D)];
-            row[j] = s * scale;
-            mx = std::max(mx, row[j]);
-          }
-          double z = 0;
-          for (int j = 0; j <= i; ++j) z += std::exp(row[j] - mx);
-          for (int j = 0; j < T; ++j)
-            f(P)[pi(b, h, i, j, A, T)] =
-                static_cast<Real>(j <= i ? std::exp(row[j] - mx) / z : 0.0);
-        }
+  // The scaled causal scores of query row (b, h, i) into row[0..i], their max and the sum of
+  // exp(score - max): the softmax row both attention forwards start from.
+  void causal_scores(const Buf& q, const Buf& k, int b, int h, int i, int T, int A, int G, int D,
+                     double scale, std::vector<double>& row, double* mx, double* z) const {
+    const int g = h / (A / G);
+    *mx = -INFINITY;
+    for (int j = 0; j <= i; ++j) {
+      double s = 0;
+      for (int d = 0; d < D; ++d)
+        s += static_cast<double>(cf(q)[qi(b, i, h, d, T, A, D)]) * cf(k)[qi(b, j, g, d, T, G, D)];
+      row[j] = s * scale;
+      *mx = std::max(*mx, row[j]);
+    }
+    *z = 0;
+    for (int j = 0; j <= i; ++j) *z += std::exp(row[j] - *mx);
   }
-  void attn_pv(const Buf& P, const Buf& v, Buf& ctx, int B, int T, int A, int G, int D) override {
+  // out(b, i, h, :) = sum over j <= i of M(b, h, i, j) X(b, j, h's group, :): P V and dS K.
+  // (M is zero above the diagonal, so the causal bound changes no bit.)
+  void causal_rows(const Buf& M, const Buf& X, Buf& out, int B, int T, int A, int G, int D) {
     const int grp = A / G;
     for (int b = 0; b < B; ++b)
       for (int h = 0; h < A; ++h)
         for (int i = 0; i < T; ++i)
           for (int d = 0; d < D; ++d) {
             double acc = 0;
-            for (int j = 0; j < T; ++j)
-              acc += static_cast<double>(cf(P)[pi(b, h, i, j, A, T)]) *
-                     cf(v)[qi(b, j, h / grp, d, T, G, D)];
-            f(ctx)[qi(b, i, h, d, T, A, D)] = static_cast<Real>(acc);
+            for (int j = 0; j <= i; ++j)
+              acc += static_cast<double>(cf(M)[pi(b, h, i, j, A, T)]) *
+                     cf(X)[qi(b, j, h / grp, d, T, G, D)];
+            f(out)[qi(b, i, h, d, T, A, D)] = static_cast<Real>(acc);
           }
+  }
+  // out(b, j, g, :) = sum over the heads h of group g and i >= j of M(b, h, i, j) Y(b, i, h, :):
+  // P^T dO and dS^T Q.
+  void causal_cols(const Buf& M, const Buf& Y, Buf& out, int B, int T, int A, int G, int D) {
+    const int grp = A / G;
+    for (int b = 0; b < B; ++b)
+      for (int g = 0; g < G; ++g)
+        for (int j = 0; j < T; ++j)
+          for (int d = 0; d < D; ++d) {
+            double acc = 0;
+            for (int h = g * grp; h < (g + 1) * grp; ++h)
+              for (int i = j; i < T; ++i)
+                acc += static_cast<double>(cf(M)[pi(b, h, i, j, A, T)]) *
+                       cf(Y)[qi(b, i, h, d, T, A, D)];
+            f(out)[qi(b, j, g, d, T, G, D)] = static_cast<Real>(acc);
+          }
+  }
+  void attn_probs(const Buf& q, const Buf& k, Buf& P, int B, int T, int A, int G, int D,
+                  double scale) override {
+    std::vector<double> row(T);
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < A; ++h)
+        for (int i = 0; i < T; ++i) {
+          double mx = 0, z = 0;
+          causal_scores(q, k, b, h, i, T, A, G, D, scale, row, &mx, &z);
+          for (int j = 0; j < T; ++j)
+            f(P)[pi(b, h, i, j, A, T)] =
+                static_cast<Real>(j <= i ? std::exp(row[j] - mx) / z : 0.0);
+        }
+  }
+  void attn_pv(const Buf& P, const Buf& v, Buf& ctx, int B, int T, int A, int G, int D) override {
+    causal_rows(P, v, ctx, B, T, A, G, D);
   }
   void attn_dp_dv(const Buf& dctx, const Buf& P, const Buf& v, Buf& dP, Buf& dv, int B, int T,
                   int A, int G, int D) override {
@@ -190,17 +217,7 @@ class CpuDevice final : public Device {
                      cf(v)[qi(b, j, h / grp, d, T, G, D)];
             f(dP)[pi(b, h, i, j, A, T)] = static_cast<Real>(acc);
           }
-    for (int b = 0; b < B; ++b)
-      for (int g = 0; g < G; ++g)
-        for (int j = 0; j < T; ++j)
-          for (int d = 0; d < D; ++d) {
-            double acc = 0;
-            for (int h = g * grp; h < (g + 1) * grp; ++h)
-              for (int i = 0; i < T; ++i)
-                acc += static_cast<double>(cf(P)[pi(b, h, i, j, A, T)]) *
-                       cf(dctx)[qi(b, i, h, d, T, A, D)];
-            f(dv)[qi(b, j, g, d, T, G, D)] = static_cast<Real>(acc);
-          }
+    causal_cols(P, dctx, dv, B, T, A, G, D);
   }
   void softmax_bwd(Buf& dP, const Buf& P, int rows, int cols, double scale) override {
     for (int r = 0; r < rows; ++r) {
@@ -212,31 +229,10 @@ class CpuDevice final : public Device {
     }
   }
   void attn_dq(const Buf& dS, const Buf& k, Buf& dq, int B, int T, int A, int G, int D) override {
-    const int grp = A / G;
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < A; ++h)
-        for (int i = 0; i < T; ++i)
-          for (int d = 0; d < D; ++d) {
-            double acc = 0;
-            for (int j = 0; j <= i; ++j)
-              acc += static_cast<double>(cf(dS)[pi(b, h, i, j, A, T)]) *
-                     cf(k)[qi(b, j, h / grp, d, T, G, D)];
-            f(dq)[qi(b, i, h, d, T, A, D)] = static_cast<Real>(acc);
-          }
+    causal_rows(dS, k, dq, B, T, A, G, D);
   }
   void attn_dk(const Buf& dS, const Buf& q, Buf& dk, int B, int T, int A, int G, int D) override {
-    const int grp = A / G;
-    for (int b = 0; b < B; ++b)
-      for (int g = 0; g < G; ++g)
-        for (int j = 0; j < T; ++j)
-          for (int d = 0; d < D; ++d) {
-            double acc = 0;
-            for (int h = g * grp; h < (g + 1) * grp; ++h)
-              for (int i = j; i < T; ++i)
-                acc += static_cast<double>(cf(dS)[pi(b, h, i, j, A, T)]) *
-                       cf(q)[qi(b, i, h, d, T, A, D)];
-            f(dk)[qi(b, j, g, d, T, G, D)] = static_cast<Real>(acc);
-          }
+    causal_cols(dS, q, dk, B, T, A, G, D);
   }
   // Flash-style: one query row at a time, scores in a row-sized scratch on the stack side of the
   // host (not device memory: a fused kernel keeps its tile in registers and shared memory).
@@ -248,17 +244,8 @@ class CpuDevice final : public Device {
     for (int b = 0; b < B; ++b)
       for (int h = 0; h < A; ++h)
         for (int i = 0; i < T; ++i) {
-          double mx = -INFINITY;
-          for (int j = 0; j <= i; ++j) {
-            double s = 0;
-            for (int d = 0; d < D; ++d)
-              s += static_cast<double>(cf(q)[qi(b, i, h, d, T, A, D)]) *
-                   cf(k)[qi(b, j, h / grp, d, T, G, D)];
-            row[j] = s * scale;
-            mx = std::max(mx, row[j]);
-          }
-          double z = 0;
-          for (int j = 0; j <= i; ++j) z += std::exp(row[j] - mx);
+          double mx = 0, z = 0;
+          causal_scores(q, k, b, h, i, T, A, G, D, scale, row, &mx, &z);
           const double l = mx + std::log(z);
           f(lse)[(static_cast<std::size_t>(b) * A + h) * T + i] = static_cast<Real>(l);
           for (int d = 0; d < D; ++d) {

@@ -211,16 +211,17 @@ __global__ void k_attn_probs(const void* q, const void* k, void* P, int e, int B
     st(P, e, pr + j,
        j <= i ? expf(score(q, k, e, b, i, j, h, g, T, A, G, D, scale) - mx) / z : 0.f);
 }
-__global__ void k_attn_pv(const void* P, const void* v, void* ctx, int e, int B, int T, int A,
-                          int G, int D) {
+// out(b, i, h, :) = sum over j <= i of M(b, h, i, j) X(b, j, h's group, :): P V and dS K.
+__global__ void k_causal_rows(const void* M, const void* X, void* out, int e, int B, int T, int A,
+                              int G, int D) {
   const size_t t = TID;
   if (t >= size_t(B) * T * A * D) return;
   const int d = int(t % D), h = int(t / D % A), i = int(t / D / A % T), b = int(t / D / A / T);
   const int g = h / (A / G);
   float acc = 0;
   for (int j = 0; j <= i; ++j)
-    acc += ld(P, e, po(b, h, i, A, T) + j) * ld(v, e, qo(b, j, g, T, G, D) + d);
-  st(ctx, e, t, acc);
+    acc += ld(M, e, po(b, h, i, A, T) + j) * ld(X, e, qo(b, j, g, T, G, D) + d);
+  st(out, e, t, acc);
 }
 __global__ void k_attn_dp(const void* dctx, const void* v, void* dP, int e, int B, int T, int A,
                           int G, int D) {
@@ -233,8 +234,10 @@ __global__ void k_attn_dp(const void* dctx, const void* v, void* dP, int e, int 
     acc += ld(dctx, e, qo(b, i, h, T, A, D) + d) * ld(v, e, qo(b, j, g, T, G, D) + d);
   st(dP, e, t, acc);
 }
-__global__ void k_attn_dv(const void* P, const void* dctx, void* dv, int e, int B, int T, int A,
-                          int G, int D) {
+// out(b, j, g, :) = sum over the heads h of group g and i >= j of M(b, h, i, j) Y(b, i, h, :):
+// P^T dO and dS^T Q.
+__global__ void k_causal_cols(const void* M, const void* Y, void* out, int e, int B, int T, int A,
+                              int G, int D) {
   const size_t t = TID;
   if (t >= size_t(B) * T * G * D) return;
   const int d = int(t % D), g = int(t / D % G), j = int(t / D / G % T), b = int(t / D / G / T);
@@ -242,8 +245,8 @@ __global__ void k_attn_dv(const void* P, const void* dctx, void* dv, int e, int 
   float acc = 0;
   for (int h = g * grp; h < (g + 1) * grp; ++h)
     for (int i = j; i < T; ++i)
-      acc += ld(P, e, po(b, h, i, A, T) + j) * ld(dctx, e, qo(b, i, h, T, A, D) + d);
-  st(dv, e, t, acc);
+      acc += ld(M, e, po(b, h, i, A, T) + j) * ld(Y, e, qo(b, i, h, T, A, D) + d);
+  st(out, e, t, acc);
 }
 __global__ void k_softmax_bwd(void* dP, const void* P, int e, size_t rows, int cols, float scale) {
   const size_t r = TID;
@@ -253,29 +256,6 @@ __global__ void k_softmax_bwd(void* dP, const void* P, int e, size_t rows, int c
   for (int c = 0; c < cols; ++c) dot += ld(dP, e, o + c) * ld(P, e, o + c);
   for (int c = 0; c < cols; ++c)
     st(dP, e, o + c, scale * ld(P, e, o + c) * (ld(dP, e, o + c) - dot));
-}
-__global__ void k_attn_dq(const void* dS, const void* k, void* dq, int e, int B, int T, int A,
-                          int G, int D) {
-  const size_t t = TID;
-  if (t >= size_t(B) * T * A * D) return;
-  const int d = int(t % D), h = int(t / D % A), i = int(t / D / A % T), b = int(t / D / A / T);
-  const int g = h / (A / G);
-  float acc = 0;
-  for (int j = 0; j <= i; ++j)
-    acc += ld(dS, e, po(b, h, i, A, T) + j) * ld(k, e, qo(b, j, g, T, G, D) + d);
-  st(dq, e, t, acc);
-}
-__global__ void k_attn_dk(const void* dS, const void* q, void* dk, int e, int B, int T, int A,
-                          int G, int D) {
-  const size_t t = TID;
-  if (t >= size_t(B) * T * G * D) return;
-  const int d = int(t % D), g = int(t / D % G), j = int(t / D / G % T), b = int(t / D / G / T);
-  const int grp = A / G;
-  float acc = 0;
-  for (int h = g * grp; h < (g + 1) * grp; ++h)
-    for (int i = j; i < T; ++i)
-      acc += ld(dS, e, po(b, h, i, A, T) + j) * ld(q, e, qo(b, i, h, T, A, D) + d);
-  st(dk, e, t, acc);
 }
 constexpr int kMaxD = 256;  // head dims up to 256 keep their accumulators in registers/local
 __global__ void k_flash_fwd(const void* q, const void* k, const void* v, void* ctx, float* lse,
@@ -288,10 +268,7 @@ __global__ void k_flash_fwd(const void* q, const void* k, const void* v, void* c
   for (int d = 0; d < D; ++d) acc[d] = 0;
   float m = -INFINITY, l = 0;  // online softmax (Milakov & Gimelshein 2018)
   for (int j = 0; j <= i; ++j) {
-    float s = 0;
-    for (int d = 0; d < D; ++d)
-      s += ld(q, e, qo(b, i, h, T, A, D) + d) * ld(k, e, qo(b, j, g, T, G, D) + d);
-    s *= scale;
+    const float s = score(q, k, e, b, i, j, h, g, T, A, G, D, scale);
     const float mn = fmaxf(m, s), c = expf(m - mn), w = expf(s - mn);
     l = l * c + w;
     const float wk = w * keepf(seed, stream, po(b, h, i, A, T) + j, p);
@@ -566,21 +543,21 @@ class CudaDevice final : public Device {
     LAUNCH(k_attn_probs, size_t(B) * A * T, q.p, k.p, P.p, int(q.e), B, T, A, G, D, float(scale));
   }
   void attn_pv(const Buf& P, const Buf& v, Buf& ctx, int B, int T, int A, int G, int D) override {
-    LAUNCH(k_attn_pv, size_t(B) * T * A * D, P.p, v.p, ctx.p, int(v.e), B, T, A, G, D);
+    LAUNCH(k_causal_rows, size_t(B) * T * A * D, P.p, v.p, ctx.p, int(v.e), B, T, A, G, D);
   }
   void attn_dp_dv(const Buf& dctx, const Buf& P, const Buf& v, Buf& dP, Buf& dv, int B, int T,
                   int A, int G, int D) override {
     LAUNCH(k_attn_dp, size_t(B) * A * T * T, dctx.p, v.p, dP.p, int(v.e), B, T, A, G, D);
-    LAUNCH(k_attn_dv, size_t(B) * T * G * D, P.p, dctx.p, dv.p, int(v.e), B, T, A, G, D);
+    LAUNCH(k_causal_cols, size_t(B) * T * G * D, P.p, dctx.p, dv.p, int(v.e), B, T, A, G, D);
   }
   void softmax_bwd(Buf& dP, const Buf& P, int rows, int cols, double scale) override {
     LAUNCH(k_softmax_bwd, size_t(rows), dP.p, P.p, int(P.e), size_t(rows), cols, float(scale));
   }
   void attn_dq(const Buf& dS, const Buf& k, Buf& dq, int B, int T, int A, int G, int D) override {
-    LAUNCH(k_attn_dq, size_t(B) * T * A * D, dS.p, k.p, dq.p, int(k.e), B, T, A, G, D);
+    LAUNCH(k_causal_rows, size_t(B) * T * A * D, dS.p, k.p, dq.p, int(k.e), B, T, A, G, D);
   }
   void attn_dk(const Buf& dS, const Buf& q, Buf& dk, int B, int T, int A, int G, int D) override {
-    LAUNCH(k_attn_dk, size_t(B) * T * G * D, dS.p, q.p, dk.p, int(q.e), B, T, A, G, D);
+    LAUNCH(k_causal_cols, size_t(B) * T * G * D, dS.p, q.p, dk.p, int(q.e), B, T, A, G, D);
   }
   void flash_fwd(const Buf& q, const Buf& k, const Buf& v, Buf& ctx, Buf& lse, int B, int T, int A,
                  int G, int D, double scale, double p, std::uint64_t seed,
