@@ -187,10 +187,7 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
       TensorCheck tc{t.id, t.bytes, 0, false};
       auto it = s.layer0_records.find(t.id);
       if (it != s.layer0_records.end()) tc.measured = it->second;
-      tc.kept =
-          std::find(s.layer0_kept.begin(), s.layer0_kept.end(), t.id) != s.layer0_kept.end() ||
-          (t.id == "ln1.in" && std::find(s.layer0_kept.begin(), s.layer0_kept.end(), "layer.in") !=
-                                   s.layer0_kept.end());
+      tc.kept = std::find(s.layer0_kept.begin(), s.layer0_kept.end(), t.id) != s.layer0_kept.end();
       r.tensors_match = r.tensors_match && tc.measured == tc.predicted;
       r.tensors.push_back(tc);
     }

@@ -136,10 +136,7 @@ void Runner::free_layer(int l, const std::vector<std::string>* keep) {
   auto& r = recs_[l];
   for (auto it = r.begin(); it != r.end();) {
     const std::string& id = it->first;
-    const bool kept =
-        keep &&
-        (std::find(keep->begin(), keep->end(), id) != keep->end() ||
-         (id == "ln1.in" && std::find(keep->begin(), keep->end(), "layer.in") != keep->end()));
+    const bool kept = keep && std::find(keep->begin(), keep->end(), id) != keep->end();
     if (kept) {
       ++it;
       continue;
@@ -353,17 +350,18 @@ StepResult Runner::step(bool backward) {
     dev_.dropout_mask(emask, p_hid_, seed_, stream(0, kEmbedDrop));
     dev_.dropout_apply(x, emask, x, p_hid_);
   }
-  std::vector<std::vector<std::string>> keep(L);
   for (int l = 0; l < L; ++l) {
     recs_[l].emplace("ln1.in", x);
     x = layer_forward(l, true, l + 1 < L ? "ln1.in" : "final_norm.in");
+    // The checkpoint record ("layer.in") is the layer input, which is the ln1.in buffer here.
+    std::vector<std::string> keep;
     for (const TensorRecord* r : kept_tensors(e_.inventory, ch[l], e_.config.recompute))
-      keep[l].push_back(r->id);
+      keep.push_back(r->id == e_.inventory.checkpoint.id ? "ln1.in" : r->id);
     if (l == 0) {
       for (const auto& [id, b] : recs_[0]) res.layer0_records[id] = b.bytes();
-      res.layer0_kept = keep[0];
+      res.layer0_kept = keep;
     }
-    free_layer(l, &keep[l]);
+    free_layer(l, &keep);
   }
   // Final norm, logits (fp32) and cross-entropy.
   dev_.tracker().phase("loss fwd");

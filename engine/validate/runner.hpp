@@ -20,7 +20,7 @@ struct Param {
 struct StepResult {
   double loss = 0;
   // Bytes each record of layer 0 held when its first forward finished (before the policy freed
-  // what it does not keep), and which of them it kept.
+  // what it does not keep), and the ids it kept (the checkpoint as ln1.in, the buffer it is).
   std::map<std::string, std::uint64_t> layer0_records;
   std::vector<std::string> layer0_kept;
 };
