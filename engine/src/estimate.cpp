@@ -34,13 +34,16 @@ std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
 std::optional<Error> apply_recompute(Estimate& e) {
   const TrainConfig& c = e.config;
   const Parallel& p = c.par;
-  const LayerInventory& I = e.inventory;
+  // A custom-kept id must name a record of at least one layer kind; each kind keeps those it has.
   for (std::size_t i = 0; i < c.recompute.custom_keep.size(); ++i) {
     const std::string& id = c.recompute.custom_keep[i];
     bool known = false;
     std::string ids;
-    for (const auto& t : I.tensors)
-      known = known || t.id == id, ids += (ids.empty() ? "" : ", ") + t.id;
+    for (const KindEstimate& ke : e.kinds)
+      for (const auto& t : ke.inventory.tensors) {
+        known = known || t.id == id;
+        if (ids.find(t.id) == std::string::npos) ids += (ids.empty() ? "" : ", ") + t.id;
+      }
     if (!known)
       return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
                         "config.custom_keep[" + std::to_string(i) + "]: '" + id +
@@ -48,24 +51,34 @@ std::optional<Error> apply_recompute(Estimate& e) {
                             " profile; allowed: " + ids);
   }
   Checked ck;
-  e.costs = layer_costs(I, c.recompute, e.flops.total, e.flops.attention_core);
-  const Bytes in_bytes = sum_bytes(all_of(I.input_layer), ck, "activations.input_layer_bytes");
-  const Bytes out_bytes = sum_bytes(all_of(I.output_layer), ck, "activations.output_layer_bytes");
+  for (KindEstimate& ke : e.kinds)
+    ke.costs = layer_costs(ke.inventory, c.recompute, ke.flops.total, ke.flops.attention_core);
+  const LayerInventory& io = e.io();
+  const Bytes in_bytes = sum_bytes(all_of(io.input_layer), ck, "activations.input_layer_bytes");
+  const Bytes out_bytes = sum_bytes(all_of(io.output_layer), ck, "activations.output_layer_bytes");
   const Schedule sched = effective_schedule(c);
   for (Stage& s : e.stages) {
     const std::uint64_t r = s.index;
     s.chunk_choices.clear();
     s.chunk_kept.clear();
     Bytes max_layer_kept = 0;
-    for (std::uint64_t n : s.chunk_sizes) {
-      s.chunk_choices.push_back(layer_choices(c.recompute, n));
+    Bytes regen_alive = 0;
+    for (std::size_t ci = 0; ci < s.chunk_sizes.size(); ++ci) {
+      s.chunk_choices.push_back(layer_choices(c.recompute, s.chunk_sizes[ci]));
+      const std::vector<LayerChoice>& ch = s.chunk_choices.back();
       Bytes kept = 0;
-      for (LayerChoice cj : s.chunk_choices.back()) {
-        const Bytes b = kept_bytes(cj, e.costs);
+      std::vector<Bytes> regen(ch.size());
+      for (std::size_t j = 0; j < ch.size(); ++j) {
+        const LayerCosts& k = e.kind_at(s.chunk_first[ci] + j).costs;
+        const Bytes b = kept_bytes(ch[j], k);
+        regen[j] = regen_bytes(ch[j], k);
         kept = ck.add(kept, b, "activations.layers_bytes");
         max_layer_kept = std::max(max_layer_kept, b);
       }
       s.chunk_kept.push_back(kept);
+      // What one backward recompute brings back at a time (Chen et al. 2016): one layer's
+      // attention core (selective), one layer (full) or one segment (every-k).
+      regen_alive = std::max(regen_alive, max_regen_alive(ch, regen));
     }
     s.choices = s.chunk_choices[0];
     // The pipeline schedule's op order says which chunks' activations coexist at most.
@@ -83,11 +96,7 @@ std::optional<Error> apply_recompute(Estimate& e) {
     if (r == p.pp - 1)
       a.output_layer_bytes =
           ck.mul(f.per_chunk[p.vpp - 1], out_bytes, "activations.output_layer_bytes");
-    // What one backward recompute brings back at a time (Chen et al. 2016): one layer's attention
-    // core (selective), one layer (full) or one segment (every-k).
-    for (const auto& chunk : s.chunk_choices)
-      a.recompute_working_bytes =
-          std::max(a.recompute_working_bytes, max_regen_alive(chunk, e.costs));
+    a.recompute_working_bytes = regen_alive;
     if (c.recompute.offload) {
       // Offloaded activations live in host memory; the layer being stored or prefetched stays.
       a.host_bytes = a.layers_bytes;
@@ -143,25 +152,39 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   // interleaved schedule (Megatron-LM runs all-forward-then-backward when m == p).
   if (c.grad_accum == 0) c.grad_accum = p.vpp > 1 ? 2 * p.pp : p.pp;
 
-  auto geo = resolve_geometry(m, c, c.act_dtype, c.attention_dropout, c.hidden_dropout);
-  if (!geo.ok()) return geo.error();
-  auto inv = build_inventory(m, geo.value(), c.profile);
-  if (!inv.ok()) return inv.error();
-  e.inventory = std::move(inv.value());
-  const LayerInventory& I = e.inventory;
+  // Each layer kind is resolved once: its geometry, inventory, FLOPs and per-layer parameters.
   Checked ck;
-  const LayerGeometry& g = geo.value();
-  e.geometry = g;
-  e.flops = layer_flops(m, g);
-  e.logits_flops = e.flops.logits;
+  const ParamShards shards{p.tp, p.ep};
+  const std::vector<std::uint64_t> model_counts = m.kind_counts(0, m.layers);
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& lk = m.kinds[ki];
+    KindEstimate ke;
+    auto geo = resolve_geometry(m, lk, c, c.act_dtype, c.attention_dropout, c.hidden_dropout);
+    if (!geo.ok()) return geo.error();
+    ke.geometry = geo.value();
+    auto inv = build_inventory(m, lk, ke.geometry, c.profile);
+    if (!inv.ok()) return inv.error();
+    ke.inventory = std::move(inv.value());
+    ke.flops = layer_flops(lk, ke.geometry);
+    ke.layers = model_counts[ki];
+    for (const auto& q : layer_params(m, lk, shards)) {
+      const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
+      ke.param_bytes =
+          ck.add(ke.param_bytes, ck.mul(n, dtype_bytes(c.param_dtype), "static"), "static");
+      ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
+    }
+    e.kinds.push_back(std::move(ke));
+  }
+  const KindEstimate& k0 = e.kinds[0];
+  const LayerKind& k0_kind = m.kinds[0];
+  const LayerInventory& I = k0.inventory;
+  e.logits_flops = k0.flops.logits;
   const auto all = all_of(I.tensors);
   e.per_layer_full_bytes = sum_bytes(all, ck, "per_layer.full_bytes");
 
   auto total = total_params(m);
   if (!total.ok()) return total.error();
   e.model_params = total.value();
-  const ParamShards shards{p.tp, p.ep};
-  const auto layer_p = layer_params(m, shards);
   const auto embed_p = embedding_params(m, shards);
   const auto head_p = head_params(m, shards, p.pp > 1);
   for (std::uint64_t r = 0; r < p.pp; ++r) {
@@ -173,15 +196,36 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
       s.chunk_sizes.push_back(s.layers / p.vpp + (ci < s.layers % p.vpp ? 1 : 0));
     s.chunk_layers = s.chunk_sizes[0];
-    std::vector<ParamRecord> scaled = layer_p;
-    for (auto& q : scaled)
-      q.copies = ck.mul(q.copies, s.layers, "static.params");  // one set per layer of the stage
-    if (r == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
-    if (r == p.pp - 1) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
+    e.stages.push_back(s);
+  }
+  // Model chunk c·p + r sits on rank r as its chunk c (Megatron-LM); its first global layer is the
+  // sum of the sizes of the model chunks before it.
+  std::uint64_t next = 0;
+  for (std::uint64_t mc = 0; mc < p.pp * p.vpp; ++mc) {
+    Stage& s = e.stages[mc % p.pp];
+    s.chunk_first.push_back(next);
+    next += s.chunk_sizes[mc / p.pp];
+  }
+  for (Stage& s : e.stages) {
+    // One set of parameters per layer the stage holds, per kind.
+    std::vector<std::uint64_t> counts(m.kinds.size(), 0);
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci) {
+      const auto n = m.kind_counts(s.chunk_first[ci], s.chunk_sizes[ci]);
+      for (std::size_t ki = 0; ki < n.size(); ++ki) counts[ki] += n[ki];
+    }
+    std::vector<ParamRecord> scaled;
+    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+      if (counts[ki] == 0) continue;
+      for (ParamRecord q : layer_params(m, m.kinds[ki], shards)) {
+        q.copies = ck.mul(q.copies, counts[ki], "static.params");
+        scaled.push_back(q);
+      }
+    }
+    if (s.index == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
+    if (s.index == p.pp - 1) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
     auto st = static_memory(scaled, c);
     if (!st.ok()) return st.error();
     s.stat = st.value();
-    e.stages.push_back(s);
   }
   if (gpu) {
     e.has_gpu = true;
@@ -201,14 +245,31 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   }
 
   // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
-  // 2 · 2 · L · H · d · s · b with H the KV heads, GQA-aware).
+  // 2 · 2 · L · H · d · s · b with H the KV heads, GQA-aware), summed over the layers of each kind.
+  // Per GPU: the pipeline rank holding the most, its kv heads divided by TP, its tokens by CP.
   const Bytes pw = dtype_bytes(c.act_dtype);
-  e.kv_cache.total_bytes = ck.mul(ck.mul(ck.mul(2 * pw, m.layers, "kv_cache"),
-                                         ck.mul(m.kv_heads, m.head_dim, "kv_cache"), "kv_cache"),
-                                  ck.mul(c.seq, c.micro_batch, "kv_cache"), "kv_cache");
-  e.kv_cache.per_gpu_bytes = ck.mul(ck.mul(ck.mul(2 * pw, m.layers / p.pp, "kv_cache"),
-                                           ck.mul(g.kv.value, m.head_dim, "kv_cache"), "kv_cache"),
-                                    ck.mul(g.s_tp.value, c.micro_batch, "kv_cache"), "kv_cache");
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& lk = m.kinds[ki];
+    e.kv_cache.total_bytes =
+        ck.add(e.kv_cache.total_bytes,
+               ck.mul(ck.mul(ck.mul(2 * pw, e.kinds[ki].layers, "kv_cache"),
+                             ck.mul(lk.kv_heads, lk.head_dim, "kv_cache"), "kv_cache"),
+                      ck.mul(c.seq, c.micro_batch, "kv_cache"), "kv_cache"),
+               "kv_cache");
+  }
+  for (const Stage& s : e.stages) {
+    Bytes stage_kv = 0;
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
+      for (std::uint64_t j = 0; j < s.chunk_sizes[ci]; ++j) {
+        const LayerGeometry& lg = e.kind_at(s.chunk_first[ci] + j).geometry;
+        stage_kv =
+            ck.add(stage_kv,
+                   ck.mul(ck.mul(2 * pw, ck.mul(lg.kv.value, lg.d.value, "kv_cache"), "kv_cache"),
+                          ck.mul(lg.s_tp.value, c.micro_batch, "kv_cache"), "kv_cache"),
+                   "kv_cache");
+      }
+    e.kv_cache.per_gpu_bytes = std::max(e.kv_cache.per_gpu_bytes, stage_kv);
+  }
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
 
   if (!explain) return e;
@@ -225,7 +286,8 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
                                         "What one layer would keep without recompute", all));
   // Kept bytes of all in-flight chunks at the stage's activation peak (offload: in host memory).
   const Bytes layers_total = c.recompute.offload ? w.act.host_bytes : w.act.layers_bytes;
-  const bool uniform_layers = std::all_of(w.chunk_sizes.begin(), w.chunk_sizes.end(),
+  const bool uniform_layers = m.kinds.size() == 1 &&
+                              std::all_of(w.chunk_sizes.begin(), w.chunk_sizes.end(),
                                           [&](std::uint64_t n) { return n == w.chunk_sizes[0]; }) &&
                               std::all_of(w.choices.begin(), w.choices.end(),
                                           [&](LayerChoice x) { return x == w.choices[0]; });
@@ -335,19 +397,37 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
        {"transients", w.peak_transients},
        {"fragmentation allowance", w.peak_fragmentation}},
       w.peak_bytes, "the step timeline (docs/schedules.md); this is what must fit"));
-  e.explain.push_back(explain_product(
-      "kv_cache.total_bytes", "Inference KV cache, whole model (2 · p · L · kv · d · s · b)",
-      {{"2 (K and V)", 2},
-       {"p", pw},
-       {"L", m.layers},
-       {"kv", m.kv_heads},
-       {"d", m.head_dim},
-       {"s", c.seq},
-       {"b", c.micro_batch}},
-      e.kv_cache.total_bytes, "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b"));
+  if (m.kinds.size() == 1) {
+    e.explain.push_back(explain_product(
+        "kv_cache.total_bytes", "Inference KV cache, whole model (2 · p · L · kv · d · s · b)",
+        {{"2 (K and V)", 2},
+         {"p", pw},
+         {"L", m.layers},
+         {"kv", k0_kind.kv_heads},
+         {"d", k0_kind.head_dim},
+         {"s", c.seq},
+         {"b", c.micro_batch}},
+        e.kv_cache.total_bytes, "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b"));
+  } else {
+    std::vector<std::pair<std::string, Bytes>> parts;
+    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+      const LayerKind& lk = m.kinds[ki];
+      parts.push_back(
+          {lk.name + ": 2 · " + std::to_string(pw) + " · " + std::to_string(e.kinds[ki].layers) +
+               " layers · " + std::to_string(lk.kv_heads) + " kv · " + std::to_string(lk.head_dim) +
+               " d · s · b",
+           2 * pw * e.kinds[ki].layers * lk.kv_heads * lk.head_dim * c.seq * c.micro_batch});
+    }
+    e.explain.push_back(explain_sum(
+        "kv_cache.total_bytes",
+        "Inference KV cache, whole model (Σ over layer kinds of 2·p·L·kv·d·s·b)", parts,
+        e.kv_cache.total_bytes, "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b per layer"));
+  }
 
   if (p.sp && p.tp == 1) e.warnings.push_back("sp has no effect with tp=1");
-  if (c.profile == Profile::kTextbook && m.kv_heads != m.heads)
+  if (c.profile == Profile::kTextbook &&
+      std::any_of(m.kinds.begin(), m.kinds.end(),
+                  [](const LayerKind& lk) { return lk.kv_heads != lk.heads; }))
     e.warnings.push_back(
         "textbook profile counts K and V at all query heads, as seed 000 does; use megatron or "
         "pytorch for GQA-exact K/V");

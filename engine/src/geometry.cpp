@@ -4,8 +4,8 @@
 
 namespace actmem {
 
-Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const TrainConfig& c, DType act,
-                                       double attn_dropout, double hidden_dropout) {
+Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, const TrainConfig& c,
+                                       DType act, double attn_dropout, double hidden_dropout) {
   const Parallel& p = c.par;
   const std::uint64_t t = p.tp;
   const std::uint64_t cp = p.cp;
@@ -28,19 +28,19 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const TrainConfig& c,
   // Local queries still attend to every key of the sequence.
   g.s_keys = {"s", c.seq};
   g.h = {"h", m.hidden};
-  g.a = t > 1 ? Dim{"a/t", m.heads / t} : Dim{"a", m.heads};
+  g.a = t > 1 ? Dim{"a/t", k.heads / t} : Dim{"a", k.heads};
   if (t == 1)
-    g.kv = {"kv", m.kv_heads};
-  else if (m.kv_heads % t == 0)
-    g.kv = {"kv/t", m.kv_heads / t};
+    g.kv = {"kv", k.kv_heads};
+  else if (k.kv_heads % t == 0)
+    g.kv = {"kv/t", k.kv_heads / t};
   else
     g.kv = {"1", 1};  // t is a multiple of kv: each rank holds one replicated KV head
-  g.d = {"d", m.head_dim};
-  g.f = t > 1 ? Dim{"f/t", m.ffn_hidden / t} : Dim{"f", m.ffn_hidden};
+  g.d = {"d", k.head_dim};
+  g.f = t > 1 ? Dim{"f/t", k.ffn_hidden / t} : Dim{"f", k.ffn_hidden};
   g.v = t > 1 ? Dim{"⌈V/t⌉", ceil_div(m.vocab, t)} : Dim{"V", m.vocab};
-  if (m.is_moe()) {
+  if (k.is_moe()) {
     Checked ck;
-    const MoeSpec& e = m.moe;
+    const MoeSpec& e = k.moe;
     const std::uint64_t tokens = ck.mul(c.micro_batch, g.s_tp.value, "config.micro_batch");
     const std::uint64_t routed = ck.mul(tokens, e.top_k, "model.num_experts_per_tok");
     if (e.capacity_factor > 0.0) {

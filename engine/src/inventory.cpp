@@ -4,23 +4,23 @@
 
 namespace actmem {
 
-Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& g,
-                                       Profile profile) {
+Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
+                                       const LayerGeometry& g, Profile profile) {
   LayerInventory inv;
   Checked ck;
   detail::RecordBuilder rb(&inv.tensors, &ck);
   switch (profile) {
     case Profile::kMegatron:
-      detail::build_megatron(m, g, rb);
+      detail::build_megatron(m, k, g, rb);
       break;
     case Profile::kTextbook:
-      detail::build_textbook(m, g, rb);
+      detail::build_textbook(m, k, g, rb);
       break;
     case Profile::kPytorch:
-      detail::build_pytorch(m, g, rb, false);
+      detail::build_pytorch(m, k, g, rb, false);
       break;
     case Profile::kHf:
-      detail::build_pytorch(m, g, rb, true);
+      detail::build_pytorch(m, k, g, rb, true);
       break;
   }
   std::vector<TensorRecord> cp;
@@ -34,7 +34,7 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& 
   detail::RecordBuilder in(&inv.input_layer, &ck);
   detail::RecordBuilder out(&inv.output_layer, &ck);
   detail::build_io_layers(m, g, profile, in, out);
-  inv.backward_grads = detail::build_backward_grads(m, g, ck);
+  inv.backward_grads = detail::build_backward_grads(m, k, g, ck);
   if (ck.overflowed())
     return make_error("overflow", "config.seq",
                       "config.seq: tensor '" + ck.field() +

@@ -26,15 +26,15 @@ struct Step {
 };
 }  // namespace
 
-std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerGeometry& g,
-                                            Checked& ck) {
+std::vector<GradPhase> build_backward_grads(const ModelSpec& /*m*/, const LayerKind& k,
+                                            const LayerGeometry& g, Checked& ck) {
   const DType p = g.act;
   const bool hd = g.hidden_dropout;  // d_*_dropout buffers exist only with hidden dropout
-  const bool glu = m.ffn != FfnType::kGelu;
+  const bool glu = k.ffn != FfnType::kGelu;
   const Dim two{"2", 2};
   std::vector<Step> steps;
   // MLP block, top down.
-  if (m.is_moe()) {
+  if (k.is_moe()) {
     // Routed experts: the combine gradient, then each expert's GEMMs over its token rows.
     steps.push_back({"moe.expert dgrad",
                      {{"dY", {g.b, g.s_rep, g.h}},

@@ -9,7 +9,8 @@ constexpr const char* kMoe =
 constexpr const char* kK43 = "Korthikanti et al. 2022, Sec. 4.3 (input and output layers)";
 }  // namespace
 
-void build_moe_mlp(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb) {
+void build_moe_mlp(const ModelSpec& /*m*/, const LayerKind& k, const LayerGeometry& g,
+                   RecordBuilder& rb) {
   const DType p = g.act;
   rb.add("moe.router_in", {g.b, g.s_rep, g.h}, p, "router and expert dispatch backward",
          "router weight gradient and the permutation both read the normalized tokens", kMoe);
@@ -18,7 +19,7 @@ void build_moe_mlp(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
          "the combine weights' gradient flows through the softmax output", kMoe);
   rb.add("moe.expert_in", {g.expert_tokens, g.h}, p, "expert first linear backward",
          "each routed token copy is an input row of its expert's GEMM", kMoe);
-  const bool glu = m.ffn != FfnType::kGelu;
+  const bool glu = k.ffn != FfnType::kGelu;
   if (glu)
     rb.add("moe.act_in", {g.expert_tokens, Dim{"2", 2}, g.expert_f}, p, "expert GLU backward",
            "d(act(gate) * up) needs gate and up", kMoe);
@@ -29,7 +30,7 @@ void build_moe_mlp(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
          "weight gradient needs its input", kMoe);
   rb.add("moe.expert_out", {g.expert_tokens, g.h}, p, "weighted combine backward",
          "the gradient of the combine weights needs each expert's output", kMoe);
-  if (m.moe.shared_experts > 0) {
+  if (k.moe.shared_experts > 0) {
     if (glu)
       rb.add("moe.shared_act_in", {g.b, g.s_tp, Dim{"2", 2}, g.shared_f}, p,
              "shared expert GLU backward", "d(act(gate) * up) needs gate and up", kMoe);

@@ -13,7 +13,8 @@ constexpr const char* kFlash =
     "Dao 2023, FlashAttention-2, Sec. 3.1.1 (backward keeps Q, K, V, O, logsumexp)";
 }  // namespace
 
-void build_megatron(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb) {
+void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                    RecordBuilder& rb) {
   const DType p = g.act;
   rb.add("ln1.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward",
          "normalization gradient needs the input's statistics",
@@ -50,12 +51,12 @@ void build_megatron(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& r
   rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward",
          "normalization gradient needs the input's statistics",
          "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
-  if (m.is_moe()) {
-    build_moe_mlp(m, g, rb);
+  if (k.is_moe()) {
+    build_moe_mlp(m, k, g, rb);
   } else {
     rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "first MLP linear backward",
            "weight gradient = input^T x output gradient", kK41Mlp);
-    if (m.ffn == FfnType::kGelu) {
+    if (k.ffn == FfnType::kGelu) {
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "GeLU backward",
              "GeLU's derivative is a function of its input", kK41Mlp);
     } else {

@@ -57,7 +57,8 @@ void add_norm(const char* in_id, const char* stat_prefix, const ModelSpec& m,
 }
 }  // namespace
 
-void build_pytorch(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb, bool hf) {
+void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                   RecordBuilder& rb, bool hf) {
   const DType p = g.act;
   const bool upcast_softmax = hf && m.norm == NormType::kRmsNorm;  // Llama: softmax(dtype=fp32)
   const char* attn_src = hf ? (m.norm == NormType::kRmsNorm ? kHfLlama : kHfGpt2) : kDeriv;
@@ -146,12 +147,12 @@ void build_pytorch(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
     rb.add("attn.proj_dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",
            "1-byte mask on CUDA", kDeriv);
   add_norm("ln2.in", "ln2", m, g, rb, hf);
-  if (m.is_moe()) {
-    build_moe_mlp(m, g, rb);
+  if (k.is_moe()) {
+    build_moe_mlp(m, k, g, rb);
   } else {
     rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "first linear(s) backward",
            "weight gradient needs the input (gate and up share it)", kDeriv);
-    if (m.ffn == FfnType::kGelu && hf) {
+    if (k.ffn == FfnType::kGelu && hf) {
       // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) in Python ops.
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "pow(x, 3) backward", "3x^2 needs x", kHfGpt2);
       rb.add("mlp.gelu_tanh", {g.b, g.s_tp, g.f}, p, "tanh backward", "1 - tanh^2 needs the output",
@@ -160,7 +161,7 @@ void build_pytorch(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb
              "(0.5x) * (1 + t) keeps both factors", kHfGpt2);
       rb.add("mlp.gelu_one_plus_tanh", {g.b, g.s_tp, g.f}, p, "mul backward",
              "(0.5x) * (1 + t) keeps both factors", kHfGpt2);
-    } else if (m.ffn == FfnType::kGelu) {
+    } else if (k.ffn == FfnType::kGelu) {
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "gelu backward", "gelu_backward(grad, self)",
              kDeriv);
     } else {

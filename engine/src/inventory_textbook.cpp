@@ -11,7 +11,8 @@ constexpr const char* kSeedFlash =
     "seed 000_4dd5ee95fd13b74d.txt, Sec. 4 Strategy 2 (only Q, K, V + row statistics)";
 }  // namespace
 
-void build_textbook(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb) {
+void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                    RecordBuilder& rb) {
   const DType p = g.act;
   rb.add("ln1.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward", "needs the original statistics",
          kSeedTable);
@@ -39,13 +40,13 @@ void build_textbook(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& r
          "dL/dW needs the input", kSeedTable);
   rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward", "needs the original statistics",
          kSeedTable);
-  if (m.is_moe()) {
-    build_moe_mlp(m, g, rb);
+  if (k.is_moe()) {
+    build_moe_mlp(m, k, g, rb);
     return;
   }
   rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "FFN gate+up projection backward",
          "dL/dW needs the input", kSeedTable);
-  if (m.ffn == FfnType::kGelu) {
+  if (k.ffn == FfnType::kGelu) {
     rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "GELU backward",
            "non-trivial derivative needs the input", kSeedTable);
   } else {

@@ -6,6 +6,7 @@
 
 #include "actmem/json_io.hpp"
 #include "json_read.hpp"
+#include "json_stack.hpp"
 
 namespace actmem {
 
@@ -20,7 +21,8 @@ const char* const kModelKeys[] = {
     "tie_word_embeddings", "hidden_act", "attention_bias", "mlp_bias", "attention_dropout",
     "hidden_dropout", "ffn_type", "norm_type", "position_embedding", "qkv_bias",
     "num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
-    "num_shared_experts", "shared_expert_intermediate_size", "capacity_factor",
+    "num_shared_experts", "shared_expert_intermediate_size", "capacity_factor", "layer_kinds",
+    "layer_stack", "decoder_sparse_step", "mlp_only_layers",
     // GPT-2 names
     "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "activation_function", "attn_pdrop",
     "resid_pdrop", "embd_pdrop"};
@@ -59,9 +61,7 @@ const char* const kIgnoredHfKeys[] = {"architectures",
                                       "_name_or_path",
                                       "model_name",
                                       "tokenizer_class",
-                                      "decoder_sparse_step",
                                       "norm_topk_prob",
-                                      "mlp_only_layers",
                                       "qkv_bias_",
                                       "use_return_dict",
                                       "return_dict",
@@ -117,6 +117,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     return make_error("wrong_type", "model",
                       "model: must be a JSON object, got " + detail::kind_of(j));
   ModelSpec m;
+  LayerKind& b = m.kinds[0];  // the top-level keys: the base kind every layer kind starts from
   m.id = id.empty() ? "custom" : id;
   m.name = m.id;
   std::string type;
@@ -197,20 +198,20 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     // n_inner = 4 * n_embd, dropout 0.1 (attn_pdrop, resid_pdrop, embd_pdrop).
     m.norm = NormType::kLayerNorm;
     m.pos = PosEncoding::kLearned;
-    m.ffn = FfnType::kGelu;
+    b.ffn = FfnType::kGelu;
     m.tied_embeddings = true;
-    m.qkv_bias = m.o_bias = m.mlp_bias = true;
+    b.qkv_bias = b.o_bias = b.mlp_bias = true;
     m.attention_dropout = m.hidden_dropout = 0.1;
     ACTMEM_TRY(get_uint("n_embd", &m.hidden, true));
-    ACTMEM_TRY(get_uint("n_head", &m.heads, true));
+    ACTMEM_TRY(get_uint("n_head", &b.heads, true));
     ACTMEM_TRY(get_uint("n_layer", &m.layers, true));
     m.max_positions = 1024;
     ACTMEM_TRY(get_uint("n_positions", &m.max_positions, false));
     ACTMEM_TRY(get_uint("vocab_size", &m.vocab, true));
-    m.kv_heads = m.heads;
-    m.ffn_hidden = 0;
-    ACTMEM_TRY(get_uint("n_inner", &m.ffn_hidden, false, true));
-    if (m.ffn_hidden == 0) m.ffn_hidden = 4 * m.hidden;
+    b.kv_heads = b.heads;
+    b.ffn_hidden = 0;
+    ACTMEM_TRY(get_uint("n_inner", &b.ffn_hidden, false, true));
+    if (b.ffn_hidden == 0) b.ffn_hidden = 4 * m.hidden;
     ACTMEM_TRY(get_prob("attn_pdrop", &m.attention_dropout));
     ACTMEM_TRY(get_prob("resid_pdrop", &m.hidden_dropout));
     if (j.contains("activation_function"))
@@ -223,28 +224,28 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     // Llama-family defaults (LlamaConfig): RMSNorm, RoPE, SwiGLU, untied, no biases, no dropout.
     m.norm = NormType::kRmsNorm;
     m.pos = PosEncoding::kRope;
-    m.ffn = FfnType::kSwiglu;
-    m.qkv_bias = type == "qwen2" || type == "qwen2_moe";  // Qwen2Attention: q/k/v carry biases
+    b.ffn = FfnType::kSwiglu;
+    b.qkv_bias = type == "qwen2" || type == "qwen2_moe";  // Qwen2Attention: q/k/v carry biases
     ACTMEM_TRY(get_uint("hidden_size", &m.hidden, true));
-    ACTMEM_TRY(get_uint("num_attention_heads", &m.heads, true));
+    ACTMEM_TRY(get_uint("num_attention_heads", &b.heads, true));
     ACTMEM_TRY(get_uint("num_hidden_layers", &m.layers, true));
     ACTMEM_TRY(get_uint("vocab_size", &m.vocab, true));
-    m.kv_heads = m.heads;
-    ACTMEM_TRY(get_uint("num_key_value_heads", &m.kv_heads, false, true));
-    ACTMEM_TRY(get_uint("intermediate_size", &m.ffn_hidden, false));
+    b.kv_heads = b.heads;
+    ACTMEM_TRY(get_uint("num_key_value_heads", &b.kv_heads, false, true));
+    ACTMEM_TRY(get_uint("intermediate_size", &b.ffn_hidden, false));
     ACTMEM_TRY(get_uint("max_position_embeddings", &m.max_positions, false));
     bool attention_bias = false;
     ACTMEM_TRY(get_bool("attention_bias", &attention_bias));
-    if (attention_bias) m.qkv_bias = m.o_bias = true;
-    ACTMEM_TRY(get_bool("mlp_bias", &m.mlp_bias));
+    if (attention_bias) b.qkv_bias = b.o_bias = true;
+    ACTMEM_TRY(get_bool("mlp_bias", &b.mlp_bias));
     ACTMEM_TRY(get_prob("attention_dropout", &m.attention_dropout));
     if (j.contains("hidden_act"))
       ACTMEM_TRY(detail::read_string(j["hidden_act"], "model.hidden_act", &act));
     if (!act.empty()) {
       if (act == "silu" || act == "swish")
-        m.ffn = FfnType::kSwiglu;
+        b.ffn = FfnType::kSwiglu;
       else if (act.rfind("gelu", 0) == 0)
-        m.ffn = FfnType::kGeglu;
+        b.ffn = FfnType::kGeglu;
       else
         return make_error("unsupported", "model.hidden_act",
                           "model.hidden_act: '" + act +
@@ -253,25 +254,25 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   }
   ACTMEM_TRY(get_bool("tie_word_embeddings", &m.tied_embeddings));
   ACTMEM_TRY(get_prob("hidden_dropout", &m.hidden_dropout));
-  m.head_dim = m.heads ? m.hidden / m.heads : 0;
-  ACTMEM_TRY(get_uint("head_dim", &m.head_dim, false, true));
+  b.head_dim = b.heads ? m.hidden / b.heads : 0;
+  ACTMEM_TRY(get_uint("head_dim", &b.head_dim, false, true));
   const bool explicit_head_dim = j.contains("head_dim") && !j["head_dim"].is_null();
-  if (!explicit_head_dim && m.heads > 0 && m.hidden % m.heads != 0)
+  if (!explicit_head_dim && b.heads > 0 && m.hidden % b.heads != 0)
     return make_error("invalid_value", "model.head_dim",
                       "model.head_dim: hidden_size=" + std::to_string(m.hidden) +
-                          " is not divisible by num_attention_heads=" + std::to_string(m.heads) +
+                          " is not divisible by num_attention_heads=" + std::to_string(b.heads) +
                           "; give head_dim explicitly");
-  ACTMEM_TRY(get_bool("qkv_bias", &m.qkv_bias));
+  ACTMEM_TRY(get_bool("qkv_bias", &b.qkv_bias));
   // Explicit types (our schema) override what model_type implies.
   if (j.contains("ffn_type")) {
     std::string s;
     ACTMEM_TRY(detail::read_string(j["ffn_type"], "model.ffn_type", &s));
     if (s == "gelu")
-      m.ffn = FfnType::kGelu;
+      b.ffn = FfnType::kGelu;
     else if (s == "swiglu")
-      m.ffn = FfnType::kSwiglu;
+      b.ffn = FfnType::kSwiglu;
     else if (s == "geglu")
-      m.ffn = FfnType::kGeglu;
+      b.ffn = FfnType::kGeglu;
     else
       return make_error("invalid_value", "model.ffn_type",
                         "model.ffn_type: '" + s + "' is not allowed; allowed: gelu, swiglu, geglu");
@@ -307,33 +308,47 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   ACTMEM_TRY(get_uint("num_local_experts", &experts, false));
   if (experts == 0) ACTMEM_TRY(get_uint("num_experts", &experts, false));
   if (experts > 0) {
-    m.moe.experts = experts;
-    ACTMEM_TRY(get_uint("num_experts_per_tok", &m.moe.top_k, true));
-    m.moe.expert_ffn = m.ffn_hidden;
-    ACTMEM_TRY(get_uint("moe_intermediate_size", &m.moe.expert_ffn, false));
-    if (m.moe.expert_ffn == 0)
+    b.moe.experts = experts;
+    ACTMEM_TRY(get_uint("num_experts_per_tok", &b.moe.top_k, true));
+    b.moe.expert_ffn = b.ffn_hidden;
+    ACTMEM_TRY(get_uint("moe_intermediate_size", &b.moe.expert_ffn, false));
+    if (b.moe.expert_ffn == 0)
       return make_error("missing_key", "model.moe_intermediate_size",
                         "model.moe_intermediate_size: required for a mixture-of-experts model");
-    ACTMEM_TRY(get_uint("shared_expert_intermediate_size", &m.moe.shared_expert_ffn, false));
-    if (m.moe.shared_expert_ffn > 0) m.moe.shared_experts = 1;
+    ACTMEM_TRY(get_uint("shared_expert_intermediate_size", &b.moe.shared_expert_ffn, false));
+    if (b.moe.shared_expert_ffn > 0) b.moe.shared_experts = 1;
     if (j.contains("num_shared_experts")) {
       if (auto err = detail::read_uint(j["num_shared_experts"], "model.num_shared_experts",
-                                       &m.moe.shared_experts, true))
+                                       &b.moe.shared_experts, true))
         return *err;
-      if (m.moe.shared_experts > 0 && m.moe.shared_expert_ffn == 0)
-        m.moe.shared_expert_ffn = m.moe.expert_ffn;
+      if (b.moe.shared_experts > 0 && b.moe.shared_expert_ffn == 0)
+        b.moe.shared_expert_ffn = b.moe.expert_ffn;
     }
     if (j.contains("capacity_factor")) {
       ACTMEM_TRY(detail::read_double(j["capacity_factor"], "model.capacity_factor",
-                                     &m.moe.capacity_factor));
-      if (m.moe.capacity_factor < 0 || m.moe.capacity_factor > 1024)
+                                     &b.moe.capacity_factor));
+      if (b.moe.capacity_factor < 0 || b.moe.capacity_factor > 1024)
         return make_error("invalid_value", "model.capacity_factor",
                           "model.capacity_factor: must be 0 (dropless) or in (0, 1024]");
     }
   }
-  if (m.heads > 0 && m.head_dim == 0)
+  if (b.heads > 0 && b.head_dim == 0)
     return make_error("invalid_value", "model.head_dim",
                       "model.head_dim: hidden_size / num_attention_heads is 0; set head_dim");
+  // The stack: Qwen2-MoE's dense layers, or our schema's layer_kinds and layer_stack.
+  for (const char* k : {"decoder_sparse_step", "mlp_only_layers"})
+    if (j.contains(k) && type != "qwen2_moe")
+      return make_error("unsupported", std::string("model.") + k,
+                        std::string("model.") + k +
+                            ": only qwen2_moe configs place dense layers this way; use "
+                            "layer_kinds and layer_stack (docs/schema.md)");
+  if (type == "qwen2_moe" && j.contains("layer_stack") &&
+      (j.contains("decoder_sparse_step") || j.contains("mlp_only_layers")))
+    return make_error("invalid_value", "model.layer_stack",
+                      "model.layer_stack: give either layer_stack or decoder_sparse_step / "
+                      "mlp_only_layers, not both");
+  if (type == "qwen2_moe") ACTMEM_TRY(detail::read_qwen2_moe_stack(j, &m));
+  ACTMEM_TRY(detail::read_layer_stack(j, &m));
   return m;
 }
 

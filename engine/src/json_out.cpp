@@ -84,17 +84,17 @@ json estimate_to_json(const Estimate& e) {
         {"source", m.source},
         {"layers", m.layers},
         {"hidden_size", m.hidden},
-        {"num_attention_heads", m.heads},
-        {"num_key_value_heads", m.kv_heads},
-        {"head_dim", m.head_dim},
-        {"intermediate_size", m.ffn_hidden},
+        {"num_attention_heads", m.kinds[0].heads},
+        {"num_key_value_heads", m.kinds[0].kv_heads},
+        {"head_dim", m.kinds[0].head_dim},
+        {"intermediate_size", m.kinds[0].ffn_hidden},
         {"vocab_size", m.vocab},
-        {"ffn_type", ffn_name(m.ffn)},
+        {"ffn_type", ffn_name(m.kinds[0].ffn)},
         {"norm_type", norm_name(m.norm)},
         {"position_embedding", pos_name(m.pos)},
         {"tie_word_embeddings", m.tied_embeddings},
-        {"num_local_experts", m.moe.experts},
-        {"num_experts_per_tok", m.moe.top_k},
+        {"num_local_experts", m.kinds[0].moe.experts},
+        {"num_experts_per_tok", m.kinds[0].moe.top_k},
         {"params", e.model_params},
         {"published_params", m.published_params}}},
       {"config",
@@ -131,9 +131,9 @@ json estimate_to_json(const Estimate& e) {
         {"full_bytes", e.per_layer_full_bytes},
         {"recompute", recompute_name(c.recompute)},
         {"tensors", records_json(e.kept)},
-        {"all_tensors", records_json(e.inventory.tensors)}}},
-      {"input_layer", {{"tensors", records_json(e.inventory.input_layer)}}},
-      {"output_layer", {{"tensors", records_json(e.inventory.output_layer)}}},
+        {"all_tensors", records_json(e.kinds[0].inventory.tensors)}}},
+      {"input_layer", {{"tensors", records_json(e.io().input_layer)}}},
+      {"output_layer", {{"tensors", records_json(e.io().output_layer)}}},
       {"activations",
        {{"stage", w.index},
         {"in_flight_chunks", w.in_flight},
@@ -160,6 +160,35 @@ json estimate_to_json(const Estimate& e) {
        {{"total_bytes", e.kv_cache.total_bytes}, {"per_gpu_bytes", e.kv_cache.per_gpu_bytes}}},
       {"explain", explain},
       {"warnings", e.warnings}};
+  if (m.kinds.size() > 1) {
+    // A stack of several kinds: each kind's layers, shape and records (what one of its layers
+    // keeps with no recompute), and the stack as runs of consecutive layers of one kind.
+    json kinds = json::array();
+    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+      const LayerKind& k = m.kinds[ki];
+      const KindEstimate& ke = e.kinds[ki];
+      kinds.push_back(json{{"name", k.name},
+                           {"layers", ke.layers},
+                           {"num_attention_heads", k.heads},
+                           {"num_key_value_heads", k.kv_heads},
+                           {"head_dim", k.head_dim},
+                           {"intermediate_size", k.ffn_hidden},
+                           {"ffn_type", ffn_name(k.ffn)},
+                           {"num_local_experts", k.moe.experts},
+                           {"num_experts_per_tok", k.moe.top_k},
+                           {"full_bytes", ke.costs.full},
+                           {"tensors", records_json(ke.inventory.tensors)}});
+    }
+    json runs = json::array();
+    for (std::uint64_t i = 0; i < m.layers;) {
+      std::uint64_t j = i;
+      while (j < m.layers && m.kind_index(j) == m.kind_index(i)) ++j;
+      runs.push_back(json{{"kind", m.kind_of(i).name}, {"repeat", j - i}});
+      i = j;
+    }
+    out["model"]["layer_kinds"] = kinds;
+    out["model"]["layer_stack"] = runs;
+  }
   if (e.has_gpu) {
     out["gpu"] = {{"id", e.gpu.id}, {"name", e.gpu.name}, {"memory_bytes", e.gpu.memory_bytes}};
     out["fits"] = e.fits;

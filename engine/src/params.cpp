@@ -10,9 +10,9 @@ std::uint64_t shard(std::uint64_t n, std::uint64_t t) {
   return t > 1 ? n / t : n;
 }
 
-std::uint64_t local_kv(const ModelSpec& m, std::uint64_t t) {
-  if (t <= 1) return m.kv_heads;
-  return m.kv_heads % t == 0 ? m.kv_heads / t : 1;  // t a multiple of kv: one replicated head
+std::uint64_t local_kv(const LayerKind& k, std::uint64_t t) {
+  if (t <= 1) return k.kv_heads;
+  return k.kv_heads % t == 0 ? k.kv_heads / t : 1;  // t a multiple of kv: one replicated head
 }
 
 void push(std::vector<ParamRecord>& v, const char* id, std::uint64_t rows, std::uint64_t cols,
@@ -29,22 +29,23 @@ void push_norm(std::vector<ParamRecord>& v, const ModelSpec& m, const char* w, c
 
 }  // namespace
 
-std::vector<ParamRecord> layer_params(const ModelSpec& m, const ParamShards& s) {
+std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
+                                      const ParamShards& s) {
   std::vector<ParamRecord> v;
   const std::uint64_t t = s.tp;
-  const std::uint64_t a = shard(m.heads, t);
-  const std::uint64_t kv = local_kv(m, t);
-  const std::uint64_t qkv_out = (a + 2 * kv) * m.head_dim;
+  const std::uint64_t a = shard(k.heads, t);
+  const std::uint64_t kv = local_kv(k, t);
+  const std::uint64_t qkv_out = (a + 2 * kv) * k.head_dim;
   push_norm(v, m, "ln1.weight", "ln1.bias", ParamPlace::kLayer);
   // Column-parallel QKV, row-parallel output projection (Shoeybi et al. 2019, Sec. 3).
   push(v, "attn.qkv.weight", m.hidden, qkv_out, ParamPlace::kLayer);
-  if (m.qkv_bias) push(v, "attn.qkv.bias", qkv_out, 1, ParamPlace::kLayer);
-  push(v, "attn.o.weight", a * m.head_dim, m.hidden, ParamPlace::kLayer);
-  if (m.o_bias) push(v, "attn.o.bias", m.hidden, 1, ParamPlace::kLayer);  // replicated
+  if (k.qkv_bias) push(v, "attn.qkv.bias", qkv_out, 1, ParamPlace::kLayer);
+  push(v, "attn.o.weight", a * k.head_dim, m.hidden, ParamPlace::kLayer);
+  if (k.o_bias) push(v, "attn.o.bias", m.hidden, 1, ParamPlace::kLayer);  // replicated
   push_norm(v, m, "ln2.weight", "ln2.bias", ParamPlace::kLayer);
-  const std::uint64_t glu = m.ffn == FfnType::kGelu ? 1 : 2;
-  if (m.is_moe()) {
-    const MoeSpec& e = m.moe;
+  const std::uint64_t glu = k.ffn == FfnType::kGelu ? 1 : 2;
+  if (k.is_moe()) {
+    const MoeSpec& e = k.moe;
     push(v, "moe.router.weight", m.hidden, e.experts, ParamPlace::kLayer);
     const std::uint64_t local_experts = e.experts / s.ep;
     const std::uint64_t fe = shard(e.expert_ffn, t);
@@ -55,11 +56,11 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const ParamShards& s) 
     push(v, "moe.shared.fc1.weight", m.hidden, glu * fs, ParamPlace::kLayer);
     push(v, "moe.shared.fc2.weight", fs, m.hidden, ParamPlace::kLayer);
   } else {
-    const std::uint64_t f = shard(m.ffn_hidden, t);
+    const std::uint64_t f = shard(k.ffn_hidden, t);
     push(v, "mlp.fc1.weight", m.hidden, glu * f, ParamPlace::kLayer);
-    if (m.mlp_bias) push(v, "mlp.fc1.bias", glu * f, 1, ParamPlace::kLayer);
+    if (k.mlp_bias) push(v, "mlp.fc1.bias", glu * f, 1, ParamPlace::kLayer);
     push(v, "mlp.fc2.weight", f, m.hidden, ParamPlace::kLayer);
-    if (m.mlp_bias) push(v, "mlp.fc2.bias", m.hidden, 1, ParamPlace::kLayer);
+    if (k.mlp_bias) push(v, "mlp.fc2.bias", m.hidden, 1, ParamPlace::kLayer);
   }
   return v;
 }
@@ -89,11 +90,15 @@ std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s,
 Result<std::uint64_t> total_params(const ModelSpec& m) {
   Checked ck;
   ParamShards one;
-  std::uint64_t per_layer = 0;
-  for (const auto& p : layer_params(m, one))
-    per_layer =
-        ck.add(per_layer, ck.mul(ck.mul(p.rows, p.cols, "model"), p.copies, "model"), "model");
-  std::uint64_t n = ck.mul(per_layer, m.layers, "model.num_hidden_layers");
+  std::uint64_t n = 0;
+  const std::vector<std::uint64_t> counts = m.kind_counts(0, m.layers);
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    std::uint64_t per_layer = 0;
+    for (const auto& p : layer_params(m, m.kinds[ki], one))
+      per_layer =
+          ck.add(per_layer, ck.mul(ck.mul(p.rows, p.cols, "model"), p.copies, "model"), "model");
+    n = ck.add(n, ck.mul(per_layer, counts[ki], "model.num_hidden_layers"), "model");
+  }
   for (const auto& p : embedding_params(m, one))
     n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");
   for (const auto& p : head_params(m, one, false))

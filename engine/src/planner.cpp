@@ -135,7 +135,7 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
   // recomputed layers, does not depend on how the r layers are segmented, and for a fixed r the
   // peak falls as b grows: so for each r we pick the segment count g, then bisect for the fewest
   // selective layers b that fit. That is O(n log n) simulations, exact within the family.
-  const LayerCosts& k = e.costs;
+  const LayerCosts& k = e.kinds[0].costs;  // the segment-count heuristic reads layer 0's kind
   const Stage& s0 = base.value().stages[0];
   const double in_flight = static_cast<double>(std::max<std::uint64_t>(1, s0.in_flight));
   auto make = [&](std::uint64_t r, std::uint64_t b, std::uint64_t g) {

@@ -152,10 +152,8 @@ bool regenerates_before(const std::vector<LayerChoice>& chunk, const std::vector
   return regen[j] > 0;
 }
 
-Bytes max_regen_alive(const std::vector<LayerChoice>& chunk, const LayerCosts& k) {
+Bytes max_regen_alive(const std::vector<LayerChoice>& chunk, const std::vector<Bytes>& regen) {
   // Walk the chunk's backward as the timeline does: regenerate, run the layer, free it.
-  std::vector<Bytes> regen;
-  for (LayerChoice c : chunk) regen.push_back(regen_bytes(c, k));
   Bytes alive = 0, best = 0;
   for (std::size_t j = chunk.size(); j-- > 0;) {
     std::size_t first = 0;

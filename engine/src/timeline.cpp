@@ -96,25 +96,28 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
   const TrainConfig& c = e.config;
   const Parallel& par = c.par;
   const std::uint64_t p = par.pp, v = par.vpp, m = c.grad_accum;
-  const LayerCosts& k = e.costs;
   Timeline tl;
   Checked ck;
 
-  // Transient buffers, each a named record (sizes from the inventory and parameter records).
+  // Transient buffers, each a named record (sizes from the inventory and parameter records). The
+  // ones that belong to one layer (ZeRO-3's gathered parameters, the backward's gradient buffers)
+  // follow the kind of the layer running; the named list shows the largest.
+  const LayerCosts& k0 = e.kinds[0].costs;  // the layer input is b·s·h for every kind
   const Bytes tp_gather =
-      par.sp && par.tp > 1 ? ck.mul(k.checkpoint, par.tp, "timeline.sp_allgather") : 0;
-  const Bytes logits = std::max(record_bytes(e.inventory.output_layer, "logits.fp32"),
-                                record_bytes(e.inventory.output_layer, "loss.log_softmax_out"));
-  Bytes layer_param_bytes = 0, largest_param = 0;
-  for (const auto& q : layer_params(e.model, ParamShards{par.tp, par.ep})) {
-    layer_param_bytes = ck.add(
-        layer_param_bytes,
-        ck.mul(q.rows * q.cols * q.copies, dtype_bytes(c.param_dtype), "timeline"), "timeline");
-    largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
+      par.sp && par.tp > 1 ? ck.mul(k0.checkpoint, par.tp, "timeline.sp_allgather") : 0;
+  const LayerInventory& io = e.io();
+  const Bytes logits = std::max(record_bytes(io.output_layer, "logits.fp32"),
+                                record_bytes(io.output_layer, "loss.log_softmax_out"));
+  Bytes largest_param = 0, zero3_gather = 0, grad_peak = 0;
+  std::string grad_peak_at;
+  for (const KindEstimate& ke : e.kinds) {
+    largest_param = std::max<Bytes>(largest_param, ke.largest_param);
+    if (par.zero >= 3) zero3_gather = std::max(zero3_gather, ke.param_bytes);
+    if (grad_peak_at.empty() || ke.costs.grad_peak > grad_peak)
+      grad_peak = ke.costs.grad_peak, grad_peak_at = ke.costs.grad_peak_at;
   }
   for (const auto& q : embedding_params(e.model, ParamShards{par.tp, par.ep}))
     largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
-  const Bytes zero3_gather = par.zero >= 3 ? layer_param_bytes : 0;
   const Bytes opt_temp = ck.mul(par.zero >= 1 ? ceil_div(largest_param, par.dp) : largest_param, 4,
                                 "timeline.optimizer_step");
   const Bytes ws = c.cublas_workspace;
@@ -125,7 +128,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
        "Korthikanti et al. 2022, Sec. 4.2.2: SP gathers the sequence before the TP GEMMs"},
       {"zero3.param_allgather", zero3_gather, "each layer's forward and backward",
        "Rajbhandari et al. 2020, Sec. 5.3: parameters gathered per layer"},
-      {"bwd.layer_grads", k.grad_peak, "each layer's backward, at " + k.grad_peak_at,
+      {"bwd.layer_grads", grad_peak, "each layer's backward, at " + grad_peak_at,
        "gradient buffers alive at the layer backward's fullest step (docs/formulas.md, backward "
        "working set)"},
       {"loss.fp32_logits_buffer", logits, "loss forward and backward",
@@ -136,29 +139,37 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
       {"optimizer.step_temp", opt_temp, "optimizer step",
        "fp32 temporaries of the largest parameter tensor (foreach AdamW)"},
   };
-  const Bytes trans_f =
-      ck.add(ck.add(ws, tp_gather, "timeline.peak_bytes"), zero3_gather, "timeline.peak_bytes");
-  const Bytes trans_b = ck.add(ck.add(trans_f, k.grad_peak, "timeline.peak_bytes"),
-                               par.dp > 1 ? c.grad_bucket : 0, "timeline.peak_bytes");
+  // Per kind: the transients alive during one layer's forward (and recompute) and backward.
+  std::vector<Bytes> kind_trans_f, kind_trans_b;
+  for (const KindEstimate& ke : e.kinds) {
+    const Bytes f =
+        ck.add(ck.add(ws, tp_gather, kPeakField), par.zero >= 3 ? ke.param_bytes : 0, kPeakField);
+    kind_trans_f.push_back(f);
+    kind_trans_b.push_back(ck.add(ck.add(f, ke.costs.grad_peak, kPeakField),
+                                  par.dp > 1 ? c.grad_bucket : 0, kPeakField));
+  }
   const Schedule sched = effective_schedule(c);
   Bytes in_bytes = 0, out_bytes = 0;
-  for (const auto& r : e.inventory.input_layer) in_bytes = ck.add(in_bytes, r.bytes, "timeline");
-  for (const auto& r : e.inventory.output_layer) out_bytes = ck.add(out_bytes, r.bytes, "timeline");
-
-  // Model chunk c·p + r sits on rank r as its chunk c (Megatron-LM); its first global layer is the
-  // sum of the sizes of the model chunks before it.
-  std::vector<std::uint64_t> first_layer(p * v + 1, 0);
-  for (std::uint64_t mc = 0; mc < p * v; ++mc)
-    first_layer[mc + 1] = first_layer[mc] + e.stages[mc % p].chunk_sizes[mc / p];
+  for (const auto& r : io.input_layer) in_bytes = ck.add(in_bytes, r.bytes, "timeline");
+  for (const auto& r : io.output_layer) out_bytes = ck.add(out_bytes, r.bytes, "timeline");
   for (std::uint64_t r = 0; r < p; ++r) {
     const Stage& st = e.stages[r];
     const bool events =
         events_all && (only_stage < 0 || static_cast<std::uint64_t>(only_stage) == r);
     const bool layer_events = events && !per_op;
-    std::vector<std::vector<Bytes>> kept(v), regen(v);
+    // Each layer's bytes and transients, from its kind's costs.
+    std::vector<std::vector<Bytes>> kept(v), regen(v), full(v), tr_f(v), tr_b(v);
     for (std::uint64_t ci = 0; ci < v; ++ci)
-      for (LayerChoice cj : st.chunk_choices[ci])
-        kept[ci].push_back(kept_bytes(cj, k)), regen[ci].push_back(regen_bytes(cj, k));
+      for (std::size_t j = 0; j < st.chunk_choices[ci].size(); ++j) {
+        const std::size_t ki = e.model.kind_index(st.chunk_first[ci] + j);
+        const LayerCosts& k = e.kinds[ki].costs;
+        const LayerChoice cj = st.chunk_choices[ci][j];
+        kept[ci].push_back(kept_bytes(cj, k));
+        regen[ci].push_back(regen_bytes(cj, k));
+        full[ci].push_back(k.full);
+        tr_f[ci].push_back(kind_trans_f[ki]);
+        tr_b[ci].push_back(kind_trans_b[ki]);
+      }
     StageTimeline out;
     out.stage = r;
     out.static_bytes = st.stat.total_bytes;
@@ -168,9 +179,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
     s.stat = st.stat.total_bytes;
     if (events) s.out = &out.events;
     const bool off = c.recompute.offload;
-    auto global = [&](std::uint32_t chunk, std::uint64_t j) {
-      return first_layer[chunk * p + r] + j;
-    };
+    auto global = [&](std::uint32_t chunk, std::uint64_t j) { return st.chunk_first[chunk] + j; };
     // The last stage's loss: the output-layer records join the kept bytes with the fp32 logits
     // buffer; its backward adds their gradient, then the output layer is freed.
     auto loss_forward = [&](const PipeOp& op) {
@@ -190,6 +199,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
         Bytes f_act =
             0;  // kept bytes added before the forward's highest event, plus the full layer
         std::uint64_t f_j = 0;
+        Bytes f_trans = 0;
         std::int64_t b_act =
             0;  // kept-bytes offset at the backward's highest event (≤ 0 unless offload)
         Bytes b_rec = 0, b_trans = 0;
@@ -206,14 +216,14 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
         Bytes prefix = 0, best = 0;
         bool any = false;
         for (std::uint64_t j = 0; j < n; ++j) {
-          const Bytes live = add(prefix, k.full);
-          if (!any || live > best) best = live, q.f_j = j, any = true;
+          const Bytes live = add(add(prefix, full[ci][j]), tr_f[ci][j]);
+          if (!any || live > best) best = live, q.f_j = j, q.f_trans = tr_f[ci][j], any = true;
           if (off)
             q.kept_host = add(q.kept_host, kp[j]);
           else
             prefix = add(prefix, kp[j]), q.kept_gpu = add(q.kept_gpu, kp[j]);
         }
-        q.f_act = best;
+        q.f_act = best - q.f_trans;
         std::int64_t rel = 0, top = 0;
         Bytes rec = 0;
         any = false;
@@ -229,10 +239,10 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
           std::size_t s0 = 0;
           if (regenerates_before(ch, rg, j, &s0)) {
             for (std::size_t i2 = s0; i2 <= j; ++i2) rec = add(rec, rg[i2]);
-            consider(EventKey{Kind::kRecompute, 0, 0, s0, j}, trans_f);
+            consider(EventKey{Kind::kRecompute, 0, 0, s0, j}, tr_f[ci][j]);
           }
           if (off) rel = ck.add_signed(rel, static_cast<std::int64_t>(kp[j]), kPeakField);
-          consider(EventKey{Kind::kBwd, 0, 0, j, 0}, trans_b);
+          consider(EventKey{Kind::kBwd, 0, 0, j, 0}, tr_b[ci][j]);
           rel = ck.add_signed(rel, -static_cast<std::int64_t>(kp[j]), kPeakField);
           rec -= rg[j];
         }
@@ -244,7 +254,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
         if (op.forward) {
           if (first) s.act = add(s.act, in_bytes);
           s.event_at(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, q.f_j), 0},
-                     add(s.act, q.f_act), s.rec, trans_f);
+                     add(s.act, q.f_act), s.rec, q.f_trans);
           s.act = add(s.act, q.kept_gpu);
           s.host = add(s.host, q.kept_host);
           s.pcie = add(s.pcie, q.kept_host);
@@ -279,10 +289,10 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
           if (first) s.act = add(s.act, in_bytes);
           for (std::uint64_t j = 0; j < n; ++j) {
             // While the layer runs all of its records exist; afterwards only the kept ones stay.
-            s.act = add(s.act, k.full);
+            s.act = add(s.act, full[op.chunk][j]);
             s.event(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, j), 0},
-                    trans_f);
-            s.act -= k.full;
+                    tr_f[op.chunk][j]);
+            s.act -= full[op.chunk][j];
             if (off) {
               s.host = add(s.host, kp[j]);
               s.pcie = add(s.pcie, kp[j]);
@@ -300,7 +310,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
               for (std::size_t i = s0; i <= j; ++i) s.rec = add(s.rec, rg[i]);
               s.event(EventKey{Kind::kRecompute, op.micro_batch, op.chunk, global(op.chunk, s0),
                                global(op.chunk, j)},
-                      trans_f);
+                      tr_f[op.chunk][j]);
             }
             if (off) {  // the layer's kept tensors come back for its backward
               s.host -= kp[j];
@@ -308,7 +318,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
               s.act = add(s.act, kp[j]);
             }
             s.event(EventKey{Kind::kBwd, op.micro_batch, op.chunk, global(op.chunk, j), 0},
-                    trans_b);
+                    tr_b[op.chunk][j]);
             s.act -= kp[j];
             s.rec -= rg[j];
           }
@@ -334,10 +344,11 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
   // Recompute overhead: extra forward FLOPs over the step's 3x forward (forward + 2x backward).
   double layers_fwd = 0, extra = 0;
   for (const Stage& st : e.stages)
-    for (const auto& chunk : st.chunk_choices)
-      for (LayerChoice cj : chunk) {
+    for (std::size_t ci = 0; ci < st.chunk_choices.size(); ++ci)
+      for (std::size_t j = 0; j < st.chunk_choices[ci].size(); ++j) {
+        const LayerCosts& k = e.kind_at(st.chunk_first[ci] + j).costs;
         layers_fwd += k.flops_fwd;
-        extra += regen_flops(cj, k);
+        extra += regen_flops(st.chunk_choices[ci][j], k);
       }
   tl.step_flops = 3.0 * (layers_fwd + e.logits_flops);
   tl.extra_flops = extra;

@@ -33,6 +33,78 @@ Error bad(const std::string& field, const std::string& msg) {
 // Large enough for any real model, small enough that the engine's checked products stay meaningful.
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 40;
 constexpr std::uint64_t kMaxLayers = 65536;
+constexpr std::size_t kMaxKinds = 64;
+
+// The dimensions of one layer kind; fields are named under the kind's prefix ("model" for the
+// top-level keys, "model.layer_kinds.NAME" for a kind of a stack).
+std::optional<Error> validate_kind(const LayerKind& k) {
+  const std::string f = k.field + ".";
+  struct Positive {
+    const char* key;
+    std::uint64_t v;
+  };
+  const Positive dims[] = {{"num_attention_heads", k.heads},
+                           {"num_key_value_heads", k.kv_heads},
+                           {"head_dim", k.head_dim}};
+  for (const auto& p : dims) {
+    if (p.v == 0) return bad(f + p.key, "must be a positive integer, got 0");
+    if (p.v > kMaxDim)
+      return bad(f + p.key, std::to_string(p.v) + " is larger than the supported 2^40");
+  }
+  if (!k.is_moe() && k.ffn_hidden == 0)
+    return bad(f + "intermediate_size", "must be a positive integer, got 0");
+  if (k.ffn_hidden > kMaxDim) return bad(f + "intermediate_size", "larger than the supported 2^40");
+  if (k.heads % k.kv_heads != 0)
+    return bad(f + "num_key_value_heads",
+               std::to_string(k.kv_heads) + " does not divide num_attention_heads=" +
+                   std::to_string(k.heads) + "; allowed: " + divisors_of(k.heads));
+  if (k.is_moe()) {
+    if (k.moe.top_k == 0 || k.moe.top_k > k.moe.experts)
+      return bad(f + "num_experts_per_tok",
+                 std::to_string(k.moe.top_k) +
+                     " must be between 1 and num_local_experts=" + std::to_string(k.moe.experts));
+    if (k.moe.expert_ffn == 0 || k.moe.expert_ffn > kMaxDim)
+      return bad(f + "moe_intermediate_size", "must be a positive integer below 2^40");
+    if (k.moe.experts > kMaxDim)
+      return bad(f + "num_local_experts",
+                 std::to_string(k.moe.experts) + " is larger than the supported 2^40");
+    if (k.moe.shared_experts > 1024)
+      return bad(f + "num_shared_experts",
+                 std::to_string(k.moe.shared_experts) + " is more than the supported 1024");
+    if (k.moe.shared_expert_ffn > kMaxDim)
+      return bad(f + "shared_expert_intermediate_size", "larger than the supported 2^40");
+    if (!(k.moe.capacity_factor >= 0.0 && k.moe.capacity_factor <= 1024.0))
+      return bad(f + "capacity_factor", "must be 0 (dropless) or a positive number up to 1024");
+  }
+  return std::nullopt;
+}
+
+// How tensor and expert parallelism split one layer kind.
+std::optional<Error> validate_kind_split(const LayerKind& k, const Parallel& p, bool name_kind) {
+  const std::string of = name_kind ? " (layer kind '" + k.name + "')" : "";
+  if (k.heads % p.tp != 0)
+    return bad("config.tp", "tp=" + std::to_string(p.tp) +
+                                " does not divide num_attention_heads=" + std::to_string(k.heads) +
+                                of + "; allowed: " + divisors_of(k.heads));
+  if (k.kv_heads % p.tp != 0 && p.tp % k.kv_heads != 0)
+    return bad("config.tp", "tp=" + std::to_string(p.tp) +
+                                " neither divides nor is a multiple of num_key_value_heads=" +
+                                std::to_string(k.kv_heads) + of);
+  if (!k.is_moe() && k.ffn_hidden % p.tp != 0)
+    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide intermediate_size=" +
+                                std::to_string(k.ffn_hidden) + of);
+  if (k.is_moe() && k.moe.expert_ffn % p.tp != 0)
+    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide the expert width " +
+                                std::to_string(k.moe.expert_ffn) + of);
+  if (k.is_moe() && (k.moe.shared_experts * k.moe.shared_expert_ffn) % p.tp != 0)
+    return bad("config.tp",
+               "tp=" + std::to_string(p.tp) + " does not divide the shared-expert width" + of);
+  if (k.is_moe() && k.moe.experts % p.ep != 0)
+    return bad("config.ep", "ep=" + std::to_string(p.ep) + " does not divide num_local_experts=" +
+                                std::to_string(k.moe.experts) + of +
+                                "; allowed: " + divisors_of(k.moe.experts));
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -41,19 +113,27 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     const char* field;
     std::uint64_t v;
   };
-  const Positive model_dims[] = {
-      {"model.num_hidden_layers", m.layers},  {"model.hidden_size", m.hidden},
-      {"model.num_attention_heads", m.heads}, {"model.num_key_value_heads", m.kv_heads},
-      {"model.head_dim", m.head_dim},         {"model.vocab_size", m.vocab}};
+  const Positive model_dims[] = {{"model.num_hidden_layers", m.layers},
+                                 {"model.hidden_size", m.hidden},
+                                 {"model.vocab_size", m.vocab}};
   for (const auto& p : model_dims) {
     if (p.v == 0) return bad(p.field, "must be a positive integer, got 0");
     if (p.v > kMaxDim)
       return bad(p.field, std::to_string(p.v) + " is larger than the supported 2^40");
   }
-  if (!m.is_moe() && m.ffn_hidden == 0)
-    return bad("model.intermediate_size", "must be a positive integer, got 0");
-  if (m.ffn_hidden > kMaxDim)
-    return bad("model.intermediate_size", "larger than the supported 2^40");
+  if (m.kinds.empty() || m.kinds.size() > kMaxKinds)
+    return bad("model.layer_kinds", std::to_string(m.kinds.size()) +
+                                        " layer kinds; allowed: 1 to " + std::to_string(kMaxKinds));
+  if (!m.stack.empty() && m.stack.size() != m.layers)
+    return bad("model.layer_stack",
+               "has " + std::to_string(m.stack.size()) +
+                   " layers; it must have num_hidden_layers=" + std::to_string(m.layers));
+  for (std::uint32_t ki : m.stack)
+    if (ki >= m.kinds.size())
+      return bad("model.layer_stack", "names layer kind " + std::to_string(ki) + " of " +
+                                          std::to_string(m.kinds.size()));
+  for (const LayerKind& k : m.kinds)
+    if (auto err = validate_kind(k)) return err;
   if (m.pos == PosEncoding::kLearned && m.max_positions == 0)
     return bad("model.max_position_embeddings",
                "learned position embeddings need a positive table size");
@@ -64,26 +144,6 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad(
         "model.num_hidden_layers",
         std::to_string(m.layers) + " is more than the supported " + std::to_string(kMaxLayers));
-  if (m.heads % m.kv_heads != 0)
-    return bad("model.num_key_value_heads",
-               std::to_string(m.kv_heads) + " does not divide num_attention_heads=" +
-                   std::to_string(m.heads) + "; allowed: " + divisors_of(m.heads));
-  if (m.is_moe()) {
-    if (m.moe.top_k == 0 || m.moe.top_k > m.moe.experts)
-      return bad("model.num_experts_per_tok",
-                 std::to_string(m.moe.top_k) +
-                     " must be between 1 and num_local_experts=" + std::to_string(m.moe.experts));
-    if (m.moe.expert_ffn == 0 || m.moe.expert_ffn > kMaxDim)
-      return bad("model.moe_intermediate_size", "must be a positive integer below 2^40");
-    if (m.moe.experts > kMaxDim)
-      return bad("model.num_local_experts",
-                 std::to_string(m.moe.experts) + " is larger than the supported 2^40");
-    if (m.moe.shared_experts > 1024)
-      return bad("model.num_shared_experts",
-                 std::to_string(m.moe.shared_experts) + " is more than the supported 1024");
-    if (!(m.moe.capacity_factor >= 0.0 && m.moe.capacity_factor <= 1024.0))
-      return bad("model.capacity_factor", "must be 0 (dropless) or a positive number up to 1024");
-  }
 
   const Parallel& p = c.par;
   const Positive cfg[] = {{"config.micro_batch", c.micro_batch},
@@ -137,22 +197,8 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("model.attention_dropout", "must be in [0, 1)");
   if (!(m.hidden_dropout >= 0.0 && m.hidden_dropout < 1.0))
     return bad("model.hidden_dropout", "must be in [0, 1)");
-  if (m.heads % p.tp != 0)
-    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide num_attention_heads=" +
-                                std::to_string(m.heads) + "; allowed: " + divisors_of(m.heads));
-  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
-    return bad("config.tp", "tp=" + std::to_string(p.tp) +
-                                " neither divides nor is a multiple of num_key_value_heads=" +
-                                std::to_string(m.kv_heads));
-  if (!m.is_moe() && m.ffn_hidden % p.tp != 0)
-    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide intermediate_size=" +
-                                std::to_string(m.ffn_hidden));
-  if (m.is_moe() && m.moe.expert_ffn % p.tp != 0)
-    return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide the expert width " +
-                                std::to_string(m.moe.expert_ffn));
-  if (m.is_moe() && (m.moe.shared_experts * m.moe.shared_expert_ffn) % p.tp != 0)
-    return bad("config.tp",
-               "tp=" + std::to_string(p.tp) + " does not divide the shared-expert width");
+  for (const LayerKind& k : m.kinds)
+    if (auto err = validate_kind_split(k, p, m.kinds.size() > 1)) return err;
   if (p.sp && p.tp > 1 && (c.seq / p.cp) % p.tp != 0)
     return bad("config.seq", "seq=" + std::to_string(c.seq) + " is not divisible by tp=" +
                                  std::to_string(p.tp) + " (x cp) as sequence parallelism requires");
@@ -164,12 +210,8 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.grad_accum", "the interleaved schedule needs micro-batches (" +
                                         std::to_string(c.grad_accum) +
                                         ") to be a multiple of pp=" + std::to_string(p.pp));
-  if (p.ep > 1 && !m.is_moe())
+  if (p.ep > 1 && !m.any_moe())
     return bad("config.ep", "expert parallelism needs a mixture-of-experts model");
-  if (m.is_moe() && m.moe.experts % p.ep != 0)
-    return bad("config.ep", "ep=" + std::to_string(p.ep) + " does not divide num_local_experts=" +
-                                std::to_string(m.moe.experts) +
-                                "; allowed: " + divisors_of(m.moe.experts));
   if (p.ep > 1 && p.dp % p.ep != 0)
     return bad("config.ep", "ep=" + std::to_string(p.ep) +
                                 " must divide dp=" + std::to_string(p.dp) +

@@ -122,7 +122,10 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
        {One{"config.tp", t.par.tp}, One{"config.pp", t.par.pp}, One{"config.vpp", t.par.vpp},
         One{"config.cp", t.par.cp}, One{"config.dp", t.par.dp}, One{"config.ep", t.par.ep}})
     if (o.v != 1) return bad(o.field, "the executor runs one device; allowed: 1");
-  if (mv.is_moe())
+  if (mv.kinds.size() > 1)
+    return bad("model.layer_stack", "the executor runs a stack of one layer kind; this model has " +
+                                        std::to_string(mv.kinds.size()));
+  if (mv.kinds[0].is_moe())
     return bad("model.num_local_experts", "the executor runs dense layers; allowed: 0");
   if (t.attention == Attention::kSdpaMath)
     return bad("config.attention", "'sdpa_math' is PyTorch's; allowed: eager, flash");
@@ -134,7 +137,7 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
     return bad("config.recompute",
                "custom keep sets are not executed; allowed: none, selective, "
                "full, every:K, layers:PATTERN of K S C R");
-  if (mv.pos == PosEncoding::kRope && mv.head_dim % 2 != 0)
+  if (mv.pos == PosEncoding::kRope && mv.kinds[0].head_dim % 2 != 0)
     return bad("model.head_dim", "RoPE rotates pairs; allowed: an even head_dim");
   return std::make_pair(mv, t);
 }
@@ -183,7 +186,8 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
     g_policy = run.gradients();
     // Per tensor: every record of layer 0 against the engine's inventory, both ways.
     r.tensors_match = true;
-    for (const TensorRecord& t : e.inventory.tensors) {
+    const std::vector<TensorRecord>& inv = e.kinds[0].inventory.tensors;
+    for (const TensorRecord& t : inv) {
       TensorCheck tc{t.id, t.bytes, 0, false};
       auto it = s.layer0_records.find(t.id);
       if (it != s.layer0_records.end()) tc.measured = it->second;
@@ -192,8 +196,8 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
       r.tensors.push_back(tc);
     }
     for (const auto& [id, bytes] : s.layer0_records) {
-      const bool known = std::any_of(e.inventory.tensors.begin(), e.inventory.tensors.end(),
-                                     [&](const TensorRecord& t) { return t.id == id; });
+      const bool known =
+          std::any_of(inv.begin(), inv.end(), [&](const TensorRecord& t) { return t.id == id; });
       if (!known) r.tensors.push_back(TensorCheck{id, 0, bytes, false}), r.tensors_match = false;
     }
     dev->release_workspace();
@@ -222,9 +226,9 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
 
   // The fp64 CPU reference: small configs only (its kernels are plain loops).
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };
-  const double work =
-      d(c.micro_batch) * d(c.seq) * d(m.layers) *
-      (d(m.hidden) * (d(m.hidden) + d(m.ffn_hidden)) + d(m.heads) * d(m.head_dim) * d(c.seq));
+  const double work = d(c.micro_batch) * d(c.seq) * d(m.layers) *
+                      (d(m.hidden) * (d(m.hidden) + d(m.kinds[0].ffn_hidden)) +
+                       d(m.kinds[0].heads) * d(m.kinds[0].head_dim) * d(c.seq));
   r.has_reference = o.reference == 1 || (o.reference == -1 && work < 2e9);
   if (r.has_reference) {
     auto ref = make_cpu_reference();

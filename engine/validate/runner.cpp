@@ -30,18 +30,19 @@ double uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t i) {
 Runner::Runner(Device& dev, const Estimate& e, Elem act, std::uint64_t seed)
     : dev_(dev), e_(e), act_(act), stat_(act == Elem::kF64 ? Elem::kF64 : Elem::kF32), seed_(seed) {
   const ModelSpec& m = e.model;
-  const LayerGeometry& g = e.geometry;
+  const LayerKind& k = m.kinds[0];  // the executor runs one-kind stacks (checks.cpp)
+  const LayerGeometry& g = e.kinds[0].geometry;
   B = to_int(g.b.value, "micro_batch");
   T = to_int(g.s_keys.value, "seq");
   C = to_int(m.hidden, "hidden");
-  A = to_int(m.heads, "heads");
-  G_ = to_int(m.kv_heads, "kv_heads");
-  D = to_int(m.head_dim, "head_dim");
-  F = to_int(m.ffn_hidden, "ffn_hidden");
+  A = to_int(k.heads, "heads");
+  G_ = to_int(k.kv_heads, "kv_heads");
+  D = to_int(k.head_dim, "head_dim");
+  F = to_int(k.ffn_hidden, "ffn_hidden");
   V = to_int(m.vocab, "vocab");
   L = to_int(m.layers, "layers");
-  glu_ = m.ffn != FfnType::kGelu;
-  silu_ = m.ffn == FfnType::kSwiglu;
+  glu_ = k.ffn != FfnType::kGelu;
+  silu_ = k.ffn == FfnType::kSwiglu;
   ln_ = m.norm == NormType::kLayerNorm;
   rope_ = m.pos == PosEncoding::kRope;
   flash_ = g.flash;
@@ -60,21 +61,21 @@ Runner::Runner(Device& dev, const Estimate& e, Elem act, std::uint64_t seed)
     y.ln1_g = add_param(p + "ln1.weight", C, 0.1, 1.0);
     y.ln1_b = ln_ ? add_param(p + "ln1.bias", C, 0.1, 0) : kNone;
     y.wq = add_param(p + "q.weight", ad * C, ws, 0);
-    y.bq = m.qkv_bias ? add_param(p + "q.bias", ad, 0.1, 0) : kNone;
+    y.bq = k.qkv_bias ? add_param(p + "q.bias", ad, 0.1, 0) : kNone;
     y.wk = add_param(p + "k.weight", gd * C, ws, 0);
-    y.bk = m.qkv_bias ? add_param(p + "k.bias", gd, 0.1, 0) : kNone;
+    y.bk = k.qkv_bias ? add_param(p + "k.bias", gd, 0.1, 0) : kNone;
     y.wv = add_param(p + "v.weight", gd * C, ws, 0);
-    y.bv = m.qkv_bias ? add_param(p + "v.bias", gd, 0.1, 0) : kNone;
+    y.bv = k.qkv_bias ? add_param(p + "v.bias", gd, 0.1, 0) : kNone;
     y.wo = add_param(p + "o.weight", C * ad, 1.0 / std::sqrt(static_cast<double>(ad)), 0);
-    y.bo = m.o_bias ? add_param(p + "o.bias", C, 0.1, 0) : kNone;
+    y.bo = k.o_bias ? add_param(p + "o.bias", C, 0.1, 0) : kNone;
     y.ln2_g = add_param(p + "ln2.weight", C, 0.1, 1.0);
     y.ln2_b = ln_ ? add_param(p + "ln2.bias", C, 0.1, 0) : kNone;
     const std::size_t f1 = static_cast<std::size_t>(glu_ ? 2 : 1) * F;
     y.w1 = add_param(p + "fc1.weight", f1 * C, ws, 0);
-    y.b1 = m.mlp_bias ? add_param(p + "fc1.bias", f1, 0.1, 0) : kNone;
+    y.b1 = k.mlp_bias ? add_param(p + "fc1.bias", f1, 0.1, 0) : kNone;
     y.w2 = add_param(p + "fc2.weight", static_cast<std::size_t>(C) * F,
                      1.0 / std::sqrt(static_cast<double>(F)), 0);
-    y.b2 = m.mlp_bias ? add_param(p + "fc2.bias", C, 0.1, 0) : kNone;
+    y.b2 = k.mlp_bias ? add_param(p + "fc2.bias", C, 0.1, 0) : kNone;
     layers_.push_back(y);
   }
   lnf_g_ = add_param("final_norm.weight", C, 0.1, 1.0);
@@ -355,8 +356,8 @@ StepResult Runner::step(bool backward) {
     x = layer_forward(l, true, l + 1 < L ? "ln1.in" : "final_norm.in");
     // The checkpoint record ("layer.in") is the layer input, which is the ln1.in buffer here.
     std::vector<std::string> keep;
-    for (const TensorRecord* r : kept_tensors(e_.inventory, ch[l], e_.config.recompute))
-      keep.push_back(r->id == e_.inventory.checkpoint.id ? "ln1.in" : r->id);
+    for (const TensorRecord* r : kept_tensors(e_.kinds[0].inventory, ch[l], e_.config.recompute))
+      keep.push_back(r->id == e_.kinds[0].inventory.checkpoint.id ? "ln1.in" : r->id);
     if (l == 0) {
       for (const auto& [id, b] : recs_[0]) res.layer0_records[id] = b.bytes();
       res.layer0_kept = keep;
@@ -395,7 +396,7 @@ StepResult Runner::step(bool backward) {
   dev_.free(logits), dev_.free(lm_in), dev_.free(x);
   // Layers, top down; recompute exactly where the engine's policy says (Chen et al. 2016).
   std::vector<Bytes> regen;
-  for (LayerChoice c : ch) regen.push_back(regen_bytes(c, e_.costs));
+  for (LayerChoice c : ch) regen.push_back(regen_bytes(c, e_.kinds[0].costs));
   for (int j = L - 1; j >= 0; --j) {
     std::size_t s0 = 0;
     if (regenerates_before(ch, regen, static_cast<std::size_t>(j), &s0)) {

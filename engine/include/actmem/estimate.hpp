@@ -32,11 +32,24 @@ struct StageActivations {
   Bytes total_bytes = 0;              // on the GPU
 };
 
+// One layer kind resolved on one GPU: built once per estimate and shared by every layer of the
+// kind.
+struct KindEstimate {
+  LayerGeometry geometry;
+  LayerInventory inventory;
+  LayerCosts costs;          // bytes and FLOPs per layer by recompute choice
+  LayerFlops flops;          // one layer's forward FLOPs on one GPU
+  std::uint64_t layers = 0;  // layers of this kind in the model
+  Bytes param_bytes = 0;     // one layer's parameters on one GPU (what ZeRO-3 gathers per layer)
+  Bytes largest_param = 0;   // elements of its largest parameter tensor on one GPU
+};
+
 struct Stage {
   std::uint64_t index = 0;
   std::uint64_t chunk_layers = 0;    // layers of this rank's first chunk (L/(pp·vpp) when even)
   std::vector<LayerChoice> choices;  // recompute choice of each layer of the first chunk
   std::vector<std::uint64_t> chunk_sizes;               // layers of each of the rank's v chunks
+  std::vector<std::uint64_t> chunk_first;               // global index of each chunk's first layer
   std::vector<std::vector<LayerChoice>> chunk_choices;  // per chunk, per layer
   std::vector<Bytes> chunk_kept;                        // kept bytes of one pass through each chunk
   std::uint64_t layers = 0;            // layers this pipeline rank owns (all its virtual chunks)
@@ -67,13 +80,10 @@ struct Explanation {
 
 struct Estimate {
   ModelSpec model;
-  TrainConfig config;  // normalized (dropouts resolved, grad_accum resolved)
-  LayerInventory inventory;
-  LayerGeometry geometry;
-  LayerCosts costs;                // bytes and FLOPs per layer by recompute choice
-  LayerFlops flops;                // one layer's forward FLOPs on one GPU
-  double logits_flops = 0;         // forward FLOPs of the output projection on one GPU
-  std::vector<TensorRecord> kept;  // what layer 0 of a stage keeps under the recompute policy
+  TrainConfig config;               // normalized (dropouts resolved, grad_accum resolved)
+  std::vector<KindEstimate> kinds;  // one per model.kinds entry; kinds[0] is layer 0's kind
+  double logits_flops = 0;          // forward FLOPs of the output projection on one GPU
+  std::vector<TensorRecord> kept;   // what layer 0 of stage 0 keeps under the recompute policy
   Bytes per_layer_full_bytes = 0;
   Bytes per_layer_kept_bytes = 0;
   Bytes per_layer_linear_bytes = 0;     // of the kept bytes, the part linear in s
@@ -92,6 +102,9 @@ struct Estimate {
   std::vector<std::string> warnings;
 
   const Stage& worst() const { return stages[worst_stage]; }
+  const KindEstimate& kind_at(std::uint64_t layer) const { return kinds[model.kind_index(layer)]; }
+  // The embedding-side and output-layer records (model-wide, carried by every kind's inventory).
+  const LayerInventory& io() const { return kinds[0].inventory; }
 };
 
 // Validates the model and config (field-named errors) and computes everything.

@@ -14,6 +14,7 @@ struct LayerFlops {
   double logits = 0;  // the output projection: 2·b·s·h·V
 };
 
-LayerFlops layer_flops(const ModelSpec& m, const LayerGeometry& g);
+// One layer of kind `k` on one GPU (its geometry `g`).
+LayerFlops layer_flops(const LayerKind& k, const LayerGeometry& g);
 
 }  // namespace actmem

@@ -72,11 +72,14 @@ struct LayerInventory {
   std::vector<GradPhase> backward_grads;   // the backward working set, step by step
 };
 
-Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const TrainConfig& c, DType act,
-                                       double attn_dropout, double hidden_dropout);
+// The geometry of one layer of kind `k` (its heads, widths and experts) on one GPU.
+Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, const TrainConfig& c,
+                                       DType act, double attn_dropout, double hidden_dropout);
 
-// Builds the inventory of one layer under `profile`. Errors only on overflow (field named).
-Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerGeometry& g, Profile profile);
+// Builds the inventory of one layer of kind `k` under `profile`. Errors only on overflow (field
+// named).
+Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
+                                       const LayerGeometry& g, Profile profile);
 
 // "b·s·h" for a shape; "2·b·s·h" when prefixed with the element width.
 std::string shape_symbol(const std::vector<Dim>& shape);

@@ -1,8 +1,10 @@
-// The architecture of a decoder-only transformer, independent of where it was read from.
+// The architecture of a decoder-only transformer, independent of where it was read from: model-wide
+// dimensions and a stack of layers, each layer one of a small set of layer kinds.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace actmem {
 
@@ -11,12 +13,30 @@ enum class NormType { kLayerNorm, kRmsNorm };
 enum class PosEncoding { kLearned, kRope, kNone };
 
 struct MoeSpec {
-  std::uint64_t experts = 0;  // 0: dense model
+  std::uint64_t experts = 0;  // 0: dense layer
   std::uint64_t top_k = 0;
   std::uint64_t expert_ffn = 0;         // each routed expert's intermediate width
   std::uint64_t shared_experts = 0;     // always-on experts (DeepSeek/Qwen-MoE style)
   std::uint64_t shared_expert_ffn = 0;  // intermediate width of each shared expert
   double capacity_factor = 0.0;         // 0: dropless (tokens follow top-k routing exactly)
+};
+
+// One kind of layer: everything that may differ from one layer of the stack to the next (its
+// attention mixer and its FFN). Norms, positions, the hidden size and dropout are model-wide.
+struct LayerKind {
+  std::string name = "base";    // "base" (the model's top-level keys) or its key in layer_kinds
+  std::string field = "model";  // where its keys were read, the prefix of its error messages
+  std::uint64_t heads = 0;
+  std::uint64_t kv_heads = 0;
+  std::uint64_t head_dim = 0;
+  std::uint64_t ffn_hidden = 0;  // dense FFN width (0 for an MoE layer without one)
+  FfnType ffn = FfnType::kGelu;
+  bool qkv_bias = false;  // Qwen2, GPT-2
+  bool o_bias = false;    // attention output projection bias (GPT-2, Llama attention_bias)
+  bool mlp_bias = false;  // MLP biases (GPT-2, Llama mlp_bias)
+  MoeSpec moe;
+
+  bool is_moe() const { return moe.experts > 0; }
 };
 
 struct ModelSpec {
@@ -28,24 +48,34 @@ struct ModelSpec {
 
   std::uint64_t layers = 0;
   std::uint64_t hidden = 0;
-  std::uint64_t heads = 0;
-  std::uint64_t kv_heads = 0;
-  std::uint64_t head_dim = 0;
-  std::uint64_t ffn_hidden = 0;
   std::uint64_t vocab = 0;
   std::uint64_t max_positions = 0;
-  FfnType ffn = FfnType::kGelu;
   NormType norm = NormType::kLayerNorm;
   PosEncoding pos = PosEncoding::kLearned;
   bool tied_embeddings = false;
-  bool qkv_bias = false;           // Qwen2, GPT-2
-  bool o_bias = false;             // attention output projection bias (GPT-2, Llama attention_bias)
-  bool mlp_bias = false;           // MLP biases (GPT-2, Llama mlp_bias)
   double attention_dropout = 0.0;  // defaults from the model card; the config may override
   double hidden_dropout = 0.0;
-  MoeSpec moe;
 
-  bool is_moe() const { return moe.experts > 0; }
+  // The layer kinds the stack uses, in order of first appearance (kinds[0] is layer 0's kind), and
+  // the kind of each layer, bottom to top. An empty stack means every layer is kinds[0].
+  std::vector<LayerKind> kinds = std::vector<LayerKind>(1);
+  std::vector<std::uint32_t> stack;
+
+  std::size_t kind_index(std::uint64_t layer) const {
+    return stack.empty() ? 0 : static_cast<std::size_t>(stack[layer]);
+  }
+  const LayerKind& kind_of(std::uint64_t layer) const { return kinds[kind_index(layer)]; }
+  // Layers of each kind in [first, first + n).
+  std::vector<std::uint64_t> kind_counts(std::uint64_t first, std::uint64_t n) const {
+    std::vector<std::uint64_t> out(kinds.size(), 0);
+    for (std::uint64_t i = first; i < first + n; ++i) ++out[kind_index(i)];
+    return out;
+  }
+  bool any_moe() const {
+    for (const LayerKind& k : kinds)
+      if (k.is_moe()) return true;
+    return false;
+  }
 };
 
 const char* ffn_name(FfnType f);

@@ -31,9 +31,9 @@ struct ParamShards {
   std::uint64_t ep = 1;
 };
 
-// One layer's parameters on one GPU, and the embedding/head/final-norm parameters.
+// One layer's (of kind k) parameters on one GPU, and the embedding/head/final-norm parameters.
 // Counts stay far below 2^63 for any accepted model (validated dims are bounded).
-std::vector<ParamRecord> layer_params(const ModelSpec& m, const ParamShards& s);
+std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k, const ParamShards& s);
 std::vector<ParamRecord> embedding_params(const ModelSpec& m, const ParamShards& s);
 std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s, bool separate_stage);
 

@@ -1,0 +1,24 @@
+// Internal: reads a model's stack of layer kinds (docs/schema.md, "A stack of layer kinds").
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actmem/error.hpp"
+#include "actmem/model.hpp"
+
+namespace actmem::detail {
+
+// "layer_kinds" and "layer_stack" are our schema's stack keys.
+bool is_stack_key(const std::string& k);
+
+// Reads layer_kinds (each a set of per-layer keys over the top-level ones) and layer_stack (runs of
+// kinds) into m->kinds and m->stack; nothing when neither key is present.
+std::optional<Error> read_layer_stack(const nlohmann::json& j, ModelSpec* m);
+
+// Qwen2-MoE's decoder_sparse_step and mlp_only_layers: dense layers among the MoE ones.
+std::optional<Error> read_qwen2_moe_stack(const nlohmann::json& j, ModelSpec* m);
+
+}  // namespace actmem::detail
