@@ -2,6 +2,8 @@
 // schedules) and the planner's guarantees.
 #include <cmath>
 
+#include "actmem/presets.hpp"
+#include "actmem/timeline.hpp"
 #include "helpers.hpp"
 
 using namespace actmem::test;
@@ -364,4 +366,70 @@ TEST_CASE(
   CHECK(w["events"].size() < 2 * 8 * 2 * 4 + 32);  // about one per op, not one per layer
   for (const auto& s : r["stages"])
     if (s["stage"] != r["peak_stage"]) CHECK(s["events"].empty());
+}
+
+TEST_CASE(
+    "The collapsed walk (skipped steady-state periods, GPipe bulk ops) gives the recorded walk's "
+    "peaks, labels, host peak and PCIe bytes on every preset x schedule x policy",
+    "[timeline][collapse]") {
+  int n = 0;
+  for (const auto& p : actmem::all_presets()) {
+    if (std::string(p.kind) != "models") continue;
+    std::vector<std::string> warnings;
+    auto m = actmem::model_preset(p.id, &warnings);
+    REQUIRE(m.ok());
+    const std::uint64_t L = m.value().layers;
+    const std::uint64_t pp = L % 4 == 0 ? 4 : (L % 2 == 0 ? 2 : 1);
+    for (const char* sched : {"1f1b", "gpipe", "interleaved"}) {
+      if (std::string(sched) == "interleaved" && (pp == 1 || L % (2 * pp) != 0)) continue;
+      for (const char* rc : {"none", "selective", "full", "every:3"})
+        for (bool offload : {false, true}) {
+          actmem::TrainConfig c;
+          c.seq = 512;
+          c.par.pp = pp;
+          c.par.vpp = std::string(sched) == "interleaved" ? 2 : 1;
+          REQUIRE(actmem::parse_schedule(sched, &c.schedule));
+          REQUIRE(actmem::parse_recompute(rc, &c.recompute));
+          c.recompute.offload = offload;
+          c.grad_accum = 5 * pp;  // enough steady-state periods for the collapse to skip some
+          INFO(p.id << " " << sched << " " << rc << " offload=" << offload);
+          auto e = actmem::estimate(m.value(), c, nullptr, false);
+          REQUIRE(e.ok());
+          auto fast = actmem::simulate(e.value(), false);
+          auto full = actmem::simulate(e.value(), true);
+          REQUIRE(fast.ok());
+          REQUIRE(full.ok());
+          for (std::size_t i = 0; i < pp; ++i) {
+            const auto& a = fast.value().stages[i];
+            const auto& b = full.value().stages[i];
+            CHECK(a.peak_bytes == b.peak_bytes);
+            CHECK(a.peak_at == b.peak_at);
+            CHECK(a.host_peak_bytes == b.host_peak_bytes);
+            CHECK(a.pcie_bytes == b.pcie_bytes);
+            CHECK(e.value().stages[i].peak_bytes == b.peak_bytes);
+          }
+          ++n;
+        }
+    }
+  }
+  CHECK(n > 300);
+}
+
+TEST_CASE(
+    "The step model's cost does not grow with micro-batches: 1F1B's peak is the same at 64 "
+    "and 4,096 micro-batches (Narayanan et al. 2021: p - r in flight)",
+    "[timeline][collapse]") {
+  json c = {{"pp", 16},
+            {"tp", 8},
+            {"sp", true},
+            {"seq", 8192},
+            {"attention", "flash"},
+            {"recompute", "selective"},
+            {"micro_batches", 64}};
+  c["layer_split"] = {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
+  const json a = run_preset("llama-3.1-405b", c);
+  c["micro_batches"] = 4096;
+  const json b = run_preset("llama-3.1-405b", c);
+  CHECK(u(a["peak_bytes"]) == u(b["peak_bytes"]));
+  CHECK(a["peak_at"] == b["peak_at"]);
 }

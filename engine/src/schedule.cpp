@@ -41,23 +41,34 @@ InFlight max_in_flight(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64
   cur.per_chunk.assign(w.size(), 0);
   InFlight best = cur;
   bool first = true;
-  for_each_op(s, r, p, v, m, [&](const PipeOp& o) {
-    if (o.forward) {
-      ++cur.chunks;
-      ++cur.per_chunk[o.chunk];
-      cur.weight += w[o.chunk];
-    } else {
-      --cur.chunks;
-      --cur.per_chunk[o.chunk];
-      cur.weight -= w[o.chunk];
-    }
+  auto consider = [&] {
     // The first maximum wins; equal weight with more chunks counts as more in flight.
     if (first || cur.weight > best.weight ||
         (cur.weight == best.weight && cur.chunks > best.chunks)) {
       best = cur;
       first = false;
     }
-  });
+  };
+  auto apply = [&](bool forward, std::uint32_t chunk, std::uint64_t n) {
+    if (forward) {
+      cur.chunks += n;
+      cur.per_chunk[chunk] += n;
+      cur.weight += n * w[chunk];
+    } else {
+      cur.chunks -= n;
+      cur.per_chunk[chunk] -= n;
+      cur.weight -= n * w[chunk];
+    }
+  };
+  // The collapsed walk: skipped ops repeat earlier states, GPipe's bulk ops lie between their
+  // neighbours' states, so neither can hold a new first maximum.
+  for_each_op_collapsed(
+      s, r, p, v, m,
+      [&](const PipeOp& o) {
+        apply(o.forward, o.chunk, 1);
+        consider();
+      },
+      [&](bool forward, std::uint32_t chunk, std::uint64_t n) { apply(forward, chunk, n); });
   return best;
 }
 

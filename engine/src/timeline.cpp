@@ -247,36 +247,57 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
           rec -= rg[j];
         }
       }
-      for_each_op(sched, r, p, v, m, [&](const PipeOp& op) {
-        const bool first = r == 0 && op.chunk == 0;
-        const bool last = r == p - 1 && op.chunk == v - 1;
-        const ChunkPeak& q = cp[op.chunk];
-        if (op.forward) {
-          if (first) s.act = add(s.act, in_bytes);
-          s.event_at(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, q.f_j), 0},
-                     add(s.act, q.f_act), s.rec, q.f_trans);
-          s.act = add(s.act, q.kept_gpu);
-          s.host = add(s.host, q.kept_host);
-          s.pcie = add(s.pcie, q.kept_host);
+      // The collapsed op walk (schedule.hpp): O(p·v) ops whatever the number of micro-batches.
+      auto bulk = [&](bool forward, std::uint32_t chunk, std::uint64_t n) {
+        const ChunkPeak& q = cp[chunk];
+        Bytes per = q.kept_gpu;
+        if (r == 0 && chunk == 0) per = add(per, in_bytes);
+        if (r == p - 1 && chunk == v - 1) per = add(per, out_bytes);
+        const Bytes d = ck.mul(per, n, kPeakField), h = ck.mul(q.kept_host, n, kPeakField);
+        if (forward) {
+          s.act = add(s.act, d);
+          s.host = add(s.host, h);
           s.host_peak = std::max(s.host_peak, s.host);
-          if (last) loss_forward(op);
         } else {
-          if (last) loss_backward(op);
-          EventKey key = q.b_key;
-          key.mb = op.micro_batch;
-          key.chunk = op.chunk;
-          key.lo = global(op.chunk, key.lo);
-          if (key.kind == Kind::kRecompute) key.hi = global(op.chunk, key.hi);
-          s.event_at(key,
-                     static_cast<Bytes>(
-                         ck.add_signed(static_cast<std::int64_t>(s.act), q.b_act, kPeakField)),
-                     q.b_rec, q.b_trans);
-          s.host -= q.kept_host;
-          s.pcie = add(s.pcie, q.kept_host);
-          s.act -= q.kept_gpu;
-          if (first) s.act -= in_bytes;
+          s.act -= d;
+          s.host -= h;
         }
-      });
+      };
+      for_each_op_collapsed(
+          sched, r, p, v, m,
+          [&](const PipeOp& op) {
+            const bool first = r == 0 && op.chunk == 0;
+            const bool last = r == p - 1 && op.chunk == v - 1;
+            const ChunkPeak& q = cp[op.chunk];
+            if (op.forward) {
+              if (first) s.act = add(s.act, in_bytes);
+              s.event_at(EventKey{Kind::kFwd, op.micro_batch, op.chunk, global(op.chunk, q.f_j), 0},
+                         add(s.act, q.f_act), s.rec, q.f_trans);
+              s.act = add(s.act, q.kept_gpu);
+              s.host = add(s.host, q.kept_host);
+              s.host_peak = std::max(s.host_peak, s.host);
+              if (last) loss_forward(op);
+            } else {
+              if (last) loss_backward(op);
+              EventKey key = q.b_key;
+              key.mb = op.micro_batch;
+              key.chunk = op.chunk;
+              key.lo = global(op.chunk, key.lo);
+              if (key.kind == Kind::kRecompute) key.hi = global(op.chunk, key.hi);
+              s.event_at(key,
+                         static_cast<Bytes>(
+                             ck.add_signed(static_cast<std::int64_t>(s.act), q.b_act, kPeakField)),
+                         q.b_rec, q.b_trans);
+              s.host -= q.kept_host;
+              s.act -= q.kept_gpu;
+              if (first) s.act -= in_bytes;
+            }
+          },
+          bulk);
+      // Offload traffic: every micro-batch's pass through each chunk moves its kept bytes out and
+      // back (the event path below adds the same bytes layer by layer).
+      for (const ChunkPeak& q : cp)
+        s.pcie = add(s.pcie, ck.mul(ck.mul(q.kept_host, m, kPeakField), 2, kPeakField));
     } else {
       for (const PipeOp& op : pipeline_ops(sched, r, p, v, m)) {
         const std::vector<LayerChoice>& ch = st.chunk_choices[op.chunk];

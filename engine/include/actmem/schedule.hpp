@@ -68,6 +68,71 @@ void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, 
   for (; bw < total; ++bw) f(PipeOp{false, u32(mb_of(bw)), u32(bchunk(bw))});
 }
 
+// The same op sequence with its repetition collapsed, so a walk costs O(p·v) whatever m is, for
+// consumers that track a first maximum (the peak, the in-flight maximum):
+// - 1F1B and interleaved: the steady state's forward/backward pairs repeat with period P (1 pair
+//   for 1F1B, p·v pairs for the interleaved schedule, whose chunk order cycles every p·v virtual
+//   micro-batches); a whole period adds and frees the same chunks, so the state after it is the
+//   state before it and its events repeat earlier ones. Whole periods after the first are skipped
+//   (no call); every op that is called carries its true micro-batch index.
+// - GPipe: the forwards of one chunk only add, its backwards only free, so the events of the
+//   middle micro-batches are dominated by the first and last ones: those two are called with f,
+//   the m - 2 between with bulk(forward, chunk, count), which applies their net change.
+// tests/test_timeline.cpp asserts the collapsed walk gives the full walk's peaks and labels.
+template <class F, class B>
+void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
+                           std::uint64_t m, F&& f, B&& bulk) {
+  auto u32 = [](std::uint64_t x) { return static_cast<std::uint32_t>(x); };
+  if (s == Schedule::kGpipe) {
+    for (std::uint64_t c = 0; c < v; ++c) {
+      if (m <= 2) {
+        for (std::uint64_t i = 0; i < m; ++i) f(PipeOp{true, u32(i), u32(c)});
+        continue;
+      }
+      f(PipeOp{true, 0, u32(c)});
+      bulk(true, u32(c), m - 2);
+      f(PipeOp{true, u32(m - 1), u32(c)});
+    }
+    for (std::uint64_t c = v; c-- > 0;) {
+      if (m <= 2) {
+        for (std::uint64_t i = m; i-- > 0;) f(PipeOp{false, u32(i), u32(c)});
+        continue;
+      }
+      f(PipeOp{false, u32(m - 1), u32(c)});
+      bulk(false, u32(c), m - 2);
+      f(PipeOp{false, 0, u32(c)});
+    }
+    return;
+  }
+  const std::uint64_t total = m * v;
+  auto mb_of = [&](std::uint64_t k) { return v == 1 ? k : (k / (p * v)) * p + k % p; };
+  auto fchunk = [&](std::uint64_t k) { return v == 1 ? 0 : (k / p) % v; };
+  auto bchunk = [&](std::uint64_t k) { return v == 1 ? 0 : v - 1 - (k / p) % v; };
+  std::uint64_t warm = 0;
+  if (v == 1) {
+    warm = p - r - 1 < m ? p - r - 1 : m;
+  } else {
+    const std::uint64_t want = (p - r - 1) * 2 + (v - 1) * p;
+    warm = m == p ? total : (want < total ? want : total);
+  }
+  const std::uint64_t period = v == 1 ? 1 : p * v;
+  const std::uint64_t steady = total - warm;
+  const std::uint64_t skip = steady > period ? (steady - period) / period * period : 0;
+  std::uint64_t fw = 0, bw = 0;
+  for (; fw < warm; ++fw) f(PipeOp{true, u32(mb_of(fw)), u32(fchunk(fw))});
+  for (std::uint64_t i = 0; i < steady; ++i) {
+    if (i == period && skip > 0) {
+      fw += skip, bw += skip, i += skip - 1;
+      continue;
+    }
+    f(PipeOp{true, u32(mb_of(fw)), u32(fchunk(fw))});
+    ++fw;
+    f(PipeOp{false, u32(mb_of(bw)), u32(bchunk(bw))});
+    ++bw;
+  }
+  for (; bw < total; ++bw) f(PipeOp{false, u32(mb_of(bw)), u32(bchunk(bw))});
+}
+
 // The same ops as a list (tests, the timeline's event mode).
 std::vector<PipeOp> pipeline_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
                                  std::uint64_t m);
