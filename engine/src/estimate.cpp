@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "actmem/evaluation.hpp"
 #include "actmem/flops.hpp"
 #include "actmem/schedule.hpp"
 #include "actmem/timeline.hpp"
@@ -33,98 +34,37 @@ std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
 
 std::optional<Error> apply_recompute(Estimate& e) {
   const TrainConfig& c = e.config;
-  const Parallel& p = c.par;
-  // A custom-kept id must name a record of at least one layer kind; each kind keeps those it has.
-  for (std::size_t i = 0; i < c.recompute.custom_keep.size(); ++i) {
-    const std::string& id = c.recompute.custom_keep[i];
-    bool known = false;
-    std::string ids;
-    for (const KindEstimate& ke : e.kinds)
-      for (const auto& t : ke.inventory.tensors) {
-        known = known || t.id == id;
-        if (ids.find(t.id) == std::string::npos) ids += (ids.empty() ? "" : ", ") + t.id;
-      }
-    if (!known)
-      return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
-                        "config.custom_keep[" + std::to_string(i) + "]: '" + id +
-                            "' is not a tensor of this layer under the " + profile_name(c.profile) +
-                            " profile; allowed: " + ids);
-  }
-  Checked ck;
-  for (KindEstimate& ke : e.kinds)
-    ke.costs = layer_costs(ke.inventory, c.recompute, ke.flops.total, ke.flops.attention_core);
-  const LayerInventory& io = e.io();
-  const Bytes in_bytes = sum_bytes(all_of(io.input_layer), ck, "activations.input_layer_bytes");
-  const Bytes out_bytes = sum_bytes(all_of(io.output_layer), ck, "activations.output_layer_bytes");
-  const Schedule sched = effective_schedule(c);
-  for (Stage& s : e.stages) {
-    const std::uint64_t r = s.index;
-    s.chunk_choices.clear();
-    s.chunk_kept.clear();
-    Bytes max_layer_kept = 0;
-    Bytes regen_alive = 0;
-    for (std::size_t ci = 0; ci < s.chunk_sizes.size(); ++ci) {
-      s.chunk_choices.push_back(layer_choices(c.recompute, s.chunk_sizes[ci]));
-      const std::vector<LayerChoice>& ch = s.chunk_choices.back();
-      Bytes kept = 0;
-      std::vector<Bytes> regen(ch.size());
-      for (std::size_t j = 0; j < ch.size(); ++j) {
-        const LayerCosts& k = e.kind_at(s.chunk_first[ci] + j).costs;
-        const Bytes b = kept_bytes(ch[j], k);
-        regen[j] = regen_bytes(ch[j], k);
-        kept = ck.add(kept, b, "activations.layers_bytes");
-        max_layer_kept = std::max(max_layer_kept, b);
-      }
-      s.chunk_kept.push_back(kept);
-      // What one backward recompute brings back at a time (Chen et al. 2016): one layer's
-      // attention core (selective), one layer (full) or one segment (every-k).
-      regen_alive = std::max(regen_alive, max_regen_alive(ch, regen));
-    }
-    s.choices = s.chunk_choices[0];
-    // The pipeline schedule's op order says which chunks' activations coexist at most.
-    const InFlight f = max_in_flight(sched, r, p.pp, p.vpp, c.grad_accum, s.chunk_kept);
-    s.in_flight = f.chunks;
-    s.kept_layer_slots = 0;
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
-      s.kept_layer_slots =
-          ck.add(s.kept_layer_slots, ck.mul(f.per_chunk[ci], s.chunk_sizes[ci], "activations"),
-                 "activations");
-    StageActivations a;
-    a.layers_bytes = f.weight;
-    if (r == 0)
-      a.input_layer_bytes = ck.mul(f.per_chunk[0], in_bytes, "activations.input_layer_bytes");
-    if (r == p.pp - 1)
-      a.output_layer_bytes =
-          ck.mul(f.per_chunk[p.vpp - 1], out_bytes, "activations.output_layer_bytes");
-    a.recompute_working_bytes = regen_alive;
-    if (c.recompute.offload) {
-      // Offloaded activations live in host memory; the layer being stored or prefetched stays.
-      a.host_bytes = a.layers_bytes;
-      a.layers_bytes = max_layer_kept;
-    }
-    a.total_bytes =
-        ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
-               ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
-               "activations.total_bytes");
-    s.act = a;
-    s.total_bytes = ck.add(s.act.total_bytes, s.stat.total_bytes, "total_bytes");
-  }
-  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
-  // The simulated step (timeline) decides the peak, the most loaded stage and whether it fits.
-  auto tl = simulate(e, false);
-  if (!tl.ok()) return tl.error();
-  for (std::size_t i = 0; i < e.stages.size(); ++i) {
-    const StageTimeline& ts = tl.value().stages[i];
+  if (auto err = set_policy_costs(e, c.recompute)) return *err;
+  if (auto err = evaluate(e, c.recompute, &e.eval)) return *err;
+  // The per-stage view: the setup's layers, the policy's choices, the evaluation's numbers.
+  e.stages.resize(e.ranks.size());
+  for (std::size_t i = 0; i < e.ranks.size(); ++i) {
+    const RankSetup& rk = e.ranks[i];
+    const StageEval& ev = e.eval.stages[i];
     Stage& st = e.stages[i];
-    st.peak_bytes = ts.peak_bytes;
-    st.peak_at = ts.peak_at;
-    st.peak_activations = ts.at_peak.activations;
-    st.peak_recompute = ts.at_peak.recompute;
-    st.peak_transients = ts.at_peak.transients;
-    st.peak_fragmentation = ts.fragmentation_bytes;
+    st.index = rk.index;
+    st.layers = rk.layers;
+    st.chunk_sizes = rk.chunk_sizes;
+    st.chunk_first = rk.chunk_first;
+    st.chunk_layers = rk.chunk_sizes[0];
+    st.chunk_choices.clear();
+    for (std::uint64_t n : rk.chunk_sizes)
+      st.chunk_choices.push_back(layer_choices(c.recompute, n));
+    st.choices = st.chunk_choices[0];
+    st.in_flight = ev.in_flight;
+    st.kept_layer_slots = ev.kept_layer_slots;
+    st.act = ev.act;
+    st.stat = rk.stat;
+    st.total_bytes = ev.total_bytes;
+    st.peak_bytes = ev.peak_bytes;
+    st.peak_at = event_label(ev.peak_at);
+    st.peak_activations = ev.at_peak.activations;
+    st.peak_recompute = ev.at_peak.recompute;
+    st.peak_transients = ev.at_peak.transients;
+    st.peak_fragmentation = ev.fragmentation_bytes;
   }
-  e.worst_stage = tl.value().worst;
-  e.recompute_overhead_pct = tl.value().recompute_overhead_pct;
+  e.worst_stage = e.eval.worst;
+  e.recompute_overhead_pct = e.eval.recompute_overhead_pct;
   if (e.has_gpu) {
     const Bytes need = e.worst().peak_bytes;
     e.fits = need <= e.gpu.memory_bytes;
@@ -136,97 +76,18 @@ std::optional<Error> apply_recompute(Estimate& e) {
 
 Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu,
                           bool explain) {
+  auto setup = make_setup(m, c_in);
+  if (!setup.ok()) return setup.error();
   Estimate e;
-  e.model = m;
-  e.config = c_in;
-  TrainConfig& c = e.config;
-  if (c.seq == 0)
-    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
-                ? std::min<std::uint64_t>(2048, m.max_positions)
-                : 2048;
-  if (auto err = validate(m, c)) return *err;
+  static_cast<Setup&>(e) = std::move(setup.value());
+  const TrainConfig& c = e.config;
   const Parallel& p = c.par;
-  if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
-  if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;
-  // Auto: the fewest micro-batches that reach the schedule's steady state: p for 1F1B, 2p for the
-  // interleaved schedule (Megatron-LM runs all-forward-then-backward when m == p).
-  if (c.grad_accum == 0) c.grad_accum = p.vpp > 1 ? 2 * p.pp : p.pp;
-
-  // Each layer kind is resolved once: its geometry, inventory, FLOPs and per-layer parameters.
   Checked ck;
-  const ParamShards shards{p.tp, p.ep};
-  const std::vector<std::uint64_t> model_counts = m.kind_counts(0, m.layers);
-  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-    const LayerKind& lk = m.kinds[ki];
-    KindEstimate ke;
-    auto geo = resolve_geometry(m, lk, c, c.act_dtype, c.attention_dropout, c.hidden_dropout);
-    if (!geo.ok()) return geo.error();
-    ke.geometry = geo.value();
-    auto inv = build_inventory(m, lk, ke.geometry, c.profile);
-    if (!inv.ok()) return inv.error();
-    ke.inventory = std::move(inv.value());
-    ke.flops = layer_flops(lk, ke.geometry);
-    ke.layers = model_counts[ki];
-    for (const auto& q : layer_params(m, lk, shards)) {
-      const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
-      ke.param_bytes =
-          ck.add(ke.param_bytes, ck.mul(n, dtype_bytes(c.param_dtype), "static"), "static");
-      ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
-    }
-    e.kinds.push_back(std::move(ke));
-  }
   const KindEstimate& k0 = e.kinds[0];
   const LayerKind& k0_kind = m.kinds[0];
   const LayerInventory& I = k0.inventory;
-  e.logits_flops = k0.flops.logits;
   const auto all = all_of(I.tensors);
   e.per_layer_full_bytes = sum_bytes(all, ck, "per_layer.full_bytes");
-
-  auto total = total_params(m);
-  if (!total.ok()) return total.error();
-  e.model_params = total.value();
-  const auto embed_p = embedding_params(m, shards);
-  const auto head_p = head_params(m, shards, p.pp > 1);
-  for (std::uint64_t r = 0; r < p.pp; ++r) {
-    Stage s;
-    s.index = r;
-    s.layers = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
-    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
-    // extra).
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
-      s.chunk_sizes.push_back(s.layers / p.vpp + (ci < s.layers % p.vpp ? 1 : 0));
-    s.chunk_layers = s.chunk_sizes[0];
-    e.stages.push_back(s);
-  }
-  // Model chunk c·p + r sits on rank r as its chunk c (Megatron-LM); its first global layer is the
-  // sum of the sizes of the model chunks before it.
-  std::uint64_t next = 0;
-  for (std::uint64_t mc = 0; mc < p.pp * p.vpp; ++mc) {
-    Stage& s = e.stages[mc % p.pp];
-    s.chunk_first.push_back(next);
-    next += s.chunk_sizes[mc / p.pp];
-  }
-  for (Stage& s : e.stages) {
-    // One set of parameters per layer the stage holds, per kind.
-    std::vector<std::uint64_t> counts(m.kinds.size(), 0);
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci) {
-      const auto n = m.kind_counts(s.chunk_first[ci], s.chunk_sizes[ci]);
-      for (std::size_t ki = 0; ki < n.size(); ++ki) counts[ki] += n[ki];
-    }
-    std::vector<ParamRecord> scaled;
-    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-      if (counts[ki] == 0) continue;
-      for (ParamRecord q : layer_params(m, m.kinds[ki], shards)) {
-        q.copies = ck.mul(q.copies, counts[ki], "static.params");
-        scaled.push_back(q);
-      }
-    }
-    if (s.index == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
-    if (s.index == p.pp - 1) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
-    auto st = static_memory(scaled, c);
-    if (!st.ok()) return st.error();
-    s.stat = st.value();
-  }
   if (gpu) {
     e.has_gpu = true;
     e.gpu = *gpu;
@@ -244,32 +105,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
       e.per_layer_linear_bytes += r->bytes;
   }
 
-  // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
-  // 2 · 2 · L · H · d · s · b with H the KV heads, GQA-aware), summed over the layers of each kind.
-  // Per GPU: the pipeline rank holding the most, its kv heads divided by TP, its tokens by CP.
   const Bytes pw = dtype_bytes(c.act_dtype);
-  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-    const LayerKind& lk = m.kinds[ki];
-    e.kv_cache.total_bytes =
-        ck.add(e.kv_cache.total_bytes,
-               ck.mul(ck.mul(ck.mul(2 * pw, e.kinds[ki].layers, "kv_cache"),
-                             ck.mul(lk.kv_heads, lk.head_dim, "kv_cache"), "kv_cache"),
-                      ck.mul(c.seq, c.micro_batch, "kv_cache"), "kv_cache"),
-               "kv_cache");
-  }
-  for (const Stage& s : e.stages) {
-    Bytes stage_kv = 0;
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
-      for (std::uint64_t j = 0; j < s.chunk_sizes[ci]; ++j) {
-        const LayerGeometry& lg = e.kind_at(s.chunk_first[ci] + j).geometry;
-        stage_kv =
-            ck.add(stage_kv,
-                   ck.mul(ck.mul(2 * pw, ck.mul(lg.kv.value, lg.d.value, "kv_cache"), "kv_cache"),
-                          ck.mul(lg.s_tp.value, c.micro_batch, "kv_cache"), "kv_cache"),
-                   "kv_cache");
-      }
-    e.kv_cache.per_gpu_bytes = std::max(e.kv_cache.per_gpu_bytes, stage_kv);
-  }
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
 
   if (!explain) return e;

@@ -5,32 +5,50 @@
 
 namespace actmem {
 
-std::vector<LayerChoice> layer_choices(const Recompute& r, std::uint64_t n) {
-  std::vector<LayerChoice> v(n, LayerChoice::kKeep);
-  for (std::uint64_t j = 0; j < n; ++j) {
-    switch (r.kind) {
-      case RecomputeKind::kNone:
-        v[j] = LayerChoice::kKeep;
-        break;
-      case RecomputeKind::kSelective:
-        v[j] = LayerChoice::kSelective;
-        break;
-      case RecomputeKind::kFull:
-        v[j] = LayerChoice::kCheckpoint;
-        break;
-      case RecomputeKind::kEveryK:
-        v[j] = j % r.every_k == 0 ? LayerChoice::kCheckpoint : LayerChoice::kRecompute;
-        break;
-      case RecomputeKind::kCustom:
-        v[j] = LayerChoice::kCustom;
-        break;
-      case RecomputeKind::kPattern:
-        v[j] = static_cast<LayerChoice>(std::string("KSCRX").find(r.pattern[j % r.pattern.size()]));
-        break;
-    }
+LayerChoice pattern_choice(char letter) {
+  switch (letter) {
+    case 'S':
+      return LayerChoice::kSelective;
+    case 'C':
+      return LayerChoice::kCheckpoint;
+    case 'R':
+      return LayerChoice::kRecompute;
+    case 'X':
+      return LayerChoice::kCustom;
+    default:
+      return LayerChoice::kKeep;
+  }
+}
+
+LayerChoice choice_at(const Recompute& r, std::uint64_t j) {
+  LayerChoice c = LayerChoice::kKeep;
+  switch (r.kind) {
+    case RecomputeKind::kNone:
+      c = LayerChoice::kKeep;
+      break;
+    case RecomputeKind::kSelective:
+      c = LayerChoice::kSelective;
+      break;
+    case RecomputeKind::kFull:
+      c = LayerChoice::kCheckpoint;
+      break;
+    case RecomputeKind::kEveryK:
+      c = j % r.every_k == 0 ? LayerChoice::kCheckpoint : LayerChoice::kRecompute;
+      break;
+    case RecomputeKind::kCustom:
+      c = LayerChoice::kCustom;
+      break;
+    case RecomputeKind::kPattern:
+      c = pattern_choice(r.pattern[j % r.pattern.size()]);
+      break;
   }
   // A chunk's first layer has no checkpoint below it inside the chunk: it starts the segment.
-  if (n > 0 && v[0] == LayerChoice::kRecompute) v[0] = LayerChoice::kCheckpoint;
+  return j == 0 && c == LayerChoice::kRecompute ? LayerChoice::kCheckpoint : c;
+}
+
+std::vector<LayerChoice> layer_choices(const Recompute& r, std::uint64_t n) {
+  std::vector<LayerChoice> v(n);
+  for (std::uint64_t j = 0; j < n; ++j) v[j] = choice_at(r, j);
   return v;
 }
 
@@ -139,10 +157,14 @@ std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, LayerCh
 
 bool regenerates_before(const std::vector<LayerChoice>& chunk, const std::vector<Bytes>& regen,
                         std::size_t j, std::size_t* first) {
+  return regenerates_before(chunk.data(), regen.data(), chunk.size(), j, first);
+}
+
+bool regenerates_before(const LayerChoice* chunk, const Bytes* regen, std::size_t n, std::size_t j,
+                        std::size_t* first) {
   const LayerChoice c = chunk[j];
   if (c == LayerChoice::kCheckpoint || c == LayerChoice::kRecompute) {
-    if (j + 1 < chunk.size() && chunk[j + 1] == LayerChoice::kRecompute)
-      return false;  // not the top
+    if (j + 1 < n && chunk[j + 1] == LayerChoice::kRecompute) return false;  // not the top
     std::size_t s0 = j;
     while (s0 > 0 && chunk[s0] == LayerChoice::kRecompute) --s0;
     *first = s0;

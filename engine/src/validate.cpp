@@ -166,7 +166,7 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   // Every estimate simulates each stage's op sequence; bound the work so no input can stall the
   // engine (real runs: pp=64, vpp=8, 1024 micro-batches is 524,288).
   {
-    const std::uint64_t mb = c.grad_accum ? c.grad_accum : (p.vpp > 1 ? 2 * p.pp : p.pp);
+    const std::uint64_t mb = default_micro_batches(c);
     std::uint64_t ops = 0;
     const bool wrapped =
         __builtin_mul_overflow(p.pp, p.vpp, &ops) || __builtin_mul_overflow(ops, mb, &ops);

@@ -71,6 +71,14 @@ inline Schedule effective_schedule(const TrainConfig& c) {
   return c.par.vpp > 1 && c.schedule == Schedule::k1F1B ? Schedule::kInterleaved : c.schedule;
 }
 
+// Micro-batches per step: the configured count, or (0 = auto) the fewest that reach the
+// schedule's steady state: p for 1F1B, 2p for the interleaved schedule (Megatron-LM runs
+// all-forward-then-backward when m == p). The one definition every caller uses.
+inline std::uint64_t default_micro_batches(const TrainConfig& c) {
+  if (c.grad_accum != 0) return c.grad_accum;
+  return c.par.vpp > 1 ? 2 * c.par.pp : c.par.pp;
+}
+
 const char* profile_name(Profile p);
 const char* attention_name(Attention a);
 const char* optimizer_name(Optimizer o);

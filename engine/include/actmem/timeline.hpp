@@ -8,6 +8,7 @@
 
 #include "actmem/checked.hpp"
 #include "actmem/error.hpp"
+#include "actmem/evaluation.hpp"
 
 namespace actmem {
 
@@ -51,6 +52,12 @@ struct Timeline {
   double recompute_overhead_pct = 0;
   const StageTimeline& worst_stage() const { return stages[worst]; }
 };
+
+// "F mb3 c1 L12", "R mb3 c1 L8-L11", "B mb3 c1 L12", "loss fwd mb3", "optimizer step".
+std::string event_label(const StepEvent& at);
+
+// The step's named transient buffers and when each is alive.
+std::vector<Transient> named_transients(const Setup& s);
 
 // Simulates every stage of the estimate's configuration. With `events`, each stage's event list
 // is recorded (layer granularity); without, only peaks (the same numbers, less work).

@@ -1,0 +1,82 @@
+// The immutable setup of one request: normalized config, per-kind inventories and costs, the layers
+// and static memory of each pipeline rank, and the transient sizes. Built once; every command
+// (estimate, timeline, fit, plan, sweep) evaluates recompute policies against it (evaluation.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actmem/config.hpp"
+#include "actmem/error.hpp"
+#include "actmem/flops.hpp"
+#include "actmem/inventory.hpp"
+#include "actmem/model.hpp"
+#include "actmem/params.hpp"
+#include "actmem/policy.hpp"
+
+namespace actmem {
+
+// One layer kind resolved on one GPU: shared by every layer of the kind.
+struct KindEstimate {
+  LayerGeometry geometry;
+  LayerInventory inventory;
+  LayerCosts costs;          // bytes and FLOPs per layer by recompute choice (config's policy)
+  LayerFlops flops;          // one layer's forward FLOPs on one GPU
+  std::uint64_t layers = 0;  // layers of this kind in the model
+  Bytes param_bytes = 0;     // one layer's parameters on one GPU (what ZeRO-3 gathers per layer)
+  Bytes largest_param = 0;   // elements of its largest parameter tensor on one GPU
+  Bytes trans_fwd = 0;       // transients alive while one layer of the kind runs forward
+  Bytes trans_bwd = 0;       // ... and backward (gradient buffers, DDP bucket)
+};
+
+// The layers and static memory of one pipeline rank.
+struct RankSetup {
+  std::uint64_t index = 0;
+  std::uint64_t layers = 0;                // all of its virtual chunks
+  std::vector<std::uint64_t> chunk_sizes;  // layers of each of the rank's v chunks
+  std::vector<std::uint64_t> chunk_first;  // global index of each chunk's first layer
+  StaticMemory stat;
+};
+
+struct KvCache {
+  Bytes total_bytes = 0;    // whole model, one sequence batch: Σ over layers of 2·p·kv·d·s·b
+  Bytes per_gpu_bytes = 0;  // the pipeline rank holding the most, kv heads divided by TP
+};
+
+struct Setup {
+  ModelSpec model;
+  TrainConfig config;               // normalized: seq, dropouts and micro-batches resolved
+  std::vector<KindEstimate> kinds;  // one per model.kinds entry; kinds[0] is layer 0's kind
+  std::vector<RankSetup> ranks;     // one per pipeline rank
+  std::uint64_t model_params = 0;
+  double logits_flops = 0;  // forward FLOPs of the output projection on one GPU
+  KvCache kv_cache;
+  // Step-wide sizes (docs/schedules.md, transients).
+  Bytes in_bytes = 0;      // input-layer records of one micro-batch (first rank)
+  Bytes out_bytes = 0;     // output-layer records of one micro-batch (last rank)
+  Bytes workspace = 0;     // cuBLAS workspace, all step long
+  Bytes sp_gather = 0;     // SP all-gather of the layer input before the TP GEMMs
+  Bytes logits = 0;        // the fp32 logits buffer of the loss
+  Bytes opt_temp = 0;      // fp32 temporaries of the optimizer step
+  Bytes zero3_gather = 0;  // the largest layer's gathered parameters (ZeRO-3)
+  Bytes grad_peak = 0;     // the largest layer backward's gradient buffers
+  std::string grad_peak_at;
+
+  const KindEstimate& kind_at(std::uint64_t layer) const { return kinds[model.kind_index(layer)]; }
+  // The embedding-side and output-layer records (model-wide, carried by every kind's inventory).
+  const LayerInventory& io() const { return kinds[0].inventory; }
+};
+
+// Validates the model and config (field-named errors) and builds the setup. The config's
+// recompute policy only sets the per-kind costs' custom keep set; evaluate() takes the policy.
+Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c);
+
+// Recomputes each kind's costs for a policy (only custom keep sets change them). Errors when a
+// custom id names no record of any kind.
+std::optional<Error> set_policy_costs(Setup& s, const Recompute& r);
+
+// Structural validation alone (also used by the JSON readers).
+std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c);
+
+}  // namespace actmem

@@ -1,0 +1,187 @@
+// Builds the immutable setup of a request: normalization, validation, each layer kind's geometry,
+// inventory, FLOPs and parameters, each pipeline rank's layers and static memory, the KV cache and
+// the step's transient sizes (docs/architecture.md).
+#include "actmem/setup.hpp"
+
+#include <algorithm>
+
+#include "overflow.hpp"
+
+namespace actmem {
+
+namespace {
+
+Bytes record_bytes(const std::vector<TensorRecord>& v, const char* id) {
+  for (const auto& r : v)
+    if (r.id == id) return r.bytes;
+  return 0;
+}
+
+}  // namespace
+
+std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
+  // A custom-kept id must name a record of at least one layer kind; each kind keeps those it has.
+  for (std::size_t i = 0; i < r.custom_keep.size(); ++i) {
+    const std::string& id = r.custom_keep[i];
+    bool known = false;
+    std::string ids;
+    for (const KindEstimate& ke : s.kinds)
+      for (const auto& t : ke.inventory.tensors) {
+        known = known || t.id == id;
+        if (ids.find(t.id) == std::string::npos) ids += (ids.empty() ? "" : ", ") + t.id;
+      }
+    if (!known)
+      return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
+                        "config.custom_keep[" + std::to_string(i) + "]: '" + id +
+                            "' is not a tensor of this layer under the " +
+                            profile_name(s.config.profile) + " profile; allowed: " + ids);
+  }
+  for (KindEstimate& ke : s.kinds)
+    ke.costs = layer_costs(ke.inventory, r, ke.flops.total, ke.flops.attention_core);
+  return std::nullopt;
+}
+
+Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
+  Setup e;
+  e.model = m;
+  e.config = c_in;
+  TrainConfig& c = e.config;
+  if (c.seq == 0)
+    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
+                ? std::min<std::uint64_t>(2048, m.max_positions)
+                : 2048;
+  if (auto err = validate(m, c)) return *err;
+  const Parallel& p = c.par;
+  if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
+  if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;
+  c.grad_accum = default_micro_batches(c);
+
+  // Each layer kind is resolved once: its geometry, inventory, FLOPs and per-layer parameters.
+  Checked ck;
+  const ParamShards shards{p.tp, p.ep};
+  const std::vector<std::uint64_t> model_counts = m.kind_counts(0, m.layers);
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& lk = m.kinds[ki];
+    KindEstimate ke;
+    auto geo = resolve_geometry(m, lk, c, c.act_dtype, c.attention_dropout, c.hidden_dropout);
+    if (!geo.ok()) return geo.error();
+    ke.geometry = geo.value();
+    auto inv = build_inventory(m, lk, ke.geometry, c.profile);
+    if (!inv.ok()) return inv.error();
+    ke.inventory = std::move(inv.value());
+    ke.flops = layer_flops(lk, ke.geometry);
+    ke.layers = model_counts[ki];
+    for (const auto& q : layer_params(m, lk, shards)) {
+      const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
+      ke.param_bytes =
+          ck.add(ke.param_bytes, ck.mul(n, dtype_bytes(c.param_dtype), "static"), "static");
+      ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
+    }
+    e.kinds.push_back(std::move(ke));
+  }
+  e.logits_flops = e.kinds[0].flops.logits;
+
+  auto total = total_params(m);
+  if (!total.ok()) return total.error();
+  e.model_params = total.value();
+  const auto embed_p = embedding_params(m, shards);
+  const auto head_p = head_params(m, shards, p.pp > 1);
+  e.ranks.resize(p.pp);
+  for (std::uint64_t r = 0; r < p.pp; ++r) {
+    RankSetup& s = e.ranks[r];
+    s.index = r;
+    s.layers = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
+    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
+    // extra).
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
+      s.chunk_sizes.push_back(s.layers / p.vpp + (ci < s.layers % p.vpp ? 1 : 0));
+  }
+  // Model chunk c·p + r sits on rank r as its chunk c (Megatron-LM); its first global layer is the
+  // sum of the sizes of the model chunks before it.
+  std::uint64_t next = 0;
+  for (std::uint64_t mc = 0; mc < p.pp * p.vpp; ++mc) {
+    RankSetup& s = e.ranks[mc % p.pp];
+    s.chunk_first.push_back(next);
+    next += s.chunk_sizes[mc / p.pp];
+  }
+  for (RankSetup& s : e.ranks) {
+    // One set of parameters per layer the rank holds, per kind.
+    std::vector<std::uint64_t> counts(m.kinds.size(), 0);
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci) {
+      const auto n = m.kind_counts(s.chunk_first[ci], s.chunk_sizes[ci]);
+      for (std::size_t ki = 0; ki < n.size(); ++ki) counts[ki] += n[ki];
+    }
+    std::vector<ParamRecord> scaled;
+    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+      if (counts[ki] == 0) continue;
+      for (ParamRecord q : layer_params(m, m.kinds[ki], shards)) {
+        q.copies = ck.mul(q.copies, counts[ki], "static.params");
+        scaled.push_back(q);
+      }
+    }
+    if (s.index == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
+    if (s.index == p.pp - 1) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
+    auto st = static_memory(scaled, c);
+    if (!st.ok()) return st.error();
+    s.stat = st.value();
+  }
+  if (auto err = set_policy_costs(e, c.recompute)) return *err;
+
+  // Step-wide transients (docs/schedules.md); those of one layer follow its kind.
+  const LayerInventory& io = e.io();
+  for (const auto& r : io.input_layer) e.in_bytes = ck.add(e.in_bytes, r.bytes, "timeline");
+  for (const auto& r : io.output_layer) e.out_bytes = ck.add(e.out_bytes, r.bytes, "timeline");
+  e.workspace = c.cublas_workspace;
+  // The layer input is b·s·h for every kind; SP gathers it to the full sequence.
+  e.sp_gather =
+      p.sp && p.tp > 1 ? ck.mul(e.kinds[0].costs.checkpoint, p.tp, "timeline.sp_allgather") : 0;
+  e.logits = std::max(record_bytes(io.output_layer, "logits.fp32"),
+                      record_bytes(io.output_layer, "loss.log_softmax_out"));
+  Bytes largest_param = 0;
+  for (const KindEstimate& ke : e.kinds) {
+    largest_param = std::max<Bytes>(largest_param, ke.largest_param);
+    if (p.zero >= 3) e.zero3_gather = std::max(e.zero3_gather, ke.param_bytes);
+    if (e.grad_peak_at.empty() || ke.costs.grad_peak > e.grad_peak)
+      e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
+  }
+  for (const auto& q : embed_p) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
+  e.opt_temp = ck.mul(p.zero >= 1 ? ceil_div(largest_param, p.dp) : largest_param, 4,
+                      "timeline.optimizer_step");
+  for (KindEstimate& ke : e.kinds) {
+    const char* f = "timeline.peak_bytes";
+    ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), p.zero >= 3 ? ke.param_bytes : 0, f);
+    ke.trans_bwd =
+        ck.add(ck.add(ke.trans_fwd, ke.costs.grad_peak, f), p.dp > 1 ? c.grad_bucket : 0, f);
+  }
+
+  // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
+  // 2 · 2 · L · H · d · s · b with H the KV heads, GQA-aware), summed over the layers of each kind.
+  // Per GPU: the pipeline rank holding the most, its kv heads divided by TP, its tokens by CP.
+  const Bytes pw = dtype_bytes(c.act_dtype);
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& lk = m.kinds[ki];
+    e.kv_cache.total_bytes =
+        ck.add(e.kv_cache.total_bytes,
+               ck.mul(ck.mul(ck.mul(2 * pw, e.kinds[ki].layers, "kv_cache"),
+                             ck.mul(lk.kv_heads, lk.head_dim, "kv_cache"), "kv_cache"),
+                      ck.mul(c.seq, c.micro_batch, "kv_cache"), "kv_cache"),
+               "kv_cache");
+  }
+  for (const RankSetup& s : e.ranks) {
+    Bytes stage_kv = 0;
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
+      for (std::uint64_t j = 0; j < s.chunk_sizes[ci]; ++j) {
+        const LayerGeometry& lg = e.kind_at(s.chunk_first[ci] + j).geometry;
+        stage_kv =
+            ck.add(stage_kv,
+                   ck.mul(ck.mul(2 * pw, ck.mul(lg.kv.value, lg.d.value, "kv_cache"), "kv_cache"),
+                          ck.mul(lg.s_tp.value, c.micro_batch, "kv_cache"), "kv_cache"),
+                   "kv_cache");
+      }
+    e.kv_cache.per_gpu_bytes = std::max(e.kv_cache.per_gpu_bytes, stage_kv);
+  }
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
+  return e;
+}
+
+}  // namespace actmem
