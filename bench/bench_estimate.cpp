@@ -8,8 +8,10 @@
 #include <chrono>
 
 #include "actmem/estimate.hpp"
+#include "actmem/evaluation.hpp"
 #include "actmem/json_io.hpp"
 #include "actmem/planner.hpp"
+#include "actmem/setup.hpp"
 #include "actmem/timeline.hpp"
 
 namespace {
@@ -99,6 +101,74 @@ void BM_EstimatePeakGpt2(benchmark::State& state) {
   ratio_vs_closed_form<Clock>(state, m.value(), c, Clock::now() - t0);
 }
 BENCHMARK(BM_EstimatePeakGpt2);
+
+// Building the setup alone (validation, inventories, ranks, static memory, transients).
+void BM_Setup405B(benchmark::State& state) {
+  auto m = actmem::model_preset("llama-3.1-405b", nullptr);
+  const actmem::TrainConfig c = config_405b();
+  for (auto _ : state) {
+    auto s = actmem::make_setup(m.value(), c);
+    benchmark::DoNotOptimize(s);
+  }
+}
+BENCHMARK(BM_Setup405B);
+
+// The numeric walk alone on a built setup (what plan's candidates cost).
+void BM_Evaluate405B(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  auto m = actmem::model_preset("llama-3.1-405b", nullptr);
+  actmem::TrainConfig c = config_405b();
+  c.grad_accum = static_cast<std::uint64_t>(state.range(0));
+  auto s = actmem::make_setup(m.value(), c);
+  actmem::Evaluation ev;
+  const auto t0 = Clock::now();
+  for (auto _ : state) {
+    auto err = actmem::evaluate(s.value(), c.recompute, &ev);
+    benchmark::DoNotOptimize(err);
+    benchmark::DoNotOptimize(ev.stages.data());
+  }
+  ratio_vs_closed_form<Clock>(state, m.value(), c, Clock::now() - t0);
+}
+BENCHMARK(BM_Evaluate405B)->Arg(64)->Arg(4096);
+
+void BM_EvaluateGpt2(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  auto m = actmem::model_preset("gpt2", nullptr);
+  actmem::TrainConfig c;
+  c.seq = 1024;
+  auto s = actmem::make_setup(m.value(), c);
+  actmem::Evaluation ev;
+  const auto t0 = Clock::now();
+  for (auto _ : state) {
+    auto err = actmem::evaluate(s.value(), c.recompute, &ev);
+    benchmark::DoNotOptimize(err);
+    benchmark::DoNotOptimize(ev.stages.data());
+  }
+  ratio_vs_closed_form<Clock>(state, m.value(), c, Clock::now() - t0);
+}
+BENCHMARK(BM_EvaluateGpt2);
+
+void BM_Fit405B(benchmark::State& state) {
+  auto m = actmem::model_preset("llama-3.1-405b", nullptr);
+  const actmem::TrainConfig c = config_405b();
+  for (auto _ : state) {
+    auto f = actmem::fit(m.value(), c, 80ull << 30);
+    benchmark::DoNotOptimize(f);
+  }
+}
+BENCHMARK(BM_Fit405B)->Unit(benchmark::kMillisecond);
+
+void BM_EvaluateJsonGpt2(benchmark::State& state) {
+  const std::string req = R"({"preset":"gpt2","config":{"seq":1024}})";
+  for (auto _ : state) benchmark::DoNotOptimize(actmem::evaluate(req));
+}
+BENCHMARK(BM_EvaluateJsonGpt2);
+
+void BM_EvaluateJsonGpt2Summary(benchmark::State& state) {
+  const std::string req = R"({"preset":"gpt2","config":{"seq":1024},"summary":true})";
+  for (auto _ : state) benchmark::DoNotOptimize(actmem::evaluate(req));
+}
+BENCHMARK(BM_EvaluateJsonGpt2Summary);
 
 void BM_Estimate405B(benchmark::State& state) {
   auto m = actmem::model_preset("llama-3.1-405b", nullptr);

@@ -9,11 +9,13 @@ namespace actmem {
 
 namespace {
 
-// The simulated peak for one config, or an error (invalid combinations are "does not fit").
-Result<Bytes> peak_of(const ModelSpec& m, const TrainConfig& c) {
-  auto e = estimate(m, c, nullptr, false);
-  if (!e.ok()) return e.error();
-  return e.value().worst().peak_bytes;
+// The simulated peak for one config, or an error (invalid combinations are "does not fit"): a
+// setup and one evaluation, no report.
+Result<Bytes> peak_of(const ModelSpec& m, const TrainConfig& c, Evaluation* ev) {
+  auto s = make_setup(m, c);
+  if (!s.ok()) return s.error();
+  if (auto err = evaluate(s.value(), s.value().config.recompute, ev)) return *err;
+  return ev->worst_stage().peak_bytes;
 }
 
 // Largest x in [1, hi] with ok(x), given ok is monotone (true then false); 0 if ok(1) is false.
@@ -51,11 +53,12 @@ std::string pattern_string(const std::vector<LayerChoice>& v) {
 Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
   FitResult f;
   f.budget = budget;
-  auto base = estimate(m, c, nullptr, false);  // validates the config as given
+  auto base = make_setup(m, c);  // validates the config as given
   if (!base.ok()) return base.error();
   const TrainConfig& norm = base.value().config;
+  Evaluation ev;  // its scratch is reused by every probe
   auto fits = [&](TrainConfig t) {
-    auto p = peak_of(m, t);
+    auto p = peak_of(m, t, &ev);
     return p.ok() && p.value() <= budget;
   };
   f.max_micro_batch = largest(std::uint64_t{1} << 20, [&](std::uint64_t b) {
@@ -76,13 +79,19 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
 }
 
 Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
-  auto base = estimate(m, c, nullptr, false);
+  auto base = make_setup(m, c);
   if (!base.ok()) return base.error();
+  Setup& e = base.value();
+  Evaluation ev;  // one evaluation per candidate; its scratch is reused
+  // The configured policy first: its errors are the request's, and stage 0's in-flight chunks
+  // under it seed the segment-count heuristic below.
+  if (auto err = evaluate(e, e.config.recompute, &ev)) return *err;
+  const double in_flight = static_cast<double>(std::max<std::uint64_t>(1, ev.stages[0].in_flight));
   // The per-layer search runs O(n log n) simulations of the step for a chunk of n layers; bound
   // n times the pipeline ops per simulation so that no input can stall the planner.
-  const std::uint64_t n_layers = base.value().stages[0].chunk_layers;
-  const Parallel& par = base.value().config.par;
-  const std::uint64_t work = n_layers * par.pp * par.vpp * base.value().config.grad_accum;
+  const std::uint64_t n_layers = e.ranks[0].chunk_sizes[0];
+  const Parallel& par = e.config.par;
+  const std::uint64_t work = n_layers * par.pp * par.vpp * e.config.grad_accum;
   if (n_layers > 1024 || work > (std::uint64_t{1} << 22))
     return make_error("invalid_value", "config.pp",
                       "config.pp: plan searches per-layer patterns of at most 1024 layers per "
@@ -92,26 +101,24 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
                           std::to_string(work) + " (raise pp or vpp, or use fewer micro-batches)");
   Plan out;
   out.budget = budget;
-  Estimate e = base.value();
   std::vector<PlanPoint> seen;
   std::unordered_map<std::string, std::size_t> patterns;  // pattern -> index in seen
-  auto evaluate = [&](const Recompute& r) -> const PlanPoint* {
+  auto candidate = [&](const Recompute& r) -> const PlanPoint* {
     // A pattern equal to a uniform policy is that policy: simulate it once, under its own name.
     const std::string pat =
-        (r.offload ? "o:" : "") + pattern_string(layer_choices(r, e.stages[0].chunk_sizes[0]));
+        (r.offload ? "o:" : "") + pattern_string(layer_choices(r, e.ranks[0].chunk_sizes[0]));
     const auto hit = patterns.find(pat);
     if (hit != patterns.end()) return &seen[hit->second];
-    e.config.recompute = r;
-    if (apply_recompute(e)) return nullptr;
+    if (actmem::evaluate(e, r, &ev)) return nullptr;
     patterns[pat] = seen.size();
     ++out.evaluated;
-    PlanPoint pt{recompute_name(r), r.offload, e.worst().peak_bytes, e.recompute_overhead_pct,
-                 e.worst().peak_bytes <= budget};
+    const Bytes peak = ev.worst_stage().peak_bytes;
+    PlanPoint pt{recompute_name(r), r.offload, peak, ev.recompute_overhead_pct, peak <= budget};
     seen.push_back(pt);
     return &seen.back();
   };
   // Uniform policies first: they span the front from no recompute to full recompute.
-  const std::uint64_t n = base.value().stages[0].chunk_layers;
+  const std::uint64_t n = n_layers;
   std::vector<Recompute> uniform;
   for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective, RecomputeKind::kFull}) {
     Recompute r;
@@ -129,15 +136,13 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
     r.offload = true;
     uniform.push_back(r);
   }
-  for (const Recompute& r : uniform) evaluate(r);
+  for (const Recompute& r : uniform) candidate(r);
 
   // Per-layer patterns K^a S^b (C R^(len-1))^g. Their cost, b·core + r·layer with r = n - a - b
   // recomputed layers, does not depend on how the r layers are segmented, and for a fixed r the
   // peak falls as b grows: so for each r we pick the segment count g, then bisect for the fewest
   // selective layers b that fit. That is O(n log n) simulations, exact within the family.
   const LayerCosts& k = e.kinds[0].costs;  // the segment-count heuristic reads layer 0's kind
-  const Stage& s0 = base.value().stages[0];
-  const double in_flight = static_cast<double>(std::max<std::uint64_t>(1, s0.in_flight));
   auto make = [&](std::uint64_t r, std::uint64_t b, std::uint64_t g) {
     std::vector<LayerChoice> pat(n - r - b, LayerChoice::kKeep);
     pat.insert(pat.end(), b, LayerChoice::kSelective);
@@ -149,7 +154,7 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
     Recompute rc;
     rc.kind = RecomputeKind::kPattern;
     rc.pattern = pattern_string(pat);
-    return evaluate(rc);
+    return candidate(rc);
   };
   for (std::uint64_t r = 0; r <= n; ++r) {
     // Segment count: Chen et al.'s balance of kept checkpoints (in_flight · g · checkpoint) against
@@ -217,8 +222,9 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
 Result<Sweep> sweep(const ModelSpec& m, const TrainConfig& c,
                     const std::vector<std::uint64_t>& micro_batches,
                     const std::vector<std::uint64_t>& seqs) {
-  auto base = estimate(m, c, nullptr, false);
+  auto base = make_setup(m, c);
   if (!base.ok()) return base.error();
+  Evaluation ev;
   Sweep s;
   s.micro_batches = micro_batches;
   s.seqs = seqs;
@@ -228,7 +234,7 @@ Result<Sweep> sweep(const ModelSpec& m, const TrainConfig& c,
       TrainConfig t = base.value().config;
       t.micro_batch = b;
       t.seq = q;
-      auto p = peak_of(m, t);
+      auto p = peak_of(m, t, &ev);
       row.push_back(p.ok() ? static_cast<std::int64_t>(p.value()) : -1);
     }
     s.peak_bytes.push_back(row);

@@ -266,9 +266,9 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
       if (last_of(chunk)) per = add(per, s.out_bytes);
       const Bytes d = ck.mul(per, n, kPeakField), h = ck.mul(q.kept_host, n, kPeakField);
       if (forward) {
+        // The host peak is taken at the explicit op that ends every run (schedule.hpp).
         st.act = add(st.act, d);
         st.host = add(st.host, h);
-        st.host_peak = std::max(st.host_peak, st.host);
       } else {
         st.act -= d;
         st.host -= h;

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "actmem/estimate.hpp"
+#include "actmem/evaluation.hpp"
+#include "actmem/setup.hpp"
 
 namespace actmem {
 

@@ -1,6 +1,7 @@
 // Pipeline schedules as per-stage op sequences (GPipe, 1F1B, Megatron-LM interleaved 1F1B).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -68,39 +69,34 @@ void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, 
   for (; bw < total; ++bw) f(PipeOp{false, u32(mb_of(bw)), u32(bchunk(bw))});
 }
 
-// The same op sequence with its repetition collapsed, so a walk costs O(p·v) whatever m is, for
-// consumers that track a first maximum (the peak, the in-flight maximum):
-// - 1F1B and interleaved: the steady state's forward/backward pairs repeat with period P (1 pair
-//   for 1F1B, p·v pairs for the interleaved schedule, whose chunk order cycles every p·v virtual
-//   micro-batches); a whole period adds and frees the same chunks, so the state after it is the
-//   state before it and its events repeat earlier ones. Whole periods after the first are skipped
-//   (no call); every op that is called carries its true micro-batch index.
-// - GPipe: the forwards of one chunk only add, its backwards only free, so the events of the
-//   middle micro-batches are dominated by the first and last ones: those two are called with f,
-//   the m - 2 between with bulk(forward, chunk, count), which applies their net change.
-// tests/test_timeline.cpp asserts the collapsed walk gives the full walk's peaks and labels.
+// The same op sequence with its repetition collapsed, for consumers that track a first maximum
+// (the peak, the in-flight maximum). Two facts make it exact:
+// - A run of consecutive ops that all do the same thing (forwards of one chunk; backwards of one
+//   chunk; forward/backward pairs of one chunk pair) changes the state by the same amount each
+//   time, so its events move in a straight line: only its first or last op can hold a first
+//   maximum. f is called for the first and last; the ones between go to bulk(forward, chunk, n),
+//   which applies their net change (a pair run calls bulk for its forwards, then its backwards).
+// - The steady state of 1F1B (period 1 pair) and of the interleaved schedule (p·v pairs: the chunk
+//   order cycles every p·v virtual micro-batches) repeats, and a whole period frees what it adds,
+//   so the state after it is the state before it and its events repeat earlier ones. Whole
+//   periods after the first are skipped without any call.
+// Every op passed to f carries its true micro-batch index, so peak labels are the full walk's.
+// The walk is O(v) runs per rank whatever m is; tests/test_timeline.cpp asserts the collapsed walk
+// gives the full walk's peaks, labels, host peaks and PCIe bytes.
 template <class F, class B>
 void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
                            std::uint64_t m, F&& f, B&& bulk) {
   auto u32 = [](std::uint64_t x) { return static_cast<std::uint32_t>(x); };
   if (s == Schedule::kGpipe) {
     for (std::uint64_t c = 0; c < v; ++c) {
-      if (m <= 2) {
-        for (std::uint64_t i = 0; i < m; ++i) f(PipeOp{true, u32(i), u32(c)});
-        continue;
-      }
       f(PipeOp{true, 0, u32(c)});
-      bulk(true, u32(c), m - 2);
-      f(PipeOp{true, u32(m - 1), u32(c)});
+      if (m > 2) bulk(true, u32(c), m - 2);
+      if (m > 1) f(PipeOp{true, u32(m - 1), u32(c)});
     }
     for (std::uint64_t c = v; c-- > 0;) {
-      if (m <= 2) {
-        for (std::uint64_t i = m; i-- > 0;) f(PipeOp{false, u32(i), u32(c)});
-        continue;
-      }
       f(PipeOp{false, u32(m - 1), u32(c)});
-      bulk(false, u32(c), m - 2);
-      f(PipeOp{false, 0, u32(c)});
+      if (m > 2) bulk(false, u32(c), m - 2);
+      if (m > 1) f(PipeOp{false, 0, u32(c)});
     }
     return;
   }
@@ -108,6 +104,12 @@ void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::ui
   auto mb_of = [&](std::uint64_t k) { return v == 1 ? k : (k / (p * v)) * p + k % p; };
   auto fchunk = [&](std::uint64_t k) { return v == 1 ? 0 : (k / p) % v; };
   auto bchunk = [&](std::uint64_t k) { return v == 1 ? 0 : v - 1 - (k / p) % v; };
+  // Virtual micro-batch k's chunk is constant while k / p is: a run ends at the next multiple of p.
+  auto run_end = [&](std::uint64_t k, std::uint64_t limit) {
+    if (v == 1) return limit;
+    const std::uint64_t next = k + (p - k % p);
+    return next < limit ? next : limit;
+  };
   std::uint64_t warm = 0;
   if (v == 1) {
     warm = p - r - 1 < m ? p - r - 1 : m;
@@ -115,22 +117,51 @@ void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::ui
     const std::uint64_t want = (p - r - 1) * 2 + (v - 1) * p;
     warm = m == p ? total : (want < total ? want : total);
   }
-  const std::uint64_t period = v == 1 ? 1 : p * v;
-  const std::uint64_t steady = total - warm;
-  const std::uint64_t skip = steady > period ? (steady - period) / period * period : 0;
   std::uint64_t fw = 0, bw = 0;
-  for (; fw < warm; ++fw) f(PipeOp{true, u32(mb_of(fw)), u32(fchunk(fw))});
-  for (std::uint64_t i = 0; i < steady; ++i) {
-    if (i == period && skip > 0) {
-      fw += skip, bw += skip, i += skip - 1;
-      continue;
-    }
+  auto fwd = [&] {
     f(PipeOp{true, u32(mb_of(fw)), u32(fchunk(fw))});
     ++fw;
+  };
+  auto bwd = [&] {
     f(PipeOp{false, u32(mb_of(bw)), u32(bchunk(bw))});
     ++bw;
+  };
+  // Warm-up forwards, run by run.
+  while (fw < warm) {
+    const std::uint64_t len = run_end(fw, warm) - fw;
+    fwd();
+    if (len > 2) bulk(true, u32(fchunk(fw)), len - 2), fw += len - 2;
+    if (len > 1) fwd();
   }
-  for (; bw < total; ++bw) f(PipeOp{false, u32(mb_of(bw)), u32(bchunk(bw))});
+  // Steady pairs, run by run (a run: both the forward's and the backward's chunk constant).
+  auto pairs = [&](std::uint64_t n) {
+    const std::uint64_t stop = bw + n;
+    while (bw < stop) {
+      const std::uint64_t end_b = run_end(bw, stop);
+      const std::uint64_t end_f = run_end(fw, fw + (stop - bw));
+      const std::uint64_t len = std::min(end_b - bw, end_f - fw);
+      fwd(), bwd();
+      if (len > 2) {
+        bulk(true, u32(fchunk(fw)), len - 2), fw += len - 2;
+        bulk(false, u32(bchunk(bw)), len - 2), bw += len - 2;
+      }
+      if (len > 1) fwd(), bwd();
+    }
+  };
+  const std::uint64_t period = v == 1 ? 1 : p * v;
+  const std::uint64_t steady = total - warm;
+  const std::uint64_t first = steady < period ? steady : period;
+  pairs(first);
+  const std::uint64_t skip = (steady - first) / period * period;
+  fw += skip, bw += skip;
+  pairs(steady - first - skip);
+  // Cool-down backwards, run by run.
+  while (bw < total) {
+    const std::uint64_t len = run_end(bw, total) - bw;
+    bwd();
+    if (len > 2) bulk(false, u32(bchunk(bw)), len - 2), bw += len - 2;
+    if (len > 1) bwd();
+  }
 }
 
 // The same ops as a list (tests, the timeline's event mode).
