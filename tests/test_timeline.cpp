@@ -382,37 +382,40 @@ TEST_CASE(
     const std::uint64_t pp = L % 4 == 0 ? 4 : (L % 2 == 0 ? 2 : 1);
     for (const char* sched : {"1f1b", "gpipe", "interleaved"}) {
       if (std::string(sched) == "interleaved" && (pp == 1 || L % (2 * pp) != 0)) continue;
-      for (const char* rc : {"none", "selective", "full", "every:3"})
-        for (bool offload : {false, true}) {
-          actmem::TrainConfig c;
-          c.seq = 512;
-          c.par.pp = pp;
-          c.par.vpp = std::string(sched) == "interleaved" ? 2 : 1;
-          REQUIRE(actmem::parse_schedule(sched, &c.schedule));
-          REQUIRE(actmem::parse_recompute(rc, &c.recompute));
-          c.recompute.offload = offload;
-          c.grad_accum = 5 * pp;  // enough steady-state periods for the collapse to skip some
-          INFO(p.id << " " << sched << " " << rc << " offload=" << offload);
-          auto e = actmem::estimate(m.value(), c, nullptr, false);
-          REQUIRE(e.ok());
-          auto fast = actmem::simulate(e.value(), false);
-          auto full = actmem::simulate(e.value(), true);
-          REQUIRE(fast.ok());
-          REQUIRE(full.ok());
-          for (std::size_t i = 0; i < pp; ++i) {
-            const auto& a = fast.value().stages[i];
-            const auto& b = full.value().stages[i];
-            CHECK(a.peak_bytes == b.peak_bytes);
-            CHECK(a.peak_at == b.peak_at);
-            CHECK(a.host_peak_bytes == b.host_peak_bytes);
-            CHECK(a.pcie_bytes == b.pcie_bytes);
-            CHECK(e.value().stages[i].peak_bytes == b.peak_bytes);
+      for (const char* rc : {"none", "selective", "full", "every:3", "layers:KSCRRR"})
+        for (std::uint64_t mult : {1, 2, 5, 9})
+          for (bool offload : {false, true}) {
+            actmem::TrainConfig c;
+            c.seq = 512;
+            c.par.pp = pp;
+            c.par.vpp = std::string(sched) == "interleaved" ? 2 : 1;
+            REQUIRE(actmem::parse_schedule(sched, &c.schedule));
+            REQUIRE(actmem::parse_recompute(rc, &c.recompute));
+            c.recompute.offload = offload;
+            // m = p (no steady state), 2p, 5p and 9p (periods skipped, runs bulked), and p + 1
+            // for 1F1B and GPipe (a remainder after the skipped periods).
+            c.grad_accum = mult * pp + (mult == 9 && c.par.vpp == 1 ? 1 : 0);
+            INFO(p.id << " " << sched << " " << rc << " offload=" << offload);
+            auto e = actmem::estimate(m.value(), c, nullptr, false);
+            REQUIRE(e.ok());
+            auto fast = actmem::simulate(e.value(), false);
+            auto full = actmem::simulate(e.value(), true);
+            REQUIRE(fast.ok());
+            REQUIRE(full.ok());
+            for (std::size_t i = 0; i < pp; ++i) {
+              const auto& a = fast.value().stages[i];
+              const auto& b = full.value().stages[i];
+              CHECK(a.peak_bytes == b.peak_bytes);
+              CHECK(a.peak_at == b.peak_at);
+              CHECK(a.host_peak_bytes == b.host_peak_bytes);
+              CHECK(a.pcie_bytes == b.pcie_bytes);
+              CHECK(e.value().stages[i].peak_bytes == b.peak_bytes);
+            }
+            ++n;
           }
-          ++n;
-        }
     }
   }
-  CHECK(n > 300);
+  CHECK(n > 1500);
 }
 
 TEST_CASE(
@@ -432,4 +435,73 @@ TEST_CASE(
   const json b = run_preset("llama-3.1-405b", c);
   CHECK(u(a["peak_bytes"]) == u(b["peak_bytes"]));
   CHECK(a["peak_at"] == b["peak_at"]);
+}
+
+TEST_CASE(
+    "The collapsed walk equals the recorded walk over pipeline shapes: p = 2..6, v = 1..3, "
+    "m from p to 13p, every schedule, policy and offload (toy model of 24 layers)",
+    "[timeline][collapse]") {
+  actmem::ModelSpec m;
+  m.layers = 24, m.hidden = 64, m.vocab = 128, m.max_positions = 64;
+  m.kinds[0].heads = m.kinds[0].kv_heads = 4;
+  m.kinds[0].head_dim = 16;
+  m.kinds[0].ffn_hidden = 256;
+  int n = 0;
+  for (std::uint64_t pp : {2, 3, 4, 6})
+    for (std::uint64_t vpp : {1, 2, 3}) {
+      if (24 % (pp * vpp) != 0) continue;
+      for (const char* sched : {"1f1b", "gpipe"})
+        for (std::uint64_t mult : {1, 2, 3, 7, 13})
+          for (std::uint64_t extra : {0, 1}) {
+            if (vpp > 1 && extra) continue;  // the interleaved schedule needs m % p == 0
+            for (const char* rc : {"none", "selective", "every:2", "layers:KCR"})
+              for (bool offload : {false, true}) {
+                actmem::TrainConfig c;
+                c.seq = 32;
+                c.par.pp = pp;
+                c.par.vpp = vpp;
+                c.grad_accum = mult * pp + extra;
+                REQUIRE(actmem::parse_schedule(sched, &c.schedule));
+                REQUIRE(actmem::parse_recompute(rc, &c.recompute));
+                c.recompute.offload = offload;
+                INFO("p=" << pp << " v=" << vpp << " m=" << c.grad_accum << " " << sched << " "
+                          << rc << " offload=" << offload);
+                auto e = actmem::estimate(m, c, nullptr, false);
+                REQUIRE(e.ok());
+                auto full = actmem::simulate(e.value(), true);
+                REQUIRE(full.ok());
+                for (std::size_t i = 0; i < pp; ++i) {
+                  const auto& b = full.value().stages[i];
+                  const auto& a = e.value().stages[i];
+                  // The in-flight maximum by the full op list (the first maximum; equal weight
+                  // with more chunks counts as more in flight).
+                  std::vector<std::uint64_t> w;
+                  for (const auto& ch : a.chunk_choices) {
+                    std::uint64_t sum = 0;
+                    for (auto x : ch) sum += actmem::kept_bytes(x, e.value().kinds[0].costs);
+                    w.push_back(sum);
+                  }
+                  std::uint64_t chunks = 0, weight = 0, best_c = 0, best_w = 0;
+                  bool first = true;
+                  for (const auto& op : actmem::pipeline_ops(actmem::effective_schedule(c), i, pp,
+                                                             vpp, c.grad_accum)) {
+                    if (op.forward)
+                      ++chunks, weight += w[op.chunk];
+                    else
+                      --chunks, weight -= w[op.chunk];
+                    if (first || weight > best_w || (weight == best_w && chunks > best_c))
+                      best_c = chunks, best_w = weight, first = false;
+                  }
+                  CHECK(a.in_flight == best_c);
+                  CHECK((offload ? a.act.host_bytes : a.act.layers_bytes) == best_w);
+                  CHECK(a.peak_bytes == b.peak_bytes);
+                  CHECK(a.peak_at == b.peak_at);
+                  CHECK(e.value().eval.stages[i].host_peak_bytes == b.host_peak_bytes);
+                  CHECK(e.value().eval.stages[i].pcie_bytes == b.pcie_bytes);
+                }
+                ++n;
+              }
+          }
+    }
+  CHECK(n > 800);
 }

@@ -71,13 +71,18 @@ struct Evaluation {
     std::vector<Bytes> kept, regen, full, trans_f, trans_b;
     std::vector<std::uint64_t> per_chunk, best_per_chunk;
     std::vector<Bytes> chunk_kept;
+    // One chunk's forward and backward reduced to their highest events, and its sums.
     struct Chunk {
       Bytes f_act = 0, f_trans = 0, kept_gpu = 0, kept_host = 0, b_rec = 0, b_trans = 0;
       std::int64_t b_act = 0;
       std::uint64_t f_j = 0;
       StepEvent b_key;
+      Bytes kept = 0, max_layer_kept = 0, regen_alive = 0;
     };
     std::vector<Chunk> chunks;
+    // One-kind stacks: a chunk's summary depends only on its length; computed once per length.
+    std::vector<std::uint64_t> memo_n;
+    std::vector<Chunk> memo;
   } scratch;
 };
 

@@ -78,8 +78,9 @@ void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, 
 //   which applies their net change (a pair run calls bulk for its forwards, then its backwards).
 // - The steady state of 1F1B (period 1 pair) and of the interleaved schedule (p·v pairs: the chunk
 //   order cycles every p·v virtual micro-batches) repeats, and a whole period frees what it adds,
-//   so the state after it is the state before it and its events repeat earlier ones. Whole
-//   periods after the first are skipped without any call.
+//   so the state after it is the state before it and its events repeat earlier ones. The first
+//   period is walked; whole periods after it are skipped without any call, and the pairs left
+//   over (repeats too) are applied in bulk.
 // Every op passed to f carries its true micro-batch index, so peak labels are the full walk's.
 // The walk is O(v) runs per rank whatever m is; tests/test_timeline.cpp asserts the collapsed walk
 // gives the full walk's peaks, labels, host peaks and PCIe bytes.
@@ -101,14 +102,17 @@ void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::ui
     return;
   }
   const std::uint64_t total = m * v;
-  auto mb_of = [&](std::uint64_t k) { return v == 1 ? k : (k / (p * v)) * p + k % p; };
-  auto fchunk = [&](std::uint64_t k) { return v == 1 ? 0 : (k / p) % v; };
-  auto bchunk = [&](std::uint64_t k) { return v == 1 ? 0 : v - 1 - (k / p) % v; };
-  // Virtual micro-batch k's chunk is constant while k / p is: a run ends at the next multiple of p.
-  auto run_end = [&](std::uint64_t k, std::uint64_t limit) {
-    if (v == 1) return limit;
-    const std::uint64_t next = k + (p - k % p);
-    return next < limit ? next : limit;
+  // The run of virtual micro-batches that starts at k: its chunk (forwards visit chunk (k/p) % v,
+  // backwards the chunks in reverse), the micro-batch of k ((k / pv)·p + k % p, one more for each
+  // op of the run) and where it ends (the next multiple of p, or limit). Three divisions a run.
+  struct Run {
+    std::uint32_t chunk;
+    std::uint64_t mb, end;
+  };
+  auto run_at = [&](std::uint64_t k, bool forward, std::uint64_t limit) {
+    if (v == 1) return Run{0, k, limit};
+    const std::uint64_t q = k / p, c = q % v, end = (q + 1) * p;
+    return Run{u32(forward ? c : v - 1 - c), (q / v) * p + (k - q * p), end < limit ? end : limit};
   };
   std::uint64_t warm = 0;
   if (v == 1) {
@@ -117,51 +121,51 @@ void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::ui
     const std::uint64_t want = (p - r - 1) * 2 + (v - 1) * p;
     warm = m == p ? total : (want < total ? want : total);
   }
-  std::uint64_t fw = 0, bw = 0;
-  auto fwd = [&] {
-    f(PipeOp{true, u32(mb_of(fw)), u32(fchunk(fw))});
-    ++fw;
-  };
-  auto bwd = [&] {
-    f(PipeOp{false, u32(mb_of(bw)), u32(bchunk(bw))});
-    ++bw;
-  };
-  // Warm-up forwards, run by run.
-  while (fw < warm) {
-    const std::uint64_t len = run_end(fw, warm) - fw;
-    fwd();
-    if (len > 2) bulk(true, u32(fchunk(fw)), len - 2), fw += len - 2;
-    if (len > 1) fwd();
-  }
-  // Steady pairs, run by run (a run: both the forward's and the backward's chunk constant).
-  auto pairs = [&](std::uint64_t n) {
-    const std::uint64_t stop = bw + n;
-    while (bw < stop) {
-      const std::uint64_t end_b = run_end(bw, stop);
-      const std::uint64_t end_f = run_end(fw, fw + (stop - bw));
-      const std::uint64_t len = std::min(end_b - bw, end_f - fw);
-      fwd(), bwd();
-      if (len > 2) {
-        bulk(true, u32(fchunk(fw)), len - 2), fw += len - 2;
-        bulk(false, u32(bchunk(bw)), len - 2), bw += len - 2;
-      }
-      if (len > 1) fwd(), bwd();
+  // Ops of one direction, run by run, from k to limit.
+  auto singles = [&](bool forward, std::uint64_t k, std::uint64_t limit) {
+    while (k < limit) {
+      const Run a = run_at(k, forward, limit);
+      const std::uint64_t len = a.end - k;
+      f(PipeOp{forward, u32(a.mb), a.chunk});
+      if (len > 2) bulk(forward, a.chunk, len - 2);
+      if (len > 1) f(PipeOp{forward, u32(a.mb + len - 1), a.chunk});
+      k = a.end;
     }
   };
+  // n steady forward/backward pairs from (fw, bw), run by run (a run: both chunks constant);
+  // `walk` false applies them in bulk only.
+  std::uint64_t fw = warm, bw = 0;
+  auto pairs = [&](std::uint64_t n, bool walk) {
+    const std::uint64_t stop = bw + n;
+    while (bw < stop) {
+      const Run a = run_at(fw, true, fw + (stop - bw));
+      const Run b = run_at(bw, false, stop);
+      const std::uint64_t len = std::min(a.end - fw, b.end - bw);
+      if (!walk) {
+        bulk(true, a.chunk, len), bulk(false, b.chunk, len);
+      } else {
+        f(PipeOp{true, u32(a.mb), a.chunk});
+        f(PipeOp{false, u32(b.mb), b.chunk});
+        if (len > 2) bulk(true, a.chunk, len - 2), bulk(false, b.chunk, len - 2);
+        if (len > 1) {
+          f(PipeOp{true, u32(a.mb + len - 1), a.chunk});
+          f(PipeOp{false, u32(b.mb + len - 1), b.chunk});
+        }
+      }
+      fw += len, bw += len;
+    }
+  };
+  singles(true, 0, warm);
+  // The first period is walked; every later pair repeats the state and events of the pair one or
+  // more periods before it, so whole periods are skipped and the rest applied in bulk.
   const std::uint64_t period = v == 1 ? 1 : p * v;
   const std::uint64_t steady = total - warm;
   const std::uint64_t first = steady < period ? steady : period;
-  pairs(first);
+  pairs(first, true);
   const std::uint64_t skip = (steady - first) / period * period;
   fw += skip, bw += skip;
-  pairs(steady - first - skip);
-  // Cool-down backwards, run by run.
-  while (bw < total) {
-    const std::uint64_t len = run_end(bw, total) - bw;
-    bwd();
-    if (len > 2) bulk(false, u32(bchunk(bw)), len - 2), bw += len - 2;
-    if (len > 1) bwd();
-  }
+  pairs(steady - first - skip, false);
+  singles(false, bw, total);
 }
 
 // The same ops as a list (tests, the timeline's event mode).
