@@ -48,7 +48,7 @@ std::string shape_symbol(const std::vector<Dim>& shape) {
   std::string s;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i) s += "·";
-    const std::string& sym = shape[i].sym;
+    const std::string sym(shape[i].sym);
     // Parenthesize compound symbols so "2·b·s/t·h" reads unambiguously.
     bool compound = sym.find_first_of("/·") != std::string::npos && sym.front() != '(' &&
                     sym.find("⌈") == std::string::npos;

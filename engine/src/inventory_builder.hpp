@@ -15,7 +15,8 @@ class RecordBuilder {
  public:
   RecordBuilder(std::vector<TensorRecord>* out, Checked* ck) : out_(out), ck_(ck) {}
 
-  // Adds a record; `flags` marks the attention-core family (quadratic and/or selective-dropped).
+  // Adds a record. Its id, backward, why, source and dimension symbols must be string literals:
+  // the record keeps views of them (no allocation per record).
   TensorRecord& add(const char* id, std::initializer_list<Dim> shape, DType dt,
                     const char* backward, const char* why, const char* source) {
     return add(id, std::vector<Dim>(shape), dt, backward, why, source);

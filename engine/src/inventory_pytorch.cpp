@@ -23,17 +23,25 @@ constexpr const char* kSdpaMath =
 
 // One norm's saved tensors. LayerNorm is native_layer_norm (input + fp32 mean/rstd on CUDA);
 // RMSNorm is written out in Python ops, and the hf variant upcasts to fp32 first.
-void add_norm(const char* in_id, const char* stat_prefix, const ModelSpec& m,
-              const LayerGeometry& g, RecordBuilder& rb, bool hf) {
-  const std::string mean = std::string(stat_prefix) + ".mean";
-  const std::string rstd = std::string(stat_prefix) + ".rstd";
-  const std::string normed = std::string(stat_prefix) + ".normed";
+// The ids are literals (records keep views of them): {"ln1.in", "ln1.mean", "ln1.rstd", ...}.
+struct NormIds {
+  const char* in;
+  const char* mean;
+  const char* rstd;
+  const char* normed;
+};
+constexpr NormIds kLn1{"ln1.in", "ln1.mean", "ln1.rstd", "ln1.normed"};
+constexpr NormIds kLn2{"ln2.in", "ln2.mean", "ln2.rstd", "ln2.normed"};
+
+void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb,
+              bool hf) {
+  const char* in_id = id.in;
   if (m.norm == NormType::kLayerNorm) {
     rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "native_layer_norm backward",
            "recomputes x_hat from the input", kDeriv);
-    rb.add(mean.c_str(), {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward",
+    rb.add(id.mean, {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward",
            "per-row mean, fp32 on CUDA", kDeriv);
-    rb.add(rstd.c_str(), {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward",
+    rb.add(id.rstd, {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward",
            "per-row 1/sigma, fp32 on CUDA", kDeriv);
     return;
   }
@@ -42,17 +50,17 @@ void add_norm(const char* in_id, const char* stat_prefix, const ModelSpec& m,
     rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32,
            "pow / mul backward (fp32 upcast of the input)",
            "LlamaRMSNorm squares and scales the fp32 copy", kHfLlama);
-    rb.add(rstd.c_str(), {g.b, g.s_rep}, DType::kFp32, "rsqrt / mul backward",
-           "the fp32 1/rms per row", kHfLlama);
-    rb.add(normed.c_str(), {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
+    rb.add(id.rstd, {g.b, g.s_rep}, DType::kFp32, "rsqrt / mul backward", "the fp32 1/rms per row",
+           kHfLlama);
+    rb.add(id.normed, {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
            "weight gradient = sum(grad * normalized input)", kHfLlama);
     return;
   }
   rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "pow / mul backward", "x^2 and x * r both read x",
          kDeriv);
-  rb.add(rstd.c_str(), {g.b, g.s_rep}, g.act, "rsqrt / mul backward",
+  rb.add(id.rstd, {g.b, g.s_rep}, g.act, "rsqrt / mul backward",
          "r = rsqrt(mean(x^2) + eps) per row", kDeriv);
-  rb.add(normed.c_str(), {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
+  rb.add(id.normed, {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
          "weight gradient = sum(grad * x * r)", kDeriv);
 }
 }  // namespace
@@ -62,7 +70,7 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   const DType p = g.act;
   const bool upcast_softmax = hf && m.norm == NormType::kRmsNorm;  // Llama: softmax(dtype=fp32)
   const char* attn_src = hf ? (m.norm == NormType::kRmsNorm ? kHfLlama : kHfGpt2) : kDeriv;
-  add_norm("ln1.in", "ln1", m, g, rb, hf);
+  add_norm(kLn1, m, g, rb, hf);
   rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "q/k/v linear backward",
          "weight gradient = input^T x output gradient (one storage for all three)", kDeriv);
   // GPT-2 blocks (LayerNorm) fuse Q, K and V into one projection; Llama blocks (RMSNorm) do not.
@@ -146,7 +154,7 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   if (g.hidden_dropout)
     rb.add("attn.proj_dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",
            "1-byte mask on CUDA", kDeriv);
-  add_norm("ln2.in", "ln2", m, g, rb, hf);
+  add_norm(kLn2, m, g, rb, hf);
   if (k.is_moe()) {
     build_moe_mlp(m, k, g, rb);
   } else {

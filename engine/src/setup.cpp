@@ -25,10 +25,13 @@ std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
     const std::string& id = r.custom_keep[i];
     bool known = false;
     std::string ids;
+    std::vector<std::string_view> listed;  // each id once, in inventory order
     for (const KindEstimate& ke : s.kinds)
       for (const auto& t : ke.inventory.tensors) {
         known = known || t.id == id;
-        if (ids.find(t.id) == std::string::npos) ids += (ids.empty() ? "" : ", ") + t.id;
+        if (std::find(listed.begin(), listed.end(), t.id) != listed.end()) continue;
+        listed.push_back(t.id);
+        ids += (ids.empty() ? "" : ", ") + std::string(t.id);
       }
     if (!known)
       return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",

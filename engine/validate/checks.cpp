@@ -188,8 +188,9 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
     r.tensors_match = true;
     const std::vector<TensorRecord>& inv = e.kinds[0].inventory.tensors;
     for (const TensorRecord& t : inv) {
-      TensorCheck tc{t.id, t.bytes, 0, false};
-      auto it = s.layer0_records.find(t.id);
+      const std::string id(t.id);
+      TensorCheck tc{id, t.bytes, 0, false};
+      auto it = s.layer0_records.find(id);
       if (it != s.layer0_records.end()) tc.measured = it->second;
       tc.kept = std::find(s.layer0_kept.begin(), s.layer0_kept.end(), t.id) != s.layer0_kept.end();
       r.tensors_match = r.tensors_match && tc.measured == tc.predicted;

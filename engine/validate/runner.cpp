@@ -357,7 +357,7 @@ StepResult Runner::step(bool backward) {
     // The checkpoint record ("layer.in") is the layer input, which is the ln1.in buffer here.
     std::vector<std::string> keep;
     for (const TensorRecord* r : kept_tensors(e_.kinds[0].inventory, ch[l], e_.config.recompute))
-      keep.push_back(r->id == e_.kinds[0].inventory.checkpoint.id ? "ln1.in" : r->id);
+      keep.push_back(r->id == e_.kinds[0].inventory.checkpoint.id ? "ln1.in" : std::string(r->id));
     if (l == 0) {
       for (const auto& [id, b] : recs_[0]) res.layer0_records[id] = b.bytes();
       res.layer0_kept = keep;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actmem/checked.hpp"
@@ -14,22 +15,23 @@
 namespace actmem {
 
 // One axis of a tensor: its symbol as a student writes it ("s/t", "a/t", "f") and its value on
-// this GPU.
+// this GPU. Symbols, ids and citations are string literals of the builders (static storage), held
+// as views so building an inventory allocates no strings.
 struct Dim {
-  std::string sym;
+  std::string_view sym;
   std::uint64_t value;
 };
 
 struct TensorRecord {
-  std::string id;  // stable, e.g. "attn.softmax_out"
+  std::string_view id;  // stable, e.g. "attn.softmax_out"
   std::vector<Dim> shape;
   DType dtype = DType::kBf16;
   Bytes bytes = 0;
   bool quadratic = false;  // scales with s^2 (the attention score family)
   bool attn_core = false;  // dropped by selective recompute (Korthikanti et al. 2022, Sec. 5)
-  std::string backward;    // the backward op that reads it
-  std::string why;         // why that backward needs it
-  std::string source;      // citation for the record
+  std::string_view backward;  // the backward op that reads it
+  std::string_view why;       // why that backward needs it
+  std::string_view source;    // citation for the record
 };
 
 // The resolved geometry of one layer on one GPU, shared by every profile's builder so the
@@ -59,7 +61,7 @@ struct LayerGeometry {
 // One step of a layer's backward and the gradient buffers alive while it runs
 // (engine/src/inventory_grads.cpp).
 struct GradPhase {
-  std::string at;                     // e.g. "attn.dQ"
+  std::string_view at;                // e.g. "attn.dQ"
   std::vector<TensorRecord> buffers;  // gradient buffers, in the activation dtype unless noted
   Bytes bytes = 0;
 };

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actmem/checked.hpp"
@@ -18,7 +19,7 @@ enum class ParamPlace { kLayer, kEmbedding, kHead };
 // One parameter tensor as held by one GPU (after TP/EP sharding); rows x cols, cols = 1 for
 // vectors. Adafactor's factored statistics need the matrix shape, the rest only the count.
 struct ParamRecord {
-  std::string id;
+  std::string_view id;  // a string literal of params.cpp
   std::uint64_t rows = 0;
   std::uint64_t cols = 1;
   ParamPlace place = ParamPlace::kLayer;

@@ -35,7 +35,7 @@ struct LayerCosts {
   bool custom_has_input = false;
   bool custom_drops_non_core = false;
   Bytes grad_peak = 0;       // the most gradient bytes alive at one step of the layer's backward
-  std::string grad_peak_at;  // that step (LayerInventory::backward_grads)
+  std::string_view grad_peak_at;  // that step (LayerInventory::backward_grads)
   double flops_fwd = 0;      // one forward of the layer (multiply-add = 2 FLOPs)
   double flops_core = 0;     // of which the attention core (QK^T, softmax-V)
 };
