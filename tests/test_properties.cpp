@@ -1,5 +1,6 @@
 // Properties every profile must satisfy: linear in b, flash removes s^2, recompute never adds,
 // exact TP/SP/CP divisions, GQA-aware KV cache, and overflow reported instead of wrapped.
+#include "actmem/presets.hpp"
 #include "helpers.hpp"
 
 using namespace actmem::test;
@@ -228,4 +229,39 @@ TEST_CASE(
   CHECK(r["error"]["code"] == "overflow");
   CHECK(r["error"]["field"] == "model");
   CHECK(r["error"]["message"].get<std::string>().rfind("model: static memory", 0) == 0);
+}
+
+TEST_CASE(
+    "One answer: the peak's lines add up to peak_bytes, which is the timeline's peak, for "
+    "every preset x recompute policy",
+    "[properties][peak]") {
+  int n = 0;
+  for (const auto& p : actmem::all_presets()) {
+    if (std::string(p.kind) != "models") continue;
+    for (const char* rc : {"none", "selective", "full", "every:2"}) {
+      const json c = {{"recompute", rc}, {"seq", 1024}, {"fragmentation_pct", 5}};
+      const json e = run_preset(p.id, c);
+      const json t = run(json{{"command", "timeline"}, {"preset", p.id}, {"config", c}});
+      const json& pk = e["peak"];
+      INFO(p.id << " " << rc);
+      CHECK(u(pk["params_bytes"]) + u(pk["grads_bytes"]) + u(pk["master_bytes"]) +
+                u(pk["optimizer_bytes"]) ==
+            u(pk["static_bytes"]));
+      CHECK(u(pk["static_bytes"]) + u(pk["kept_activations_bytes"]) + u(pk["recomputed_bytes"]) +
+                u(pk["transient_bytes"]) + u(pk["fragmentation_bytes"]) ==
+            u(e["peak_bytes"]));
+      CHECK(u(pk["bytes"]) == u(e["peak_bytes"]));
+      CHECK(u(e["peak_bytes"]) == u(t["peak_bytes"]));
+      CHECK(pk["at"] == e["peak_at"]);
+      // The explanation of the peak ends in the same number, and so does the summary answer.
+      bool explained = false;
+      for (const auto& x : e["explain"])
+        if (x["id"] == "peak_bytes") explained = u(x["bytes"]) == u(e["peak_bytes"]);
+      CHECK(explained);
+      json sreq = {{"preset", p.id}, {"config", c}, {"summary", true}};
+      CHECK(u(run(sreq)["peak_bytes"]) == u(e["peak_bytes"]));
+      ++n;
+    }
+  }
+  CHECK(n == 76);
 }

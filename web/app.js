@@ -170,12 +170,16 @@
     const rows = [
       ['model', est.model.name + ' (' + commas(est.model.params) + ' parameters)'],
       ['profile', est.profile + ', ' + est.config.attention + ' attention, recompute ' + est.config.recompute],
-      ['peak (simulated)', commas(est.peak_bytes) + ' B at ' + est.peak_at + ', stage ' + est.activations.stage],
-      ['activations', commas(est.activations.total_bytes) + ' B'],
-      ['static', commas(est.static.total_bytes) + ' B'],
+      // One answer: the peak and what it holds, lines that add up to it (estimate's "peak").
+      ['peak (what must fit)', commas(est.peak_bytes) + ' B at ' + est.peak.at + ', stage ' + est.peak.stage],
+      ['static', commas(est.peak.static_bytes) + ' B'],
+      ['kept activations', commas(est.peak.kept_activations_bytes) + ' B'],
+      ['recomputed', commas(est.peak.recomputed_bytes) + ' B'],
+      ['transients', commas(est.peak.transient_bytes) + ' B'],
       ['per layer', commas(est.per_layer.activation_bytes) + ' B'],
       ['recompute overhead', pct(est.recompute_overhead_pct)],
     ];
+    if (est.peak.fragmentation_bytes > 0) rows.splice(7, 0, ['fragmentation allowance', commas(est.peak.fragmentation_bytes) + ' B']);
     if (est.gpu) rows.push(['headroom', commas(est.headroom_bytes) + ' B']);
     for (const [k, v] of rows) { dl.appendChild(el('dt', k)); const dd = el('dd', v); dd.dataset.key = k; dl.appendChild(dd); }
     // Stacked bar: static parts, then what the peak event holds.

@@ -65,25 +65,24 @@ std::string render_estimate(const json& r) {
   o << "  " << pad("per layer", 55) << format_bytes(u(pl["activation_bytes"])) << "\n";
   o << "    linear in s " << format_bytes(u(pl["linear_bytes"])) << ", quadratic in s "
     << format_bytes(u(pl["quadratic_bytes"])) << "\n\n";
+  // One answer: what the most loaded GPU holds at its peak, line by line, adding up to the peak.
+  const json& pk = r["peak"];
   const json& a = r["activations"];
-  const json& s = r["static"];
-  o << "most loaded GPU: pipeline stage " << u(a["stage"]) << " (" << u(a["in_flight_chunks"])
-    << " chunk(s) in flight)\n";
+  o << "most loaded GPU: pipeline stage " << u(pk["stage"]) << ", peak at "
+    << pk["at"].get<std::string>() << " (" << u(a["in_flight_chunks"]) << " chunk(s) in flight)\n";
   auto line = [&](const char* name, const json& v) {
     o << "  " << pad(name, 30) << format_bytes(u(v)) << "\n";
   };
-  line("activations: layers", a["layers_bytes"]);
-  line("activations: input layer", a["input_layer_bytes"]);
-  line("activations: output layer", a["output_layer_bytes"]);
-  line("activations: recompute", a["recompute_working_bytes"]);
+  line("parameters", pk["params_bytes"]);
+  line("gradients", pk["grads_bytes"]);
+  line("master weights", pk["master_bytes"]);
+  line("optimizer states", pk["optimizer_bytes"]);
+  line("kept activations", pk["kept_activations_bytes"]);
+  line("recomputed (working set)", pk["recomputed_bytes"]);
+  line("transients", pk["transient_bytes"]);
+  if (u(pk["fragmentation_bytes"]) > 0) line("fragmentation allowance", pk["fragmentation_bytes"]);
+  line("peak (sum of the above)", r["peak_bytes"]);
   if (u(a["host_bytes"]) > 0) line("offloaded to host", a["host_bytes"]);
-  line("parameters", s["params_bytes"]);
-  line("gradients", s["grads_bytes"]);
-  line("master weights", s["master_bytes"]);
-  line("optimizer states", s["optimizer_bytes"]);
-  line("total (sum of the above)", r["total_bytes"]);
-  o << "  " << pad("peak (simulated step)", 30) << format_bytes(u(r["peak_bytes"])) << " at "
-    << r["peak_at"].get<std::string>() << "\n";
   if (r.contains("gpu")) {
     const long long head = r["headroom_bytes"].get<long long>();
     o << "  " << pad(("GPU " + r["gpu"]["name"].get<std::string>()).c_str(), 30)
@@ -91,8 +90,13 @@ std::string render_estimate(const json& r) {
     o << "  " << pad(r["fits"].get<bool>() ? "fits, headroom" : "DOES NOT FIT, short by", 30)
       << format_bytes(static_cast<unsigned long long>(head < 0 ? -head : head)) << "\n";
   }
-  o << "\ninference KV cache (whole model, b x s): "
-    << format_bytes(u(r["kv_cache"]["total_bytes"])) << "\n";
+  o << "\nclosed form (Korthikanti et al. 2022: activations at the in-flight maximum, no "
+       "transients): layers "
+    << commas(u(a["layers_bytes"])) << " + input " << commas(u(a["input_layer_bytes"]))
+    << " + output " << commas(u(a["output_layer_bytes"])) << " + recompute "
+    << commas(u(a["recompute_working_bytes"])) << " = " << commas(u(a["total_bytes"])) << " B\n";
+  o << "inference KV cache (whole model, b x s): " << format_bytes(u(r["kv_cache"]["total_bytes"]))
+    << "\n";
   for (const auto& w : r["warnings"]) o << "note: " << w.get<std::string>() << "\n";
   return o.str();
 }

@@ -218,21 +218,29 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     e.explain.push_back(x);
   }
   e.explain.push_back(explain_sum(
-      "total_bytes", "Total on the most loaded GPU (stage " + std::to_string(w.index) + ")",
+      "total_bytes",
+      "Closed-form sum of stage " + std::to_string(w.index) +
+          " (activations at the in-flight maximum + static; no transients: a bound the papers "
+          "print, not what must fit)",
       {{"activations", w.act.total_bytes},
        {"parameters", sm.params_bytes},
        {"gradients", sm.grads_bytes},
        {"master weights", sm.master_bytes},
        {"optimizer", sm.optimizer_bytes}},
-      w.total_bytes, "sum of the parts above"));
+      w.total_bytes, "sum of the parts above (Korthikanti et al. 2022, Sec. 4)"));
   e.explain.push_back(explain_sum(
-      "peak_bytes", "Simulated peak of stage " + std::to_string(w.index) + ", at " + w.peak_at,
-      {{"static", sm.total_bytes},
+      "peak_bytes",
+      "Peak of the most loaded GPU (stage " + std::to_string(w.index) + ", at " + w.peak_at +
+          "): what must fit",
+      {{"parameters", sm.params_bytes},
+       {"gradients", sm.grads_bytes},
+       {"master weights", sm.master_bytes},
+       {"optimizer states", sm.optimizer_bytes},
        {"kept activations", w.peak_activations},
-       {"recomputed", w.peak_recompute},
+       {"recomputed (working set)", w.peak_recompute},
        {"transients", w.peak_transients},
        {"fragmentation allowance", w.peak_fragmentation}},
-      w.peak_bytes, "the step timeline (docs/schedules.md); this is what must fit"));
+      w.peak_bytes, "the simulated step (docs/schedules.md); the figure that decides fits"));
   if (m.kinds.size() == 1) {
     e.explain.push_back(explain_product(
         "kv_cache.total_bytes", "Inference KV cache, whole model (2 · p · L · kv · d · s · b)",

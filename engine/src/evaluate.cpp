@@ -160,6 +160,7 @@ json evaluate_json(const json& req) {
                 {"profile", profile_name(s.config.profile)},
                 {"recompute", recompute_name(s.config.recompute)},
                 {"per_layer", {{"activation_bytes", s.per_layer_kept_bytes}}},
+                {"peak", peak_json(s.worst())},
                 {"peak_bytes", s.worst().peak_bytes},
                 {"peak_at", s.worst().peak_at},
                 {"total_bytes", s.worst().total_bytes},

@@ -56,6 +56,23 @@ json stage_json(const Stage& s, const Recompute& r) {
 
 }  // namespace
 
+// What the most loaded GPU holds at its peak, line by line: the lines add up to `bytes`, the
+// peak_bytes that decides whether it fits (the one answer every client shows).
+json peak_json(const Stage& w) {
+  return json{{"stage", w.index},
+              {"at", w.peak_at},
+              {"params_bytes", w.stat.params_bytes},
+              {"grads_bytes", w.stat.grads_bytes},
+              {"master_bytes", w.stat.master_bytes},
+              {"optimizer_bytes", w.stat.optimizer_bytes},
+              {"static_bytes", w.stat.total_bytes},
+              {"kept_activations_bytes", w.peak_activations},
+              {"recomputed_bytes", w.peak_recompute},
+              {"transient_bytes", w.peak_transients},
+              {"fragmentation_bytes", w.peak_fragmentation},
+              {"bytes", w.peak_bytes}};
+}
+
 json error_to_json(const Error& e) {
   return json{{"ok", false},
               {"error", {{"code", e.code}, {"field", e.field}, {"message", e.message}}}};
@@ -153,6 +170,7 @@ json estimate_to_json(const Estimate& e) {
         {"total_bytes", w.stat.total_bytes}}},
       {"stages", stages},
       {"total_bytes", w.total_bytes},
+      {"peak", peak_json(w)},
       {"peak_bytes", w.peak_bytes},
       {"peak_at", w.peak_at},
       {"recompute_overhead_pct", e.recompute_overhead_pct},

@@ -33,6 +33,8 @@ Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* 
 Result<GpuSpec> gpu_preset(const std::string& id);
 
 nlohmann::json estimate_to_json(const Estimate& e);
+// The peak of the most loaded stage as lines that add up to it (estimate's "peak" object).
+nlohmann::json peak_json(const Stage& w);
 nlohmann::json error_to_json(const Error& e);
 // compact: each event as [label, live_bytes, activations, recompute, transients] (the page's
 // chart).
