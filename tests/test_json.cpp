@@ -137,3 +137,43 @@ TEST_CASE("Presets listing names every model, GPU and example", "[json][presets]
   CHECK(r["gpus"].size() >= 8);
   CHECK(r["examples"].size() >= 10);
 }
+
+TEST_CASE("One key checker for every object: unknown keys named with a 'did you mean' hint",
+          "[json][keys]") {
+  struct Case {
+    json req;
+    const char* field;
+    const char* says;
+  };
+  json stack_model = {
+      {"hidden_size", 64},        {"num_attention_heads", 4},
+      {"num_hidden_layers", 2},   {"vocab_size", 128},
+      {"intermediate_size", 256}, {"layer_stack", {{{"kind", "base"}, {"repeats", 2}}}}};
+  json meta_model = {{"hidden_size", 64},        {"num_attention_heads", 4},
+                     {"num_hidden_layers", 2},   {"vocab_size", 128},
+                     {"intermediate_size", 256}, {"metadata", {{"nmae", "x"}}}};
+  const Case cases[] = {
+      {{{"preset", "gpt2"}, {"sumary", true}}, "sumary", "did you mean 'summary'"},
+      {{{"preset", "gpt2"}, {"command", "sweep"}, {"sweep", {{"seq", {1024}}}}},
+       "sweep.seq",
+       "did you mean 'seqs'"},
+      {{{"model", stack_model}}, "model.layer_stack[0].repeats", "did you mean 'repeat'"},
+      {{{"model", meta_model}}, "model.metadata.nmae", "did you mean 'name'"},
+      {{{"preset", "gpt2"}, {"config", {{"gpu_memroy_bytes", 1}}}},
+       "config.gpu_memroy_bytes",
+       "did you mean 'gpu_memory_bytes'"},
+  };
+  for (const Case& c : cases) {
+    const json r = actmem::evaluate_json(c.req);
+    INFO(r.dump());
+    REQUIRE_FALSE(r["ok"].get<bool>());
+    CHECK(r["error"]["code"] == "unknown_key");
+    CHECK(r["error"]["field"] == c.field);
+    CHECK(r["error"]["message"].get<std::string>().find(c.says) != std::string::npos);
+  }
+  // A key of a million characters is shortened in the message and gets no hint (no O(n^2) work).
+  const json r =
+      actmem::evaluate_json(json{{"preset", "gpt2"}, {"config", {{std::string(1000000, 'x'), 1}}}});
+  REQUIRE_FALSE(r["ok"].get<bool>());
+  CHECK(r["error"]["message"].get<std::string>().size() < 1000);
+}

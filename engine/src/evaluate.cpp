@@ -43,15 +43,10 @@ json presets_listing() {
 json evaluate_json(const json& req) {
   if (!req.is_object())
     return error_to_json(make_error("wrong_type", "request", "request: must be a JSON object"));
-  for (auto it = req.begin(); it != req.end(); ++it) {
-    bool known = false;
-    for (const char* k : kRequestKeys) known = known || it.key() == k;
-    if (!known)
-      return error_to_json(
-          make_error("unknown_key", it.key(),
-                     it.key() + ": unknown request key; allowed: command, preset, "
-                                "model, config, gpu, sweep, events, summary, compact_events"));
-  }
+  if (auto err =
+          detail::check_keys(req, "", kRequestKeys, sizeof(kRequestKeys) / sizeof(kRequestKeys[0]),
+                             "unknown request key"))
+    return error_to_json(*err);
   std::string command = "estimate";
   if (req.contains("command"))
     if (auto err = detail::read_string(req["command"], "command", &command))
@@ -124,6 +119,8 @@ json evaluate_json(const json& req) {
       if (!sw.is_object())
         return error_to_json(make_error("wrong_type", "sweep",
                                         "sweep: must be an object with micro_batches and seqs"));
+      static const char* const kSweepKeys[] = {"micro_batches", "seqs"};
+      if (auto err = detail::check_keys(sw, "sweep", kSweepKeys, 2)) return error_to_json(*err);
       for (const char* key : {"micro_batches", "seqs"}) {
         if (!sw.contains(key)) continue;
         const json& a = sw[key];

@@ -45,30 +45,13 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "grad_bucket_bytes"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
-std::string config_key_list() {
-  std::string s;
-  for (std::size_t i = 0; i < kNumConfigKeys; ++i)
-    s += (i ? ", " : "") + std::string(kConfigKeys[i]);
-  return s;
-}
-
 }  // namespace
 
 Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   if (!j.is_object())
     return make_error("wrong_type", "config",
                       "config: must be a JSON object, got " + detail::kind_of(j));
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& k = it.key();
-    bool known = false;
-    for (const char* s : kConfigKeys) known = known || k == s;
-    if (known) continue;
-    const std::string hint = detail::closest(k, kConfigKeys, kNumConfigKeys);
-    return make_error("unknown_key", "config." + k,
-                      "config." + k + ": unknown key" +
-                          (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
-                          "; allowed: " + config_key_list());
-  }
+  ACTMEM_TRY(detail::check_keys(j, "config", kConfigKeys, kNumConfigKeys));
   auto u = [&](const char* k, std::uint64_t* out, bool allow_zero = false) -> std::optional<Error> {
     if (!j.contains(k)) return std::nullopt;
     return detail::read_uint(j[k], std::string("config.") + k, out, allow_zero);
@@ -180,15 +163,7 @@ Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {
   if (!j.is_object()) return make_error("wrong_type", "gpu", "gpu: must be a JSON object");
   static const char* const kKeys[] = {"name",   "memory_bytes",      "memory_note",
                                       "source", "bf16_dense_tflops", "memory_bandwidth_gbs"};
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const char* k : kKeys) known = known || it.key() == k;
-    if (!known)
-      return make_error("unknown_key", "gpu." + it.key(),
-                        "gpu." + it.key() +
-                            ": unknown key; allowed: name, memory_bytes, memory_note, source, "
-                            "bf16_dense_tflops, memory_bandwidth_gbs");
-  }
+  ACTMEM_TRY(detail::check_keys(j, "gpu", kKeys, sizeof(kKeys) / sizeof(kKeys[0])));
   GpuSpec g;
   g.id = id;
   g.name = id;

@@ -86,30 +86,7 @@ bool in(const char* const (&list)[N], const std::string& k) {
   return false;
 }
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] =
-          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 }  // namespace
-
-std::string detail::closest(const std::string& key, const char* const* allowed, std::size_t n) {
-  std::string best;
-  std::size_t bd = 4;  // only suggest close matches
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t d = edit_distance(key, allowed[i]);
-    if (d < bd) bd = d, best = allowed[i];
-  }
-  return best;
-}
 
 Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                                   std::vector<std::string>* warnings) {
@@ -137,23 +114,16 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
         warnings->push_back("model." + k + ": ignored (does not affect memory)");
       continue;
     }
-    const std::string hint =
-        detail::closest(k, kModelKeys, sizeof(kModelKeys) / sizeof(kModelKeys[0]));
-    return make_error(
-        "unknown_key", "model." + k,
-        "model." + k + ": unknown key" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
-            "; a Hugging Face config.json must carry model_type; see docs/schema.md for our keys");
+    return *detail::unknown_key(
+        "model", k, kModelKeys, sizeof(kModelKeys) / sizeof(kModelKeys[0]), "unknown key",
+        "a Hugging Face config.json must carry model_type; see docs/schema.md for our keys");
   }
   if (j.contains("metadata")) {
     const json& md = j["metadata"];
     if (!md.is_object())
       return make_error("wrong_type", "model.metadata", "model.metadata: must be an object");
-    for (auto it = md.begin(); it != md.end(); ++it)
-      if (!in(kMetadataKeys, it.key()))
-        return make_error("unknown_key", "model.metadata." + it.key(),
-                          "model.metadata." + it.key() +
-                              ": unknown key; allowed: name, source, published_params, "
-                              "published_params_source, notes");
+    ACTMEM_TRY(detail::check_keys(md, "model.metadata", kMetadataKeys,
+                                  sizeof(kMetadataKeys) / sizeof(kMetadataKeys[0])));
     if (md.contains("name"))
       ACTMEM_TRY(detail::read_string(md["name"], "model.metadata.name", &m.name));
     if (md.contains("source"))

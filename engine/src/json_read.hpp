@@ -83,7 +83,23 @@ inline std::optional<Error> read_string(const json& v, const std::string& field,
   return std::nullopt;
 }
 
-// Closest allowed key by edit distance, for "did you mean" hints on unknown keys.
+// Closest allowed key by edit distance, for "did you mean" hints on unknown keys (json_keys.cpp).
 std::string closest(const std::string& key, const char* const* allowed, std::size_t n);
+
+// A key as an error message shows it: as typed when short and printable, else escaped and
+// shortened.
+std::string key_text(const std::string& key);
+
+// "PREFIX.KEY: unknown key (did you mean 'X'?); allowed: a, b, c" (`tail` replaces the allowed
+// list when given; `what` replaces "unknown key").
+std::optional<Error> unknown_key(const std::string& prefix, const std::string& key,
+                                 const char* const* allowed, std::size_t n,
+                                 const char* what = "unknown key", const std::string& tail = "");
+
+// The one key check for every object the engine reads: the first key not in `allowed` is an
+// unknown_key error.
+std::optional<Error> check_keys(const json& obj, const std::string& prefix,
+                                const char* const* allowed, std::size_t n,
+                                const char* what = "unknown key", const std::string& tail = "");
 
 }  // namespace actmem::detail

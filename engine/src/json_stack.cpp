@@ -37,17 +37,10 @@ std::optional<Error> bad(const std::string& field, const std::string& msg) {
 std::optional<Error> read_kind(const json& j, const std::string& field, LayerKind* k) {
   if (!j.is_object())
     return make_error("wrong_type", field, field + ": must be an object, got " + kind_of(j));
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const char* s : kKindKeys) known = known || it.key() == s;
-    if (known) continue;
-    const std::string hint = closest(it.key(), kKindKeys, sizeof(kKindKeys) / sizeof(kKindKeys[0]));
-    return make_error("unknown_key", field + "." + it.key(),
-                      field + "." + it.key() + ": not a layer-kind key" +
-                          (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
-                          "; a kind sets attention and FFN keys, the rest is model-wide "
-                          "(docs/schema.md)");
-  }
+  ACTMEM_TRY(check_keys(j, field, kKindKeys, sizeof(kKindKeys) / sizeof(kKindKeys[0]),
+                        "not a layer-kind key",
+                        "a kind sets attention and FFN keys, the rest is model-wide "
+                        "(docs/schema.md)"));
   auto u = [&](const char* key, std::uint64_t* out, bool zero) -> std::optional<Error> {
     if (!j.contains(key)) return std::nullopt;
     return read_uint(j[key], field + "." + key, out, zero);
@@ -203,10 +196,8 @@ std::optional<Error> read_layer_stack(const json& j, ModelSpec* m) {
       ACTMEM_TRY(kind_id(run, field, &k));
       cycle.push_back(k);
     } else if (run.is_object()) {
-      for (auto it = run.begin(); it != run.end(); ++it)
-        if (it.key() != "kind" && it.key() != "kinds" && it.key() != "repeat")
-          return make_error("unknown_key", field + "." + it.key(),
-                            field + "." + it.key() + ": unknown key; allowed: kind, kinds, repeat");
+      static const char* const kRunKeys[] = {"kind", "kinds", "repeat"};
+      ACTMEM_TRY(check_keys(run, field, kRunKeys, 3));
       if (run.contains("kind") == run.contains("kinds"))
         return make_error("missing_key", field,
                           field + ": give kind (one name) or kinds (names that alternate)");
