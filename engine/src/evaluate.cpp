@@ -1,7 +1,9 @@
 // The single request -> response entry point shared by the CLI, the page (through Embind) and the
 // fuzzer.
 #include "actmem/json_io.hpp"
+#include "actmem/names.hpp"
 #include "actmem/planner.hpp"
+#include "actmem/policy.hpp"
 #include "actmem/presets.hpp"
 #include "actmem/timeline.hpp"
 #include "json_read.hpp"
@@ -35,6 +37,15 @@ json presets_listing() {
     }
     out[p.kind].push_back(item);
   }
+  // The option lists every client offers, from the engine's one table per enum (names.hpp).
+  out["options"] = {
+      {"profiles", profile_table().names()},
+      {"attention", attention_table().names()},
+      {"optimizers", optimizer_table().names()},
+      {"schedules", schedule_table().names()},
+      {"dtypes", float_dtype_table().names()},
+      {"recompute", {"none", "selective", "full", "every:K", "custom", "layers:PATTERN"}},
+      {"recompute_letters", std::string(kChoiceLetters)}};
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "actmem/json_io.hpp"
+#include "actmem/names.hpp"
 #include "actmem/presets.hpp"
 #include "json_read.hpp"
 
@@ -61,14 +62,15 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
     return detail::read_bool(j[k], std::string("config.") + k, out);
   };
   auto choice = [&](const char* k, auto parse, auto* out,
-                    const char* allowed) -> std::optional<Error> {
+                    const std::string& allowed) -> std::optional<Error> {
     if (!j.contains(k)) return std::nullopt;
     const std::string field = std::string("config.") + k;
     std::string s;
     ACTMEM_TRY(detail::read_string(j[k], field, &s));
     if (!parse(s, out))
-      return make_error("invalid_value", field,
-                        field + ": '" + s + "' is not allowed; allowed: " + allowed);
+      return make_error(
+          "invalid_value", field,
+          field + ": '" + detail::key_text(s) + "' is not allowed; allowed: " + allowed);
     return std::nullopt;
   };
   auto prob = [&](const char* k, double* out) -> std::optional<Error> {
@@ -83,18 +85,18 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   ACTMEM_TRY(u("micro_batch", &c.micro_batch));
   ACTMEM_TRY(u("seq", &c.seq));
   ACTMEM_TRY(u("grad_accum", &c.grad_accum));
-  ACTMEM_TRY(choice("dtype", parse_float_dtype, &c.act_dtype, kFloatDtypeNames));
-  ACTMEM_TRY(choice("param_dtype", parse_float_dtype, &c.param_dtype, kFloatDtypeNames));
-  ACTMEM_TRY(choice("grad_dtype", parse_float_dtype, &c.grad_dtype, kFloatDtypeNames));
+  ACTMEM_TRY(choice("dtype", parse_float_dtype, &c.act_dtype, float_dtype_table().list()));
+  ACTMEM_TRY(choice("param_dtype", parse_float_dtype, &c.param_dtype, float_dtype_table().list()));
+  ACTMEM_TRY(choice("grad_dtype", parse_float_dtype, &c.grad_dtype, float_dtype_table().list()));
   ACTMEM_TRY(b("master_weights", &c.master_weights));
-  ACTMEM_TRY(choice("optimizer", parse_optimizer, &c.optimizer, kOptimizerNames));
+  ACTMEM_TRY(choice("optimizer", parse_optimizer, &c.optimizer, optimizer_table().list()));
   double dropout = -1.0;
   ACTMEM_TRY(prob("dropout", &dropout));
   if (dropout >= 0.0) c.attention_dropout = c.hidden_dropout = dropout;
   ACTMEM_TRY(prob("attention_dropout", &c.attention_dropout));
   ACTMEM_TRY(prob("hidden_dropout", &c.hidden_dropout));
-  ACTMEM_TRY(choice("attention", parse_attention, &c.attention, kAttentionNames));
-  ACTMEM_TRY(choice("profile", parse_profile, &c.profile, kProfileNames));
+  ACTMEM_TRY(choice("attention", parse_attention, &c.attention, attention_table().list()));
+  ACTMEM_TRY(choice("profile", parse_profile, &c.profile, profile_table().list()));
   ACTMEM_TRY(u("tp", &c.par.tp));
   ACTMEM_TRY(b("sp", &c.par.sp));
   ACTMEM_TRY(u("pp", &c.par.pp));
@@ -109,7 +111,7 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
         "config.zero: " + std::to_string(zero) + " is not a ZeRO stage; allowed: 0, 1, 2, 3");
   c.par.zero = static_cast<int>(zero);
   ACTMEM_TRY(u("ep", &c.par.ep));
-  ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, kRecomputeNames));
+  ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, recompute_names()));
   ACTMEM_TRY(b("offload", &c.recompute.offload));
   if (j.contains("gpu")) {
     ACTMEM_TRY(detail::read_string(j["gpu"], "config.gpu", &c.gpu_id));
@@ -119,7 +121,7 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
           "config.gpu: unknown GPU '" + c.gpu_id + "'; allowed: " + preset_ids("gpus"));
   }
   ACTMEM_TRY(u("gpu_memory_bytes", &c.gpu_bytes));
-  ACTMEM_TRY(choice("schedule", parse_schedule, &c.schedule, kScheduleNames));
+  ACTMEM_TRY(choice("schedule", parse_schedule, &c.schedule, schedule_table().list()));
   ACTMEM_TRY(u("micro_batches", &c.grad_accum));  // the pipeline name for grad_accum
   ACTMEM_TRY(u("cublas_workspace_bytes", &c.cublas_workspace, true));
   ACTMEM_TRY(u("grad_bucket_bytes", &c.grad_bucket, true));

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "actmem/json_io.hpp"
+#include "actmem/names.hpp"
 #include "json_read.hpp"
 #include "json_stack.hpp"
 
@@ -237,41 +238,30 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   if (j.contains("ffn_type")) {
     std::string s;
     ACTMEM_TRY(detail::read_string(j["ffn_type"], "model.ffn_type", &s));
-    if (s == "gelu")
-      b.ffn = FfnType::kGelu;
-    else if (s == "swiglu")
-      b.ffn = FfnType::kSwiglu;
-    else if (s == "geglu")
-      b.ffn = FfnType::kGeglu;
-    else
+    if (!ffn_table().parse(s, &b.ffn))
       return make_error("invalid_value", "model.ffn_type",
-                        "model.ffn_type: '" + s + "' is not allowed; allowed: gelu, swiglu, geglu");
+                        "model.ffn_type: '" + detail::key_text(s) +
+                            "' is not allowed; allowed: " + ffn_table().list());
   }
+
   if (j.contains("norm_type")) {
     std::string s;
     ACTMEM_TRY(detail::read_string(j["norm_type"], "model.norm_type", &s));
-    if (s == "layernorm")
-      m.norm = NormType::kLayerNorm;
-    else if (s == "rmsnorm")
-      m.norm = NormType::kRmsNorm;
-    else
+    if (!norm_table().parse(s, &m.norm))
       return make_error("invalid_value", "model.norm_type",
-                        "model.norm_type: '" + s + "' is not allowed; allowed: layernorm, rmsnorm");
+                        "model.norm_type: '" + detail::key_text(s) +
+                            "' is not allowed; allowed: " + norm_table().list());
   }
+
   if (j.contains("position_embedding")) {
     std::string s;
     ACTMEM_TRY(detail::read_string(j["position_embedding"], "model.position_embedding", &s));
-    if (s == "learned")
-      m.pos = PosEncoding::kLearned;
-    else if (s == "rope")
-      m.pos = PosEncoding::kRope;
-    else if (s == "none")
-      m.pos = PosEncoding::kNone;
-    else
-      return make_error(
-          "invalid_value", "model.position_embedding",
-          "model.position_embedding: '" + s + "' is not allowed; allowed: learned, rope, none");
+    if (!pos_table().parse(s, &m.pos))
+      return make_error("invalid_value", "model.position_embedding",
+                        "model.position_embedding: '" + detail::key_text(s) +
+                            "' is not allowed; allowed: " + pos_table().list());
   }
+
   // Mixture of experts (Mixtral: num_local_experts + intermediate_size per expert; Qwen2-MoE:
   // num_experts + moe_intermediate_size + shared_expert_intermediate_size).
   std::uint64_t experts = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "actmem/names.hpp"
 #include "json_read.hpp"
 #include "json_stack.hpp"
 
@@ -63,15 +64,9 @@ std::optional<Error> read_kind(const json& j, const std::string& field, LayerKin
   if (j.contains("ffn_type")) {
     std::string s;
     ACTMEM_TRY(read_string(j["ffn_type"], field + ".ffn_type", &s));
-    if (s == "gelu")
-      k->ffn = FfnType::kGelu;
-    else if (s == "swiglu")
-      k->ffn = FfnType::kSwiglu;
-    else if (s == "geglu")
-      k->ffn = FfnType::kGeglu;
-    else
+    if (!ffn_table().parse(s, &k->ffn))
       return bad(field + ".ffn_type",
-                 short_dump(j["ffn_type"]) + " is not allowed; allowed: gelu, swiglu, geglu");
+                 "'" + key_text(s) + "' is not allowed; allowed: " + ffn_table().list());
   }
   if (j.contains("num_local_experts")) {
     std::uint64_t e = 0;

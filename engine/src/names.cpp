@@ -1,176 +1,155 @@
-// Names of enums as users type them, and their parsers (one table per enum, used everywhere).
+// Names of enums as users type them: one table per enum (names.hpp), from which every name, parser
+// and listing is derived.
+#include "actmem/names.hpp"
+
 #include <cstdlib>
 #include <string>
 
 #include "actmem/config.hpp"
 #include "actmem/dtype.hpp"
 #include "actmem/model.hpp"
+#include "actmem/policy.hpp"
+#include "actmem/schedule.hpp"
 
 namespace actmem {
 
+namespace {
+
+template <class E, std::size_t N>
+EnumTable<E> table(const EnumName<E> (&t)[N]) {
+  return EnumTable<E>{t, N};
+}
+
+const EnumName<Profile> kProfiles[] = {{Profile::kMegatron, "megatron"},
+                                       {Profile::kTextbook, "textbook"},
+                                       {Profile::kPytorch, "pytorch"},
+                                       {Profile::kHf, "hf"}};
+const EnumName<Attention> kAttention[] = {{Attention::kEager, "eager"},
+                                          {Attention::kSdpaMath, "sdpa_math"},
+                                          {Attention::kFlash, "flash"}};
+const EnumName<Optimizer> kOptimizers[] = {{Optimizer::kAdamW, "adamw"},
+                                           {Optimizer::kSgd, "sgd"},
+                                           {Optimizer::kSgdMomentum, "sgd_momentum"},
+                                           {Optimizer::kAdam8bit, "adam8bit"},
+                                           {Optimizer::kAdafactor, "adafactor"},
+                                           {Optimizer::kAdamW, "adam", false}};
+const EnumName<Schedule> kSchedules[] = {{Schedule::kGpipe, "gpipe"},
+                                         {Schedule::k1F1B, "1f1b"},
+                                         {Schedule::kInterleaved, "interleaved"}};
+const EnumName<FfnType> kFfn[] = {
+    {FfnType::kGelu, "gelu"}, {FfnType::kSwiglu, "swiglu"}, {FfnType::kGeglu, "geglu"}};
+const EnumName<NormType> kNorms[] = {{NormType::kLayerNorm, "layernorm"},
+                                     {NormType::kRmsNorm, "rmsnorm"}};
+const EnumName<PosEncoding> kPos[] = {
+    {PosEncoding::kLearned, "learned"}, {PosEncoding::kRope, "rope"}, {PosEncoding::kNone, "none"}};
+// Float dtypes a config may name, with the aliases Hugging Face writes in torch_dtype.
+const EnumName<DType> kFloatDtypes[] = {
+    {DType::kFp32, "fp32"},           {DType::kBf16, "bf16"},
+    {DType::kFp16, "fp16"},           {DType::kFp8, "fp8"},
+    {DType::kFp32, "float32", false}, {DType::kBf16, "bfloat16", false},
+    {DType::kFp16, "float16", false}, {DType::kFp8, "float8", false}};
+// Every dtype a record can have (written back only).
+const EnumName<DType> kAllDtypes[] = {
+    {DType::kFp32, "fp32"}, {DType::kBf16, "bf16"},   {DType::kFp16, "fp16"}, {DType::kFp8, "fp8"},
+    {DType::kBool, "bool"}, {DType::kInt64, "int64"}, {DType::kInt8, "int8"}};
+
+}  // namespace
+
+const EnumTable<Profile>& profile_table() {
+  static const EnumTable<Profile> t = table(kProfiles);
+  return t;
+}
+const EnumTable<Attention>& attention_table() {
+  static const EnumTable<Attention> t = table(kAttention);
+  return t;
+}
+const EnumTable<Optimizer>& optimizer_table() {
+  static const EnumTable<Optimizer> t = table(kOptimizers);
+  return t;
+}
+const EnumTable<Schedule>& schedule_table() {
+  static const EnumTable<Schedule> t = table(kSchedules);
+  return t;
+}
+const EnumTable<FfnType>& ffn_table() {
+  static const EnumTable<FfnType> t = table(kFfn);
+  return t;
+}
+const EnumTable<NormType>& norm_table() {
+  static const EnumTable<NormType> t = table(kNorms);
+  return t;
+}
+const EnumTable<PosEncoding>& pos_table() {
+  static const EnumTable<PosEncoding> t = table(kPos);
+  return t;
+}
+const EnumTable<DType>& float_dtype_table() {
+  static const EnumTable<DType> t = table(kFloatDtypes);
+  return t;
+}
+
+std::string recompute_names() {
+  return std::string("none, selective, full, every:K (K >= 1), custom, layers:PATTERN (letters ") +
+         kChoiceLetters[0] + " " + kChoiceLetters[1] + " " + kChoiceLetters[2] + " " +
+         kChoiceLetters[3] + " " + kChoiceLetters[4] + ")";
+}
+
 const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::kFp32:
-      return "fp32";
-    case DType::kBf16:
-      return "bf16";
-    case DType::kFp16:
-      return "fp16";
-    case DType::kFp8:
-      return "fp8";
-    case DType::kBool:
-      return "bool";
-    case DType::kInt64:
-      return "int64";
-    case DType::kInt8:
-      return "int8";
-  }
-  return "?";
+  return table(kAllDtypes).name(t);
 }
-
 bool parse_float_dtype(const std::string& s, DType* out) {
-  if (s == "fp32" || s == "float32")
-    *out = DType::kFp32;
-  else if (s == "bf16" || s == "bfloat16")
-    *out = DType::kBf16;
-  else if (s == "fp16" || s == "float16")
-    *out = DType::kFp16;
-  else if (s == "fp8" || s == "float8")
-    *out = DType::kFp8;
-  else
-    return false;
-  return true;
+  return float_dtype_table().parse(s, out);
 }
-
 const char* ffn_name(FfnType f) {
-  switch (f) {
-    case FfnType::kGelu:
-      return "gelu";
-    case FfnType::kSwiglu:
-      return "swiglu";
-    case FfnType::kGeglu:
-      return "geglu";
-  }
-  return "?";
+  return ffn_table().name(f);
 }
 const char* norm_name(NormType n) {
-  return n == NormType::kLayerNorm ? "layernorm" : "rmsnorm";
+  return norm_table().name(n);
 }
 const char* pos_name(PosEncoding p) {
-  switch (p) {
-    case PosEncoding::kLearned:
-      return "learned";
-    case PosEncoding::kRope:
-      return "rope";
-    case PosEncoding::kNone:
-      return "none";
-  }
-  return "?";
+  return pos_table().name(p);
 }
-
 const char* profile_name(Profile p) {
-  switch (p) {
-    case Profile::kMegatron:
-      return "megatron";
-    case Profile::kTextbook:
-      return "textbook";
-    case Profile::kPytorch:
-      return "pytorch";
-    case Profile::kHf:
-      return "hf";
-  }
-  return "?";
+  return profile_table().name(p);
 }
 const char* attention_name(Attention a) {
-  switch (a) {
-    case Attention::kEager:
-      return "eager";
-    case Attention::kSdpaMath:
-      return "sdpa_math";
-    case Attention::kFlash:
-      return "flash";
-  }
-  return "?";
+  return attention_table().name(a);
 }
 const char* optimizer_name(Optimizer o) {
-  switch (o) {
-    case Optimizer::kAdamW:
-      return "adamw";
-    case Optimizer::kSgd:
-      return "sgd";
-    case Optimizer::kSgdMomentum:
-      return "sgd_momentum";
-    case Optimizer::kAdam8bit:
-      return "adam8bit";
-    case Optimizer::kAdafactor:
-      return "adafactor";
-  }
-  return "?";
+  return optimizer_table().name(o);
+}
+const char* schedule_name(Schedule s) {
+  return schedule_table().name(s);
+}
+bool parse_profile(const std::string& s, Profile* out) {
+  return profile_table().parse(s, out);
+}
+bool parse_attention(const std::string& s, Attention* out) {
+  return attention_table().parse(s, out);
+}
+bool parse_optimizer(const std::string& s, Optimizer* out) {
+  return optimizer_table().parse(s, out);
+}
+bool parse_schedule(const std::string& s, Schedule* out) {
+  return schedule_table().parse(s, out);
 }
 
 std::string recompute_name(const Recompute& r) {
-  std::string s;
   switch (r.kind) {
     case RecomputeKind::kNone:
-      s = "none";
-      break;
+      return "none";
     case RecomputeKind::kSelective:
-      s = "selective";
-      break;
+      return "selective";
     case RecomputeKind::kFull:
-      s = "full";
-      break;
+      return "full";
     case RecomputeKind::kEveryK:
-      s = "every:" + std::to_string(r.every_k);
-      break;
+      return "every:" + std::to_string(r.every_k);
     case RecomputeKind::kCustom:
-      s = "custom";
-      break;
+      return "custom";
     case RecomputeKind::kPattern:
-      s = "layers:" + r.pattern;
-      break;
+      return "layers:" + r.pattern;
   }
-  return s;
-}
-
-bool parse_profile(const std::string& s, Profile* out) {
-  if (s == "megatron")
-    *out = Profile::kMegatron;
-  else if (s == "textbook")
-    *out = Profile::kTextbook;
-  else if (s == "pytorch")
-    *out = Profile::kPytorch;
-  else if (s == "hf")
-    *out = Profile::kHf;
-  else
-    return false;
-  return true;
-}
-bool parse_attention(const std::string& s, Attention* out) {
-  if (s == "eager")
-    *out = Attention::kEager;
-  else if (s == "sdpa_math")
-    *out = Attention::kSdpaMath;
-  else if (s == "flash")
-    *out = Attention::kFlash;
-  else
-    return false;
-  return true;
-}
-bool parse_optimizer(const std::string& s, Optimizer* out) {
-  if (s == "adamw" || s == "adam")
-    *out = Optimizer::kAdamW;
-  else if (s == "sgd")
-    *out = Optimizer::kSgd;
-  else if (s == "sgd_momentum")
-    *out = Optimizer::kSgdMomentum;
-  else if (s == "adam8bit")
-    *out = Optimizer::kAdam8bit;
-  else if (s == "adafactor")
-    *out = Optimizer::kAdafactor;
-  else
-    return false;
-  return true;
+  return "?";
 }
 
 bool parse_recompute(const std::string& s, Recompute* out) {
@@ -185,7 +164,7 @@ bool parse_recompute(const std::string& s, Recompute* out) {
     r.kind = RecomputeKind::kCustom;
   else if (s.rfind("layers:", 0) == 0 && s.size() > 7 && s.size() <= 7 + 4096) {
     for (std::size_t i = 7; i < s.size(); ++i)
-      if (std::string("KSCRX").find(s[i]) == std::string::npos) return false;
+      if (std::string(kChoiceLetters).find(s[i]) == std::string::npos) return false;
     r.kind = RecomputeKind::kPattern;
     r.pattern = s.substr(7);
   } else if (s.rfind("every:", 0) == 0 && s.size() > 6 && s.size() <= 15) {

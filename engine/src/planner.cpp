@@ -44,7 +44,7 @@ std::uint64_t largest(std::uint64_t hi, F ok) {
 
 std::string pattern_string(const std::vector<LayerChoice>& v) {
   std::string s;
-  for (LayerChoice c : v) s += "KSCRX"[static_cast<int>(c)];
+  for (LayerChoice c : v) s += kChoiceLetters[static_cast<int>(c)];
   return s;
 }
 

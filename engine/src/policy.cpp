@@ -6,18 +6,9 @@
 namespace actmem {
 
 LayerChoice pattern_choice(char letter) {
-  switch (letter) {
-    case 'S':
-      return LayerChoice::kSelective;
-    case 'C':
-      return LayerChoice::kCheckpoint;
-    case 'R':
-      return LayerChoice::kRecompute;
-    case 'X':
-      return LayerChoice::kCustom;
-    default:
-      return LayerChoice::kKeep;
-  }
+  for (int i = 0; i < 5; ++i)
+    if (kChoiceLetters[i] == letter) return static_cast<LayerChoice>(i);
+  return LayerChoice::kKeep;
 }
 
 LayerChoice choice_at(const Recompute& r, std::uint64_t j) {
@@ -191,7 +182,7 @@ std::string policy_name(const std::vector<LayerChoice>& chunk, const Recompute& 
   const auto uniform = layer_choices(r, chunk.size());
   if (uniform == chunk) return recompute_name(r);
   std::string s = "layers:";
-  for (LayerChoice c : chunk) s += "KSCRX"[static_cast<int>(c)];
+  for (LayerChoice c : chunk) s += kChoiceLetters[static_cast<int>(c)];
   return s;
 }
 

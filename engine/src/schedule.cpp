@@ -1,31 +1,7 @@
-// Pipeline schedule names, op lists and the weighted in-flight maximum of a rank.
+// Pipeline schedule op lists and the weighted in-flight maximum of a rank (names: names.cpp).
 #include "actmem/schedule.hpp"
 
 namespace actmem {
-
-const char* schedule_name(Schedule s) {
-  switch (s) {
-    case Schedule::kGpipe:
-      return "gpipe";
-    case Schedule::k1F1B:
-      return "1f1b";
-    case Schedule::kInterleaved:
-      return "interleaved";
-  }
-  return "?";
-}
-
-bool parse_schedule(const std::string& s, Schedule* out) {
-  if (s == "gpipe")
-    *out = Schedule::kGpipe;
-  else if (s == "1f1b")
-    *out = Schedule::k1F1B;
-  else if (s == "interleaved")
-    *out = Schedule::kInterleaved;
-  else
-    return false;
-  return true;
-}
 
 std::vector<PipeOp> pipeline_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
                                  std::uint64_t m) {

@@ -89,10 +89,4 @@ bool parse_optimizer(const std::string& s, Optimizer* out);
 // "none" | "selective" | "full" | "every:K" (K >= 1).
 bool parse_recompute(const std::string& s, Recompute* out);
 
-constexpr const char* kProfileNames = "megatron, textbook, pytorch, hf";
-constexpr const char* kAttentionNames = "eager, sdpa_math, flash";
-constexpr const char* kOptimizerNames = "adamw, sgd, sgd_momentum, adam8bit, adafactor";
-constexpr const char* kRecomputeNames =
-    "none, selective, full, every:K (K >= 1), custom, layers:PATTERN (letters K S C R X)";
-
 }  // namespace actmem

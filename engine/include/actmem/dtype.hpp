@@ -32,6 +32,5 @@ const char* dtype_name(DType t);
 // Parses the user-facing names fp32|bf16|fp16|fp8 (and float32/bfloat16/float16 aliases as HF
 // writes them in torch_dtype). Returns false for anything else.
 bool parse_float_dtype(const std::string& s, DType* out);
-constexpr const char* kFloatDtypeNames = "fp32, bf16, fp16, fp8";
 
 }  // namespace actmem

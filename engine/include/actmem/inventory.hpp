@@ -27,8 +27,8 @@ struct TensorRecord {
   std::vector<Dim> shape;
   DType dtype = DType::kBf16;
   Bytes bytes = 0;
-  bool quadratic = false;  // scales with s^2 (the attention score family)
-  bool attn_core = false;  // dropped by selective recompute (Korthikanti et al. 2022, Sec. 5)
+  bool quadratic = false;     // scales with s^2 (the attention score family)
+  bool attn_core = false;     // dropped by selective recompute (Korthikanti et al. 2022, Sec. 5)
   std::string_view backward;  // the backward op that reads it
   std::string_view why;       // why that backward needs it
   std::string_view source;    // citation for the record

@@ -17,6 +17,8 @@ namespace actmem {
 // kRecompute: nothing, regenerated with the segment of the nearest checkpoint below it;
 // kCustom: the layer input plus a named set of records (Recompute::custom_keep).
 enum class LayerChoice : std::uint8_t { kKeep, kSelective, kCheckpoint, kRecompute, kCustom };
+// The letter of each choice in layers:PATTERN, in LayerChoice order.
+constexpr const char kChoiceLetters[] = "KSCRX";
 
 // The choice of layer j of a chunk under a policy (a chunk's first layer starts a recompute
 // segment: kRecompute there becomes kCheckpoint), and the choices of a chunk of n layers.
@@ -34,10 +36,10 @@ struct LayerCosts {
   Bytes custom = 0;      // records named in custom_keep
   bool custom_has_input = false;
   bool custom_drops_non_core = false;
-  Bytes grad_peak = 0;       // the most gradient bytes alive at one step of the layer's backward
+  Bytes grad_peak = 0;  // the most gradient bytes alive at one step of the layer's backward
   std::string_view grad_peak_at;  // that step (LayerInventory::backward_grads)
-  double flops_fwd = 0;      // one forward of the layer (multiply-add = 2 FLOPs)
-  double flops_core = 0;     // of which the attention core (QK^T, softmax-V)
+  double flops_fwd = 0;           // one forward of the layer (multiply-add = 2 FLOPs)
+  double flops_core = 0;          // of which the attention core (QK^T, softmax-V)
 };
 
 LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flops_fwd,

@@ -12,7 +12,6 @@ enum class Schedule { kGpipe, k1F1B, kInterleaved };
 
 const char* schedule_name(Schedule s);
 bool parse_schedule(const std::string& s, Schedule* out);
-constexpr const char* kScheduleNames = "gpipe, 1f1b, interleaved";
 
 // One forward or backward of one micro-batch through one model chunk on one pipeline rank.
 struct PipeOp {

@@ -1,0 +1,73 @@
+// One table per enum: the names users type, the name written back, and the listing every error
+// message and the page's option lists use (names.cpp holds the tables).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace actmem {
+
+template <class E>
+struct EnumName {
+  E value;
+  const char* name;
+  bool listed = true;  // false for accepted aliases ("adam", "bfloat16"), never written back
+};
+
+// A table as a view: its entries and their count.
+template <class E>
+struct EnumTable {
+  const EnumName<E>* entries;
+  std::size_t size;
+
+  const char* name(E v) const {
+    for (std::size_t i = 0; i < size; ++i)
+      if (entries[i].value == v && entries[i].listed) return entries[i].name;
+    return "?";
+  }
+  bool parse(const std::string& s, E* out) const {
+    for (std::size_t i = 0; i < size; ++i)
+      if (s == entries[i].name) {
+        *out = entries[i].value;
+        return true;
+      }
+    return false;
+  }
+  // "a, b, c": the listed names in table order.
+  std::string list() const {
+    std::string s;
+    for (std::size_t i = 0; i < size; ++i)
+      if (entries[i].listed) s += (s.empty() ? "" : ", ") + std::string(entries[i].name);
+    return s;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> v;
+    for (std::size_t i = 0; i < size; ++i)
+      if (entries[i].listed) v.push_back(entries[i].name);
+    return v;
+  }
+};
+
+enum class Profile;
+enum class Attention;
+enum class Optimizer;
+enum class Schedule;
+enum class FfnType;
+enum class NormType;
+enum class PosEncoding;
+enum class DType;
+
+const EnumTable<Profile>& profile_table();
+const EnumTable<Attention>& attention_table();
+const EnumTable<Optimizer>& optimizer_table();
+const EnumTable<Schedule>& schedule_table();
+const EnumTable<FfnType>& ffn_table();
+const EnumTable<NormType>& norm_table();
+const EnumTable<PosEncoding>& pos_table();
+const EnumTable<DType>& float_dtype_table();  // the dtypes a config may name
+
+// The recompute policies as a user writes them (config.recompute), for listings.
+std::string recompute_names();
+
+}  // namespace actmem
