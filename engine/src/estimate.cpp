@@ -6,6 +6,7 @@
 #include "actmem/evaluation.hpp"
 #include "actmem/flops.hpp"
 #include "actmem/schedule.hpp"
+#include "actmem/sharding.hpp"
 #include "actmem/timeline.hpp"
 #include "explain.hpp"
 #include "overflow.hpp"
@@ -156,7 +157,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   const StaticMemory& sm = w.stat;
   // Static lines: params on this GPU × bytes per param, ÷ the ZeRO group when the stage applies
   // (routed experts partition over dp/ep).
-  const std::uint64_t edp = p.ep > 1 ? p.dp / p.ep : p.dp;
+  const std::uint64_t edp = expert_dp(p.dp, p.ep);
   auto static_line = [&](const char* id, const std::string& title, const std::string& per,
                          Bytes width, int stage, Bytes value, const char* source) {
     Explanation x;
@@ -193,11 +194,8 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
               sm.master_bytes,
               "Micikevicius et al. 2018: fp32 master copy; ZeRO Sec. 5.1 partitions it with the "
               "optimizer states");
-  if (c.optimizer == Optimizer::kAdamW || c.optimizer == Optimizer::kSgd ||
-      c.optimizer == Optimizer::kSgdMomentum) {
-    const Bytes per = c.optimizer == Optimizer::kAdamW         ? 8
-                      : c.optimizer == Optimizer::kSgdMomentum ? 4
-                                                               : 0;
+  std::uint64_t per = 0;
+  if (optimizer_bytes_per_element(c.optimizer, &per)) {
     static_line("static.optimizer_bytes",
                 std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")",
                 "bytes of state/param", per, 1, sm.optimizer_bytes,

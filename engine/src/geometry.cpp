@@ -1,6 +1,7 @@
 // Resolves one layer's local tensor axes on one GPU: the single place TP/SP/CP/EP divisions live.
 #include "actmem/checked.hpp"
 #include "actmem/inventory.hpp"
+#include "actmem/sharding.hpp"
 
 namespace actmem {
 
@@ -28,16 +29,12 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
   // Local queries still attend to every key of the sequence.
   g.s_keys = {"s", c.seq};
   g.h = {"h", m.hidden};
-  g.a = t > 1 ? Dim{"a/t", k.heads / t} : Dim{"a", k.heads};
-  if (t == 1)
-    g.kv = {"kv", k.kv_heads};
-  else if (k.kv_heads % t == 0)
-    g.kv = {"kv/t", k.kv_heads / t};
-  else
-    g.kv = {"1", 1};  // t is a multiple of kv: each rank holds one replicated KV head
+  g.a = {t > 1 ? "a/t" : "a", tp_shard(k.heads, t)};
+  // t a multiple of kv: each rank holds one replicated KV head.
+  g.kv = {t == 1 ? "kv" : (k.kv_heads % t == 0 ? "kv/t" : "1"), tp_kv_heads(k.kv_heads, t)};
   g.d = {"d", k.head_dim};
-  g.f = t > 1 ? Dim{"f/t", k.ffn_hidden / t} : Dim{"f", k.ffn_hidden};
-  g.v = t > 1 ? Dim{"⌈V/t⌉", ceil_div(m.vocab, t)} : Dim{"V", m.vocab};
+  g.f = {t > 1 ? "f/t" : "f", tp_shard(k.ffn_hidden, t)};
+  g.v = {t > 1 ? "⌈V/t⌉" : "V", vocab_shard(m.vocab, t)};
   if (k.is_moe()) {
     Checked ck;
     const MoeSpec& e = k.moe;
@@ -61,9 +58,9 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
     }
     if (ck.overflowed())
       return make_error("overflow", ck.field(), "expert token count overflows 64 bits");
-    g.expert_f = t > 1 ? Dim{"f_e/t", e.expert_ffn / t} : Dim{"f_e", e.expert_ffn};
+    g.expert_f = {t > 1 ? "f_e/t" : "f_e", tp_shard(e.expert_ffn, t)};
     const std::uint64_t shared = e.shared_experts * e.shared_expert_ffn;
-    g.shared_f = t > 1 ? Dim{"f_sh/t", shared / t} : Dim{"f_sh", shared};
+    g.shared_f = {t > 1 ? "f_sh/t" : "f_sh", tp_shard(shared, t)};
     g.experts = {"E", e.experts};
   }
   return g;

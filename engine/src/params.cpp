@@ -2,18 +2,11 @@
 // bytes/param for mixed-precision Adam, the seed 002_13aa127c0ff0c20b.txt "16Psi").
 #include "actmem/params.hpp"
 
+#include "actmem/sharding.hpp"
+
 namespace actmem {
 
 namespace {
-
-std::uint64_t shard(std::uint64_t n, std::uint64_t t) {
-  return t > 1 ? n / t : n;
-}
-
-std::uint64_t local_kv(const LayerKind& k, std::uint64_t t) {
-  if (t <= 1) return k.kv_heads;
-  return k.kv_heads % t == 0 ? k.kv_heads / t : 1;  // t a multiple of kv: one replicated head
-}
 
 void push(std::vector<ParamRecord>& v, const char* id, std::uint64_t rows, std::uint64_t cols,
           ParamPlace place, bool expert = false, std::uint64_t copies = 1) {
@@ -33,8 +26,8 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
                                       const ParamShards& s) {
   std::vector<ParamRecord> v;
   const std::uint64_t t = s.tp;
-  const std::uint64_t a = shard(k.heads, t);
-  const std::uint64_t kv = local_kv(k, t);
+  const std::uint64_t a = tp_shard(k.heads, t);
+  const std::uint64_t kv = tp_kv_heads(k.kv_heads, t);
   const std::uint64_t qkv_out = (a + 2 * kv) * k.head_dim;
   push_norm(v, m, "ln1.weight", "ln1.bias", ParamPlace::kLayer);
   // Column-parallel QKV, row-parallel output projection (Shoeybi et al. 2019, Sec. 3).
@@ -48,15 +41,15 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
     const MoeSpec& e = k.moe;
     push(v, "moe.router.weight", m.hidden, e.experts, ParamPlace::kLayer);
     const std::uint64_t local_experts = e.experts / s.ep;
-    const std::uint64_t fe = shard(e.expert_ffn, t);
+    const std::uint64_t fe = tp_shard(e.expert_ffn, t);
     // One matrix per local expert (Adafactor factors each separately).
     push(v, "moe.experts.fc1.weight", m.hidden, glu * fe, ParamPlace::kLayer, true, local_experts);
     push(v, "moe.experts.fc2.weight", fe, m.hidden, ParamPlace::kLayer, true, local_experts);
-    const std::uint64_t fs = shard(e.shared_experts * e.shared_expert_ffn, t);
+    const std::uint64_t fs = tp_shard(e.shared_experts * e.shared_expert_ffn, t);
     push(v, "moe.shared.fc1.weight", m.hidden, glu * fs, ParamPlace::kLayer);
     push(v, "moe.shared.fc2.weight", fs, m.hidden, ParamPlace::kLayer);
   } else {
-    const std::uint64_t f = shard(k.ffn_hidden, t);
+    const std::uint64_t f = tp_shard(k.ffn_hidden, t);
     push(v, "mlp.fc1.weight", m.hidden, glu * f, ParamPlace::kLayer);
     if (k.mlp_bias) push(v, "mlp.fc1.bias", glu * f, 1, ParamPlace::kLayer);
     push(v, "mlp.fc2.weight", f, m.hidden, ParamPlace::kLayer);
@@ -68,8 +61,7 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
 std::vector<ParamRecord> embedding_params(const ModelSpec& m, const ParamShards& s) {
   std::vector<ParamRecord> v;
   // Vocab-parallel embedding: each TP rank holds ceil(V/t) rows.
-  push(v, "embed.tokens", s.tp > 1 ? ceil_div(m.vocab, s.tp) : m.vocab, m.hidden,
-       ParamPlace::kEmbedding);
+  push(v, "embed.tokens", vocab_shard(m.vocab, s.tp), m.hidden, ParamPlace::kEmbedding);
   if (m.pos == PosEncoding::kLearned)
     push(v, "embed.positions", m.max_positions, m.hidden, ParamPlace::kEmbedding);
   return v;
@@ -82,8 +74,7 @@ std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s,
   // Tied embeddings share the embedding matrix, except that with pipeline parallelism the last
   // stage holds its own copy (Megatron-LM keeps the two in sync with an all-reduce).
   if (!m.tied_embeddings || separate_stage)
-    push(v, "lm_head.weight", s.tp > 1 ? ceil_div(m.vocab, s.tp) : m.vocab, m.hidden,
-         ParamPlace::kHead);
+    push(v, "lm_head.weight", vocab_shard(m.vocab, s.tp), m.hidden, ParamPlace::kHead);
   return v;
 }
 
@@ -118,12 +109,13 @@ Bytes optimizer_state_bytes(Optimizer o, const ParamRecord& p, Checked& ck) {
 static Bytes one_tensor_state_bytes(Optimizer o, const ParamRecord& p, Checked& ck) {
   const Bytes n = ck.mul(p.rows, p.cols, "static.optimizer_bytes");
   switch (o) {
-    case Optimizer::kAdamW:  // two fp32 moments (Loshchilov & Hutter 2019)
-      return ck.mul(n, 8, "static.optimizer_bytes");
+    case Optimizer::kAdamW:
     case Optimizer::kSgd:
-      return 0;
-    case Optimizer::kSgdMomentum:  // one fp32 momentum buffer
-      return ck.mul(n, 4, "static.optimizer_bytes");
+    case Optimizer::kSgdMomentum: {
+      std::uint64_t per = 0;
+      optimizer_bytes_per_element(o, &per);
+      return ck.mul(n, per, "static.optimizer_bytes");
+    }
     case Optimizer::kAdam8bit:
       // bitsandbytes: tensors under 4096 elements stay 32-bit; larger ones keep two uint8 states
       // plus one fp32 absmax per 2048-element block per state (Dettmers et al. 2022, Sec. 2).
@@ -161,7 +153,7 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
   // ZeRO partitions over the data-parallel group; routed experts are already split by EP, so
   // their ZeRO group is the expert-data-parallel group of dp/ep ranks.
   const std::uint64_t dp = c.par.dp;
-  const std::uint64_t edp = c.par.ep > 1 ? dp / c.par.ep : dp;
+  const std::uint64_t edp = expert_dp(dp, c.par.ep);
   const int z = c.par.zero;
   auto part = [&](Bytes dense_b, Bytes expert_b, int stage) {
     if (z < stage) return ck.add(dense_b, expert_b, "static");

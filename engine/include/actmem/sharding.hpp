@@ -1,0 +1,51 @@
+// The one place tensor, vocabulary and expert parallelism divide a dimension, and the per-element
+// optimizer state widths: geometry (activations), parameter records and explanations all use these.
+#pragma once
+
+#include <cstdint>
+
+#include "actmem/checked.hpp"
+#include "actmem/config.hpp"
+
+namespace actmem {
+
+// Heads, FFN and expert widths split evenly over t tensor-parallel ranks (Shoeybi et al. 2019,
+// Sec. 3: column-parallel QKV and first linear, row-parallel output; validate.cpp checks t
+// divides them).
+constexpr std::uint64_t tp_shard(std::uint64_t n, std::uint64_t t) {
+  return t > 1 ? n / t : n;
+}
+
+// KV heads per rank: kv/t, or one replicated head when t is a multiple of kv (Megatron-LM GQA).
+constexpr std::uint64_t tp_kv_heads(std::uint64_t kv, std::uint64_t t) {
+  return t <= 1 ? kv : (kv % t == 0 ? kv / t : 1);
+}
+
+// Vocab-parallel embedding and head: each TP rank holds ceil(V/t) rows (Megatron-LM pads V).
+constexpr std::uint64_t vocab_shard(std::uint64_t v, std::uint64_t t) {
+  return t > 1 ? ceil_div(v, t) : v;
+}
+
+// Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the
+// expert-data-parallel group of dp/ep ranks.
+constexpr std::uint64_t expert_dp(std::uint64_t dp, std::uint64_t ep) {
+  return ep > 1 ? dp / ep : dp;
+}
+
+// Bytes of optimizer state per parameter element for the element-wise optimizers (AdamW: two fp32
+// moments, Loshchilov & Hutter 2019; SGD with momentum: one fp32 buffer; SGD: none). False for
+// the optimizers whose state depends on the tensor (8-bit Adam's blocks, Adafactor's factors).
+constexpr bool optimizer_bytes_per_element(Optimizer o, std::uint64_t* bytes) {
+  switch (o) {
+    case Optimizer::kAdamW:
+      return *bytes = 8, true;
+    case Optimizer::kSgdMomentum:
+      return *bytes = 4, true;
+    case Optimizer::kSgd:
+      return *bytes = 0, true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace actmem
