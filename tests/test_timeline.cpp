@@ -505,3 +505,36 @@ TEST_CASE(
     }
   CHECK(n > 800);
 }
+
+TEST_CASE(
+    "fit's aimed search is exact: the answer fits and one more step does not, over presets, "
+    "attention kinds, recompute policies and budgets",
+    "[planner][fit]") {
+  int n = 0;
+  for (const char* preset : {"gpt2", "llama-3.1-8b", "mixtral-8x7b", "llama-2-70b"})
+    for (const char* attn : {"eager", "flash"})
+      for (const char* rc : {"none", "full"})
+        for (const char* gpu : {"rtx-4090", "h100-80gb", "h200-141gb"}) {
+          json cfg = {{"attention", attn}, {"recompute", rc}, {"seq", 1024}, {"gpu", gpu}};
+          if (std::string(preset) == "llama-2-70b") cfg["tp"] = 8, cfg["pp"] = 4, cfg["sp"] = true;
+          const json f = run(json{{"command", "fit"}, {"preset", preset}, {"config", cfg}});
+          INFO(preset << " " << attn << " " << rc << " " << gpu << " " << f.dump());
+          const std::uint64_t b = u(f["max_micro_batch"]), s = u(f["max_seq"]);
+          const std::uint64_t step = u(f["seq_step"]);
+          auto fits = [&](std::uint64_t mb, std::uint64_t seq) {
+            json c = cfg;
+            c["micro_batch"] = mb;
+            c["seq"] = seq;
+            const json r = actmem::evaluate_json(json{{"preset", preset}, {"config", c}});
+            return r["ok"].get<bool>() && r["fits"].get<bool>();
+          };
+          if (b > 0) CHECK(fits(b, 1024));
+          CHECK_FALSE(fits(b + 1, 1024));
+          if (s > 0) CHECK(fits(1, s));
+          const json lim = run_preset(preset, json::object());
+          const bool at_table = lim["model"]["position_embedding"] == "learned" && s + step > 1024;
+          if (!at_table) CHECK_FALSE(fits(1, s + step));
+          ++n;
+        }
+  CHECK(n == 48);
+}

@@ -224,14 +224,43 @@ Result<json> parse_json_text(const std::string& text, const std::string& field) 
   return j;
 }
 
+namespace {
+
+// Each model preset parsed once: the presets are compiled in and never change, so every request
+// naming one reuses its ModelSpec (and the warnings reading it gave). Built on first use, then
+// read only.
+struct ParsedPreset {
+  std::string id;
+  Result<ModelSpec> model;
+  std::vector<std::string> warnings;
+};
+
+const std::vector<ParsedPreset>& parsed_presets() {
+  static const std::vector<ParsedPreset> all = [] {
+    std::vector<ParsedPreset> v;
+    for (const PresetText& p : all_presets()) {
+      if (std::string(p.kind) != "models") continue;
+      std::vector<std::string> w;
+      auto j = parse_json_text(p.json, "preset");
+      Result<ModelSpec> m = j.ok() ? model_from_json(j.value(), p.id, &w) : j.error();
+      v.push_back(ParsedPreset{p.id, std::move(m), std::move(w)});
+    }
+    return v;
+  }();
+  return all;
+}
+
+}  // namespace
+
 Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* warnings) {
-  const PresetText* p = find_preset("models", id);
-  if (!p)
-    return make_error("unknown_preset", "preset",
-                      "preset: unknown model '" + id + "'; allowed: " + preset_ids("models"));
-  auto j = parse_json_text(p->json, "preset");
-  if (!j.ok()) return j.error();
-  return model_from_json(j.value(), id, warnings);
+  for (const ParsedPreset& p : parsed_presets())
+    if (p.id == id) {
+      if (warnings) warnings->insert(warnings->end(), p.warnings.begin(), p.warnings.end());
+      return p.model;
+    }
+  return make_error(
+      "unknown_preset", "preset",
+      "preset: unknown model '" + detail::key_text(id) + "'; allowed: " + preset_ids("models"));
 }
 
 Result<GpuSpec> gpu_preset(const std::string& id) {

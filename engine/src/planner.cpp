@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 namespace actmem {
@@ -19,18 +20,34 @@ Result<Bytes> peak_of(const ModelSpec& m, const TrainConfig& c, Evaluation* ev) 
 }
 
 // Largest x in [1, hi] with ok(x), given ok is monotone (true then false); 0 if ok(1) is false.
+// The search starts at `guess` and gallops away from it in the direction ok says, then bisects:
+// exact for any guess, a few probes for a good one.
 template <class F>
-std::uint64_t largest(std::uint64_t hi, F ok) {
-  if (!ok(1)) return 0;
-  std::uint64_t lo = 1, step = 1;
-  while (lo < hi) {  // gallop to bracket, then bisect
-    const std::uint64_t next = std::min(hi, lo + step);
-    if (!ok(next)) {
-      hi = next - 1;
-      break;
+std::uint64_t largest(std::uint64_t hi, std::uint64_t guess, F ok) {
+  if (hi == 0) return 0;
+  guess = std::max<std::uint64_t>(1, std::min(hi, guess));
+  std::uint64_t lo = 0;
+  if (ok(guess)) {
+    lo = guess;
+    for (std::uint64_t step = 1; lo < hi; step *= 2) {
+      const std::uint64_t next = hi - lo > step ? lo + step : hi;
+      if (!ok(next)) {
+        hi = next - 1;
+        break;
+      }
+      lo = next;
     }
-    lo = next;
-    step *= 2;
+  } else {
+    std::uint64_t fail = guess;
+    for (std::uint64_t d = 1;; d *= 2) {
+      const std::uint64_t x = guess > d ? guess - d : 1;
+      if (ok(x)) {
+        lo = x, hi = fail - 1;
+        break;
+      }
+      if (x == 1) return 0;
+      fail = x;
+    }
   }
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo + 1) / 2;
@@ -40,6 +57,38 @@ std::uint64_t largest(std::uint64_t hi, F ok) {
       hi = mid - 1;
   }
   return lo;
+}
+
+// Where the quadratic through (x1, p1), (x2, p2), (x3, p3) reaches the budget (the activations
+// grow linearly with the micro-batch and at most quadratically with the sequence: the s x s
+// scores); a line through the last two when the points do not bend upward.
+double reach(double x1, double p1, double x2, double p2, double x3, double p3, double budget) {
+  const double s12 = (p2 - p1) / (x2 - x1), s23 = (p3 - p2) / (x3 - x2);
+  const double a = (s23 - s12) / (x3 - x1);
+  const double b = s23 - a * (x2 + x3);  // slope term of a·x² + b·x + c
+  const double c = p3 - a * x3 * x3 - b * x3;
+  if (a > 0) return (-b + std::sqrt(std::max(0.0, b * b - 4 * a * (c - budget)))) / (2 * a);
+  return s23 > 0 ? x3 + (budget - p3) / s23 : x3;
+}
+
+// A first probe for `largest`: aim with the line through x = 2 and 3 (x = 1 can differ in kind:
+// the peak event moves), then refit a quadratic through 2, halfway and the aim. `peak` returns
+// a negative value for an invalid configuration; the search that follows is exact regardless.
+template <class P>
+std::uint64_t aim(std::uint64_t hi, double budget, P peak) {
+  auto clamp = [&](double x) {
+    return x >= 1 && x < static_cast<double>(hi) ? static_cast<std::uint64_t>(x)
+                                                 : (x >= 1 ? hi : 1);
+  };
+  if (hi < 4) return 1;
+  const double p2 = peak(2), p3 = peak(3);
+  if (p2 < 0 || p3 < 0 || p3 <= p2) return 1;
+  const std::uint64_t g1 = clamp(3 + (budget - p3) / (p3 - p2));
+  if (g1 <= 6) return g1;
+  const std::uint64_t mid = g1 / 2;
+  const double pm = peak(mid), pg = peak(g1);
+  if (pm < 0 || pg < 0) return g1;
+  return clamp(reach(2, p2, static_cast<double>(mid), pm, static_cast<double>(g1), pg, budget));
 }
 
 std::string pattern_string(const std::vector<LayerChoice>& v) {
@@ -57,24 +106,51 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
   if (!base.ok()) return base.error();
   const TrainConfig& norm = base.value().config;
   Evaluation ev;  // its scratch is reused by every probe
-  auto fits = [&](TrainConfig t) {
-    auto p = peak_of(m, t, &ev);
-    return p.ok() && p.value() <= budget;
-  };
-  f.max_micro_batch = largest(std::uint64_t{1} << 20, [&](std::uint64_t b) {
+  // The peak at micro-batch b (or sequence step n), each probe simulated once; -1: invalid.
+  std::map<std::uint64_t, Result<Bytes>> by_b, by_n;
+  auto peak_b = [&](std::uint64_t b) -> const Result<Bytes>& {
+    auto it = by_b.find(b);
+    if (it != by_b.end()) return it->second;
     TrainConfig t = norm;
     t.micro_batch = b;
-    return fits(t);
-  });
+    return by_b.emplace(b, peak_of(m, t, &ev)).first->second;
+  };
+  // Exact integer comparisons decide; doubles only aim the first probe.
+  auto fits_b = [&](std::uint64_t b) {
+    const Result<Bytes>& p = peak_b(b);
+    return p.ok() && p.value() <= budget;
+  };
+  auto approx = [](const Result<Bytes>& p) {
+    return p.ok() ? static_cast<double>(p.value()) : -1.0;
+  };
+  const double cap = static_cast<double>(budget);
+  const std::uint64_t max_b = std::uint64_t{1} << 20;
+  f.max_micro_batch =
+      fits_b(1)
+          ? largest(max_b, aim(max_b, cap, [&](std::uint64_t b) { return approx(peak_b(b)); }),
+                    fits_b)
+          : 0;
   f.seq_step = norm.par.cp * (norm.par.sp && norm.par.tp > 1 ? norm.par.tp : 1);
   std::uint64_t max_steps = (std::uint64_t{1} << 30) / f.seq_step;
   if (m.pos == PosEncoding::kLearned) max_steps = std::min(max_steps, m.max_positions / f.seq_step);
-  const std::uint64_t k = largest(max_steps, [&](std::uint64_t n) {
+  auto peak_n = [&](std::uint64_t n) -> const Result<Bytes>& {
+    auto it = by_n.find(n);
+    if (it != by_n.end()) return it->second;
     TrainConfig t = norm;
     t.seq = n * f.seq_step;
-    return fits(t);
-  });
+    return by_n.emplace(n, peak_of(m, t, &ev)).first->second;
+  };
+  auto fits_n = [&](std::uint64_t n) {
+    const Result<Bytes>& p = peak_n(n);
+    return p.ok() && p.value() <= budget;
+  };
+  const std::uint64_t k =
+      fits_n(1)
+          ? largest(max_steps,
+                    aim(max_steps, cap, [&](std::uint64_t n) { return approx(peak_n(n)); }), fits_n)
+          : 0;
   f.max_seq = k * f.seq_step;
+  f.probes = by_b.size() + by_n.size();
   return f;
 }
 

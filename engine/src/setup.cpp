@@ -107,26 +107,50 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     s.chunk_first.push_back(next);
     next += s.chunk_sizes[mc / p.pp];
   }
+  // Each kind's parameter records, once; a rank's static memory depends only on how many layers
+  // of each kind it holds and whether it holds the embedding or the head, so ranks alike (the
+  // middle ranks of an even split) share one computation.
+  std::vector<std::vector<ParamRecord>> kind_params;
+  for (const LayerKind& lk : m.kinds) kind_params.push_back(layer_params(m, lk, shards));
+  struct Seen {
+    std::vector<std::uint64_t> counts;
+    bool first, last;
+    StaticMemory stat;
+  };
+  std::vector<Seen> seen;
   for (RankSetup& s : e.ranks) {
     // One set of parameters per layer the rank holds, per kind.
     std::vector<std::uint64_t> counts(m.kinds.size(), 0);
     for (std::uint64_t ci = 0; ci < p.vpp; ++ci) {
+      if (m.kinds.size() == 1) {
+        counts[0] += s.chunk_sizes[ci];
+        continue;
+      }
       const auto n = m.kind_counts(s.chunk_first[ci], s.chunk_sizes[ci]);
       for (std::size_t ki = 0; ki < n.size(); ++ki) counts[ki] += n[ki];
+    }
+    const bool first = s.index == 0, last = s.index == p.pp - 1;
+    const Seen* hit = nullptr;
+    for (const Seen& x : seen)
+      if (x.first == first && x.last == last && x.counts == counts) hit = &x;
+    if (hit) {
+      s.stat = hit->stat;
+      continue;
     }
     std::vector<ParamRecord> scaled;
     for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
       if (counts[ki] == 0) continue;
-      for (ParamRecord q : layer_params(m, m.kinds[ki], shards)) {
+      for (ParamRecord q : kind_params[ki]) {
         q.copies = ck.mul(q.copies, counts[ki], "static.params");
         scaled.push_back(q);
       }
     }
-    if (s.index == 0) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
-    if (s.index == p.pp - 1) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
+    if (first) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
+    if (last) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
     auto st = static_memory(scaled, c);
     if (!st.ok()) return st.error();
     s.stat = st.value();
+    seen.push_back(Seen{counts, first, last, s.stat});
   }
   if (auto err = set_policy_costs(e, c.recompute)) return *err;
 

@@ -17,6 +17,7 @@ struct FitResult {
   std::uint64_t max_micro_batch = 0;  // 0: not even one fits
   std::uint64_t max_seq = 0;          // at the configured micro-batch; 0: none fits
   std::uint64_t seq_step = 1;  // sequences are searched in multiples of this (cp, tp with SP)
+  std::uint64_t probes = 0;    // configurations simulated
 };
 
 // Binary searches over the simulated peak, which is monotonic in micro-batch and sequence length.
