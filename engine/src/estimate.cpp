@@ -33,7 +33,9 @@ std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
 
 }  // namespace
 
-std::optional<Error> apply_recompute(Estimate& e) {
+// Everything that depends on config.recompute (per-layer choices, the evaluation, the per-stage
+// view, fits) on an estimate whose setup is built.
+static std::optional<Error> apply_recompute(Estimate& e) {
   const TrainConfig& c = e.config;
   if (auto err = set_policy_costs(e, c.recompute)) return *err;
   if (auto err = evaluate(e, c.recompute, &e.eval)) return *err;

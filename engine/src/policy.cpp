@@ -165,19 +165,6 @@ bool regenerates_before(const LayerChoice* chunk, const Bytes* regen, std::size_
   return regen[j] > 0;
 }
 
-Bytes max_regen_alive(const std::vector<LayerChoice>& chunk, const std::vector<Bytes>& regen) {
-  // Walk the chunk's backward as the timeline does: regenerate, run the layer, free it.
-  Bytes alive = 0, best = 0;
-  for (std::size_t j = chunk.size(); j-- > 0;) {
-    std::size_t first = 0;
-    if (regenerates_before(chunk, regen, j, &first))
-      for (std::size_t i = first; i <= j; ++i) alive += regen[i];
-    best = std::max(best, alive);
-    alive -= regen[j];
-  }
-  return best;
-}
-
 std::string policy_name(const std::vector<LayerChoice>& chunk, const Recompute& r) {
   const auto uniform = layer_choices(r, chunk.size());
   if (uniform == chunk) return recompute_name(r);

@@ -80,8 +80,4 @@ struct Estimate : Setup {
 Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c, const GpuSpec* gpu,
                           bool explain = true);
 
-// Re-derives everything that depends on config.recompute (per-layer choices, the evaluation, the
-// per-stage view, fits) on an estimate whose setup is built.
-std::optional<Error> apply_recompute(Estimate& e);
-
 }  // namespace actmem

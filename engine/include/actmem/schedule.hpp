@@ -171,14 +171,4 @@ void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::ui
 std::vector<PipeOp> pipeline_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
                                  std::uint64_t m);
 
-// The moment the most kept bytes are in flight: (micro-batch, chunk) forwards whose backward has
-// not run, each weighted by its chunk's kept bytes; with the count per chunk at that moment.
-struct InFlight {
-  std::uint64_t chunks = 0;
-  std::vector<std::uint64_t> per_chunk;  // v entries
-  std::uint64_t weight = 0;              // sum of the weights in flight
-};
-InFlight max_in_flight(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
-                       std::uint64_t m, const std::vector<std::uint64_t>& chunk_weight);
-
 }  // namespace actmem
