@@ -1,6 +1,7 @@
-// JSON in and out: model specs (ours or a Hugging Face config.json), training configs, GPU presets,
-// the estimate as JSON, and `evaluate`, the one request -> response entry point every client
-// shares.
+// The JSON adapter (clients that speak JSON: the CLI, the page's bindings, the fuzzers, the tests):
+// model specs (ours or a Hugging Face config.json), training configs and GPUs from JSON, the
+// answers as JSON. The engine's own headers (engine/include/actmem/) do not expose nlohmann; the
+// string entry point is actmem/api.hpp.
 #pragma once
 
 #include <string>
@@ -8,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actmem/api.hpp"
 #include "actmem/config.hpp"
 #include "actmem/error.hpp"
 #include "actmem/estimate.hpp"
@@ -28,10 +30,6 @@ Result<TrainConfig> config_from_json(const nlohmann::json& j, TrainConfig base);
 
 Result<GpuSpec> gpu_from_json(const nlohmann::json& j, const std::string& id);
 
-// Resolves presets by id (models, gpus) from the data compiled into the engine.
-Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* warnings);
-Result<GpuSpec> gpu_preset(const std::string& id);
-
 nlohmann::json estimate_to_json(const Estimate& e);
 // The peak of the most loaded stage as lines that add up to it (estimate's "peak" object).
 nlohmann::json peak_json(const Stage& w);
@@ -43,9 +41,7 @@ nlohmann::json fit_to_json(const struct FitResult& f);
 nlohmann::json plan_to_json(const struct Plan& p);
 nlohmann::json sweep_to_json(const struct Sweep& s);
 
-// {"command": "estimate" | "presets" | "explain", "preset"|"model", "config", ...} ->
-// {"ok": true, ...} or {"ok": false, "error": {code, field, message}}. Deterministic output.
-std::string evaluate(const std::string& request_text);
+// evaluate() (api.hpp) on a parsed request.
 nlohmann::json evaluate_json(const nlohmann::json& request);
 
 }  // namespace actmem
