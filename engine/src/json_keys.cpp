@@ -41,7 +41,7 @@ std::string closest(const std::string& key, const char* const* allowed, std::siz
 
 std::string key_text(const std::string& key) {
   const bool plain = key.size() <= kHintMaxKey && std::all_of(key.begin(), key.end(), [](char c) {
-                       return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f && c != '"';
+                       return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
                      });
   return plain ? key : short_dump(json(key));
 }
