@@ -134,12 +134,11 @@ void BM_Setup405B(benchmark::State& state) {
 }
 BENCHMARK(BM_Setup405B);
 
-// The numeric walk alone on a built setup (what plan's candidates cost).
-void BM_Evaluate405B(benchmark::State& state) {
+// The numeric walk alone on a built setup (what plan's candidates cost), with the heap
+// allocations one call makes once the scratch has grown, and the closed-form ratio.
+void run_evaluate(benchmark::State& state, const char* preset, const actmem::TrainConfig& c) {
   using Clock = std::chrono::steady_clock;
-  auto m = actmem::model_preset("llama-3.1-405b", nullptr);
-  actmem::TrainConfig c = config_405b();
-  c.grad_accum = static_cast<std::uint64_t>(state.range(0));
+  auto m = actmem::model_preset(preset, nullptr);
   auto s = actmem::make_setup(m.value(), c);
   actmem::Evaluation ev;
   (void)actmem::evaluate(s.value(), c.recompute, &ev);  // grows the scratch once
@@ -155,27 +154,18 @@ void BM_Evaluate405B(benchmark::State& state) {
       static_cast<double>(g_allocs.load() - a0) / static_cast<double>(state.iterations());
   ratio_vs_closed_form<Clock>(state, m.value(), c, t1 - t0);
 }
+
+void BM_Evaluate405B(benchmark::State& state) {
+  actmem::TrainConfig c = config_405b();
+  c.grad_accum = static_cast<std::uint64_t>(state.range(0));
+  run_evaluate(state, "llama-3.1-405b", c);
+}
 BENCHMARK(BM_Evaluate405B)->Arg(64)->Arg(4096);
 
 void BM_EvaluateGpt2(benchmark::State& state) {
-  using Clock = std::chrono::steady_clock;
-  auto m = actmem::model_preset("gpt2", nullptr);
   actmem::TrainConfig c;
   c.seq = 1024;
-  auto s = actmem::make_setup(m.value(), c);
-  actmem::Evaluation ev;
-  (void)actmem::evaluate(s.value(), c.recompute, &ev);  // grows the scratch once
-  const std::uint64_t a0 = g_allocs.load();
-  const auto t0 = Clock::now();
-  for (auto _ : state) {
-    auto err = actmem::evaluate(s.value(), c.recompute, &ev);
-    benchmark::DoNotOptimize(err);
-    benchmark::DoNotOptimize(ev.stages.data());
-  }
-  const auto t1 = Clock::now();
-  state.counters["allocs_per_call"] =
-      static_cast<double>(g_allocs.load() - a0) / static_cast<double>(state.iterations());
-  ratio_vs_closed_form<Clock>(state, m.value(), c, t1 - t0);
+  run_evaluate(state, "gpt2", c);
 }
 BENCHMARK(BM_EvaluateGpt2);
 

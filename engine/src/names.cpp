@@ -55,37 +55,29 @@ const EnumName<DType> kAllDtypes[] = {
 
 }  // namespace
 
-const EnumTable<Profile>& profile_table() {
-  static const EnumTable<Profile> t = table(kProfiles);
-  return t;
+EnumTable<Profile> profile_table() {
+  return table(kProfiles);
 }
-const EnumTable<Attention>& attention_table() {
-  static const EnumTable<Attention> t = table(kAttention);
-  return t;
+EnumTable<Attention> attention_table() {
+  return table(kAttention);
 }
-const EnumTable<Optimizer>& optimizer_table() {
-  static const EnumTable<Optimizer> t = table(kOptimizers);
-  return t;
+EnumTable<Optimizer> optimizer_table() {
+  return table(kOptimizers);
 }
-const EnumTable<Schedule>& schedule_table() {
-  static const EnumTable<Schedule> t = table(kSchedules);
-  return t;
+EnumTable<Schedule> schedule_table() {
+  return table(kSchedules);
 }
-const EnumTable<FfnType>& ffn_table() {
-  static const EnumTable<FfnType> t = table(kFfn);
-  return t;
+EnumTable<FfnType> ffn_table() {
+  return table(kFfn);
 }
-const EnumTable<NormType>& norm_table() {
-  static const EnumTable<NormType> t = table(kNorms);
-  return t;
+EnumTable<NormType> norm_table() {
+  return table(kNorms);
 }
-const EnumTable<PosEncoding>& pos_table() {
-  static const EnumTable<PosEncoding> t = table(kPos);
-  return t;
+EnumTable<PosEncoding> pos_table() {
+  return table(kPos);
 }
-const EnumTable<DType>& float_dtype_table() {
-  static const EnumTable<DType> t = table(kFloatDtypes);
-  return t;
+EnumTable<DType> float_dtype_table() {
+  return table(kFloatDtypes);
 }
 
 std::string recompute_names() {

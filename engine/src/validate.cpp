@@ -35,22 +35,22 @@ constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 40;
 constexpr std::uint64_t kMaxLayers = 65536;
 constexpr std::size_t kMaxKinds = 64;
 
+// A dimension that must be a positive integer below 2^40.
+std::optional<Error> positive_dim(const std::string& field, std::uint64_t v) {
+  if (v == 0) return bad(field, "must be a positive integer, got 0");
+  if (v > kMaxDim) return bad(field, std::to_string(v) + " is larger than the supported 2^40");
+  return std::nullopt;
+}
+
 // The dimensions of one layer kind; fields are named under the kind's prefix ("model" for the
 // top-level keys, "model.layer_kinds.NAME" for a kind of a stack).
 std::optional<Error> validate_kind(const LayerKind& k) {
   const std::string f = k.field + ".";
-  struct Positive {
-    const char* key;
-    std::uint64_t v;
-  };
-  const Positive dims[] = {{"num_attention_heads", k.heads},
-                           {"num_key_value_heads", k.kv_heads},
-                           {"head_dim", k.head_dim}};
-  for (const auto& p : dims) {
-    if (p.v == 0) return bad(f + p.key, "must be a positive integer, got 0");
-    if (p.v > kMaxDim)
-      return bad(f + p.key, std::to_string(p.v) + " is larger than the supported 2^40");
-  }
+  for (const auto& [key, v] :
+       {std::pair<const char*, std::uint64_t>{"num_attention_heads", k.heads},
+        {"num_key_value_heads", k.kv_heads},
+        {"head_dim", k.head_dim}})
+    if (auto err = positive_dim(f + key, v)) return err;
   if (!k.is_moe() && k.ffn_hidden == 0)
     return bad(f + "intermediate_size", "must be a positive integer, got 0");
   if (k.ffn_hidden > kMaxDim) return bad(f + "intermediate_size", "larger than the supported 2^40");
@@ -116,11 +116,8 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   const Positive model_dims[] = {{"model.num_hidden_layers", m.layers},
                                  {"model.hidden_size", m.hidden},
                                  {"model.vocab_size", m.vocab}};
-  for (const auto& p : model_dims) {
-    if (p.v == 0) return bad(p.field, "must be a positive integer, got 0");
-    if (p.v > kMaxDim)
-      return bad(p.field, std::to_string(p.v) + " is larger than the supported 2^40");
-  }
+  for (const auto& p : model_dims)
+    if (auto err = positive_dim(p.field, p.v)) return err;
   if (m.kinds.empty() || m.kinds.size() > kMaxKinds)
     return bad("model.layer_kinds", std::to_string(m.kinds.size()) +
                                         " layer kinds; allowed: 1 to " + std::to_string(kMaxKinds));
@@ -154,11 +151,8 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                           {"config.cp", p.cp},
                           {"config.dp", p.dp},
                           {"config.ep", p.ep}};
-  for (const auto& q : cfg) {
-    if (q.v == 0) return bad(q.field, "must be a positive integer, got 0");
-    if (q.v > kMaxDim)
-      return bad(q.field, std::to_string(q.v) + " is larger than the supported 2^40");
-  }
+  for (const auto& q : cfg)
+    if (auto err = positive_dim(q.field, q.v)) return err;
   if (c.grad_accum > kMaxLayers * 64)
     return bad("config.grad_accum", std::to_string(c.grad_accum) +
                                         " micro-batches is more than the supported " +

@@ -15,7 +15,7 @@ struct EnumName {
   bool listed = true;  // false for accepted aliases ("adam", "bfloat16"), never written back
 };
 
-// A table as a view: its entries and their count.
+// A table as a view (a pointer and a count, cheap to copy): its entries and their count.
 template <class E>
 struct EnumTable {
   const EnumName<E>* entries;
@@ -58,14 +58,14 @@ enum class NormType;
 enum class PosEncoding;
 enum class DType;
 
-const EnumTable<Profile>& profile_table();
-const EnumTable<Attention>& attention_table();
-const EnumTable<Optimizer>& optimizer_table();
-const EnumTable<Schedule>& schedule_table();
-const EnumTable<FfnType>& ffn_table();
-const EnumTable<NormType>& norm_table();
-const EnumTable<PosEncoding>& pos_table();
-const EnumTable<DType>& float_dtype_table();  // the dtypes a config may name
+EnumTable<Profile> profile_table();
+EnumTable<Attention> attention_table();
+EnumTable<Optimizer> optimizer_table();
+EnumTable<Schedule> schedule_table();
+EnumTable<FfnType> ffn_table();
+EnumTable<NormType> norm_table();
+EnumTable<PosEncoding> pos_table();
+EnumTable<DType> float_dtype_table();  // the dtypes a config may name
 
 // The recompute policies as a user writes them (config.recompute), for listings.
 std::string recompute_names();
