@@ -7,6 +7,7 @@ namespace actmem {
 Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
                                        const LayerGeometry& g, Profile profile) {
   LayerInventory inv;
+  inv.tensors.reserve(32);  // the largest profile's layer has fewer records
   Checked ck;
   detail::RecordBuilder rb(&inv.tensors, &ck);
   switch (profile) {
@@ -44,7 +45,7 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
   return inv;
 }
 
-std::string shape_symbol(const std::vector<Dim>& shape) {
+std::string shape_symbol(const Shape& shape) {
   std::string s;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i) s += "·";
@@ -57,7 +58,7 @@ std::string shape_symbol(const std::vector<Dim>& shape) {
   return s;
 }
 
-std::string shape_values(const std::vector<Dim>& shape) {
+std::string shape_values(const Shape& shape) {
   std::string out;
   for (std::size_t i = 0; i < shape.size(); ++i)
     out += (i ? "·" : "") + std::to_string(shape[i].value);

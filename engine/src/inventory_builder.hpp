@@ -19,13 +19,13 @@ class RecordBuilder {
   // the record keeps views of them (no allocation per record).
   TensorRecord& add(const char* id, std::initializer_list<Dim> shape, DType dt,
                     const char* backward, const char* why, const char* source) {
-    return add(id, std::vector<Dim>(shape), dt, backward, why, source);
+    return add(id, Shape(shape), dt, backward, why, source);
   }
-  TensorRecord& add(const char* id, std::vector<Dim> shape, DType dt, const char* backward,
+  TensorRecord& add(const char* id, const Shape& shape, DType dt, const char* backward,
                     const char* why, const char* source) {
     TensorRecord r;
     r.id = id;
-    r.shape = std::move(shape);
+    r.shape = shape;
     r.dtype = dt;
     Bytes n = dtype_bytes(dt);
     for (const Dim& d : r.shape) n = ck_->mul(n, d.value, id);

@@ -16,7 +16,7 @@ constexpr const char* kSrc =
 // One gradient buffer: its name, shape, and whether it is fp32 whatever the activation dtype.
 struct Buf {
   const char* id;
-  std::vector<Dim> shape;
+  Shape shape;
   bool fp32 = false;
 };
 // One step: its name and the gradient buffers alive while it runs.

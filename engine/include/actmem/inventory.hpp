@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,12 +20,32 @@ namespace actmem {
 // as views so building an inventory allocates no strings.
 struct Dim {
   std::string_view sym;
-  std::uint64_t value;
+  std::uint64_t value = 0;
+};
+
+// A tensor's axes, held inline (records have at most kMaxDims axes), so a record allocates nothing.
+class Shape {
+ public:
+  static constexpr std::size_t kMaxDims = 6;
+  Shape() = default;
+  Shape(std::initializer_list<Dim> dims) {
+    for (const Dim& d : dims) push_back(d);
+  }
+  void push_back(const Dim& d) { dims_[n_ < kMaxDims ? n_++ : kMaxDims - 1] = d; }
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const Dim& operator[](std::size_t i) const { return dims_[i]; }
+  const Dim* begin() const { return dims_; }
+  const Dim* end() const { return dims_ + n_; }
+
+ private:
+  Dim dims_[kMaxDims] = {};
+  std::size_t n_ = 0;
 };
 
 struct TensorRecord {
   std::string_view id;  // stable, e.g. "attn.softmax_out"
-  std::vector<Dim> shape;
+  Shape shape;
   DType dtype = DType::kBf16;
   Bytes bytes = 0;
   bool quadratic = false;     // scales with s^2 (the attention score family)
@@ -84,7 +105,7 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
                                        const LayerGeometry& g, Profile profile);
 
 // "b·s·h" for a shape; "2·b·s·h" when prefixed with the element width.
-std::string shape_symbol(const std::vector<Dim>& shape);
-std::string shape_values(const std::vector<Dim>& shape);
+std::string shape_symbol(const Shape& shape);
+std::string shape_values(const Shape& shape);
 
 }  // namespace actmem
