@@ -308,7 +308,9 @@
       (tl.stages.length > 1 ? '; ' + (tl.stages.length - 1) + ' other stages faint' : '') + '; recompute shaded';
     svg.appendChild(lab);
     const low = svgEl('text', { x: pad, y: H - 8 });
-    low.textContent = fmtBytes(min) + ' (static) → the highest event of each forward, loss and backward op →';
+    // The axis starts at the smallest static memory of any stage (the floor every line starts from);
+    // the summary's static is the most loaded stage's.
+    low.textContent = fmtBytes(min) + ' (lowest stage static) → the highest event of each forward, loss and backward op →';
     svg.appendChild(low);
     $('timeline-note').textContent = '(' + tl.schedule + ', ' + tl.micro_batches + ' micro-batches, recompute overhead ' + pct(tl.recompute_overhead_pct) + ')';
     const sp = $('stage-peaks');
