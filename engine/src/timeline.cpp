@@ -74,7 +74,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
   Checked ck;
   Evaluation::Scratch sc;
   double layers_fwd = 0, extra = 0;
-  detail::fill_layers(e, r, sc, &layers_fwd, &extra);
+  detail::fill_layers(e, r, sc, &layers_fwd, &extra, false);
   const std::vector<Transient> named = events_all ? named_transients(e) : std::vector<Transient>{};
   for (std::uint64_t rank = 0; rank < e.ranks.size(); ++rank) {
     StageTimeline out;

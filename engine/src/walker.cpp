@@ -124,26 +124,42 @@ void summarize_chunk(const Evaluation::Scratch& sc, std::uint64_t g0, std::uint6
 }  // namespace
 
 void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch& sc, double* layers_fwd,
-                 double* extra) {
-  const std::uint64_t L = s.model.layers;
-  sc.choice.resize(L);
-  sc.kept.resize(L), sc.regen.resize(L), sc.full.resize(L);
-  sc.trans_f.resize(L), sc.trans_b.resize(L);
+                 double* extra, bool compact) {
+  // A one-kind stack's layer j of any chunk is the same layer: compact arrays hold j = 0..n-1 of
+  // the longest chunk; otherwise they hold every global layer.
+  sc.compact = compact && s.kinds.size() == 1;
+  std::uint64_t n = s.model.layers;
+  if (sc.compact) {
+    n = 0;
+    for (const RankSetup& rk : s.ranks)
+      for (std::uint64_t size : rk.chunk_sizes) n = std::max(n, size);
+  }
+  sc.choice.resize(n);
+  sc.kept.resize(n), sc.regen.resize(n), sc.full.resize(n);
+  sc.trans_f.resize(n), sc.trans_b.resize(n), sc.extra.resize(n);
+  auto fill = [&](std::uint64_t at, std::uint64_t j, const KindEstimate& k) {
+    const LayerChoice c = choice_at(r, j);
+    sc.choice[at] = c;
+    sc.kept[at] = kept_bytes(c, k.costs);
+    sc.regen[at] = regen_bytes(c, k.costs);
+    sc.full[at] = k.costs.full;
+    sc.trans_f[at] = k.trans_fwd;
+    sc.trans_b[at] = k.trans_bwd;
+    sc.extra[at] = regen_flops(c, k.costs);
+  };
+  if (sc.compact)
+    for (std::uint64_t j = 0; j < n; ++j) fill(j, j, s.kinds[0]);
+  // The FLOPs are summed layer by layer in one order whatever the layout of the arrays, so the
+  // overhead is the same to the last bit.
   double fwd = 0, ex = 0;
   for (const RankSetup& rk : s.ranks)
     for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
       for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
         const std::uint64_t g = rk.chunk_first[ci] + j;
         const KindEstimate& k = s.kind_at(g);
-        const LayerChoice c = choice_at(r, j);
-        sc.choice[g] = c;
-        sc.kept[g] = kept_bytes(c, k.costs);
-        sc.regen[g] = regen_bytes(c, k.costs);
-        sc.full[g] = k.costs.full;
-        sc.trans_f[g] = k.trans_fwd;
-        sc.trans_b[g] = k.trans_bwd;
+        if (!sc.compact) fill(g, j, k);
         fwd += k.costs.flops_fwd;
-        ex += regen_flops(c, k.costs);
+        ex += sc.extra[sc.compact ? j : g];
       }
   *layers_fwd = fwd;
   *extra = ex;
@@ -174,7 +190,7 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
       for (std::size_t i = 0; i < sc.memo_n.size() && !found; ++i)
         if (sc.memo_n[i] == n) sc.chunks[ci] = sc.memo[i], found = true;
     if (!found) {
-      summarize_chunk(sc, rk.chunk_first[ci], n, off, ck, &sc.chunks[ci]);
+      summarize_chunk(sc, sc.compact ? 0 : rk.chunk_first[ci], n, off, ck, &sc.chunks[ci]);
       if (uniform) sc.memo_n.push_back(n), sc.memo.push_back(sc.chunks[ci]);
     }
     const Evaluation::Scratch::Chunk& q = sc.chunks[ci];
@@ -192,8 +208,13 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
   fl.best_per_chunk = sc.best_per_chunk.data();
   fl.v = v;
   const Bytes ws = s.workspace;
-  auto first_of = [&](std::uint32_t chunk) { return r == 0 && chunk == 0; };
-  auto last_of = [&](std::uint32_t chunk) { return r == p - 1 && chunk == v - 1; };
+  // The chunk that holds the embedding side (rank 0's first) and the loss (the last rank's last);
+  // none on other ranks.
+  constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  const std::uint32_t first_chunk = r == 0 ? 0 : kNone;
+  const std::uint32_t last_chunk = r == p - 1 ? static_cast<std::uint32_t>(v - 1) : kNone;
+  auto first_of = [first_chunk](std::uint32_t chunk) { return chunk == first_chunk; };
+  auto last_of = [last_chunk](std::uint32_t chunk) { return chunk == last_chunk; };
   // The last stage's loss: the output-layer records join the kept bytes with the fp32 logits
   // buffer; its backward adds their gradient, then the output layer is freed.
   auto loss_forward = [&](const PipeOp& op) {
@@ -349,7 +370,7 @@ std::optional<Error> evaluate(const Setup& s, const Recompute& r, Evaluation* ou
   Evaluation& e = *out;
   Evaluation::Scratch& sc = e.scratch;
   double layers_fwd = 0, extra = 0;
-  detail::fill_layers(s, r, sc, &layers_fwd, &extra);
+  detail::fill_layers(s, r, sc, &layers_fwd, &extra, true);
   e.stages.resize(s.ranks.size());
   e.worst = 0;
   for (std::uint64_t rank = 0; rank < s.ranks.size(); ++rank) {

@@ -15,10 +15,11 @@ class Recorder {
 };
 
 // Fills the scratch's per-layer arrays for policy `r` (choices, kept, regenerated, full bytes,
-// transients of every global layer); returns the recompute FLOPs (extra) and all layers' forward
-// FLOPs through the pointers.
+// transients, recompute FLOPs); returns the recompute FLOPs (extra) and all layers' forward FLOPs
+// through the pointers. `compact` (one-kind stacks only) keeps one chunk's worth of layers, which
+// serves every chunk; a walk that records layer events needs every global layer (false).
 void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch& sc, double* layers_fwd,
-                 double* extra);
+                 double* extra, bool compact);
 
 // Walks rank `rank` of the step. With `rec`, every op is walked and recorded (one event per layer
 // when `layer_events`, else each op's highest); without, the collapsed walk (schedule.hpp).

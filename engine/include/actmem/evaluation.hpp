@@ -67,8 +67,10 @@ struct Evaluation {
 
   // Scratch the walk reuses between calls (per global layer, per chunk): no allocation once grown.
   struct Scratch {
+    bool compact = false;  // arrays hold one chunk's layers (one-kind stacks), else every layer
     std::vector<LayerChoice> choice;
     std::vector<Bytes> kept, regen, full, trans_f, trans_b;
+    std::vector<double> extra;  // recompute FLOPs of each layer
     std::vector<std::uint64_t> per_chunk, best_per_chunk;
     std::vector<Bytes> chunk_kept;
     // One chunk's forward and backward reduced to their highest events, and its sums.
