@@ -177,3 +177,41 @@ TEST_CASE("One key checker for every object: unknown keys named with a 'did you 
   REQUIRE_FALSE(r["ok"].get<bool>());
   CHECK(r["error"]["message"].get<std::string>().size() < 1000);
 }
+
+TEST_CASE(
+    "The streamed estimate answer is exactly what nlohmann writes for the same value (sorted "
+    "keys, number and string formatting), over presets, profiles, stacks and odd names",
+    "[json][writer]") {
+  std::vector<json> reqs;
+  for (const char* preset : {"gpt2", "llama-3.1-8b", "mixtral-8x7b", "qwen2.5-7b"})
+    for (const char* profile : {"megatron", "textbook", "pytorch", "hf"})
+      reqs.push_back(json{{"preset", preset},
+                          {"gpu", "h100-80gb"},
+                          {"config",
+                           {{"profile", profile},
+                            {"seq", 512},
+                            {"pp", 2},
+                            {"dropout", 0.1},
+                            {"fragmentation_pct", 2.5},
+                            {"recompute", "selective"}}}});
+  json stack = {{"hidden_size", 64},
+                {"num_attention_heads", 4},
+                {"num_hidden_layers", 4},
+                {"vocab_size", 128},
+                {"intermediate_size", 256},
+                {"layer_kinds", {{"wide", {{"intermediate_size", 512}}}}},
+                {"layer_stack", {{{"kinds", {"base", "wide"}}, {"repeat", 2}}}},
+                {"metadata",
+                 {{"name", "t\u00ebst \"q\" \\ \u0001\t\u00e9\u4e2d\U0001F600"}, {"source", "x"}}}};
+  reqs.push_back(json{{"model", stack}, {"config", {{"seq", 64}}}});
+  reqs.push_back(json{{"command", "explain"}, {"model", stack}, {"config", {{"pp", 2}}}});
+  for (const json& r : reqs) {
+    const std::string text = actmem::evaluate(r.dump());
+    const json parsed = json::parse(text, nullptr, false);
+    INFO(r.dump());
+    REQUIRE_FALSE(parsed.is_discarded());
+    CHECK(parsed["ok"].get<bool>());
+    CHECK(parsed.dump(-1, ' ', false, json::error_handler_t::replace) == text);
+    CHECK(parsed == actmem::evaluate_json(r));
+  }
+}

@@ -51,7 +51,11 @@ json presets_listing() {
 
 }  // namespace
 
-json evaluate_json(const json& req) {
+namespace {
+
+// The answer to a request. The estimate and explain answers, the largest, are streamed into
+// `*text` when it is given (evaluate's path: no JSON tree built); everything else is a json value.
+json answer(const json& req, std::string* text) {
   if (!req.is_object())
     return error_to_json(make_error("wrong_type", "request", "request: must be a JSON object"));
   if (auto err =
@@ -211,13 +215,26 @@ json evaluate_json(const json& req) {
         return error_to_json(*err);
     return timeline_to_json(e, tl.value(), compact);
   }
+  if (text) {
+    *text = estimate_text(e);
+    return json();
+  }
   return estimate_to_json(e);
+}
+
+}  // namespace
+
+json evaluate_json(const json& req) {
+  return answer(req, nullptr);
 }
 
 std::string evaluate(const std::string& request_text) {
   auto j = parse_json_text(request_text, "request");
   if (!j.ok()) return error_to_json(j.error()).dump();
-  return evaluate_json(j.value()).dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string text;
+  json out = answer(j.value(), &text);
+  if (!text.empty()) return text;
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace actmem

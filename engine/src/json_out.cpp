@@ -1,218 +1,302 @@
 // Writes an estimate as JSON: the schema the CLI's --json, the page and the tests all read.
 #include "actmem/json_io.hpp"
+#include "json_writer.hpp"
 
 namespace actmem {
 
+using detail::JsonWriter;
 using nlohmann::json;
-
-namespace {
-
-json record_json(const TensorRecord& r) {
-  json dims = json::array();
-  for (const auto& d : r.shape) dims.push_back(d.value);
-  return json{{"name", r.id},
-              {"shape", shape_symbol(r.shape)},
-              {"dims", dims},
-              {"dtype", dtype_name(r.dtype)},
-              {"bytes", r.bytes},
-              {"scales", r.quadratic ? "quadratic" : "linear"},
-              {"attention_core", r.attn_core},
-              {"backward", r.backward},
-              {"why", r.why},
-              {"source", r.source}};
-}
-
-json records_json(const std::vector<TensorRecord>& v) {
-  json a = json::array();
-  for (const auto& r : v) a.push_back(record_json(r));
-  return a;
-}
-
-json stage_json(const Stage& s, const Recompute& r) {
-  return json{{"stage", s.index},
-              {"layers", s.layers},
-              {"in_flight_chunks", s.in_flight},
-              {"kept_layer_slots", s.kept_layer_slots},
-              {"activations",
-               {{"layers_bytes", s.act.layers_bytes},
-                {"input_layer_bytes", s.act.input_layer_bytes},
-                {"output_layer_bytes", s.act.output_layer_bytes},
-                {"recompute_working_bytes", s.act.recompute_working_bytes},
-                {"host_bytes", s.act.host_bytes},
-                {"total_bytes", s.act.total_bytes}}},
-              {"static",
-               {{"params", s.stat.params},
-                {"params_bytes", s.stat.params_bytes},
-                {"grads_bytes", s.stat.grads_bytes},
-                {"master_bytes", s.stat.master_bytes},
-                {"optimizer_bytes", s.stat.optimizer_bytes},
-                {"total_bytes", s.stat.total_bytes}}},
-              {"total_bytes", s.total_bytes},
-              {"peak_bytes", s.peak_bytes},
-              {"peak_at", s.peak_at},
-              {"chunk_layers", s.chunk_layers},
-              {"recompute_policy", policy_name(s.choices, r)}};
-}
-
-}  // namespace
-
-// What the most loaded GPU holds at its peak, line by line: the lines add up to `bytes`, the
-// peak_bytes that decides whether it fits (the one answer every client shows).
-json peak_json(const Stage& w) {
-  return json{{"stage", w.index},
-              {"at", w.peak_at},
-              {"params_bytes", w.stat.params_bytes},
-              {"grads_bytes", w.stat.grads_bytes},
-              {"master_bytes", w.stat.master_bytes},
-              {"optimizer_bytes", w.stat.optimizer_bytes},
-              {"static_bytes", w.stat.total_bytes},
-              {"kept_activations_bytes", w.peak_activations},
-              {"recomputed_bytes", w.peak_recompute},
-              {"transient_bytes", w.peak_transients},
-              {"fragmentation_bytes", w.peak_fragmentation},
-              {"bytes", w.peak_bytes}};
-}
 
 json error_to_json(const Error& e) {
   return json{{"ok", false},
               {"error", {{"code", e.code}, {"field", e.field}, {"message", e.message}}}};
 }
 
-json estimate_to_json(const Estimate& e) {
+namespace {
+
+void write_record(JsonWriter& w, const TensorRecord& r) {
+  w.begin_object();
+  w.field("attention_core", r.attn_core);
+  w.field("backward", r.backward);
+  w.field("bytes", r.bytes);
+  w.key("dims");
+  w.begin_array();
+  for (const auto& d : r.shape) w.value(d.value);
+  w.end_array();
+  w.field("dtype", dtype_name(r.dtype));
+  w.field("name", r.id);
+  w.field("scales", r.quadratic ? "quadratic" : "linear");
+  w.field("shape", shape_symbol(r.shape));
+  w.field("source", r.source);
+  w.field("why", r.why);
+  w.end_object();
+}
+
+void write_records(JsonWriter& w, std::string_view key, const std::vector<TensorRecord>& v) {
+  w.key(key);
+  w.begin_array();
+  for (const auto& r : v) write_record(w, r);
+  w.end_array();
+}
+
+void write_activations(JsonWriter& w, const StageActivations& a) {
+  w.field("host_bytes", a.host_bytes);
+  w.field("input_layer_bytes", a.input_layer_bytes);
+  w.field("layers_bytes", a.layers_bytes);
+  w.field("output_layer_bytes", a.output_layer_bytes);
+  w.field("recompute_working_bytes", a.recompute_working_bytes);
+  w.field("total_bytes", a.total_bytes);
+}
+
+void write_static(JsonWriter& w, const StaticMemory& m) {
+  w.field("grads_bytes", m.grads_bytes);
+  w.field("master_bytes", m.master_bytes);
+  w.field("optimizer_bytes", m.optimizer_bytes);
+  w.field("params", m.params);
+  w.field("params_bytes", m.params_bytes);
+  w.field("total_bytes", m.total_bytes);
+}
+
+// What the most loaded GPU holds at its peak, line by line: the lines add up to `bytes`, the
+// peak_bytes that decides whether it fits (the one answer every client shows).
+void write_peak(JsonWriter& w, const Stage& st) {
+  w.begin_object();
+  w.field("at", st.peak_at);
+  w.field("bytes", st.peak_bytes);
+  w.field("fragmentation_bytes", st.peak_fragmentation);
+  w.field("grads_bytes", st.stat.grads_bytes);
+  w.field("kept_activations_bytes", st.peak_activations);
+  w.field("master_bytes", st.stat.master_bytes);
+  w.field("optimizer_bytes", st.stat.optimizer_bytes);
+  w.field("params_bytes", st.stat.params_bytes);
+  w.field("recomputed_bytes", st.peak_recompute);
+  w.field("stage", st.index);
+  w.field("static_bytes", st.stat.total_bytes);
+  w.field("transient_bytes", st.peak_transients);
+  w.end_object();
+}
+
+template <class T>
+void write_array(JsonWriter& w, std::string_view key, const std::vector<T>& v) {
+  w.key(key);
+  w.begin_array();
+  for (const auto& x : v) w.value(x);
+  w.end_array();
+}
+
+}  // namespace
+
+// The estimate answer, streamed (json_writer.hpp): the schema of docs/schema.md, the bytes
+// nlohmann would write for the same value.
+std::string estimate_text(const Estimate& e) {
   const ModelSpec& m = e.model;
   const TrainConfig& c = e.config;
-  const Stage& w = e.worst();
-  json stages = json::array();
-  for (const auto& s : e.stages) stages.push_back(stage_json(s, c.recompute));
-  json explain = json::array();
-  for (const auto& x : e.explain)
-    explain.push_back(json{{"id", x.id},
-                           {"title", x.title},
-                           {"formula", x.formula},
-                           {"substituted", x.substituted},
-                           {"bytes", x.bytes},
-                           {"source", x.source}});
-  json out = {
-      {"ok", true},
-      {"profile", profile_name(c.profile)},
-      {"model",
-       {{"id", m.id},
-        {"name", m.name},
-        {"source", m.source},
-        {"layers", m.layers},
-        {"hidden_size", m.hidden},
-        {"num_attention_heads", m.kinds[0].heads},
-        {"num_key_value_heads", m.kinds[0].kv_heads},
-        {"head_dim", m.kinds[0].head_dim},
-        {"intermediate_size", m.kinds[0].ffn_hidden},
-        {"vocab_size", m.vocab},
-        {"ffn_type", ffn_name(m.kinds[0].ffn)},
-        {"norm_type", norm_name(m.norm)},
-        {"position_embedding", pos_name(m.pos)},
-        {"tie_word_embeddings", m.tied_embeddings},
-        {"num_local_experts", m.kinds[0].moe.experts},
-        {"num_experts_per_tok", m.kinds[0].moe.top_k},
-        {"params", e.model_params},
-        {"published_params", m.published_params}}},
-      {"config",
-       {{"micro_batch", c.micro_batch},
-        {"seq", c.seq},
-        {"grad_accum", c.grad_accum},
-        {"dtype", dtype_name(c.act_dtype)},
-        {"param_dtype", dtype_name(c.param_dtype)},
-        {"grad_dtype", dtype_name(c.grad_dtype)},
-        {"master_weights", c.master_weights},
-        {"optimizer", optimizer_name(c.optimizer)},
-        {"attention_dropout", c.attention_dropout},
-        {"hidden_dropout", c.hidden_dropout},
-        {"attention", attention_name(c.attention)},
-        {"tp", c.par.tp},
-        {"sp", c.par.sp},
-        {"pp", c.par.pp},
-        {"vpp", c.par.vpp},
-        {"cp", c.par.cp},
-        {"dp", c.par.dp},
-        {"zero", c.par.zero},
-        {"ep", c.par.ep},
-        {"recompute", recompute_name(c.recompute)},
-        {"offload", c.recompute.offload},
-        {"custom_keep", c.recompute.custom_keep},
-        {"schedule", schedule_name(effective_schedule(c))},
-        {"micro_batches", c.grad_accum},
-        {"layer_split", c.layer_split},
-        {"fragmentation_pct", c.fragmentation_pct}}},
-      {"per_layer",
-       {{"activation_bytes", e.per_layer_kept_bytes},
-        {"linear_bytes", e.per_layer_linear_bytes},
-        {"quadratic_bytes", e.per_layer_quadratic_bytes},
-        {"full_bytes", e.per_layer_full_bytes},
-        {"recompute", recompute_name(c.recompute)},
-        {"tensors", records_json(e.kept)},
-        {"all_tensors", records_json(e.kinds[0].inventory.tensors)}}},
-      {"input_layer", {{"tensors", records_json(e.io().input_layer)}}},
-      {"output_layer", {{"tensors", records_json(e.io().output_layer)}}},
-      {"activations",
-       {{"stage", w.index},
-        {"in_flight_chunks", w.in_flight},
-        {"layers_bytes", w.act.layers_bytes},
-        {"input_layer_bytes", w.act.input_layer_bytes},
-        {"output_layer_bytes", w.act.output_layer_bytes},
-        {"recompute_working_bytes", w.act.recompute_working_bytes},
-        {"host_bytes", w.act.host_bytes},
-        {"total_bytes", w.act.total_bytes}}},
-      {"static",
-       {{"stage", w.index},
-        {"params", w.stat.params},
-        {"params_bytes", w.stat.params_bytes},
-        {"grads_bytes", w.stat.grads_bytes},
-        {"master_bytes", w.stat.master_bytes},
-        {"optimizer_bytes", w.stat.optimizer_bytes},
-        {"total_bytes", w.stat.total_bytes}}},
-      {"stages", stages},
-      {"total_bytes", w.total_bytes},
-      {"peak", peak_json(w)},
-      {"peak_bytes", w.peak_bytes},
-      {"peak_at", w.peak_at},
-      {"recompute_overhead_pct", e.recompute_overhead_pct},
-      {"kv_cache",
-       {{"total_bytes", e.kv_cache.total_bytes}, {"per_gpu_bytes", e.kv_cache.per_gpu_bytes}}},
-      {"explain", explain},
-      {"warnings", e.warnings}};
+  const Stage& st = e.worst();
+  JsonWriter w;
+  w.out.reserve(16384);
+  w.begin_object();
+  w.key("activations");
+  w.begin_object();
+  write_activations(w, st.act);
+  w.field("in_flight_chunks", st.in_flight);
+  w.field("stage", st.index);
+  w.end_object();
+
+  w.key("config");
+  w.begin_object();
+  w.field("attention", attention_name(c.attention));
+  w.field("attention_dropout", c.attention_dropout);
+  w.field("cp", c.par.cp);
+  write_array(w, "custom_keep", c.recompute.custom_keep);
+  w.field("dp", c.par.dp);
+  w.field("dtype", dtype_name(c.act_dtype));
+  w.field("ep", c.par.ep);
+  w.field("fragmentation_pct", c.fragmentation_pct);
+  w.field("grad_accum", c.grad_accum);
+  w.field("grad_dtype", dtype_name(c.grad_dtype));
+  w.field("hidden_dropout", c.hidden_dropout);
+  write_array(w, "layer_split", c.layer_split);
+  w.field("master_weights", c.master_weights);
+  w.field("micro_batch", c.micro_batch);
+  w.field("micro_batches", c.grad_accum);
+  w.field("offload", c.recompute.offload);
+  w.field("optimizer", optimizer_name(c.optimizer));
+  w.field("param_dtype", dtype_name(c.param_dtype));
+  w.field("pp", c.par.pp);
+  w.field("recompute", recompute_name(c.recompute));
+  w.field("schedule", schedule_name(effective_schedule(c)));
+  w.field("seq", c.seq);
+  w.field("sp", c.par.sp);
+  w.field("tp", c.par.tp);
+  w.field("vpp", c.par.vpp);
+  w.field("zero", c.par.zero);
+  w.end_object();
+
+  w.key("explain");
+  w.begin_array();
+  for (const auto& x : e.explain) {
+    w.begin_object();
+    w.field("bytes", x.bytes);
+    w.field("formula", x.formula);
+    w.field("id", x.id);
+    w.field("source", x.source);
+    w.field("substituted", x.substituted);
+    w.field("title", x.title);
+    w.end_object();
+  }
+  w.end_array();
+
+  if (e.has_gpu) {
+    w.field("fits", e.fits);
+    w.key("gpu");
+    w.begin_object();
+    w.field("id", e.gpu.id);
+    w.field("memory_bytes", e.gpu.memory_bytes);
+    w.field("name", e.gpu.name);
+    w.end_object();
+    w.field("headroom_bytes", e.headroom_bytes);
+  }
+
+  w.key("input_layer");
+  w.begin_object();
+  write_records(w, "tensors", e.io().input_layer);
+  w.end_object();
+
+  w.key("kv_cache");
+  w.begin_object();
+  w.field("per_gpu_bytes", e.kv_cache.per_gpu_bytes);
+  w.field("total_bytes", e.kv_cache.total_bytes);
+  w.end_object();
+
+  w.key("model");
+  w.begin_object();
+  const LayerKind& k0 = m.kinds[0];
+  w.field("ffn_type", ffn_name(k0.ffn));
+  w.field("head_dim", k0.head_dim);
+  w.field("hidden_size", m.hidden);
+  w.field("id", m.id);
+  w.field("intermediate_size", k0.ffn_hidden);
   if (m.kinds.size() > 1) {
     // A stack of several kinds: each kind's layers, shape and records (what one of its layers
     // keeps with no recompute), and the stack as runs of consecutive layers of one kind.
-    json kinds = json::array();
+    w.key("layer_kinds");
+    w.begin_array();
     for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
       const LayerKind& k = m.kinds[ki];
       const KindEstimate& ke = e.kinds[ki];
-      kinds.push_back(json{{"name", k.name},
-                           {"layers", ke.layers},
-                           {"num_attention_heads", k.heads},
-                           {"num_key_value_heads", k.kv_heads},
-                           {"head_dim", k.head_dim},
-                           {"intermediate_size", k.ffn_hidden},
-                           {"ffn_type", ffn_name(k.ffn)},
-                           {"num_local_experts", k.moe.experts},
-                           {"num_experts_per_tok", k.moe.top_k},
-                           {"full_bytes", ke.costs.full},
-                           {"tensors", records_json(ke.inventory.tensors)}});
+      w.begin_object();
+      w.field("ffn_type", ffn_name(k.ffn));
+      w.field("full_bytes", ke.costs.full);
+      w.field("head_dim", k.head_dim);
+      w.field("intermediate_size", k.ffn_hidden);
+      w.field("layers", ke.layers);
+      w.field("name", k.name);
+      w.field("num_attention_heads", k.heads);
+      w.field("num_experts_per_tok", k.moe.top_k);
+      w.field("num_key_value_heads", k.kv_heads);
+      w.field("num_local_experts", k.moe.experts);
+      write_records(w, "tensors", ke.inventory.tensors);
+      w.end_object();
     }
-    json runs = json::array();
+    w.end_array();
+    w.key("layer_stack");
+    w.begin_array();
     for (std::uint64_t i = 0; i < m.layers;) {
       std::uint64_t j = i;
       while (j < m.layers && m.kind_index(j) == m.kind_index(i)) ++j;
-      runs.push_back(json{{"kind", m.kind_of(i).name}, {"repeat", j - i}});
+      w.begin_object();
+      w.field("kind", m.kind_of(i).name);
+      w.field("repeat", j - i);
+      w.end_object();
       i = j;
     }
-    out["model"]["layer_kinds"] = kinds;
-    out["model"]["layer_stack"] = runs;
+    w.end_array();
   }
-  if (e.has_gpu) {
-    out["gpu"] = {{"id", e.gpu.id}, {"name", e.gpu.name}, {"memory_bytes", e.gpu.memory_bytes}};
-    out["fits"] = e.fits;
-    out["headroom_bytes"] = e.headroom_bytes;
+  w.field("layers", m.layers);
+  w.field("name", m.name);
+  w.field("norm_type", norm_name(m.norm));
+  w.field("num_attention_heads", k0.heads);
+  w.field("num_experts_per_tok", k0.moe.top_k);
+  w.field("num_key_value_heads", k0.kv_heads);
+  w.field("num_local_experts", k0.moe.experts);
+  w.field("params", e.model_params);
+  w.field("position_embedding", pos_name(m.pos));
+  w.field("published_params", m.published_params);
+  w.field("source", m.source);
+  w.field("tie_word_embeddings", m.tied_embeddings);
+  w.field("vocab_size", m.vocab);
+  w.end_object();
+
+  w.field("ok", true);
+
+  w.key("output_layer");
+  w.begin_object();
+  write_records(w, "tensors", e.io().output_layer);
+  w.end_object();
+
+  w.key("peak");
+  write_peak(w, st);
+  w.field("peak_at", st.peak_at);
+  w.field("peak_bytes", st.peak_bytes);
+
+  w.key("per_layer");
+  w.begin_object();
+  w.field("activation_bytes", e.per_layer_kept_bytes);
+  write_records(w, "all_tensors", e.kinds[0].inventory.tensors);
+  w.field("full_bytes", e.per_layer_full_bytes);
+  w.field("linear_bytes", e.per_layer_linear_bytes);
+  w.field("quadratic_bytes", e.per_layer_quadratic_bytes);
+  w.field("recompute", recompute_name(c.recompute));
+  write_records(w, "tensors", e.kept);
+  w.end_object();
+
+  w.field("profile", profile_name(c.profile));
+  w.field("recompute_overhead_pct", e.recompute_overhead_pct);
+
+  w.key("stages");
+  w.begin_array();
+  for (const Stage& s : e.stages) {
+    w.begin_object();
+    w.key("activations");
+    w.begin_object();
+    write_activations(w, s.act);
+    w.end_object();
+    w.field("chunk_layers", s.chunk_layers);
+    w.field("in_flight_chunks", s.in_flight);
+    w.field("kept_layer_slots", s.kept_layer_slots);
+    w.field("layers", s.layers);
+    w.field("peak_at", s.peak_at);
+    w.field("peak_bytes", s.peak_bytes);
+    w.field("recompute_policy", policy_name(s.choices, c.recompute));
+    w.field("stage", s.index);
+    w.key("static");
+    w.begin_object();
+    write_static(w, s.stat);
+    w.end_object();
+    w.field("total_bytes", s.total_bytes);
+    w.end_object();
   }
-  return out;
+  w.end_array();
+
+  w.key("static");
+  w.begin_object();
+  write_static(w, st.stat);
+  w.field("stage", st.index);
+  w.end_object();
+  w.field("total_bytes", st.total_bytes);
+  write_array(w, "warnings", e.warnings);
+  w.end_object();
+  return std::move(w.out);
+}
+
+json estimate_to_json(const Estimate& e) {
+  return json::parse(estimate_text(e), nullptr, false);
+}
+
+json peak_json(const Stage& w) {
+  JsonWriter jw;
+  write_peak(jw, w);
+  return json::parse(jw.out, nullptr, false);
 }
 
 }  // namespace actmem

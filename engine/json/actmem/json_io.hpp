@@ -31,6 +31,8 @@ Result<TrainConfig> config_from_json(const nlohmann::json& j, TrainConfig base);
 Result<GpuSpec> gpu_from_json(const nlohmann::json& j, const std::string& id);
 
 nlohmann::json estimate_to_json(const Estimate& e);
+// The same answer as text (streamed; what evaluate() returns for an estimate).
+std::string estimate_text(const Estimate& e);
 // The peak of the most loaded stage as lines that add up to it (estimate's "peak" object).
 nlohmann::json peak_json(const Stage& w);
 nlohmann::json error_to_json(const Error& e);
