@@ -315,7 +315,31 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
       }
       fl.apply(forward, chunk, n, sc.chunk_kept[chunk]);
     };
-    for_each_op_collapsed(sched, r, p, v, m, op_summary, bulk);
+    // Which end of a run can hold a first maximum: the live bytes, the in-flight weight (equal
+    // weight with more chunks counts as more) and the host level each grow or shrink by the same
+    // step along a run, so each needs its last op when the step is positive, else its first.
+    auto ends = [&](std::uint32_t fc, std::uint32_t bc) {
+      // Each side's step, saturating (an overflow is reported by the walk itself).
+      auto sat = [](Bytes a, Bytes b) { return a > kMaxBytes - b ? kMaxBytes : a + b; };
+      auto side = [&](std::uint32_t ch, Bytes* live, Bytes* weight, Bytes* host) {
+        if (ch == kNoChunk) return false;
+        const Evaluation::Scratch::Chunk& q = sc.chunks[ch];
+        *live = sat(sat(q.kept_gpu, first_of(ch) ? s.in_bytes : 0), last_of(ch) ? s.out_bytes : 0);
+        *weight = sc.chunk_kept[ch];
+        *host = q.kept_host;
+        return true;
+      };
+      Bytes f_live = 0, f_weight = 0, f_host = 0, b_live = 0, b_weight = 0, b_host = 0;
+      const bool has_f = side(fc, &f_live, &f_weight, &f_host);
+      const bool has_b = side(bc, &b_live, &b_weight, &b_host);
+      // The peak and the in-flight maximum keep the first of equals (their labels and chunk
+      // counts differ), so a flat run needs its first op; the host peak is a value only.
+      const bool live_last = f_live > b_live;
+      const bool weight_last = f_weight > b_weight || (f_weight == b_weight && has_f && !has_b);
+      const int host = f_host > b_host ? 2 : (f_host < b_host ? 1 : 0);
+      return (live_last ? 2 : 1) | (weight_last ? 2 : 1) | host;
+    };
+    for_each_op_collapsed(sched, r, p, v, m, op_summary, bulk, ends);
   } else if (layer_events) {
     for_each_op(sched, r, p, v, m, op_layers);
   } else {

@@ -83,9 +83,16 @@ void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, 
 // Every op passed to f carries its true micro-batch index, so peak labels are the full walk's.
 // The walk is O(v) runs per rank whatever m is; tests/test_timeline.cpp asserts the collapsed walk
 // gives the full walk's peaks, labels, host peaks and PCIe bytes.
-template <class F, class B>
+//
+// `ends(forward_chunk, backward_chunk)` (kNoChunk for the side a run does not have) says which end
+// of a run can hold the consumer's first maximum: bit 1 the first op (or pair), bit 2 the last.
+// A run whose state only grows needs its last op, one that shrinks or stays its first; only the
+// ends asked for are walked, the rest goes to bulk. A consumer that returns 3 walks both.
+constexpr std::uint32_t kNoChunk = ~std::uint32_t{0};
+
+template <class F, class B, class E>
 void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
-                           std::uint64_t m, F&& f, B&& bulk) {
+                           std::uint64_t m, F&& f, B&& bulk, E&& ends) {
   auto u32 = [](std::uint64_t x) { return static_cast<std::uint32_t>(x); };
   if (s == Schedule::kGpipe) {
     for (std::uint64_t c = 0; c < v; ++c) {
@@ -120,14 +127,17 @@ void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::ui
     const std::uint64_t want = (p - r - 1) * 2 + (v - 1) * p;
     warm = m == p ? total : (want < total ? want : total);
   }
-  // Ops of one direction, run by run, from k to limit.
+  // Ops of one direction, run by run, from k to limit: the ends the consumer needs walked, the
+  // rest in bulk (before the last op, after the first).
   auto singles = [&](bool forward, std::uint64_t k, std::uint64_t limit) {
     while (k < limit) {
       const Run a = run_at(k, forward, limit);
       const std::uint64_t len = a.end - k;
-      f(PipeOp{forward, u32(a.mb), a.chunk});
-      if (len > 2) bulk(forward, a.chunk, len - 2);
-      if (len > 1) f(PipeOp{forward, u32(a.mb + len - 1), a.chunk});
+      const int e = len == 1 ? 1 : (forward ? ends(a.chunk, kNoChunk) : ends(kNoChunk, a.chunk));
+      const std::uint64_t mid = len - ((e & 1) ? 1 : 0) - ((e & 2) ? 1 : 0);
+      if (e & 1) f(PipeOp{forward, u32(a.mb), a.chunk});
+      if (mid) bulk(forward, a.chunk, mid);
+      if (e & 2) f(PipeOp{forward, u32(a.mb + len - 1), a.chunk});
       k = a.end;
     }
   };
@@ -140,16 +150,13 @@ void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::ui
       const Run a = run_at(fw, true, fw + (stop - bw));
       const Run b = run_at(bw, false, stop);
       const std::uint64_t len = std::min(a.end - fw, b.end - bw);
-      if (!walk) {
-        bulk(true, a.chunk, len), bulk(false, b.chunk, len);
-      } else {
-        f(PipeOp{true, u32(a.mb), a.chunk});
-        f(PipeOp{false, u32(b.mb), b.chunk});
-        if (len > 2) bulk(true, a.chunk, len - 2), bulk(false, b.chunk, len - 2);
-        if (len > 1) {
-          f(PipeOp{true, u32(a.mb + len - 1), a.chunk});
-          f(PipeOp{false, u32(b.mb + len - 1), b.chunk});
-        }
+      const int e = !walk ? 0 : (len == 1 ? 1 : ends(a.chunk, b.chunk));
+      const std::uint64_t mid = len - ((e & 1) ? 1 : 0) - ((e & 2) ? 1 : 0);
+      if (e & 1) f(PipeOp{true, u32(a.mb), a.chunk}), f(PipeOp{false, u32(b.mb), b.chunk});
+      if (mid) bulk(true, a.chunk, mid), bulk(false, b.chunk, mid);
+      if (e & 2) {
+        f(PipeOp{true, u32(a.mb + len - 1), a.chunk});
+        f(PipeOp{false, u32(b.mb + len - 1), b.chunk});
       }
       fw += len, bw += len;
     }
