@@ -252,3 +252,16 @@ TEST_CASE("Stack input errors name the field, the value and what is allowed", "[
   CHECK(r["error"]["field"] == "config.tp");
   CHECK(r["error"]["message"].get<std::string>().find("layer kind 'narrow'") != std::string::npos);
 }
+
+TEST_CASE(
+    "Per-GPU KV cache follows the layers each stage holds (seed 002_13aa127c0ff0c20b.txt: "
+    "2·2·L·H·d·s·b): llama-3.1-8b split 10 + 22",
+    "[stack][kv]") {
+  // 2 (K and V) x 2 bytes x layers x 8 kv heads x 128 x s = 1024 x b = 1.
+  const json r = run_preset("llama-3.1-8b", {{"seq", 1024}, {"pp", 2}, {"layer_split", {10, 22}}});
+  CHECK(u(r["kv_cache"]["total_bytes"]) == 4ull * 32 * 8 * 128 * 1024);
+  CHECK(u(r["kv_cache"]["per_gpu_bytes"]) == 4ull * 22 * 8 * 128 * 1024);
+  // The stack's kinds each count their own kv heads: alternating 8 and 4 kv heads, 4 layers.
+  const json a = est(alternating(), json::object());
+  CHECK(u(a["kv_cache"]["total_bytes"]) == 4ull * 128 * 32 * (2 * 8 + 2 * 4));
+}
