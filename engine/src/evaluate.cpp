@@ -167,20 +167,11 @@ json answer(const json& req, std::string* text) {
   auto est = estimate(mv, c, has_gpu ? &gpu : nullptr, !summary && command != "timeline");
   if (!est.ok()) return error_to_json(est.error());
   if (summary && command == "estimate") {
-    const Estimate& s = est.value();
-    json out = {{"ok", true},
-                {"profile", profile_name(s.config.profile)},
-                {"recompute", recompute_name(s.config.recompute)},
-                {"per_layer", {{"activation_bytes", s.per_layer_kept_bytes}}},
-                {"peak", peak_json(s.worst())},
-                {"peak_bytes", s.worst().peak_bytes},
-                {"peak_at", s.worst().peak_at},
-                {"total_bytes", s.worst().total_bytes},
-                {"recompute_overhead_pct", s.recompute_overhead_pct}};
-    if (s.has_gpu)
-      out["fits"] = s.fits, out["headroom_bytes"] = s.headroom_bytes,
-      out["gpu"] = {{"memory_bytes", s.gpu.memory_bytes}};
-    return out;
+    if (text) {
+      *text = summary_text(est.value());
+      return json();
+    }
+    return json::parse(summary_text(est.value()), nullptr, false);
   }
   Estimate& e = est.value();
   e.warnings.insert(e.warnings.begin(), warnings.begin(), warnings.end());

@@ -289,14 +289,38 @@ std::string estimate_text(const Estimate& e) {
   return std::move(w.out);
 }
 
-json estimate_to_json(const Estimate& e) {
-  return json::parse(estimate_text(e), nullptr, false);
+// The headline answer ("summary": true): the peak and its lines, the closed form, the fit.
+std::string summary_text(const Estimate& e) {
+  const Stage& st = e.worst();
+  JsonWriter w;
+  w.begin_object();
+  if (e.has_gpu) {
+    w.field("fits", e.fits);
+    w.key("gpu");
+    w.begin_object();
+    w.field("memory_bytes", e.gpu.memory_bytes);
+    w.end_object();
+    w.field("headroom_bytes", e.headroom_bytes);
+  }
+  w.field("ok", true);
+  w.key("peak");
+  write_peak(w, st);
+  w.field("peak_at", st.peak_at);
+  w.field("peak_bytes", st.peak_bytes);
+  w.key("per_layer");
+  w.begin_object();
+  w.field("activation_bytes", e.per_layer_kept_bytes);
+  w.end_object();
+  w.field("profile", profile_name(e.config.profile));
+  w.field("recompute", recompute_name(e.config.recompute));
+  w.field("recompute_overhead_pct", e.recompute_overhead_pct);
+  w.field("total_bytes", st.total_bytes);
+  w.end_object();
+  return std::move(w.out);
 }
 
-json peak_json(const Stage& w) {
-  JsonWriter jw;
-  write_peak(jw, w);
-  return json::parse(jw.out, nullptr, false);
+json estimate_to_json(const Estimate& e) {
+  return json::parse(estimate_text(e), nullptr, false);
 }
 
 }  // namespace actmem

@@ -31,10 +31,10 @@ Result<TrainConfig> config_from_json(const nlohmann::json& j, TrainConfig base);
 Result<GpuSpec> gpu_from_json(const nlohmann::json& j, const std::string& id);
 
 nlohmann::json estimate_to_json(const Estimate& e);
-// The same answer as text (streamed; what evaluate() returns for an estimate).
+// The same answer as text (streamed; what evaluate() returns for an estimate), and the headline
+// answer of a "summary": true request.
 std::string estimate_text(const Estimate& e);
-// The peak of the most loaded stage as lines that add up to it (estimate's "peak" object).
-nlohmann::json peak_json(const Stage& w);
+std::string summary_text(const Estimate& e);
 nlohmann::json error_to_json(const Error& e);
 // compact: each event as [label, live_bytes, activations, recompute, transients] (the page's
 // chart).
