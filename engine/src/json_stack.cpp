@@ -27,8 +27,6 @@ const char* const kKindKeys[] = {"num_attention_heads",
                                  "num_shared_experts",
                                  "shared_expert_intermediate_size",
                                  "capacity_factor"};
-constexpr std::size_t kMaxKinds = 64;
-constexpr std::uint64_t kMaxStackLayers = 65536;
 
 std::optional<Error> bad(const std::string& field, const std::string& msg) {
   return make_error("invalid_value", field, field + ": " + msg);
@@ -139,7 +137,7 @@ std::optional<Error> read_layer_stack(const json& j, ModelSpec* m) {
   std::map<std::string, std::uint32_t> index{{"base", 0}};
   if (has_kinds) {
     const json& lk = j["layer_kinds"];
-    if (!lk.is_object() || lk.empty() || lk.size() > kMaxKinds)
+    if (!lk.is_object() || lk.empty() || lk.size() > kMaxLayerKinds)
       return make_error(
           "wrong_type", "model.layer_kinds",
           "model.layer_kinds: must be an object of 1 to 64 named kinds, got " + kind_of(lk));
@@ -160,7 +158,7 @@ std::optional<Error> read_layer_stack(const json& j, ModelSpec* m) {
     }
   }
   const json& st = j["layer_stack"];
-  if (!st.is_array() || st.empty() || st.size() > kMaxStackLayers)
+  if (!st.is_array() || st.empty() || st.size() > kMaxLayers)
     return make_error("wrong_type", "model.layer_stack",
                       "model.layer_stack: must be an array of 1 to 65536 runs such as "
                       "{\"kind\": \"dense\", \"repeat\": 3}, got " +
@@ -218,7 +216,7 @@ std::optional<Error> read_layer_stack(const json& j, ModelSpec* m) {
           field + ": must be a kind name or {\"kind\"|\"kinds\", \"repeat\"}, got " + kind_of(run));
     }
     // Bounded before expanding: no input can make the stack longer than 65536 layers.
-    if (repeat > kMaxStackLayers || cycle.size() * repeat > kMaxStackLayers - stack.size())
+    if (repeat > kMaxLayers || cycle.size() * repeat > kMaxLayers - stack.size())
       return bad("model.layer_stack", "expands to more than 65536 layers");
     for (std::uint64_t r = 0; r < repeat; ++r)
       for (std::uint32_t k : cycle) stack.push_back(k), used[k] = true;
@@ -240,7 +238,7 @@ std::optional<Error> read_qwen2_moe_stack(const json& j, ModelSpec* m) {
   std::uint64_t step = 1;
   if (j.contains("decoder_sparse_step"))
     ACTMEM_TRY(read_uint(j["decoder_sparse_step"], "model.decoder_sparse_step", &step));
-  std::vector<bool> dense(std::min<std::uint64_t>(m->layers, kMaxStackLayers), false);
+  std::vector<bool> dense(std::min<std::uint64_t>(m->layers, kMaxLayers), false);
   if (j.contains("mlp_only_layers")) {
     const json& a = j["mlp_only_layers"];
     if (!a.is_array())
@@ -258,9 +256,9 @@ std::optional<Error> read_qwen2_moe_stack(const json& j, ModelSpec* m) {
     }
   }
   bool any_dense = false;
-  for (std::uint64_t i = 0; i < m->layers && i < kMaxStackLayers; ++i)
+  for (std::uint64_t i = 0; i < m->layers && i < kMaxLayers; ++i)
     any_dense = any_dense || dense[i] || (i + 1) % step != 0;
-  if (!base.is_moe() || !any_dense || m->layers > kMaxStackLayers) return std::nullopt;
+  if (!base.is_moe() || !any_dense || m->layers > kMaxLayers) return std::nullopt;
   // Qwen2MoeDecoderLayer (transformers modeling_qwen2_moe.py): layer i has the sparse block when
   // i is not in mlp_only_layers, num_experts > 0 and (i + 1) % decoder_sparse_step == 0, else a
   // dense Qwen2MoeMLP of intermediate_size.

@@ -63,6 +63,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   Checked ck;
   const ParamShards shards{p.tp, p.ep};
   const std::vector<std::uint64_t> model_counts = m.kind_counts(0, m.layers);
+  std::vector<std::vector<ParamRecord>> kind_params;  // one layer's records per kind, on one GPU
   for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
     const LayerKind& lk = m.kinds[ki];
     KindEstimate ke;
@@ -74,7 +75,8 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     ke.inventory = std::move(inv.value());
     ke.flops = layer_flops(lk, ke.geometry);
     ke.layers = model_counts[ki];
-    for (const auto& q : layer_params(m, lk, shards)) {
+    kind_params.push_back(layer_params(m, lk, shards));
+    for (const auto& q : kind_params.back()) {
       const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
       ke.param_bytes =
           ck.add(ke.param_bytes, ck.mul(n, dtype_bytes(c.param_dtype), "static"), "static");
@@ -107,11 +109,9 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     s.chunk_first.push_back(next);
     next += s.chunk_sizes[mc / p.pp];
   }
-  // Each kind's parameter records, once; a rank's static memory depends only on how many layers
+  // A rank's static memory depends only on how many layers
   // of each kind it holds and whether it holds the embedding or the head, so ranks alike (the
   // middle ranks of an even split) share one computation.
-  std::vector<std::vector<ParamRecord>> kind_params;
-  for (const LayerKind& lk : m.kinds) kind_params.push_back(layer_params(m, lk, shards));
   struct Seen {
     std::vector<std::uint64_t> counts;
     bool first, last;

@@ -32,8 +32,6 @@ Error bad(const std::string& field, const std::string& msg) {
 
 // Large enough for any real model, small enough that the engine's checked products stay meaningful.
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 40;
-constexpr std::uint64_t kMaxLayers = 65536;
-constexpr std::size_t kMaxKinds = 64;
 
 // A dimension that must be a positive integer below 2^40.
 std::optional<Error> positive_dim(const std::string& field, std::uint64_t v) {
@@ -118,9 +116,10 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                                  {"model.vocab_size", m.vocab}};
   for (const auto& p : model_dims)
     if (auto err = positive_dim(p.field, p.v)) return err;
-  if (m.kinds.empty() || m.kinds.size() > kMaxKinds)
+  if (m.kinds.empty() || m.kinds.size() > kMaxLayerKinds)
     return bad("model.layer_kinds", std::to_string(m.kinds.size()) +
-                                        " layer kinds; allowed: 1 to " + std::to_string(kMaxKinds));
+                                        " layer kinds; allowed: 1 to " +
+                                        std::to_string(kMaxLayerKinds));
   if (!m.stack.empty() && m.stack.size() != m.layers)
     return bad("model.layer_stack",
                "has " + std::to_string(m.stack.size()) +

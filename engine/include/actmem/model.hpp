@@ -8,6 +8,11 @@
 
 namespace actmem {
 
+// Limits every reader and validate() share: layers the engine walks (real models have at most a
+// few hundred) and distinct layer kinds in one stack.
+constexpr std::uint64_t kMaxLayers = 65536;
+constexpr std::size_t kMaxLayerKinds = 64;
+
 enum class FfnType { kGelu, kSwiglu, kGeglu };
 enum class NormType { kLayerNorm, kRmsNorm };
 enum class PosEncoding { kLearned, kRope, kNone };
