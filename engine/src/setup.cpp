@@ -109,9 +109,9 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     s.chunk_first.push_back(next);
     next += s.chunk_sizes[mc / p.pp];
   }
-  // A rank's static memory depends only on how many layers
-  // of each kind it holds and whether it holds the embedding or the head, so ranks alike (the
-  // middle ranks of an even split) share one computation.
+  // A rank's static memory depends only on how many layers of each kind it holds and whether it
+  // holds the embedding or the head, so ranks alike (the middle ranks of an even split) share one
+  // computation.
   struct Seen {
     std::vector<std::uint64_t> counts;
     bool first, last;
