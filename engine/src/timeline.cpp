@@ -3,7 +3,6 @@
 #include "actmem/timeline.hpp"
 
 #include "actmem/estimate.hpp"
-#include "overflow.hpp"
 #include "walker.hpp"
 
 namespace actmem {
@@ -69,39 +68,38 @@ std::vector<Transient> named_transients(const Setup& s) {
 
 Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_stage,
                           bool per_op) {
-  const Recompute& r = e.config.recompute;
   Timeline tl;
-  Checked ck;
-  Evaluation::Scratch sc;
-  double layers_fwd = 0, extra = 0;
-  detail::fill_layers(e, r, sc, &layers_fwd, &extra, false);
+  tl.stages.resize(e.ranks.size());
+  std::vector<EventList> lists;
+  lists.reserve(e.ranks.size());
+  std::vector<detail::Recorder*> recorders(e.ranks.size(), nullptr);
+  for (std::uint64_t rank = 0; rank < e.ranks.size(); ++rank) {
+    lists.emplace_back(&tl.stages[rank].events);
+    if (events_all && (only_stage < 0 || static_cast<std::uint64_t>(only_stage) == rank))
+      recorders[rank] = &lists.back();
+  }
+  Evaluation ev;
+  if (auto err = detail::walk_step(e, e.config.recompute, recorders.data(), !per_op, &ev))
+    return *err;
   const std::vector<Transient> named = events_all ? named_transients(e) : std::vector<Transient>{};
   for (std::uint64_t rank = 0; rank < e.ranks.size(); ++rank) {
-    StageTimeline out;
+    const StageEval& st = ev.stages[rank];
+    StageTimeline& out = tl.stages[rank];
     out.stage = rank;
     out.static_bytes = e.ranks[rank].stat.total_bytes;
-    const bool events =
-        events_all && (only_stage < 0 || static_cast<std::uint64_t>(only_stage) == rank);
-    EventList rec(&out.events);
-    StageEval ev;
-    detail::walk_rank(e, r.offload, rank, sc, ck, events ? &rec : nullptr, !per_op, &ev);
-    out.fragmentation_bytes = ev.fragmentation_bytes;
-    out.peak_bytes = ev.peak_bytes;
-    out.peak_at = event_label(ev.peak_at);
-    out.at_peak = TimelineEvent{out.peak_at, ev.at_peak.live, ev.at_peak.activations,
-                                ev.at_peak.recompute, ev.at_peak.transients};
-    out.host_peak_bytes = ev.host_peak_bytes;
-    out.pcie_bytes = ev.pcie_bytes;
+    out.fragmentation_bytes = st.fragmentation_bytes;
+    out.peak_bytes = st.peak_bytes;
+    out.peak_at = event_label(st.peak_at);
+    out.at_peak = TimelineEvent{out.peak_at, st.at_peak.live, st.at_peak.activations,
+                                st.at_peak.recompute, st.at_peak.transients};
+    out.host_peak_bytes = st.host_peak_bytes;
+    out.pcie_bytes = st.pcie_bytes;
     out.transients = named;
-    tl.stages.push_back(std::move(out));
   }
-  for (std::size_t i = 1; i < tl.stages.size(); ++i)
-    if (tl.stages[i].peak_bytes > tl.stages[tl.worst].peak_bytes) tl.worst = i;
-  // Recompute overhead: extra forward FLOPs over the step's 3x forward (forward + 2x backward).
-  tl.step_flops = 3.0 * (layers_fwd + e.logits_flops);
-  tl.extra_flops = extra;
-  tl.recompute_overhead_pct = tl.step_flops > 0 ? 100.0 * extra / tl.step_flops : 0.0;
-  if (ck.overflowed()) return detail::activation_overflow(ck.field(), e.config);
+  tl.worst = ev.worst;
+  tl.step_flops = ev.step_flops;
+  tl.extra_flops = ev.extra_flops;
+  tl.recompute_overhead_pct = ev.recompute_overhead_pct;
   return tl;
 }
 

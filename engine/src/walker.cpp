@@ -123,8 +123,12 @@ void summarize_chunk(const Evaluation::Scratch& sc, std::uint64_t g0, std::uint6
 
 }  // namespace
 
-void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch& sc, double* layers_fwd,
-                 double* extra, bool compact) {
+// Fills the scratch's per-layer arrays for policy `r` (choices, kept, regenerated, full bytes,
+// transients, recompute FLOPs); returns the recompute FLOPs (extra) and all layers' forward FLOPs
+// through the pointers. `compact` (one-kind stacks only) keeps one chunk's worth of layers, which
+// serves every chunk; a walk that records layer events needs every global layer (false).
+static void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch& sc,
+                        double* layers_fwd, double* extra, bool compact) {
   // A one-kind stack's layer j of any chunk is the same layer: compact arrays hold j = 0..n-1 of
   // the longest chunk; otherwise they hold every global layer.
   sc.compact = compact && s.kinds.size() == 1;
@@ -175,7 +179,6 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
   const Schedule sched = effective_schedule(c);
   auto add = [&](Bytes a, Bytes b) { return ck.add(a, b, kPeakField); };
   sc.chunks.resize(v);
-  sc.chunk_kept.resize(v);
   sc.per_chunk.assign(v, 0);
   sc.best_per_chunk.assign(v, 0);
 
@@ -194,7 +197,6 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
       if (uniform) sc.memo_n.push_back(n), sc.memo.push_back(sc.chunks[ci]);
     }
     const Evaluation::Scratch::Chunk& q = sc.chunks[ci];
-    sc.chunk_kept[ci] = q.kept;
     max_layer_kept = std::max(max_layer_kept, q.max_layer_kept);
     regen_alive = std::max(regen_alive, q.regen_alive);
   }
@@ -255,7 +257,7 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
       st.act -= q.kept_gpu;
       if (first_of(op.chunk)) st.act -= s.in_bytes;
     }
-    fl.apply(op.forward, op.chunk, 1, sc.chunk_kept[op.chunk]);
+    fl.apply(op.forward, op.chunk, 1, sc.chunks[op.chunk].kept);
     fl.consider();
   };
 
@@ -293,7 +295,7 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
       }
       if (first_of(op.chunk)) st.act -= s.in_bytes;
     }
-    fl.apply(op.forward, op.chunk, 1, sc.chunk_kept[op.chunk]);
+    fl.apply(op.forward, op.chunk, 1, sc.chunks[op.chunk].kept);
     fl.consider();
   };
 
@@ -313,7 +315,7 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
         st.act -= d;
         st.host -= h;
       }
-      fl.apply(forward, chunk, n, sc.chunk_kept[chunk]);
+      fl.apply(forward, chunk, n, sc.chunks[chunk].kept);
     };
     // Which end of a run can hold a first maximum: the live bytes, the in-flight weight (equal
     // weight with more chunks counts as more) and the host level each grow or shrink by the same
@@ -325,7 +327,7 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
         if (ch == kNoChunk) return false;
         const Evaluation::Scratch::Chunk& q = sc.chunks[ch];
         *live = sat(sat(q.kept_gpu, first_of(ch) ? s.in_bytes : 0), last_of(ch) ? s.out_bytes : 0);
-        *weight = sc.chunk_kept[ch];
+        *weight = sc.chunks[ch].kept;
         *host = q.kept_host;
         return true;
       };
@@ -389,24 +391,35 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
 
 }  // namespace detail
 
-std::optional<Error> evaluate(const Setup& s, const Recompute& r, Evaluation* out) {
+namespace detail {
+
+std::optional<Error> walk_step(const Setup& s, const Recompute& r, Recorder* const* recorders,
+                               bool layer_events, Evaluation* out) {
   Checked ck;
   Evaluation& e = *out;
   Evaluation::Scratch& sc = e.scratch;
   double layers_fwd = 0, extra = 0;
-  detail::fill_layers(s, r, sc, &layers_fwd, &extra, true);
+  // Recorded layer events need every global layer in the arrays; the peak walk one chunk's worth.
+  fill_layers(s, r, sc, &layers_fwd, &extra, recorders == nullptr);
   e.stages.resize(s.ranks.size());
   e.worst = 0;
   for (std::uint64_t rank = 0; rank < s.ranks.size(); ++rank) {
-    detail::walk_rank(s, r.offload, rank, sc, ck, nullptr, false, &e.stages[rank]);
+    walk_rank(s, r.offload, rank, sc, ck, recorders ? recorders[rank] : nullptr, layer_events,
+              &e.stages[rank]);
     if (e.stages[rank].peak_bytes > e.stages[e.worst].peak_bytes) e.worst = rank;
   }
   // Recompute overhead: extra forward FLOPs over the step's 3x forward (forward + 2x backward).
   e.step_flops = 3.0 * (layers_fwd + s.logits_flops);
   e.extra_flops = extra;
   e.recompute_overhead_pct = e.step_flops > 0 ? 100.0 * extra / e.step_flops : 0.0;
-  if (ck.overflowed()) return detail::activation_overflow(ck.field(), s.config);
+  if (ck.overflowed()) return activation_overflow(ck.field(), s.config);
   return std::nullopt;
+}
+
+}  // namespace detail
+
+std::optional<Error> evaluate(const Setup& s, const Recompute& r, Evaluation* out) {
+  return detail::walk_step(s, r, nullptr, false, out);
 }
 
 }  // namespace actmem

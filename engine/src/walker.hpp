@@ -14,16 +14,15 @@ class Recorder {
   virtual void event(const StepEvent& at, const LiveBytes& live) = 0;
 };
 
-// Fills the scratch's per-layer arrays for policy `r` (choices, kept, regenerated, full bytes,
-// transients, recompute FLOPs); returns the recompute FLOPs (extra) and all layers' forward FLOPs
-// through the pointers. `compact` (one-kind stacks only) keeps one chunk's worth of layers, which
-// serves every chunk; a walk that records layer events needs every global layer (false).
-void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch& sc, double* layers_fwd,
-                 double* extra, bool compact);
-
 // Walks rank `rank` of the step. With `rec`, every op is walked and recorded (one event per layer
 // when `layer_events`, else each op's highest); without, the collapsed walk (schedule.hpp).
 void walk_rank(const Setup& s, bool offload, std::uint64_t rank, Evaluation::Scratch& sc,
                Checked& ck, Recorder* rec, bool layer_events, StageEval* out);
+
+// The whole step: every rank walked, the most loaded found, the recompute overhead. `recorders`
+// (one per rank, null entries for ranks not recorded) turns on the recorded walk; null, the
+// collapsed peak walk that evaluate() is.
+std::optional<Error> walk_step(const Setup& s, const Recompute& r, Recorder* const* recorders,
+                               bool layer_events, Evaluation* out);
 
 }  // namespace actmem::detail

@@ -72,7 +72,6 @@ struct Evaluation {
     std::vector<Bytes> kept, regen, full, trans_f, trans_b;
     std::vector<double> extra;  // recompute FLOPs of each layer
     std::vector<std::uint64_t> per_chunk, best_per_chunk;
-    std::vector<Bytes> chunk_kept;
     // One chunk's forward and backward reduced to their highest events, and its sums.
     struct Chunk {
       Bytes f_act = 0, f_trans = 0, kept_gpu = 0, kept_host = 0, b_rec = 0, b_trans = 0;
