@@ -106,51 +106,38 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
   if (!base.ok()) return base.error();
   const TrainConfig& norm = base.value().config;
   Evaluation ev;  // its scratch is reused by every probe
-  // The peak at micro-batch b (or sequence step n), each probe simulated once; -1: invalid.
-  std::map<std::uint64_t, Result<Bytes>> by_b, by_n;
-  auto peak_b = [&](std::uint64_t b) -> const Result<Bytes>& {
-    auto it = by_b.find(b);
-    if (it != by_b.end()) return it->second;
-    TrainConfig t = norm;
-    t.micro_batch = b;
-    return by_b.emplace(b, peak_of(m, t, &ev)).first->second;
-  };
-  // Exact integer comparisons decide; doubles only aim the first probe.
-  auto fits_b = [&](std::uint64_t b) {
-    const Result<Bytes>& p = peak_b(b);
-    return p.ok() && p.value() <= budget;
-  };
-  auto approx = [](const Result<Bytes>& p) {
-    return p.ok() ? static_cast<double>(p.value()) : -1.0;
-  };
   const double cap = static_cast<double>(budget);
-  const std::uint64_t max_b = std::uint64_t{1} << 20;
+  // The largest x in [1, hi] whose config (`set` writes x into it) fits the budget: each x
+  // simulated once, exact integer comparisons deciding, doubles only aiming the first probe.
+  auto search = [&](std::uint64_t hi, auto set) {
+    std::map<std::uint64_t, Result<Bytes>> seen;
+    auto peak = [&](std::uint64_t x) -> const Result<Bytes>& {
+      auto it = seen.find(x);
+      if (it != seen.end()) return it->second;
+      TrainConfig t = norm;
+      set(t, x);
+      return seen.emplace(x, peak_of(m, t, &ev)).first->second;
+    };
+    auto fits = [&](std::uint64_t x) {
+      const Result<Bytes>& p = peak(x);
+      return p.ok() && p.value() <= budget;
+    };
+    auto approx = [&](std::uint64_t x) {
+      const Result<Bytes>& p = peak(x);
+      return p.ok() ? static_cast<double>(p.value()) : -1.0;
+    };
+    const std::uint64_t best = fits(1) ? largest(hi, aim(hi, cap, approx), fits) : 0;
+    f.probes += seen.size();
+    return best;
+  };
   f.max_micro_batch =
-      fits_b(1)
-          ? largest(max_b, aim(max_b, cap, [&](std::uint64_t b) { return approx(peak_b(b)); }),
-                    fits_b)
-          : 0;
+      search(std::uint64_t{1} << 20, [](TrainConfig& t, std::uint64_t b) { t.micro_batch = b; });
   f.seq_step = norm.par.cp * (norm.par.sp && norm.par.tp > 1 ? norm.par.tp : 1);
   std::uint64_t max_steps = (std::uint64_t{1} << 30) / f.seq_step;
   if (m.pos == PosEncoding::kLearned) max_steps = std::min(max_steps, m.max_positions / f.seq_step);
-  auto peak_n = [&](std::uint64_t n) -> const Result<Bytes>& {
-    auto it = by_n.find(n);
-    if (it != by_n.end()) return it->second;
-    TrainConfig t = norm;
-    t.seq = n * f.seq_step;
-    return by_n.emplace(n, peak_of(m, t, &ev)).first->second;
-  };
-  auto fits_n = [&](std::uint64_t n) {
-    const Result<Bytes>& p = peak_n(n);
-    return p.ok() && p.value() <= budget;
-  };
   const std::uint64_t k =
-      fits_n(1)
-          ? largest(max_steps,
-                    aim(max_steps, cap, [&](std::uint64_t n) { return approx(peak_n(n)); }), fits_n)
-          : 0;
+      search(max_steps, [&](TrainConfig& t, std::uint64_t n) { t.seq = n * f.seq_step; });
   f.max_seq = k * f.seq_step;
-  f.probes = by_b.size() + by_n.size();
   return f;
 }
 

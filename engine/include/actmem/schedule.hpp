@@ -20,6 +20,16 @@ struct PipeOp {
   std::uint32_t chunk = 0;  // virtual stage index on this rank, 0..v-1
 };
 
+// Forwards rank r runs before its first backward (1F1B and interleaved; see for_each_op): p - r - 1
+// (at most m) for 1F1B; (p - r - 1)·2 + (v - 1)·p virtual micro-batches (at most m·v, and all of
+// them when m == p) for the interleaved schedule.
+inline std::uint64_t warmup_forwards(std::uint64_t r, std::uint64_t p, std::uint64_t v,
+                                     std::uint64_t m) {
+  if (v == 1) return p - r - 1 < m ? p - r - 1 : m;
+  const std::uint64_t total = m * v, want = (p - r - 1) * 2 + (v - 1) * p;
+  return m == p ? total : (want < total ? want : total);
+}
+
 // Calls f(PipeOp) for each op of rank `r` of `p` with `v` chunks per rank and `m` micro-batches,
 // in order, without building a list (the hot path):
 // - GPipe (Huang et al. 2019): all m forwards, then all m backwards (last micro-batch first).
@@ -41,7 +51,7 @@ void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, 
     return;
   }
   if (v == 1) {
-    const std::uint64_t warm = p - r - 1 < m ? p - r - 1 : m;
+    const std::uint64_t warm = warmup_forwards(r, p, v, m);
     std::uint64_t fw = 0, bw = 0;
     for (; fw < warm; ++fw) f(PipeOp{true, u32(fw), 0});
     while (fw < m) {
@@ -55,8 +65,7 @@ void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, 
   auto mb_of = [&](std::uint64_t k) { return (k / (p * v)) * p + k % p; };
   auto fchunk = [&](std::uint64_t k) { return (k / p) % v; };
   auto bchunk = [&](std::uint64_t k) { return v - 1 - (k / p) % v; };
-  const std::uint64_t want = (p - r - 1) * 2 + (v - 1) * p;
-  const std::uint64_t warm = m == p ? total : (want < total ? want : total);
+  const std::uint64_t warm = warmup_forwards(r, p, v, m);
   std::uint64_t fw = 0, bw = 0;
   for (; fw < warm; ++fw) f(PipeOp{true, u32(mb_of(fw)), u32(fchunk(fw))});
   while (fw < total) {
@@ -120,13 +129,7 @@ void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::ui
     const std::uint64_t q = k / p, c = q % v, end = (q + 1) * p;
     return Run{u32(forward ? c : v - 1 - c), (q / v) * p + (k - q * p), end < limit ? end : limit};
   };
-  std::uint64_t warm = 0;
-  if (v == 1) {
-    warm = p - r - 1 < m ? p - r - 1 : m;
-  } else {
-    const std::uint64_t want = (p - r - 1) * 2 + (v - 1) * p;
-    warm = m == p ? total : (want < total ? want : total);
-  }
+  const std::uint64_t warm = warmup_forwards(r, p, v, m);
   // Ops of one direction, run by run, from k to limit: the ends the consumer needs walked, the
   // rest in bulk (before the last op, after the first).
   auto singles = [&](bool forward, std::uint64_t k, std::uint64_t limit) {
