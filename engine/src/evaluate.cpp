@@ -53,6 +53,13 @@ json presets_listing() {
 
 namespace {
 
+// A streamed answer: handed over as text when the caller takes text, parsed otherwise.
+json streamed(std::string answer_text, std::string* text) {
+  if (!text) return json::parse(answer_text, nullptr, false);
+  *text = std::move(answer_text);
+  return json();
+}
+
 // The answer to a request. The estimate and explain answers, the largest, are streamed into
 // `*text` when it is given (evaluate's path: no JSON tree built); everything else is a json value.
 json answer(const json& req, std::string* text) {
@@ -166,13 +173,7 @@ json answer(const json& req, std::string* text) {
       return error_to_json(*err);
   auto est = estimate(mv, c, has_gpu ? &gpu : nullptr, !summary && command != "timeline");
   if (!est.ok()) return error_to_json(est.error());
-  if (summary && command == "estimate") {
-    if (text) {
-      *text = summary_text(est.value());
-      return json();
-    }
-    return json::parse(summary_text(est.value()), nullptr, false);
-  }
+  if (summary && command == "estimate") return streamed(summary_text(est.value()), text);
   Estimate& e = est.value();
   e.warnings.insert(e.warnings.begin(), warnings.begin(), warnings.end());
   if (command == "timeline") {
@@ -206,11 +207,7 @@ json answer(const json& req, std::string* text) {
         return error_to_json(*err);
     return timeline_to_json(e, tl.value(), compact);
   }
-  if (text) {
-    *text = estimate_text(e);
-    return json();
-  }
-  return estimate_to_json(e);
+  return streamed(estimate_text(e), text);
 }
 
 }  // namespace

@@ -319,8 +319,4 @@ std::string summary_text(const Estimate& e) {
   return std::move(w.out);
 }
 
-json estimate_to_json(const Estimate& e) {
-  return json::parse(estimate_text(e), nullptr, false);
-}
-
 }  // namespace actmem

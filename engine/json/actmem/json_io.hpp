@@ -30,9 +30,8 @@ Result<TrainConfig> config_from_json(const nlohmann::json& j, TrainConfig base);
 
 Result<GpuSpec> gpu_from_json(const nlohmann::json& j, const std::string& id);
 
-nlohmann::json estimate_to_json(const Estimate& e);
-// The same answer as text (streamed; what evaluate() returns for an estimate), and the headline
-// answer of a "summary": true request.
+// The estimate answer as text (streamed; evaluate_json parses it), and the headline answer of a
+// "summary": true request.
 std::string estimate_text(const Estimate& e);
 std::string summary_text(const Estimate& e);
 nlohmann::json error_to_json(const Error& e);
