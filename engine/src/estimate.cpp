@@ -34,10 +34,9 @@ std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
 }  // namespace
 
 // Everything that depends on config.recompute (per-layer choices, the evaluation, the per-stage
-// view, fits) on an estimate whose setup is built.
+// view, fits) on an estimate whose setup is built (make_setup made the costs for this policy).
 static std::optional<Error> apply_recompute(Estimate& e) {
   const TrainConfig& c = e.config;
-  if (auto err = set_policy_costs(e, c.recompute)) return *err;
   if (auto err = evaluate(e, c.recompute, &e.eval)) return *err;
   // The per-stage view: the setup's layers, the policy's choices, the evaluation's numbers.
   e.stages.resize(e.ranks.size());
