@@ -6,6 +6,7 @@
 #include "actmem/policy.hpp"
 #include "actmem/presets.hpp"
 #include "actmem/timeline.hpp"
+#include "actmem/view.hpp"
 #include "json_read.hpp"
 
 namespace actmem {
@@ -14,8 +15,9 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kRequestKeys[] = {"command", "preset", "model",   "config",        "gpu",
-                                    "sweep",   "events", "summary", "compact_events"};
+const char* const kRequestKeys[] = {"command", "preset", "model",   "config",         "gpu",
+                                    "sweep",   "events", "summary", "compact_events", "example",
+                                    "stages"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -49,6 +51,49 @@ json presets_listing() {
   return out;
 }
 
+// A worked example's checks, each quantity resolved in the estimate answer: "tensor:ID" is a
+// record of layer 0's inventory, "static.optimizer_plus_master_bytes" the seed's combined line,
+// anything else a dotted path.
+json example_rows(const std::string& id, const json& body, const json& est) {
+  json rows = json::array();
+  const json checks = body.value("checks", json::array());
+  for (const json& c : checks) {
+    const std::string q = c.value("quantity", "");
+    json value = nullptr;
+    if (q.rfind("tensor:", 0) == 0) {
+      for (const json& t : est["per_layer"]["all_tensors"])
+        if (t["name"] == q.substr(7)) value = t["bytes"];
+    } else if (q == "static.optimizer_plus_master_bytes") {
+      value = est["static"]["optimizer_bytes"].get<std::uint64_t>() +
+              est["static"]["master_bytes"].get<std::uint64_t>();
+    } else {
+      const json* at = &est;
+      std::size_t from = 0;
+      while (at && from <= q.size()) {
+        const std::size_t dot = q.find('.', from);
+        const std::string part = q.substr(from, dot == std::string::npos ? dot : dot - from);
+        at = at->is_object() && at->contains(part) ? &(*at)[part] : nullptr;
+        if (dot == std::string::npos) break;
+        from = dot + 1;
+      }
+      if (at && at->is_number_unsigned()) value = *at;
+    }
+    json row = {{"quantity", q},
+                {"stated", c.value("stated", "")},
+                {"seed_formula", c.value("seed_formula", "")},
+                {"seed_formula_bytes", c.value("seed_formula_bytes", json())},
+                {"engine_bytes", value},
+                {"note", c.value("note", "")}};
+    row["agrees"] = !value.is_null() && value == row["seed_formula_bytes"];
+    rows.push_back(row);
+  }
+  return json{{"id", id},
+              {"title", body.value("title", "")},
+              {"seed", body.value("seed", "")},
+              {"section", body.value("section", "")},
+              {"rows", rows}};
+}
+
 }  // namespace
 
 namespace {
@@ -75,11 +120,31 @@ json answer(const json& req, std::string* text) {
       return error_to_json(*err);
   if (command == "presets") return presets_listing();
   if (command != "estimate" && command != "explain" && command != "timeline" && command != "fit" &&
-      command != "plan" && command != "sweep")
+      command != "plan" && command != "sweep" && command != "view")
     return error_to_json(make_error(
         "invalid_value", "command",
         "command: '" + command +
-            "' is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, presets"));
+            "' is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, view, "
+            "presets"));
+
+  // A worked example (presets/examples) is a preset and a config: the request's config keys
+  // override the example's, verbatim otherwise (hidden_dropout included).
+  std::string example_id;
+  json example;
+  if (req.contains("example")) {
+    if (auto err = detail::read_string(req["example"], "example", &example_id))
+      return error_to_json(*err);
+    if (req.contains("preset") || req.contains("model"))
+      return error_to_json(make_error("invalid_value", "example",
+                                      "example: give either example or preset/model, not both"));
+    const PresetText* p = find_preset("examples", example_id);
+    if (!p)
+      return error_to_json(
+          make_error("invalid_value", "example",
+                     "example: '" + detail::key_text(example_id) +
+                         "' is not a worked example; allowed: " + preset_ids("examples")));
+    example = json::parse(p->json, nullptr, false);
+  }
 
   std::vector<std::string> warnings;
   Result<ModelSpec> model =
@@ -87,7 +152,12 @@ json answer(const json& req, std::string* text) {
   if (req.contains("preset") && req.contains("model"))
     return error_to_json(
         make_error("invalid_value", "model", "model: give either preset or model, not both"));
-  if (req.contains("preset")) {
+  if (!example.is_null()) {
+    if (example.contains("preset"))
+      model = model_preset(example["preset"].get<std::string>(), &warnings);
+    else
+      model = model_from_json(example["model"], "custom", &warnings);
+  } else if (req.contains("preset")) {
     std::string id;
     if (auto err = detail::read_string(req["preset"], "preset", &id)) return error_to_json(*err);
     model = model_preset(id, &warnings);
@@ -97,6 +167,11 @@ json answer(const json& req, std::string* text) {
   if (!model.ok()) return error_to_json(model.error());
 
   TrainConfig base;
+  if (!example.is_null() && example.contains("config")) {
+    auto ex = config_from_json(example["config"], base);
+    if (!ex.ok()) return error_to_json(ex.error());
+    base = ex.value();
+  }
   Result<TrainConfig> cfg = base;
   if (req.contains("config")) cfg = config_from_json(req["config"], base);
   if (!cfg.ok()) return error_to_json(cfg.error());
@@ -164,6 +239,28 @@ json answer(const json& req, std::string* text) {
     if (!s.ok()) return error_to_json(s.error());
     json out = sweep_to_json(s.value());
     if (has_gpu) out["budget_bytes"] = gpu.memory_bytes;
+    return out;
+  }
+  if (command == "view") {
+    // stages: "worst" (default: the most loaded stage's step) or "all".
+    ViewOptions o;
+    if (req.contains("stages")) {
+      std::string which;
+      if (auto err = detail::read_string(req["stages"], "stages", &which))
+        return error_to_json(*err);
+      if (which != "worst" && which != "all")
+        return error_to_json(make_error(
+            "invalid_value", "stages",
+            "stages: '" + detail::key_text(which) + "' is not allowed; allowed: worst, all"));
+      o.all_stages = which == "all";
+    }
+    auto v = make_view(mv, c, has_gpu ? &gpu : nullptr, o);
+    if (!v.ok()) return error_to_json(v.error());
+    View& view = v.value();
+    view.est.warnings.insert(view.est.warnings.begin(), warnings.begin(), warnings.end());
+    const json est = json::parse(estimate_text(view.est), nullptr, false);
+    json out = view_to_json(view, est);
+    if (!example.is_null()) out["example"] = example_rows(example_id, example, est);
     return out;
   }
   // summary: true answers with the headline numbers only (the page's side-by-side comparisons).

@@ -3,6 +3,7 @@
 #include "actmem/timeline.hpp"
 
 #include "actmem/estimate.hpp"
+#include "actmem/view.hpp"
 #include "walker.hpp"
 
 namespace actmem {
@@ -101,6 +102,107 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
   tl.extra_flops = ev.extra_flops;
   tl.recompute_overhead_pct = ev.recompute_overhead_pct;
   return tl;
+}
+
+std::string event_words(const StepEvent& k, bool chunks) {
+  const std::string mb = ", micro-batch " + std::to_string(k.mb);
+  const std::string chunk = chunks ? ", chunk " + std::to_string(k.chunk) : "";
+  switch (k.kind) {
+    case StepEvent::kFwd:
+      return "forward of layer " + std::to_string(k.lo) + mb + chunk;
+    case StepEvent::kBwd:
+      return "backward of layer " + std::to_string(k.lo) + mb + chunk;
+    case StepEvent::kRecompute:
+      return (k.hi != k.lo
+                  ? "recompute of layers " + std::to_string(k.lo) + " to " + std::to_string(k.hi)
+                  : "recompute of layer " + std::to_string(k.lo)) +
+             mb + chunk;
+    case StepEvent::kLossFwd:
+      return "loss forward" + mb;
+    case StepEvent::kLossBwd:
+      return "loss backward" + mb;
+    case StepEvent::kOptimizer:
+      return "optimizer step";
+  }
+  return "?";
+}
+
+namespace {
+
+// Keeps a bounded envelope of a stage's op events: consecutive ops fall into buckets of a width
+// that doubles (pairs of buckets merge) whenever the bucket count would pass its cap, so memory is
+// bounded and each event costs O(1) amortised. A bucket keeps its first highest event, which makes
+// the stage's peak (the walk's first maximum) a point of the series.
+class Envelope : public detail::Recorder {
+ public:
+  Envelope(StageSeries* out, std::size_t cap)
+      : out_(out), cap_(cap < 2 ? 2 : cap & ~std::size_t{1}) {
+    out_->points.reserve(cap_);
+  }
+  void event(const StepEvent& at, const LiveBytes& b) override {
+    const std::uint64_t i = out_->events++;
+    if (i / width_ >= cap_) merge();
+    std::vector<SeriesPoint>& pts = out_->points;
+    const std::size_t bucket = static_cast<std::size_t>(i / width_);
+    if (bucket == pts.size()) {
+      pts.push_back(SeriesPoint{i, at, b, b.live, b.recompute > 0});
+      return;
+    }
+    SeriesPoint& p = pts[bucket];
+    if (b.live > p.bytes.live) {
+      p.index = i;
+      p.at = at;
+      p.bytes = b;
+    }
+    if (b.live < p.low) p.low = b.live;
+    p.recompute = p.recompute || b.recompute > 0;
+  }
+
+ private:
+  void merge() {
+    std::vector<SeriesPoint>& pts = out_->points;
+    for (std::size_t j = 0; j < pts.size() / 2; ++j) {
+      SeriesPoint a = pts[2 * j];
+      const SeriesPoint& b = pts[2 * j + 1];
+      if (b.bytes.live > a.bytes.live) {
+        a.index = b.index;
+        a.at = b.at;
+        a.bytes = b.bytes;
+      }
+      if (b.low < a.low) a.low = b.low;
+      a.recompute = a.recompute || b.recompute;
+      pts[j] = a;
+    }
+    pts.resize(pts.size() / 2);
+    width_ *= 2;
+  }
+
+  StageSeries* out_;
+  std::size_t cap_;
+  std::uint64_t width_ = 1;
+};
+
+}  // namespace
+
+Result<std::vector<StageSeries>> simulate_series(const Estimate& e,
+                                                 const std::vector<std::uint64_t>& stages,
+                                                 std::size_t max_points) {
+  std::vector<StageSeries> out(stages.size());
+  std::vector<Envelope> envelopes;
+  envelopes.reserve(stages.size());
+  std::vector<detail::Recorder*> recorders(e.ranks.size(), nullptr);
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i] >= e.ranks.size())
+      return make_error("invalid_value", "stage",
+                        "stage: " + std::to_string(stages[i]) + " is not a pipeline stage");
+    out[i].stage = stages[i];
+    envelopes.emplace_back(&out[i], max_points);
+    recorders[stages[i]] = &envelopes.back();
+  }
+  Evaluation ev;
+  if (auto err = detail::walk_step(e, e.config.recompute, recorders.data(), false, &ev))
+    return *err;
+  return out;
 }
 
 }  // namespace actmem

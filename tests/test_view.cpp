@@ -1,0 +1,183 @@
+// The page's view answer (command "view"): every number it carries is the engine's own answer to
+// the same configuration (estimate, timeline, planner, fit, sweep), its suggestions fit when
+// applied, and its step series stays bounded whatever the number of micro-batches.
+#include "helpers.hpp"
+
+using namespace actmem::test;
+
+namespace {
+
+json view(json request) {
+  request["command"] = "view";
+  return run(request);
+}
+
+// The 405B pipeline of the page's speed goal (issue 11): tp 8 + SP, pp 16, vpp 2, uneven split.
+json pipeline_405b(std::uint64_t micro_batches) {
+  return json{{"preset", "llama-3.1-405b"},
+              {"config",
+               {{"gpu", "h100-80gb"},
+                {"seq", 8192},
+                {"tp", 8},
+                {"sp", true},
+                {"pp", 16},
+                {"vpp", 2},
+                {"micro_batches", micro_batches},
+                {"layer_split", {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7}},
+                {"dp", 8},
+                {"zero", 1},
+                {"attention", "flash"},
+                {"recompute", "selective"}}}};
+}
+
+// The answer to the same configuration with a suggestion's change applied.
+json applied(json request, const json& change) {
+  for (const auto& [k, v] : change.items()) request["config"][k] = v;
+  return run(request);
+}
+
+}  // namespace
+
+TEST_CASE("view: the verdict, bar and estimate are the estimate answer's own numbers", "[view]") {
+  const json req = {{"preset", "llama-3.1-70b"},
+                    {"config",
+                     {{"gpu", "h100-80gb"},
+                      {"seq", 8192},
+                      {"tp", 8},
+                      {"sp", true},
+                      {"pp", 4},
+                      {"dp", 2},
+                      {"attention", "flash"},
+                      {"recompute", "selective"}}}};
+  const json est = run(req);
+  const json v = view(req);
+  CHECK(v["estimate"] == est);
+  CHECK(u(v["verdict"]["peak_bytes"]) == u(est["peak_bytes"]));
+  CHECK(v["verdict"]["fits"] == est["fits"]);
+  CHECK(v["verdict"]["headroom_bytes"] == est["headroom_bytes"]);
+  CHECK(u(v["verdict"]["gpus"]) == 8 * 4 * 2);
+  // The bar's parts are the peak's lines and add up to it (one answer, issue 10).
+  std::uint64_t sum = 0;
+  for (const auto& s : v["bar"]["segments"]) sum += u(s["bytes"]);
+  CHECK(sum == u(est["peak_bytes"]));
+  CHECK(u(v["bar"]["total_bytes"]) == u(est["peak_bytes"]));
+  // Policies and profiles: each row is the estimate of that variant.
+  for (const auto& row : v["policies"]) {
+    json r = req;
+    r["config"]["recompute"] = row["policy"];
+    CHECK(u(row["peak_bytes"]) == u(run(r)["peak_bytes"]));
+  }
+  for (const auto& row : v["profiles"]) {
+    json r = req;
+    r["config"]["profile"] = row["profile"];
+    const json e = run(r);
+    CHECK(u(row["peak_bytes"]) == u(e["peak_bytes"]));
+    CHECK(u(row["per_layer_bytes"]) == u(e["per_layer"]["activation_bytes"]));
+  }
+  // The grid is the sweep over its own axes, with the configured cell marked.
+  json sw = req;
+  sw["command"] = "sweep";
+  sw["sweep"] = {{"micro_batches", v["grid"]["micro_batches"]}, {"seqs", v["grid"]["seqs"]}};
+  CHECK(run(sw)["peak_bytes"] == v["grid"]["peak_bytes"]);
+  const auto cur = v["grid"]["current"];
+  CHECK(u(v["grid"]["micro_batches"][u(cur[0])]) == 1);
+  CHECK(u(v["grid"]["seqs"][u(cur[1])]) == 8192);
+  CHECK(v["grid"]["peak_bytes"][u(cur[0])][u(cur[1])] == est["peak_bytes"]);
+}
+
+TEST_CASE("view: the step series holds the stage's peak and stays bounded at 4,096 micro-batches",
+          "[view]") {
+  for (std::uint64_t m : {64u, 4096u}) {
+    const json req = pipeline_405b(m);
+    const json v = view(req);
+    const json& s = v["timeline"]["series"][0];
+    CHECK(u(s["stage"]) == u(v["estimate"]["peak"]["stage"]));
+    // One op per chunk forward and backward per micro-batch (2 chunks), plus the optimizer step.
+    CHECK(u(s["events"]) == 2 * 2 * m + 1);
+    CHECK(s["points"]["index"].size() <= 600);
+    std::uint64_t top = 0;
+    for (const auto& x : s["points"]["live_bytes"]) top = std::max(top, u(x));
+    // The series' highest point is the simulated peak event (the peak adds the fragmentation
+    // allowance, 0 here).
+    CHECK(top == u(s["peak_bytes"]));
+    CHECK(s["peak_words"] == v["verdict"]["peak_words"]);
+    CHECK(v["timeline"]["series"].size() == 1);
+  }
+  json all = pipeline_405b(64);
+  all["stages"] = "all";
+  CHECK(view(all)["timeline"]["series"].size() == 16);
+}
+
+TEST_CASE("view: the peak in words names the event of the estimate's peak label", "[view]") {
+  const json v = view(pipeline_405b(64));
+  // "B mb0 c1 L70" (estimate's label) in words.
+  CHECK(v["verdict"]["peak_at"] == "B mb0 c1 L70");
+  CHECK(v["verdict"]["peak_words"] == "backward of layer 70, micro-batch 0, chunk 1");
+  CHECK(v["layout"]["schedule"] == "interleaved");
+  CHECK(v["layout"].contains("schedule_note"));
+}
+
+TEST_CASE("view: every suggested change makes the configuration fit when applied", "[view]") {
+  const json cases[] = {
+      // Does not fit: a smaller micro-batch, or the planner's policy, each fits alone.
+      {{"preset", "llama-3.1-70b"},
+       {"config",
+        {{"gpu", "h100-80gb"},
+         {"seq", 8192},
+         {"tp", 8},
+         {"sp", true},
+         {"pp", 4},
+         {"dp", 2},
+         {"attention", "flash"},
+         {"recompute", "none"},
+         {"micro_batch", 4}}}},
+      // 8B on one H100 cannot fit (static memory alone is 16 bytes per parameter): more GPUs.
+      {{"preset", "llama-3.1-8b"},
+       {"config", {{"gpu", "h100-80gb"}, {"seq", 4096}, {"attention", "flash"}}}},
+      pipeline_405b(64),
+  };
+  for (const json& req : cases) {
+    const json v = view(req);
+    REQUIRE(v["verdict"]["fits"] == false);
+    REQUIRE_FALSE(v["suggestions"].empty());
+    for (const auto& s : v["suggestions"]) {
+      INFO(s.dump());
+      const json e = applied(req, s["change"]);
+      CHECK(e["fits"] == true);
+      CHECK(u(e["peak_bytes"]) == u(s["peak_bytes"]));
+    }
+  }
+  // A configuration that fits gets none.
+  json fits = cases[1];
+  fits["config"]["dp"] = 8;
+  fits["config"]["zero"] = 1;
+  CHECK(view(fits)["suggestions"].empty());
+}
+
+TEST_CASE(
+    "view of a worked example runs its config verbatim (hidden_dropout kept) "
+    "(seed 000, Sec. 3, standard attention)",
+    "[view]") {
+  // presets/examples/seed000-standard-7b.json: attention dropout 0.1, hidden dropout 0.
+  const json v = view(json{{"example", "seed000-standard-7b"}});
+  const json est = run(json{{"preset", "llama-3.1-8b"},
+                            {"config",
+                             {{"micro_batch", 1},
+                              {"seq", 4096},
+                              {"dtype", "bf16"},
+                              {"attention", "eager"},
+                              {"attention_dropout", 0.1},
+                              {"hidden_dropout", 0.0},
+                              {"profile", "textbook"}}}});
+  CHECK(v["estimate"] == est);
+  const json& row = v["example"]["rows"][0];
+  CHECK(row["quantity"] == "per_layer.activation_bytes");
+  CHECK(u(row["engine_bytes"]) == 2231369728);  // the example file's expected_bytes
+  CHECK(u(row["seed_formula_bytes"]) == 2197815296);
+  CHECK(row["agrees"] == false);
+  // Config keys in the request override the example's.
+  const json over = view(json{{"example", "seed000-standard-7b"}, {"config", {{"seq", 2048}}}});
+  CHECK(u(over["layout"]["seq"]) == 2048);
+  const json bad = actmem::evaluate_json(json{{"example", "nope"}});
+  CHECK(bad["error"]["field"] == "example");
+}
