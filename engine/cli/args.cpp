@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "actmem/json_io.hpp"
+#include "actmem/size.hpp"
 
 namespace actmem::cli {
 
@@ -65,39 +66,6 @@ json number_or_string(const std::string& v) {
 }
 
 }  // namespace
-
-bool parse_byte_size(const std::string& s, unsigned long long* out) {
-  std::size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-  if (i == 0) return false;
-  const double v = std::strtod(s.substr(0, i).c_str(), nullptr);
-  std::string unit = s.substr(i);
-  double mult = 1;
-  if (unit.empty() || unit == "B")
-    mult = 1;
-  else if (unit == "KiB")
-    mult = 1024.0;
-  else if (unit == "MiB")
-    mult = 1024.0 * 1024;
-  else if (unit == "GiB")
-    mult = 1024.0 * 1024 * 1024;
-  else if (unit == "TiB")
-    mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "KB")
-    mult = 1e3;
-  else if (unit == "MB")
-    mult = 1e6;
-  else if (unit == "GB")
-    mult = 1e9;
-  else if (unit == "TB")
-    mult = 1e12;
-  else
-    return false;
-  const double bytes = v * mult;
-  if (!(bytes >= 1) || bytes > 9.2e18 || bytes != std::floor(bytes)) return false;
-  *out = static_cast<unsigned long long>(bytes);
-  return true;
-}
 
 std::string parse_args(const std::vector<std::string>& argv, Options* o) {
   json cfg_file = json::object();
@@ -220,12 +188,12 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       else
         o->request["sweep"][a == "--sweep-seqs" ? "seqs" : "micro_batches"] = list;
     } else if (a == "--gpu-memory" || a == "--budget") {
-      unsigned long long bytes = 0;
+      actmem::Bytes bytes = 0;
       if (!value(&v)) return a + ": needs a size such as 80GiB";
-      if (!parse_byte_size(v, &bytes))
-        return a + ": '" + v +
-               "' is not a size; allowed: a positive byte count or N with B, KiB, MiB, GiB, TiB, "
-               "KB, MB, GB, TB";
+      // The engine's exact parser (size.hpp): no double, no partial reads ("1..5GiB").
+      if (!actmem::parse_size(v, &bytes))
+        return a + ": " + nlohmann::json(v).dump(-1, ' ', true) +
+               " is not a size; allowed: " + actmem::kSizeAllowed;
       cfg_flags["gpu_memory_bytes"] = bytes;
     } else {
       return "'" + a +

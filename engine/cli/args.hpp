@@ -20,9 +20,6 @@ struct Options {
 // Returns an empty string on success, else the one-line error (the caller exits with code 2).
 std::string parse_args(const std::vector<std::string>& argv, Options* out);
 
-// "80GiB", "60GB", "85899345920" -> bytes; false when malformed.
-bool parse_byte_size(const std::string& s, unsigned long long* out);
-
 extern const char* const kUsage;
 
 }  // namespace actmem::cli

@@ -4,6 +4,7 @@
 #include "actmem/json_io.hpp"
 #include "actmem/names.hpp"
 #include "actmem/presets.hpp"
+#include "actmem/size.hpp"
 #include "json_read.hpp"
 
 namespace actmem {
@@ -37,6 +38,7 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "offload",
                                    "gpu",
                                    "gpu_memory_bytes",
+                                   "gpu_memory",
                                    "schedule",
                                    "micro_batches",
                                    "layer_split",
@@ -121,6 +123,18 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
           "config.gpu: unknown GPU '" + c.gpu_id + "'; allowed: " + preset_ids("gpus"));
   }
   ACTMEM_TRY(u("gpu_memory_bytes", &c.gpu_bytes));
+  // gpu_memory: a size as text ("80GiB"), parsed exactly (size.hpp); one of the two keys.
+  if (j.contains("gpu_memory")) {
+    if (j.contains("gpu_memory_bytes"))
+      return make_error("invalid_value", "config.gpu_memory",
+                        "config.gpu_memory: give gpu_memory or gpu_memory_bytes, not both");
+    std::string text;
+    ACTMEM_TRY(detail::read_string(j["gpu_memory"], "config.gpu_memory", &text));
+    if (!parse_size(text, &c.gpu_bytes))
+      return make_error("invalid_value", "config.gpu_memory",
+                        "config.gpu_memory: '" + detail::key_text(text) +
+                            "' is not a size; allowed: " + kSizeAllowed);
+  }
   ACTMEM_TRY(choice("schedule", parse_schedule, &c.schedule, schedule_table().list()));
   ACTMEM_TRY(u("micro_batches", &c.grad_accum));  // the pipeline name for grad_accum
   ACTMEM_TRY(u("cublas_workspace_bytes", &c.cublas_workspace, true));
