@@ -1,17 +1,31 @@
-// actmem page: reads the form, asks the WebAssembly engine (one JSON entry point), and draws the
-// answers. No number is computed here: JS formats and draws. Nothing from the URL or a pasted file
-// is ever inserted as HTML (textContent and setAttribute only).
+// actmem page: reads the form, asks the engine (in a Web Worker) for the view of the current
+// inputs, and draws the answer. Every number, choice and suggestion comes from the engine's view
+// answer (docs/schema.md, "The view answer"); this file formats and draws. Nothing from the URL or
+// a pasted file is ever inserted as HTML (textContent and setAttribute only).
 'use strict';
 
 (function () {
   const $ = (id) => document.getElementById(id);
   const SVGNS = 'http://www.w3.org/2000/svg';
-  let engine = null;
-  let customModel = null;   // parsed config.json when the user pasted or dropped one
-  let linkError = null;     // a link whose model JSON does not parse: shown until the next edit
-  let lastGood = null;      // { est, tl } of the last valid input, kept visible on errors
-  let currentExample = null;
+  const DEFAULT_PRESET = 'llama-3.1-8b';
+  // The first view: a configuration that runs (8B on 8 H100s, ZeRO-1, selective recompute).
+  const FIRST_VIEW = { preset: DEFAULT_PRESET, gpu: 'h100-80gb', dp: '8', zero: '1' };
+
+  let worker = null;
+  let customModel = null;    // a pasted or dropped config.json (parsed)
+  let customName = '';       // its name and size from the engine's last answer
+  let currentExample = null; // a worked example id: its preset and config are the request's base
+  let modelJsonError = null; // the link's model does not parse as JSON
+  let shown = null;          // { key, view } the answer on screen
+  let lastError = null;      // the error of the current inputs, when they have one
+  let seq = 0;               // request ids; only the answer to `wanted` is drawn as current
+  let wanted = 0;
+  let wantedKey = '';
+  let bootDone = false;
+  let examples = [];
+  const exportsPending = new Map();
   const timings = (window.actmemTimings = []);
+  window.actmemRequests = 0;  // view requests sent to the engine (tests count them)
 
   // ---- small DOM helpers ------------------------------------------------------------------
   function el(tag, text, cls) {
@@ -20,35 +34,39 @@
     if (cls) e.className = cls;
     return e;
   }
-  function svgEl(tag, attrs) {
+  function svgEl(tag, attrs, text) {
     const e = document.createElementNS(SVGNS, tag);
     for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    if (text !== undefined) e.textContent = String(text);
     return e;
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
-  // Charts are drawn in CSS pixels of their current width, so text keeps its size.
   const width = (svg) => Math.max(280, Math.round(svg.getBoundingClientRect().width) || 600);
-  function fmtBytes(b) {
+
+  // ---- formatting (binary units everywhere; exact bytes one hover away) --------------------
+  const GiB = 1073741824;
+  function fmt(b, digits) {
     if (b === undefined || b === null || b < 0) return '—';
-    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-    let v = Number(b), u = 0;
-    while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
-    return (u === 0 ? String(v) : v.toFixed(2)) + ' ' + units[u];
+    const d = digits === undefined ? 1 : digits;
+    if (b >= GiB) return (b / GiB).toFixed(d) + ' GiB';
+    if (b >= 1048576) return (b / 1048576).toFixed(d) + ' MiB';
+    if (b >= 1024) return (b / 1024).toFixed(d) + ' KiB';
+    return b + ' B';
   }
   const commas = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  const pct = (x) => (Math.round(x * 100) / 100).toFixed(2) + '%';
-
-  function call(req) {
-    const text = engine.evaluate(JSON.stringify(req));
-    return JSON.parse(text);
-  }
+  const exact = (b) => commas(b) + ' bytes';
+  const pct = (x) => (Math.round(x * 10) / 10).toFixed(1) + '%';
+  const tip = (node, text) => { node.dataset.tip = text; return node; };
 
   // ---- the form <-> request ---------------------------------------------------------------
   const numeric = ['micro_batch', 'seq', 'micro_batches', 'tp', 'pp', 'vpp', 'cp', 'dp', 'ep'];
   const selects = ['dtype', 'attention', 'optimizer', 'profile', 'schedule', 'zero'];
+  const hashKeys = ['preset', 'gpu', 'gpu_memory', 'micro_batch', 'seq', 'micro_batches', 'dtype', 'attention', 'dropout',
+    'optimizer', 'profile', 'recompute', 'tp', 'pp', 'vpp', 'schedule', 'layer_split', 'cp', 'dp', 'zero', 'ep'];
 
-  function parseIntField(v) {
-    // Pass what the user typed; the engine rejects non-integers by field name.
+  // What the user typed, as the engine reads it: integers as numbers, anything else as text the
+  // engine rejects by field name.
+  function typed(v) {
     const t = v.trim();
     if (t === '') return undefined;
     return /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(t) ? Number(t) : t;
@@ -57,170 +75,465 @@
   function readForm() {
     const config = {};
     for (const id of numeric) {
-      const v = parseIntField($(id).value);
+      const v = typed($(id).value);
       if (v !== undefined) config[id] = v;
     }
-    for (const id of selects) config[id] = id === 'zero' ? Number($(id).value) : $(id).value;
-    if (config.vpp !== undefined && config.vpp !== 1 && config.schedule === '1f1b') config.schedule = 'interleaved';
-    const d = $('dropout').value.trim();
-    if (d !== '') config.dropout = /^[-\d.eE+]+$/.test(d) ? Number(d) : d;
-    config.recompute = $('recompute').value.trim() || 'none';
+    for (const id of selects) if ($(id).value !== '') config[id] = id === 'zero' ? typed($(id).value) : $(id).value;
+    const d = typed($('dropout').value);
+    if (d !== undefined) config.dropout = d;
+    const r = $('recompute').value.trim();
+    if (r !== '') config.recompute = r;
     if ($('offload').checked) config.offload = true;
     if ($('sp').checked) config.sp = true;
     const split = $('layer_split').value.trim();
-    if (split !== '') config.layer_split = split.split(/[\s,]+/).filter(Boolean).map((x) => parseIntField(x));
-    const gpu = $('gpu').value;
-    if (gpu) config.gpu = gpu;
+    if (split !== '') config.layer_split = split.split(/[\s,]+/).filter(Boolean).map(typed);
+    if ($('gpu').value) config.gpu = $('gpu').value;
+    // The field is in GiB: a plain number gets the unit; the engine parses the size exactly.
     const mem = $('gpu_memory').value.trim();
-    if (mem !== '') {
-      const gib = Number(mem);
-      config.gpu_memory_bytes = Number.isFinite(gib) && gib > 0 ? Math.round(gib * 1073741824) : mem;
-    }
-    const req = { config };
-    if (customModel) req.model = customModel; else req.preset = $('preset').value;
+    if (mem !== '') config.gpu_memory = /^[\d.]+$/.test(mem) ? mem + 'GiB' : mem;
+    const req = { command: 'view', config };
+    if (currentExample) req.example = currentExample;
+    else if (customModel) req.model = customModel;
+    else req.preset = $('preset').value;
+    if ($('all-stages').checked) req.stages = 'all';
     return req;
   }
 
   // ---- URL hash state ---------------------------------------------------------------------
-  const hashKeys = ['preset', 'gpu', 'gpu_memory', 'micro_batch', 'seq', 'micro_batches', 'dtype', 'attention', 'dropout',
-    'optimizer', 'profile', 'recompute', 'tp', 'pp', 'vpp', 'schedule', 'layer_split', 'cp', 'dp', 'zero', 'ep'];
-
   function writeHash() {
     const p = new URLSearchParams();
-    for (const k of hashKeys) { const v = $(k).value; if (v !== '') p.set(k, v); }
+    for (const k of hashKeys) {
+      if (k === 'preset' && (customModel || currentExample)) continue;
+      const v = $(k).value;
+      if (v !== '') p.set(k, v);
+    }
     if ($('sp').checked) p.set('sp', '1');
     if ($('offload').checked) p.set('offload', '1');
+    if ($('all-stages').checked) p.set('all_stages', '1');
     if (customModel) p.set('model', JSON.stringify(customModel));
     if (currentExample) p.set('example', currentExample);
     const cur = new URLSearchParams(location.hash.slice(1));
     for (const k of ['theme', 'embed']) if (cur.has(k)) p.set(k, cur.get(k));
     history.replaceState(null, '', '#' + p.toString());
+    $('open-full').href = '#' + fullHash(p);
+  }
+  // The same state without embed=1: the link from the embed to the full calculator.
+  function fullHash(p) {
+    const q = new URLSearchParams(p);
+    q.delete('embed');
+    return q.toString();
+  }
+
+  function setSelect(node, v) {
+    if (![...node.options].some((o) => o.value === v)) node.appendChild(el('option', v)).value = v;  // shown; the engine says why
+    node.value = v;
   }
 
   function readHash() {
     const p = new URLSearchParams(location.hash.slice(1));
+    const fresh = [...p.keys()].filter((k) => k !== 'theme' && k !== 'embed').length === 0;
+    if (fresh) for (const [k, v] of Object.entries(FIRST_VIEW)) p.set(k, v);
     for (const k of hashKeys) {
       if (!p.has(k)) continue;
       const node = $(k);
-      const v = p.get(k);
-      if (node.tagName === 'SELECT' && ![...node.options].some((o) => o.value === v)) {
-        node.appendChild(el('option', v)).value = v;  // unknown value: shown as text, the engine says why
-      }
-      node.value = v;
+      if (node.tagName === 'SELECT') setSelect(node, p.get(k)); else node.value = p.get(k);
     }
     $('sp').checked = p.get('sp') === '1';
     $('offload').checked = p.get('offload') === '1';
+    $('all-stages').checked = p.get('all_stages') === '1';
+    customModel = null;
+    modelJsonError = null;
     if (p.has('model')) {
       $('model-json').value = p.get('model');
-      try { customModel = JSON.parse(p.get('model')); linkError = null; } catch (e) { customModel = null; linkError = { field: 'model', message: 'model: the link carries malformed JSON' }; }
+      try { customModel = JSON.parse(p.get('model')); } catch (e) {
+        modelJsonError = { field: 'model', message: 'model: the link carries malformed JSON' };
+      }
     }
-    if (p.has('example')) currentExample = p.get('example');
+    currentExample = p.get('example') || null;
+    $('example').value = currentExample && [...$('example').options].some((o) => o.value === currentExample) ? currentExample : '';
     const theme = p.get('theme');
     if (theme === 'light' || theme === 'dark') document.documentElement.dataset.theme = theme;
-    if (p.get('embed') === '1') document.body.classList.add('embed');
+    document.body.classList.toggle('embed', p.get('embed') === '1');
+    showModelChoice();
   }
 
-  // ---- errors beside their fields ----------------------------------------------------------
+  // The model box names what the answer is for: a preset, or the pasted config with its size.
+  function showModelChoice() {
+    const sel = $('preset');
+    let opt = sel.querySelector('option[value="__custom__"]');
+    if (customModel || currentExample) {
+      if (!opt) { opt = el('option'); opt.value = '__custom__'; sel.insertBefore(opt, sel.firstChild); }
+      opt.textContent = currentExample ? 'worked example: ' + currentExample + (customName ? ' (' + customName + ')' : '')
+        : 'pasted config.json' + (customName ? ': ' + customName : '');
+      sel.value = '__custom__';
+    } else if (opt) {
+      opt.remove();
+    }
+  }
+
+  // ---- errors beside their fields (overlaid: an error moves nothing on the page) -----------
   function clearErrors() {
-    for (const e of document.querySelectorAll('[data-err]')) e.textContent = '';
+    for (const e of document.querySelectorAll('[data-err]')) { e.textContent = ''; e.style.top = ''; }
     for (const e of document.querySelectorAll('.invalid')) e.classList.remove('invalid');
   }
-  function showErrors(err) {
+  function slotFor(field) {
+    const f = String(field || '').replace(/\[\d+\]$/, '');
+    return document.querySelector('[data-err="' + CSS.escape(f) + '"]') ||
+      (f.startsWith('model') || f === 'example' ? document.querySelector('[data-err="model"]') : null) ||
+      document.querySelector('[data-err="*"]');
+  }
+  function showError(err) {
     const field = String(err.field || '').replace(/\[\d+\]$/, '');
-    let slot = document.querySelector('[data-err="' + CSS.escape(field) + '"]');
-    if (!slot && field.startsWith('model')) slot = document.querySelector('[data-err="model"]');
-    if (!slot && field === 'config.micro_batches') slot = document.querySelector('[data-err="config.micro_batches"]');
-    if (!slot && field === 'config.dropout') slot = document.querySelector('[data-err="config.dropout"]');
-    if (!slot) slot = document.querySelector('[data-err="*"]');
+    const slot = slotFor(field);
     slot.textContent = err.message;
+    const anchor = slot.previousElementSibling;
+    if (anchor && slot.classList.contains('err') && !slot.classList.contains('general')) slot.style.top = (anchor.offsetTop + anchor.offsetHeight) + 'px';
     const input = document.querySelector('[data-field="' + CSS.escape(field) + '"]');
     if (input) input.classList.add('invalid');
     if (field.startsWith('model')) { $('custom-model').open = true; $('model-json').classList.add('invalid'); }
   }
 
-  // ---- drawing -----------------------------------------------------------------------------
-  function tooltip(node, text) {
-    node.addEventListener('mousemove', (ev) => {
-      const t = $('tooltip');
-      t.textContent = text;
-      t.hidden = false;
-      t.style.left = ev.clientX + 12 + 'px';
-      t.style.top = ev.clientY + 12 + 'px';
-    });
-    node.addEventListener('mouseleave', () => { $('tooltip').hidden = true; });
-    const title = svgEl('title');
-    title.textContent = text;
-    node.appendChild(title);
+  // ---- honest state: the results say when they are not the answer to the inputs -------------
+  function setStatus(kind, text) {
+    const s = $('status');
+    s.dataset.kind = kind;
+    s.textContent = text;
+    $('results').dataset.stale = kind === 'current' ? '0' : '1';
   }
 
-  function drawSummary(est, tl) {
-    const w = est.stages[est.activations.stage];
-    const verdict = $('verdict');
-    if (est.gpu) {
-      verdict.textContent = est.fits ? 'Fits: peak ' + fmtBytes(est.peak_bytes) + ' of ' + fmtBytes(est.gpu.memory_bytes)
-        : 'Does not fit: peak ' + fmtBytes(est.peak_bytes) + ' > ' + fmtBytes(est.gpu.memory_bytes);
-      verdict.className = 'verdict ' + (est.fits ? 'ok' : 'bad');
+  // ---- the engine in a worker ---------------------------------------------------------------
+  function startWorker() {
+    const inline = $('worker-src');
+    if (inline) {
+      // Single-file page (file://): the worker is built from the inlined module and worker text.
+      const src = $('engine-src').textContent + '\n' + inline.textContent;
+      return new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
+    }
+    return new Worker('worker.js');
+  }
+
+  function send(lane, request) {
+    const id = ++seq;
+    worker.postMessage({ id, lane, request: JSON.stringify(request) });
+    return id;
+  }
+
+  let debounce = null;
+  let debouncing = false;  // an input waits for its request
+  let awaiting = false;    // the current request is with the engine
+  let inputAt = 0;
+  function schedule(delay) {
+    clearTimeout(debounce);
+    debouncing = true;
+    if (!inputAt) inputAt = performance.now();
+    debounce = setTimeout(update, delay);
+  }
+
+  // Sends the view request for the current inputs (once per distinct input).
+  let wantedReq = null;
+  let fallbackTries = 0;
+  function update() {
+    if (!bootDone) return;
+    clearTimeout(debounce);
+    debouncing = false;
+    writeHash();
+    if (modelJsonError) {
+      clearErrors();
+      wantedKey = '';
+      answerError(modelJsonError, { ...readForm(), model: null });
+      return;
+    }
+    const req = readForm();
+    const key = JSON.stringify(req);
+    if (key === wantedKey) {
+      // Nothing new to ask: the answer (or the error) on screen is already this input's.
+      if ((shown && shown.key === key) || lastError) finish();
+      return;
+    }
+    clearErrors();
+    lastError = null;
+    wantedKey = key;
+    wantedReq = req;
+    fallbackTries = 0;
+    wanted = send('view', req);
+    awaiting = true;
+    window.actmemRequests++;
+    setStatus('updating', 'Updating…');
+  }
+
+  function onMessage(e) {
+    const m = e.data;
+    if (m.lane === 'ready') return;
+    if (m.lane === 'failed') { setStatus('error', 'The engine failed to load: ' + m.text); $('verdict').textContent = 'The engine failed to load.'; return; }
+    if (m.lane === 'boot') { boot(JSON.parse(m.text)); return; }
+    if (m.lane === 'export') { const done = exportsPending.get(m.id); exportsPending.delete(m.id); if (done) done(JSON.parse(m.text)); return; }
+    if (m.lane === 'fallback') { onFallback(m); return; }
+    if (m.id !== wanted) return;  // superseded by a newer input
+    awaiting = false;
+    const ans = JSON.parse(m.text);
+    document.body.dataset.engineMs = m.ms.toFixed(2);
+    if (!ans.ok) { answerError(ans.error, wantedReq); return; }
+    lastError = null;
+    document.body.dataset.state = 'ok';
+    draw(ans, wantedKey);
+    setStatus('current', 'Up to date.');
+    if (!document.body.dataset.firstVerdictMs) document.body.dataset.firstVerdictMs = performance.now().toFixed(1);
+    finish();
+  }
+
+  function finish() {
+    if (debouncing || awaiting) return;
+    if (inputAt) { timings.push(performance.now() - inputAt); document.body.dataset.renderMs = (performance.now() - inputAt).toFixed(2); inputAt = 0; }
+    if (!window.actmem && !mainEngineLoading) loadMainEngine(); else if (window.actmem) ready();
+    postHeight();
+  }
+  // "ready": the page shows the answer (or the error) for its current inputs, none pending.
+  function ready() { if (!debouncing && !awaiting) document.body.dataset.ready = '1'; }
+
+  // An error in the inputs: the message beside its field, the results marked as the previous
+  // inputs' answer. With nothing shown yet (a link or an embed with a bad value), the page shows
+  // the answer without the offending value, marked so.
+  function answerError(err, req) {
+    lastError = err;
+    showError(err);
+    document.body.dataset.state = 'error';
+    if (shown) {
+      setStatus('error', 'Not updated: ' + err.message + ' The results below are for the previous inputs.');
+      finish();
+      return;
+    }
+    setStatus('error', 'This link has a value the engine refuses: ' + err.message + ' Shown below: the answer without it.');
+    const next = req ? withoutField(req, err.field) : { command: 'view', preset: DEFAULT_PRESET, config: {} };
+    if (!next || ++fallbackTries > 8) { finish(); return; }
+    fallbackReq = next;
+    fallbackId = send('fallback', next);
+  }
+  let fallbackReq = null;
+  let fallbackId = 0;
+  function onFallback(m) {
+    if (m.id !== fallbackId) return;
+    const ans = JSON.parse(m.text);
+    if (!ans.ok) {
+      const next = withoutField(fallbackReq, ans.error.field);
+      if (!next || ++fallbackTries > 8) { finish(); return; }
+      fallbackReq = next;
+      fallbackId = send('fallback', next);
+      return;
+    }
+    draw(ans, null);
+    finish();
+  }
+  // The request without the value a message names (the engine's default takes its place).
+  function withoutField(req, field) {
+    const r = JSON.parse(JSON.stringify(req));
+    const f = String(field || '').replace(/\[\d+\]$/, '');
+    if (f.startsWith('config.') && r.config && f.slice(7).split('.')[0] in r.config) { delete r.config[f.slice(7).split('.')[0]]; return r; }
+    if (f === 'preset' || f.startsWith('model') || f === 'example') { delete r.model; delete r.example; r.preset = DEFAULT_PRESET; return r; }
+    return null;
+  }
+
+  // ---- drawing the view ---------------------------------------------------------------------
+  function draw(v, key) {
+    const t0 = performance.now();
+    shown = { key, view: v };
+    customName = v.model.name + ' (' + (v.model.params / 1e9).toFixed(2) + ' B parameters)';
+    showModelChoice();
+    drawVerdict(v);
+    drawBar(v);
+    drawTimeline(v);
+    drawInventory(v.estimate);
+    drawPolicies(v);
+    drawGrid(v);
+    drawKv(v.estimate);
+    drawExplain(v.estimate);
+    drawExample(v);
+    const note = v.layout.schedule_note || '';
+    $('schedule-note').textContent = note ? 'Schedule used: ' + note : '';
+    document.body.dataset.drawMs = (performance.now() - t0).toFixed(2);
+  }
+
+  function layoutText(l) {
+    return 'tp ' + l.tp + (l.sp ? ' (SP)' : '') + ' × pp ' + l.pp + (l.vpp > 1 ? ' (vpp ' + l.vpp + ')' : '') + ' × cp ' + l.cp + ' × dp ' + l.dp;
+  }
+
+  function suggestionText(s, v) {
+    const c = s.change;
+    const parts = [];
+    if (c.dp !== undefined) parts.push(c.dp * v.layout.tp * v.layout.pp * v.layout.cp + ' GPUs (dp ' + c.dp + ')');
+    if (c.zero !== undefined) parts.push('ZeRO stage ' + c.zero);
+    if (c.micro_batch !== undefined) parts.push('micro-batch ' + c.micro_batch);
+    if (c.recompute !== undefined) parts.push('recompute ' + c.recompute + (s.recompute_overhead_pct > 0 ? ' (+' + pct(s.recompute_overhead_pct) + ' FLOPs)' : ''));
+    if (c.offload) parts.push('offload kept activations to host');
+    return parts.join(' + ') + ': peak ' + fmt(s.peak_bytes) + (s.fits ? ', fits' : '');
+  }
+
+  function drawVerdict(v) {
+    const d = v.verdict, l = v.layout, verdict = $('verdict');
+    const gpus = d.gpus + (d.gpus === 1 ? ' GPU' : ' GPUs');
+    if (d.capacity_bytes !== undefined) {
+      const gap = Math.abs(d.headroom_bytes);
+      verdict.textContent = d.fits
+        ? 'Fits: ' + fmt(d.peak_bytes) + ' of ' + fmt(d.capacity_bytes) + ' per GPU, ' + fmt(gap) + ' to spare, on ' + gpus + '.'
+        : 'Does not fit: needs ' + fmt(d.peak_bytes) + ' per GPU, ' + fmt(gap) + ' more than the ' + fmt(d.capacity_bytes) + ' of each of ' + gpus + '.';
+      verdict.className = 'verdict ' + (d.fits ? 'ok' : 'bad');
     } else {
-      verdict.textContent = 'Peak ' + fmtBytes(est.peak_bytes) + ' per GPU (pick a GPU to check the fit)';
+      verdict.textContent = 'Peak ' + fmt(d.peak_bytes) + ' per GPU on ' + gpus + ' (choose a GPU to check the fit).';
       verdict.className = 'verdict';
     }
-    verdict.dataset.peak = String(est.peak_bytes);
+    verdict.dataset.peak = String(d.peak_bytes);
+    tip(verdict, 'peak ' + exact(d.peak_bytes) + (d.capacity_bytes !== undefined ? ' of ' + exact(d.capacity_bytes) : ''));
+    const fit = v.fit && v.fit.ok ? v.fit : null;
+    $('verdict-detail').textContent = 'Peak at the ' + d.peak_words + (d.stages > 1 ? ' on pipeline stage ' + d.stage + ' of ' + d.stages : '') +
+      '. Layout ' + layoutText(l) + ' = ' + gpus + '; sequence ' + commas(l.seq) + ', micro-batch ' + l.micro_batch + ', ' + l.micro_batches +
+      (l.micro_batches === 1 ? ' micro-batch per step, ' : ' micro-batches per step, ') + l.schedule + ', recompute ' + l.recompute + '.' +
+      (fit && d.fits ? ' Largest micro-batch that fits: ' + fit.max_micro_batch + '.' : '');
+    $('embed-summary').textContent = v.model.name + ' · sequence ' + commas(l.seq) + ' · micro-batch ' + l.micro_batch + ' · ' + layoutText(l) + ' · ' + (d.gpu || 'no GPU chosen');
+    const list = $('suggestions');
+    clear(list);
+    for (const s of v.suggestions) {
+      const li = el('li');
+      const b = el('button', suggestionText(s, v), 'fix');
+      b.type = 'button';
+      b.dataset.change = JSON.stringify(s.change);
+      b.addEventListener('click', () => applyChange(s.change));
+      li.appendChild(b);
+      list.appendChild(li);
+    }
+    $('fixes').hidden = v.suggestions.length === 0 && !(d.capacity_bytes !== undefined && !d.fits);
+    if (!d.fits && d.capacity_bytes !== undefined && v.suggestions.length === 0) list.appendChild(el('li', 'No change of micro-batch, ZeRO stage, recompute or data-parallel GPUs (up to 1,024) fits; try tensor or pipeline parallelism.'));
     const dl = $('summary');
     clear(dl);
+    const p = v.estimate.peak;
     const rows = [
-      ['model', est.model.name + ' (' + commas(est.model.params) + ' parameters)'],
-      ['profile', est.profile + ', ' + est.config.attention + ' attention, recompute ' + est.config.recompute],
-      // One answer: the peak and what it holds, lines that add up to it (estimate's "peak").
-      ['peak (what must fit)', commas(est.peak_bytes) + ' B at ' + est.peak.at + ', stage ' + est.peak.stage],
-      ['static', commas(est.peak.static_bytes) + ' B'],
-      ['kept activations', commas(est.peak.kept_activations_bytes) + ' B'],
-      ['recomputed', commas(est.peak.recomputed_bytes) + ' B'],
-      ['transients', commas(est.peak.transient_bytes) + ' B'],
-      ['per layer', commas(est.per_layer.activation_bytes) + ' B'],
-      ['recompute overhead', pct(est.recompute_overhead_pct)],
+      ['model', v.model.name + ' (' + commas(v.model.params) + ' parameters)'],
+      ['peak (what must fit)', exact(p.bytes) + ' at ' + p.at + ', stage ' + p.stage],
+      ['static', exact(p.static_bytes)],
+      ['kept activations', exact(p.kept_activations_bytes)],
+      ['recomputed', exact(p.recomputed_bytes)],
+      ['transients', exact(p.transient_bytes)],
+      ['per layer', exact(v.estimate.per_layer.activation_bytes)],
+      ['recompute overhead', pct(v.estimate.recompute_overhead_pct)],
     ];
-    if (est.peak.fragmentation_bytes > 0) rows.splice(7, 0, ['fragmentation allowance', commas(est.peak.fragmentation_bytes) + ' B']);
-    if (est.gpu) rows.push(['headroom', commas(est.headroom_bytes) + ' B']);
-    for (const [k, v] of rows) { dl.appendChild(el('dt', k)); const dd = el('dd', v); dd.dataset.key = k; dl.appendChild(dd); }
-    // Stacked bar: static parts, then what the peak event holds.
-    const at = tl.stages[tl.peak_stage].at_peak;
-    const parts = [
-      ['params', 'parameters', w.static.params_bytes], ['grads', 'gradients', w.static.grads_bytes],
-      ['master', 'master weights', w.static.master_bytes], ['optimizer', 'optimizer states', w.static.optimizer_bytes],
-      ['activations', 'kept activations', at.activations], ['recompute', 'recomputed', at.recompute],
-      ['transients', 'transients (logits, grads, buffers)', at.transients],
-      ['fragmentation', 'fragmentation allowance', tl.stages[tl.peak_stage].fragmentation_bytes],
-    ];
-    const total = parts.reduce((s, p) => s + p[2], 0);
-    const gpu = est.gpu ? est.gpu.memory_bytes : 0;
-    if (gpu > total) parts.push(['headroom', 'headroom', gpu - total]);
-    const scale = Math.max(total, gpu) || 1;
+    if (p.fragmentation_bytes > 0) rows.splice(6, 0, ['fragmentation allowance', exact(p.fragmentation_bytes)]);
+    if (d.capacity_bytes !== undefined) rows.push(['headroom', commas(d.headroom_bytes) + ' bytes']);
+    for (const [k, val] of rows) { dl.appendChild(el('dt', k)); const dd = el('dd', val); dd.dataset.key = k; dl.appendChild(dd); }
+  }
+
+  function applyChange(change) {
+    for (const [k, val] of Object.entries(change)) {
+      if (k === 'offload') $('offload').checked = !!val;
+      else if (k === 'zero') setSelect($('zero'), String(val));
+      else $(k).value = String(val);
+    }
+    update();
+  }
+
+  function drawBar(v) {
     const svg = $('bar');
     clear(svg);
-    const W = width(svg), H = 120;
+    const W = width(svg), H = 64;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    const segs = v.bar.segments.filter((s) => s.bytes > 0);
+    const cap = v.bar.capacity_bytes || 0;
+    if (v.verdict.headroom_bytes > 0) segs.push({ id: 'headroom', label: 'free', bytes: v.verdict.headroom_bytes });
+    const scale = Math.max(v.bar.total_bytes, cap) || 1;
     let x = 0;
-    for (const [cls, name, bytes] of parts) {
-      if (bytes <= 0) continue;
-      const wpx = (bytes / scale) * W;
-      const r = svgEl('rect', { x: x, y: 20, width: Math.max(wpx, 0.5), height: 70, class: cls });
-      tooltip(r, name + ': ' + commas(bytes) + ' B (' + fmtBytes(bytes) + ')');
-      svg.appendChild(r);
-      x += wpx;
+    for (const s of segs) {
+      const w = (s.bytes / scale) * W;
+      svg.appendChild(tip(svgEl('rect', { x, y: 6, width: Math.max(w, 0.5), height: 36, class: s.id }), s.label + ': ' + fmt(s.bytes, 2) + ' (' + exact(s.bytes) + ')'));
+      x += w;
     }
-    if (gpu) {
-      const gx = (gpu / scale) * W;
-      svg.appendChild(svgEl('line', { x1: gx, x2: gx, y1: 8, y2: 104, class: 'gpu-line' }));
-      const t = svgEl('text', { x: Math.max(4, Math.min(gx + 4, W - 110)), y: 116 });
-      t.textContent = 'GPU ' + fmtBytes(gpu);
-      svg.appendChild(t);
+    if (cap) {
+      const gx = Math.min((cap / scale) * W, W - 1);
+      svg.appendChild(svgEl('line', { x1: gx, x2: gx, y1: 0, y2: 48, class: 'gpu-line' }));
+      const right = gx > W / 2;
+      svg.appendChild(svgEl('text', { x: right ? gx - 4 : gx + 4, y: 60, 'text-anchor': right ? 'end' : 'start' }, 'GPU ' + fmt(cap)));
     }
     const legend = $('bar-legend');
     clear(legend);
-    for (const [cls, name, bytes] of parts) {
-      if (bytes <= 0) continue;
-      legend.appendChild(el('li', name + ' ' + fmtBytes(bytes), 'sw-' + cls));
+    for (const s of segs) legend.appendChild(tip(el('li', s.label + ' ' + fmt(s.bytes), 'sw-' + s.id), exact(s.bytes)));
+  }
+
+  // Y ticks at 1, 2 or 5 x 10^k GiB.
+  function ticks(max) {
+    const g = max / GiB;
+    const raw = g / 5;
+    const p = Math.pow(10, Math.floor(Math.log10(raw || 1)));
+    const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw) || raw;
+    const out = [];
+    for (let t = 0; t <= g + 1e-9; t += step) out.push(t * GiB);
+    return out;
+  }
+
+  function drawTimeline(v) {
+    const tl = v.timeline, svg = $('timeline');
+    clear(svg);
+    const W = width(svg), H = 240, left = 56, right = 8, top = 22, bottom = 28;
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    const yMax = tl.y_max * 1.05;
+    const X = (i, n) => left + (n > 1 ? i / (n - 1) : 0) * (W - left - right);
+    const Y = (b) => H - bottom - (b / yMax) * (H - top - bottom);
+    for (const t of ticks(yMax)) {
+      svg.appendChild(svgEl('line', { x1: left, x2: W - right, y1: Y(t), y2: Y(t), class: 'grid-line' }));
+      svg.appendChild(svgEl('text', { x: left - 6, y: Y(t) + 4, 'text-anchor': 'end' }, (t / GiB).toFixed(t / GiB < 10 && t > 0 && (t / GiB) % 1 ? 1 : 0) + ' GiB'));
     }
+    const worst = tl.series[0];
+    const n = worst.events;
+    const pts = worst.points;
+    // Recompute shading, then other stages (faint), then the most loaded stage (bold).
+    pts.regenerates.forEach((r, i) => {
+      if (!r) return;
+      const x0 = X(pts.index[i], n), x1 = i + 1 < pts.index.length ? X(pts.index[i + 1], n) : x0 + 2;
+      svg.appendChild(svgEl('rect', { x: x0, y: top, width: Math.max(x1 - x0, 1.5), height: H - top - bottom, class: 'recompute-band' }));
+    });
+    for (const s of tl.series.slice(1)) {
+      const line = pts2(s, X, Y);
+      svg.appendChild(tip(svgEl('polyline', { points: line, class: 'live other' }), 'stage ' + s.stage + ': peak ' + fmt(s.peak_bytes) + ' at the ' + s.peak_words));
+    }
+    const env = [];
+    for (let i = 0; i < pts.index.length; i++) env.push(X(pts.index[i], n).toFixed(1) + ',' + Y(pts.live_bytes[i]).toFixed(1));
+    for (let i = pts.index.length - 1; i >= 0; i--) env.push(X(pts.index[i], n).toFixed(1) + ',' + Y(pts.low_bytes[i]).toFixed(1));
+    svg.appendChild(svgEl('polygon', { points: env.join(' '), class: 'envelope' }));
+    svg.appendChild(svgEl('polyline', { points: pts2(worst, X, Y), class: 'live' }));
+    if (tl.capacity_bytes !== undefined) {
+      svg.appendChild(svgEl('line', { x1: left, x2: W - right, y1: Y(tl.capacity_bytes), y2: Y(tl.capacity_bytes), class: 'gpu-line' }));
+      svg.appendChild(svgEl('text', { x: W - right - 4, y: Y(tl.capacity_bytes) - 4, 'text-anchor': 'end', class: 'cap-label' }, 'GPU capacity ' + fmt(tl.capacity_bytes)));
+    }
+    let pi = 0;
+    for (let i = 1; i < pts.live_bytes.length; i++) if (pts.live_bytes[i] > pts.live_bytes[pi]) pi = i;
+    const px = X(pts.index[pi], n), py = Y(pts.live_bytes[pi]);
+    svg.appendChild(svgEl('circle', { cx: px, cy: py, r: 5, class: 'peak-dot' }));
+    const label = 'peak ' + fmt(worst.peak_bytes) + ': ' + worst.peak_words;
+    svg.appendChild(svgEl('text', { x: Math.min(Math.max(px, left + 4), W - right - 4), y: 14, 'text-anchor': px > W / 2 ? 'end' : 'start', class: 'peak-label' }, label));
+    svg.appendChild(svgEl('text', { x: left, y: H - 8 }, 'stage ' + worst.stage + ', ' + commas(n) + ' ops of the step in order (each op\'s highest moment) →'));
+    // Hover: the nearest point's event in words.
+    const hit = svgEl('rect', { x: left, y: top, width: W - left - right, height: H - top - bottom, class: 'hit' });
+    hit.addEventListener('mousemove', (ev) => {
+      const r = svg.getBoundingClientRect();
+      const x = ((ev.clientX - r.left) / r.width) * W;
+      let best = 0;
+      for (let i = 1; i < pts.index.length; i++) if (Math.abs(X(pts.index[i], n) - x) < Math.abs(X(pts.index[best], n) - x)) best = i;
+      showTip(ev, pts.words[best] + ': ' + fmt(pts.live_bytes[best], 2) + ' live (kept activations ' + fmt(pts.activations[best]) +
+        ', recomputed ' + fmt(pts.recompute[best]) + ', transients ' + fmt(pts.transients[best]) + ')');
+    });
+    hit.addEventListener('mouseleave', hideTip);
+    svg.appendChild(hit);
+    $('timeline-note').textContent = '(' + tl.schedule + ', ' + tl.micro_batches + ' micro-batches' + (tl.stages > 1 ? ', stage ' + worst.stage + ' of ' + tl.stages + ' is the most loaded' : '') +
+      ', recompute overhead ' + pct(tl.recompute_overhead_pct) + ')';
+    const legend = $('timeline-legend');
+    clear(legend);
+    legend.appendChild(tip(el('li', 'live memory of stage ' + worst.stage, 'sw-live'), 'the highest moment of each op (bold line); the shaded band reaches down to each op\'s lowest moment'));
+    legend.appendChild(tip(el('li', 'backward recomputes here', 'sw-recompute'), 'ops where backward regenerates dropped activations (recompute)'));
+    if (tl.capacity_bytes !== undefined) legend.appendChild(el('li', 'GPU capacity', 'sw-capacity'));
+    if (tl.series.length > 1) legend.appendChild(el('li', 'other stages', 'sw-other'));
+    const sp = $('stage-peaks');
+    clear(sp);
+    for (const s of tl.series.slice(1)) sp.appendChild(el('span', 'stage ' + s.stage + ': ' + fmt(s.peak_bytes) + ' at the ' + s.peak_words));
+  }
+  function pts2(s, X, Y) {
+    const p = s.points, out = [];
+    for (let i = 0; i < p.index.length; i++) out.push(X(p.index[i], s.events).toFixed(1) + ',' + Y(p.live_bytes[i]).toFixed(1));
+    return out.join(' ');
   }
 
   function drawInventory(est) {
@@ -229,29 +542,123 @@
     for (const t of est.per_layer.tensors) {
       const tr = el('tr');
       tr.appendChild(el('td', t.name, 'mono'));
-      const shape = el('td', t.shape + ' = ' + t.dims.join('×'), 'mono');
-      tr.appendChild(shape);
+      tr.appendChild(el('td', t.shape + ' = ' + t.dims.join('×'), 'mono'));
       tr.appendChild(el('td', t.dtype));
-      const b = el('td', commas(t.bytes), 'num');
+      const b = tip(el('td', commas(t.bytes), 'num'), fmt(t.bytes, 2));
       b.dataset.tensor = t.name;
       tr.appendChild(b);
       tr.appendChild(el('td', t.backward));
-      const why = el('td', t.why);
-      why.title = t.source;
-      tr.appendChild(why);
+      tr.appendChild(tip(el('td', t.why), 'source: ' + t.source));
       tbody.appendChild(tr);
     }
-    const tr = el('tr');
+    const tr = el('tr', null, 'total');
     tr.appendChild(el('td', 'per layer', 'mono'));
     tr.appendChild(el('td', 'linear in s ' + commas(est.per_layer.linear_bytes) + ', quadratic ' + commas(est.per_layer.quadratic_bytes)));
     tr.appendChild(el('td', ''));
-    const sum = el('td', commas(est.per_layer.activation_bytes), 'num');
+    const sum = tip(el('td', commas(est.per_layer.activation_bytes), 'num'), fmt(est.per_layer.activation_bytes, 2));
     sum.id = 'per-layer-bytes';
     tr.appendChild(sum);
     tr.appendChild(el('td', ''));
     tr.appendChild(el('td', ''));
     tbody.appendChild(tr);
-    $('inventory-note').textContent = '(' + est.profile + ' profile, recompute ' + est.per_layer.recompute + ', one GPU)';
+    $('inventory-note').textContent = '(bytes; ' + est.profile + ' profile, recompute ' + est.per_layer.recompute + ', layer 0 of stage 0)';
+  }
+
+  function policyTip(v, name) {
+    if (!name.startsWith('layers:')) return name;
+    const letters = v.glossary.recompute_letters;
+    return name + ': one letter per layer of a chunk; ' + [...new Set(name.slice(7))].map((c) => c + ' = ' + (letters[c] || '?')).join('; ');
+  }
+
+  function drawPolicies(v) {
+    const tbody = $('policies').tBodies[0];
+    clear(tbody);
+    for (const p of v.policies) {
+      const tr = el('tr', null, p.current ? 'current' : '');
+      tr.appendChild(tip(el('td', p.policy + (p.current ? ' (shown)' : ''), 'mono'), policyTip(v, p.policy)));
+      tr.appendChild(tip(el('td', p.ok ? fmt(p.peak_bytes) : '—', 'num'), p.ok ? exact(p.peak_bytes) : 'not valid here'));
+      tr.appendChild(el('td', p.ok ? pct(p.recompute_overhead_pct) : '—', 'num'));
+      tr.appendChild(el('td', p.fits === undefined ? '' : p.fits ? 'yes' : 'no'));
+      tbody.appendChild(tr);
+    }
+    const pb = $('profiles').tBodies[0];
+    clear(pb);
+    for (const p of v.profiles) {
+      const tr = el('tr', null, p.current ? 'current' : '');
+      tr.appendChild(el('td', p.profile + (p.current ? ' (shown)' : '')));
+      tr.appendChild(tip(el('td', p.ok ? fmt(p.per_layer_bytes, 2) : '—', 'num'), p.ok ? exact(p.per_layer_bytes) : ''));
+      tr.appendChild(tip(el('td', p.ok ? fmt(p.peak_bytes) : '—', 'num'), p.ok ? exact(p.peak_bytes) : ''));
+      pb.appendChild(tr);
+    }
+    const plan = $('plan');
+    if (!v.plan) plan.textContent = 'Choose a GPU for the planner.';
+    else if (!v.plan.ok) plan.textContent = 'Planner: ' + v.plan.message;
+    else {
+      plan.textContent = v.plan.found ? 'Planner: the cheapest policy that fits is ' + v.plan.policy + (v.plan.offload ? ' with offload' : '') + ', peak ' +
+        fmt(v.plan.peak_bytes) + ', +' + pct(v.plan.recompute_overhead_pct) + ' FLOPs (' + v.plan.evaluated + ' policies simulated).'
+        : 'Planner: no recompute policy fits this GPU (' + v.plan.evaluated + ' simulated).';
+      if (v.plan.found) tip(plan, policyTip(v, v.plan.policy));
+    }
+  }
+
+  // Cell colours: light enough for dark text in both themes (contrast above 4.5:1).
+  function cellFill(ratio) {
+    if (ratio < 0) return 'hsl(210, 10%, 82%)';
+    if (ratio <= 1) return 'hsl(' + Math.round(130 - 80 * ratio) + ', 55%, 78%)';
+    return 'hsl(0, 70%, ' + Math.round(Math.max(72, 84 - 6 * Math.min(ratio - 1, 2))) + '%)';
+  }
+
+  function drawGrid(v) {
+    const g = v.grid, svg = $('heatmap');
+    clear(svg);
+    const bs = g.micro_batches, ss = g.seqs;
+    const W = width(svg), left = 44, top = 4, bottom = 30, ch = 26, H = top + bottom + ch * bs.length, cw = (W - left - 4) / ss.length;
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    svg.style.height = H + 'px';
+    const cap = g.capacity_bytes;
+    const budget = cap || Math.max(1, ...g.peak_bytes.flat());
+    const fitsAt = (i, j) => { const x = g.peak_bytes[i][j]; return x >= 0 && cap !== undefined && x <= cap; };
+    g.peak_bytes.forEach((row, i) => {
+      svg.appendChild(svgEl('text', { x: left - 6, y: top + i * ch + ch / 2 + 4, 'text-anchor': 'end' }, 'b=' + bs[i]));
+      row.forEach((val, j) => {
+        const x = left + j * cw, y = top + i * ch;
+        svg.appendChild(tip(svgEl('rect', { x: x + 1, y: y + 1, width: cw - 2, height: ch - 2, fill: cellFill(val < 0 ? -1 : val / budget), class: 'cell' }),
+          'micro-batch ' + bs[i] + ', sequence ' + commas(ss[j]) + ': ' + (val < 0 ? 'not valid with this layout' : fmt(val, 2) + ' (' + exact(val) + ')' + (cap !== undefined ? (val <= cap ? ', fits' : ', does not fit') : ''))));
+        svg.appendChild(svgEl('text', { x: x + cw / 2, y: y + ch / 2 + 4, 'text-anchor': 'middle', class: 'cell-text' }, val < 0 ? '—' : (val / GiB).toFixed(val / GiB < 100 ? 1 : 0)));
+        // The capacity contour: a line between a cell that fits and a neighbour that does not.
+        if (cap !== undefined && j + 1 < row.length && fitsAt(i, j) !== fitsAt(i, j + 1)) svg.appendChild(svgEl('line', { x1: x + cw, x2: x + cw, y1: y, y2: y + ch, class: 'contour' }));
+        if (cap !== undefined && i + 1 < bs.length && fitsAt(i, j) !== fitsAt(i + 1, j)) svg.appendChild(svgEl('line', { x1: x, x2: x + cw, y1: y + ch, y2: y + ch, class: 'contour' }));
+      });
+    });
+    const [ci, cj] = g.current;
+    svg.appendChild(svgEl('rect', { x: left + cj * cw + 1, y: top + ci * ch + 1, width: cw - 2, height: ch - 2, class: 'current-cell' }));
+    ss.forEach((s, j) => svg.appendChild(svgEl('text', { x: left + j * cw + cw / 2, y: H - 14, 'text-anchor': 'middle' }, s >= 1024 ? s / 1024 + 'K' : s)));
+    svg.appendChild(svgEl('text', { x: left, y: H - 2 }, 'sequence length (tokens); cells: peak GiB per GPU'));
+    const legend = $('heatmap-legend');
+    clear(legend);
+    legend.appendChild(el('li', cap !== undefined ? 'fits (green → yellow near the capacity)' : 'peak (green → yellow: lower → higher)', 'sw-fits'));
+    if (cap !== undefined) legend.appendChild(el('li', 'does not fit', 'sw-nofit'));
+    if (cap !== undefined) legend.appendChild(el('li', 'capacity contour', 'sw-contour'));
+    legend.appendChild(el('li', 'current setting', 'sw-current'));
+    legend.appendChild(el('li', 'not valid (—)', 'sw-invalid'));
+    const fit = $('fit');
+    if (!v.fit) { fit.textContent = 'Choose a GPU to see the largest micro-batch and sequence that fit.'; fit.dataset.maxMicroBatch = ''; }
+    else if (!v.fit.ok) { fit.textContent = v.fit.message; fit.dataset.maxMicroBatch = ''; }
+    else {
+      fit.textContent = 'Largest micro-batch that fits: ' + v.fit.max_micro_batch + (v.fit.max_micro_batch === 0 ? ' (not even one)' : '') +
+        '; largest sequence at micro-batch ' + v.layout.micro_batch + ': ' + (v.fit.max_seq ? commas(v.fit.max_seq) : 'none') + '.';
+      fit.dataset.maxMicroBatch = String(v.fit.max_micro_batch);
+    }
+  }
+
+  function drawKv(est) {
+    const dl = $('kv');
+    clear(dl);
+    const row = (k, b) => { dl.appendChild(el('dt', k)); dl.appendChild(tip(el('dd', fmt(b, 2)), exact(b))); };
+    row('whole model', est.kv_cache.total_bytes);
+    row('per GPU', est.kv_cache.per_gpu_bytes);
+    dl.appendChild(el('dt', 'formula'));
+    dl.appendChild(el('dd', '2 · p · L · kv · d · s · b, kept apart from training activations'));
   }
 
   function drawExplain(est) {
@@ -259,227 +666,58 @@
     clear(box);
     for (const x of est.explain) {
       const d = el('details', null, 'explain');
-      d.appendChild(el('summary', x.title + ': ' + fmtBytes(x.bytes)));
+      d.appendChild(el('summary', x.title + ': ' + fmt(x.bytes, 2)));
       d.appendChild(el('p', '= ' + x.formula, 'mono'));
-      d.appendChild(el('p', '= ' + x.substituted + ' B', 'mono'));
+      d.appendChild(el('p', '= ' + x.substituted + ' bytes', 'mono'));
       d.appendChild(el('p', 'source: ' + x.source, 'note'));
       box.appendChild(d);
     }
   }
 
-  function drawTimeline(tl) {
-    // One line per pipeline stage (highest event of each op), on common axes; the most loaded
-    // stage is drawn last and bold, its peak marked, its recompute events shaded.
-    const svg = $('timeline');
-    clear(svg);
-    const W = width(svg), H = 220, pad = 28;
-    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-    const worst = tl.stages[tl.peak_stage];
-    if (!worst.events.length) return;
-    let max = 1, min = Infinity, longest = 1;
-    for (const st of tl.stages) {
-      for (const e of st.events) max = Math.max(max, e.live_bytes);
-      min = Math.min(min, st.static_bytes);
-      longest = Math.max(longest, st.events.length);
-    }
-    const X = (i, n) => pad + (i / Math.max(n - 1, 1)) * (W - pad - 4);
-    const Y = (b) => H - pad - ((b - min) / Math.max(max - min, 1)) * (H - 2 * pad);
-    svg.appendChild(svgEl('line', { x1: pad, x2: W, y1: H - pad, y2: H - pad, class: 'axis' }));
-    const ev = worst.events;
-    ev.forEach((e, i) => {
-      if (e.recompute > 0) svg.appendChild(svgEl('rect', { x: X(i, ev.length) - 1, y: pad, width: Math.max((W - pad) / ev.length, 2), height: H - 2 * pad, class: 'recompute-band' }));
-    });
-    const order = tl.stages.filter((s) => s !== worst).concat([worst]);
-    for (const st of order) {
-      if (!st.events.length) continue;
-      const pts = st.events.map((e, i) => X(i, st.events.length).toFixed(1) + ',' + Y(e.live_bytes).toFixed(1));
-      const line = svgEl('polyline', { points: pts.join(' '), class: 'live' + (st === worst ? '' : ' other') });
-      tooltip(line, 'stage ' + st.stage + ': peak ' + commas(st.peak_bytes) + ' B at ' + st.peak_at);
-      svg.appendChild(line);
-    }
-    const pi = ev.findIndex((e) => e.label === worst.peak_at);
-    if (pi >= 0) {
-      const dot = svgEl('circle', { cx: X(pi, ev.length), cy: Y(ev[pi].live_bytes), r: 5, class: 'peak-dot' });
-      tooltip(dot, 'peak ' + commas(worst.peak_bytes) + ' B at ' + worst.peak_at);
-      svg.appendChild(dot);
-    }
-    const lab = svgEl('text', { x: pad, y: 14 });
-    lab.textContent = 'stage ' + worst.stage + ' (bold): ' + fmtBytes(worst.peak_bytes) + ' peak at ' + worst.peak_at +
-      (tl.stages.length > 1 ? '; ' + (tl.stages.length - 1) + ' other stages faint' : '') + '; recompute shaded';
-    svg.appendChild(lab);
-    const low = svgEl('text', { x: pad, y: H - 8 });
-    // The axis starts at the smallest static memory of any stage (the floor every line starts from);
-    // the summary's static is the most loaded stage's.
-    low.textContent = fmtBytes(min) + ' (lowest stage static) → the highest event of each forward, loss and backward op →';
-    svg.appendChild(low);
-    $('timeline-note').textContent = '(' + tl.schedule + ', ' + tl.micro_batches + ' micro-batches, recompute overhead ' + pct(tl.recompute_overhead_pct) + ')';
-    const sp = $('stage-peaks');
-    clear(sp);
-    if (tl.stages.length > 1) for (const s of tl.stages) sp.appendChild(el('span', 'stage ' + s.stage + ': ' + fmtBytes(s.peak_bytes) + ' at ' + s.peak_at));
-  }
-
-  function drawKv(est) {
-    const dl = $('kv');
-    clear(dl);
-    dl.appendChild(el('dt', 'whole model'));
-    dl.appendChild(el('dd', commas(est.kv_cache.total_bytes) + ' B (' + fmtBytes(est.kv_cache.total_bytes) + ')'));
-    dl.appendChild(el('dt', 'per GPU'));
-    dl.appendChild(el('dd', commas(est.kv_cache.per_gpu_bytes) + ' B (' + fmtBytes(est.kv_cache.per_gpu_bytes) + ')'));
-    dl.appendChild(el('dt', 'formula'));
-    dl.appendChild(el('dd', '2 · p · L · kv · d · s · b, kept apart from training activations'));
-  }
-
-  function drawComparisons(req, est) {
-    const tbody = $('policies').tBodies[0];
-    clear(tbody);
-    const n = est.stages[0].chunk_layers;
-    const k = Math.max(2, Math.round(Math.sqrt(n)));
-    for (const policy of ['none', 'selective', 'full', 'every:' + k]) {
-      const r = call({ ...req, summary: true, config: { ...req.config, recompute: policy } });
-      const tr = el('tr');
-      tr.appendChild(el('td', policy, 'mono'));
-      tr.appendChild(el('td', r.ok ? fmtBytes(r.peak_bytes) : '—', 'num'));
-      tr.appendChild(el('td', r.ok ? pct(r.recompute_overhead_pct) : '—', 'num'));
-      tr.appendChild(el('td', r.ok && r.gpu ? (r.fits ? 'yes' : 'no') : ''));
-      tbody.appendChild(tr);
-    }
-    const pb = $('profiles').tBodies[0];
-    clear(pb);
-    for (const profile of ['megatron', 'textbook', 'pytorch', 'hf']) {
-      const r = call({ ...req, summary: true, config: { ...req.config, profile } });
-      const tr = el('tr');
-      tr.appendChild(el('td', profile + (profile === est.profile ? ' (shown)' : '')));
-      tr.appendChild(el('td', r.ok ? commas(r.per_layer.activation_bytes) : '—', 'num'));
-      tr.appendChild(el('td', r.ok ? fmtBytes(r.peak_bytes) : '—', 'num'));
-      pb.appendChild(tr);
-    }
-  }
-
-  // The heavier answers (planner, fit, sweep) run right after the main panels.
-  function drawPlanFitSweep(req, est) {
-    const planBox = $('plan');
-    const fitBox = $('fit');
-    if (est.gpu) {
-      const plan = call({ ...req, command: 'plan' });
-      planBox.textContent = plan.ok ? (plan.found ? 'Planner: cheapest policy that fits is ' + plan.policy + (plan.offload ? ' + offload' : '') +
-        ', peak ' + fmtBytes(plan.peak_bytes) + ', extra FLOPs ' + pct(plan.recompute_overhead_pct) + ' (' + plan.evaluated + ' policies simulated).'
-        : 'Planner: no recompute policy fits this GPU.') : plan.error.message;
-      const fit = call({ ...req, command: 'fit' });
-      fitBox.textContent = fit.ok ? 'Largest micro-batch that fits: ' + fit.max_micro_batch + '; largest sequence at this micro-batch: ' + commas(fit.max_seq) + '.' : fit.error.message;
-      fitBox.dataset.maxMicroBatch = fit.ok ? String(fit.max_micro_batch) : '';
-    } else {
-      planBox.textContent = 'Pick a GPU for the planner.';
-      fitBox.textContent = 'Pick a GPU to see the largest micro-batch and sequence that fit.';
-    }
-    const bs = [1, 2, 4, 8];
-    const ss = [1024, 2048, 4096, 8192, 16384];
-    const sw = call({ ...req, command: 'sweep', sweep: { micro_batches: bs, seqs: ss } });
-    const svg = $('heatmap');
-    clear(svg);
-    if (!sw.ok) return;
-    const W = width(svg), H = 120, left = 40, top = 4, cw = (W - left) / ss.length, ch = (H - top - 16) / bs.length;
-    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-    const budget = est.gpu ? est.gpu.memory_bytes : Math.max(...sw.peak_bytes.flat());
-    sw.peak_bytes.forEach((row, i) => {
-      const yl = svgEl('text', { x: 2, y: top + i * ch + ch / 2 + 4 });
-      yl.textContent = 'b=' + bs[i];
-      svg.appendChild(yl);
-      row.forEach((v, j) => {
-        const ratio = v < 0 ? 2 : v / budget;
-        const hue = ratio <= 1 ? 130 - 70 * ratio : 0;
-        const light = ratio <= 1 ? 45 : Math.max(30, 55 - 10 * Math.min(ratio - 1, 2));
-        const r = svgEl('rect', { x: left + j * cw + 1, y: top + i * ch + 1, width: cw - 2, height: ch - 2, fill: 'hsl(' + hue + ',65%,' + light + '%)' });
-        tooltip(r, 'micro-batch ' + bs[i] + ', seq ' + ss[j] + ': ' + (v < 0 ? 'invalid' : fmtBytes(v)) + (est.gpu ? (v >= 0 && v <= budget ? ' (fits)' : ' (does not fit)') : ''));
-        svg.appendChild(r);
-      });
-    });
-    ss.forEach((s, j) => {
-      const t = svgEl('text', { x: left + j * cw + cw / 2 - 18, y: H - 2 });
-      t.textContent = 's=' + s;
-      svg.appendChild(t);
-    });
-  }
-
-  function drawExample(est) {
+  function drawExample(v) {
     const panel = $('example-panel');
-    if (!currentExample) { panel.hidden = true; return; }
-    const ex = examples.find((e) => e.id === currentExample);
-    if (!ex) { panel.hidden = true; return; }
+    if (!v.example) { panel.hidden = true; return; }
+    const ex = v.example;
     panel.hidden = false;
     $('example-title').textContent = ex.title + ' (' + ex.seed + ', ' + ex.section + ')';
     const tbody = $('example-checks').tBodies[0];
     clear(tbody);
-    for (const c of ex.checks) {
-      let value = null;
-      if (c.quantity.startsWith('tensor:')) {
-        const t = est.per_layer.all_tensors.find((x) => x.name === c.quantity.slice(7));
-        value = t ? t.bytes : null;
-      } else if (c.quantity === 'static.optimizer_plus_master_bytes') {
-        value = est.static.optimizer_bytes + est.static.master_bytes;
-      } else {
-        const [a, b] = c.quantity.split('.');
-        value = est[a] ? est[a][b] : null;
-      }
+    for (const c of ex.rows) {
       const tr = el('tr');
       tr.appendChild(el('td', c.quantity, 'mono'));
       tr.appendChild(el('td', c.stated));
       tr.appendChild(el('td', commas(c.seed_formula_bytes) + ' (' + c.seed_formula + ')', 'num'));
-      const v = el('td', value === null ? '—' : commas(value), 'num');
-      v.dataset.quantity = c.quantity;
-      tr.appendChild(v);
-      tr.appendChild(el('td', c.note || (value === c.seed_formula_bytes ? 'agrees' : '')));
+      const cell = el('td', c.engine_bytes === null ? '—' : commas(c.engine_bytes), 'num');
+      cell.dataset.quantity = c.quantity;
+      tr.appendChild(cell);
+      tr.appendChild(el('td', c.note || (c.agrees ? 'agrees' : '')));
       tbody.appendChild(tr);
     }
   }
 
-  // ---- update cycle ------------------------------------------------------------------------
-  let heavyTimer = null;
-  function update() {
-    if (!engine) return;
-    const t0 = performance.now();
-    clearErrors();
-    const req = readForm();
-    // A malformed model in the link is not silently replaced by the preset: the message stays
-    // beside the model box and the previous result stays, as for any engine error.
-    const est = linkError ? { ok: false, error: linkError } : call(req);
-    linkError = null;
-    if (!est.ok) {
-      showErrors(est.error);
-      document.body.dataset.state = 'error';
-      document.body.dataset.ready = '1';  // processed: the message is beside its field
-      writeHash();
-      return;  // the previous result stays visible
-    }
-    const tl = call({ ...req, command: 'timeline', events: 'all_ops', compact_events: true });
-    for (const st of tl.stages)
-      st.events = st.events.map((a) => ({ label: a[0], live_bytes: a[1], activations: a[2], recompute: a[3], transients: a[4] }));
-    document.body.dataset.state = 'ok';
-    lastGood = { req, est, tl };
-    drawSummary(est, tl);
-    drawInventory(est);
-    drawExplain(est);
-    drawTimeline(tl);
-    drawKv(est);
-    drawComparisons(req, est);
-    drawExample(est);
-    writeHash();
-    document.body.dataset.mainMs = (performance.now() - t0).toFixed(2);
-    clearTimeout(heavyTimer);
-    heavyTimer = setTimeout(() => {
-      drawPlanFitSweep(req, est);
-      const ms = performance.now() - t0;
-      timings.push(ms);
-      document.body.dataset.ready = '1';
-      document.body.dataset.renderMs = ms.toFixed(2);
-      postHeight();
-    }, 0);
+  // ---- one tooltip for every [data-tip] -----------------------------------------------------
+  function showTip(ev, text) {
+    const t = $('tooltip');
+    t.textContent = text;
+    t.hidden = false;
+    t.style.left = Math.min(ev.clientX + 12, window.innerWidth - 330) + 'px';
+    t.style.top = ev.clientY + 14 + 'px';
   }
+  function hideTip() { $('tooltip').hidden = true; }
+  document.addEventListener('mouseover', (ev) => {
+    const n = ev.target.closest && ev.target.closest('[data-tip]');
+    if (n) showTip(ev, n.dataset.tip); else if (!(ev.target.classList && ev.target.classList.contains('hit'))) hideTip();
+  });
+  document.addEventListener('focusin', (ev) => {
+    const n = ev.target.closest && ev.target.closest('[data-tip]');
+    if (n) { const r = n.getBoundingClientRect(); showTip({ clientX: r.left, clientY: r.bottom }, n.dataset.tip); }
+  });
 
   function postHeight() {
     if (window.parent !== window) window.parent.postMessage({ type: 'actmem:height', height: document.documentElement.scrollHeight }, '*');
   }
 
-  // ---- exports -----------------------------------------------------------------------------
+  // ---- exports (answered by the worker too) ---------------------------------------------------
   function download(name, text, type) {
     const a = el('a');
     a.href = URL.createObjectURL(new Blob([text], { type }));
@@ -488,63 +726,106 @@
     a.click();
     setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 0);
   }
+  function exportTimeline(then) {
+    if (!shown || !wantedReq) return;
+    const req = { ...JSON.parse(shown.key || JSON.stringify(wantedReq)), command: 'timeline' };
+    delete req.stages;
+    exportsPending.set(send('export', req), then);
+  }
 
-  // ---- start -------------------------------------------------------------------------------
-  let examples = [];  // the seeds' worked examples (presets/examples), bodies included
-  function fillSelects() {
-    const list = call({ command: 'presets' });
+  // ---- start -----------------------------------------------------------------------------------
+  function fillSelect(id, values, current) {
+    const s = $(id);
+    clear(s);
+    for (const v of values) s.appendChild(el('option', v)).value = v;
+    if (current !== undefined) s.value = current;
+  }
+
+  function boot(list) {
     for (const m of list.models) { const o = el('option', m.id + (m.name ? ' — ' + m.name : '')); o.value = m.id; $('preset').appendChild(o); }
     for (const g of list.gpus) { const o = el('option', g.id + (g.name ? ' — ' + g.name : '')); o.value = g.id; $('gpu').appendChild(o); }
-    examples = list.examples.map((x) => ({ id: x.id, ...x.body }));
+    examples = list.examples;
     for (const x of examples) { const o = el('option', x.id + ' — ' + x.title); o.value = x.id; $('example').appendChild(o); }
-    $('preset').value = 'llama-3.1-8b';
-    $('gpu').value = 'h100-80gb';
+    const opt = list.options;
+    fillSelect('dtype', opt.dtypes, 'bf16');
+    fillSelect('attention', opt.attention, 'flash');
+    fillSelect('optimizer', opt.optimizers, 'adamw');
+    fillSelect('profile', opt.profiles, 'megatron');
+    fillSelect('schedule', opt.schedules, '1f1b');
+    const dl = $('recompute-list');
+    for (const r of opt.recompute) if (!/[A-Z]/.test(r) && r !== 'custom') dl.appendChild(el('option')).value = r;
+    $('preset').value = DEFAULT_PRESET;
+    readHash();
+    wire();
+    bootDone = true;
+    update();
   }
 
   function applyExample(id) {
     currentExample = id || null;
-    if (!id) { update(); return; }
-    const ex = examples.find((x) => x.id === id);
-    if (!ex) return;
-    for (const k of ['micro_batch', 'seq', 'micro_batches', 'dropout', 'layer_split', 'gpu_memory']) $(k).value = '';
-    $('tp').value = $('pp').value = $('vpp').value = $('cp').value = $('dp').value = $('ep').value = '1';
-    $('zero').value = '0';
-    $('sp').checked = $('offload').checked = false;
-    $('recompute').value = 'none';
-    const c = ex.config;
-    for (const [k, v] of Object.entries(c)) {
-      if (k === 'sp') $('sp').checked = !!v;
-      else if (k === 'offload') $('offload').checked = !!v;
-      else if (k === 'attention_dropout' || k === 'hidden_dropout') { if (k === 'attention_dropout') $('dropout').value = String(v); }
-      else if ($(k)) $(k).value = String(v);
+    customModel = null;
+    if (id) {
+      const ex = examples.find((x) => x.id === id);
+      // The form shows the example's settings; the request sends the example itself, so keys the
+      // form has no field for (hidden_dropout) reach the engine verbatim.
+      for (const k of ['micro_batch', 'seq', 'micro_batches', 'dropout', 'layer_split', 'gpu_memory']) $(k).value = '';
+      for (const k of ['tp', 'pp', 'vpp', 'cp', 'dp', 'ep']) $(k).value = '1';
+      setSelect($('zero'), '0');
+      $('sp').checked = $('offload').checked = false;
+      $('recompute').value = 'none';
+      for (const [k, val] of Object.entries(ex.body.config || {})) {
+        if (k === 'sp' || k === 'offload') $(k).checked = !!val;
+        else if (k === 'dropout' || k === 'attention_dropout' || k === 'hidden_dropout') continue;  // sent by the example itself
+        else if ($(k)) { if ($(k).tagName === 'SELECT') setSelect($(k), String(val)); else $(k).value = String(val); }
+      }
+      $('dropout').placeholder = "the example's";
+    } else {
+      $('dropout').placeholder = "model's";
     }
-    if (ex.preset) { customModel = null; $('preset').value = ex.preset; } else { customModel = ex.model; $('model-json').value = JSON.stringify(ex.model, null, 2); }
+    customName = '';
+    showModelChoice();
     update();
   }
 
-  function start(M) {
-    engine = M;
-    // The engine's one entry point for pages that embed the calculator (docs/embedding.md): the
-    // same request JSON as `actmem requests`, the same answer bytes.
-    window.actmem = Object.freeze({ evaluate: (request) => M.evaluate(String(request)) });
-    fillSelects();
-    readHash();
-    if (currentExample) $('example').value = currentExample;
-    wire();
-    update();
+  let mainEngineLoading = false;
+  // The embedding API (docs/embedding.md): a synchronous evaluate on the page itself, loaded once
+  // the first answer is drawn so it never delays it.
+  function loadMainEngine() {
+    mainEngineLoading = true;
+    createActmem().then((M) => {
+      window.actmem = Object.freeze({ evaluate: (request) => M.evaluate(String(request)) });
+      ready();
+    }).catch(() => ready());
   }
 
   function wire() {
     const form = $('inputs');
-    form.addEventListener('input', (e) => { if (e.target.id !== 'model-json' && e.target.id !== 'example') update(); });
-    form.addEventListener('change', (e) => { if (e.target.tagName === 'SELECT' && e.target.id !== 'example') update(); });
+    // One listener: every control fires "input" (selects and checkboxes too); typing waits a
+    // moment, a choice is sent at once; identical requests are not sent twice.
+    form.addEventListener('input', (e) => {
+      const id = e.target.id;
+      if (id === 'model-json' || id === 'example' || id === 'model-file') return;
+      if (id === 'preset') { customModel = null; currentExample = null; $('example').value = ''; showModelChoice(); }
+      const typing = e.target.tagName === 'INPUT' && e.target.type !== 'checkbox';
+      schedule(typing ? 40 : 0);
+    });
     $('example').addEventListener('change', () => applyExample($('example').value));
+    $('all-stages').addEventListener('change', () => schedule(0));
     $('use-model').addEventListener('click', () => {
       clearErrors();
-      try { customModel = JSON.parse($('model-json').value); } catch (e) { showErrors({ field: 'model', message: 'model: malformed JSON (' + e.message + ')' }); return; }
+      try { customModel = JSON.parse($('model-json').value); } catch (e) {
+        customModel = null;
+        answerError({ field: 'model', message: 'model: malformed JSON (' + e.message + ')' }, null);
+        return;
+      }
+      currentExample = null;
+      $('example').value = '';
+      customName = '';
+      modelJsonError = null;
+      showModelChoice();
       update();
     });
-    $('clear-model').addEventListener('click', () => { customModel = null; $('model-json').value = ''; update(); });
+    $('clear-model').addEventListener('click', () => { customModel = null; currentExample = null; $('model-json').value = ''; $('preset').value = DEFAULT_PRESET; showModelChoice(); update(); });
     $('model-file').addEventListener('change', async (e) => {
       const f = e.target.files[0];
       if (!f) return;
@@ -563,20 +844,17 @@
       try { await navigator.clipboard.writeText(location.href); $('copy-link').textContent = 'Copied'; } catch (e) { $('copy-link').textContent = 'Link in the address bar'; }
       setTimeout(() => { $('copy-link').textContent = 'Copy link'; }, 1500);
     });
-    $('export-json').addEventListener('click', () => {
-      if (!lastGood) return;
-      const tl = call({ ...lastGood.req, command: 'timeline' });
-      download('actmem.json', JSON.stringify({ estimate: lastGood.est, timeline: tl }, null, 2), 'application/json');
-    });
-    $('export-csv').addEventListener('click', () => {
-      if (!lastGood) return;
-      const tl = call({ ...lastGood.req, command: 'timeline' });
+    $('export-json').addEventListener('click', () => exportTimeline((tl) => {
+      download('actmem.json', JSON.stringify({ view: shown.view, timeline: tl }, null, 2), 'application/json');
+    }));
+    $('export-csv').addEventListener('click', () => exportTimeline((tl) => {
+      if (!tl.ok) return;
       const lines = ['stage,event,label,live_bytes,activations,recompute,transients'];
       for (const s of tl.stages) s.events.forEach((e, i) => lines.push([s.stage, i, e.label, e.live_bytes, e.activations, e.recompute, e.transients].join(',')));
       const inv = ['', 'tensor,shape,dtype,bytes,backward'];
-      for (const t of lastGood.est.per_layer.tensors) inv.push([t.name, t.shape, t.dtype, t.bytes, '"' + t.backward + '"'].join(','));
+      for (const t of shown.view.estimate.per_layer.tensors) inv.push([t.name, t.shape, t.dtype, t.bytes, '"' + t.backward + '"'].join(','));
       download('actmem.csv', lines.concat(inv).join('\n') + '\n', 'text/csv');
-    });
+    }));
     $('theme-toggle').addEventListener('click', () => {
       const dark = document.documentElement.dataset.theme === 'dark' ||
         (!document.documentElement.dataset.theme && matchMedia('(prefers-color-scheme: dark)').matches);
@@ -586,8 +864,21 @@
       history.replaceState(null, '', '#' + p.toString());
     });
     window.addEventListener('hashchange', () => { readHash(); update(); });
+    let lastW = 0;
+    window.addEventListener('resize', () => {
+      if (!shown || Math.abs(window.innerWidth - lastW) < 8) return;
+      lastW = window.innerWidth;
+      draw(shown.view, shown.key);
+    });
     if (window.ResizeObserver) new ResizeObserver(postHeight).observe(document.documentElement);
   }
 
-  createActmem().then(start).catch((e) => { $('verdict').textContent = 'The engine failed to load: ' + e; });
+  try {
+    worker = startWorker();
+    worker.onmessage = onMessage;
+    worker.onerror = (e) => { setStatus('error', 'The engine failed to load: ' + (e.message || 'worker error')); };
+    worker.postMessage({ id: 0, lane: 'boot', request: JSON.stringify({ command: 'presets' }) });
+  } catch (e) {
+    setStatus('error', 'The engine failed to start: ' + e);
+  }
 })();

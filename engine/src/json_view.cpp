@@ -62,8 +62,8 @@ json glossary() {
   json letters = json::object();
   const char* const meaning[] = {
       "keep: the layer keeps every record for backward",
-      "selective: keeps all but the attention core, which backward recomputes (Korthikanti et al. "
-      "2022, Sec. 5)",
+      ("selective: keeps all but the attention core, which backward recomputes (Korthikanti et al. "
+       "2022, Sec. 5)"),
       "checkpoint: keeps only its input and starts a recompute segment (Chen et al. 2016)",
       "recompute: keeps nothing; regenerated from the checkpoint below it",
       "custom: keeps its input and the records named in custom_keep"};

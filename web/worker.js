@@ -1,0 +1,53 @@
+// actmem engine worker: runs the WebAssembly engine off the page's main thread. The page posts
+// {id, lane, request}; in the "view" lane only the latest request is answered (older ones that
+// queued up while the engine was busy are dropped), other lanes (exports) answer every request.
+// Replies {id, lane, text, ms} carry the engine's answer text unchanged.
+'use strict';
+
+// Served site: load the module by path. Single-file page: the module's text precedes this one in
+// the worker's Blob, so createActmem is already defined.
+if (typeof createActmem === 'undefined') importScripts('actmem.js');
+
+let engine = null;
+const latest = new Map();  // lane -> the newest job not answered yet (the "view" lane)
+const queue = [];          // jobs of other lanes, in order
+let scheduled = false;
+
+function schedule() {
+  if (scheduled || !engine) return;
+  scheduled = true;
+  // Let every message already queued arrive first, so a burst of inputs costs one evaluation.
+  setTimeout(drain, 0);
+}
+
+function run(job) {
+  const t0 = performance.now();
+  let text;
+  try {
+    text = engine.evaluate(job.request);
+  } catch (e) {
+    text = JSON.stringify({ ok: false, error: { code: 'engine', field: 'request', message: 'request: the engine failed: ' + e } });
+  }
+  postMessage({ id: job.id, lane: job.lane, text, ms: performance.now() - t0 });
+}
+
+function drain() {
+  scheduled = false;
+  const job = queue.length ? queue.shift() : latest.get('view');
+  if (!job) return;
+  if (job.lane === 'view') latest.delete('view');
+  run(job);
+  if (queue.length || latest.size) schedule();
+}
+
+onmessage = (e) => {
+  const job = e.data;
+  if (job.lane === 'view') latest.set('view', job); else queue.push(job);
+  schedule();
+};
+
+createActmem({ noExitRuntime: true }).then((M) => {
+  engine = M;
+  postMessage({ lane: 'ready' });
+  schedule();
+}).catch((e) => postMessage({ lane: 'failed', text: String(e) }));
