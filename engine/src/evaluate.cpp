@@ -258,10 +258,13 @@ json answer(const json& req, std::string* text) {
     if (!v.ok()) return error_to_json(v.error());
     View& view = v.value();
     view.est.warnings.insert(view.est.warnings.begin(), warnings.begin(), warnings.end());
-    const json est = json::parse(estimate_text(view.est), nullptr, false);
-    json out = view_to_json(view, est);
-    if (!example.is_null()) out["example"] = example_rows(example_id, example, est);
-    return out;
+    const std::string est = estimate_text(view.est);
+    // A worked example's quantities are paths into the estimate answer: resolved on its tree.
+    const std::string rows =
+        example.is_null()
+            ? std::string()
+            : example_rows(example_id, example, json::parse(est, nullptr, false)).dump();
+    return streamed(view_text(view, est, rows), text);
   }
   // summary: true answers with the headline numbers only (the page's side-by-side comparisons).
   bool summary = false;

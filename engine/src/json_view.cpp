@@ -1,65 +1,69 @@
 // Writes the page's view (view.hpp) as JSON: the "view" command's answer, everything the page draws
-// (docs/schema.md, "The view answer"). Numbers only; the page formats them.
+// (docs/schema.md, "The view answer"). Numbers only; the page formats them. Streamed
+// (json_writer.hpp), the estimate answer nested as the text estimate_text writes.
 #include "actmem/json_io.hpp"
 #include "actmem/names.hpp"
 #include "actmem/view.hpp"
+#include "json_writer.hpp"
 
 namespace actmem {
 
-using nlohmann::json;
+using detail::JsonWriter;
 
 namespace {
 
-json suggestion_json(const Suggestion& s) {
-  json change = json::object();
-  if (s.micro_batch) change["micro_batch"] = *s.micro_batch;
-  if (s.dp) change["dp"] = *s.dp;
-  if (s.zero) change["zero"] = *s.zero;
-  if (s.recompute) change["recompute"] = *s.recompute;
-  if (s.offload) change["offload"] = *s.offload;
-  return json{{"kind", s.kind},
-              {"change", change},
-              {"peak_bytes", s.peak_bytes},
-              {"fits", s.fits},
-              {"recompute_overhead_pct", s.recompute_overhead_pct}};
+void write_suggestion(JsonWriter& w, const Suggestion& s) {
+  w.begin_object();
+  w.key("change");
+  w.begin_object();
+  if (s.micro_batch) w.field("micro_batch", *s.micro_batch);
+  if (s.dp) w.field("dp", *s.dp);
+  if (s.zero) w.field("zero", *s.zero);
+  if (s.recompute) w.field("recompute", *s.recompute);
+  if (s.offload) w.field("offload", *s.offload);
+  w.end_object();
+  w.field("fits", s.fits);
+  w.field("kind", s.kind);
+  w.field("peak_bytes", s.peak_bytes);
+  w.field("recompute_overhead_pct", s.recompute_overhead_pct);
+  w.end_object();
+}
+
+template <class F>
+void write_column(JsonWriter& w, std::string_view key, const StageSeries& s, F get) {
+  w.key(key);
+  w.begin_array();
+  for (const SeriesPoint& p : s.points) w.value(get(p));
+  w.end_array();
 }
 
 // A stage's series as parallel arrays (compact, and what a polyline needs), each point's event in
 // words for its tooltip.
-json series_json(const StageSeries& s, const Estimate& e, bool chunks) {
-  json idx = json::array(), live = json::array(), low = json::array(), act = json::array(),
-       rec = json::array(), trans = json::array(), regen = json::array(), words = json::array();
-  for (const SeriesPoint& p : s.points) {
-    idx.push_back(p.index);
-    live.push_back(p.bytes.live);
-    low.push_back(p.low);
-    act.push_back(p.bytes.activations);
-    rec.push_back(p.bytes.recompute);
-    trans.push_back(p.bytes.transients);
-    regen.push_back(p.recompute);
-    words.push_back(event_words(p.at, chunks));
-  }
+void write_series(JsonWriter& w, const StageSeries& s, const Estimate& e, bool chunks) {
   const StageEval& st = e.eval.stages[s.stage];
-  return json{{"stage", s.stage},
-              {"events", s.events},
-              {"static_bytes", e.ranks[s.stage].stat.total_bytes},
-              {"peak_bytes", st.peak_bytes},
-              {"fragmentation_bytes", st.fragmentation_bytes},
-              {"peak_words", event_words(st.peak_at, chunks)},
-              {"points",
-               {{"index", idx},
-                {"live_bytes", live},
-                {"low_bytes", low},
-                {"activations", act},
-                {"recompute", rec},
-                {"transients", trans},
-                {"regenerates", regen},
-                {"words", words}}}};
+  w.begin_object();
+  w.field("events", s.events);
+  w.field("fragmentation_bytes", st.fragmentation_bytes);
+  w.field("peak_bytes", st.peak_bytes);
+  w.field("peak_words", event_words(st.peak_at, chunks));
+  w.key("points");
+  w.begin_object();
+  write_column(w, "activations", s, [](const SeriesPoint& p) { return p.bytes.activations; });
+  write_column(w, "index", s, [](const SeriesPoint& p) { return p.index; });
+  write_column(w, "live_bytes", s, [](const SeriesPoint& p) { return p.bytes.live; });
+  write_column(w, "low_bytes", s, [](const SeriesPoint& p) { return p.low; });
+  write_column(w, "recompute", s, [](const SeriesPoint& p) { return p.bytes.recompute; });
+  write_column(w, "regenerates", s, [](const SeriesPoint& p) { return p.recompute; });
+  write_column(w, "transients", s, [](const SeriesPoint& p) { return p.bytes.transients; });
+  write_column(w, "words", s, [&](const SeriesPoint& p) { return event_words(p.at, chunks); });
+  w.end_object();
+  w.field("stage", s.stage);
+  w.field("static_bytes", e.ranks[s.stage].stat.total_bytes);
+  w.end_object();
 }
 
 // What each recompute letter and each event label means (layers:PATTERN, the timeline's labels).
-json glossary() {
-  json letters = json::object();
+void write_glossary(JsonWriter& w) {
   const char* const meaning[] = {
       "keep: the layer keeps every record for backward",
       ("selective: keeps all but the attention core, which backward recomputes (Korthikanti et al. "
@@ -67,150 +71,225 @@ json glossary() {
       "checkpoint: keeps only its input and starts a recompute segment (Chen et al. 2016)",
       "recompute: keeps nothing; regenerated from the checkpoint below it",
       "custom: keeps its input and the records named in custom_keep"};
-  for (std::size_t i = 0; i + 1 < sizeof(kChoiceLetters); ++i)
-    letters[std::string(1, kChoiceLetters[i])] = meaning[i];
-  return json{{"recompute_letters", letters},
-              {"labels",
-               {{"F", "forward of a layer"},
-                {"R", "recompute: backward regenerates dropped activations"},
-                {"B", "backward of a layer"},
-                {"mb", "micro-batch index within the step"},
-                {"c", "model chunk (virtual pipeline stage) on this GPU"},
-                {"L", "layer index in the whole model"}}}};
+  w.begin_object();
+  w.key("labels");
+  w.begin_object();
+  w.field("B", "backward of a layer");
+  w.field("F", "forward of a layer");
+  w.field("L", "layer index in the whole model");
+  w.field("R", "recompute: backward regenerates dropped activations");
+  w.field("c", "model chunk (virtual pipeline stage) on this GPU");
+  w.field("mb", "micro-batch index within the step");
+  w.end_object();
+  w.key("recompute_letters");
+  w.begin_object();
+  static const std::string letters[] = {"K", "S", "C", "R", "X"};
+  static_assert(sizeof(kChoiceLetters) == 6, "one meaning per recompute letter");
+  for (std::size_t i = 0; i < 5; ++i) w.field(letters[i], meaning[i]);
+  w.end_object();
+  w.end_object();
 }
 
 }  // namespace
 
-json view_to_json(const View& v, const json& estimate_answer) {
+std::string view_text(const View& v, const std::string& estimate_answer,
+                      const std::string& example_answer) {
   const Estimate& e = v.est;
-  const Stage& w = e.worst();
+  const Stage& worst = e.worst();
   const StageEval& we = e.eval.worst_stage();
   const Parallel& par = e.config.par;
   const bool chunks = par.vpp > 1;
   const Schedule sched = effective_schedule(e.config);
-  json out;
-  out["ok"] = true;
-  out["command"] = "view";
-  out["estimate"] = estimate_answer;
-  out["model"] = {{"name", e.model.name}, {"params", e.model_params}};
-
-  json verdict = {{"peak_bytes", w.peak_bytes},
-                  {"stage", w.index},
-                  {"stages", e.stages.size()},
-                  {"peak_at", w.peak_at},
-                  {"peak_words", event_words(we.peak_at, chunks)},
-                  {"gpus", v.gpus}};
-  if (e.has_gpu) {
-    verdict["fits"] = e.fits;
-    verdict["capacity_bytes"] = e.gpu.memory_bytes;
-    verdict["headroom_bytes"] = e.headroom_bytes;
-    verdict["gpu"] = e.gpu.name.empty() ? e.gpu.id : e.gpu.name;
+  JsonWriter w;
+  w.begin_object();
+  w.field("ok", true);
+  w.field("command", "view");
+  w.key("estimate");
+  w.raw(estimate_answer);
+  if (!example_answer.empty()) {
+    w.key("example");
+    w.raw(example_answer);
   }
-  out["verdict"] = verdict;
+  w.key("model");
+  w.begin_object();
+  w.field("name", e.model.name);
+  w.field("params", e.model_params);
+  w.end_object();
 
-  json layout = {{"tp", par.tp},
-                 {"sp", par.sp},
-                 {"pp", par.pp},
-                 {"vpp", par.vpp},
-                 {"cp", par.cp},
-                 {"dp", par.dp},
-                 {"ep", par.ep},
-                 {"zero", par.zero},
-                 {"micro_batch", e.config.micro_batch},
-                 {"micro_batches", e.config.grad_accum},
-                 {"seq", e.config.seq},
-                 {"schedule", schedule_table().name(sched)},
-                 {"recompute", recompute_name(e.config.recompute)},
-                 {"offload", e.config.recompute.offload}};
-  if (sched != e.config.schedule)
-    layout["schedule_note"] = std::string(schedule_table().name(sched)) +
-                              " because vpp = " + std::to_string(par.vpp) +
-                              " > 1 (Megatron-LM's interleaved 1F1B)";
-  out["layout"] = layout;
+  w.key("verdict");
+  w.begin_object();
+  w.field("peak_bytes", worst.peak_bytes);
+  w.field("stage", worst.index);
+  w.field("stages", static_cast<std::uint64_t>(e.stages.size()));
+  w.field("peak_at", worst.peak_at);
+  w.field("peak_words", event_words(we.peak_at, chunks));
+  w.field("gpus", v.gpus);
+  if (e.has_gpu) {
+    w.field("fits", e.fits);
+    w.field("capacity_bytes", e.gpu.memory_bytes);
+    w.field("headroom_bytes", e.headroom_bytes);
+    w.field("gpu", e.gpu.name.empty() ? e.gpu.id : e.gpu.name);
+  }
+  w.end_object();
 
-  json sug = json::array();
-  for (const Suggestion& s : v.suggestions) sug.push_back(suggestion_json(s));
-  out["suggestions"] = sug;
+  w.key("layout");
+  w.begin_object();
+  w.field("tp", par.tp);
+  w.field("sp", par.sp);
+  w.field("pp", par.pp);
+  w.field("vpp", par.vpp);
+  w.field("cp", par.cp);
+  w.field("dp", par.dp);
+  w.field("ep", par.ep);
+  w.field("zero", par.zero);
+  w.field("micro_batch", e.config.micro_batch);
+  w.field("micro_batches", e.config.grad_accum);
+  w.field("seq", e.config.seq);
+  w.field("schedule", schedule_table().name(sched));
+  const std::string schedule_note = std::string(schedule_table().name(sched)) +
+                                    " because vpp = " + std::to_string(par.vpp) +
+                                    " > 1 (Megatron-LM's interleaved 1F1B)";
+  if (sched != e.config.schedule) w.field("schedule_note", schedule_note);
+  w.field("recompute", recompute_name(e.config.recompute));
+  w.field("offload", e.config.recompute.offload);
+  w.end_object();
+
+  w.key("suggestions");
+  w.begin_array();
+  for (const Suggestion& s : v.suggestions) write_suggestion(w, s);
+  w.end_array();
 
   // The bar: what the peak event holds, part by part; the parts add up to the peak.
-  json segs = json::array();
-  const std::pair<const char*, Bytes> parts[] = {
-      {"params", w.stat.params_bytes},     {"grads", w.stat.grads_bytes},
-      {"master", w.stat.master_bytes},     {"optimizer", w.stat.optimizer_bytes},
-      {"activations", w.peak_activations}, {"recompute", w.peak_recompute},
-      {"transients", w.peak_transients},   {"fragmentation", w.peak_fragmentation}};
-  const char* const labels[] = {"parameters",
-                                "gradients",
-                                "master weights",
-                                "optimizer states",
-                                "kept activations",
-                                "recomputed",
-                                "transients (logits, gradients, buffers)",
-                                "fragmentation allowance"};
-  for (std::size_t i = 0; i < 8; ++i)
-    segs.push_back({{"id", parts[i].first}, {"label", labels[i]}, {"bytes", parts[i].second}});
-  json bar = {{"segments", segs}, {"total_bytes", w.peak_bytes}};
-  if (e.has_gpu) bar["capacity_bytes"] = e.gpu.memory_bytes;
-  out["bar"] = bar;
+  struct Part {
+    const char* id;
+    const char* label;
+    Bytes bytes;
+  };
+  const Part parts[] = {
+      {"params", "parameters", worst.stat.params_bytes},
+      {"grads", "gradients", worst.stat.grads_bytes},
+      {"master", "master weights", worst.stat.master_bytes},
+      {"optimizer", "optimizer states", worst.stat.optimizer_bytes},
+      {"activations", "kept activations", worst.peak_activations},
+      {"recompute", "recomputed", worst.peak_recompute},
+      {"transients", "transients (logits, gradients, buffers)", worst.peak_transients},
+      {"fragmentation", "fragmentation allowance", worst.peak_fragmentation}};
+  w.key("bar");
+  w.begin_object();
+  w.key("segments");
+  w.begin_array();
+  for (const Part& p : parts) {
+    w.begin_object();
+    w.field("bytes", p.bytes);
+    w.field("id", p.id);
+    w.field("label", p.label);
+    w.end_object();
+  }
+  w.end_array();
+  w.field("total_bytes", worst.peak_bytes);
+  if (e.has_gpu) w.field("capacity_bytes", e.gpu.memory_bytes);
+  w.end_object();
 
   // The step: y from 0 to the larger of the highest point and the capacity.
-  Bytes y_max = w.peak_bytes;
-  if (e.has_gpu && e.gpu.memory_bytes > y_max) y_max = e.gpu.memory_bytes;
-  json series = json::array();
-  for (const StageSeries& s : v.series) series.push_back(series_json(s, e, chunks));
-  json tl = {{"schedule", schedule_table().name(sched)},
-             {"micro_batches", e.config.grad_accum},
-             {"stages", e.stages.size()},
-             {"worst_stage", e.worst_stage},
-             {"y_min", 0},
-             {"y_max", y_max},
-             {"recompute_overhead_pct", e.recompute_overhead_pct},
-             {"series", series}};
-  if (e.has_gpu) tl["capacity_bytes"] = e.gpu.memory_bytes;
-  out["timeline"] = tl;
+  const Bytes y_max =
+      e.has_gpu && e.gpu.memory_bytes > worst.peak_bytes ? e.gpu.memory_bytes : worst.peak_bytes;
+  w.key("timeline");
+  w.begin_object();
+  w.field("schedule", schedule_table().name(sched));
+  w.field("micro_batches", e.config.grad_accum);
+  w.field("stages", static_cast<std::uint64_t>(e.stages.size()));
+  w.field("worst_stage", static_cast<std::uint64_t>(e.worst_stage));
+  w.field("y_min", 0);
+  w.field("y_max", y_max);
+  w.field("recompute_overhead_pct", e.recompute_overhead_pct);
+  if (e.has_gpu) w.field("capacity_bytes", e.gpu.memory_bytes);
+  w.key("series");
+  w.begin_array();
+  for (const StageSeries& s : v.series) write_series(w, s, e, chunks);
+  w.end_array();
+  w.end_object();
 
-  json pol = json::array();
   const std::string current = recompute_name(e.config.recompute);
+  w.key("policies");
+  w.begin_array();
   for (const PolicyRow& p : v.policies) {
-    json row = {{"policy", p.policy}, {"ok", p.ok}, {"current", p.policy == current}};
+    w.begin_object();
+    w.field("policy", p.policy);
+    w.field("ok", p.ok);
+    w.field("current", p.policy == current);
     if (p.ok) {
-      row["peak_bytes"] = p.peak_bytes;
-      row["recompute_overhead_pct"] = p.recompute_overhead_pct;
-      if (e.has_gpu) row["fits"] = p.peak_bytes <= e.gpu.memory_bytes;
+      w.field("peak_bytes", p.peak_bytes);
+      w.field("recompute_overhead_pct", p.recompute_overhead_pct);
+      if (e.has_gpu) w.field("fits", p.peak_bytes <= e.gpu.memory_bytes);
     }
-    pol.push_back(row);
+    w.end_object();
   }
-  out["policies"] = pol;
-  json prof = json::array();
+  w.end_array();
+  w.key("profiles");
+  w.begin_array();
   for (const ProfileRow& p : v.profiles) {
-    json row = {{"profile", profile_name(p.profile)},
-                {"ok", p.ok},
-                {"current", p.profile == e.config.profile}};
+    w.begin_object();
+    w.field("profile", profile_name(p.profile));
+    w.field("ok", p.ok);
+    w.field("current", p.profile == e.config.profile);
     if (p.ok) {
-      row["per_layer_bytes"] = p.per_layer_bytes;
-      row["peak_bytes"] = p.peak_bytes;
+      w.field("per_layer_bytes", p.per_layer_bytes);
+      w.field("peak_bytes", p.peak_bytes);
     }
-    prof.push_back(row);
+    w.end_object();
   }
-  out["profiles"] = prof;
+  w.end_array();
 
-  if (v.plan)
-    out["plan"] = plan_to_json(*v.plan);
-  else if (!v.plan_error.empty())
-    out["plan"] = {{"ok", false}, {"message", v.plan_error}};
-  if (v.fit)
-    out["fit"] = fit_to_json(*v.fit);
-  else if (!v.fit_error.empty())
-    out["fit"] = {{"ok", false}, {"message", v.fit_error}};
+  if (v.plan) {
+    w.key("plan");
+    w.raw(plan_to_json(*v.plan).dump());
+  } else if (!v.plan_error.empty()) {
+    w.key("plan");
+    w.begin_object();
+    w.field("message", v.plan_error);
+    w.field("ok", false);
+    w.end_object();
+  }
+  if (v.fit) {
+    w.key("fit");
+    w.raw(fit_to_json(*v.fit).dump());
+  } else if (!v.fit_error.empty()) {
+    w.key("fit");
+    w.begin_object();
+    w.field("message", v.fit_error);
+    w.field("ok", false);
+    w.end_object();
+  }
 
-  json grid = {{"micro_batches", v.grid.micro_batches},
-               {"seqs", v.grid.seqs},
-               {"peak_bytes", v.grid.peak_bytes},
-               {"current", {v.grid_b, v.grid_s}}};
-  if (e.has_gpu) grid["capacity_bytes"] = e.gpu.memory_bytes;
-  out["grid"] = grid;
-  out["glossary"] = glossary();
-  return out;
+  w.key("grid");
+  w.begin_object();
+  w.key("micro_batches");
+  w.begin_array();
+  for (auto b : v.grid.micro_batches) w.value(b);
+  w.end_array();
+  w.key("seqs");
+  w.begin_array();
+  for (auto s : v.grid.seqs) w.value(s);
+  w.end_array();
+  w.key("peak_bytes");
+  w.begin_array();
+  for (const auto& row : v.grid.peak_bytes) {
+    w.begin_array();
+    for (auto x : row) w.value(x);
+    w.end_array();
+  }
+  w.end_array();
+  w.key("current");
+  w.begin_array();
+  w.value(static_cast<std::uint64_t>(v.grid_b));
+  w.value(static_cast<std::uint64_t>(v.grid_s));
+  w.end_array();
+  if (e.has_gpu) w.field("capacity_bytes", e.gpu.memory_bytes);
+  w.end_object();
+  w.key("glossary");
+  write_glossary(w);
+  w.end_object();
+  return std::move(w.out);
 }
 
 }  // namespace actmem

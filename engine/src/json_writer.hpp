@@ -55,6 +55,12 @@ class JsonWriter {
   void value(const char* s) { value(std::string_view(s)); }
   void value(const std::string& s) { value(std::string_view(s)); }
 
+  // A value already written as JSON text (another answer nested in this one).
+  void raw(std::string_view json_text) {
+    element();
+    out += json_text;
+  }
+
   template <class T>
   void field(std::string_view k, const T& v) {
     key(k);

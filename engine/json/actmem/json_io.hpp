@@ -41,9 +41,10 @@ nlohmann::json timeline_to_json(const Estimate& e, const struct Timeline& t, boo
 nlohmann::json fit_to_json(const struct FitResult& f);
 nlohmann::json plan_to_json(const struct Plan& p);
 nlohmann::json sweep_to_json(const struct Sweep& s);
-// The "view" answer: the page's whole screen for one configuration (view.hpp), the estimate answer
-// (already parsed) inside it.
-nlohmann::json view_to_json(const struct View& v, const nlohmann::json& estimate_answer);
+// The "view" answer: the page's whole screen for one configuration (view.hpp), streamed, with the
+// estimate answer's text (and a worked example's checks, when given) nested in it.
+std::string view_text(const struct View& v, const std::string& estimate_answer,
+                      const std::string& example_answer);
 
 // evaluate() (api.hpp) on a parsed request.
 nlohmann::json evaluate_json(const nlohmann::json& request);
