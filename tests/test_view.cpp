@@ -181,3 +181,22 @@ TEST_CASE(
   const json bad = actmem::evaluate_json(json{{"example", "nope"}});
   CHECK(bad["error"]["field"] == "example");
 }
+
+TEST_CASE("view: the series' peak point, the grid's fits and each suggestion's GPU count",
+          "[view]") {
+  const json v = view(json{{"preset", "llama-3.1-8b"},
+                           {"config", {{"gpu", "h100-80gb"}, {"seq", 4096}, {"attention", "flash"}}}});
+  const json& s = v["timeline"]["series"][0];
+  CHECK(u(s["points"]["live_bytes"][u(s["peak_point"])]) == u(s["peak_bytes"]));
+  const auto& g = v["grid"];
+  for (std::size_t i = 0; i < g["peak_bytes"].size(); ++i)
+    for (std::size_t j = 0; j < g["peak_bytes"][i].size(); ++j) {
+      const std::int64_t p = g["peak_bytes"][i][j].get<std::int64_t>();
+      CHECK(g["fits"][i][j].get<bool>() == (p >= 0 && static_cast<std::uint64_t>(p) <= 80 * kGiB));
+    }
+  // One GPU cannot hold 8B's static memory: the suggestion is 4 data-parallel GPUs with ZeRO-3.
+  REQUIRE(v["suggestions"].size() == 1);
+  CHECK(v["suggestions"][0]["kind"] == "more_gpus");
+  CHECK(u(v["suggestions"][0]["gpus"]) == 4);
+  CHECK(v["suggestions"][0]["change"] == json{{"dp", 4}, {"zero", 3}});
+}

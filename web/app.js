@@ -270,7 +270,9 @@
     if (m.lane === 'fallback') { onFallback(m); return; }
     if (m.id !== wanted) return;  // superseded by a newer input
     awaiting = false;
+    const t0 = performance.now();
     const ans = JSON.parse(m.text);
+    document.body.dataset.parseMs = (performance.now() - t0).toFixed(2);
     document.body.dataset.engineMs = m.ms.toFixed(2);
     if (!ans.ok) { answerError(ans.error, wantedReq); return; }
     lastError = null;
@@ -359,7 +361,7 @@
   function suggestionText(s, v) {
     const c = s.change;
     const parts = [];
-    if (c.dp !== undefined) parts.push(c.dp * v.layout.tp * v.layout.pp * v.layout.cp + ' GPUs (dp ' + c.dp + ')');
+    if (c.dp !== undefined) parts.push(s.gpus + ' GPUs (dp ' + c.dp + ')');
     if (c.zero !== undefined) parts.push('ZeRO stage ' + c.zero);
     if (c.micro_batch !== undefined) parts.push('micro-batch ' + c.micro_batch);
     if (c.recompute !== undefined) parts.push('recompute ' + c.recompute + (s.recompute_overhead_pct > 0 ? ' (+' + pct(s.recompute_overhead_pct) + ' FLOPs)' : ''));
@@ -499,8 +501,7 @@
       svg.appendChild(svgEl('line', { x1: left, x2: W - right, y1: Y(tl.capacity_bytes), y2: Y(tl.capacity_bytes), class: 'gpu-line' }));
       svg.appendChild(svgEl('text', { x: W - right - 4, y: Y(tl.capacity_bytes) - 4, 'text-anchor': 'end', class: 'cap-label' }, 'GPU capacity ' + fmt(tl.capacity_bytes)));
     }
-    let pi = 0;
-    for (let i = 1; i < pts.live_bytes.length; i++) if (pts.live_bytes[i] > pts.live_bytes[pi]) pi = i;
+    const pi = worst.peak_point;
     const px = X(pts.index[pi], n), py = Y(pts.live_bytes[pi]);
     svg.appendChild(svgEl('circle', { cx: px, cy: py, r: 5, class: 'peak-dot' }));
     const label = 'peak ' + fmt(worst.peak_bytes) + ': ' + worst.peak_words;
@@ -617,13 +618,13 @@
     svg.style.height = H + 'px';
     const cap = g.capacity_bytes;
     const budget = cap || Math.max(1, ...g.peak_bytes.flat());
-    const fitsAt = (i, j) => { const x = g.peak_bytes[i][j]; return x >= 0 && cap !== undefined && x <= cap; };
+    const fitsAt = (i, j) => !!(g.fits && g.fits[i][j]);
     g.peak_bytes.forEach((row, i) => {
       svg.appendChild(svgEl('text', { x: left - 6, y: top + i * ch + ch / 2 + 4, 'text-anchor': 'end' }, 'b=' + bs[i]));
       row.forEach((val, j) => {
         const x = left + j * cw, y = top + i * ch;
         svg.appendChild(tip(svgEl('rect', { x: x + 1, y: y + 1, width: cw - 2, height: ch - 2, fill: cellFill(val < 0 ? -1 : val / budget), class: 'cell' }),
-          'micro-batch ' + bs[i] + ', sequence ' + commas(ss[j]) + ': ' + (val < 0 ? 'not valid with this layout' : fmt(val, 2) + ' (' + exact(val) + ')' + (cap !== undefined ? (val <= cap ? ', fits' : ', does not fit') : ''))));
+          'micro-batch ' + bs[i] + ', sequence ' + commas(ss[j]) + ': ' + (val < 0 ? 'not valid with this layout' : fmt(val, 2) + ' (' + exact(val) + ')' + (g.fits ? (g.fits[i][j] ? ', fits' : ', does not fit') : ''))));
         svg.appendChild(svgEl('text', { x: x + cw / 2, y: y + ch / 2 + 4, 'text-anchor': 'middle', class: 'cell-text' }, val < 0 ? '—' : (val / GiB).toFixed(val / GiB < 100 ? 1 : 0)));
         // The capacity contour: a line between a cell that fits and a neighbour that does not.
         if (cap !== undefined && j + 1 < row.length && fitsAt(i, j) !== fitsAt(i, j + 1)) svg.appendChild(svgEl('line', { x1: x + cw, x2: x + cw, y1: y, y2: y + ch, class: 'contour' }));
@@ -807,7 +808,7 @@
       if (id === 'model-json' || id === 'example' || id === 'model-file') return;
       if (id === 'preset') { customModel = null; currentExample = null; $('example').value = ''; showModelChoice(); }
       const typing = e.target.tagName === 'INPUT' && e.target.type !== 'checkbox';
-      schedule(typing ? 40 : 0);
+      schedule(typing ? 25 : 0);
     });
     $('example').addEventListener('change', () => applyExample($('example').value));
     $('all-stages').addEventListener('change', () => schedule(0));

@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "actmem/json_io.hpp"
-#include "actmem/size.hpp"
 
 namespace actmem::cli {
 
@@ -188,13 +187,12 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       else
         o->request["sweep"][a == "--sweep-seqs" ? "seqs" : "micro_batches"] = list;
     } else if (a == "--gpu-memory" || a == "--budget") {
-      actmem::Bytes bytes = 0;
       if (!value(&v)) return a + ": needs a size such as 80GiB";
-      // The engine's exact parser (size.hpp): no double, no partial reads ("1..5GiB").
-      if (!actmem::parse_size(v, &bytes))
-        return a + ": " + nlohmann::json(v).dump(-1, ' ', true) +
-               " is not a size; allowed: " + actmem::kSizeAllowed;
-      cfg_flags["gpu_memory_bytes"] = bytes;
+      // The engine reads the size (config.gpu_memory, size.hpp: exact, no double) and names the
+      // field in its message, the same one the page shows. The flag replaces a config file's
+      // budget in either form.
+      cfg_flags["gpu_memory"] = v;
+      cfg_file.erase("gpu_memory_bytes");
     } else {
       return "'" + a +
              "': unknown option; allowed: --preset --model --config --micro-batch --seq "

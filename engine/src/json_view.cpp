@@ -23,6 +23,7 @@ void write_suggestion(JsonWriter& w, const Suggestion& s) {
   if (s.offload) w.field("offload", *s.offload);
   w.end_object();
   w.field("fits", s.fits);
+  w.field("gpus", s.gpus);
   w.field("kind", s.kind);
   w.field("peak_bytes", s.peak_bytes);
   w.field("recompute_overhead_pct", s.recompute_overhead_pct);
@@ -46,6 +47,11 @@ void write_series(JsonWriter& w, const StageSeries& s, const Estimate& e, bool c
   w.field("fragmentation_bytes", st.fragmentation_bytes);
   w.field("peak_bytes", st.peak_bytes);
   w.field("peak_words", event_words(st.peak_at, chunks));
+  // The point holding the stage's peak event (the first highest).
+  std::uint64_t top = 0;
+  for (std::size_t i = 1; i < s.points.size(); ++i)
+    if (s.points[i].bytes.live > s.points[top].bytes.live) top = i;
+  w.field("peak_point", top);
   w.key("points");
   w.begin_object();
   write_column(w, "activations", s, [](const SeriesPoint& p) { return p.bytes.activations; });
@@ -279,6 +285,17 @@ std::string view_text(const View& v, const std::string& estimate_answer,
     w.end_array();
   }
   w.end_array();
+  if (e.has_gpu) {
+    // Which cells fit the GPU (the page draws the capacity contour between them).
+    w.key("fits");
+    w.begin_array();
+    for (const auto& row : v.grid.peak_bytes) {
+      w.begin_array();
+      for (auto x : row) w.value(x >= 0 && static_cast<Bytes>(x) <= e.gpu.memory_bytes);
+      w.end_array();
+    }
+    w.end_array();
+  }
   w.key("current");
   w.begin_array();
   w.value(static_cast<std::uint64_t>(v.grid_b));

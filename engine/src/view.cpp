@@ -114,6 +114,7 @@ void suggest(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu, View&
     Suggestion s;
     s.kind = "more_gpus";
     s.dp = dp;
+    s.gpus = v.gpus / par.dp * dp;
     s.zero = 3;
     s.peak_bytes = e->worst().peak_bytes;
     s.fits = true;
@@ -197,6 +198,8 @@ Result<View> make_view(const ModelSpec& m, const TrainConfig& c, const GpuSpec* 
     else
       v.fit_error = f.error().message;
     if (!e.fits) suggest(m, c, *gpu, v);
+    for (Suggestion& s : v.suggestions)
+      if (s.gpus == 0) s.gpus = v.gpus;
   }
 
   // Peak over micro-batch x sequence, around the configured cell.

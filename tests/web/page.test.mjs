@@ -389,11 +389,12 @@ test('speed: engine time per view, input to every panel redrawn, long tasks, fir
   const p95 = (xs) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(0.95 * xs.length))];
   for (const [name, hash] of Object.entries(configs)) {
     const { page } = await open(hash);
-    const engine = [], redraw = [];
+    const engine = [], redraw = [], drawing = [];
     for (const b of ['2', '1', '2', '1', '2', '1', '2', '1', '2', '1']) {
       await settle(page, () => page.fill('#micro_batch', b));
       engine.push(Number(await page.getAttribute('body', 'data-engine-ms')));
       redraw.push(Number(await page.getAttribute('body', 'data-render-ms')));
+      drawing.push(Number(await page.getAttribute('body', 'data-draw-ms')));
     }
     // Typing a sequence length digit by digit, select changes, 4,096 micro-batches per step.
     await page.evaluate(() => { window.longTasks = []; });
@@ -404,8 +405,9 @@ test('speed: engine time per view, input to every panel redrawn, long tasks, fir
     await settle(page, () => page.fill('#micro_batches', '4096'));
     const big = Number(await page.getAttribute('body', 'data-engine-ms'));
     const long = await page.evaluate(() => window.longTasks);
-    record[name] = { engine_ms: engine, engine_ms_4096_micro_batches: big, input_to_redraw_ms: redraw, input_to_redraw_p95_ms: p95(redraw), long_tasks_ms: long };
+    record[name] = { engine_ms: engine, engine_ms_4096_micro_batches: big, draw_ms: drawing, input_to_redraw_ms: redraw, input_to_redraw_p95_ms: p95(redraw), long_tasks_ms: long };
     console.log(`# page ${name}: engine per view ${engine.map((x) => x.toFixed(1)).join(', ')} ms (4,096 micro-batches: ${big.toFixed(1)} ms); ` +
+      `drawing ${drawing.map((x) => x.toFixed(1)).join(', ')} ms; ` +
       `input to every panel p95 ${p95(redraw).toFixed(1)} ms; main-thread long tasks: ${long.length ? long.map((x) => x.toFixed(0)).join(', ') + ' ms' : 'none'}`);
     await page.close();
   }

@@ -48,6 +48,7 @@ struct Suggestion {
   Bytes peak_bytes = 0;
   bool fits = false;
   double recompute_overhead_pct = 0;
+  std::uint64_t gpus = 0;  // tp * pp * cp * dp after the change
 };
 
 struct PolicyRow {
