@@ -278,7 +278,7 @@
     lastError = null;
     document.body.dataset.state = 'ok';
     draw(ans, wantedKey);
-    setStatus('current', 'Up to date.');
+    setStatus('current', 'This is the answer for the inputs as shown. Hover a number for its exact bytes and what it means.');
     if (!document.body.dataset.firstVerdictMs) document.body.dataset.firstVerdictMs = performance.now().toFixed(1);
     finish();
   }
@@ -292,6 +292,8 @@
   // "ready": the page shows the answer (or the error) for its current inputs, none pending.
   function ready() { if (!debouncing && !awaiting) document.body.dataset.ready = '1'; }
 
+  const sentence = (m) => (/[.!?]$/.test(m) ? m : m + '.');
+
   // An error in the inputs: the message beside its field, the results marked as the previous
   // inputs' answer. With nothing shown yet (a link or an embed with a bad value), the page shows
   // the answer without the offending value, marked so.
@@ -300,11 +302,11 @@
     showError(err);
     document.body.dataset.state = 'error';
     if (shown) {
-      setStatus('error', 'Not updated: ' + err.message + ' The results below are for the previous inputs.');
+      setStatus('error', 'Not updated: ' + sentence(err.message) + ' The results below are for the previous inputs.');
       finish();
       return;
     }
-    setStatus('error', 'This link has a value the engine refuses: ' + err.message + ' Shown below: the answer without it.');
+    setStatus('error', 'This link has a value the engine refuses: ' + sentence(err.message) + ' Shown below: the answer without it.');
     const next = req ? withoutField(req, err.field) : { command: 'view', preset: DEFAULT_PRESET, config: {} };
     if (!next || ++fallbackTries > 8) { finish(); return; }
     fallbackReq = next;
