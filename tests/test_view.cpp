@@ -184,8 +184,9 @@ TEST_CASE(
 
 TEST_CASE("view: the series' peak point, the grid's fits and each suggestion's GPU count",
           "[view]") {
-  const json v = view(json{{"preset", "llama-3.1-8b"},
-                           {"config", {{"gpu", "h100-80gb"}, {"seq", 4096}, {"attention", "flash"}}}});
+  const json v =
+      view(json{{"preset", "llama-3.1-8b"},
+                {"config", {{"gpu", "h100-80gb"}, {"seq", 4096}, {"attention", "flash"}}}});
   const json& s = v["timeline"]["series"][0];
   CHECK(u(s["points"]["live_bytes"][u(s["peak_point"])]) == u(s["peak_bytes"]));
   const auto& g = v["grid"];
