@@ -31,3 +31,37 @@ foreach(bad "--preset;nope" "--preset;gpt2;--tp;5" "--preset;gpt2;--tp;x" "--pre
     message(FATAL_ERROR "bad input '${bad}' should print one 'actmem: error:' line, got: ${LAST_ERR}")
   endif()
 endforeach()
+
+# Hostile input through the CLI's own paths (issue 12): each exits 2 with one line, never a crash,
+# a hang or a silent exit 0.
+function(expect_one_line_error what)
+  string(STRIP "${LAST_ERR}" line)
+  string(FIND "${line}" "\n" nl)
+  if(NOT nl EQUAL -1 OR NOT line MATCHES "^actmem: error: ")
+    message(FATAL_ERROR "${what}: should print one 'actmem: error:' line, got: ${LAST_ERR}")
+  endif()
+endfunction()
+# A layer split whose sum wraps around 2^64 to the model's 32 layers.
+expect_exit(2 estimate --preset llama-3.1-8b --pp 2 --layer-split 18446744073709551615,33)
+expect_one_line_error("layer split sum wrap")
+# 100,000 nested objects as a model and as a config file (the CLI used to overflow its stack).
+string(REPEAT "{\"a\":" 100000 open)
+string(REPEAT "}" 100000 close)
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/deep.json" "${open}1${close}")
+expect_exit(2 estimate --model "${CMAKE_CURRENT_BINARY_DIR}/deep.json")
+expect_one_line_error("deep --model")
+expect_exit(2 estimate --preset gpt2 --config "${CMAKE_CURRENT_BINARY_DIR}/deep.json")
+expect_one_line_error("deep --config")
+# requests: a directory, and a stream with no newline (stops at the line bound, 16 MiB read).
+expect_exit(2 requests "${CMAKE_CURRENT_BINARY_DIR}")
+expect_one_line_error("requests DIRECTORY")
+if(EXISTS /dev/zero)
+  expect_exit(2 requests /dev/zero)
+  expect_one_line_error("requests /dev/zero")
+endif()
+# Options the presets listing would ignore.
+expect_exit(2 presets --seq abc)
+expect_one_line_error("presets --seq abc")
+# Sizes: two dots and a sign are not sizes.
+expect_exit(2 estimate --preset gpt2 --gpu-memory 1..5GiB)
+expect_one_line_error("--gpu-memory 1..5GiB")

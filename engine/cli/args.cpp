@@ -205,6 +205,12 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
     }
   }
   for (auto it = cfg_flags.begin(); it != cfg_flags.end(); ++it) cfg_file[it.key()] = it.value();
+  // presets lists; a model or config option there would be silently ignored, so it is refused.
+  if (o->command == "presets" && (!cfg_file.empty() || o->request.contains("preset") ||
+                                  o->request.contains("model") || o->request.contains("sweep")))
+    return "presets: takes no model or config options (only --json); got " +
+           std::string(!cfg_file.empty() ? "config key '" + cfg_file.begin().key() + "'"
+                                         : "a model or sweep option");
   if (!cfg_file.empty()) o->request["config"] = cfg_file;
   if (o->command != "estimate") o->request["command"] = o->command;
   return "";

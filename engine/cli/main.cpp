@@ -1,4 +1,5 @@
 // actmem: the command-line client of the engine (estimate, explain, presets); exit 2 on bad input.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -20,15 +21,37 @@ int main(int argc, char** argv) {
     }
     std::ifstream file;
     if (args[1] != "-") {
-      file.open(args[1]);
+      std::error_code ec;
+      if (std::filesystem::is_directory(args[1], ec)) {
+        std::cerr << "actmem: error: requests: " << nlohmann::json(args[1]).dump(-1, ' ', true)
+                  << " is a directory; allowed: a file of JSON requests, one per line, or -\n";
+        return 2;
+      }
+      file.open(args[1], std::ios::binary);
       if (!file) {
-        std::cerr << "actmem: error: requests: cannot read '" << args[1] << "'\n";
+        std::cerr << "actmem: error: requests: cannot read "
+                  << nlohmann::json(args[1]).dump(-1, ' ', true) << "\n";
         return 2;
       }
     }
     std::istream& in = args[1] == "-" ? std::cin : file;
-    for (std::string line; std::getline(in, line);)
+    // Lines are read with a bound (kMaxJsonTextBytes): /dev/zero or a file without newlines
+    // stops at the bound with an error instead of filling memory.
+    std::string line;
+    for (int c; (c = in.get()) != EOF;) {
+      if (c != '\n') {
+        if (line.size() >= kMaxJsonTextBytes) {
+          std::cerr << "actmem: error: requests: a line is longer than " << kMaxJsonTextBytes
+                    << " bytes (the most one request may have)\n";
+          return 2;
+        }
+        line += static_cast<char>(c);
+        continue;
+      }
       if (!line.empty()) std::cout << evaluate(line) << "\n";
+      line.clear();
+    }
+    if (!line.empty()) std::cout << evaluate(line) << "\n";
     return 0;
   }
   cli::Options opt;

@@ -206,7 +206,45 @@ std::string preset_ids(const std::string& kind) {
   return s;
 }
 
+namespace {
+
+// How deep the text nests objects and arrays (brackets inside strings skipped), stopping early
+// once past `limit`: checked before parsing, so no client ever builds, copies or walks a tree
+// deeper than the limit (a recursive copy of 100,000 nested objects overflowed the CLI's stack).
+std::size_t nesting(const std::string& text, std::size_t limit) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > deepest) deepest = depth;
+      if (deepest > limit) break;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 Result<json> parse_json_text(const std::string& text, const std::string& field) {
+  if (text.size() > kMaxJsonTextBytes)
+    return make_error("too_large", field,
+                      field + ": " + std::to_string(text.size()) + " bytes is more than the " +
+                          std::to_string(kMaxJsonTextBytes) +
+                          " bytes a request, model or config may have");
+  if (nesting(text, kMaxJsonDepth) > kMaxJsonDepth)
+    return make_error("too_deep", field,
+                      field + ": nests objects and arrays more than " +
+                          std::to_string(kMaxJsonDepth) + " levels deep");
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) {
     // Re-run with a SAX handler that records where the parse stopped, for a useful message.

@@ -219,6 +219,12 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
       if (n < p.vpp)
         return bad("config.layer_split", "every stage needs at least vpp=" + std::to_string(p.vpp) +
                                              " layers, one per chunk");
+      // Each entry is at most the model's layers, so the sum cannot wrap (2^64 - 1 + 33 would
+      // wrap to 32 and pass).
+      if (n > m.layers)
+        return bad("config.layer_split",
+                   "has a stage of " + std::to_string(n) +
+                       " layers, more than num_hidden_layers=" + std::to_string(m.layers));
       sum += n;
     }
     if (sum != m.layers)
