@@ -35,6 +35,13 @@ inline std::string short_dump(const json& v) {
   return s;
 }
 
+// What a wrong-typed value was, with the value itself when it is a scalar (escaped, at most 40
+// characters): "a string \"0x10\"", "a boolean true", "an array".
+inline std::string got(const json& v) {
+  if (v.is_array() || v.is_object() || v.is_null()) return kind_of(v);
+  return kind_of(v) + " " + short_dump(v);
+}
+
 // Reads a positive (or, with allow_zero, non-negative) integer; 4096.0 is accepted, 4096.5 is not.
 inline std::optional<Error> read_uint(const json& v, const std::string& field, std::uint64_t* out,
                                       bool allow_zero = false) {
@@ -54,7 +61,7 @@ inline std::optional<Error> read_uint(const json& v, const std::string& field, s
                         field + ": must be " + need + ", got " + short_dump(v));
     *out = static_cast<std::uint64_t>(d);
   } else {
-    return make_error("wrong_type", field, field + ": must be " + need + ", got " + kind_of(v));
+    return make_error("wrong_type", field, field + ": must be " + need + ", got " + got(v));
   }
   if (*out == 0 && !allow_zero)
     return make_error("invalid_value", field, field + ": must be " + need + ", got 0");
@@ -63,7 +70,7 @@ inline std::optional<Error> read_uint(const json& v, const std::string& field, s
 
 inline std::optional<Error> read_double(const json& v, const std::string& field, double* out) {
   if (!v.is_number())
-    return make_error("wrong_type", field, field + ": must be a number, got " + kind_of(v));
+    return make_error("wrong_type", field, field + ": must be a number, got " + got(v));
   *out = v.get<double>();
   if (!std::isfinite(*out)) return make_error("invalid_value", field, field + ": must be finite");
   return std::nullopt;
@@ -71,7 +78,7 @@ inline std::optional<Error> read_double(const json& v, const std::string& field,
 
 inline std::optional<Error> read_bool(const json& v, const std::string& field, bool* out) {
   if (!v.is_boolean())
-    return make_error("wrong_type", field, field + ": must be true or false, got " + kind_of(v));
+    return make_error("wrong_type", field, field + ": must be true or false, got " + got(v));
   *out = v.get<bool>();
   return std::nullopt;
 }
