@@ -30,6 +30,15 @@ json pipeline_405b(std::uint64_t micro_batches) {
                 {"recompute", "selective"}}}};
 }
 
+// Llama 3.1 70B on 64 H100s (tp 8 + SP, pp 4, dp 2), with extra config keys.
+json llama_70b(json extra) {
+  json config = {{"gpu", "h100-80gb"},  {"seq", 8192}, {"tp", 8},
+                 {"sp", true},          {"pp", 4},     {"dp", 2},
+                 {"attention", "flash"}};
+  config.update(extra);
+  return json{{"preset", "llama-3.1-70b"}, {"config", config}};
+}
+
 // The answer to the same configuration with a suggestion's change applied.
 json applied(json request, const json& change) {
   for (const auto& [k, v] : change.items()) request["config"][k] = v;
@@ -39,16 +48,7 @@ json applied(json request, const json& change) {
 }  // namespace
 
 TEST_CASE("view: the verdict, bar and estimate are the estimate answer's own numbers", "[view]") {
-  const json req = {{"preset", "llama-3.1-70b"},
-                    {"config",
-                     {{"gpu", "h100-80gb"},
-                      {"seq", 8192},
-                      {"tp", 8},
-                      {"sp", true},
-                      {"pp", 4},
-                      {"dp", 2},
-                      {"attention", "flash"},
-                      {"recompute", "selective"}}}};
+  const json req = llama_70b({{"recompute", "selective"}});
   const json est = run(req);
   const json v = view(req);
   CHECK(v["estimate"] == est);
@@ -120,17 +120,7 @@ TEST_CASE("view: the peak in words names the event of the estimate's peak label"
 TEST_CASE("view: every suggested change makes the configuration fit when applied", "[view]") {
   const json cases[] = {
       // Does not fit: a smaller micro-batch, or the planner's policy, each fits alone.
-      {{"preset", "llama-3.1-70b"},
-       {"config",
-        {{"gpu", "h100-80gb"},
-         {"seq", 8192},
-         {"tp", 8},
-         {"sp", true},
-         {"pp", 4},
-         {"dp", 2},
-         {"attention", "flash"},
-         {"recompute", "none"},
-         {"micro_batch", 4}}}},
+      llama_70b({{"recompute", "none"}, {"micro_batch", 4}}),
       // 8B on one H100 cannot fit (static memory alone is 16 bytes per parameter): more GPUs.
       {{"preset", "llama-3.1-8b"},
        {"config", {{"gpu", "h100-80gb"}, {"seq", 4096}, {"attention", "flash"}}}},

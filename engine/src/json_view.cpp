@@ -1,6 +1,8 @@
 // Writes the page's view (view.hpp) as JSON: the "view" command's answer, everything the page draws
 // (docs/schema.md, "The view answer"). Numbers only; the page formats them. Streamed
 // (json_writer.hpp), the estimate answer nested as the text estimate_text writes.
+#include <optional>
+
 #include "actmem/json_io.hpp"
 #include "actmem/names.hpp"
 #include "actmem/view.hpp"
@@ -152,10 +154,9 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.field("micro_batches", e.config.grad_accum);
   w.field("seq", e.config.seq);
   w.field("schedule", schedule_table().name(sched));
-  const std::string schedule_note = std::string(schedule_table().name(sched)) +
-                                    " because vpp = " + std::to_string(par.vpp) +
-                                    " > 1 (Megatron-LM's interleaved 1F1B)";
-  if (sched != e.config.schedule) w.field("schedule_note", schedule_note);
+  if (sched != e.config.schedule)
+    w.field("schedule_note", std::string(schedule_table().name(sched)) + " because vpp = " +
+                                 std::to_string(par.vpp) + " > 1 (Megatron-LM's interleaved 1F1B)");
   w.field("recompute", recompute_name(e.config.recompute));
   w.field("offload", e.config.recompute.offload);
   w.end_object();
@@ -246,26 +247,22 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   }
   w.end_array();
 
-  if (v.plan) {
-    w.key("plan");
-    w.raw(plan_to_json(*v.plan).dump());
-  } else if (!v.plan_error.empty()) {
-    w.key("plan");
-    w.begin_object();
-    w.field("message", v.plan_error);
-    w.field("ok", false);
-    w.end_object();
-  }
-  if (v.fit) {
-    w.key("fit");
-    w.raw(fit_to_json(*v.fit).dump());
-  } else if (!v.fit_error.empty()) {
-    w.key("fit");
-    w.begin_object();
-    w.field("message", v.fit_error);
-    w.field("ok", false);
-    w.end_object();
-  }
+  // plan and fit: their answers, or why they refused this configuration.
+  auto answer_or_refusal = [&w](std::string_view key, const auto& answer, const std::string& why) {
+    if (answer) {
+      w.key(key);
+      w.raw(answer->dump());
+    } else if (!why.empty()) {
+      w.key(key);
+      w.begin_object();
+      w.field("message", why);
+      w.field("ok", false);
+      w.end_object();
+    }
+  };
+  answer_or_refusal("plan", v.plan ? std::optional(plan_to_json(*v.plan)) : std::nullopt,
+                    v.plan_error);
+  answer_or_refusal("fit", v.fit ? std::optional(fit_to_json(*v.fit)) : std::nullopt, v.fit_error);
 
   w.key("grid");
   w.begin_object();

@@ -144,33 +144,30 @@ class Envelope : public detail::Recorder {
     if (i / width_ >= cap_) merge();
     std::vector<SeriesPoint>& pts = out_->points;
     const std::size_t bucket = static_cast<std::size_t>(i / width_);
-    if (bucket == pts.size()) {
-      pts.push_back(SeriesPoint{i, at, b, b.live, b.recompute > 0});
-      return;
-    }
-    SeriesPoint& p = pts[bucket];
-    if (b.live > p.bytes.live) {
-      p.index = i;
-      p.at = at;
-      p.bytes = b;
-    }
-    if (b.live < p.low) p.low = b.live;
-    p.recompute = p.recompute || b.recompute > 0;
+    const SeriesPoint p{i, at, b, b.live, b.recompute > 0};
+    if (bucket == pts.size())
+      pts.push_back(p);
+    else
+      absorb(pts[bucket], p);
   }
 
  private:
+  // Folds a later run into an earlier one: the first highest event stays, the lowest low, any
+  // recompute.
+  static void absorb(SeriesPoint& a, const SeriesPoint& b) {
+    if (b.bytes.live > a.bytes.live) {
+      a.index = b.index;
+      a.at = b.at;
+      a.bytes = b.bytes;
+    }
+    if (b.low < a.low) a.low = b.low;
+    a.recompute = a.recompute || b.recompute;
+  }
   void merge() {
     std::vector<SeriesPoint>& pts = out_->points;
     for (std::size_t j = 0; j < pts.size() / 2; ++j) {
       SeriesPoint a = pts[2 * j];
-      const SeriesPoint& b = pts[2 * j + 1];
-      if (b.bytes.live > a.bytes.live) {
-        a.index = b.index;
-        a.at = b.at;
-        a.bytes = b.bytes;
-      }
-      if (b.low < a.low) a.low = b.low;
-      a.recompute = a.recompute || b.recompute;
+      absorb(a, pts[2 * j + 1]);
       pts[j] = a;
     }
     pts.resize(pts.size() / 2);

@@ -34,8 +34,27 @@ std::vector<std::uint64_t> axis(std::vector<std::uint64_t> v, std::uint64_t curr
   return v;
 }
 
+// A suggestion whose outcome is a variant's estimate, or the planner's chosen policy.
+Suggestion from_estimate(const char* kind, const Estimate& e) {
+  Suggestion s;
+  s.kind = kind;
+  s.peak_bytes = e.worst().peak_bytes;
+  s.fits = e.fits;
+  s.recompute_overhead_pct = e.recompute_overhead_pct;
+  return s;
+}
+Suggestion from_plan(const char* kind, const PlanPoint& best) {
+  Suggestion s;
+  s.kind = kind;
+  s.recompute = best.policy;
+  s.offload = best.offload;
+  s.peak_bytes = best.peak_bytes;
+  s.fits = true;
+  s.recompute_overhead_pct = best.recompute_overhead_pct;
+  return s;
+}
+
 void suggest(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu, View& v) {
-  const Bytes budget = gpu.memory_bytes;
   const Parallel& par = v.est.config.par;
   // A smaller micro-batch (the same sequences per step in more micro-batches).
   if (c.micro_batch > 1 && v.fit && v.fit->max_micro_batch >= 1 &&
@@ -43,60 +62,35 @@ void suggest(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu, View&
     TrainConfig t = c;
     t.micro_batch = v.fit->max_micro_batch;
     if (auto e = variant(m, t, &gpu)) {
-      Suggestion s;
-      s.kind = "micro_batch";
+      Suggestion s = from_estimate("micro_batch", *e);
       s.micro_batch = t.micro_batch;
-      s.peak_bytes = e->worst().peak_bytes;
-      s.fits = e->fits;
-      s.recompute_overhead_pct = e->recompute_overhead_pct;
       v.suggestions.push_back(s);
     }
   }
   // A higher ZeRO stage: the lowest that fits (sharding needs data-parallel ranks).
-  if (par.dp > 1) {
-    for (int z = par.zero + 1; z <= 3; ++z) {
-      TrainConfig t = c;
-      t.par.zero = z;
-      auto e = variant(m, t, &gpu);
-      if (!e || !e->fits) continue;
-      Suggestion s;
-      s.kind = "zero";
-      s.zero = z;
-      s.peak_bytes = e->worst().peak_bytes;
-      s.fits = true;
-      s.recompute_overhead_pct = e->recompute_overhead_pct;
-      v.suggestions.push_back(s);
-      break;
-    }
+  for (int z = par.zero + 1; par.dp > 1 && z <= 3; ++z) {
+    TrainConfig t = c;
+    t.par.zero = z;
+    auto e = variant(m, t, &gpu);
+    if (!e || !e->fits) continue;
+    Suggestion s = from_estimate("zero", *e);
+    s.zero = z;
+    v.suggestions.push_back(s);
+    break;
   }
   // The planner's cheapest recompute (or offload) policy that fits.
-  if (v.plan && v.plan->found) {
-    Suggestion s;
-    s.kind = "recompute";
-    s.recompute = v.plan->best.policy;
-    s.offload = v.plan->best.offload;
-    s.peak_bytes = v.plan->best.peak_bytes;
-    s.fits = true;
-    s.recompute_overhead_pct = v.plan->best.recompute_overhead_pct;
-    v.suggestions.push_back(s);
-  }
+  if (v.plan && v.plan->found) v.suggestions.push_back(from_plan("recompute", v.plan->best));
   if (!v.suggestions.empty()) return;
   // None alone: micro-batch 1 and the highest ZeRO stage together, then the planner's policy.
   TrainConfig t = c;
   t.micro_batch = 1;
   if (par.dp > 1) t.par.zero = 3;
   if (t.micro_batch != c.micro_batch || t.par.zero != c.par.zero) {
-    auto p = plan(m, t, budget);
+    auto p = plan(m, t, gpu.memory_bytes);
     if (p.ok() && p.value().found) {
-      Suggestion s;
-      s.kind = "combined";
+      Suggestion s = from_plan("combined", p.value().best);
       if (t.micro_batch != c.micro_batch) s.micro_batch = t.micro_batch;
       if (t.par.zero != c.par.zero) s.zero = t.par.zero;
-      s.recompute = p.value().best.policy;
-      s.offload = p.value().best.offload;
-      s.peak_bytes = p.value().best.peak_bytes;
-      s.fits = true;
-      s.recompute_overhead_pct = p.value().best.recompute_overhead_pct;
       v.suggestions.push_back(s);
       return;
     }
@@ -111,14 +105,10 @@ void suggest(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu, View&
     u.par.zero = 3;
     auto e = variant(m, u, &gpu);
     if (!e || !e->fits) continue;
-    Suggestion s;
-    s.kind = "more_gpus";
+    Suggestion s = from_estimate("more_gpus", *e);
     s.dp = dp;
-    s.gpus = v.gpus / par.dp * dp;
     s.zero = 3;
-    s.peak_bytes = e->worst().peak_bytes;
-    s.fits = true;
-    s.recompute_overhead_pct = e->recompute_overhead_pct;
+    s.gpus = v.gpus / par.dp * dp;
     v.suggestions.push_back(s);
     return;
   }
