@@ -16,7 +16,7 @@
   let customName = '';       // its name and size from the engine's last answer
   let currentExample = null; // a worked example id: its preset and config are the request's base
   let modelJsonError = null; // the link's model does not parse as JSON
-  let shown = null;          // { key, view } the answer on screen
+  let shown = null;          // { key, req, view }: the answer on screen and the request it answers (key null for a link's fallback)
   let lastError = null;      // the error of the current inputs, when they have one
   let seq = 0;               // request ids; only the answer to `wanted` is drawn as current
   let wanted = 0;
@@ -225,6 +225,7 @@
   function schedule(delay) {
     clearTimeout(debounce);
     debouncing = true;
+    document.body.dataset.ready = '0';  // not the answer to these inputs until it arrives
     if (!inputAt) inputAt = performance.now();
     debounce = setTimeout(update, delay);
   }
@@ -257,13 +258,13 @@
     fallbackTries = 0;
     wanted = send('view', req);
     awaiting = true;
+    document.body.dataset.ready = '0';
     window.actmemRequests++;
     setStatus('updating', 'Updating…');
   }
 
   function onMessage(e) {
     const m = e.data;
-    if (m.lane === 'ready') return;
     if (m.lane === 'failed') { setStatus('error', 'The engine failed to load: ' + m.text); $('verdict').textContent = 'The engine failed to load.'; return; }
     if (m.lane === 'boot') { boot(JSON.parse(m.text)); return; }
     if (m.lane === 'export') { const done = exportsPending.get(m.id); exportsPending.delete(m.id); if (done) done(JSON.parse(m.text)); return; }
@@ -277,7 +278,7 @@
     if (!ans.ok) { answerError(ans.error, wantedReq); return; }
     lastError = null;
     document.body.dataset.state = 'ok';
-    draw(ans, wantedKey);
+    draw(ans, wantedKey, wantedReq);
     setStatus('current', 'This is the answer for the inputs as shown. Hover a number for its exact bytes and what it means.');
     if (!document.body.dataset.firstVerdictMs) document.body.dataset.firstVerdictMs = performance.now().toFixed(1);
     finish();
@@ -289,7 +290,8 @@
     if (!window.actmem && !mainEngineLoading) loadMainEngine(); else if (window.actmem) ready();
     postHeight();
   }
-  // "ready": the page shows the answer (or the error) for its current inputs, none pending.
+  // "ready": the page shows the answer (or the error) for its current inputs, none pending; an
+  // input or a request sets it back to "0".
   function ready() { if (!debouncing && !awaiting) document.body.dataset.ready = '1'; }
 
   const sentence = (m) => (/[.!?]$/.test(m) ? m : m + '.');
@@ -307,24 +309,21 @@
       return;
     }
     setStatus('error', 'This link has a value the engine refuses: ' + sentence(err.message) + ' Shown below: the answer without it.');
-    const next = req ? withoutField(req, err.field) : { command: 'view', preset: DEFAULT_PRESET, config: {} };
+    fallback(req ? withoutField(req, err.field) : { command: 'view', preset: DEFAULT_PRESET, config: {} });
+  }
+  let fallbackReq = null;
+  let fallbackId = 0;
+  // Asks for the answer without the refused value, at most 8 times (one value dropped each time).
+  function fallback(next) {
     if (!next || ++fallbackTries > 8) { finish(); return; }
     fallbackReq = next;
     fallbackId = send('fallback', next);
   }
-  let fallbackReq = null;
-  let fallbackId = 0;
   function onFallback(m) {
     if (m.id !== fallbackId) return;
     const ans = JSON.parse(m.text);
-    if (!ans.ok) {
-      const next = withoutField(fallbackReq, ans.error.field);
-      if (!next || ++fallbackTries > 8) { finish(); return; }
-      fallbackReq = next;
-      fallbackId = send('fallback', next);
-      return;
-    }
-    draw(ans, null);
+    if (!ans.ok) { fallback(withoutField(fallbackReq, ans.error.field)); return; }
+    draw(ans, null, fallbackReq);
     finish();
   }
   // The request without the value a message names (the engine's default takes its place).
@@ -337,9 +336,9 @@
   }
 
   // ---- drawing the view ---------------------------------------------------------------------
-  function draw(v, key) {
+  function draw(v, key, req) {
     const t0 = performance.now();
-    shown = { key, view: v };
+    shown = { key, req, view: v };
     customName = v.model.name + ' (' + (v.model.params / 1e9).toFixed(2) + ' B parameters)';
     showModelChoice();
     drawVerdict(v);
@@ -730,8 +729,9 @@
     setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 0);
   }
   function exportTimeline(then) {
-    if (!shown || !wantedReq) return;
-    const req = { ...JSON.parse(shown.key || JSON.stringify(wantedReq)), command: 'timeline' };
+    if (!shown) return;
+    // The full timeline of the answer on screen (not of inputs the engine refused).
+    const req = { ...shown.req, command: 'timeline' };
     delete req.stages;
     exportsPending.set(send('export', req), then);
   }
@@ -871,7 +871,7 @@
     window.addEventListener('resize', () => {
       if (!shown || Math.abs(window.innerWidth - lastW) < 8) return;
       lastW = window.innerWidth;
-      draw(shown.view, shown.key);
+      draw(shown.view, shown.key, shown.req);
     });
     if (window.ResizeObserver) new ResizeObserver(postHeight).observe(document.documentElement);
   }

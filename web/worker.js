@@ -48,6 +48,5 @@ onmessage = (e) => {
 
 createActmem({ noExitRuntime: true }).then((M) => {
   engine = M;
-  postMessage({ lane: 'ready' });
   schedule();
 }).catch((e) => postMessage({ lane: 'failed', text: String(e) }));

@@ -277,6 +277,18 @@ test('a worked example runs its configuration verbatim: hidden_dropout 0 stays 0
   await page.close();
 });
 
+test('Export JSON writes the timeline of the answer on screen, also when a link\'s bad value was dropped', async () => {
+  const page = await browser.newPage({ acceptDownloads: true });
+  await page.goto(`${base}/index.html#preset=gpt2&seq=1024&tp=5`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+  assert.equal(await page.getAttribute('body', 'data-state'), 'error');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
+  const saved = JSON.parse(await readFile(await download.path(), 'utf8'));
+  assert.equal(saved.timeline.ok, true);
+  assert.equal(saved.timeline.stages[0].peak_bytes, saved.view.verdict.peak_bytes);
+  await page.close();
+});
+
 test('a select change sends one engine request', async () => {
   const { page } = await open('preset=gpt2&seq=1024&gpu=rtx-4090');
   for (const [sel, value] of [['#attention', 'eager'], ['#profile', 'hf'], ['#zero', '1']]) {
