@@ -8,8 +8,12 @@ cd "$(dirname "$0")/.."
 out=${1:-build/gpu-validation}
 mkdir -p "$out"
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+# The GPU machine has no Debian packages: a session brings nlohmann's headers and CMake package in
+# .dev/usr (../shared/toolchain.md, "The GPU machine"); elsewhere the system's are found.
+prefix=()
+[ -d .dev/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.dev/usr")
 cmake -S . -B build/cuda -DCMAKE_BUILD_TYPE=Release -DACTMEM_CUDA=ON -DACTMEM_TESTS=OFF \
-  -DACTMEM_BENCH=OFF -DCMAKE_CUDA_COMPILER="$NVCC" >/dev/null
+  -DACTMEM_BENCH=OFF -DCMAKE_CUDA_COMPILER="$NVCC" "${prefix[@]}" >/dev/null
 cmake --build build/cuda -j"$(nproc)" --target actmem-validate
 v=build/cuda/actmem-validate
 # The whole script must finish within 5 minutes of device time: runs stop being launched at
@@ -19,6 +23,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > 
 : > "$out/report.jsonl"
 run() {  # name, then actmem-validate flags
   local name=$1; shift
+  # ONLY="name ..." runs those alone (to finish a table whose budget ran out)
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
   local left=$((deadline - SECONDS))
   if [ "$left" -le 5 ]; then
     echo "{\"ok\": false, \"name\": \"$name\", \"error\": \"not run: the 5-minute budget was spent\"}" >> "$out/report.jsonl"
@@ -60,11 +66,18 @@ python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
 rows = [json.loads(l) for l in open(f"{out}/report.jsonl")]
+def err(r):  # the run's own message, else its stderr (absent for a run never launched)
+    if r.get("error") and not r["error"].startswith("Expecting value"):
+        return r["error"][:80]
+    try:
+        return open(f"{out}/{r['name']}.err").read().strip()[:80] or r.get("error", "")[:80]
+    except OSError:
+        return r.get("error", "")[:80]
 with open(f"{out}/report.md", "w") as f:
     f.write("| config | dtype | policy | predicted B | measured B | error % | cudaMemGetInfo B | grads = none | rel err vs fp64 | overhead meas./pred. % | pass |\n|---|---|---|---:|---:|---:|---:|---|---:|---|---|\n")
     for r in rows:
         if not r.get("ok"):
-            f.write(f"| {r['name']} | | | | | | | | | | error: {r.get('error', open(out + '/' + r['name'] + '.err').read().strip()[:80])} |\n")
+            f.write(f"| {r['name']} | | | | | | | | | | error: {err(r)} |\n")
             continue
         rel = r.get("max_rel_error")
         f.write(f"| {r['name']} | {r['dtype']} | {r['policy']} | {r['predicted_peak_bytes']} | {r['measured_peak_bytes']} | {r['peak_error_pct']:+.3f} | {r['device_used_bytes']} | {r['gradients_match']} | {'' if rel is None else f'{rel:.2e}'} | {r['measured_recompute_overhead_pct']:+.1f} / {r['predicted_recompute_overhead_pct']:+.1f} | {'PASS' if r['passed'] else 'FAIL'} |\n")

@@ -9,8 +9,8 @@ using namespace actmem::test;
 
 namespace {
 
-json load_reference() {
-  std::ifstream f(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/pytorch_saved.json");
+json load_reference(const char* path = "/tests/reference/pytorch_saved.json") {
+  std::ifstream f(std::string(ACTMEM_SOURCE_DIR) + path);
   REQUIRE(f.good());
   std::stringstream ss;
   ss << f.rdbuf();
@@ -58,5 +58,25 @@ TEST_CASE(
     const std::uint64_t measured = u(c["cuda_bytes"]);
     // Target: within 1%; every recorded config currently matches exactly.
     CHECK(engine == measured);
+  }
+}
+
+// The same configurations run on an H200 (PyTorch 2.11, CUDA 13; tests/reference/measure_cuda.py ->
+// gpu/cuda_saved.json, docs/validation.md §4): every saved storage on the device counted once,
+// the flash rows through the real flash kernel. Nothing mapped by rule: the engine equals the GPU.
+TEST_CASE(
+    "pytorch/hf profiles equal the bytes saved on an H200 (tests/reference/gpu/cuda_saved.json)",
+    "[pytorch][reference][gpu]") {
+  const json ref = load_reference();
+  const json gpu = load_reference("/tests/reference/gpu/cuda_saved.json");
+  REQUIRE(gpu["configs"].size() == ref["configs"].size());
+  for (std::size_t i = 0; i < gpu["configs"].size(); ++i) {
+    const json& c = ref["configs"][i];
+    const json& g = gpu["configs"][i];
+    INFO(c["id"].get<std::string>());
+    REQUIRE(g["id"] == c["id"]);
+    REQUIRE(g.contains("measured_cuda_bytes"));
+    CHECK(u(run(block_request(c))["per_layer"]["full_bytes"]) == u(g["measured_cuda_bytes"]));
+    CHECK(u(g["host_bytes"]) == 0);
   }
 }
