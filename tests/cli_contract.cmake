@@ -65,3 +65,59 @@ expect_one_line_error("presets --seq abc")
 # Sizes: two dots and a sign are not sizes.
 expect_exit(2 estimate --preset gpt2 --gpu-memory 1..5GiB)
 expect_one_line_error("--gpu-memory 1..5GiB")
+
+# Each case: exit 2, one line, and the message names what it must (issue 12).
+function(expect_error_naming needle)
+  expect_exit(2 ${ARGN})
+  expect_one_line_error("${ARGN}")
+  string(FIND "${LAST_ERR}" "${needle}" pos)
+  if(pos EQUAL -1)
+    message(FATAL_ERROR "actmem ${ARGN}: the message should name '${needle}', got: ${LAST_ERR}")
+  endif()
+endfunction()
+set(T "${CMAKE_CURRENT_BINARY_DIR}")
+# A flag's missing value is blamed on the flag, not on the option after it.
+expect_error_naming("--seq: needs a value, got the option \"--tp\"" estimate --preset gpt2 --seq --tp 2)
+# A flag given twice with two values; two models.
+expect_error_naming("--seq: given twice (1024 and 2048)" estimate --preset gpt2 --seq 1024 --seq 2048)
+expect_error_naming("--model: give one model" estimate --preset gpt2 --model ${SRC}/presets/models/mistral-7b.json)
+# Two config files merge; the same key with two values is a conflict naming both files.
+file(WRITE "${T}/ga3.json" "{\"grad_accum\": 3}")
+file(WRITE "${T}/ga4.json" "{\"grad_accum\": 4}")
+file(WRITE "${T}/mb5.json" "{\"micro_batches\": 5}")
+file(WRITE "${T}/seq512.json" "{\"seq\": 512}")
+expect_error_naming("\"grad_accum\" is 3 in" estimate --preset gpt2 --config "${T}/ga3.json" --config "${T}/ga4.json")
+# ... and aliases of one setting conflict (grad_accum 3 with micro_batches 5 gave 5 silently).
+expect_error_naming("config.micro_batches: 5 conflicts with config.grad_accum: 3" estimate --preset gpt2 --config "${T}/ga3.json" --config "${T}/mb5.json")
+expect_exit(0 estimate --preset gpt2 --config "${T}/ga3.json" --config "${T}/seq512.json" --json)
+string(FIND "${LAST_OUT}" "\"grad_accum\": 3" pos_ga)
+string(FIND "${LAST_OUT}" "\"seq\": 512" pos_seq)
+if(pos_ga EQUAL -1 OR pos_seq EQUAL -1)
+  message(FATAL_ERROR "two --config files should merge (grad_accum 3 and seq 512): ${LAST_OUT}")
+endif()
+# A flag overrides a file's alias of the same setting instead of conflicting with it.
+expect_exit(0 estimate --preset gpt2 --config "${T}/ga3.json" --micro-batches 7 --json)
+string(FIND "${LAST_OUT}" "\"grad_accum\": 7" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "--micro-batches 7 should override the file's grad_accum 3: ${LAST_OUT}")
+endif()
+# A fixed buffer too large for the sums it joins is blamed on itself, not on config.seq.
+file(WRITE "${T}/ws.json" "{\"cublas_workspace_bytes\": 18446744073709551615}")
+expect_error_naming("config.cublas_workspace_bytes: 18446744073709551615 is more than" estimate --preset gpt2 --config "${T}/ws.json")
+# Keys of the other naming are refused, never ignored.
+file(WRITE "${T}/n_layer.json" "{\"n_layer\": 2, \"hidden_size\": 256, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"intermediate_size\": 512, \"vocab_size\": 1000, \"max_position_embeddings\": 128}")
+expect_error_naming("model.n_layer: a GPT-2 key name" estimate --model "${T}/n_layer.json" --seq 64)
+file(WRITE "${T}/gpt2_hidden.json" "{\"model_type\": \"gpt2\", \"n_embd\": 256, \"n_head\": 4, \"n_layer\": 2, \"vocab_size\": 1000, \"hidden_size\": 512}")
+expect_error_naming("model.hidden_size: not read for model_type gpt2; this model reads n_embd" estimate --model "${T}/gpt2_hidden.json" --seq 64)
+# A mixture-of-experts model_type without its expert count is not a dense model.
+file(WRITE "${T}/mixtral.json" "{\"model_type\": \"mixtral\", \"hidden_size\": 256, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"intermediate_size\": 512, \"vocab_size\": 1000}")
+expect_error_naming("model.num_local_experts: required for model_type mixtral" estimate --model "${T}/mixtral.json" --seq 64)
+# Names from a user's file reach the terminal escaped: no raw escape codes or extra lines.
+string(ASCII 27 ESC)
+file(WRITE "${T}/evil_name.json" "{\"metadata\": {\"name\": \"\\u001b[31mFITS\\nfake\"}, \"hidden_size\": 256, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"intermediate_size\": 512, \"vocab_size\": 1000, \"max_position_embeddings\": 128}")
+expect_exit(0 estimate --model "${T}/evil_name.json" --seq 64)
+string(FIND "${LAST_OUT}" "${ESC}" esc_pos)
+string(FIND "${LAST_OUT}" "\\x1b[31mFITS\\x0afake" shown_pos)
+if(NOT esc_pos EQUAL -1 OR shown_pos EQUAL -1)
+  message(FATAL_ERROR "metadata.name should print escaped, got: ${LAST_OUT}")
+endif()

@@ -42,3 +42,76 @@ TEST_CASE("layer_split: an entry past the model's layers is refused (the sum can
         "config.layer_split: has a stage of 18446744073709551615 layers, more than "
         "num_hidden_layers=32");
 }
+
+TEST_CASE("aliases of one setting conflict instead of last-one-wins (grad_accum, micro_batches)",
+          "[bounds][silent]") {
+  const json bad = actmem::evaluate_json(
+      {{"preset", "gpt2"}, {"config", {{"grad_accum", 3}, {"micro_batches", 5}}}});
+  CHECK(bad["error"]["field"] == "config.micro_batches");
+  CHECK(bad["error"]["message"] ==
+        "config.micro_batches: 5 conflicts with config.grad_accum: 3 (two names for the "
+        "micro-batches per step); give one");
+  // The same value under both names is not a conflict.
+  const json same = actmem::evaluate_json(
+      {{"preset", "gpt2"}, {"config", {{"grad_accum", 4}, {"micro_batches", 4}}}});
+  CHECK(same["config"]["grad_accum"] == 4);
+}
+
+TEST_CASE("fixed buffers are bounded by kMaxBufferBytes and blamed on themselves", "[bounds]") {
+  for (const char* k : {"cublas_workspace_bytes", "grad_bucket_bytes"}) {
+    INFO(k);
+    const json at =
+        actmem::evaluate_json({{"preset", "gpt2"}, {"config", {{k, actmem::kMaxBufferBytes}}}});
+    CHECK(at.value("ok", false));
+    const json over =
+        actmem::evaluate_json({{"preset", "gpt2"}, {"config", {{k, 18446744073709551615ull}}}});
+    CHECK(over["error"]["field"] == std::string("config.") + k);
+  }
+}
+
+TEST_CASE("keys of the other naming are refused, never ignored (n_layer in our schema)",
+          "[bounds][silent]") {
+  const json base = {{"hidden_size", 256},     {"num_attention_heads", 4},
+                     {"num_hidden_layers", 2}, {"intermediate_size", 512},
+                     {"vocab_size", 1000},     {"max_position_embeddings", 128}};
+  for (const char* k : {"n_layer", "n_embd", "n_head", "n_positions", "n_inner", "resid_pdrop"}) {
+    INFO(k);
+    json m = base;
+    m[k] = 2;
+    const json r = actmem::evaluate_json({{"model", m}, {"config", {{"seq", 64}}}});
+    CHECK(r["error"]["field"] == std::string("model.") + k);
+  }
+  // GPT-2 (GPT2Config reads n_embd; hidden_size is only its attribute_map alias, not a file key).
+  const json gpt2 = {
+      {"model_type", "gpt2"}, {"n_embd", 256}, {"n_head", 4}, {"n_layer", 2}, {"vocab_size", 1000}};
+  CHECK(actmem::evaluate_json({{"model", gpt2}, {"config", {{"seq", 64}}}}).value("ok", false));
+  for (const char* k : {"hidden_size", "num_hidden_layers", "intermediate_size", "hidden_act"}) {
+    INFO(k);
+    json m = gpt2;
+    m[k] = k == std::string("hidden_act") ? json("gelu") : json(512);
+    const json r = actmem::evaluate_json({{"model", m}, {"config", {{"seq", 64}}}});
+    CHECK(r["error"]["field"] == std::string("model.") + k);
+  }
+  // One dropout rate covers embeddings and residuals: a different embd_pdrop is refused.
+  json e = gpt2;
+  e["embd_pdrop"] = 0.0;
+  CHECK(actmem::evaluate_json({{"model", e}, {"config", {{"seq", 64}}}})["error"]["field"] ==
+        "model.embd_pdrop");
+  e["embd_pdrop"] = 0.1;  // GPT2Config's default, equal to resid_pdrop's
+  CHECK(actmem::evaluate_json({{"model", e}, {"config", {{"seq", 64}}}}).value("ok", false));
+}
+
+TEST_CASE("a mixture-of-experts model_type without its expert count is refused, not dense",
+          "[bounds][silent]") {
+  const json base = {{"hidden_size", 256},
+                     {"num_attention_heads", 4},
+                     {"num_hidden_layers", 2},
+                     {"intermediate_size", 512},
+                     {"vocab_size", 1000}};
+  json mixtral = base;
+  mixtral["model_type"] = "mixtral";
+  CHECK(actmem::evaluate_json({{"model", mixtral}})["error"]["field"] == "model.num_local_experts");
+  json qwen = base;
+  qwen["model_type"] = "qwen2_moe";
+  CHECK(actmem::evaluate_json({{"model", qwen}})["error"]["field"] == "model.num_experts");
+}

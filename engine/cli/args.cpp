@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "actmem/json_io.hpp"
@@ -56,6 +57,17 @@ bool read_file(const std::string& path, std::string* out) {
   return true;
 }
 
+constexpr auto kReplace = json::error_handler_t::replace;
+
+// A user's text in a message: JSON-quoted (control characters escaped), at most ~80 characters.
+std::string shown(const std::string& s) {
+  return json(s.size() > 80 ? s.substr(0, 77) + "..." : s).dump(-1, ' ', true, kReplace);
+}
+std::string shown_value(const json& v) {
+  const std::string d = v.dump(-1, ' ', true, kReplace);
+  return d.size() > 80 ? d.substr(0, 77) + "..." : d;
+}
+
 // Integers stay JSON numbers so the engine's own validation names the config field; anything
 // else is passed as a string and rejected there with the same field-named message.
 json number_or_string(const std::string& v) {
@@ -68,6 +80,7 @@ json number_or_string(const std::string& v) {
 
 std::string parse_args(const std::vector<std::string>& argv, Options* o) {
   json cfg_file = json::object();
+  std::map<std::string, std::string> cfg_from;  // config key -> the --config file that gave it
   json cfg_flags = json::object();
   std::size_t i = 0;
   if (!argv.empty() && argv[0].rfind("--", 0) != 0)
@@ -81,8 +94,8 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
   if (o->command != "estimate" && o->command != "explain" && o->command != "presets" &&
       o->command != "timeline" && o->command != "fit" && o->command != "plan" &&
       o->command != "sweep")
-    return "command: '" + o->command +
-           "' is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, presets";
+    return "command: " + shown(o->command) +
+           " is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, presets";
   // Flag -> config key, for flags taking a value.
   static const std::pair<const char*, const char*> kValued[] = {
       {"--micro-batch", "micro_batch"},
@@ -111,8 +124,15 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--fragmentation", "fragmentation_pct"}};
   for (; i < argv.size(); ++i) {
     const std::string& a = argv[i];
+    // A flag's value is the next argument unless that is itself an option ("--seq --tp 2" is a
+    // missing value for --seq, not a bad option "2"); "-5" stays a value for the engine to refuse.
+    std::string missing;
     auto value = [&](std::string* v) -> bool {
       if (i + 1 >= argv.size()) return false;
+      if (argv[i + 1].rfind("--", 0) == 0) {
+        missing = ", got the option " + json(argv[i + 1]).dump(-1, ' ', true, kReplace);
+        return false;
+      }
       *v = argv[++i];
       return true;
     };
@@ -145,31 +165,48 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
     for (const auto& [flag, key] : kValued) {
       if (a != flag) continue;
       matched = true;
-      if (!value(&v)) return std::string(flag) + ": needs a value";
-      cfg_flags[key] = number_or_string(v);
+      if (!value(&v)) return std::string(flag) + ": needs a value" + missing;
+      const json given = number_or_string(v);
+      if (cfg_flags.contains(key) && cfg_flags[key] != given)
+        return std::string(flag) + ": given twice (" + shown_value(cfg_flags[key]) + " and " +
+               shown_value(given) + "); give it once";
+      cfg_flags[key] = given;
     }
     if (matched) continue;
     if (a == "--preset") {
-      if (!value(&v)) return "--preset: needs a model preset id (see `actmem presets`)";
+      if (!value(&v)) return "--preset: needs a model preset id (see `actmem presets`)" + missing;
+      if (o->request.contains("model") || o->request.contains("preset"))
+        return "--preset: give one model (--model or --preset, once)";
       o->request["preset"] = v;
     } else if (a == "--model") {
-      if (!value(&v)) return "--model: needs a file";
+      if (!value(&v)) return "--model: needs a file" + missing;
+      if (o->request.contains("model") || o->request.contains("preset"))
+        return "--model: give one model (--model or --preset, once)";
       std::string text;
-      if (!read_file(v, &text)) return "--model: cannot read '" + v + "'";
+      if (!read_file(v, &text)) return "--model: cannot read " + shown(v);
       auto j = parse_json_text(text, "model");
       if (!j.ok()) return j.error().message;
       o->request["model"] = j.value();
     } else if (a == "--config") {
-      if (!value(&v)) return "--config: needs a file";
+      if (!value(&v)) return "--config: needs a file" + missing;
       std::string text;
-      if (!read_file(v, &text)) return "--config: cannot read '" + v + "'";
+      if (!read_file(v, &text)) return "--config: cannot read " + shown(v);
       auto j = parse_json_text(text, "config");
       if (!j.ok()) return j.error().message;
       if (!j.value().is_object()) return "config: must be a JSON object";
-      cfg_file = j.value();
+      // Several files merge; a key two files give differently is a conflict, not last-one-wins.
+      for (auto it = j.value().begin(); it != j.value().end(); ++it) {
+        auto prev = cfg_file.find(it.key());
+        if (prev != cfg_file.end() && *prev != it.value())
+          return "--config: " + shown(it.key()) + " is " + shown_value(*prev) + " in " +
+                 shown(cfg_from[it.key()]) + " and " + shown_value(it.value()) + " in " + shown(v) +
+                 "; give it once (a flag overrides every file)";
+        cfg_file[it.key()] = it.value();
+        cfg_from[it.key()] = v;
+      }
     } else if (a == "--layer-split" || a == "--custom-keep" || a == "--sweep-micro-batches" ||
                a == "--sweep-seqs") {
-      if (!value(&v)) return a + ": needs a comma-separated list";
+      if (!value(&v)) return a + ": needs a comma-separated list" + missing;
       json list = json::array();
       std::size_t start = 0;
       while (start <= v.size()) {
@@ -187,15 +224,14 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       else
         o->request["sweep"][a == "--sweep-seqs" ? "seqs" : "micro_batches"] = list;
     } else if (a == "--gpu-memory" || a == "--budget") {
-      if (!value(&v)) return a + ": needs a size such as 80GiB";
+      if (!value(&v)) return a + ": needs a size such as 80GiB" + missing;
       // The engine reads the size (config.gpu_memory, size.hpp: exact, no double) and names the
       // field in its message, the same one the page shows. The flag replaces a config file's
       // budget in either form.
       cfg_flags["gpu_memory"] = v;
-      cfg_file.erase("gpu_memory_bytes");
     } else {
-      return "'" + a +
-             "': unknown option; allowed: --preset --model --config --micro-batch --seq "
+      return shown(a) +
+             ": unknown option; allowed: --preset --model --config --micro-batch --seq "
              "--grad-accum "
              "--micro-batches --dtype --param-dtype --grad-dtype --no-master-weights --optimizer "
              "--tp --sp --pp --vpp --cp "
@@ -204,12 +240,22 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
              "--schedule --gpu --gpu-memory --budget --json --csv";
     }
   }
+  // Flags override files, aliases included: a flag's key replaces the file's other spellings of
+  // the same setting, which would otherwise conflict with it (or, for dropout, win over it).
+  static const std::pair<const char*, const char*> kAliases[] = {
+      {"micro_batches", "grad_accum"},
+      {"grad_accum", "micro_batches"},
+      {"dropout", "attention_dropout"},
+      {"dropout", "hidden_dropout"},
+      {"gpu_memory", "gpu_memory_bytes"}};
+  for (const auto& [flag_key, file_key] : kAliases)
+    if (cfg_flags.contains(flag_key)) cfg_file.erase(file_key);
   for (auto it = cfg_flags.begin(); it != cfg_flags.end(); ++it) cfg_file[it.key()] = it.value();
   // presets lists; a model or config option there would be silently ignored, so it is refused.
   if (o->command == "presets" && (!cfg_file.empty() || o->request.contains("preset") ||
                                   o->request.contains("model") || o->request.contains("sweep")))
     return "presets: takes no model or config options (only --json); got " +
-           std::string(!cfg_file.empty() ? "config key '" + cfg_file.begin().key() + "'"
+           std::string(!cfg_file.empty() ? "config key " + shown(cfg_file.begin().key())
                                          : "a model or sweep option");
   if (!cfg_file.empty()) o->request["config"] = cfg_file;
   if (o->command != "estimate") o->request["command"] = o->command;

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   cli::Options opt;
   const std::string err = cli::parse_args(args, &opt);
   if (!err.empty()) {
-    std::cerr << "actmem: error: " << err << "\n";
+    std::cerr << "actmem: error: " << cli::printable(err) << "\n";
     return 2;
   }
   if (opt.help) {
@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
   const nlohmann::json r = evaluate_json(opt.request);
   if (!r.value("ok", false)) {
     if (opt.json) std::cout << r.dump() << "\n";
-    std::cerr << "actmem: error: " << r["error"]["message"].get<std::string>() << "\n";
+    std::cerr << "actmem: error: " << cli::printable(r["error"]["message"].get<std::string>())
+              << "\n";
     return 2;
   }
   if (opt.json) {

@@ -33,11 +33,56 @@ std::string pad(const std::string& s, std::size_t w) {
   return cps >= w ? s + " " : s + std::string(w - cps, ' ');
 }
 
+std::string text(const json& j) {
+  return j.is_string() ? printable(j.get_ref<const std::string&>()) : "";
+}
+
 unsigned long long u(const json& j) {
   return j.is_number_unsigned() ? j.get<unsigned long long>() : 0ULL;
 }
 
 }  // namespace
+
+// Names come from users' files (metadata.name, layer kind names, warnings quoting keys), so control
+// characters, C1 controls and invalid UTF-8 are written as escapes: a downloaded config cannot move
+// the cursor or print a fake line.
+std::string printable(const std::string& s) {
+  std::string out;
+  char buf[16];
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, continuation bytes checked.
+    const std::size_t n = c >= 0xC2 && c <= 0xDF   ? 2
+                          : c >= 0xE0 && c <= 0xEF ? 3
+                          : c >= 0xF0 && c <= 0xF4 ? 4
+                                                   : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (std::size_t k = 1; ok && k < n; ++k)
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    const bool c1 = ok && n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0;
+    if (!ok || c1) {
+      std::snprintf(buf, sizeof buf, ok ? "\\u%04x" : "\\x%02x",
+                    ok ? static_cast<unsigned char>(s[i + 1]) : c);
+      out += buf;
+      i += ok ? 2 : 1;
+      continue;
+    }
+    out.append(s, i, n);
+    i += n;
+  }
+  return out;
+}
 
 std::string format_bytes(unsigned long long bytes) {
   return commas(bytes) + " B (" + human(static_cast<double>(bytes)) + ")";
@@ -47,11 +92,9 @@ std::string render_estimate(const json& r) {
   std::ostringstream o;
   const json& m = r["model"];
   const json& c = r["config"];
-  o << "model    " << m["name"].get<std::string>() << " (" << commas(u(m["params"]))
-    << " parameters)\n";
-  o << "profile  " << r["profile"].get<std::string>() << "   attention "
-    << c["attention"].get<std::string>() << "   recompute " << c["recompute"].get<std::string>()
-    << "   dtype " << c["dtype"].get<std::string>() << "\n";
+  o << "model    " << text(m["name"]) << " (" << commas(u(m["params"])) << " parameters)\n";
+  o << "profile  " << text(r["profile"]) << "   attention " << text(c["attention"])
+    << "   recompute " << text(c["recompute"]) << "   dtype " << text(c["dtype"]) << "\n";
   o << "shape    b=" << u(c["micro_batch"]) << " s=" << u(c["seq"]) << "   tp=" << u(c["tp"])
     << (c["sp"].get<bool>() ? "+sp" : "") << " pp=" << u(c["pp"]) << " vpp=" << u(c["vpp"])
     << " cp=" << u(c["cp"]) << " dp=" << u(c["dp"]) << " zero=" << c["zero"].get<int>()
@@ -59,8 +102,8 @@ std::string render_estimate(const json& r) {
   o << "per-layer tensors kept for backward (one layer, one GPU)\n";
   o << "  " << pad("tensor", 26) << pad("shape", 22) << pad("dtype", 7) << "bytes\n";
   for (const auto& t : r["per_layer"]["tensors"])
-    o << "  " << pad(t["name"].get<std::string>(), 26) << pad(t["shape"].get<std::string>(), 22)
-      << pad(t["dtype"].get<std::string>(), 7) << format_bytes(u(t["bytes"])) << "\n";
+    o << "  " << pad(text(t["name"]), 26) << pad(text(t["shape"]), 22) << pad(text(t["dtype"]), 7)
+      << format_bytes(u(t["bytes"])) << "\n";
   const json& pl = r["per_layer"];
   o << "  " << pad("per layer", 55) << format_bytes(u(pl["activation_bytes"])) << "\n";
   o << "    linear in s " << format_bytes(u(pl["linear_bytes"])) << ", quadratic in s "
@@ -68,8 +111,8 @@ std::string render_estimate(const json& r) {
   // One answer: what the most loaded GPU holds at its peak, line by line, adding up to the peak.
   const json& pk = r["peak"];
   const json& a = r["activations"];
-  o << "most loaded GPU: pipeline stage " << u(pk["stage"]) << ", peak at "
-    << pk["at"].get<std::string>() << " (" << u(a["in_flight_chunks"]) << " chunk(s) in flight)\n";
+  o << "most loaded GPU: pipeline stage " << u(pk["stage"]) << ", peak at " << text(pk["at"])
+    << " (" << u(a["in_flight_chunks"]) << " chunk(s) in flight)\n";
   auto line = [&](const char* name, const json& v) {
     o << "  " << pad(name, 30) << format_bytes(u(v)) << "\n";
   };
@@ -85,7 +128,7 @@ std::string render_estimate(const json& r) {
   if (u(a["host_bytes"]) > 0) line("offloaded to host", a["host_bytes"]);
   if (r.contains("gpu")) {
     const long long head = r["headroom_bytes"].get<long long>();
-    o << "  " << pad(("GPU " + r["gpu"]["name"].get<std::string>()).c_str(), 30)
+    o << "  " << pad(("GPU " + text(r["gpu"]["name"])).c_str(), 30)
       << format_bytes(u(r["gpu"]["memory_bytes"])) << "\n";
     o << "  " << pad(r["fits"].get<bool>() ? "fits, headroom" : "DOES NOT FIT, short by", 30)
       << format_bytes(static_cast<unsigned long long>(head < 0 ? -head : head)) << "\n";
@@ -97,24 +140,24 @@ std::string render_estimate(const json& r) {
     << commas(u(a["recompute_working_bytes"])) << " = " << commas(u(a["total_bytes"])) << " B\n";
   o << "inference KV cache (whole model, b x s): " << format_bytes(u(r["kv_cache"]["total_bytes"]))
     << "\n";
-  for (const auto& w : r["warnings"]) o << "note: " << w.get<std::string>() << "\n";
+  for (const auto& w : r["warnings"]) o << "note: " << text(w) << "\n";
   return o.str();
 }
 
 std::string render_explain(const json& r) {
   std::ostringstream o;
-  o << "profile " << r["profile"].get<std::string>() << "; b=" << u(r["config"]["micro_batch"])
+  o << "profile " << text(r["profile"]) << "; b=" << u(r["config"]["micro_batch"])
     << " s=" << u(r["config"]["seq"]) << " h=" << u(r["model"]["hidden_size"])
     << " a=" << u(r["model"]["num_attention_heads"])
     << " kv=" << u(r["model"]["num_key_value_heads"]) << " d=" << u(r["model"]["head_dim"])
     << " f=" << u(r["model"]["intermediate_size"]) << " V=" << u(r["model"]["vocab_size"])
     << " t=" << u(r["config"]["tp"]) << " c=" << u(r["config"]["cp"]) << "\n\n";
   for (const auto& e : r["explain"]) {
-    o << e["title"].get<std::string>() << "\n";
-    o << "  = " << e["formula"].get<std::string>() << "\n";
-    o << "  = " << e["substituted"].get<std::string>() << " B  ("
-      << human(static_cast<double>(u(e["bytes"]))) << ")\n";
-    o << "  source: " << e["source"].get<std::string>() << "\n\n";
+    o << text(e["title"]) << "\n";
+    o << "  = " << text(e["formula"]) << "\n";
+    o << "  = " << text(e["substituted"]) << " B  (" << human(static_cast<double>(u(e["bytes"])))
+      << ")\n";
+    o << "  source: " << text(e["source"]) << "\n\n";
   }
   return o.str();
 }
@@ -123,28 +166,25 @@ std::string render_presets(const json& r) {
   std::ostringstream o;
   o << "models\n";
   for (const auto& m : r["models"]) {
-    o << "  " << pad(m["id"].get<std::string>(), 18)
-      << (m.contains("name") ? m["name"].get<std::string>() : "");
+    o << "  " << pad(text(m["id"]), 18) << (m.contains("name") ? text(m["name"]) : "");
     if (m.contains("published_params"))
       o << " (" << commas(u(m["published_params"])) << " params published)";
     o << "\n";
   }
   o << "gpus\n";
   for (const auto& g : r["gpus"])
-    o << "  " << pad(g["id"].get<std::string>(), 18)
-      << (g.contains("name") ? g["name"].get<std::string>() : "") << ", "
+    o << "  " << pad(text(g["id"]), 18) << (g.contains("name") ? text(g["name"]) : "") << ", "
       << format_bytes(u(g["memory_bytes"])) << "\n";
   o << "examples\n";
   for (const auto& x : r["examples"])
-    o << "  " << pad(x["id"].get<std::string>(), 30)
-      << (x.contains("title") ? x["title"].get<std::string>() : "") << "\n";
+    o << "  " << pad(text(x["id"]), 30) << (x.contains("title") ? text(x["title"]) : "") << "\n";
   return o.str();
 }
 
 std::string render_timeline(const json& r) {
   std::ostringstream o;
-  o << "schedule " << r["schedule"].get<std::string>() << ", " << u(r["micro_batches"])
-    << " micro-batches, recompute " << r["recompute"].get<std::string>()
+  o << "schedule " << text(r["schedule"]) << ", " << u(r["micro_batches"])
+    << " micro-batches, recompute " << text(r["recompute"])
     << (r["offload"].get<bool>() ? " + offload" : "") << "\n";
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.2f%%", r["recompute_overhead_pct"].get<double>());
@@ -152,10 +192,9 @@ std::string render_timeline(const json& r) {
   o << "  " << pad("stage", 7) << pad("peak", 34) << pad("at", 22) << "static\n";
   for (const auto& s : r["stages"])
     o << "  " << pad(std::to_string(u(s["stage"])), 7) << pad(format_bytes(u(s["peak_bytes"])), 34)
-      << pad(s["peak_at"].get<std::string>(), 22) << format_bytes(u(s["static_bytes"])) << "\n";
+      << pad(text(s["peak_at"]), 22) << format_bytes(u(s["static_bytes"])) << "\n";
   const json& w = r["stages"][static_cast<std::size_t>(u(r["peak_stage"]))];
-  o << "\nmost loaded: stage " << u(w["stage"]) << " at " << w["peak_at"].get<std::string>()
-    << "\n";
+  o << "\nmost loaded: stage " << u(w["stage"]) << " at " << text(w["peak_at"]) << "\n";
   auto line = [&](const char* name, unsigned long long v) {
     o << "  " << pad(name, 26) << format_bytes(v) << "\n";
   };
@@ -172,8 +211,8 @@ std::string render_timeline(const json& r) {
   o << "transient buffers (named records):\n";
   for (const auto& t : w["transients"])
     if (u(t["bytes"]) > 0)
-      o << "  " << pad(t["name"].get<std::string>(), 26) << pad(format_bytes(u(t["bytes"])), 34)
-        << t["when"].get<std::string>() << "\n";
+      o << "  " << pad(text(t["name"]), 26) << pad(format_bytes(u(t["bytes"])), 34)
+        << text(t["when"]) << "\n";
   o << "(every event: --csv or --json)\n";
   return o.str();
 }
@@ -184,9 +223,9 @@ std::string render_timeline_csv(const json& r) {
   for (const auto& s : r["stages"]) {
     std::size_t i = 0;
     for (const auto& e : s["events"])
-      o << u(s["stage"]) << "," << i++ << "," << e["label"].get<std::string>() << ","
-        << u(e["live_bytes"]) << "," << u(e["activations"]) << "," << u(e["recompute"]) << ","
-        << u(e["transients"]) << "\n";
+      o << u(s["stage"]) << "," << i++ << "," << text(e["label"]) << "," << u(e["live_bytes"])
+        << "," << u(e["activations"]) << "," << u(e["recompute"]) << "," << u(e["transients"])
+        << "\n";
   }
   return o.str();
 }
@@ -211,7 +250,7 @@ std::string render_plan(const json& r) {
     << " policies simulated)\n";
   if (r["found"].get<bool>()) {
     std::snprintf(pct, sizeof pct, "%.2f%%", r["recompute_overhead_pct"].get<double>());
-    o << "cheapest policy that fits: " << r["policy"].get<std::string>()
+    o << "cheapest policy that fits: " << text(r["policy"])
       << (r["offload"].get<bool>() ? " + offload" : "") << ", peak "
       << format_bytes(u(r["peak_bytes"])) << ", recompute overhead " << pct << "\n";
   } else {
@@ -220,14 +259,14 @@ std::string render_plan(const json& r) {
   o << "\nPareto front (less recompute <-> less memory):\n";
   for (const auto& p : r["pareto"]) {
     std::snprintf(pct, sizeof pct, "%7.2f%%", p["recompute_overhead_pct"].get<double>());
-    o << "  " << pct << "  " << pad(format_bytes(u(p["peak_bytes"])), 34)
-      << p["policy"].get<std::string>() << (p["offload"].get<bool>() ? " + offload" : "")
+    o << "  " << pct << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << text(p["policy"])
+      << (p["offload"].get<bool>() ? " + offload" : "")
       << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
   }
   o << "offload (no extra FLOPs, PCIe traffic instead):\n";
   for (const auto& p : r["offload_points"])
-    o << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << p["policy"].get<std::string>()
-      << " + offload" << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
+    o << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << text(p["policy"]) << " + offload"
+      << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
   return o.str();
 }
 

@@ -8,6 +8,8 @@
 
 namespace actmem::cli {
 
+// s with control characters (C0, DEL, C1) and invalid UTF-8 bytes written as \xNN / \u00NN.
+std::string printable(const std::string& s);
 std::string format_bytes(unsigned long long bytes);  // "67,108,864 B (64.00 MiB)"
 std::string render_estimate(const nlohmann::json& r);
 std::string render_explain(const nlohmann::json& r);

@@ -123,6 +123,10 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
           "config.gpu: unknown GPU '" + c.gpu_id + "'; allowed: " + preset_ids("gpus"));
   }
   ACTMEM_TRY(u("gpu_memory_bytes", &c.gpu_bytes));
+  if (c.gpu_bytes > kMaxBytes)
+    return make_error(
+        "invalid_value", "config.gpu_memory_bytes",
+        "config.gpu_memory_bytes: " + std::to_string(c.gpu_bytes) + " exceeds 2^63-1 bytes");
   // gpu_memory: a size as text ("80GiB"), parsed exactly (size.hpp); one of the two keys.
   if (j.contains("gpu_memory")) {
     if (j.contains("gpu_memory_bytes"))
@@ -137,8 +141,24 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   }
   ACTMEM_TRY(choice("schedule", parse_schedule, &c.schedule, schedule_table().list()));
   ACTMEM_TRY(u("micro_batches", &c.grad_accum));  // the pipeline name for grad_accum
-  ACTMEM_TRY(u("cublas_workspace_bytes", &c.cublas_workspace, true));
-  ACTMEM_TRY(u("grad_bucket_bytes", &c.grad_bucket, true));
+  if (j.contains("grad_accum") && j.contains("micro_batches") &&
+      j["grad_accum"] != j["micro_batches"])
+    return make_error(
+        "invalid_value", "config.micro_batches",
+        "config.micro_batches: " + detail::short_dump(j["micro_batches"]) +
+            " conflicts with config.grad_accum: " + detail::short_dump(j["grad_accum"]) +
+            " (two names for the micro-batches per step); give one");
+  // Fixed per-GPU buffers: bounded so that the sums they join cannot overflow and blame another
+  // field; a petabyte is a million times any real workspace or bucket.
+  for (auto [k, out] :
+       {std::pair<const char*, Bytes*>{"cublas_workspace_bytes", &c.cublas_workspace},
+        {"grad_bucket_bytes", &c.grad_bucket}}) {
+    ACTMEM_TRY(u(k, out, true));
+    if (*out > kMaxBufferBytes)
+      return make_error("invalid_value", std::string("config.") + k,
+                        std::string("config.") + k + ": " + std::to_string(*out) +
+                            " is more than the 2^50 bytes (1 PiB) allowed");
+  }
   if (j.contains("fragmentation_pct")) {
     ACTMEM_TRY(detail::read_double(j["fragmentation_pct"], "config.fragmentation_pct",
                                    &c.fragmentation_pct));
@@ -148,10 +168,11 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   }
   if (j.contains("layer_split")) {
     const json& a = j["layer_split"];
-    if (!a.is_array() || a.size() > 4096)
+    if (!a.is_array() || a.size() > kMaxLayerSplitEntries)
       return make_error(
           "wrong_type", "config.layer_split",
-          "config.layer_split: must be an array of layer counts, one per pipeline stage");
+          "config.layer_split: must be an array of layer counts, one per pipeline stage (at most " +
+              std::to_string(kMaxLayerSplitEntries) + ")");
     c.layer_split.clear();
     for (std::size_t i = 0; i < a.size(); ++i) {
       std::uint64_t n = 0;
@@ -161,10 +182,10 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   }
   if (j.contains("custom_keep")) {
     const json& a = j["custom_keep"];
-    if (!a.is_array() || a.size() > 256)
-      return make_error(
-          "wrong_type", "config.custom_keep",
-          "config.custom_keep: must be an array of tensor ids such as \"attn.qkv_in\"");
+    if (!a.is_array() || a.size() > kMaxCustomKeep)
+      return make_error("wrong_type", "config.custom_keep",
+                        "config.custom_keep: must be an array of at most " +
+                            std::to_string(kMaxCustomKeep) + " tensor ids such as \"attn.qkv_in\"");
     c.recompute.custom_keep.clear();
     for (std::size_t i = 0; i < a.size(); ++i) {
       std::string id;

@@ -75,6 +75,32 @@ const char* const kIgnoredHfKeys[] = {"architectures",
                                       "bias",
                                       "shared_expert_gate"};
 
+// Keys only one naming reads: GPT-2's own names, and the Llama-style names GPT2Config maps onto
+// them (its attribute_map) or does not have. A key of the other naming would be ignored, so it is
+// refused with the name this model reads.
+const char* const kGpt2Only[] = {"n_embd",      "n_head",      "n_layer",
+                                 "n_positions", "n_inner",     "activation_function",
+                                 "attn_pdrop",  "resid_pdrop", "embd_pdrop"};
+const char* const kLlamaOnly[] = {"hidden_size",         "num_attention_heads",
+                                  "num_key_value_heads", "intermediate_size",
+                                  "num_hidden_layers",   "max_position_embeddings",
+                                  "attention_bias",      "mlp_bias",
+                                  "attention_dropout",   "hidden_act"};
+// What the other naming calls it, for the message.
+const char* other_name(const std::string& k) {
+  static const std::pair<const char*, const char*> kPairs[] = {
+      {"n_embd", "hidden_size"},           {"n_head", "num_attention_heads"},
+      {"n_layer", "num_hidden_layers"},    {"n_positions", "max_position_embeddings"},
+      {"n_inner", "intermediate_size"},    {"activation_function", "hidden_act"},
+      {"attn_pdrop", "attention_dropout"}, {"resid_pdrop", "hidden_dropout"},
+      {"embd_pdrop", "hidden_dropout"}};
+  for (const auto& [a, b] : kPairs) {
+    if (k == a) return b;
+    if (k == b) return a;
+  }
+  return nullptr;
+}
+
 const char* const kMetadataKeys[] = {"name", "source", "published_params",
                                      "published_params_source", "notes"};
 
@@ -118,6 +144,21 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     return *detail::unknown_key(
         "model", k, kModelKeys, sizeof(kModelKeys) / sizeof(kModelKeys[0]), "unknown key",
         "a Hugging Face config.json must carry model_type; see docs/schema.md for our keys");
+  }
+  {
+    const bool gpt2_names = type == "gpt2";
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& k = it.key();
+      if (!(gpt2_names ? in(kLlamaOnly, k) : in(kGpt2Only, k))) continue;
+      const char* other = other_name(k);
+      const std::string reads = other ? std::string("; this model reads ") + other : "";
+      return make_error("unsupported", "model." + k,
+                        "model." + k + ": " +
+                            (gpt2_names ? std::string("not read for model_type gpt2") + reads
+                                        : std::string("a GPT-2 key name, read only with "
+                                                      "model_type \"gpt2\"") +
+                                              reads));
+    }
   }
   if (j.contains("metadata")) {
     const json& md = j["metadata"];
@@ -185,6 +226,16 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     if (b.ffn_hidden == 0) b.ffn_hidden = 4 * m.hidden;
     ACTMEM_TRY(get_prob("attn_pdrop", &m.attention_dropout));
     ACTMEM_TRY(get_prob("resid_pdrop", &m.hidden_dropout));
+    // One hidden dropout covers the embedding and the residual branches (inventory_io.cpp's
+    // embed.dropout_mask); a different embedding rate would be ignored, so it is refused.
+    double embd = m.hidden_dropout;
+    ACTMEM_TRY(get_prob("embd_pdrop", &embd));
+    if (embd != m.hidden_dropout)
+      return make_error("unsupported", "model.embd_pdrop",
+                        "model.embd_pdrop: " + detail::short_dump(j["embd_pdrop"]) +
+                            " differs from resid_pdrop " +
+                            detail::short_dump(j.value("resid_pdrop", json(0.1))) +
+                            "; actmem applies one rate to embeddings and residuals");
     if (j.contains("activation_function"))
       ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
     if (!act.empty() && act.rfind("gelu", 0) != 0 && act != "relu")
@@ -265,6 +316,15 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   // Mixture of experts (Mixtral: num_local_experts + intermediate_size per expert; Qwen2-MoE:
   // num_experts + moe_intermediate_size + shared_expert_intermediate_size).
   std::uint64_t experts = 0;
+  // A mixture-of-experts model_type without its expert count would be read as a dense model.
+  if (type == "mixtral" && !j.contains("num_local_experts"))
+    return make_error("missing_key", "model.num_local_experts",
+                      "model.num_local_experts: required for model_type mixtral (MixtralConfig's "
+                      "default is 8)");
+  if (type == "qwen2_moe" && !j.contains("num_experts"))
+    return make_error("missing_key", "model.num_experts",
+                      "model.num_experts: required for model_type qwen2_moe (Qwen2MoeConfig's "
+                      "default is 60)");
   ACTMEM_TRY(get_uint("num_local_experts", &experts, false));
   if (experts == 0) ACTMEM_TRY(get_uint("num_experts", &experts, false));
   if (experts > 0) {

@@ -30,9 +30,6 @@ Error bad(const std::string& field, const std::string& msg) {
   return make_error("invalid_value", field, field + ": " + msg);
 }
 
-// Large enough for any real model, small enough that the engine's checked products stay meaningful.
-constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 40;
-
 // A dimension that must be a positive integer below 2^40.
 std::optional<Error> positive_dim(const std::string& field, std::uint64_t v) {
   if (v == 0) return bad(field, "must be a positive integer, got 0");
@@ -152,10 +149,10 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                           {"config.ep", p.ep}};
   for (const auto& q : cfg)
     if (auto err = positive_dim(q.field, q.v)) return err;
-  if (c.grad_accum > kMaxLayers * 64)
+  if (c.grad_accum > kMaxMicroBatches)
     return bad("config.grad_accum", std::to_string(c.grad_accum) +
                                         " micro-batches is more than the supported " +
-                                        std::to_string(kMaxLayers * 64));
+                                        std::to_string(kMaxMicroBatches));
   // Every estimate simulates each stage's op sequence; bound the work so no input can stall the
   // engine (real runs: pp=64, vpp=8, 1024 micro-batches is 524,288).
   {
@@ -163,11 +160,12 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     std::uint64_t ops = 0;
     const bool wrapped =
         __builtin_mul_overflow(p.pp, p.vpp, &ops) || __builtin_mul_overflow(ops, mb, &ops);
-    if (wrapped || ops > (std::uint64_t{1} << 20))
+    if (wrapped || ops > kMaxPipelineOps)
       return bad("config.micro_batches",
                  "pp x vpp x micro-batches = " +
                      (wrapped ? std::string("more than 2^64") : std::to_string(ops)) +
-                     " is more than the 1,048,576 pipeline ops one estimate simulates");
+                     " is more than the " + std::to_string(kMaxPipelineOps) +
+                     " pipeline ops one estimate simulates");
   }
   if (p.pp > m.layers)
     return bad("config.pp", "pp=" + std::to_string(p.pp) +

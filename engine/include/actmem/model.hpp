@@ -6,12 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace actmem {
+#include "actmem/limits.hpp"
 
-// Limits every reader and validate() share: layers the engine walks (real models have at most a
-// few hundred) and distinct layer kinds in one stack.
-constexpr std::uint64_t kMaxLayers = 65536;
-constexpr std::size_t kMaxLayerKinds = 64;
+namespace actmem {
 
 enum class FfnType { kGelu, kSwiglu, kGeglu };
 enum class NormType { kLayerNorm, kRmsNorm };

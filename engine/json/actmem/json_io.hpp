@@ -17,11 +17,6 @@
 
 namespace actmem {
 
-// Bounds on any JSON text a client hands the engine (docs/reliability.md, "Bounds"): its size and
-// how deep it nests. Presets nest 4 levels; a config.json a few more.
-constexpr std::size_t kMaxJsonTextBytes = std::size_t{16} << 20;
-constexpr std::size_t kMaxJsonDepth = 64;
-
 // Parses text without exceptions; a syntax error names `field` and the byte offset; text over
 // kMaxJsonTextBytes or nested deeper than kMaxJsonDepth is refused before parsing.
 Result<nlohmann::json> parse_json_text(const std::string& text, const std::string& field);

@@ -1,0 +1,38 @@
+// The engine's bounds on input and work, stated once: every client (CLI, page, executors, fuzzers)
+// gets the same limits, and each rejection names the field and the limit it passed.
+// docs/reliability.md lists them with the reason for each number.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace actmem {
+
+// One request or file: 16 MiB of JSON text (the largest real config.json is ~10 KB), nested at most
+// 64 levels (ours need 4; nlohmann's parser and our copies recurse per level).
+constexpr std::size_t kMaxJsonTextBytes = std::size_t{16} << 20;
+constexpr std::size_t kMaxJsonDepth = 64;
+
+// Model dimensions: any real model is far below 2^40, and products of a few such dimensions stay
+// inside the checked 64-bit arithmetic (checked.hpp) without wrapping first.
+constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 40;
+constexpr std::uint64_t kMaxLayers = 65536;
+constexpr std::size_t kMaxLayerKinds = 64;
+
+// Lists in a config: one layer_split entry per pipeline stage, custom_keep one per tensor id.
+constexpr std::size_t kMaxLayerSplitEntries = 4096;
+constexpr std::size_t kMaxCustomKeep = 256;
+
+// Micro-batches per step, and the pipeline ops (pp x vpp x micro-batches) one walk simulates:
+// real runs reach pp=64, vpp=8, 1,024 micro-batches = 524,288 ops.
+constexpr std::uint64_t kMaxMicroBatches = kMaxLayers * 64;
+constexpr std::uint64_t kMaxPipelineOps = std::uint64_t{1} << 20;
+
+// Fixed per-GPU buffers a user may set (cuBLAS workspace, DDP bucket): 2^50 bytes (1 PiB).
+constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 50;
+
+// Timeline events written out (JSON, CSV): the walk always covers every op and computes the exact
+// peak; a longer step's event list is cut at this many per stage and the answer says so.
+constexpr std::uint64_t kMaxTimelineEvents = 100000;
+
+}  // namespace actmem
