@@ -59,15 +59,6 @@ bool read_file(const std::string& path, std::string* out) {
 
 constexpr auto kReplace = json::error_handler_t::replace;
 
-// A user's text in a message: JSON-quoted (control characters escaped), at most ~80 characters.
-std::string shown(const std::string& s) {
-  return json(s.size() > 80 ? s.substr(0, 77) + "..." : s).dump(-1, ' ', true, kReplace);
-}
-std::string shown_value(const json& v) {
-  const std::string d = v.dump(-1, ' ', true, kReplace);
-  return d.size() > 80 ? d.substr(0, 77) + "..." : d;
-}
-
 // Integers stay JSON numbers so the engine's own validation names the config field; anything
 // else is passed as a string and rejected there with the same field-named message.
 json number_or_string(const std::string& v) {
@@ -77,6 +68,14 @@ json number_or_string(const std::string& v) {
 }
 
 }  // namespace
+
+std::string shown(const std::string& s) {
+  return json(s.size() > 80 ? s.substr(0, 77) + "..." : s).dump(-1, ' ', true, kReplace);
+}
+std::string shown_value(const json& v) {
+  const std::string d = v.dump(-1, ' ', true, kReplace);
+  return d.size() > 80 ? d.substr(0, 77) + "..." : d;
+}
 
 std::string parse_args(const std::vector<std::string>& argv, Options* o) {
   json cfg_file = json::object();

@@ -22,4 +22,9 @@ std::string parse_args(const std::vector<std::string>& argv, Options* out);
 
 extern const char* const kUsage;
 
+// A user's text or JSON value in a message: JSON-quoted, control characters escaped, invalid UTF-8
+// replaced, at most ~80 characters.
+std::string shown(const std::string& s);
+std::string shown_value(const nlohmann::json& v);
+
 }  // namespace actmem::cli

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../cli/args.hpp"
 #include "actmem/json_io.hpp"
 #include "cpu_device.hpp"
 #include "rng.hpp"
@@ -63,7 +64,41 @@ Result<Estimate> engine_estimate(const ModelSpec& m, const TrainConfig& c) {
   return estimate(m, c, nullptr, false);
 }
 
+// Multiply-adds of one layer stack's forward, the measure of the executor's work: b·s·L·(h·(h+f)
+// for the projections and MLP, a·d·s for the scores and their product with v).
+double step_work(const ModelSpec& m, const TrainConfig& c) {
+  auto d = [](std::uint64_t v) { return static_cast<double>(v); };
+  return d(c.micro_batch) * d(c.seq) * d(m.layers) *
+         (d(m.hidden) * (d(m.hidden) + d(m.kinds[0].ffn_hidden)) +
+          d(m.kinds[0].heads) * d(m.kinds[0].head_dim) * d(c.seq));
+}
+
 }  // namespace
+
+std::optional<Error> check_problem_size(const ModelSpec& m, const TrainConfig& c,
+                                        const Options& o) {
+  const bool cpu = o.executor == "cpu";
+  const double work = step_work(m, c), limit = cpu ? kMaxValidatorWorkCpu : kMaxValidatorWorkCuda;
+  char buf[160];
+  if (work > limit) {
+    std::snprintf(buf, sizeof buf,
+                  "config.seq: one step is %.3g multiply-adds per layer stack, more than the %s "
+                  "executor's %.0e; reduce seq, micro_batch or the layers",
+                  work, o.executor.c_str(), limit);
+    return Error{"too_large", "config.seq", buf};
+  }
+  if (cpu) {
+    auto e = engine_estimate(m, c);
+    if (!e.ok()) return e.error();
+    const Bytes peak = e.value().worst().peak_bytes;
+    if (peak > kMaxValidatorBytesCpu)
+      return Error{"too_large", "config.seq",
+                   "config.seq: the predicted peak, " + std::to_string(peak) +
+                       " bytes, is more than the CPU executor's " +
+                       std::to_string(kMaxValidatorBytesCpu) + "; reduce seq or micro_batch"};
+  }
+  return std::nullopt;
+}
 
 bool Report::passed() const {
   return std::abs(peak_error_pct) <= peak_tolerance_pct && tensors_match && gradients_match &&
@@ -73,7 +108,7 @@ bool Report::passed() const {
 Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
                                                           const std::string& executor) {
   if (executor != "cpu" && executor != "cuda")
-    return bad("executor", "'" + executor + "' is not an executor; allowed: cpu, cuda");
+    return bad("executor", cli::shown(executor) + " is not an executor; allowed: cpu, cuda");
   std::vector<std::string> warnings;
   Result<ModelSpec> m = Error{"missing_key", "preset", "preset: give --preset or --model"};
   if (req.contains("preset"))
@@ -100,7 +135,7 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
   const bool dt_ok = executor == "cpu" ? dt == "fp32" : (dt == "fp32" || dt == "bf16");
   if (!dt_ok)
     return bad("config.dtype",
-               "'" + dt + "' is not run by the " + executor +
+               cli::shown(dt) + " is not run by the " + executor +
                    " executor; allowed: " + (executor == "cpu" ? "fp32" : "fp32, bf16"));
   for (const char* k : {"param_dtype", "grad_dtype"}) {
     if (cfg.contains(k) && cfg[k] != cfg["dtype"])
@@ -196,10 +231,12 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
       r.tensors_match = r.tensors_match && tc.measured == tc.predicted;
       r.tensors.push_back(tc);
     }
-    for (const auto& [id, bytes] : s.layer0_records) {
+    for (const auto& rec : s.layer0_records) {
+      const std::string& id = rec.first;
       const bool known =
           std::any_of(inv.begin(), inv.end(), [&](const TensorRecord& t) { return t.id == id; });
-      if (!known) r.tensors.push_back(TensorCheck{id, 0, bytes, false}), r.tensors_match = false;
+      if (!known)
+        r.tensors.push_back(TensorCheck{id, 0, rec.second, false}), r.tensors_match = false;
     }
     dev->release_workspace();
   }
@@ -226,10 +263,7 @@ Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Option
                                             : 0;
 
   // The fp64 CPU reference: small configs only (its kernels are plain loops).
-  auto d = [](std::uint64_t v) { return static_cast<double>(v); };
-  const double work = d(c.micro_batch) * d(c.seq) * d(m.layers) *
-                      (d(m.hidden) * (d(m.hidden) + d(m.kinds[0].ffn_hidden)) +
-                       d(m.kinds[0].heads) * d(m.kinds[0].head_dim) * d(c.seq));
+  const double work = step_work(m, c);
   r.has_reference = o.reference == 1 || (o.reference == -1 && work < 2e9);
   if (r.has_reference) {
     auto ref = make_cpu_reference();

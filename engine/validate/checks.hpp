@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@
 namespace actmem::exec {
 
 using DeviceFactory = std::function<std::unique_ptr<Device>(Elem)>;
+
+// Bounds on what the executor runs (docs/reliability.md, "Bounds").
+constexpr double kMaxValidatorWorkCpu = 5e9;
+constexpr double kMaxValidatorWorkCuda = 1e14;
+constexpr std::uint64_t kMaxValidatorBytesCpu = std::uint64_t{8} << 30;
+constexpr std::uint64_t kMaxFdProbes = 4096;
 
 struct Options {
   std::string executor = "cpu";  // cpu | cuda
@@ -71,6 +78,12 @@ struct Report {
 // naming the field.
 Result<std::pair<ModelSpec, TrainConfig>> executor_config(const nlohmann::json& request,
                                                           const std::string& executor);
+
+// The executor's bound on work: one step's multiply-adds (checks.cpp, step_work) at most
+// kMaxValidatorWorkCpu on the CPU (plain loops: about a minute) or kMaxValidatorWorkCuda on a GPU,
+// and at most kMaxValidatorBytesCpu of predicted peak on the CPU. Beyond it the run is refused
+// with the amounts, never started.
+std::optional<Error> check_problem_size(const ModelSpec& m, const TrainConfig& c, const Options& o);
 
 Result<Report> run_checks(const ModelSpec& m, const TrainConfig& c, const Options& o,
                           const DeviceFactory& device);

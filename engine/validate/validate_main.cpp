@@ -1,14 +1,16 @@
 // actmem-validate: runs real transformer layers (CPU, or CUDA when built with ACTMEM_CUDA) under
 // the engine's recompute policy and reports predicted vs measured memory and gradient checks.
 // Exit 0: every check passed; 1: a check failed; 2: bad input.
+#include <algorithm>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "../cli/args.hpp"
+#include "../cli/table.hpp"
 #include "checks.hpp"
 #include "cpu_device.hpp"
+#include "validate_args.hpp"
 #if defined(ACTMEM_HAVE_CUDA)
 #include "cuda_device.hpp"
 #endif
@@ -26,55 +28,25 @@ constexpr const char* kUsage =
 
 int main(int argc, char** argv) {
   using namespace actmem;
-  std::vector<std::string> rest;
-  exec::Options o;
-  bool json_out = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&](const char* flag) -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(std::string(flag) + ": needs a value");
-      return argv[++i];
-    };
-    try {
-      if (a == "--executor") {
-        o.executor = next("--executor");
-      } else if (a == "--seed") {
-        o.seed = std::stoull(next("--seed"));
-      } else if (a == "--fd-probes") {
-        o.fd_probes = std::stoi(next("--fd-probes"));
-        if (o.fd_probes < 0) throw std::invalid_argument("--fd-probes: allowed: 0 or more");
-      } else if (a == "--reference") {
-        const std::string v = next("--reference");
-        if (v != "auto" && v != "on" && v != "off")
-          throw std::invalid_argument("--reference: '" + v + "'; allowed: auto, on, off");
-        o.reference = v == "auto" ? -1 : v == "on" ? 1 : 0;
-      } else if (a == "--json") {
-        json_out = true;
-      } else if (a == "--help" || a == "-h") {
-        std::cout << kUsage;
-        return 0;
-      } else {
-        rest.push_back(a);
-      }
-    } catch (const std::exception& ex) {
-      std::cerr << "actmem-validate: error: " << ex.what() << "\n";
-      return 2;
-    }
-  }
-  cli::Options opt;
-  rest.insert(rest.begin(), "estimate");
-  const std::string err = cli::parse_args(rest, &opt);
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const bool json_out = std::find(args.begin(), args.end(), "--json") != args.end();
   auto fail = [&](const std::string& msg) {
     if (json_out)
-      std::cout << nlohmann::json{{"ok", false}, {"error", {{"message", msg}}}}.dump() << "\n";
-    std::cerr << "actmem-validate: error: " << msg << "\n";
+      std::cout << nlohmann::json{{"ok", false}, {"error", {{"message", msg}}}}.dump(
+                       -1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
+    std::cerr << "actmem-validate: error: " << cli::printable(msg) << "\n";
     return 2;
   };
-  if (!err.empty()) return fail(err);
-  auto cfg = exec::executor_config(opt.request, o.executor);
-  if (!cfg.ok()) return fail(cfg.error().message);
+  auto parsed = exec::parse_validate_args(args);
+  if (!parsed.ok()) return fail(parsed.error().message);
+  const exec::ValidateArgs& a = parsed.value();
+  if (a.help) {
+    std::cout << kUsage;
+    return 0;
+  }
   exec::DeviceFactory factory;
-  if (o.executor == "cpu") {
+  if (a.options.executor == "cpu") {
     factory = [](exec::Elem e) { return exec::make_cpu_device(e); };
   } else {
 #if defined(ACTMEM_HAVE_CUDA)
@@ -88,15 +60,15 @@ int main(int argc, char** argv) {
 #endif
   }
   try {
-    auto r = exec::run_checks(cfg.value().first, cfg.value().second, o, factory);
+    auto r = exec::run_checks(a.model, a.config, a.options, factory);
     if (!r.ok()) return fail(r.error().message);
-    if (json_out)
+    if (a.json)
       std::cout << exec::report_to_json(r.value()).dump(2) << "\n";
     else
       std::cout << exec::report_table(r.value());
     return r.value().passed() ? 0 : 1;
   } catch (const std::exception& ex) {
-    std::cerr << "actmem-validate: executor failed: " << ex.what() << "\n";
+    std::cerr << "actmem-validate: executor failed: " << cli::printable(ex.what()) << "\n";
     return 1;
   }
 }

@@ -1,0 +1,99 @@
+// `actmem`'s commands: parse, ask the engine, print; exit 2 on bad input (one escaped line).
+#include "run.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <istream>
+#include <ostream>
+
+#include "actmem/json_io.hpp"
+#include "args.hpp"
+#include "table.hpp"
+
+namespace actmem::cli {
+
+int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
+            std::ostream& errs) {
+  if (!args.empty() && args[0] == "requests") {
+    // The page's own requests, one JSON per line ("-" reads stdin): each answer is evaluate()'s
+    // text verbatim, the bytes the page receives (tests compare the two).
+    if (args.size() != 2) {
+      errs << "actmem: error: requests: needs one file of JSON requests, one per line\n";
+      return 2;
+    }
+    std::ifstream file;
+    if (args[1] != "-") {
+      std::error_code ec;
+      if (std::filesystem::is_directory(args[1], ec)) {
+        errs << "actmem: error: requests: "
+             << nlohmann::json(args[1]).dump(-1, ' ', true,
+                                             nlohmann::json::error_handler_t::replace)
+             << " is a directory; allowed: a file of JSON requests, one per line, or -\n";
+        return 2;
+      }
+      file.open(args[1], std::ios::binary);
+      if (!file) {
+        errs << "actmem: error: requests: cannot read "
+             << nlohmann::json(args[1]).dump(-1, ' ', true,
+                                             nlohmann::json::error_handler_t::replace)
+             << "\n";
+        return 2;
+      }
+    }
+    std::istream& src = args[1] == "-" ? in : file;
+    // Lines are read with a bound (kMaxJsonTextBytes): /dev/zero or a file without newlines
+    // stops at the bound with an error instead of filling memory.
+    std::string line;
+    for (int c; (c = src.get()) != EOF;) {
+      if (c != '\n') {
+        if (line.size() >= kMaxJsonTextBytes) {
+          errs << "actmem: error: requests: a line is longer than " << kMaxJsonTextBytes
+               << " bytes (the most one request may have)\n";
+          return 2;
+        }
+        line += static_cast<char>(c);
+        continue;
+      }
+      if (!line.empty()) out << evaluate(line) << "\n";
+      line.clear();
+    }
+    if (!line.empty()) out << evaluate(line) << "\n";
+    return 0;
+  }
+  Options opt;
+  const std::string err = parse_args(args, &opt);
+  if (!err.empty()) {
+    errs << "actmem: error: " << printable(err) << "\n";
+    return 2;
+  }
+  if (opt.help) {
+    out << kUsage;
+    return 0;
+  }
+  const nlohmann::json r = evaluate_json(opt.request);
+  if (!r.value("ok", false)) {
+    if (opt.json) out << r.dump() << "\n";
+    errs << "actmem: error: " << printable(r["error"]["message"].get<std::string>()) << "\n";
+    return 2;
+  }
+  if (opt.json) {
+    out << r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else if (opt.command == "timeline") {
+    out << (opt.csv ? render_timeline_csv(r) : render_timeline(r));
+  } else if (opt.command == "fit") {
+    out << render_fit(r);
+  } else if (opt.command == "plan") {
+    out << render_plan(r);
+  } else if (opt.command == "sweep") {
+    out << render_sweep(r);
+  } else if (opt.command == "presets") {
+    out << render_presets(r);
+  } else if (opt.command == "explain") {
+    out << render_explain(r);
+  } else {
+    out << render_estimate(r);
+  }
+  return 0;
+}
+
+}  // namespace actmem::cli
