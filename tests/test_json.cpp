@@ -108,8 +108,6 @@ TEST_CASE("Bad input: each error names the field and what is allowed", "[json][e
       // Work bounds: no input may stall the engine.
       {R"({"preset": "gpt2", "config": {"seq": 512, "pp": 12, "micro_batches": 100000}})",
        "invalid_value", "config.micro_batches", "pipeline ops"},
-      {R"({"command": "timeline", "preset": "llama-3.1-8b", "config": {"micro_batches": 70000}})",
-       "invalid_value", "events", "use all_ops or worst_ops"},
       {R"({"command": "plan", "model": {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1100,
            "vocab_size": 10, "intermediate_size": 128}, "config": {"gpu": "h100-80gb"}})",
        "invalid_value", "config.pp", "at most 1024 layers"},

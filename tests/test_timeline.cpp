@@ -538,3 +538,36 @@ TEST_CASE(
         }
   CHECK(n == 48);
 }
+
+TEST_CASE("timeline events written out are capped at kMaxTimelineEvents; the peak is not",
+          "[timeline][bounds]") {
+  // Llama 3.1 8B, 70,000 micro-batches: 4,480,000 layer events on its one stage (2 per layer per
+  // micro-batch) plus the loss and optimizer events. The list keeps the first kMaxTimelineEvents.
+  const json big = actmem::evaluate_json({{"command", "timeline"},
+                                          {"preset", "llama-3.1-8b"},
+                                          {"config", {{"micro_batches", 70000}}}});
+  REQUIRE(big.value("ok", false));
+  const json& st = big["stages"][0];
+  CHECK(st["events"].size() == actmem::kMaxTimelineEvents);
+  CHECK(st["events_truncated"] == true);
+  CHECK(st["events_total"].get<std::uint64_t>() == 4480000u + 2u * 70000u + 1u);
+  CHECK(big["events_limit"] == actmem::kMaxTimelineEvents);
+  // The peak is the uncut walk's: the same as without events.
+  const json none = actmem::evaluate_json({{"command", "timeline"},
+                                           {"preset", "llama-3.1-8b"},
+                                           {"events", "none"},
+                                           {"config", {{"micro_batches", 70000}}}});
+  CHECK(big["peak_bytes"] == none["peak_bytes"]);
+  CHECK(big["peak_at"] == none["peak_at"]);
+  // Several stages share the limit evenly.
+  const json pp = actmem::evaluate_json({{"command", "timeline"},
+                                         {"preset", "llama-3.1-8b"},
+                                         {"config", {{"pp", 4}, {"micro_batches", 4096}}}});
+  REQUIRE(pp.value("ok", false));
+  for (const json& s : pp["stages"]) CHECK(s["events"].size() == actmem::kMaxTimelineEvents / 4);
+  // A short step is written whole.
+  const json small = actmem::evaluate_json(
+      {{"command", "timeline"}, {"preset", "gpt2"}, {"config", {{"seq", 512}}}});
+  CHECK(small["stages"][0]["events_truncated"] == false);
+  CHECK(small["stages"][0]["events"].size() == small["stages"][0]["events_total"]);
+}

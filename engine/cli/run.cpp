@@ -70,9 +70,11 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     out << kUsage;
     return 0;
   }
+  // The timeline table prints no events: do not ask for them.
+  if (opt.command == "timeline" && !opt.json && !opt.csv) opt.request["events"] = "none";
   const nlohmann::json r = evaluate_json(opt.request);
   if (!r.value("ok", false)) {
-    if (opt.json) out << r.dump() << "\n";
+    if (opt.json) out << r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     errs << "actmem: error: " << printable(r["error"]["message"].get<std::string>()) << "\n";
     return 2;
   }

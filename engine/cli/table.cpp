@@ -213,7 +213,8 @@ std::string render_timeline(const json& r) {
     if (u(t["bytes"]) > 0)
       o << "  " << pad(text(t["name"]), 26) << pad(format_bytes(u(t["bytes"])), 34)
         << text(t["when"]) << "\n";
-  o << "(every event: --csv or --json)\n";
+  o << "(every event: --csv or --json; at most " << commas(u(r["events_limit"]))
+    << " are written, the peaks cover them all)\n";
   return o.str();
 }
 
@@ -227,6 +228,12 @@ std::string render_timeline_csv(const json& r) {
         << "," << u(e["activations"]) << "," << u(e["recompute"]) << "," << u(e["transients"])
         << "\n";
   }
+  // A cut list says so in a comment line per stage (the peaks in --json cover every event).
+  for (const auto& s : r["stages"])
+    if (s.value("events_truncated", false))
+      o << "# stage " << u(s["stage"]) << ": the first " << s["events"].size() << " of "
+        << commas(u(s["events_total"])) << " events (limit " << commas(u(r["events_limit"]))
+        << " per answer)\n";
   return o.str();
 }
 

@@ -118,9 +118,9 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   if (j.contains("gpu")) {
     ACTMEM_TRY(detail::read_string(j["gpu"], "config.gpu", &c.gpu_id));
     if (!find_preset("gpus", c.gpu_id))
-      return make_error(
-          "unknown_preset", "config.gpu",
-          "config.gpu: unknown GPU '" + c.gpu_id + "'; allowed: " + preset_ids("gpus"));
+      return make_error("unknown_preset", "config.gpu",
+                        "config.gpu: unknown GPU '" + detail::key_text(c.gpu_id) +
+                            "'; allowed: " + preset_ids("gpus"));
   }
   ACTMEM_TRY(u("gpu_memory_bytes", &c.gpu_bytes));
   if (c.gpu_bytes > kMaxBytes)
@@ -339,8 +339,9 @@ Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* 
 Result<GpuSpec> gpu_preset(const std::string& id) {
   const PresetText* p = find_preset("gpus", id);
   if (!p)
-    return make_error("unknown_preset", "config.gpu",
-                      "config.gpu: unknown GPU '" + id + "'; allowed: " + preset_ids("gpus"));
+    return make_error(
+        "unknown_preset", "config.gpu",
+        "config.gpu: unknown GPU '" + detail::key_text(id) + "'; allowed: " + preset_ids("gpus"));
   auto j = parse_json_text(p->json, "gpu");
   if (!j.ok()) return j.error();
   return gpu_from_json(j.value(), id);

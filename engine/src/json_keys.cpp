@@ -39,9 +39,12 @@ std::string closest(const std::string& key, const char* const* allowed, std::siz
   return best;
 }
 
+// Printable ASCII is shown as is; anything else (control characters, any byte >= 0x80, valid
+// UTF-8 or not, which the CLI's argv can carry) goes through the escaping, replacing dump.
 std::string key_text(const std::string& key) {
   const bool plain = key.size() <= kHintMaxKey && std::all_of(key.begin(), key.end(), [](char c) {
-                       return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+                       const auto u = static_cast<unsigned char>(c);
+                       return u >= 0x20 && u < 0x7f;
                      });
   return plain ? key : short_dump(json(key));
 }

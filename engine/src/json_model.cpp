@@ -130,9 +130,9 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   const bool hf = !type.empty();
   if (hf && type != "gpt2" && type != "llama" && type != "mistral" && type != "mixtral" &&
       type != "qwen2" && type != "qwen2_moe")
-    return make_error(
-        "unsupported", "model.model_type",
-        "model.model_type: '" + type + "' is not a supported architecture; allowed: " + kSupported);
+    return make_error("unsupported", "model.model_type",
+                      "model.model_type: '" + detail::key_text(type) +
+                          "' is not a supported architecture; allowed: " + kSupported);
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (in(kModelKeys, k)) continue;
@@ -240,7 +240,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
       ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
     if (!act.empty() && act.rfind("gelu", 0) != 0 && act != "relu")
       return make_error("unsupported", "model.activation_function",
-                        "model.activation_function: '" + act +
+                        "model.activation_function: '" + detail::key_text(act) +
                             "' is not supported for gpt2; allowed: gelu, gelu_new, relu");
   } else {
     // Llama-family defaults (LlamaConfig): RMSNorm, RoPE, SwiGLU, untied, no biases, no dropout.
@@ -270,7 +270,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
         b.ffn = FfnType::kGeglu;
       else
         return make_error("unsupported", "model.hidden_act",
-                          "model.hidden_act: '" + act +
+                          "model.hidden_act: '" + detail::key_text(act) +
                               "' is not supported; allowed: silu, gelu, gelu_pytorch_tanh");
     }
   }

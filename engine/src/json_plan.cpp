@@ -48,6 +48,8 @@ json timeline_to_json(const Estimate& e, const Timeline& t, bool compact) {
                           {"host_peak_bytes", s.host_peak_bytes},
                           {"pcie_bytes", s.pcie_bytes},
                           {"transients", transients},
+                          {"events_total", s.events_total},
+                          {"events_truncated", s.events_truncated()},
                           {"events", events}});
   }
   const TrainConfig& c = e.config;
@@ -64,6 +66,7 @@ json timeline_to_json(const Estimate& e, const Timeline& t, bool compact) {
               {"step_flops", t.step_flops},
               {"extra_flops", t.extra_flops},
               {"stages", stages}};
+  out["events_limit"] = kMaxTimelineEvents;
   if (e.has_gpu) {
     out["gpu"] = {{"id", e.gpu.id}, {"name", e.gpu.name}, {"memory_bytes", e.gpu.memory_bytes}};
     out["fits"] = e.fits;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "json_read.hpp"
 #include "overflow.hpp"
 
 namespace actmem {
@@ -35,7 +36,7 @@ std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
       }
     if (!known)
       return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
-                        "config.custom_keep[" + std::to_string(i) + "]: '" + id +
+                        "config.custom_keep[" + std::to_string(i) + "]: '" + detail::key_text(id) +
                             "' is not a tensor of this layer under the " +
                             profile_name(s.config.profile) + " profile; allowed: " + ids);
   }

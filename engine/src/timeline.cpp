@@ -2,6 +2,8 @@
 // event labels, and the named transients (see docs/schedules.md).
 #include "actmem/timeline.hpp"
 
+#include <algorithm>
+
 #include "actmem/estimate.hpp"
 #include "actmem/view.hpp"
 #include "walker.hpp"
@@ -30,17 +32,20 @@ std::string event_label(const StepEvent& k) {
 
 namespace {
 
-// Collects a stage's events as labelled rows.
+// Collects a stage's first `cap` events as labelled rows and counts them all: what is written out
+// is bounded (limits.hpp), the walk and its peaks are not.
 class EventList : public detail::Recorder {
  public:
-  explicit EventList(std::vector<TimelineEvent>* out) : out_(out) {}
+  EventList(StageTimeline* out, std::uint64_t cap) : out_(out), cap_(cap) {}
   void event(const StepEvent& at, const LiveBytes& b) override {
-    out_->push_back(
-        TimelineEvent{event_label(at), b.live, b.activations, b.recompute, b.transients});
+    if (out_->events_total++ < cap_)
+      out_->events.push_back(
+          TimelineEvent{event_label(at), b.live, b.activations, b.recompute, b.transients});
   }
 
  private:
-  std::vector<TimelineEvent>* out_;
+  StageTimeline* out_;
+  std::uint64_t cap_;
 };
 
 }  // namespace
@@ -74,10 +79,14 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
   std::vector<EventList> lists;
   lists.reserve(e.ranks.size());
   std::vector<detail::Recorder*> recorders(e.ranks.size(), nullptr);
+  auto recorded = [&](std::uint64_t rank) {
+    return events_all && (only_stage < 0 || static_cast<std::uint64_t>(only_stage) == rank);
+  };
+  const std::uint64_t n_recorded = only_stage >= 0 ? 1 : e.ranks.size();
+  const std::uint64_t cap = std::max<std::uint64_t>(1, kMaxTimelineEvents / n_recorded);
   for (std::uint64_t rank = 0; rank < e.ranks.size(); ++rank) {
-    lists.emplace_back(&tl.stages[rank].events);
-    if (events_all && (only_stage < 0 || static_cast<std::uint64_t>(only_stage) == rank))
-      recorders[rank] = &lists.back();
+    lists.emplace_back(&tl.stages[rank], cap);
+    if (recorded(rank)) recorders[rank] = &lists.back();
   }
   Evaluation ev;
   if (auto err = detail::walk_step(e, e.config.recompute, recorders.data(), !per_op, &ev))

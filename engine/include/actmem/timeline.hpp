@@ -41,7 +41,9 @@ struct StageTimeline {
   Bytes host_peak_bytes = 0;      // offloaded activations resident in host memory at most
   Bytes pcie_bytes = 0;           // offload traffic per step (out and back)
   std::vector<Transient> transients;
-  std::vector<TimelineEvent> events;  // empty unless requested
+  std::vector<TimelineEvent> events;  // empty unless requested; the first events_limit of them
+  std::uint64_t events_total = 0;     // events the stage's step has (recorded or not)
+  bool events_truncated() const { return events_total > events.size(); }
 };
 
 struct Timeline {
@@ -60,7 +62,9 @@ std::string event_label(const StepEvent& at);
 std::vector<Transient> named_transients(const Setup& s);
 
 // Simulates every stage of the estimate's configuration. With `events`, each stage's event list
-// is recorded (layer granularity); without, only peaks (the same numbers, less work).
+// is recorded (layer granularity), at most kMaxTimelineEvents in all (shared evenly by the stages
+// recorded; each keeps its first ones and counts the rest); without, only peaks. Peaks always
+// cover every event.
 // `only_stage` >= 0 records events for that stage alone (the others take the peak-only path).
 // `per_op` records one event per pipeline op instead of per layer: each op's highest event (the
 // same peak; what a chart needs).
