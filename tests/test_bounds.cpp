@@ -115,3 +115,25 @@ TEST_CASE("a mixture-of-experts model_type without its expert count is refused, 
   qwen["model_type"] = "qwen2_moe";
   CHECK(actmem::evaluate_json({{"model", qwen}})["error"]["field"] == "model.num_experts");
 }
+
+TEST_CASE("fit says when an answer is its search's bound (kMaxFitMicroBatch), not a silent cap",
+          "[bounds][silent][fit]") {
+  // A one-layer h = 8 model under 1000 TiB: a million sequences fit, the search stops at 2^20.
+  const json tiny = {{"hidden_size", 8},       {"num_attention_heads", 1},
+                     {"num_hidden_layers", 1}, {"intermediate_size", 8},
+                     {"vocab_size", 2},        {"max_position_embeddings", 8}};
+  const json r = actmem::evaluate_json(
+      {{"command", "fit"}, {"model", tiny}, {"config", {{"gpu_memory", "1000TiB"}}}});
+  REQUIRE(r.value("ok", false));
+  CHECK(r["max_micro_batch"] == actmem::kMaxFitMicroBatch);
+  CHECK(r["micro_batch_at_limit"] == true);
+  CHECK(r["micro_batch_limit"] == actmem::kMaxFitMicroBatch);
+  CHECK(r["seq_at_limit"] == false);
+  // GPT-2's learned positions bound the sequence search at 1024: said as such.
+  const json g = actmem::evaluate_json(
+      {{"command", "fit"}, {"preset", "gpt2"}, {"config", {{"gpu_memory", "1000TiB"}}}});
+  CHECK(g["max_seq"] == 1024);
+  CHECK(g["seq_at_limit"] == true);
+  CHECK(g["seq_limit_is_positions"] == true);
+  CHECK(g["micro_batch_at_limit"] == false);
+}

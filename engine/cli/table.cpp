@@ -243,10 +243,16 @@ std::string render_fit(const json& r) {
   o << "largest micro-batch that fits: " << u(r["max_micro_batch"])
     << (u(r["max_micro_batch"]) == 0
             ? " (not even one: see `actmem estimate` for the static memory)"
-            : "")
+        : r.value("micro_batch_at_limit", false) ? " (the search's bound: at least this many fit)"
+                                                 : "")
     << "\n";
   o << "largest sequence that fits (at the given micro-batch, in steps of " << u(r["seq_step"])
-    << "): " << u(r["max_seq"]) << "\n";
+    << "): " << u(r["max_seq"])
+    << (!r.value("seq_at_limit", false) ? ""
+        : r.value("seq_limit_is_positions", false)
+            ? " (the learned position table's length)"
+            : " (the search's bound: longer sequences may fit)")
+    << "\n";
   return o.str();
 }
 

@@ -79,7 +79,12 @@ json fit_to_json(const FitResult& f) {
               {"budget_bytes", f.budget},
               {"max_micro_batch", f.max_micro_batch},
               {"max_seq", f.max_seq},
-              {"seq_step", f.seq_step}};
+              {"seq_step", f.seq_step},
+              {"micro_batch_limit", f.micro_batch_limit},
+              {"micro_batch_at_limit", f.micro_batch_at_limit},
+              {"seq_limit", f.seq_limit},
+              {"seq_limit_is_positions", f.seq_limit_is_positions},
+              {"seq_at_limit", f.seq_at_limit}};
 }
 
 json plan_to_json(const Plan& p) {

@@ -130,14 +130,21 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
     f.probes += seen.size();
     return best;
   };
+  f.micro_batch_limit = kMaxFitMicroBatch;
   f.max_micro_batch =
-      search(std::uint64_t{1} << 20, [](TrainConfig& t, std::uint64_t b) { t.micro_batch = b; });
+      search(kMaxFitMicroBatch, [](TrainConfig& t, std::uint64_t b) { t.micro_batch = b; });
+  f.micro_batch_at_limit = f.max_micro_batch == kMaxFitMicroBatch;
   f.seq_step = norm.par.cp * (norm.par.sp && norm.par.tp > 1 ? norm.par.tp : 1);
-  std::uint64_t max_steps = (std::uint64_t{1} << 30) / f.seq_step;
-  if (m.pos == PosEncoding::kLearned) max_steps = std::min(max_steps, m.max_positions / f.seq_step);
+  std::uint64_t max_steps = kMaxFitSeq / f.seq_step;
+  if (m.pos == PosEncoding::kLearned && m.max_positions / f.seq_step < max_steps) {
+    max_steps = m.max_positions / f.seq_step;
+    f.seq_limit_is_positions = true;
+  }
   const std::uint64_t k =
       search(max_steps, [&](TrainConfig& t, std::uint64_t n) { t.seq = n * f.seq_step; });
   f.max_seq = k * f.seq_step;
+  f.seq_limit = max_steps * f.seq_step;
+  f.seq_at_limit = k == max_steps && k > 0;
   return f;
 }
 

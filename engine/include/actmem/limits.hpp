@@ -31,6 +31,11 @@ constexpr std::uint64_t kMaxPipelineOps = std::uint64_t{1} << 20;
 // Fixed per-GPU buffers a user may set (cuBLAS workspace, DDP bucket): 2^50 bytes (1 PiB).
 constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 50;
 
+// fit's searches: micro-batches up to 2^20, sequences up to 2^30 tokens. An answer at the bound
+// says so (FitResult::*_at_limit): more may fit.
+constexpr std::uint64_t kMaxFitMicroBatch = std::uint64_t{1} << 20;
+constexpr std::uint64_t kMaxFitSeq = std::uint64_t{1} << 30;
+
 // Timeline events written out (JSON, CSV): the walk always covers every op and computes the exact
 // peak; a longer step's event list is cut at this many per stage and the answer says so.
 constexpr std::uint64_t kMaxTimelineEvents = 100000;

@@ -18,6 +18,11 @@ struct FitResult {
   std::uint64_t max_seq = 0;          // at the configured micro-batch; 0: none fits
   std::uint64_t seq_step = 1;  // sequences are searched in multiples of this (cp, tp with SP)
   std::uint64_t probes = 0;    // configurations simulated
+  // Each search's upper bound (kMaxFitMicroBatch; kMaxFitSeq or the learned position table) and
+  // whether the answer reached it: then at least that many fit, and the search stopped there.
+  std::uint64_t micro_batch_limit = 0, seq_limit = 0;
+  bool micro_batch_at_limit = false, seq_at_limit = false;
+  bool seq_limit_is_positions = false;  // the bound is max_position_embeddings, not the search's
 };
 
 // Binary searches over the simulated peak, which is monotonic in micro-batch and sequence length.
