@@ -571,3 +571,31 @@ TEST_CASE("timeline events written out are capped at kMaxTimelineEvents; the pea
   CHECK(small["stages"][0]["events_truncated"] == false);
   CHECK(small["stages"][0]["events"].size() == small["stages"][0]["events_total"]);
 }
+
+TEST_CASE("plan sizes its patterns to the stage that binds under an uneven layer_split",
+          "[plan][bounds]") {
+  // Llama 3.1 8B, pp = 2 split 12 + 20, 8 micro-batches of 8,192 tokens, dp = 8, ZeRO-1, 51.1 GiB.
+  // Patterns sized to stage 0's 12 layers cycled over stage 1's 20 and the plan chose
+  // layers:SSSSSSCCCCCC at +17.96 %; sized to 20 as well it finds +13.44 % (issue 12).
+  const json req = {{"command", "plan"},
+                    {"preset", "llama-3.1-8b"},
+                    {"config",
+                     {{"pp", 2},
+                      {"layer_split", {12, 20}},
+                      {"micro_batches", 8},
+                      {"seq", 8192},
+                      {"dp", 8},
+                      {"zero", 1},
+                      {"gpu_memory", "51.1GiB"}}}};
+  const json r = actmem::evaluate_json(req);
+  REQUIRE(r.value("found", false));
+  CHECK(r["policy"] == "layers:SSSSSSSSSSSSCCCCCCCC");
+  CHECK(r["recompute_overhead_pct"].get<double>() < 13.45);
+  // Re-estimated with that policy: the same peak, within the budget.
+  json est = req;
+  est.erase("command");
+  est["config"]["recompute"] = r["policy"];
+  const json e = actmem::evaluate_json(est);
+  CHECK(e["peak_bytes"] == r["peak_bytes"]);
+  CHECK(e["peak_bytes"].get<std::uint64_t>() <= r["budget_bytes"].get<std::uint64_t>());
+}
