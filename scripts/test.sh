@@ -26,12 +26,22 @@ cmake --preset asan >/dev/null
 cmake --build --preset asan
 ctest --preset asan
 
-echo "== fuzz: 100,000 deterministic libFuzzer runs over the JSON entry point (seeded with every preset and example)"
+echo "== fuzz: deterministic libFuzzer runs over every client path (docs/reliability.md, Fuzzing)"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
-rm -rf build/fuzz-ci && mkdir -p build/fuzz-ci
-build/fuzz/actmem-fuzz -seed=1 -runs=100000 -timeout=10 -rss_limit_mb=4096 -dict=fuzz/json.dict \
-  -artifact_prefix=build/fuzz-ci/ build/fuzz-ci fuzz/corpus fuzz/regressions 2>&1 | tail -n 3
+fuzz() {  # target, runs, dictionary, corpus folders...
+  local t=$1 runs=$2 dict=$3; shift 3
+  echo "-- $t: $runs runs"
+  rm -rf "build/fuzz-ci/$t" && mkdir -p "build/fuzz-ci/$t"
+  local len=()  # the command-line targets' seeds hold 12 KB files; keep mutations near that size
+  [ "$t" = actmem-fuzz ] || len=(-max_len=16384)
+  "build/fuzz/$t" -seed=1 -runs="$runs" -timeout=10 -rss_limit_mb=4096 "${len[@]}" \
+    -dict="$dict" -artifact_prefix="build/fuzz-ci/$t-" "build/fuzz-ci/$t" "$@" 2>&1 | tail -n 2
+}
+fuzz actmem-fuzz 100000 fuzz/json.dict fuzz/corpus fuzz/regressions  # the JSON entry point
+fuzz actmem-fuzz-cli 50000 fuzz/cli.dict fuzz/corpus-cli             # actmem's argv + a file
+fuzz actmem-fuzz-requests 1500 fuzz/json.dict fuzz/corpus-requests   # `requests -` streams
+fuzz actmem-fuzz-validate 50000 fuzz/cli.dict fuzz/corpus-validate   # actmem-validate's argv
 
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then
