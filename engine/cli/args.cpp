@@ -122,11 +122,18 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--micro-batches", "micro_batches"},
       {"--fragmentation", "fragmentation_pct"}};
   for (; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
+    // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
+    const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;
+    const std::string a = argv[i].substr(0, eq);
+    const bool inline_value = eq != std::string::npos;
     // A flag's value is the next argument unless that is itself an option ("--seq --tp 2" is a
     // missing value for --seq, not a bad option "2"); "-5" stays a value for the engine to refuse.
     std::string missing;
     auto value = [&](std::string* v) -> bool {
+      if (inline_value) {
+        *v = argv[i].substr(eq + 1);
+        return true;
+      }
       if (i + 1 >= argv.size()) return false;
       if (argv[i + 1].rfind("--", 0) == 0) {
         missing = ", got the option " + json(argv[i + 1]).dump(-1, ' ', true, kReplace);
@@ -136,6 +143,11 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       return true;
     };
     std::string v;
+    static const char* const kBoolean[] = {
+        "--json", "--csv", "--help", "-h", "--sp", "--offload", "--no-master-weights"};
+    for (const char* b : kBoolean)
+      if (inline_value && a == b)
+        return a + ": takes no value, got " + shown(argv[i].substr(eq)) + "; give " + a + " alone";
     if (a == "--json") {
       o->json = true;
       continue;
