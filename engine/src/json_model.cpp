@@ -1,6 +1,7 @@
 // Reads a model spec from our JSON schema or a Hugging Face config.json (GPT-2, Llama, Mistral,
 // Mixtral, Qwen2, Qwen2-MoE naming); see docs/schema.md.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -230,12 +231,14 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     // embed.dropout_mask); a different embedding rate would be ignored, so it is refused.
     double embd = m.hidden_dropout;
     ACTMEM_TRY(get_prob("embd_pdrop", &embd));
-    if (embd != m.hidden_dropout)
+    if (embd != m.hidden_dropout) {
+      // Rates as %g: the same text whether the value arrived as 0 or 0.0 (the page's JSON).
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%g differs from resid_pdrop %g", embd, m.hidden_dropout);
       return make_error("unsupported", "model.embd_pdrop",
-                        "model.embd_pdrop: " + detail::short_dump(j["embd_pdrop"]) +
-                            " differs from resid_pdrop " +
-                            detail::short_dump(j.value("resid_pdrop", json(0.1))) +
+                        std::string("model.embd_pdrop: ") + buf +
                             "; actmem applies one rate to embeddings and residuals");
+    }
     if (j.contains("activation_function"))
       ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
     if (!act.empty() && act.rfind("gelu", 0) != 0 && act != "relu")

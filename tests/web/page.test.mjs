@@ -478,7 +478,7 @@ test(`bad-input catalogue (${catalogue.length} inputs) through the page: the mes
       .catch(async () => assert.fail(`${e.id}: no error shown for #${hash} (state ${await page.getAttribute('body', 'data-state')})`));
     // The slot next to the field's control; model.* messages sit beside the model box.
     const slot = await page.evaluate((f) => {
-      const own = document.querySelector(`[data-err="${f}"]`);
+      const own = document.querySelector(`[data-err="${CSS.escape(f)}"]`);
       return own ? f : f.startsWith('model') ? 'model' : null;
     }, e.field);
     assert.ok(slot, `${e.id}: the page has a place beside ${e.field}`);
