@@ -51,9 +51,12 @@ bool read_file(const std::string& path, std::string* out) {
   if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  *out = ss.str();
+  // At most one byte past the bound is read: parse_json_text then refuses the text by its size
+  // (a 3 GB file took 6 GB and 13 s when read whole first).
+  std::string text(kMaxJsonTextBytes + 1, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(f.gcount()));
+  *out = std::move(text);
   return true;
 }
 
@@ -228,6 +231,13 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
+      const bool given =
+          a == "--layer-split" ? cfg_flags.contains("layer_split")
+          : a == "--custom-keep"
+              ? cfg_flags.contains("custom_keep")
+              : o->request.contains("sweep") &&
+                    o->request["sweep"].contains(a == "--sweep-seqs" ? "seqs" : "micro_batches");
+      if (given) return a + ": given twice; give it once";
       if (a == "--layer-split")
         cfg_flags["layer_split"] = list;
       else if (a == "--custom-keep")
@@ -239,6 +249,10 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       // The engine reads the size (config.gpu_memory, size.hpp: exact, no double) and names the
       // field in its message, the same one the page shows. The flag replaces a config file's
       // budget in either form.
+      if (cfg_flags.contains("gpu_memory"))
+        return a +
+               ": the budget is given twice (--gpu-memory and --budget are one setting); give "
+               "it once";
       cfg_flags["gpu_memory"] = v;
     } else {
       return shown(a) +
