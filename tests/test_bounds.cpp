@@ -137,3 +137,41 @@ TEST_CASE("fit says when an answer is its search's bound (kMaxFitMicroBatch), no
   CHECK(g["seq_limit_is_positions"] == true);
   CHECK(g["micro_batch_at_limit"] == false);
 }
+
+TEST_CASE("JSON: a key given twice in one object is refused, naming its path", "[bounds]") {
+  // nlohmann keeps the last of two equal keys; {"seq": 2048, "seq": 4} answered for s = 4.
+  const json r = json::parse(actmem::evaluate(
+      R"({"preset": "llama-3.1-8b", "config": {"seq": 2048, "seq": 4}})"));
+  CHECK(r["error"]["code"] == "duplicate_key");
+  CHECK(r["error"]["message"] == "config.seq: given twice in one object; allowed: each key once");
+  const auto m = actmem::parse_json_text(R"({"stack": [1, {"a": 1, "a": 1}]})", "model");
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.error().field == "model.stack[1].a");
+  // Equal keys in different objects are fine.
+  CHECK(actmem::parse_json_text(R"({"a": {"b": 1}, "c": {"b": 1}})", "model").ok());
+}
+
+TEST_CASE("JSON: a NUL byte is an error where it stands, not the end of the text", "[bounds]") {
+  // nlohmann's lexer reads NUL as end of input: the text after it was ignored.
+  const std::string text = std::string(R"({"preset": "llama-3.1-8b"})") + '\0' + "{\"x\": 1}";
+  const auto r = actmem::parse_json_text(text, "request");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "request: a NUL byte at byte 26 (JSON text holds none)");
+}
+
+TEST_CASE("JSON: more than kMaxJsonValues values are refused before a tree is built",
+          "[bounds]") {
+  // 16 MiB of "[{},{},...]" is 5.6 million values: a 1 GB tree before this bound. The scan stops
+  // at the first value past the bound, so the work is the bound, not the text.
+  auto list = [](std::size_t n) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < n; ++i) s += i ? ",{}" : "{}";
+    return s + "]";
+  };
+  // The outer array is one value, so kMaxJsonValues - 1 elements fit.
+  CHECK(actmem::parse_json_text(list(actmem::kMaxJsonValues - 1), "model").ok());
+  const auto r = actmem::parse_json_text(list(actmem::kMaxJsonValues), "model");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        "model: holds more than the 262144 JSON values a request, model or config may have");
+}

@@ -1,5 +1,7 @@
 // Reads training configs and GPU specs, and resolves preset ids against the compiled-in presets.
 #include <cstring>
+#include <set>
+#include <vector>
 
 #include "actmem/json_io.hpp"
 #include "actmem/names.hpp"
@@ -229,30 +231,80 @@ std::string preset_ids(const std::string& kind) {
 
 namespace {
 
-// How deep the text nests objects and arrays (brackets inside strings skipped), stopping early
-// once past `limit`: checked before parsing, so no client ever builds, copies or walks a tree
-// deeper than the limit (a recursive copy of 100,000 nested objects overflowed the CLI's stack).
-std::size_t nesting(const std::string& text, std::size_t limit) {
-  std::size_t depth = 0, deepest = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > deepest) deepest = depth;
-      if (deepest > limit) break;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
+// One streaming pass over the text before any tree is built (nlohmann's SAX parser keeps its own
+// stack, so it never recurses): it stops at the first of
+// - nesting deeper than kMaxJsonDepth (a recursive copy of 100,000 nested objects overflowed the
+//   CLI's stack),
+// - more than kMaxJsonValues values (16 MiB of "[{},{},...]" built a 1 GB tree),
+// - a key given twice in one object (nlohmann keeps the last silently: {"seq": 2048, "seq": 4}
+//   would answer for 4 without a word),
+// - a syntax error, remembering where.
+struct Scan : json::json_sax_t {
+  enum class Stop { none, too_deep, too_many, duplicate, malformed };
+  struct Frame {
+    bool object = false;
+    std::set<std::string> keys;
+    std::string key;  // the object's current key
+    std::size_t index = 0;  // the array's next element
+  };
+  Stop stop = Stop::none;
+  std::size_t values = 0, error_pos = 0;
+  std::string path;  // where a duplicate key was found
+  std::vector<Frame> stack;
+
+  bool value() {
+    if (!stack.empty() && !stack.back().object) ++stack.back().index;
+    if (++values > kMaxJsonValues) return halt(Stop::too_many);
+    return true;
   }
-  return deepest;
-}
+  bool halt(Stop s) {
+    stop = s;
+    return false;
+  }
+  bool open(bool object) {
+    if (!value()) return false;
+    if (stack.size() >= kMaxJsonDepth) return halt(Stop::too_deep);
+    stack.push_back(Frame{object, {}, {}, 0});
+    return true;
+  }
+  bool close() {
+    stack.pop_back();
+    return true;
+  }
+  std::string where() const {
+    std::string s;
+    for (const Frame& f : stack)
+      s += f.object ? "." + detail::key_text(f.key)
+                    : "[" + std::to_string(f.index == 0 ? 0 : f.index - 1) + "]";
+    // One line: a path through 64 levels of long keys keeps its last 120 characters.
+    if (s.size() > 120) s = "..." + s.substr(s.size() - 117);
+    return s;
+  }
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool key(string_t& k) override {
+    Frame& f = stack.back();
+    f.key = k;
+    if (!f.keys.insert(k).second) {
+      path = where();
+      return halt(Stop::duplicate);
+    }
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t p, const std::string&, const nlohmann::detail::exception&) override {
+    error_pos = p;
+    return halt(Stop::malformed);
+  }
+};
 
 }  // namespace
 
@@ -262,38 +314,42 @@ Result<json> parse_json_text(const std::string& text, const std::string& field) 
                       field + ": " + std::to_string(text.size()) + " bytes is more than the " +
                           std::to_string(kMaxJsonTextBytes) +
                           " bytes a request, model or config may have");
-  if (nesting(text, kMaxJsonDepth) > kMaxJsonDepth)
-    return make_error("too_deep", field,
-                      field + ": nests objects and arrays more than " +
-                          std::to_string(kMaxJsonDepth) + " levels deep");
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    // Re-run with a SAX handler that records where the parse stopped, for a useful message.
-    struct Where : json::json_sax_t {
-      std::size_t pos = 0;
-      bool null() override { return true; }
-      bool boolean(bool) override { return true; }
-      bool number_integer(number_integer_t) override { return true; }
-      bool number_unsigned(number_unsigned_t) override { return true; }
-      bool number_float(number_float_t, const string_t&) override { return true; }
-      bool string(string_t&) override { return true; }
-      bool binary(binary_t&) override { return true; }
-      bool start_object(std::size_t) override { return true; }
-      bool key(string_t&) override { return true; }
-      bool end_object() override { return true; }
-      bool start_array(std::size_t) override { return true; }
-      bool end_array() override { return true; }
-      bool parse_error(std::size_t p, const std::string&,
-                       const nlohmann::detail::exception&) override {
-        pos = p;
-        return false;
-      }
-    } where;
-    json::sax_parse(text, &where, json::input_format_t::json, false);
+  // nlohmann reads a NUL byte as the end of the text: "{...}\0anything" would parse as "{...}".
+  // JSON has no raw NUL anywhere (RFC 8259 section 7), so one is an error where it stands.
+  const std::size_t nul = text.find('\0');
+  if (nul != std::string::npos)
     return make_error("malformed_json", field,
-                      field + ": malformed JSON near byte " + std::to_string(where.pos) +
-                          " (NaN, Infinity, comments and trailing commas are not JSON)");
+                      field + ": a NUL byte at byte " + std::to_string(nul) +
+                          " (JSON text holds none)");
+  Scan scan;
+  json::sax_parse(text, &scan, json::input_format_t::json, true);
+  switch (scan.stop) {
+    case Scan::Stop::none:
+      break;
+    case Scan::Stop::too_deep:
+      return make_error("too_deep", field,
+                        field + ": nests objects and arrays more than " +
+                            std::to_string(kMaxJsonDepth) + " levels deep");
+    case Scan::Stop::too_many:
+      return make_error("too_large", field,
+                        field + ": holds more than the " + std::to_string(kMaxJsonValues) +
+                            " JSON values a request, model or config may have");
+    case Scan::Stop::duplicate: {
+      // A request's keys are named from its top ("config.seq"), a file's from its role
+      // ("model.num_hidden_layers"), as every other error names them.
+      const std::string at =
+          field == "request" && !scan.path.empty() ? scan.path.substr(1) : field + scan.path;
+      return make_error("duplicate_key", at,
+                        at + ": given twice in one object; allowed: each key once");
+    }
+    case Scan::Stop::malformed:
+      return make_error("malformed_json", field,
+                        field + ": malformed JSON near byte " + std::to_string(scan.error_pos) +
+                            " (NaN, Infinity, comments and trailing commas are not JSON)");
   }
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded())  // the scan accepted it, so this cannot happen; never answer silently
+    return make_error("malformed_json", field, field + ": malformed JSON");
   return j;
 }
 

@@ -12,6 +12,9 @@ namespace actmem {
 // 64 levels (ours need 4; nlohmann's parser and our copies recurse per level).
 constexpr std::size_t kMaxJsonTextBytes = std::size_t{16} << 20;
 constexpr std::size_t kMaxJsonDepth = 64;
+// ...and holding at most 2^18 values (a 65,536-layer per-layer list fits four times over): 16 MiB
+// of "[{},{},...]" is 5.6 million values, a 1 GB tree.
+constexpr std::size_t kMaxJsonValues = std::size_t{1} << 18;
 
 // Model dimensions: any real model is far below 2^40, and products of a few such dimensions stay
 // inside the checked 64-bit arithmetic (checked.hpp) without wrapping first.
