@@ -128,3 +128,21 @@ if(pos EQUAL -1)
   message(FATAL_ERROR "--seq=512 should set seq 512: ${LAST_OUT}")
 endif()
 expect_error_naming("--sp: takes no value, got \"=false\"" estimate --preset gpt2 --sp=false)
+# Flags one command reads are refused on another, not ignored (hostile run, round 2).
+expect_error_naming("--csv: read only by timeline" estimate --preset gpt2 --csv)
+expect_error_naming("--csv: give --csv or --json, not both" timeline --preset gpt2 --csv --json)
+expect_error_naming("--sweep-seqs: read only by sweep, not by estimate" estimate --preset gpt2 --sweep-seqs 1024)
+expect_error_naming("config.custom_keep: is read only with recompute" estimate --preset gpt2 --custom-keep attn.qkv_in)
+expect_error_naming("config.schedule: interleaved needs vpp > 1" estimate --preset llama-3.1-8b --pp 2 --schedule interleaved)
+# A key given twice in a file, and a NUL byte inside one, are errors (nlohmann kept the last key
+# and stopped reading at the NUL).
+file(WRITE "${T}/dup.json" "{\"seq\": 2048, \"seq\": 4}")
+expect_error_naming("config.seq: given twice in one object" estimate --preset gpt2 --config "${T}/dup.json")
+# requests: whitespace-only lines are skipped like empty ones; one answer per request line.
+file(WRITE "${T}/reqs.jsonl" "{\"command\": \"presets\"}\r\n  \t\r\n\n{\"command\": \"presets\"}\n   ")
+expect_exit(0 requests "${T}/reqs.jsonl")
+string(REGEX MATCHALL "\n" answers "${LAST_OUT}")
+list(LENGTH answers n_answers)
+if(NOT n_answers EQUAL 2 OR NOT LAST_OUT MATCHES "^{\"examples\"")
+  message(FATAL_ERROR "requests should answer the 2 request lines and skip blank ones: ${LAST_OUT}")
+endif()

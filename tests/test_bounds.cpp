@@ -140,8 +140,8 @@ TEST_CASE("fit says when an answer is its search's bound (kMaxFitMicroBatch), no
 
 TEST_CASE("JSON: a key given twice in one object is refused, naming its path", "[bounds]") {
   // nlohmann keeps the last of two equal keys; {"seq": 2048, "seq": 4} answered for s = 4.
-  const json r = json::parse(actmem::evaluate(
-      R"({"preset": "llama-3.1-8b", "config": {"seq": 2048, "seq": 4}})"));
+  const json r = json::parse(
+      actmem::evaluate(R"({"preset": "llama-3.1-8b", "config": {"seq": 2048, "seq": 4}})"));
   CHECK(r["error"]["code"] == "duplicate_key");
   CHECK(r["error"]["message"] == "config.seq: given twice in one object; allowed: each key once");
   const auto m = actmem::parse_json_text(R"({"stack": [1, {"a": 1, "a": 1}]})", "model");
@@ -159,8 +159,7 @@ TEST_CASE("JSON: a NUL byte is an error where it stands, not the end of the text
   CHECK(r.error().message == "request: a NUL byte at byte 26 (JSON text holds none)");
 }
 
-TEST_CASE("JSON: more than kMaxJsonValues values are refused before a tree is built",
-          "[bounds]") {
+TEST_CASE("JSON: more than kMaxJsonValues values are refused before a tree is built", "[bounds]") {
   // 16 MiB of "[{},{},...]" is 5.6 million values: a 1 GB tree before this bound. The scan stops
   // at the first value past the bound, so the work is the bound, not the text.
   auto list = [](std::size_t n) {
@@ -174,4 +173,75 @@ TEST_CASE("JSON: more than kMaxJsonValues values are refused before a tree is bu
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message ==
         "model: holds more than the 262144 JSON values a request, model or config may have");
+}
+
+TEST_CASE("Request keys read by one command are refused on another (no silent answer)",
+          "[bounds]") {
+  auto err = [](const json& req) { return actmem::evaluate_json(req)["error"]; };
+  const json base = {{"preset", "llama-3.1-8b"}};
+  json r = base;
+  r["command"] = "estimate";
+  r["events"] = "none";
+  CHECK(err(r)["message"] == "events: read only by the timeline command, not by estimate");
+  r = base;
+  r["command"] = "fit";
+  r["sweep"] = {{"seqs", {1024}}};
+  CHECK(err(r)["field"] == "sweep");
+  r = base;
+  r["command"] = "timeline";
+  r["stages"] = "all";
+  CHECK(err(r)["message"] == "stages: read only by the view command, not by timeline");
+  r = base;
+  r["command"] = "explain";
+  r["summary"] = true;
+  CHECK(err(r)["field"] == "summary");
+  CHECK(err({{"command", "presets"}, {"config", {{"seq", 1}}}})["message"] ==
+        "config: the presets command reads no other key");
+  // The key on its own command is read.
+  r = base;
+  r["command"] = "timeline";
+  r["events"] = "none";
+  r["compact_events"] = true;
+  CHECK(actmem::evaluate_json(r)["ok"] == true);
+}
+
+TEST_CASE("The request's gpu and its config's gpu must agree", "[bounds]") {
+  const json r = actmem::evaluate_json(
+      {{"preset", "llama-3.1-8b"}, {"gpu", "h100-80gb"}, {"config", {{"gpu", "a100-40gb"}}}});
+  CHECK(r["error"]["message"] ==
+        "gpu: 'h100-80gb' conflicts with config.gpu 'a100-40gb'; give one");
+  CHECK(actmem::evaluate_json({{"preset", "llama-3.1-8b"},
+                               {"gpu", "h100-80gb"},
+                               {"config", {{"gpu", "h100-80gb"}}}})["ok"] == true);
+}
+
+TEST_CASE("sweep: micro-batches and sequences past fit's search bounds are refused", "[bounds]") {
+  // 2^41 as a micro-batch overflowed every cell's products to -1 (hostile run).
+  const json r = actmem::evaluate_json({{"command", "sweep"},
+                                        {"preset", "llama-3.1-8b"},
+                                        {"sweep", {{"micro_batches", {1, 2199023255552ull}}}}});
+  CHECK(r["error"]["message"] ==
+        "sweep.micro_batches[1]: 2199023255552 is more than the supported 1048576");
+  const json s = actmem::evaluate_json(
+      {{"command", "sweep"}, {"preset", "llama-3.1-8b"}, {"sweep", {{"seqs", {1073741825}}}}});
+  CHECK(s["error"]["field"] == "sweep.seqs[0]");
+}
+
+TEST_CASE("custom_keep without the custom choice, interleaved with vpp = 1: errors, not ignored",
+          "[bounds]") {
+  auto err = [](const json& c) {
+    return actmem::evaluate_json({{"preset", "llama-3.1-8b"}, {"config", c}})["error"];
+  };
+  CHECK(
+      err({{"recompute", "full"}, {"custom_keep", {"attn.qkv_in"}}})["message"] ==
+      "config.custom_keep: is read only with recompute \"custom\" or a layers: pattern holding X");
+  CHECK(err({{"custom_keep", {"attn.qkv_in"}}})["field"] == "config.custom_keep");
+  // Read where the policy has custom layers.
+  CHECK(actmem::evaluate_json(
+            {{"preset", "llama-3.1-8b"},
+             {"config", {{"recompute", "layers:KX"}, {"custom_keep", {"attn.qkv_in"}}}}})["ok"] ==
+        true);
+  CHECK(err({{"pp", 2}, {"schedule", "interleaved"}})["message"] ==
+        "config.schedule: interleaved needs vpp > 1 model chunks per pipeline rank (with vpp=1 it "
+        "is 1f1b)");
 }

@@ -282,6 +282,14 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
     return "presets: takes no model or config options (only --json); got " +
            std::string(!cfg_file.empty() ? "config key " + shown(cfg_file.begin().key())
                                          : "a model or sweep option");
+  // Flags one command reads, refused on the others (they would change nothing there).
+  if (o->csv && o->command != "timeline")
+    return "--csv: read only by timeline (its events as CSV), not by " + o->command;
+  if (o->csv && o->json) return "--csv: give --csv or --json, not both";
+  if (o->command != "sweep" && o->command != "presets" && o->request.contains("sweep"))
+    return std::string(o->request["sweep"].contains("seqs") ? "--sweep-seqs"
+                                                            : "--sweep-micro-batches") +
+           ": read only by sweep, not by " + o->command;
   if (!cfg_file.empty()) o->request["config"] = cfg_file;
   if (o->command != "estimate") o->request["command"] = o->command;
   return "";

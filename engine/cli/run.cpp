@@ -12,6 +12,16 @@
 
 namespace actmem::cli {
 
+namespace {
+
+// A line of JSON whitespace only (RFC 8259 section 2: space, tab, CR, LF) holds no request: skipped
+// like an empty line, so a CRLF file or a trailing "   " is not an error answer.
+bool blank(const std::string& line) {
+  return line.find_first_not_of(" \t\r") == std::string::npos;
+}
+
+}  // namespace
+
 int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
             std::ostream& errs) {
   if (!args.empty() && args[0] == "requests") {
@@ -54,10 +64,10 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
         line += static_cast<char>(c);
         continue;
       }
-      if (!line.empty()) out << evaluate(line) << "\n";
+      if (!blank(line)) out << evaluate(line) << "\n";
       line.clear();
     }
-    if (!line.empty()) out << evaluate(line) << "\n";
+    if (!blank(line)) out << evaluate(line) << "\n";
     return 0;
   }
   Options opt;

@@ -118,7 +118,32 @@ json answer(const json& req, std::string* text) {
   if (req.contains("command"))
     if (auto err = detail::read_string(req["command"], "command", &command))
       return error_to_json(*err);
-  if (command == "presets") return presets_listing();
+  // A key read by one command only is refused on another: it would change nothing there, and
+  // whoever sent it expects it to (a silent answer). Each key names the commands that read it.
+  struct Only {
+    const char* key;
+    const char* commands;  // space-separated
+  };
+  static const Only kOnly[] = {{"sweep", "sweep"},
+                               {"events", "timeline"},
+                               {"compact_events", "timeline"},
+                               {"stages", "view"},
+                               {"summary", "estimate"}};
+  for (const Only& o : kOnly) {
+    const std::string cs = std::string(" ") + o.commands + " ";
+    if (req.contains(o.key) && cs.find(" " + command + " ") == std::string::npos)
+      return error_to_json(make_error("invalid_value", o.key,
+                                      std::string(o.key) + ": read only by the " + o.commands +
+                                          " command, not by " + detail::key_text(command)));
+  }
+  if (command == "presets") {
+    for (const auto& item : req.items())
+      if (item.key() != "command")
+        return error_to_json(
+            make_error("invalid_value", detail::key_text(item.key()),
+                       detail::key_text(item.key()) + ": the presets command reads no other key"));
+    return presets_listing();
+  }
   if (command != "estimate" && command != "explain" && command != "timeline" && command != "fit" &&
       command != "plan" && command != "sweep" && command != "view")
     return error_to_json(make_error(
@@ -177,7 +202,17 @@ json answer(const json& req, std::string* text) {
   if (!cfg.ok()) return error_to_json(cfg.error());
   TrainConfig c = cfg.value();
   if (req.contains("gpu")) {
-    if (auto err = detail::read_string(req["gpu"], "gpu", &c.gpu_id)) return error_to_json(*err);
+    std::string id;
+    if (auto err = detail::read_string(req["gpu"], "gpu", &id)) return error_to_json(*err);
+    // The same setting twice (the request's gpu and its config's): equal is fine, different is
+    // a conflict, never last-one-wins.
+    if (req.contains("config") && req["config"].is_object() && req["config"].contains("gpu") &&
+        id != c.gpu_id)
+      return error_to_json(make_error("invalid_value", "gpu",
+                                      "gpu: '" + detail::key_text(id) +
+                                          "' conflicts with config.gpu '" +
+                                          detail::key_text(c.gpu_id) + "'; give one"));
+    c.gpu_id = id;
   }
   GpuSpec gpu;
   bool has_gpu = false;
@@ -231,6 +266,14 @@ json answer(const json& req, std::string* text) {
           std::uint64_t v = 0;
           if (auto err = detail::read_uint(a[i], field + "[" + std::to_string(i) + "]", &v))
             return error_to_json(*err);
+          // fit's search bounds: a micro-batch past 2^20 or a sequence past 2^30 tokens is
+          // beyond any GPU and overflowed a cell's products to -1.
+          const std::uint64_t cap = std::string(key) == "seqs" ? kMaxFitSeq : kMaxFitMicroBatch;
+          if (v > cap)
+            return error_to_json(
+                make_error("invalid_value", field + "[" + std::to_string(i) + "]",
+                           field + "[" + std::to_string(i) + "]: " + std::to_string(v) +
+                               " is more than the supported " + std::to_string(cap)));
           dst.push_back(v);
         }
       }

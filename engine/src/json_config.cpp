@@ -244,7 +244,7 @@ struct Scan : json::json_sax_t {
   struct Frame {
     bool object = false;
     std::set<std::string> keys;
-    std::string key;  // the object's current key
+    std::string key;        // the object's current key
     std::size_t index = 0;  // the array's next element
   };
   Stop stop = Stop::none;
@@ -318,9 +318,9 @@ Result<json> parse_json_text(const std::string& text, const std::string& field) 
   // JSON has no raw NUL anywhere (RFC 8259 section 7), so one is an error where it stands.
   const std::size_t nul = text.find('\0');
   if (nul != std::string::npos)
-    return make_error("malformed_json", field,
-                      field + ": a NUL byte at byte " + std::to_string(nul) +
-                          " (JSON text holds none)");
+    return make_error(
+        "malformed_json", field,
+        field + ": a NUL byte at byte " + std::to_string(nul) + " (JSON text holds none)");
   Scan scan;
   json::sax_parse(text, &scan, json::input_format_t::json, true);
   switch (scan.stop) {

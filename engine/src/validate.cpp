@@ -197,6 +197,17 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.cp",
                "cp=" + std::to_string(p.cp) + " does not divide seq=" + std::to_string(c.seq));
   if (p.vpp > 1 && p.pp == 1) return bad("config.vpp", "interleaving (vpp > 1) needs pp > 1");
+  // Asked for by name, the interleaved schedule needs chunks to interleave: with vpp = 1 the
+  // answer would be 1F1B's while saying "interleaved".
+  if (c.schedule == Schedule::kInterleaved && p.vpp == 1)
+    return bad("config.schedule",
+               "interleaved needs vpp > 1 model chunks per pipeline rank (with vpp=1 it is 1f1b)");
+  // custom_keep is read only by the custom choice: given with another policy it would be ignored.
+  const Recompute& rc = c.recompute;
+  if (!rc.custom_keep.empty() && rc.kind != RecomputeKind::kCustom &&
+      !(rc.kind == RecomputeKind::kPattern && rc.pattern.find('X') != std::string::npos))
+    return bad("config.custom_keep",
+               "is read only with recompute \"custom\" or a layers: pattern holding X");
   if (p.vpp > 1 && c.grad_accum != 0 && c.grad_accum % p.pp != 0)
     return bad("config.grad_accum", "the interleaved schedule needs micro-batches (" +
                                         std::to_string(c.grad_accum) +
