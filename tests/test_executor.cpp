@@ -3,12 +3,14 @@
 // fp32 within 1e-4 of fp64, and fp64 gradients against finite differences (issue 5).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "actmem/json_io.hpp"
 #include "checks.hpp"
 #include "cpu_device.hpp"
+#include "validate_args.hpp"
 
 using namespace actmem;
 using nlohmann::json;
@@ -147,4 +149,50 @@ TEST_CASE(
   CHECK(r.fd_worst_ratio <= 1.0);
   CHECK(r.fd_bound <= exec::kFdMaxBound);
   CHECK(r.passed());
+}
+
+TEST_CASE("actmem-validate's flags: executor named, each given once, probes bounded by their work",
+          "[executor][args]") {
+  const std::string model = std::string(ACTMEM_SOURCE_DIR) + "/tests/data/validate/gpt-tiny.json";
+  auto parse = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{"--model", model, "--seq", "16"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return exec::parse_validate_args(argv);
+  };
+  auto message = [&](std::vector<std::string> extra) {
+    auto r = parse(std::move(extra));
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+  };
+  CHECK(message({"--executor", "gpu"}) == "--executor: \"gpu\" is not allowed; allowed: cpu, cuda");
+  CHECK(message({"--seed", "1", "--seed", "2"}) == "--seed: given twice; give it once");
+  CHECK(message({"--json=1"}) == "--json: takes no value, got \"=1\"; give --json alone");
+  auto eq = parse({"--seed=7", "--fd-probes=3"});
+  REQUIRE(eq.ok());
+  CHECK(eq.value().options.seed == 7);
+  CHECK(eq.value().options.fd_probes == 3);
+  // 4,096 probes at s = 1024 on a 2-layer h = 512 model (8 heads, f = 2048): each probe is four
+  // forwards of step_work = 1024 * 2 * (512 * (512 + 2048) + 8 * 64 * 1024) = 3.758e9
+  // multiply-adds, so kMaxFdWork = 1e11 allows floor(1e11 / 1.503e10) = 6 probes.
+  const json big = {{"num_hidden_layers", 2},   {"hidden_size", 512},
+                    {"num_attention_heads", 8}, {"intermediate_size", 2048},
+                    {"vocab_size", 256},        {"max_position_embeddings", 1024}};
+  const std::string big_path =
+      (std::filesystem::temp_directory_path() / "actmem_fd_big.json").string();
+  std::ofstream(big_path) << big.dump();
+  auto big_args = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{"--model", big_path, "--seq", "1024", "--dtype", "fp32"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return exec::parse_validate_args(argv);
+  };
+  auto over = big_args({"--fd-probes", "4096"});
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().message ==
+        "--fd-probes: 4096 probes at this problem size are more than the 6 the finite-difference "
+        "work bound allows; give at most 6");
+  // The default 24 shrinks to the bound; an explicit count within it is kept.
+  auto dflt = big_args({});
+  REQUIRE(dflt.ok());
+  CHECK(dflt.value().options.fd_probes == 6);
+  CHECK(big_args({"--fd-probes", "2"}).value().options.fd_probes == 2);
 }

@@ -100,6 +100,13 @@ std::optional<Error> check_problem_size(const ModelSpec& m, const TrainConfig& c
   return std::nullopt;
 }
 
+std::uint64_t fd_probe_limit(const ModelSpec& m, const TrainConfig& c) {
+  const double per_probe = 4.0 * step_work(m, c);
+  const double most = per_probe > 0 ? std::floor(kMaxFdWork / per_probe) : 0.0;
+  return most >= static_cast<double>(kMaxFdProbes) ? kMaxFdProbes
+                                                   : static_cast<std::uint64_t>(most);
+}
+
 FdProbe fd_probe(double fd_h, double fd_2h, double g, double rounding) {
   const double truncation = std::abs(fd_2h - fd_h) / 3.0;  // Richardson: fd(2h) - fd(h) = 3ch^2
   return FdProbe{std::abs(fd_h - g), kFdSafety * (rounding + truncation)};

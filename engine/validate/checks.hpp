@@ -25,6 +25,14 @@ constexpr double kMaxValidatorWorkCpu = 5e9;
 constexpr double kMaxValidatorWorkCuda = 1e14;
 constexpr std::uint64_t kMaxValidatorBytesCpu = std::uint64_t{8} << 30;
 constexpr std::uint64_t kMaxFdProbes = 4096;
+// Finite differences: each probe runs four fp64 forwards on the CPU (about 5e8 multiply-adds a
+// second on this project's 2-core machine, docs/reliability.md), so their total work is bounded:
+// 4 x probes x forward work <= 1e11, about 200 s. The default 24 probes fit up to 1e9 per forward.
+constexpr double kMaxFdWork = 1e11;
+
+// The most finite-difference probes kMaxFdWork allows at this problem size (at most
+// kMaxFdProbes).
+std::uint64_t fd_probe_limit(const ModelSpec& m, const TrainConfig& c);
 
 struct Options {
   std::string executor = "cpu";  // cpu | cuda
