@@ -13,6 +13,7 @@
 
   let worker = null;
   let customModel = null;    // a pasted or dropped config.json (parsed)
+  let customModelText = null;  // ...and its text as given, which is what the engine reads
   let customName = '';       // its name and size from the engine's last answer
   let currentExample = null; // a worked example id: its preset and config are the request's base
   let modelJsonError = null; // the link's model does not parse as JSON
@@ -142,10 +143,11 @@
     $('offload').checked = p.get('offload') === '1';
     $('all-stages').checked = p.get('all_stages') === '1';
     customModel = null;
+    customModelText = null;
     modelJsonError = null;
     if (p.has('model')) {
       $('model-json').value = p.get('model');
-      try { customModel = JSON.parse(p.get('model')); } catch (e) {
+      try { customModel = JSON.parse(p.get('model')); customModelText = p.get('model'); } catch (e) {
         modelJsonError = { field: 'model', message: 'model: the link carries malformed JSON' };
       }
     }
@@ -212,9 +214,19 @@
     return new Worker('worker.js');
   }
 
+  // The pasted model travels as the text the user gave, not as JSON.parse's object: the engine
+  // then sees what a file on the command line would give it (a key given twice is an error there;
+  // JSON.parse would keep the last one silently).
+  function requestText(request) {
+    if (request.model === undefined || request.model !== customModel || customModelText === null) return JSON.stringify(request);
+    const rest = { ...request };
+    delete rest.model;
+    const tail = JSON.stringify(rest);
+    return '{"model":' + customModelText + (tail === '{}' ? '}' : ',' + tail.slice(1));
+  }
   function send(lane, request) {
     const id = ++seq;
-    worker.postMessage({ id, lane, request: JSON.stringify(request) });
+    worker.postMessage({ id, lane, request: requestText(request) });
     return id;
   }
 
@@ -816,8 +828,9 @@
     $('all-stages').addEventListener('change', () => schedule(0));
     $('use-model').addEventListener('click', () => {
       clearErrors();
-      try { customModel = JSON.parse($('model-json').value); } catch (e) {
+      try { customModel = JSON.parse($('model-json').value); customModelText = $('model-json').value; } catch (e) {
         customModel = null;
+        customModelText = null;
         answerError({ field: 'model', message: 'model: malformed JSON (' + e.message + ')' }, null);
         return;
       }
@@ -828,7 +841,7 @@
       showModelChoice();
       update();
     });
-    $('clear-model').addEventListener('click', () => { customModel = null; currentExample = null; $('model-json').value = ''; $('preset').value = DEFAULT_PRESET; showModelChoice(); update(); });
+    $('clear-model').addEventListener('click', () => { customModel = null; customModelText = null; currentExample = null; $('model-json').value = ''; $('preset').value = DEFAULT_PRESET; showModelChoice(); update(); });
     $('model-file').addEventListener('change', async (e) => {
       const f = e.target.files[0];
       if (!f) return;
