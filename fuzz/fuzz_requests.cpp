@@ -1,5 +1,5 @@
-// libFuzzer target: `actmem requests -` over any byte stream. Every non-empty line gets exactly one
-// answer line, and each answer is a JSON object with "ok" (an error names its field); exit 0.
+// libFuzzer target: `actmem requests -` over any byte stream. Every line holding more than JSON
+// whitespace (space, tab, CR) gets exactly one answer line, and each answer is a JSON object with "ok" (an error names its field); exit 0.
 #include <cstdlib>
 #include <sstream>
 
@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::abort();
   std::size_t requests = 0;
   std::istringstream lines(text);
-  for (std::string l; std::getline(lines, l);) requests += !l.empty();
+  for (std::string l; std::getline(lines, l);)
+    requests += l.find_first_not_of(" \t\r") != std::string::npos;
   std::size_t answers = 0;
   std::istringstream outs(out.str());
   for (std::string l; std::getline(outs, l);) {
