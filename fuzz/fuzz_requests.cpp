@@ -1,5 +1,6 @@
 // libFuzzer target: `actmem requests -` over any byte stream. Every line holding more than JSON
-// whitespace (space, tab, CR) gets exactly one answer line, and each answer is a JSON object with "ok" (an error names its field); exit 0.
+// whitespace (space, tab, CR) gets exactly one answer line, and each answer is a JSON object with
+// "ok" (an error names its field); exit 0.
 #include <cstdlib>
 #include <sstream>
 
