@@ -9,6 +9,9 @@ constexpr const char* kK41 = "Korthikanti et al. 2022, Sec. 4.1";
 constexpr const char* kK41Attn =
     "Korthikanti et al. 2022, Sec. 4.1, attention block (11sbh + 5as^2b)";
 constexpr const char* kK41Mlp = "Korthikanti et al. 2022, Sec. 4.1, MLP (19sbh)";
+constexpr const char* kQkNorm =
+    "Megatron-LM megatron/core/transformer/attention.py (q_layernorm / k_layernorm on the "
+    "[s, b, heads, d] query and key); input kept as Korthikanti et al. 2022, Sec. 4.1's layer norm";
 constexpr const char* kFlash =
     "Dao 2023, FlashAttention-2, Sec. 3.1.1 (backward keeps Q, K, V, O, logsumexp)";
 }  // namespace
@@ -21,6 +24,12 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
          "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
   rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "QKV linear backward",
          "weight gradient = input^T x output gradient", kK41Attn);
+  if (k.qk_norm) {
+    rb.add("attn.q_norm.in", {g.b, g.s_tp, g.a, g.d}, p, "q_layernorm backward",
+           "normalization gradient needs its input", kQkNorm);
+    rb.add("attn.k_norm.in", {g.b, g.s_tp, g.kv, g.d}, p, "k_layernorm backward",
+           "normalization gradient needs its input", kQkNorm);
+  }
   rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "QK^T matmul backward", "gradient w.r.t. K needs Q",
          kK41Attn);
   rb.add("attn.k", {g.b, g.kv, g.s_tp, g.d}, p, "QK^T matmul backward", "gradient w.r.t. Q needs K",

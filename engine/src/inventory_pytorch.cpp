@@ -14,6 +14,9 @@ constexpr const char* kHfLlama =
 constexpr const char* kHfGpt2 =
     "transformers modeling_gpt2.py / activations.py NewGELUActivation; measured: "
     "tests/reference/pytorch_saved.json";
+constexpr const char* kHfQwen3 =
+    "transformers 5.17 modeling_qwen3.py (Qwen3Attention q_norm/k_norm, Qwen3RMSNorm); measured: "
+    "tests/reference/gpu/hf_layers.json";
 constexpr const char* kSdpaFlash =
     "PyTorch derivatives.yaml _scaled_dot_product_flash_attention: q, k, v, out, logsumexp, rng "
     "state";
@@ -63,6 +66,36 @@ void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, Rec
   rb.add(id.normed, {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
          "weight gradient = sum(grad * x * r)", kDeriv);
 }
+// Qwen3's RMSNorm over each head of q (a heads) and k (kv heads), applied to the projection's
+// output viewed as (b, s, heads, d) before the transpose and RoPE. The same three tensors as a
+// hidden-state RMSNorm, one row per token and head (measured: hf_layers.json, qwen3 rows).
+void add_head_norms(const LayerGeometry& g, RecordBuilder& rb, bool hf) {
+  struct One {
+    const char* in;
+    const char* rstd;
+    const char* normed;
+    Dim heads;
+  };
+  for (const One& o : {One{"attn.q_norm.in", "attn.q_norm.rstd", "attn.q_norm.normed", g.a},
+                       One{"attn.k_norm.in", "attn.k_norm.rstd", "attn.k_norm.normed", g.kv}}) {
+    if (hf) {
+      rb.add(o.in, {g.b, g.s_tp, o.heads, g.d}, DType::kFp32,
+             "pow / mul backward (fp32 upcast of the input)",
+             "Qwen3RMSNorm squares and scales the fp32 copy of each head", kHfQwen3);
+      rb.add(o.rstd, {g.b, g.s_tp, o.heads}, DType::kFp32, "rsqrt / mul backward",
+             "the fp32 1/rms per token and head", kHfQwen3);
+      rb.add(o.normed, {g.b, g.s_tp, o.heads, g.d}, g.act, "mul-by-weight backward",
+             "weight gradient = sum(grad * normalized head)", kHfQwen3);
+    } else {
+      rb.add(o.in, {g.b, g.s_tp, o.heads, g.d}, g.act, "pow / mul backward",
+             "x^2 and x * r both read x", kDeriv);
+      rb.add(o.rstd, {g.b, g.s_tp, o.heads}, g.act, "rsqrt / mul backward",
+             "r = rsqrt(mean(x^2) + eps) per token and head", kDeriv);
+      rb.add(o.normed, {g.b, g.s_tp, o.heads, g.d}, g.act, "mul-by-weight backward",
+             "weight gradient = sum(grad * x * r)", kDeriv);
+    }
+  }
+}
 }  // namespace
 
 void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
@@ -75,6 +108,7 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
          "weight gradient = input^T x output gradient (one storage for all three)", kDeriv);
   // GPT-2 blocks (LayerNorm) fuse Q, K and V into one projection; Llama blocks (RMSNorm) do not.
   const bool fused_qkv = m.norm == NormType::kLayerNorm;
+  if (k.qk_norm) add_head_norms(g, rb, hf);
   if (g.flash) {
     // SDPA's flash kernel keeps its inputs, output, logsumexp and RNG state. The pytorch block
     // expands K/V to all heads before SDPA (PyTorch < 2.5 needs it); transformers passes

@@ -18,6 +18,14 @@ void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
          kSeedTable);
   rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "QKV projection backward",
          "dL/dW = delta x^T needs the input x", kSeedTable);
+  // A per-head q/k norm (Qwen3) by the seed's LayerNorm rule: its input is kept. The seed's
+  // full multi-head K (below) applies to its norm too.
+  if (k.qk_norm) {
+    rb.add("attn.q_norm.in", {g.b, g.s_tp, g.a, g.d}, p, "q norm backward",
+           "needs the original statistics (the seed's LayerNorm rule)", kSeedTable);
+    rb.add("attn.k_norm.in", {g.b, g.s_tp, g.a, g.d}, p, "k norm backward",
+           "needs the original statistics (the seed's LayerNorm rule)", kSeedTable);
+  }
   // The seed counts Q, K and V as three b x s x h tensors (it assumes full multi-head K/V).
   rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "attention backward", "chain rule through QK^T",
          kSeedTable);

@@ -1,5 +1,5 @@
 // Reads a model spec from our JSON schema or a Hugging Face config.json (GPT-2, Llama, Mistral,
-// Mixtral, Qwen2, Qwen2-MoE naming); see docs/schema.md.
+// Mixtral, Qwen2, Qwen2-MoE, Qwen3 naming); see docs/schema.md.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -24,7 +24,7 @@ const char* const kModelKeys[] = {
     "hidden_dropout", "ffn_type", "norm_type", "position_embedding", "qkv_bias",
     "num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
     "num_shared_experts", "shared_expert_intermediate_size", "capacity_factor", "layer_kinds",
-    "layer_stack", "decoder_sparse_step", "mlp_only_layers",
+    "layer_stack", "decoder_sparse_step", "mlp_only_layers", "qk_norm",
     // GPT-2 names
     "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "activation_function", "attn_pdrop",
     "resid_pdrop", "embd_pdrop"};
@@ -105,7 +105,7 @@ const char* other_name(const std::string& k) {
 const char* const kMetadataKeys[] = {"name", "source", "published_params",
                                      "published_params_source", "notes"};
 
-const char* const kSupported = "gpt2, llama, mistral, mixtral, qwen2, qwen2_moe";
+const char* const kSupported = "gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3";
 
 template <std::size_t N>
 bool in(const char* const (&list)[N], const std::string& k) {
@@ -130,7 +130,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(detail::read_string(j["model_type"], "model.model_type", &type));
   const bool hf = !type.empty();
   if (hf && type != "gpt2" && type != "llama" && type != "mistral" && type != "mixtral" &&
-      type != "qwen2" && type != "qwen2_moe")
+      type != "qwen2" && type != "qwen2_moe" && type != "qwen3")
     return make_error("unsupported", "model.model_type",
                       "model.model_type: '" + detail::key_text(type) +
                           "' is not a supported architecture; allowed: " + kSupported);
@@ -251,6 +251,10 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     m.pos = PosEncoding::kRope;
     b.ffn = FfnType::kSwiglu;
     b.qkv_bias = type == "qwen2" || type == "qwen2_moe";  // Qwen2Attention: q/k/v carry biases
+    // Qwen3Attention (transformers modeling_qwen3.py): no q/k/v biases unless attention_bias,
+    // RMSNorm over each head of q and k; head_dim is its own key (Qwen3-8B: 128 with h/a = 128,
+    // Qwen3-0.6B: 128 with h/a = 64).
+    b.qk_norm = type == "qwen3";
     ACTMEM_TRY(get_uint("hidden_size", &m.hidden, true));
     ACTMEM_TRY(get_uint("num_attention_heads", &b.heads, true));
     ACTMEM_TRY(get_uint("num_hidden_layers", &m.layers, true));
@@ -288,6 +292,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                           " is not divisible by num_attention_heads=" + std::to_string(b.heads) +
                           "; give head_dim explicitly");
   ACTMEM_TRY(get_bool("qkv_bias", &b.qkv_bias));
+  ACTMEM_TRY(get_bool("qk_norm", &b.qk_norm));
   // Explicit types (our schema) override what model_type implies.
   if (j.contains("ffn_type")) {
     std::string s;

@@ -195,6 +195,7 @@ std::string estimate_text(const Estimate& e) {
       w.field("num_experts_per_tok", k.moe.top_k);
       w.field("num_key_value_heads", k.kv_heads);
       w.field("num_local_experts", k.moe.experts);
+      w.field("qk_norm", k.qk_norm);
       write_records(w, "tensors", ke.inventory.tensors);
       w.end_object();
     }
@@ -222,6 +223,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("params", e.model_params);
   w.field("position_embedding", pos_name(m.pos));
   w.field("published_params", m.published_params);
+  w.field("qk_norm", k0.qk_norm);
   w.field("source", m.source);
   w.field("tie_word_embeddings", m.tied_embeddings);
   w.field("vocab_size", m.vocab);

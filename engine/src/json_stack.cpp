@@ -19,6 +19,7 @@ const char* const kKindKeys[] = {"num_attention_heads",
                                  "intermediate_size",
                                  "ffn_type",
                                  "qkv_bias",
+                                 "qk_norm",
                                  "attention_bias",
                                  "mlp_bias",
                                  "num_local_experts",
@@ -53,6 +54,7 @@ std::optional<Error> read_kind(const json& j, const std::string& field, LayerKin
   ACTMEM_TRY(u("head_dim", &k->head_dim, false));
   ACTMEM_TRY(u("intermediate_size", &k->ffn_hidden, false));
   ACTMEM_TRY(b("qkv_bias", &k->qkv_bias));
+  ACTMEM_TRY(b("qk_norm", &k->qk_norm));
   bool attention_bias = false;
   if (j.contains("attention_bias")) {
     ACTMEM_TRY(b("attention_bias", &attention_bias));

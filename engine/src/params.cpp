@@ -33,6 +33,11 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
   // Column-parallel QKV, row-parallel output projection (Shoeybi et al. 2019, Sec. 3).
   push(v, "attn.qkv.weight", m.hidden, qkv_out, ParamPlace::kLayer);
   if (k.qkv_bias) push(v, "attn.qkv.bias", qkv_out, 1, ParamPlace::kLayer);
+  // Qwen3RMSNorm(head_dim) on q and on k: one weight each, replicated on every TP rank.
+  if (k.qk_norm) {
+    push(v, "attn.q_norm.weight", k.head_dim, 1, ParamPlace::kLayer);
+    push(v, "attn.k_norm.weight", k.head_dim, 1, ParamPlace::kLayer);
+  }
   push(v, "attn.o.weight", a * k.head_dim, m.hidden, ParamPlace::kLayer);
   if (k.o_bias) push(v, "attn.o.bias", m.hidden, 1, ParamPlace::kLayer);  // replicated
   push_norm(v, m, "ln2.weight", "ln2.bias", ParamPlace::kLayer);

@@ -194,6 +194,8 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
     return bad("config.recompute",
                "custom keep sets are not executed; allowed: none, selective, "
                "full, every:K, layers:PATTERN of K S C R");
+  if (mv.kinds[0].qk_norm)
+    return bad("model.qk_norm", "the executor has no per-head q/k norm; allowed: false");
   if (mv.pos == PosEncoding::kRope && mv.kinds[0].head_dim % 2 != 0)
     return bad("model.head_dim", "RoPE rotates pairs; allowed: an even head_dim");
   return std::make_pair(mv, t);

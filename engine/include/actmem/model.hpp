@@ -36,6 +36,9 @@ struct LayerKind {
   bool qkv_bias = false;  // Qwen2, GPT-2
   bool o_bias = false;    // attention output projection bias (GPT-2, Llama attention_bias)
   bool mlp_bias = false;  // MLP biases (GPT-2, Llama mlp_bias)
+  // RMSNorm over each head's query and key before RoPE, one head_dim weight each, shared by the
+  // heads (Qwen3Attention's q_norm/k_norm; Megatron-LM's qk_layernorm).
+  bool qk_norm = false;
   MoeSpec moe;
 
   bool is_moe() const { return moe.experts > 0; }

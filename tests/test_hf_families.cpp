@@ -1,0 +1,91 @@
+// Model families read from Hugging Face config.json against real transformers modules: each
+// family's tiny configuration measured on the H200 (tests/reference/gpu/hf_layers.json,
+// transformers 5.17, PyTorch 2.11, bf16, b = 2; docs/validation.md section 4.4). The engine's
+// parameter count equals the model's and its `hf` inventory equals the bytes one decoder layer
+// saved for backward (layer 1: layer 0 also holds the model-level RoPE cos/sin, counted once in
+// the engine's input layer).
+#include <fstream>
+#include <sstream>
+
+#include "helpers.hpp"
+
+using namespace actmem::test;
+
+namespace {
+
+json measured_layers() {
+  std::ifstream f(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/gpu/hf_layers.json");
+  REQUIRE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return json::parse(ss.str());
+}
+
+// The measured row's model as the script built it: AutoConfig.for_model(type, vocab_size=1024,
+// max_position_embeddings=512, **config) (measure_hf_layers.py).
+json hf_model(const json& row) {
+  json m = row["config"];
+  m["model_type"] = row["model_type"];
+  m["vocab_size"] = 1024;
+  m["max_position_embeddings"] = 512;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "hf profile = real transformers layers (hf_layers.json): llama and qwen3, eager exact, SDPA "
+    "8 B above (cuDNN attention's 16 B RNG state vs flash's 24 B)",
+    "[hf][families]") {
+  const json ref = measured_layers();
+  int checked = 0;
+  for (const json& row : ref["results"]) {
+    const std::string type = row["model_type"];
+    if (type != "llama" && type != "qwen3") continue;
+    const std::string att = row["attn_implementation"];
+    INFO(type << " " << att << " s=" << row["s"]);
+    const json r = run(json{{"model", hf_model(row)},
+                            {"config",
+                             {{"micro_batch", row["b"]},
+                              {"seq", row["s"]},
+                              {"profile", "hf"},
+                              {"attention", att == "eager" ? "eager" : "flash"}}}});
+    CHECK(u(r["model"]["params"]) == u(row["parameters"]));
+    const std::uint64_t layer = u(row["by_module"]["model.layers.1"]);
+    // PyTorch 2.11 on the H200 ran SDPA through cuDNN, whose RNG state is two 0-dim int64 tensors
+    // (16 B) where the flash kernel keeps int64[3] (24 B): docs/validation.md section 4.4.
+    CHECK(u(r["per_layer"]["activation_bytes"]) == (att == "eager" ? layer : layer + 8));
+    ++checked;
+  }
+  CHECK(checked == 8);
+}
+
+TEST_CASE("qwen3: per-head q/k RMSNorm records and parameters (modeling_qwen3.py)",
+          "[hf][families]") {
+  // h = 256, 4 heads, 2 KV heads, head_dim 96 (not h/a = 64), b = 2, s = 64, bf16.
+  const json model = {
+      {"model_type", "qwen3"},  {"hidden_size", 256},       {"intermediate_size", 512},
+      {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+      {"head_dim", 96},         {"vocab_size", 1024},       {"max_position_embeddings", 512}};
+  const json r =
+      run(json{{"model", model}, {"config", {{"micro_batch", 2}, {"seq", 64}, {"profile", "hf"}}}});
+  std::uint64_t q_in = 0, k_in = 0, q_rstd = 0, k_normed = 0;
+  for (const json& t : r["per_layer"]["all_tensors"]) {
+    if (t["name"] == "attn.q_norm.in") q_in = u(t["bytes"]);
+    if (t["name"] == "attn.k_norm.in") k_in = u(t["bytes"]);
+    if (t["name"] == "attn.q_norm.rstd") q_rstd = u(t["bytes"]);
+    if (t["name"] == "attn.k_norm.normed") k_normed = u(t["bytes"]);
+  }
+  // Measured (hf_layers.json, qwen3 eager s = 64): q_norm keeps [2, 64, 4, 96] fp32 = 196,608,
+  // [2, 64, 4, 1] fp32 = 2,048; k_norm [2, 64, 2, 96] fp32 = 98,304 and bf16 = 49,152.
+  CHECK(q_in == 196608);
+  CHECK(q_rstd == 2048);
+  CHECK(k_in == 98304);
+  CHECK(k_normed == 49152);
+  CHECK(r["model"]["qk_norm"] == true);
+  // Qwen3RMSNorm(head_dim) twice per layer: 2 x 96 parameters more than the same model without.
+  json plain = model;
+  plain["qk_norm"] = false;
+  const json p = run(json{{"model", plain}, {"config", {{"seq", 64}}}});
+  CHECK(u(r["model"]["params"]) - u(p["model"]["params"]) == 2 * 2 * 96);
+}
