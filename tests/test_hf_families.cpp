@@ -34,15 +34,18 @@ json hf_model(const json& row) {
 }  // namespace
 
 TEST_CASE(
-    "hf profile = real transformers layers (hf_layers.json): llama and qwen3, eager exact, SDPA "
-    "8 B above (cuDNN attention's 16 B RNG state vs flash's 24 B)",
+    "hf profile = real transformers layers (hf_layers.json): llama, qwen3, phi3 eager exact; llama "
+    "and qwen3 SDPA 8 B above (cuDNN attention's 16 B RNG state vs flash's 24 B)",
     "[hf][families]") {
   const json ref = measured_layers();
   int checked = 0;
   for (const json& row : ref["results"]) {
     const std::string type = row["model_type"];
-    if (type != "llama" && type != "qwen3") continue;
+    if (type != "llama" && type != "qwen3" && type != "phi3") continue;
     const std::string att = row["attn_implementation"];
+    // Phi-3 under SDPA kept o_proj's input as a copy of the cuDNN attention output (+b·s·a·d·e),
+    // where Llama's is a view of it: measured with cuDNN only, not modelled (validation.md 4.4).
+    if (type == "phi3" && att != "eager") continue;
     INFO(type << " " << att << " s=" << row["s"]);
     const json r = run(json{{"model", hf_model(row)},
                             {"config",
@@ -57,7 +60,7 @@ TEST_CASE(
     CHECK(u(r["per_layer"]["activation_bytes"]) == (att == "eager" ? layer : layer + 8));
     ++checked;
   }
-  CHECK(checked == 8);
+  CHECK(checked == 10);
 }
 
 TEST_CASE("qwen3: per-head q/k RMSNorm records and parameters (modeling_qwen3.py)",

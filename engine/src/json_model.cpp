@@ -1,5 +1,5 @@
 // Reads a model spec from our JSON schema or a Hugging Face config.json (GPT-2, Llama, Mistral,
-// Mixtral, Qwen2, Qwen2-MoE, Qwen3 naming); see docs/schema.md.
+// Mixtral, Phi-3, Qwen2, Qwen2-MoE, Qwen3 naming); see docs/schema.md.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -105,7 +105,7 @@ const char* other_name(const std::string& k) {
 const char* const kMetadataKeys[] = {"name", "source", "published_params",
                                      "published_params_source", "notes"};
 
-const char* const kSupported = "gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3";
+const char* const kSupported = "gpt2, llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3";
 
 template <std::size_t N>
 bool in(const char* const (&list)[N], const std::string& k) {
@@ -130,7 +130,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(detail::read_string(j["model_type"], "model.model_type", &type));
   const bool hf = !type.empty();
   if (hf && type != "gpt2" && type != "llama" && type != "mistral" && type != "mixtral" &&
-      type != "qwen2" && type != "qwen2_moe" && type != "qwen3")
+      type != "qwen2" && type != "qwen2_moe" && type != "qwen3" && type != "phi3")
     return make_error("unsupported", "model.model_type",
                       "model.model_type: '" + detail::key_text(type) +
                           "' is not a supported architecture; allowed: " + kSupported);
@@ -151,6 +151,8 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& k = it.key();
       if (!(gpt2_names ? in(kLlamaOnly, k) : in(kGpt2Only, k))) continue;
+      // Phi3Config names its residual and embedding dropout as GPT-2 does (read below).
+      if (type == "phi3" && (k == "resid_pdrop" || k == "embd_pdrop")) continue;
       const char* other = other_name(k);
       const std::string reads = other ? std::string("; this model reads ") + other : "";
       return make_error("unsupported", "model." + k,
@@ -205,6 +207,21 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     return std::nullopt;
   };
 
+  // One hidden dropout covers the embedding and the residual branches (inventory_io.cpp's
+  // embed.dropout_mask); a different embedding rate (GPT-2's and Phi-3's embd_pdrop) would be
+  // ignored, so it is refused.
+  auto embd_matches = [&]() -> std::optional<Error> {
+    double embd = m.hidden_dropout;
+    ACTMEM_TRY(get_prob("embd_pdrop", &embd));
+    if (embd == m.hidden_dropout) return std::nullopt;
+    // Rates as %g: the same text whether the value arrived as 0 or 0.0 (the page's JSON).
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%g differs from resid_pdrop %g", embd, m.hidden_dropout);
+    return make_error("unsupported", "model.embd_pdrop",
+                      std::string("model.embd_pdrop: ") + buf +
+                          "; actmem applies one rate to embeddings and residuals");
+  };
+
   std::string act;
   if (gpt2) {
     // GPT2Config defaults: LayerNorm, learned positions, tied embeddings, biases everywhere,
@@ -227,18 +244,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     if (b.ffn_hidden == 0) b.ffn_hidden = 4 * m.hidden;
     ACTMEM_TRY(get_prob("attn_pdrop", &m.attention_dropout));
     ACTMEM_TRY(get_prob("resid_pdrop", &m.hidden_dropout));
-    // One hidden dropout covers the embedding and the residual branches (inventory_io.cpp's
-    // embed.dropout_mask); a different embedding rate would be ignored, so it is refused.
-    double embd = m.hidden_dropout;
-    ACTMEM_TRY(get_prob("embd_pdrop", &embd));
-    if (embd != m.hidden_dropout) {
-      // Rates as %g: the same text whether the value arrived as 0 or 0.0 (the page's JSON).
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "%g differs from resid_pdrop %g", embd, m.hidden_dropout);
-      return make_error("unsupported", "model.embd_pdrop",
-                        std::string("model.embd_pdrop: ") + buf +
-                            "; actmem applies one rate to embeddings and residuals");
-    }
+    ACTMEM_TRY(embd_matches());
     if (j.contains("activation_function"))
       ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
     if (!act.empty() && act.rfind("gelu", 0) != 0 && act != "relu")
@@ -268,6 +274,12 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     if (attention_bias) b.qkv_bias = b.o_bias = true;
     ACTMEM_TRY(get_bool("mlp_bias", &b.mlp_bias));
     ACTMEM_TRY(get_prob("attention_dropout", &m.attention_dropout));
+    if (type == "phi3") {
+      // Phi3DecoderLayer: resid_attn_dropout and resid_mlp_dropout at resid_pdrop; the embedding
+      // dropout at embd_pdrop, which the one hidden rate must then equal (as for GPT-2).
+      ACTMEM_TRY(get_prob("resid_pdrop", &m.hidden_dropout));
+      ACTMEM_TRY(embd_matches());
+    }
     if (j.contains("hidden_act"))
       ACTMEM_TRY(detail::read_string(j["hidden_act"], "model.hidden_act", &act));
     if (!act.empty()) {
