@@ -17,7 +17,8 @@ TEST_CASE(
       {"mixtral-8x7b", 46702792704ULL},  {"qwen2.5-7b", 7615616512ULL},
       {"qwen2.5-72b", 72706203648ULL},   {"gpt2", 124439808ULL},
       {"gpt2-medium", 354823168ULL},     {"gpt2-large", 774030080ULL},
-      {"gpt2-xl", 1557611200ULL}};
+      {"gpt2-xl", 1557611200ULL},        {"qwen3-8b", 8190735360ULL},
+      {"qwen3-30b-a3b", 30532122624ULL}, {"phi-3-mini-4k", 3821079552ULL}};
   for (const auto& [id, n] : exact) {
     INFO(id);
     CHECK(u(run_preset(id, json::object())["model"]["params"]) == n);

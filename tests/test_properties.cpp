@@ -263,5 +263,5 @@ TEST_CASE(
       ++n;
     }
   }
-  CHECK(n == 76);
+  CHECK(n == 88);  // 22 model presets x 4 policies
 }

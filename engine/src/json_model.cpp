@@ -105,7 +105,8 @@ const char* other_name(const std::string& k) {
 const char* const kMetadataKeys[] = {"name", "source", "published_params",
                                      "published_params_source", "notes"};
 
-const char* const kSupported = "gpt2, llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3";
+const char* const kSupported =
+    "gpt2, llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe";
 
 template <std::size_t N>
 bool in(const char* const (&list)[N], const std::string& k) {
@@ -130,7 +131,8 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(detail::read_string(j["model_type"], "model.model_type", &type));
   const bool hf = !type.empty();
   if (hf && type != "gpt2" && type != "llama" && type != "mistral" && type != "mixtral" &&
-      type != "qwen2" && type != "qwen2_moe" && type != "qwen3" && type != "phi3")
+      type != "qwen2" && type != "qwen2_moe" && type != "qwen3" && type != "qwen3_moe" &&
+      type != "phi3")
     return make_error("unsupported", "model.model_type",
                       "model.model_type: '" + detail::key_text(type) +
                           "' is not a supported architecture; allowed: " + kSupported);
@@ -260,7 +262,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     // Qwen3Attention (transformers modeling_qwen3.py): no q/k/v biases unless attention_bias,
     // RMSNorm over each head of q and k; head_dim is its own key (Qwen3-8B: 128 with h/a = 128,
     // Qwen3-0.6B: 128 with h/a = 64).
-    b.qk_norm = type == "qwen3";
+    b.qk_norm = type == "qwen3" || type == "qwen3_moe";
     ACTMEM_TRY(get_uint("hidden_size", &m.hidden, true));
     ACTMEM_TRY(get_uint("num_attention_heads", &b.heads, true));
     ACTMEM_TRY(get_uint("num_hidden_layers", &m.layers, true));
@@ -345,6 +347,10 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     return make_error("missing_key", "model.num_experts",
                       "model.num_experts: required for model_type qwen2_moe (Qwen2MoeConfig's "
                       "default is 60)");
+  if (type == "qwen3_moe" && !j.contains("num_experts"))
+    return make_error("missing_key", "model.num_experts",
+                      "model.num_experts: required for model_type qwen3_moe (Qwen3MoeConfig's "
+                      "default is 128)");
   ACTMEM_TRY(get_uint("num_local_experts", &experts, false));
   if (experts == 0) ACTMEM_TRY(get_uint("num_experts", &experts, false));
   if (experts > 0) {
@@ -375,19 +381,22 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   if (b.heads > 0 && b.head_dim == 0)
     return make_error("invalid_value", "model.head_dim",
                       "model.head_dim: hidden_size / num_attention_heads is 0; set head_dim");
-  // The stack: Qwen2-MoE's dense layers, or our schema's layer_kinds and layer_stack.
+  // The stack: Qwen2-MoE's and Qwen3-MoE's dense layers, or our schema's layer_kinds and
+  // layer_stack.
+  const bool sparse_step = type == "qwen2_moe" || type == "qwen3_moe";
   for (const char* k : {"decoder_sparse_step", "mlp_only_layers"})
-    if (j.contains(k) && type != "qwen2_moe")
-      return make_error("unsupported", std::string("model.") + k,
-                        std::string("model.") + k +
-                            ": only qwen2_moe configs place dense layers this way; use "
-                            "layer_kinds and layer_stack (docs/schema.md)");
-  if (type == "qwen2_moe" && j.contains("layer_stack") &&
+    if (j.contains(k) && !sparse_step)
+      return make_error(
+          "unsupported", std::string("model.") + k,
+          std::string("model.") + k +
+              ": only qwen2_moe and qwen3_moe configs place dense layers this way; use "
+              "layer_kinds and layer_stack (docs/schema.md)");
+  if (sparse_step && j.contains("layer_stack") &&
       (j.contains("decoder_sparse_step") || j.contains("mlp_only_layers")))
     return make_error("invalid_value", "model.layer_stack",
                       "model.layer_stack: give either layer_stack or decoder_sparse_step / "
                       "mlp_only_layers, not both");
-  if (type == "qwen2_moe") ACTMEM_TRY(detail::read_qwen2_moe_stack(j, &m));
+  if (sparse_step) ACTMEM_TRY(detail::read_sparse_step_stack(j, &m));
   ACTMEM_TRY(detail::read_layer_stack(j, &m));
   return m;
 }

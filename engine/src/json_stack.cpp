@@ -235,7 +235,7 @@ std::optional<Error> read_layer_stack(const json& j, ModelSpec* m) {
   return std::nullopt;
 }
 
-std::optional<Error> read_qwen2_moe_stack(const json& j, ModelSpec* m) {
+std::optional<Error> read_sparse_step_stack(const json& j, ModelSpec* m) {
   const LayerKind& base = m->kinds[0];
   std::uint64_t step = 1;
   if (j.contains("decoder_sparse_step"))
@@ -261,9 +261,9 @@ std::optional<Error> read_qwen2_moe_stack(const json& j, ModelSpec* m) {
   for (std::uint64_t i = 0; i < m->layers && i < kMaxLayers; ++i)
     any_dense = any_dense || dense[i] || (i + 1) % step != 0;
   if (!base.is_moe() || !any_dense || m->layers > kMaxLayers) return std::nullopt;
-  // Qwen2MoeDecoderLayer (transformers modeling_qwen2_moe.py): layer i has the sparse block when
-  // i is not in mlp_only_layers, num_experts > 0 and (i + 1) % decoder_sparse_step == 0, else a
-  // dense Qwen2MoeMLP of intermediate_size.
+  // Qwen2MoeDecoderLayer and Qwen3MoeDecoderLayer (transformers modeling_qwen2_moe.py,
+  // modeling_qwen3_moe.py): layer i has the sparse block when i is not in mlp_only_layers,
+  // num_experts > 0 and (i + 1) % decoder_sparse_step == 0, else a dense MLP of intermediate_size.
   LayerKind d = base;
   d.name = "dense";
   d.field = "model";

@@ -19,6 +19,6 @@ bool is_stack_key(const std::string& k);
 std::optional<Error> read_layer_stack(const nlohmann::json& j, ModelSpec* m);
 
 // Qwen2-MoE's decoder_sparse_step and mlp_only_layers: dense layers among the MoE ones.
-std::optional<Error> read_qwen2_moe_stack(const nlohmann::json& j, ModelSpec* m);
+std::optional<Error> read_sparse_step_stack(const nlohmann::json& j, ModelSpec* m);
 
 }  // namespace actmem::detail
