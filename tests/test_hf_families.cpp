@@ -126,3 +126,57 @@ TEST_CASE(
     CHECK(r["error"]["field"] == "model.model_type");
   }
 }
+
+TEST_CASE(
+    "Configs as the Hub writes them: Python's NaN, Infinity and -Infinity parse where a value "
+    "starts; a key read as a number refuses them by name",
+    "[hf][json]") {
+  // Nemotron-H's config.json (tests/data/hf) holds "time_step_limit": [0.0, Infinity]: it parses
+  // and is refused for its model_type (not modelled yet), not as malformed JSON.
+  std::ifstream f(std::string(ACTMEM_SOURCE_DIR) +
+                  "/tests/data/hf/nemotron-h-56b-base-8k.config.json");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const auto nemotron = actmem::parse_json_text(ss.str(), "model");
+  REQUIRE(nemotron.ok());
+  CHECK(nemotron.value()["time_step_limit"][1] == "Infinity");
+  const auto j = actmem::parse_json_text(
+      R"({"a": [NaN, -Infinity, "Infinity", "x NaN"], "b":Infinity})", "model");
+  REQUIRE(j.ok());
+  CHECK(j.value()["a"] == json::array({"NaN", "-Infinity", "Infinity", "x NaN"}));
+  CHECK(j.value()["b"] == "Infinity");
+  // Only whole tokens where a value starts: InfinityX and a key named NaN stay malformed / as is.
+  CHECK_FALSE(actmem::parse_json_text(R"({"a": InfinityX})", "model").ok());
+  CHECK(actmem::parse_json_text(R"({"NaN": 1})", "model").ok());
+  // A syntax error after a rewritten token is reported at its byte in the text as given: the
+  // trailing comma's '}' is byte 24 of {"a": NaN, "b": NaN, }, not 28.
+  const auto bad = actmem::parse_json_text(R"({"a": NaN, "b": NaN, })", "model");
+  REQUIRE_FALSE(bad.ok());
+  const auto plain = actmem::parse_json_text(R"({"a": 0.0, "b": 0.0, })", "model");
+  REQUIRE_FALSE(plain.ok());
+  CHECK(bad.error().message == plain.error().message);
+  CHECK(actmem::evaluate_json(
+            json::parse(R"({"model": {"hidden_size": "Infinity"}})"))["error"]["message"] ==
+        "model.hidden_size: must be a positive integer, got Infinity (not a finite number)");
+}
+
+TEST_CASE("model_text: a config.json as text, read as a --model file is (the page's model box)",
+          "[hf][json]") {
+  auto err = [](const json& req) { return actmem::evaluate_json(req)["error"]; };
+  // The same key twice: JSON.parse in the page would have kept the last one silently.
+  CHECK(err({{"model_text", R"({"hidden_size": 64, "hidden_size": 128})"}})["field"] ==
+        "model.hidden_size");
+  CHECK(err({{"model_text", "{"}})["message"] ==
+        "model: malformed JSON near byte 2 (comments, single quotes and trailing commas are not "
+        "JSON)");
+  CHECK(err({{"preset", "gpt2"}, {"model_text", "{}"}})["message"] ==
+        "model: give one of preset, model and model_text");
+  CHECK(err({{"model_text", 5}})["field"] == "model_text");
+  const json ok =
+      run({{"model_text", R"({"model_type": "qwen3", "hidden_size": 256, "num_attention_heads": 4,
+           "num_hidden_layers": 2, "intermediate_size": 512, "vocab_size": 1024,
+           "head_dim": 96, "num_key_value_heads": 2, "rope_scaling": null})"},
+           {"config", {{"seq", 64}}}});
+  // transformers counted 1,902,208 for this configuration (hf_layers.json, qwen3 rows).
+  CHECK(u(ok["model"]["params"]) == 1902208);
+}

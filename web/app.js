@@ -12,11 +12,11 @@
   const FIRST_VIEW = { preset: DEFAULT_PRESET, gpu: 'h100-80gb', dp: '8', zero: '1' };
 
   let worker = null;
-  let customModel = null;    // a pasted or dropped config.json (parsed)
-  let customModelText = null;  // ...and its text as given, which is what the engine reads
+  // A pasted or dropped config.json, as the text the user gave: the engine reads it (model_text),
+  // so a key given twice, Python's Infinity or a syntax error is answered as on the command line.
+  let customModelText = null;
   let customName = '';       // its name and size from the engine's last answer
   let currentExample = null; // a worked example id: its preset and config are the request's base
-  let modelJsonError = null; // the link's model does not parse as JSON
   let shown = null;          // { key, req, view }: the answer on screen and the request it answers (key null for a link's fallback)
   let lastError = null;      // the error of the current inputs, when they have one
   let seq = 0;               // request ids; only the answer to `wanted` is drawn as current
@@ -94,7 +94,7 @@
     if (mem !== '') config.gpu_memory = /^[\d.]+$/.test(mem) ? mem + 'GiB' : mem;
     const req = { command: 'view', config };
     if (currentExample) req.example = currentExample;
-    else if (customModel) req.model = customModel;
+    else if (customModelText !== null) req.model_text = customModelText;
     else req.preset = $('preset').value;
     if ($('all-stages').checked) req.stages = 'all';
     return req;
@@ -104,14 +104,14 @@
   function writeHash() {
     const p = new URLSearchParams();
     for (const k of hashKeys) {
-      if (k === 'preset' && (customModel || currentExample)) continue;
+      if (k === 'preset' && (customModelText !== null || currentExample)) continue;
       const v = $(k).value;
       if (v !== '') p.set(k, v);
     }
     if ($('sp').checked) p.set('sp', '1');
     if ($('offload').checked) p.set('offload', '1');
     if ($('all-stages').checked) p.set('all_stages', '1');
-    if (customModel) p.set('model', JSON.stringify(customModel));
+    if (customModelText !== null) p.set('model', customModelText);
     if (currentExample) p.set('example', currentExample);
     const cur = new URLSearchParams(location.hash.slice(1));
     for (const k of ['theme', 'embed']) if (cur.has(k)) p.set(k, cur.get(k));
@@ -142,14 +142,10 @@
     $('sp').checked = p.get('sp') === '1';
     $('offload').checked = p.get('offload') === '1';
     $('all-stages').checked = p.get('all_stages') === '1';
-    customModel = null;
     customModelText = null;
-    modelJsonError = null;
     if (p.has('model')) {
       $('model-json').value = p.get('model');
-      try { customModel = JSON.parse(p.get('model')); customModelText = p.get('model'); } catch (e) {
-        modelJsonError = { field: 'model', message: 'model: the link carries malformed JSON' };
-      }
+      customModelText = p.get('model');
     }
     currentExample = p.get('example') || null;
     $('example').value = currentExample && [...$('example').options].some((o) => o.value === currentExample) ? currentExample : '';
@@ -163,7 +159,7 @@
   function showModelChoice() {
     const sel = $('preset');
     let opt = sel.querySelector('option[value="__custom__"]');
-    if (customModel || currentExample) {
+    if (customModelText !== null || currentExample) {
       if (!opt) { opt = el('option'); opt.value = '__custom__'; sel.insertBefore(opt, sel.firstChild); }
       opt.textContent = currentExample ? 'worked example: ' + currentExample + (customName ? ' (' + customName + ')' : '')
         : 'pasted config.json' + (customName ? ': ' + customName : '');
@@ -214,19 +210,9 @@
     return new Worker('worker.js');
   }
 
-  // The pasted model travels as the text the user gave, not as JSON.parse's object: the engine
-  // then sees what a file on the command line would give it (a key given twice is an error there;
-  // JSON.parse would keep the last one silently).
-  function requestText(request) {
-    if (request.model === undefined || request.model !== customModel || customModelText === null) return JSON.stringify(request);
-    const rest = { ...request };
-    delete rest.model;
-    const tail = JSON.stringify(rest);
-    return '{"model":' + customModelText + (tail === '{}' ? '}' : ',' + tail.slice(1));
-  }
   function send(lane, request) {
     const id = ++seq;
-    worker.postMessage({ id, lane, request: requestText(request) });
+    worker.postMessage({ id, lane, request: JSON.stringify(request) });
     return id;
   }
 
@@ -250,12 +236,6 @@
     clearTimeout(debounce);
     debouncing = false;
     writeHash();
-    if (modelJsonError) {
-      clearErrors();
-      wantedKey = '';
-      answerError(modelJsonError, { ...readForm(), model: null });
-      return;
-    }
     const req = readForm();
     const key = JSON.stringify(req);
     if (key === wantedKey) {
@@ -343,7 +323,7 @@
     const r = JSON.parse(JSON.stringify(req));
     const f = String(field || '').replace(/\[\d+\]$/, '');
     if (f.startsWith('config.') && r.config && f.slice(7).split('.')[0] in r.config) { delete r.config[f.slice(7).split('.')[0]]; return r; }
-    if (f === 'preset' || f.startsWith('model') || f === 'example') { delete r.model; delete r.example; r.preset = DEFAULT_PRESET; return r; }
+    if (f === 'preset' || f.startsWith('model') || f === 'example') { delete r.model; delete r.model_text; delete r.example; r.preset = DEFAULT_PRESET; return r; }
     return null;
   }
 
@@ -778,7 +758,7 @@
 
   function applyExample(id) {
     currentExample = id || null;
-    customModel = null;
+    customModelText = null;
     if (id) {
       const ex = examples.find((x) => x.id === id);
       // The form shows the example's settings; the request sends the example itself, so keys the
@@ -820,7 +800,7 @@
     form.addEventListener('input', (e) => {
       const id = e.target.id;
       if (id === 'model-json' || id === 'example' || id === 'model-file') return;
-      if (id === 'preset') { customModel = null; currentExample = null; $('example').value = ''; showModelChoice(); }
+      if (id === 'preset') { customModelText = null; currentExample = null; $('example').value = ''; showModelChoice(); }
       const typing = e.target.tagName === 'INPUT' && e.target.type !== 'checkbox';
       schedule(typing ? 25 : 0);
     });
@@ -828,20 +808,14 @@
     $('all-stages').addEventListener('change', () => schedule(0));
     $('use-model').addEventListener('click', () => {
       clearErrors();
-      try { customModel = JSON.parse($('model-json').value); customModelText = $('model-json').value; } catch (e) {
-        customModel = null;
-        customModelText = null;
-        answerError({ field: 'model', message: 'model: malformed JSON (' + e.message + ')' }, null);
-        return;
-      }
+      customModelText = $('model-json').value;
       currentExample = null;
       $('example').value = '';
       customName = '';
-      modelJsonError = null;
       showModelChoice();
       update();
     });
-    $('clear-model').addEventListener('click', () => { customModel = null; customModelText = null; currentExample = null; $('model-json').value = ''; $('preset').value = DEFAULT_PRESET; showModelChoice(); update(); });
+    $('clear-model').addEventListener('click', () => { customModelText = null; currentExample = null; $('model-json').value = ''; $('preset').value = DEFAULT_PRESET; showModelChoice(); update(); });
     $('model-file').addEventListener('change', async (e) => {
       const f = e.target.files[0];
       if (!f) return;

@@ -15,9 +15,9 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kRequestKeys[] = {"command", "preset", "model",   "config",         "gpu",
-                                    "sweep",   "events", "summary", "compact_events", "example",
-                                    "stages"};
+const char* const kRequestKeys[] = {"command", "preset",  "model",          "model_text",
+                                    "config",  "gpu",     "sweep",          "events",
+                                    "summary", "example", "compact_events", "stages"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -159,7 +159,7 @@ json answer(const json& req, std::string* text) {
   if (req.contains("example")) {
     if (auto err = detail::read_string(req["example"], "example", &example_id))
       return error_to_json(*err);
-    if (req.contains("preset") || req.contains("model"))
+    if (req.contains("preset") || req.contains("model") || req.contains("model_text"))
       return error_to_json(make_error("invalid_value", "example",
                                       "example: give either example or preset/model, not both"));
     const PresetText* p = find_preset("examples", example_id);
@@ -174,9 +174,11 @@ json answer(const json& req, std::string* text) {
   std::vector<std::string> warnings;
   Result<ModelSpec> model =
       make_error("missing_key", "preset", "preset: give a model preset id or a model object");
-  if (req.contains("preset") && req.contains("model"))
+  if (static_cast<int>(req.contains("preset")) + req.contains("model") +
+          req.contains("model_text") >
+      1)
     return error_to_json(
-        make_error("invalid_value", "model", "model: give either preset or model, not both"));
+        make_error("invalid_value", "model", "model: give one of preset, model and model_text"));
   if (!example.is_null()) {
     if (example.contains("preset"))
       model = model_preset(example["preset"].get<std::string>(), &warnings);
@@ -188,6 +190,16 @@ json answer(const json& req, std::string* text) {
     model = model_preset(id, &warnings);
   } else if (req.contains("model")) {
     model = model_from_json(req["model"], "custom", &warnings);
+  } else if (req.contains("model_text")) {
+    // A config.json as the user has it, text and all (the page's model box): read like a --model
+    // file, so a key given twice or Python's Infinity is handled as on the command line, and a
+    // syntax error names its byte in that text.
+    std::string model_text;
+    if (auto err = detail::read_string(req["model_text"], "model_text", &model_text))
+      return error_to_json(*err);
+    auto parsed = parse_json_text(model_text, "model");
+    if (!parsed.ok()) return error_to_json(parsed.error());
+    model = model_from_json(parsed.value(), "custom", &warnings);
   }
   if (!model.ok()) return error_to_json(model.error());
 

@@ -306,21 +306,75 @@ struct Scan : json::json_sax_t {
   }
 };
 
+// Python's json module writes the non-finite floats as the bare tokens NaN, Infinity and
+// -Infinity, and the Hub serves config.json files holding them (Nemotron-H's
+// "time_step_limit": [0.0, Infinity]). They are not JSON (RFC 8259 section 6), so each one
+// standing where a value starts is rewritten as the string of the same name: a key that does not
+// change memory takes it like any value, a key read as a number refuses it naming the field and
+// the token. `shifts` records where each rewrite added its two quotes, so a later syntax error
+// can be reported at its byte in the original text.
+std::string quote_python_nonfinite(const std::string& text, std::vector<std::size_t>* shifts) {
+  static const char* const kTokens[] = {"-Infinity", "Infinity", "NaN"};
+  std::string out;
+  bool in_string = false;
+  char last = '\0';  // the last non-space character outside strings
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size())
+        out += text[++i];
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (last == '\0' || last == ':' || last == ',' || last == '[') {
+      bool matched = false;
+      for (const char* t : kTokens) {
+        const std::size_t n = std::strlen(t);
+        const char after = i + n < text.size() ? text[i + n] : ' ';
+        if (text.compare(i, n, t) == 0 &&
+            (after == ' ' || after == '\t' || after == '\n' || after == '\r' || after == ',' ||
+             after == ']' || after == '}')) {
+          if (shifts) shifts->push_back(out.size());
+          out += '"';
+          out.append(t, n);
+          out += '"';
+          i += n - 1;
+          last = '"';
+          matched = true;
+          break;
+        }
+      }
+      if (matched) continue;
+    }
+    out += c;
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') last = c;
+  }
+  return out;
+}
+
 }  // namespace
 
-Result<json> parse_json_text(const std::string& text, const std::string& field) {
-  if (text.size() > kMaxJsonTextBytes)
+Result<json> parse_json_text(const std::string& raw, const std::string& field) {
+  if (raw.size() > kMaxJsonTextBytes)
     return make_error("too_large", field,
-                      field + ": " + std::to_string(text.size()) + " bytes is more than the " +
+                      field + ": " + std::to_string(raw.size()) + " bytes is more than the " +
                           std::to_string(kMaxJsonTextBytes) +
                           " bytes a request, model or config may have");
   // nlohmann reads a NUL byte as the end of the text: "{...}\0anything" would parse as "{...}".
   // JSON has no raw NUL anywhere (RFC 8259 section 7), so one is an error where it stands.
-  const std::size_t nul = text.find('\0');
+  const std::size_t nul = raw.find('\0');
   if (nul != std::string::npos)
     return make_error(
         "malformed_json", field,
         field + ": a NUL byte at byte " + std::to_string(nul) + " (JSON text holds none)");
+  std::vector<std::size_t> shifts;
+  const bool python =
+      raw.find("NaN") != std::string::npos || raw.find("Infinity") != std::string::npos;
+  const std::string rewritten = python ? quote_python_nonfinite(raw, &shifts) : std::string();
+  const std::string& text = python ? rewritten : raw;
   Scan scan;
   json::sax_parse(text, &scan, json::input_format_t::json, true);
   switch (scan.stop) {
@@ -342,10 +396,14 @@ Result<json> parse_json_text(const std::string& text, const std::string& field) 
       return make_error("duplicate_key", at,
                         at + ": given twice in one object; allowed: each key once");
     }
-    case Scan::Stop::malformed:
+    case Scan::Stop::malformed: {
+      std::size_t pos = scan.error_pos;
+      for (std::size_t s : shifts)
+        if (s < scan.error_pos) pos -= 2;  // back to the original text's bytes
       return make_error("malformed_json", field,
-                        field + ": malformed JSON near byte " + std::to_string(scan.error_pos) +
-                            " (NaN, Infinity, comments and trailing commas are not JSON)");
+                        field + ": malformed JSON near byte " + std::to_string(pos) +
+                            " (comments, single quotes and trailing commas are not JSON)");
+    }
   }
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded())  // the scan accepted it, so this cannot happen; never answer silently

@@ -39,6 +39,9 @@ inline std::string short_dump(const json& v) {
 // characters): "a string \"0x10\"", "a boolean true", "an array".
 inline std::string got(const json& v) {
   if (v.is_array() || v.is_object() || v.is_null()) return kind_of(v);
+  // Python's non-finite tokens arrive as strings of their name (parse_json_text).
+  if (v.is_string() && (v == "NaN" || v == "Infinity" || v == "-Infinity"))
+    return v.get<std::string>() + " (not a finite number)";
   return kind_of(v) + " " + short_dump(v);
 }
 
