@@ -245,3 +245,18 @@ TEST_CASE("custom_keep without the custom choice, interleaved with vpp = 1: erro
         "config.schedule: interleaved needs vpp > 1 model chunks per pipeline rank (with vpp=1 it "
         "is 1f1b)");
 }
+
+TEST_CASE("JSON answers carry DEL and C1 controls escaped, never raw (terminal-safe)", "[bounds]") {
+  // U+009B is a one-byte CSI: a model name holding it printed by `actmem --json` could drive the
+  // terminal. Raw, it is legal JSON; escaped, it is the same value.
+  const std::string req =
+      R"({"model": {"metadata": {"name": "A\u009b31mB\u007f"}, "hidden_size": 64,
+          "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 128,
+          "vocab_size": 100, "max_position_embeddings": 64}, "config": {"seq": 16}})";
+  const std::string out = actmem::evaluate(req);
+  CHECK(out.find("\xc2\x9b") == std::string::npos);
+  CHECK(out.find('\x7f') == std::string::npos);
+  CHECK(out.find(R"(A\u009b31mB\u007f)") != std::string::npos);
+  CHECK(json::parse(out)["model"]["name"] == "A\xc2\x9b" "31mB\x7f");
+  CHECK(actmem::terminal_safe_json("\xc2\xa0 \xc2\x80") == "\xc2\xa0 \\u0080");  // NBSP stays
+}

@@ -78,6 +78,9 @@ TEST_CASE("view: the verdict, bar and estimate are the estimate answer's own num
   json sw = req;
   sw["command"] = "sweep";
   sw["sweep"] = {{"micro_batches", v["grid"]["micro_batches"]}, {"seqs", v["grid"]["seqs"]}};
+  // The grid's axes replace the configured micro-batch and sequence (sweep refuses them).
+  sw["config"].erase("seq");
+  sw["config"].erase("micro_batch");
   CHECK(run(sw)["peak_bytes"] == v["grid"]["peak_bytes"]);
   const auto cur = v["grid"]["current"];
   CHECK(u(v["grid"]["micro_batches"][u(cur[0])]) == 1);

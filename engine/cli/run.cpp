@@ -84,12 +84,15 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   if (opt.command == "timeline" && !opt.json && !opt.csv) opt.request["events"] = "none";
   const nlohmann::json r = evaluate_json(opt.request);
   if (!r.value("ok", false)) {
-    if (opt.json) out << r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    if (opt.json)
+      out << terminal_safe_json(r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+          << "\n";
     errs << "actmem: error: " << printable(r["error"]["message"].get<std::string>()) << "\n";
     return 2;
   }
   if (opt.json) {
-    out << r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out << terminal_safe_json(r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace))
+        << "\n";
   } else if (opt.command == "timeline") {
     out << (opt.csv ? render_timeline_csv(r) : render_timeline(r));
   } else if (opt.command == "fit") {

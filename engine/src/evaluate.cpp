@@ -216,6 +216,9 @@ json answer(const json& req, std::string* text) {
   if (req.contains("gpu")) {
     std::string id;
     if (auto err = detail::read_string(req["gpu"], "gpu", &id)) return error_to_json(*err);
+    if (id.empty())
+      return error_to_json(make_error("invalid_value", "gpu",
+                                      "gpu: empty; allowed: " + preset_ids("gpus")));
     // The same setting twice (the request's gpu and its config's): equal is fine, different is
     // a conflict, never last-one-wins.
     if (req.contains("config") && req["config"].is_object() && req["config"].contains("gpu") &&
@@ -240,6 +243,26 @@ json answer(const json& req, std::string* text) {
     has_gpu = true;
   }
   const ModelSpec& mv = model.value();
+  // Settings a command chooses itself are refused in its request's config, not ignored: plan
+  // searches the recompute policy and offload; sweep takes micro-batches and sequences from its
+  // grid.
+  struct Chosen {
+    const char* command;
+    const char* key;
+    const char* why;
+  };
+  static const Chosen kChosen[] = {
+      {"plan", "recompute", "plan chooses the recompute policy; give it to estimate"},
+      {"plan", "custom_keep", "plan chooses the recompute policy; give it to estimate"},
+      {"plan", "offload", "plan tries with and without offload; give it to estimate"},
+      {"sweep", "seq", "sweep takes its sequences from sweep.seqs (--sweep-seqs)"},
+      {"sweep", "micro_batch",
+       "sweep takes its micro-batches from sweep.micro_batches (--sweep-micro-batches)"}};
+  if (req.contains("config") && req["config"].is_object())
+    for (const Chosen& x : kChosen)
+      if (command == x.command && req["config"].contains(x.key))
+        return error_to_json(make_error("invalid_value", std::string("config.") + x.key,
+                                        std::string("config.") + x.key + ": " + x.why));
   if (command == "fit" || command == "plan") {
     if (!has_gpu)
       return error_to_json(
@@ -367,13 +390,41 @@ json evaluate_json(const json& req) {
   return answer(req, nullptr);
 }
 
+std::string terminal_safe_json(std::string text) {
+  auto needs = [](unsigned char c, unsigned char next) {
+    return c == 0x7F || (c == 0xC2 && next >= 0x80 && next <= 0x9F);
+  };
+  bool any = false;
+  for (std::size_t i = 0; i < text.size() && !any; ++i)
+    any = needs(static_cast<unsigned char>(text[i]),
+                i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0);
+  if (!any) return text;  // the usual case: no copy
+  std::string out;
+  out.reserve(text.size() + 16);
+  static const char* const kHex = "0123456789abcdef";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const unsigned char next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (!needs(c, next)) {
+      out += text[i];
+      continue;
+    }
+    const unsigned cp = c == 0x7F ? 0x7F : next;  // C2 xx encodes U+00xx
+    out += "\\u00";
+    out += kHex[cp >> 4];
+    out += kHex[cp & 15];
+    if (c == 0xC2) ++i;
+  }
+  return out;
+}
+
 std::string evaluate(const std::string& request_text) {
   auto j = parse_json_text(request_text, "request");
-  if (!j.ok()) return error_to_json(j.error()).dump();
+  if (!j.ok()) return terminal_safe_json(error_to_json(j.error()).dump());
   std::string text;
   json out = answer(j.value(), &text);
-  if (!text.empty()) return text;
-  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (!text.empty()) return terminal_safe_json(std::move(text));
+  return terminal_safe_json(out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 }  // namespace actmem

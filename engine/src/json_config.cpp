@@ -99,6 +99,14 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   if (dropout >= 0.0) c.attention_dropout = c.hidden_dropout = dropout;
   ACTMEM_TRY(prob("attention_dropout", &c.attention_dropout));
   ACTMEM_TRY(prob("hidden_dropout", &c.hidden_dropout));
+  // dropout sets both rates: a specific rate given beside it with another value would silently
+  // win over it, so the two are a conflict naming both (as grad_accum and micro_batches are).
+  for (const char* k : {"attention_dropout", "hidden_dropout"})
+    if (dropout >= 0.0 && j.contains(k) && j[k] != j["dropout"])
+      return make_error("invalid_value", std::string("config.") + k,
+                        std::string("config.") + k + ": " + detail::short_dump(j[k]) +
+                            " conflicts with config.dropout: " + detail::short_dump(j["dropout"]) +
+                            " (dropout sets both rates); give one");
   ACTMEM_TRY(choice("attention", parse_attention, &c.attention, attention_table().list()));
   ACTMEM_TRY(choice("profile", parse_profile, &c.profile, profile_table().list()));
   ACTMEM_TRY(u("tp", &c.par.tp));

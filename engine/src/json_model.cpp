@@ -57,8 +57,6 @@ const char* const kIgnoredHfKeys[] = {"architectures",
                                       "summary_proj_to_labels",
                                       "summary_first_dropout",
                                       "scale_attn_weights",
-                                      "scale_attn_by_inverse_layer_idx",
-                                      "reorder_and_upcast_attn",
                                       "task_specific_params",
                                       "_name_or_path",
                                       "model_name",
@@ -68,11 +66,8 @@ const char* const kIgnoredHfKeys[] = {"architectures",
                                       "use_return_dict",
                                       "return_dict",
                                       "rope_type",
-                                      "attn_implementation",
-                                      "_attn_implementation",
                                       "id2label",
                                       "label2id",
-                                      "quantization_config",
                                       "bias",
                                       "shared_expert_gate"};
 
@@ -136,9 +131,31 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     return make_error("unsupported", "model.model_type",
                       "model.model_type: '" + detail::key_text(type) +
                           "' is not a supported architecture; allowed: " + kSupported);
+  // Hugging Face keys that change memory in ways not modelled: refused, never ignored. A quantized
+  // checkpoint trains (QLoRA) or dequantizes differently; the attention implementation is a
+  // training choice (config.attention); GPT-2's fp32-upcast and per-layer-scaled attention keep
+  // other tensors. The flags are accepted at their defaults (false).
+  if (j.contains("quantization_config") && !j["quantization_config"].is_null())
+    return make_error("unsupported", "model.quantization_config",
+                      "model.quantization_config: quantized checkpoints are not modelled; remove "
+                      "it to estimate the model in config.dtype");
+  for (const char* k : {"attn_implementation", "_attn_implementation"})
+    if (j.contains(k) && !j[k].is_null())
+      return make_error("unsupported", std::string("model.") + k,
+                        std::string("model.") + k +
+                            ": the attention implementation is a training choice; set "
+                            "config.attention (eager, sdpa_math, flash) instead");
+  for (const char* k : {"reorder_and_upcast_attn", "scale_attn_by_inverse_layer_idx"})
+    if (j.contains(k) && j[k] != false)
+      return make_error("unsupported", std::string("model.") + k,
+                        std::string("model.") + k + ": " + detail::short_dump(j[k]) +
+                            " is not modelled; allowed: false");
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (in(kModelKeys, k)) continue;
+    if (k == "reorder_and_upcast_attn" || k == "scale_attn_by_inverse_layer_idx" ||
+        k == "quantization_config" || k == "attn_implementation" || k == "_attn_implementation")
+      continue;  // checked above: at their defaults they change nothing
     if (hf) {
       if (!in(kIgnoredHfKeys, k) && warnings)
         warnings->push_back("model." + k + ": ignored (does not affect memory)");
@@ -353,6 +370,22 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                       "default is 128)");
   ACTMEM_TRY(get_uint("num_local_experts", &experts, false));
   if (experts == 0) ACTMEM_TRY(get_uint("num_experts", &experts, false));
+  // Two names for the expert count (Mixtral's and Qwen-MoE's): both given must agree.
+  if (j.contains("num_local_experts") && j.contains("num_experts") &&
+      j["num_local_experts"] != j["num_experts"])
+    return make_error("invalid_value", "model.num_experts",
+                      "model.num_experts: " + detail::short_dump(j["num_experts"]) +
+                          " conflicts with model.num_local_experts: " +
+                          detail::short_dump(j["num_local_experts"]) + "; give one");
+  // Keys read only for a mixture of experts: on a dense model they would change nothing.
+  if (experts == 0)
+    for (const char* k : {"num_experts_per_tok", "moe_intermediate_size", "capacity_factor",
+                          "num_shared_experts", "shared_expert_intermediate_size"})
+      if (j.contains(k) && !j[k].is_null())
+        return make_error("invalid_value", std::string("model.") + k,
+                          std::string("model.") + k +
+                              ": read only for a mixture of experts; this model gives no "
+                              "num_local_experts or num_experts");
   if (experts > 0) {
     b.moe.experts = experts;
     ACTMEM_TRY(get_uint("num_experts_per_tok", &b.moe.top_k, true));

@@ -173,8 +173,15 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
       e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
   }
   for (const auto& q : embed_p) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
-  e.opt_temp = ck.mul(p.zero >= 1 ? ceil_div(largest_param, p.dp) : largest_param, 4,
-                      "timeline.optimizer_step");
+  // AdamW, Adafactor and 8-bit Adam compute their update in fp32 temporaries of one tensor at a
+  // time; SGD (with or without momentum) updates in place (torch/optim/sgd.py,
+  // _single_tensor_sgd: buf.mul_(momentum).add_(grad), param.add_(grad, alpha=-lr)), so its step
+  // adds nothing. The CPU executor's in-place SGD measured this: a vocabulary-dominated model
+  // peaks at the loss backward, not at a step temporary (docs/validation.md section 5).
+  const bool in_place = c.optimizer == Optimizer::kSgd || c.optimizer == Optimizer::kSgdMomentum;
+  e.opt_temp = in_place ? 0
+                        : ck.mul(p.zero >= 1 ? ceil_div(largest_param, p.dp) : largest_param, 4,
+                                 "timeline.optimizer_step");
   for (KindEstimate& ke : e.kinds) {
     const char* f = "timeline.peak_bytes";
     ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), p.zero >= 3 ? ke.param_bytes : 0, f);

@@ -139,6 +139,12 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
     m = model_from_json(req["model"], "custom", &warnings);
   if (!m.ok()) return m.error();
   json cfg = req.contains("config") ? req["config"] : json::object();
+  // A GPU or a budget would be read and never used: the executor measures its own device.
+  for (const char* k : {"gpu", "gpu_memory", "gpu_memory_bytes", "grad_bucket_bytes"})
+    if (cfg.contains(k))
+      return bad(std::string("config.") + k,
+                 "not read by actmem-validate (the executor runs on its own device, one rank); "
+                 "give it to actmem estimate");
   // What the executor is; a user value that disagrees is named, not silently replaced.
   const std::string act = executor == "cpu" ? "fp32" : "bf16";
   const json fixed = {

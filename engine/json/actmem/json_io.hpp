@@ -21,6 +21,12 @@ namespace actmem {
 // kMaxJsonTextBytes or nested deeper than kMaxJsonDepth is refused before parsing.
 Result<nlohmann::json> parse_json_text(const std::string& text, const std::string& field);
 
+// JSON text made safe for a terminal: DEL (0x7F) and the C1 controls (U+0080-U+009F, UTF-8
+// C2 80-C2 9F; U+009B is a one-byte CSI) are legal raw inside JSON strings, so a name from a
+// user's file could reach `actmem --json | less` as an escape sequence. They only occur inside
+// strings, so writing them as \u00XX keeps the text the same JSON value.
+std::string terminal_safe_json(std::string text);
+
 // A model object. With "model_type" it is read as a Hugging Face config.json (keys that do not
 // change memory are ignored, unknown ones reported in `warnings`); without it, strictly.
 Result<ModelSpec> model_from_json(const nlohmann::json& j, const std::string& id,
