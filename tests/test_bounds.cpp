@@ -257,6 +257,71 @@ TEST_CASE("JSON answers carry DEL and C1 controls escaped, never raw (terminal-s
   CHECK(out.find("\xc2\x9b") == std::string::npos);
   CHECK(out.find('\x7f') == std::string::npos);
   CHECK(out.find(R"(A\u009b31mB\u007f)") != std::string::npos);
-  CHECK(json::parse(out)["model"]["name"] == "A\xc2\x9b" "31mB\x7f");
+  CHECK(json::parse(out)["model"]["name"] ==
+        "A\xc2\x9b"
+        "31mB\x7f");
   CHECK(actmem::terminal_safe_json("\xc2\xa0 \xc2\x80") == "\xc2\xa0 \\u0080");  // NBSP stays
+}
+
+TEST_CASE("Hostile run, round 2: settings that were silently resolved or ignored are errors",
+          "[bounds]") {
+  auto err = [](const json& req) { return actmem::evaluate_json(req)["error"]; };
+  const json tiny = {{"hidden_size", 64},      {"num_attention_heads", 4},
+                     {"num_hidden_layers", 2}, {"intermediate_size", 128},
+                     {"vocab_size", 100},      {"max_position_embeddings", 64}};
+  // dropout sets both rates; a specific rate beside it with another value silently won.
+  CHECK(err({{"preset", "gpt2"},
+             {"config", {{"dropout", 0.1}, {"attention_dropout", 0}}}})["message"] ==
+        "config.attention_dropout: 0 conflicts with config.dropout: 0.1 (dropout sets both rates); "
+        "give one");
+  CHECK(actmem::evaluate_json(
+            {{"preset", "gpt2"}, {"config", {{"dropout", 0.1}, {"hidden_dropout", 0.1}}}})["ok"] ==
+        true);
+  // Two expert counts: the first was used silently.
+  json moe = tiny;
+  moe["model_type"] = "qwen2_moe";
+  moe["num_experts"] = 8;
+  moe["num_local_experts"] = 4;
+  moe["num_experts_per_tok"] = 2;
+  CHECK(err({{"model", moe}})["message"] ==
+        "model.num_experts: 8 conflicts with model.num_local_experts: 4; give one");
+  // MoE keys on a dense model changed nothing.
+  for (const char* k : {"num_experts_per_tok", "moe_intermediate_size", "capacity_factor",
+                        "num_shared_experts", "shared_expert_intermediate_size"}) {
+    json m = tiny;
+    m[k] = 2;
+    INFO(k);
+    CHECK(err({{"model", m}})["field"] == std::string("model.") + k);
+  }
+  // Hugging Face keys that change memory in ways not modelled.
+  json q = tiny;
+  q["model_type"] = "llama";
+  q["quantization_config"] = {{"load_in_4bit", true}};
+  CHECK(err({{"model", q}})["field"] == "model.quantization_config");
+  json a = tiny;
+  a["model_type"] = "llama";
+  a["_attn_implementation"] = "flash_attention_2";
+  CHECK(err({{"model", a}})["field"] == "model._attn_implementation");
+  const json g = {{"model_type", "gpt2"}, {"n_embd", 64},      {"n_head", 4},
+                  {"n_layer", 2},         {"vocab_size", 100}, {"reorder_and_upcast_attn", true}};
+  CHECK(err({{"model", g}})["message"] ==
+        "model.reorder_and_upcast_attn: true is not modelled; allowed: false");
+  json g0 = g;
+  g0["reorder_and_upcast_attn"] = false;
+  CHECK(actmem::evaluate_json({{"model", g0}, {"config", {{"seq", 64}}}})["ok"] == true);
+  // An empty request gpu read as "no GPU".
+  CHECK(err({{"preset", "gpt2"}, {"gpu", ""}})["field"] == "gpu");
+  // What plan and sweep choose themselves is refused in their config.
+  CHECK(err({{"command", "plan"},
+             {"preset", "gpt2"},
+             {"config", {{"gpu", "h100-80gb"}, {"recompute", "full"}}}})["message"] ==
+        "config.recompute: plan chooses the recompute policy; give it to estimate");
+  CHECK(err({{"command", "plan"},
+             {"preset", "gpt2"},
+             {"config", {{"gpu", "h100-80gb"}, {"offload", true}}}})["field"] == "config.offload");
+  CHECK(err({{"command", "sweep"}, {"preset", "gpt2"}, {"config", {{"seq", 512}}}})["message"] ==
+        "config.seq: sweep takes its sequences from sweep.seqs (--sweep-seqs)");
+  CHECK(
+      err({{"command", "sweep"}, {"preset", "gpt2"}, {"config", {{"micro_batch", 3}}}})["field"] ==
+      "config.micro_batch");
 }

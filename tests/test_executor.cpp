@@ -167,6 +167,9 @@ TEST_CASE("actmem-validate's flags: executor named, each given once, probes boun
   CHECK(message({"--executor", "gpu"}) == "--executor: \"gpu\" is not allowed; allowed: cpu, cuda");
   CHECK(message({"--seed", "1", "--seed", "2"}) == "--seed: given twice; give it once");
   CHECK(message({"--json=1"}) == "--json: takes no value, got \"=1\"; give --json alone");
+  // A GPU or a budget would be read and never used by the executor.
+  CHECK(message({"--gpu", "h100-80gb"}).rfind("config.gpu: not read by actmem-validate", 0) == 0);
+  CHECK(message({"--gpu-memory", "1GiB"}).rfind("config.gpu_memory: not read", 0) == 0);
   auto eq = parse({"--seed=7", "--fd-probes=3"});
   REQUIRE(eq.ok());
   CHECK(eq.value().options.seed == 7);
@@ -204,11 +207,10 @@ TEST_CASE(
   // Before, the engine added an fp32 copy of the largest parameter (the 8192 x 64 embedding) at
   // the optimizer step for every optimizer, and predicted 11.98% above the executor's in-place
   // SGD on such a model.
-  const json m = {{"num_hidden_layers", 1},       {"hidden_size", 64},
-                  {"num_attention_heads", 4},     {"intermediate_size", 256},
-                  {"vocab_size", 8192},           {"max_position_embeddings", 16},
-                  {"ffn_type", "gelu"},           {"norm_type", "layernorm"},
-                  {"position_embedding", "learned"}};
+  const json m = {
+      {"num_hidden_layers", 1},   {"hidden_size", 64},        {"num_attention_heads", 4},
+      {"intermediate_size", 256}, {"vocab_size", 8192},       {"max_position_embeddings", 16},
+      {"ffn_type", "gelu"},       {"norm_type", "layernorm"}, {"position_embedding", "learned"}};
   const exec::Report r = run(m, {{"seq", 16}}, 0);
   CHECK(r.measured_peak_bytes == r.predicted_peak_bytes);
   CHECK(r.passed());

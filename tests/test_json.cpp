@@ -92,7 +92,8 @@ TEST_CASE("Bad input: each error names the field and what is allowed", "[json][e
       {R"({"preset": "gpt2", "config": {"seq": 1e30}})", "invalid_value", "config.seq",
        "positive integer"},
       // Python's NaN token reaches its field (parse_json_text quotes it), refused there by name.
-      {R"({"preset": "gpt2", "config": {"seq": NaN}})", "wrong_type", "config.seq", "NaN (not a finite number)"},
+      {R"({"preset": "gpt2", "config": {"seq": NaN}})", "wrong_type", "config.seq",
+       "NaN (not a finite number)"},
       {R"({"preset": "gpt2", "config": {"seq": 10)", "malformed_json", "request", "near byte"},
       {R"({"model": {"hidden_size": 64, "num_attention_heads": 6, "num_hidden_layers": 2, "vocab_size": 10, "intermediate_size": 8}})",
        "invalid_value", "model.head_dim", ""},

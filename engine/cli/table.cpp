@@ -88,6 +88,17 @@ std::string format_bytes(unsigned long long bytes) {
   return commas(bytes) + " B (" + human(static_cast<double>(bytes)) + ")";
 }
 
+// The GPU and the verdict, for every answer that carries them (estimate, explain, timeline): the
+// headroom is the GPU's bytes less the answer's peak, as the engine decided `fits`.
+void write_gpu_verdict(std::ostream& o, const json& r) {
+  if (!r.contains("gpu")) return;
+  const unsigned long long mem = u(r["gpu"]["memory_bytes"]), peak = u(r["peak_bytes"]);
+  const bool fits = r["fits"].get<bool>();
+  o << "  " << pad(("GPU " + text(r["gpu"]["name"])).c_str(), 30) << format_bytes(mem) << "\n";
+  o << "  " << pad(fits ? "fits, headroom" : "DOES NOT FIT, short by", 30)
+    << format_bytes(fits ? mem - peak : peak - mem) << "\n";
+}
+
 std::string render_estimate(const json& r) {
   std::ostringstream o;
   const json& m = r["model"];
@@ -126,13 +137,7 @@ std::string render_estimate(const json& r) {
   if (u(pk["fragmentation_bytes"]) > 0) line("fragmentation allowance", pk["fragmentation_bytes"]);
   line("peak (sum of the above)", r["peak_bytes"]);
   if (u(a["host_bytes"]) > 0) line("offloaded to host", a["host_bytes"]);
-  if (r.contains("gpu")) {
-    const long long head = r["headroom_bytes"].get<long long>();
-    o << "  " << pad(("GPU " + text(r["gpu"]["name"])).c_str(), 30)
-      << format_bytes(u(r["gpu"]["memory_bytes"])) << "\n";
-    o << "  " << pad(r["fits"].get<bool>() ? "fits, headroom" : "DOES NOT FIT, short by", 30)
-      << format_bytes(static_cast<unsigned long long>(head < 0 ? -head : head)) << "\n";
-  }
+  write_gpu_verdict(o, r);
   o << "\nclosed form (Korthikanti et al. 2022: activations at the in-flight maximum, no "
        "transients): layers "
     << commas(u(a["layers_bytes"])) << " + input " << commas(u(a["input_layer_bytes"]))
@@ -159,6 +164,7 @@ std::string render_explain(const json& r) {
       << ")\n";
     o << "  source: " << text(e["source"]) << "\n\n";
   }
+  write_gpu_verdict(o, r);
   return o.str();
 }
 
@@ -204,6 +210,7 @@ std::string render_timeline(const json& r) {
   line("transients", u(w["at_peak"]["transients"]));
   line("fragmentation allowance", u(w["fragmentation_bytes"]));
   line("peak", u(w["peak_bytes"]));
+  write_gpu_verdict(o, r);
   if (u(w["host_peak_bytes"]) > 0) {
     line("host (offloaded) peak", u(w["host_peak_bytes"]));
     line("PCIe traffic per step", u(w["pcie_bytes"]));
@@ -285,6 +292,9 @@ std::string render_plan(const json& r) {
 
 std::string render_sweep(const json& r) {
   std::ostringstream o;
+  const bool budget = r.contains("budget_bytes");
+  const unsigned long long cap = budget ? u(r["budget_bytes"]) : 0;
+  if (budget) o << "budget " << format_bytes(cap) << "; * marks a cell over it\n";
   o << pad("b \\ s", 8);
   for (const auto& s : r["seqs"]) o << pad(std::to_string(u(s)), 14);
   o << "\n";
@@ -292,7 +302,8 @@ std::string render_sweep(const json& r) {
     o << pad(std::to_string(u(r["micro_batches"][i])), 8);
     for (const auto& v : r["peak_bytes"][i]) {
       const long long b = v.get<long long>();
-      o << pad(b < 0 ? "invalid" : human(static_cast<double>(b)), 14);
+      const bool over = budget && b >= 0 && static_cast<unsigned long long>(b) > cap;
+      o << pad(b < 0 ? "invalid" : human(static_cast<double>(b)) + (over ? "*" : ""), 14);
     }
     o << "\n";
   }

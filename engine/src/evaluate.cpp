@@ -217,8 +217,8 @@ json answer(const json& req, std::string* text) {
     std::string id;
     if (auto err = detail::read_string(req["gpu"], "gpu", &id)) return error_to_json(*err);
     if (id.empty())
-      return error_to_json(make_error("invalid_value", "gpu",
-                                      "gpu: empty; allowed: " + preset_ids("gpus")));
+      return error_to_json(
+          make_error("invalid_value", "gpu", "gpu: empty; allowed: " + preset_ids("gpus")));
     // The same setting twice (the request's gpu and its config's): equal is fine, different is
     // a conflict, never last-one-wins.
     if (req.contains("config") && req["config"].is_object() && req["config"].contains("gpu") &&
