@@ -146,33 +146,31 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       return true;
     };
     std::string v;
-    static const char* const kBoolean[] = {
-        "--json", "--csv", "--help", "-h", "--sp", "--offload", "--no-master-weights"};
-    for (const char* b : kBoolean)
-      if (inline_value && a == b)
+    // The boolean flags, one table: each sets an option or a config key, and takes no value
+    // (`--sp=false` would otherwise read as true).
+    struct Boolean {
+      const char* flag;
+      bool* option;     // an output option, or
+      const char* key;  // a config key set to `value`
+      bool value;
+    };
+    const Boolean kBoolean[] = {{"--json", &o->json, nullptr, true},
+                                {"--csv", &o->csv, nullptr, true},
+                                {"--help", &o->help, nullptr, true},
+                                {"-h", &o->help, nullptr, true},
+                                {"--sp", nullptr, "sp", true},
+                                {"--offload", nullptr, "offload", true},
+                                {"--no-master-weights", nullptr, "master_weights", false}};
+    const Boolean* boolean = nullptr;
+    for (const Boolean& b : kBoolean)
+      if (a == b.flag) boolean = &b;
+    if (boolean) {
+      if (inline_value)
         return a + ": takes no value, got " + shown(argv[i].substr(eq)) + "; give " + a + " alone";
-    if (a == "--json") {
-      o->json = true;
-      continue;
-    }
-    if (a == "--csv") {
-      o->csv = true;
-      continue;
-    }
-    if (a == "--help" || a == "-h") {
-      o->help = true;
-      continue;
-    }
-    if (a == "--sp") {
-      cfg_flags["sp"] = true;
-      continue;
-    }
-    if (a == "--offload") {
-      cfg_flags["offload"] = true;
-      continue;
-    }
-    if (a == "--no-master-weights") {
-      cfg_flags["master_weights"] = false;
+      if (boolean->option)
+        *boolean->option = boolean->value;
+      else
+        cfg_flags[boolean->key] = boolean->value;
       continue;
     }
     bool matched = false;
