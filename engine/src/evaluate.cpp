@@ -1,5 +1,7 @@
 // The single request -> response entry point shared by the CLI, the page (through Embind) and the
 // fuzzer.
+#include <cstring>
+
 #include "actmem/json_io.hpp"
 #include "actmem/names.hpp"
 #include "actmem/planner.hpp"
@@ -394,11 +396,15 @@ std::string terminal_safe_json(std::string text) {
   auto needs = [](unsigned char c, unsigned char next) {
     return c == 0x7F || (c == 0xC2 && next >= 0x80 && next <= 0x9F);
   };
-  bool any = false;
-  for (std::size_t i = 0; i < text.size() && !any; ++i)
-    any = needs(static_cast<unsigned char>(text[i]),
-                i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0);
-  if (!any) return text;  // the usual case: no copy
+  // The usual case has neither byte: two memchr scans (vectorized) and no copy.
+  bool any = std::memchr(text.data(), 0x7F, text.size()) != nullptr;
+  for (const char *p = text.data(), *end = text.data() + text.size(); !any && p < end;) {
+    p = static_cast<const char*>(std::memchr(p, 0xC2, static_cast<std::size_t>(end - p)));
+    if (!p) break;
+    any = p + 1 < end && needs(0xC2, static_cast<unsigned char>(p[1]));
+    ++p;
+  }
+  if (!any) return text;
   std::string out;
   out.reserve(text.size() + 16);
   static const char* const kHex = "0123456789abcdef";
