@@ -34,14 +34,16 @@ json hf_model(const json& row) {
 }  // namespace
 
 TEST_CASE(
-    "hf profile = real transformers layers (hf_layers.json): llama, qwen3, phi3 eager exact; llama "
-    "and qwen3 SDPA 8 B above (cuDNN attention's 16 B RNG state vs flash's 24 B)",
+    "hf profile = real transformers layers (hf_layers.json): llama, qwen3, phi3, gemma2, gemma3 "
+    "eager exact; SDPA 8 B above (cuDNN attention's 16 B RNG state vs flash's 24 B)",
     "[hf][families]") {
   const json ref = measured_layers();
   int checked = 0;
   for (const json& row : ref["results"]) {
     const std::string type = row["model_type"];
-    if (type != "llama" && type != "qwen3" && type != "phi3") continue;
+    if (type != "llama" && type != "qwen3" && type != "phi3" && type != "gemma2" &&
+        type != "gemma3_text")
+      continue;
     const std::string att = row["attn_implementation"];
     // Phi-3 under SDPA kept o_proj's input as a copy of the cuDNN attention output (+b·s·a·d·e),
     // where Llama's is a view of it: measured with cuDNN only, not modelled (validation.md 4.4).
@@ -54,13 +56,16 @@ TEST_CASE(
                               {"profile", "hf"},
                               {"attention", att == "eager" ? "eager" : "flash"}}}});
     CHECK(u(r["model"]["params"]) == u(row["parameters"]));
-    const std::uint64_t layer = u(row["by_module"]["model.layers.1"]);
+    std::uint64_t layer = u(row["by_module"]["model.layers.1"]);
+    // Gemma 3's layer 1 is its first full-attention layer: it also holds that rotary embedding's
+    // cos and sin (2 x s x d bf16), which the engine counts once in the input layer.
+    if (type == "gemma3_text") layer -= 2 * u(row["s"]) * u(row["config"]["head_dim"]) * 2;
     // PyTorch 2.11 on the H200 ran SDPA through cuDNN, whose RNG state is two 0-dim int64 tensors
     // (16 B) where the flash kernel keeps int64[3] (24 B): docs/validation.md section 4.4.
     CHECK(u(r["per_layer"]["activation_bytes"]) == (att == "eager" ? layer : layer + 8));
     ++checked;
   }
-  CHECK(checked == 10);
+  CHECK(checked == 18);
 }
 
 TEST_CASE("qwen3: per-head q/k RMSNorm records and parameters (modeling_qwen3.py)",
@@ -105,12 +110,14 @@ TEST_CASE(
     ss << f.rdbuf();
     return json::parse(ss.str());
   };
-  // Counts: keras-hub's presets (Qwen3) and the checkpoint's safetensors index (Phi-3), as the
-  // presets cite them (presets/models/*.json).
+  // Counts: keras-hub's presets (Qwen3, Gemma 3) and the checkpoints' safetensors index (Phi-3,
+  // Gemma 2: 18,483,411,968 B bf16), as tests/data/hf/SOURCES.md cites them.
   const std::pair<const char*, std::uint64_t> cases[] = {
       {"qwen3-8b.config.json", 8190735360ULL},
       {"qwen3-30b-a3b.config.json", 30532122624ULL},
-      {"phi-3-mini-4k-instruct.config.json", 3821079552ULL}};
+      {"phi-3-mini-4k-instruct.config.json", 3821079552ULL},
+      {"gemma-2-9b-it.config.json", 9241705984ULL},
+      {"gemma-3-1b-it.config.json", 999885952ULL}};
   for (const auto& [file, n] : cases) {
     INFO(file);
     const json r = run(json{{"model", read(file)}, {"config", {{"seq", 4096}}}});
@@ -118,8 +125,7 @@ TEST_CASE(
   }
   // Families not modelled yet are refused by model_type, never computed as something else.
   for (const char* file :
-       {"deepseek-v3.config.json", "gpt-oss-20b.config.json", "gemma-2-9b-it.config.json",
-        "gemma-3-1b-it.config.json", "falcon-7b-instruct.config.json",
+       {"deepseek-v3.config.json", "gpt-oss-20b.config.json", "falcon-7b-instruct.config.json",
         "falcon-7b-instruct-refinedweb.config.json"}) {
     INFO(file);
     const json r = actmem::evaluate_json(json{{"model", read(file)}});

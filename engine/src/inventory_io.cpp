@@ -90,6 +90,11 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     out.add("loss.log_softmax_out", {g.b, g.s_tp, g.v}, DType::kFp32, "log_softmax backward",
             "grad - exp(out) * sum(grad) needs the output",
             "PyTorch derivatives.yaml: _log_softmax");
+    if (m.final_softcap > 0)
+      // Gemma 2: logits = tanh(logits / cap) * cap before the loss.
+      out.add("logits.softcap_tanh", {g.b, g.s_tp, g.v}, p, "tanh backward",
+              "1 - tanh^2 needs the soft-capped logits' tanh",
+              "transformers 5.17 modeling_gemma2.py Gemma2ForCausalLM (final_logit_softcapping)");
     if (prof == Profile::kHf)
       out.add("logits", {g.b, g.s_tp, g.v}, p, "held by the returned ModelOutput",
               "CausalLMOutput.logits stays referenced while loss.backward() runs",

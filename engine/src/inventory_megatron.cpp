@@ -57,6 +57,10 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
   if (g.hidden_dropout)
     rb.add("attn.proj_dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "residual dropout backward",
            "the same mask scales the gradient", kK41Attn);
+  if (m.sandwich_norm)
+    rb.add("attn.post_norm.in", {g.b, g.s_rep, g.h}, p, "post-attention norm backward",
+           "normalization gradient needs its input",
+           "Korthikanti et al. 2022, Sec. 4.1's layer-norm rule, for Gemma's post-attention norm");
   rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward",
          "normalization gradient needs the input's statistics",
          "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
@@ -76,6 +80,11 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
     rb.add("mlp.fc2_in", {g.b, g.s_tp, g.f}, p, "second MLP linear backward",
            "weight gradient = input^T x output gradient", kK41Mlp);
   }
+  if (m.sandwich_norm)
+    rb.add(
+        "mlp.post_norm.in", {g.b, g.s_rep, g.h}, p, "post-feedforward norm backward",
+        "normalization gradient needs its input",
+        "Korthikanti et al. 2022, Sec. 4.1's layer-norm rule, for Gemma's post-feedforward norm");
   if (g.hidden_dropout)
     rb.add("mlp.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "residual dropout backward",
            "the same mask scales the gradient", kK41);

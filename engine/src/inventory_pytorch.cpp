@@ -32,9 +32,17 @@ struct NormIds {
   const char* mean;
   const char* rstd;
   const char* normed;
+  const char* scale;
 };
-constexpr NormIds kLn1{"ln1.in", "ln1.mean", "ln1.rstd", "ln1.normed"};
-constexpr NormIds kLn2{"ln2.in", "ln2.mean", "ln2.rstd", "ln2.normed"};
+constexpr NormIds kLn1{"ln1.in", "ln1.mean", "ln1.rstd", "ln1.normed", "ln1.scale"};
+constexpr NormIds kLn2{"ln2.in", "ln2.mean", "ln2.rstd", "ln2.normed", "ln2.scale"};
+constexpr NormIds kAttnPost{"attn.post_norm.in", "attn.post_norm.mean", "attn.post_norm.rstd",
+                            "attn.post_norm.normed", "attn.post_norm.scale"};
+constexpr NormIds kMlpPost{"mlp.post_norm.in", "mlp.post_norm.mean", "mlp.post_norm.rstd",
+                           "mlp.post_norm.normed", "mlp.post_norm.scale"};
+constexpr const char* kHfGemma =
+    "transformers 5.17 modeling_gemma2.py / modeling_gemma3.py (Gemma2RMSNorm: fp32 throughout, "
+    "x * (1 + weight)); measured: tests/reference/gpu/hf_layers.json";
 
 void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb,
               bool hf) {
@@ -46,6 +54,20 @@ void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, Rec
            "per-row mean, fp32 on CUDA", kDeriv);
     rb.add(id.rstd, {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward",
            "per-row 1/sigma, fp32 on CUDA", kDeriv);
+    return;
+  }
+  if (hf && m.gemma_norm) {
+    // output = x.float() * rsqrt(mean(x^2) + eps); output * (1.0 + weight.float()): the fp32
+    // input, the fp32 rstd, the fp32 (1 + weight) made each forward, and the fp32 normalized
+    // input the last mul keeps (cast to the input dtype only after).
+    rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32, "pow / mul backward (fp32 upcast)",
+           "the fp32 copy is squared and scaled", kHfGemma);
+    rb.add(id.rstd, {g.b, g.s_rep}, DType::kFp32, "rsqrt / mul backward", "the fp32 1/rms per row",
+           kHfGemma);
+    rb.add(id.scale, {g.h}, DType::kFp32, "mul backward (gradient of the normalized input)",
+           "(1 + weight) in fp32, a new tensor each forward", kHfGemma);
+    rb.add(id.normed, {g.b, g.s_rep, g.h}, DType::kFp32, "mul backward (weight gradient)",
+           "the fp32 normalized input", kHfGemma);
     return;
   }
   if (hf) {
@@ -69,16 +91,28 @@ void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, Rec
 // Qwen3's RMSNorm over each head of q (a heads) and k (kv heads), applied to the projection's
 // output viewed as (b, s, heads, d) before the transpose and RoPE. The same three tensors as a
 // hidden-state RMSNorm, one row per token and head (measured: hf_layers.json, qwen3 rows).
-void add_head_norms(const LayerGeometry& g, RecordBuilder& rb, bool hf) {
+void add_head_norms(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb, bool hf) {
   struct One {
     const char* in;
     const char* rstd;
     const char* normed;
+    const char* scale;
     Dim heads;
   };
-  for (const One& o : {One{"attn.q_norm.in", "attn.q_norm.rstd", "attn.q_norm.normed", g.a},
-                       One{"attn.k_norm.in", "attn.k_norm.rstd", "attn.k_norm.normed", g.kv}}) {
-    if (hf) {
+  for (const One& o :
+       {One{"attn.q_norm.in", "attn.q_norm.rstd", "attn.q_norm.normed", "attn.q_norm.scale", g.a},
+        One{"attn.k_norm.in", "attn.k_norm.rstd", "attn.k_norm.normed", "attn.k_norm.scale",
+            g.kv}}) {
+    if (hf && m.gemma_norm) {
+      // Gemma 3's q_norm / k_norm are Gemma3RMSNorm(head_dim) on (b, heads, s, d).
+      rb.add(o.in, {g.b, o.heads, g.s_tp, g.d}, DType::kFp32, "pow / mul backward (fp32 upcast)",
+             "the fp32 copy of each head is squared and scaled", kHfGemma);
+      rb.add(o.rstd, {g.b, o.heads, g.s_tp}, DType::kFp32, "rsqrt / mul backward",
+             "the fp32 1/rms per token and head", kHfGemma);
+      rb.add(o.scale, {g.d}, DType::kFp32, "mul backward", "(1 + weight) in fp32", kHfGemma);
+      rb.add(o.normed, {g.b, o.heads, g.s_tp, g.d}, DType::kFp32, "mul backward (weight gradient)",
+             "the fp32 normalized head", kHfGemma);
+    } else if (hf) {
       rb.add(o.in, {g.b, g.s_tp, o.heads, g.d}, DType::kFp32,
              "pow / mul backward (fp32 upcast of the input)",
              "Qwen3RMSNorm squares and scales the fp32 copy of each head", kHfQwen3);
@@ -108,7 +142,7 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
          "weight gradient = input^T x output gradient (one storage for all three)", kDeriv);
   // GPT-2 blocks (LayerNorm) fuse Q, K and V into one projection; Llama blocks (RMSNorm) do not.
   const bool fused_qkv = m.norm == NormType::kLayerNorm;
-  if (k.qk_norm) add_head_norms(g, rb, hf);
+  if (k.qk_norm) add_head_norms(m, g, rb, hf);
   if (g.flash) {
     // SDPA's flash kernel keeps its inputs, output, logsumexp and RNG state. The pytorch block
     // expands K/V to all heads before SDPA (PyTorch < 2.5 needs it); transformers passes
@@ -163,6 +197,10 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
     if (hf && fused_qkv)
       rb.add("attn.scale_divisor", {}, p, "div backward",
              "GPT2Attention divides by torch.full([], sqrt(d)), a 0-dim device tensor", kHfGpt2);
+    if (m.attn_softcap > 0)
+      // Gemma 2: scores = tanh(scores / cap) * cap; tanh's backward needs its output.
+      core(rb.add("attn.softcap_tanh", {g.b, g.a, g.s_tp, g.s_keys}, p, "tanh backward",
+                  "1 - tanh^2 needs the soft-capped scores' tanh", kHfGemma));
     if (upcast_softmax) {
       core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, DType::kFp32,
                   "softmax backward", "softmax(..., dtype=float32) keeps its fp32 output",
@@ -188,6 +226,7 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   if (g.hidden_dropout)
     rb.add("attn.proj_dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",
            "1-byte mask on CUDA", kDeriv);
+  if (m.sandwich_norm) add_norm(kAttnPost, m, g, rb, hf);
   add_norm(kLn2, m, g, rb, hf);
   if (k.is_moe()) {
     build_moe_mlp(m, k, g, rb);
@@ -217,6 +256,7 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
     rb.add("mlp.fc2_in", {g.b, g.s_tp, g.f}, p, "down/second linear backward",
            "weight gradient needs the input", kDeriv);
   }
+  if (m.sandwich_norm) add_norm(kMlpPost, m, g, rb, hf);
   if (g.hidden_dropout)
     rb.add("mlp.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",
            "1-byte mask on CUDA", kDeriv);

@@ -46,6 +46,9 @@ void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
   }
   rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
          "dL/dW needs the input", kSeedTable);
+  if (m.sandwich_norm)
+    rb.add("attn.post_norm.in", {g.b, g.s_rep, g.h}, p, "post-attention norm backward",
+           "needs the original statistics (the seed's LayerNorm rule)", kSeedTable);
   rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward", "needs the original statistics",
          kSeedTable);
   if (k.is_moe()) {
@@ -64,6 +67,9 @@ void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
   }
   rb.add("mlp.fc2_in", {g.b, g.s_tp, g.f}, p, "down projection backward", "dL/dW needs the input",
          kSeedTable);
+  if (m.sandwich_norm)
+    rb.add("mlp.post_norm.in", {g.b, g.s_rep, g.h}, p, "post-feedforward norm backward",
+           "needs the original statistics (the seed's LayerNorm rule)", kSeedTable);
 }
 
 }  // namespace actmem::detail

@@ -24,13 +24,19 @@ const char* const kModelKeys[] = {
     "hidden_dropout", "ffn_type", "norm_type", "position_embedding", "qkv_bias",
     "num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
     "num_shared_experts", "shared_expert_intermediate_size", "capacity_factor", "layer_kinds",
-    "layer_stack", "decoder_sparse_step", "mlp_only_layers", "qk_norm",
+    "layer_stack", "decoder_sparse_step", "mlp_only_layers", "qk_norm", "gemma_norm",
+    "sandwich_norm", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
     // GPT-2 names
     "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "activation_function", "attn_pdrop",
     "resid_pdrop", "embd_pdrop"};
 
 // Hugging Face keys that do not change memory; accepted silently.
 const char* const kIgnoredHfKeys[] = {"architectures",
+                                      "query_pre_attn_scalar",
+                                      "layer_types",
+                                      "sliding_window_pattern",
+                                      "rope_local_base_freq",
+                                      "cache_implementation",
                                       "torch_dtype",
                                       "transformers_version",
                                       "bos_token_id",
@@ -101,7 +107,7 @@ const char* const kMetadataKeys[] = {"name", "source", "published_params",
                                      "published_params_source", "notes"};
 
 const char* const kSupported =
-    "gpt2, llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe";
+    "gemma2, gemma3_text, gpt2, llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe";
 
 template <std::size_t N>
 bool in(const char* const (&list)[N], const std::string& k) {
@@ -127,7 +133,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   const bool hf = !type.empty();
   if (hf && type != "gpt2" && type != "llama" && type != "mistral" && type != "mixtral" &&
       type != "qwen2" && type != "qwen2_moe" && type != "qwen3" && type != "qwen3_moe" &&
-      type != "phi3")
+      type != "phi3" && type != "gemma2" && type != "gemma3_text")
     return make_error("unsupported", "model.model_type",
                       "model.model_type: '" + detail::key_text(type) +
                           "' is not a supported architecture; allowed: " + kSupported);
@@ -279,7 +285,17 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     // Qwen3Attention (transformers modeling_qwen3.py): no q/k/v biases unless attention_bias,
     // RMSNorm over each head of q and k; head_dim is its own key (Qwen3-8B: 128 with h/a = 128,
     // Qwen3-0.6B: 128 with h/a = 64).
-    b.qk_norm = type == "qwen3" || type == "qwen3_moe";
+    b.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
+    // Gemma 2 and 3 (modeling_gemma2.py, modeling_gemma3.py): Gemma's RMSNorm in the sandwich
+    // layout, GeGLU (gelu_pytorch_tanh), tied embeddings; Gemma 2 soft-caps attention scores at
+    // 50 and the final logits at 30 by default (Gemma2Config), Gemma 3 neither (Gemma3TextConfig).
+    const bool gemma = type == "gemma2" || type == "gemma3_text";
+    if (gemma) {
+      m.gemma_norm = m.sandwich_norm = true;
+      b.ffn = FfnType::kGeglu;
+      m.tied_embeddings = true;
+      if (type == "gemma2") m.attn_softcap = 50.0, m.final_softcap = 30.0;
+    }
     ACTMEM_TRY(get_uint("hidden_size", &m.hidden, true));
     ACTMEM_TRY(get_uint("num_attention_heads", &b.heads, true));
     ACTMEM_TRY(get_uint("num_hidden_layers", &m.layers, true));
@@ -301,6 +317,18 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     }
     if (j.contains("hidden_act"))
       ACTMEM_TRY(detail::read_string(j["hidden_act"], "model.hidden_act", &act));
+    // Gemma's configs name the MLP's activation hidden_activation (hidden_act is legacy there);
+    // two names that disagree would leave one ignored.
+    if (j.contains("hidden_activation") && !j["hidden_activation"].is_null()) {
+      std::string ha;
+      ACTMEM_TRY(detail::read_string(j["hidden_activation"], "model.hidden_activation", &ha));
+      if (!act.empty() && act != ha)
+        return make_error("invalid_value", "model.hidden_activation",
+                          "model.hidden_activation: '" + detail::key_text(ha) +
+                              "' conflicts with model.hidden_act '" + detail::key_text(act) +
+                              "'; give one");
+      act = ha;
+    }
     if (!act.empty()) {
       if (act == "silu" || act == "swish")
         b.ffn = FfnType::kSwiglu;
@@ -324,6 +352,24 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                           "; give head_dim explicitly");
   ACTMEM_TRY(get_bool("qkv_bias", &b.qkv_bias));
   ACTMEM_TRY(get_bool("qk_norm", &b.qk_norm));
+  ACTMEM_TRY(get_bool("gemma_norm", &m.gemma_norm));
+  ACTMEM_TRY(get_bool("sandwich_norm", &m.sandwich_norm));
+  // Soft-capping: a positive cap, or null for none (as Gemma's configs write it).
+  for (auto [k, out] :
+       {std::pair<const char*, double*>{"attn_logit_softcapping", &m.attn_softcap},
+        std::pair<const char*, double*>{"final_logit_softcapping", &m.final_softcap}}) {
+    if (!j.contains(k)) continue;
+    if (j[k].is_null()) {
+      *out = 0.0;
+      continue;
+    }
+    const std::string field = std::string("model.") + k;
+    ACTMEM_TRY(detail::read_double(j[k], field, out));
+    if (!(*out > 0.0))
+      return make_error(
+          "invalid_value", field,
+          field + ": must be a positive cap or null, got " + detail::short_dump(j[k]));
+  }
   // Explicit types (our schema) override what model_type implies.
   if (j.contains("ffn_type")) {
     std::string s;

@@ -171,7 +171,10 @@ std::string estimate_text(const Estimate& e) {
   w.key("model");
   w.begin_object();
   const LayerKind& k0 = m.kinds[0];
+  w.field("attn_logit_softcapping", m.attn_softcap);
   w.field("ffn_type", ffn_name(k0.ffn));
+  w.field("final_logit_softcapping", m.final_softcap);
+  w.field("gemma_norm", m.gemma_norm);
   w.field("head_dim", k0.head_dim);
   w.field("hidden_size", m.hidden);
   w.field("id", m.id);
@@ -224,6 +227,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("position_embedding", pos_name(m.pos));
   w.field("published_params", m.published_params);
   w.field("qk_norm", k0.qk_norm);
+  w.field("sandwich_norm", m.sandwich_norm);
   w.field("source", m.source);
   w.field("tie_word_embeddings", m.tied_embeddings);
   w.field("vocab_size", m.vocab);

@@ -58,6 +58,13 @@ struct ModelSpec {
   NormType norm = NormType::kLayerNorm;
   PosEncoding pos = PosEncoding::kLearned;
   bool tied_embeddings = false;
+  // Gemma's RMSNorm (Gemma2RMSNorm, Gemma3RMSNorm): computed in fp32 throughout and scaled by
+  // (1 + weight); and Gemma's sandwich layout: a norm after attention and after the MLP too.
+  bool gemma_norm = false;
+  bool sandwich_norm = false;
+  // Gemma 2's tanh soft-capping of the attention scores and of the final logits (0: none).
+  double attn_softcap = 0.0;
+  double final_softcap = 0.0;
   double attention_dropout = 0.0;  // defaults from the model card; the config may override
   double hidden_dropout = 0.0;
 
