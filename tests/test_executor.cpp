@@ -174,29 +174,30 @@ TEST_CASE("actmem-validate's flags: executor named, each given once, probes boun
   REQUIRE(eq.ok());
   CHECK(eq.value().options.seed == 7);
   CHECK(eq.value().options.fd_probes == 3);
-  // 4,096 probes at s = 256 on a 2-layer h = 512 model (8 heads, f = 2048): each probe is four
-  // forwards of step_work = 256 * 2 * (512 * (512 + 2048) + 8 * 64 * 256) = 7.38e8
-  // multiply-adds, so kMaxFdWork = 2.5e10 allows floor(2.5e10 / 2.953e9) = 8 probes.
+  // 4,096 probes at s = 128 on a 2-layer h = 512 model (8 heads, f = 2048, SwiGLU, V = 256):
+  // one forward is 128 * (2 * (512 * 64 * 32 + 3 * 512 * 2048 + 2 * 8 * 64 * 128) + 512 * 256)
+  // = 1.124e9 multiply-adds (checks.cpp, step_work), a probe four of them, so kMaxFdWork = 1.5e10
+  // allows floor(1.5e10 / 4.496e9) = 3 probes.
   const json big = {{"num_hidden_layers", 2},   {"hidden_size", 512},
                     {"num_attention_heads", 8}, {"intermediate_size", 2048},
-                    {"vocab_size", 256},        {"max_position_embeddings", 256}};
+                    {"vocab_size", 256},        {"max_position_embeddings", 128}};
   const std::string big_path =
       (std::filesystem::temp_directory_path() / "actmem_fd_big.json").string();
   std::ofstream(big_path) << big.dump();
   auto big_args = [&](std::vector<std::string> extra) {
-    std::vector<std::string> argv{"--model", big_path, "--seq", "256", "--dtype", "fp32"};
+    std::vector<std::string> argv{"--model", big_path, "--seq", "128", "--dtype", "fp32"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return exec::parse_validate_args(argv);
   };
   auto over = big_args({"--fd-probes", "4096"});
   REQUIRE_FALSE(over.ok());
   CHECK(over.error().message ==
-        "--fd-probes: 4096 probes at this problem size are more than the 8 the finite-difference "
-        "work bound allows; give at most 8");
+        "--fd-probes: 4096 probes at this problem size are more than the 3 the finite-difference "
+        "work bound allows; give at most 3");
   // The default 24 shrinks to the bound; an explicit count within it is kept.
   auto dflt = big_args({});
   REQUIRE(dflt.ok());
-  CHECK(dflt.value().options.fd_probes == 8);
+  CHECK(dflt.value().options.fd_probes == 3);
   CHECK(big_args({"--fd-probes", "2"}).value().options.fd_probes == 2);
 }
 

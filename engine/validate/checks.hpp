@@ -21,21 +21,24 @@ namespace actmem::exec {
 using DeviceFactory = std::function<std::unique_ptr<Device>(Elem)>;
 
 // Bounds on what the executor runs (docs/reliability.md, "Bounds").
-// CPU: one step of 6.0e8 multiply-adds (8 layers, h = 256, s = 128, b = 2, the campaign's largest)
-// ran its whole check, fp64 reference included, in 37 s; 1e9 keeps a run near a minute. Memory:
+// CPU, in forward multiply-adds (checks.cpp, step_work): the campaign's largest configuration
+// (Llama, 8 layers, h = 256, f = 768, s = 128, b = 2: 1.76e9) ran its whole check, fp64 reference
+// included, in 37 s; 2e9 admits it and refuses the hostile run's 4.6-minute one (h = 256,
+// f = 2048, b = 4, s = 192: 2.98e9). The executor's plain loops run 2.4e8-5e8 multiply-adds a
+// second depending on the shapes, so a run at the bound takes one to two minutes. Memory:
 // the runs and the fp64 reference held 3.1x (that config: 96 MB predicted, 293 MB resident) to
 // 4.6x (a vocabulary-dominated one: 116 MB, 539 MB) the predicted peak, so 100 MiB predicted keeps
 // a run near 500 MB; the gpt2 preset at s = 16 (1.1 GB predicted, 7.0 GB resident, 247 s) is
 // refused.
-constexpr double kMaxValidatorWorkCpu = 1e9;
+constexpr double kMaxValidatorWorkCpu = 2e9;
 constexpr double kMaxValidatorWorkCuda = 1e14;
 constexpr std::uint64_t kMaxValidatorBytesCpu = std::uint64_t{100} << 20;
 constexpr std::uint64_t kMaxFdProbes = 4096;
-// Finite differences: each probe runs four fp64 forwards on the CPU (about 5e8 multiply-adds a
-// second on this project's 2-core machine, docs/reliability.md), so their total work is bounded:
-// 4 x probes x forward work <= 2.5e10, about 50 s. The default 24 probes fit up to 2.6e8 per
-// forward; beyond that the default shrinks.
-constexpr double kMaxFdWork = 2.5e10;
+// Finite differences: each probe runs four fp64 forwards on the CPU, so their total work is
+// bounded: 4 x probes x forward work <= 1.5e10 (a vocabulary-heavy model at 2.5e10 took 62 s).
+// The default 24 probes fit up to 1.56e8 per forward; beyond that the default shrinks (the
+// campaign's largest configuration gets 2).
+constexpr double kMaxFdWork = 1.5e10;
 
 // The most finite-difference probes kMaxFdWork allows at this problem size (at most
 // kMaxFdProbes).
