@@ -325,3 +325,49 @@ TEST_CASE("Hostile run, round 2: settings that were silently resolved or ignored
       err({{"command", "sweep"}, {"preset", "gpt2"}, {"config", {{"micro_batch", 3}}}})["field"] ==
       "config.micro_batch");
 }
+
+TEST_CASE("Hostile run, round 3: config-class defaults, rate conflicts, NaN keys, example scope",
+          "[bounds]") {
+  auto err = [](const json& req) { return actmem::evaluate_json(req)["error"]; };
+  auto ok = [](const json& req) { return actmem::evaluate_json(req); };
+  // hidden_dropout would replace resid_pdrop silently (GPT-2 and Phi-3 name the rate so).
+  const json phi = {{"model_type", "phi3"},         {"hidden_size", 64},
+                    {"num_attention_heads", 4},     {"num_hidden_layers", 2},
+                    {"intermediate_size", 128},     {"vocab_size", 100},
+                    {"max_position_embeddings", 64}};
+  json p = phi;
+  p["resid_pdrop"] = 0.1;
+  p["embd_pdrop"] = 0.1;
+  p["hidden_dropout"] = 0.0;
+  CHECK(err({{"model", p}})["message"] ==
+        "model.hidden_dropout: 0.0 conflicts with model.resid_pdrop: 0.1; give one");
+  // A missing embd_pdrop is Phi3Config's 0.0, not resid_pdrop's value.
+  json p2 = phi;
+  p2["resid_pdrop"] = 0.1;
+  CHECK(err({{"model", p2}})["message"] ==
+        "model.embd_pdrop: 0 differs from resid_pdrop 0.1; actmem applies one rate to embeddings "
+        "and residuals");
+  // ... and GPT2Config's 0.1 for GPT-2: resid_pdrop 0.1 alone is consistent.
+  const json g = {{"model_type", "gpt2"}, {"n_embd", 64},      {"n_head", 4},
+                  {"n_layer", 2},         {"vocab_size", 100}, {"resid_pdrop", 0.1}};
+  CHECK(ok({{"model", g}, {"config", {{"seq", 64}}}})["ok"] == true);
+  // Config classes with a numeric head_dim default: Qwen3Config 128, not h / a.
+  const json q3 = {{"model_type", "qwen3"},        {"hidden_size", 64},
+                   {"num_attention_heads", 4},     {"num_hidden_layers", 2},
+                   {"intermediate_size", 128},     {"vocab_size", 100},
+                   {"max_position_embeddings", 64}};
+  CHECK(u(ok({{"model", q3}, {"config", {{"seq", 64}}}})["model"]["head_dim"]) == 128);
+  // Qwen-MoE expert widths have their own defaults: a missing one is an error.
+  json q3m = q3;
+  q3m["model_type"] = "qwen3_moe";
+  q3m["num_experts"] = 4;
+  q3m["num_experts_per_tok"] = 2;
+  CHECK(err({{"model", q3m}})["field"] == "model.moe_intermediate_size");
+  // A bare NaN where a key stands is malformed, not a key named "NaN".
+  const std::string nan_key =
+      R"({"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100, NaN : 1})";
+  CHECK(err({{"model_text", nan_key}})["code"] == "malformed_json");
+  // A worked example fixes what sweep, plan and fit choose.
+  CHECK(err({{"command", "sweep"}, {"example", "seed000-flash-7b"}})["message"] ==
+        "example: read only by the estimate, explain, timeline and view commands, not by sweep");
+}

@@ -182,11 +182,18 @@ TEST_CASE(
     "qwen2_moe: decoder_sparse_step and mlp_only_layers place dense Qwen2MoeMLP layers "
     "(transformers modeling_qwen2_moe.py)",
     "[stack]") {
-  json q = {{"model_type", "qwen2_moe"}, {"hidden_size", 256},
-            {"num_attention_heads", 8},  {"num_key_value_heads", 8},
-            {"intermediate_size", 1024}, {"moe_intermediate_size", 256},
-            {"num_experts", 4},          {"num_experts_per_tok", 2},
-            {"num_hidden_layers", 4},    {"vocab_size", 1000}};
+  json q = {{"model_type", "qwen2_moe"},
+            {"hidden_size", 256},
+            {"num_attention_heads", 8},
+            {"num_key_value_heads", 8},
+            {"intermediate_size", 1024},
+            {"moe_intermediate_size", 256},
+            {"num_experts", 4},
+            {"num_experts_per_tok", 2},
+            {"num_hidden_layers", 4},
+            {"vocab_size", 1000},
+            // Qwen2MoeSparseMoeBlock always has its shared expert (Qwen2MoeConfig default 5632).
+            {"shared_expert_intermediate_size", 512}};
   const json all_moe = run(json{{"model", q}, {"config", {{"seq", 128}}}});
   CHECK(all_moe["model"].count("layer_kinds") == 0);
   q["mlp_only_layers"] = {0};

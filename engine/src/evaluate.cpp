@@ -126,17 +126,29 @@ json answer(const json& req, std::string* text) {
     const char* key;
     const char* commands;  // space-separated
   };
-  static const Only kOnly[] = {{"sweep", "sweep"},
-                               {"events", "timeline"},
-                               {"compact_events", "timeline"},
-                               {"stages", "view"},
-                               {"summary", "estimate"}};
+  static const Only kOnly[] = {
+      {"sweep", "sweep"},
+      {"events", "timeline"},
+      {"compact_events", "timeline"},
+      {"stages", "view"},
+      {"summary", "estimate"},
+      // A worked example fixes the micro-batch, sequence and policy that
+      // fit, plan and sweep choose themselves (its values would go unused).
+      {"example", "estimate explain timeline view"}};
   for (const Only& o : kOnly) {
     const std::string cs = std::string(" ") + o.commands + " ";
-    if (req.contains(o.key) && cs.find(" " + command + " ") == std::string::npos)
-      return error_to_json(make_error("invalid_value", o.key,
-                                      std::string(o.key) + ": read only by the " + o.commands +
-                                          " command, not by " + detail::key_text(command)));
+    if (!req.contains(o.key) || cs.find(" " + command + " ") != std::string::npos) continue;
+    // "the timeline command", "the estimate, explain, timeline and view commands"
+    std::vector<std::string> names;
+    for (std::size_t a = 1, b; (b = cs.find(' ', a)) != std::string::npos; a = b + 1)
+      if (b > a) names.push_back(cs.substr(a, b - a));
+    std::string list = names[0];
+    for (std::size_t n = 1; n < names.size(); ++n)
+      list += (n + 1 == names.size() ? " and " : ", ") + names[n];
+    return error_to_json(make_error("invalid_value", o.key,
+                                    std::string(o.key) + ": read only by the " + list +
+                                        (names.size() > 1 ? " commands" : " command") +
+                                        ", not by " + detail::key_text(command)));
   }
   if (command == "presets") {
     for (const auto& item : req.items())

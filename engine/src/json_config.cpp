@@ -325,7 +325,9 @@ std::string quote_python_nonfinite(const std::string& text, std::vector<std::siz
   static const char* const kTokens[] = {"-Infinity", "Infinity", "NaN"};
   std::string out;
   bool in_string = false;
-  char last = '\0';  // the last non-space character outside strings
+  char last = '\0';        // the last non-space character outside strings
+  std::vector<char> open;  // the containers around this point: '{' or '[' (a value follows ','
+                           // only inside an array; inside an object a key does)
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
@@ -337,7 +339,9 @@ std::string quote_python_nonfinite(const std::string& text, std::vector<std::siz
       continue;
     }
     if (c == '"') in_string = true;
-    if (last == '\0' || last == ':' || last == ',' || last == '[') {
+    const bool value_here = last == '\0' || last == ':' || last == '[' ||
+                            (last == ',' && !open.empty() && open.back() == '[');
+    if (value_here) {
       bool matched = false;
       for (const char* t : kTokens) {
         const std::size_t n = std::strlen(t);
@@ -358,6 +362,11 @@ std::string quote_python_nonfinite(const std::string& text, std::vector<std::siz
       if (matched) continue;
     }
     out += c;
+    if (c == '{' || c == '[') {
+      if (open.size() <= kMaxJsonDepth) open.push_back(c);  // deeper is refused by the scan
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    }
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r') last = c;
   }
   return out;

@@ -235,9 +235,18 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   // One hidden dropout covers the embedding and the residual branches (inventory_io.cpp's
   // embed.dropout_mask); a different embedding rate (GPT-2's and Phi-3's embd_pdrop) would be
   // ignored, so it is refused.
-  auto embd_matches = [&]() -> std::optional<Error> {
-    double embd = m.hidden_dropout;
+  // `embd_default` is the config class's own default for a missing embd_pdrop (GPT2Config 0.1,
+  // Phi3Config 0.0): a missing key means that value, not "the same as resid_pdrop".
+  auto embd_matches = [&](double embd_default) -> std::optional<Error> {
+    double embd = embd_default;
     ACTMEM_TRY(get_prob("embd_pdrop", &embd));
+    // hidden_dropout would replace resid_pdrop later: two names for one rate must agree.
+    if (j.contains("hidden_dropout") && j.contains("resid_pdrop") &&
+        j["hidden_dropout"] != j["resid_pdrop"])
+      return make_error("invalid_value", "model.hidden_dropout",
+                        "model.hidden_dropout: " + detail::short_dump(j["hidden_dropout"]) +
+                            " conflicts with model.resid_pdrop: " +
+                            detail::short_dump(j["resid_pdrop"]) + "; give one");
     if (embd == m.hidden_dropout) return std::nullopt;
     // Rates as %g: the same text whether the value arrived as 0 or 0.0 (the page's JSON).
     char buf[96];
@@ -269,7 +278,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     if (b.ffn_hidden == 0) b.ffn_hidden = 4 * m.hidden;
     ACTMEM_TRY(get_prob("attn_pdrop", &m.attention_dropout));
     ACTMEM_TRY(get_prob("resid_pdrop", &m.hidden_dropout));
-    ACTMEM_TRY(embd_matches());
+    ACTMEM_TRY(embd_matches(0.1));
     if (j.contains("activation_function"))
       ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
     if (!act.empty() && act.rfind("gelu", 0) != 0 && act != "relu")
@@ -313,7 +322,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
       // Phi3DecoderLayer: resid_attn_dropout and resid_mlp_dropout at resid_pdrop; the embedding
       // dropout at embd_pdrop, which the one hidden rate must then equal (as for GPT-2).
       ACTMEM_TRY(get_prob("resid_pdrop", &m.hidden_dropout));
-      ACTMEM_TRY(embd_matches());
+      ACTMEM_TRY(embd_matches(0.0));
     }
     if (j.contains("hidden_act"))
       ACTMEM_TRY(detail::read_string(j["hidden_act"], "model.hidden_act", &act));
@@ -343,8 +352,15 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   ACTMEM_TRY(get_bool("tie_word_embeddings", &m.tied_embeddings));
   ACTMEM_TRY(get_prob("hidden_dropout", &m.hidden_dropout));
   b.head_dim = b.heads ? m.hidden / b.heads : 0;
+  // Config classes whose head_dim default is a number, not hidden / heads: Qwen3Config and
+  // Qwen3MoeConfig 128, Gemma2Config and Gemma3TextConfig 256.
+  const std::uint64_t class_head_dim = type == "qwen3" || type == "qwen3_moe"      ? 128
+                                       : type == "gemma2" || type == "gemma3_text" ? 256
+                                                                                   : 0;
+  if (class_head_dim) b.head_dim = class_head_dim;
   ACTMEM_TRY(get_uint("head_dim", &b.head_dim, false, true));
-  const bool explicit_head_dim = j.contains("head_dim") && !j["head_dim"].is_null();
+  const bool explicit_head_dim =
+      class_head_dim > 0 || (j.contains("head_dim") && !j["head_dim"].is_null());
   if (!explicit_head_dim && b.heads > 0 && m.hidden % b.heads != 0)
     return make_error("invalid_value", "model.head_dim",
                       "model.head_dim: hidden_size=" + std::to_string(m.hidden) +
@@ -436,6 +452,15 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     b.moe.experts = experts;
     ACTMEM_TRY(get_uint("num_experts_per_tok", &b.moe.top_k, true));
     b.moe.expert_ffn = b.ffn_hidden;
+    // Qwen-MoE configs size experts by moe_intermediate_size, whose class defaults (Qwen2MoeConfig
+    // 1408, Qwen3MoeConfig 768) are not intermediate_size: a missing key is an error, as is
+    // Qwen2-MoE's shared expert width (Qwen2MoeConfig default 5632).
+    if (type == "qwen2_moe" || type == "qwen3_moe")
+      for (const char* k : {"moe_intermediate_size", "shared_expert_intermediate_size"})
+        if (!j.contains(k) && (std::string(k) == "moe_intermediate_size" || type == "qwen2_moe"))
+          return make_error("missing_key", std::string("model.") + k,
+                            std::string("model.") + k + ": required for model_type " + type +
+                                " (its config class's default is not intermediate_size)");
     ACTMEM_TRY(get_uint("moe_intermediate_size", &b.moe.expert_ffn, false));
     if (b.moe.expert_ffn == 0)
       return make_error("missing_key", "model.moe_intermediate_size",
