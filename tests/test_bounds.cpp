@@ -371,3 +371,40 @@ TEST_CASE("Hostile run, round 3: config-class defaults, rate conflicts, NaN keys
   CHECK(err({{"command", "sweep"}, {"example", "seed000-flash-7b"}})["message"] ==
         "example: read only by the estimate, explain, timeline and view commands, not by sweep");
 }
+
+TEST_CASE("Hostile run, round 4: Gemma defaults, activation names, number overflow by key",
+          "[bounds]") {
+  auto err = [](const json& req) { return actmem::evaluate_json(req)["error"]; };
+  const json g2 = {{"model_type", "gemma2"},   {"hidden_size", 64},
+                   {"num_attention_heads", 8}, {"head_dim", 8},
+                   {"num_hidden_layers", 2},   {"intermediate_size", 128},
+                   {"vocab_size", 100},        {"max_position_embeddings", 64}};
+  // Gemma2Config's num_key_value_heads default is 4, not the head count.
+  CHECK(err({{"model", g2}})["field"] == "model.num_key_value_heads");
+  json named = g2;
+  named["num_key_value_heads"] = 4;
+  // Activation names transformers does not know are refused, naming the key they came from.
+  for (const char* bad : {"", "geluX", "nonsense"}) {
+    json m = named;
+    m["hidden_activation"] = bad;
+    INFO(bad);
+    CHECK(err({{"model", m}})["field"] == "model.hidden_activation");
+  }
+  json gelu_new = named;
+  gelu_new["hidden_activation"] = "gelu_new";
+  CHECK(actmem::evaluate_json({{"model", gelu_new}, {"config", {{"seq", 64}}}})["ok"] == true);
+  // gpt2 does not read hidden_activation: refused with the key it reads.
+  const json gpt = {{"model_type", "gpt2"}, {"n_embd", 64},      {"n_head", 4},
+                    {"n_layer", 2},         {"vocab_size", 100}, {"hidden_activation", "gelu"}};
+  CHECK(err({{"model", gpt}})["field"] == "model.hidden_activation");
+  // Gemma's norm is an RMSNorm: with a LayerNorm it would be ignored.
+  const json ln = {{"hidden_size", 64},      {"num_attention_heads", 4},
+                   {"num_hidden_layers", 2}, {"intermediate_size", 128},
+                   {"vocab_size", 100},      {"norm_type", "layernorm"},
+                   {"gemma_norm", true}};
+  CHECK(err({{"model", ln}})["field"] == "model.gemma_norm");
+  // A number no double holds is named by its key, not reported as malformed at a byte.
+  CHECK(actmem::parse_json_text(R"({"head_dim": 1e400})", "model").error().message ==
+        "model.head_dim: 1e400 is out of range (a JSON number here must fit a double)");
+  CHECK(actmem::parse_json_text(R"({"a": [1, 2, -1e999]})", "model").error().field == "model.a[2]");
+}

@@ -108,6 +108,16 @@ TEST_CASE("CPU executor: configurations it cannot run are field-named errors", "
         "config.recompute");
   CHECK(err({{"offload", true}}) == "config.offload");
   CHECK(err({}, "tpu") == "executor");
+  // Gemma's layer parts are not in the executor's program (hostile run, round 4).
+  auto model_err = [&](const char* key, const json& v) {
+    json m = model;
+    m[key] = v;
+    auto r = exec::executor_config(json{{"model", m}, {"config", json::object()}}, "cpu");
+    REQUIRE_FALSE(r.ok());
+    return r.error().field;
+  };
+  CHECK(model_err("sandwich_norm", true) == "model.sandwich_norm");
+  CHECK(model_err("attn_logit_softcapping", 50.0) == "model.attn_logit_softcapping");
 }
 
 TEST_CASE("finite-difference probes: rounding-level noise passes, a wrong gradient fails",

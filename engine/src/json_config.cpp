@@ -257,7 +257,8 @@ struct Scan : json::json_sax_t {
   };
   Stop stop = Stop::none;
   std::size_t values = 0, error_pos = 0;
-  std::string path;  // where a duplicate key was found
+  std::string overflow;  // a number too large for a double (nlohmann's out_of_range 406), by key
+  std::string path;      // where a duplicate key was found
   std::vector<Frame> stack;
 
   bool value() {
@@ -308,8 +309,15 @@ struct Scan : json::json_sax_t {
   bool end_object() override { return close(); }
   bool start_array(std::size_t) override { return open(false); }
   bool end_array() override { return close(); }
-  bool parse_error(std::size_t p, const std::string&, const nlohmann::detail::exception&) override {
+  bool parse_error(std::size_t p, const std::string& token,
+                   const nlohmann::detail::exception& ex) override {
     error_pos = p;
+    // 1e400 is valid JSON that no double holds: name the key it stands under, not a byte.
+    if (ex.id == 406 && !stack.empty()) {
+      if (!stack.back().object) ++stack.back().index;  // the element being read
+      path = where();
+      overflow = token.size() > 40 ? token.substr(0, 37) + "..." : token;
+    }
     return halt(Stop::malformed);
   }
 };
@@ -414,6 +422,13 @@ Result<json> parse_json_text(const std::string& raw, const std::string& field) {
                         at + ": given twice in one object; allowed: each key once");
     }
     case Scan::Stop::malformed: {
+      if (!scan.overflow.empty()) {
+        const std::string at =
+            field == "request" && !scan.path.empty() ? scan.path.substr(1) : field + scan.path;
+        return make_error("invalid_value", at,
+                          at + ": " + detail::key_text(scan.overflow) +
+                              " is out of range (a JSON number here must fit a double)");
+      }
       std::size_t pos = scan.error_pos;
       for (std::size_t s : shifts)
         if (s < scan.error_pos) pos -= 2;  // back to the original text's bytes

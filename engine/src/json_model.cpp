@@ -87,7 +87,8 @@ const char* const kLlamaOnly[] = {"hidden_size",         "num_attention_heads",
                                   "num_key_value_heads", "intermediate_size",
                                   "num_hidden_layers",   "max_position_embeddings",
                                   "attention_bias",      "mlp_bias",
-                                  "attention_dropout",   "hidden_act"};
+                                  "attention_dropout",   "hidden_act",
+                                  "hidden_activation"};
 // What the other naming calls it, for the message.
 const char* other_name(const std::string& k) {
   static const std::pair<const char*, const char*> kPairs[] = {
@@ -105,6 +106,14 @@ const char* other_name(const std::string& k) {
 
 const char* const kMetadataKeys[] = {"name", "source", "published_params",
                                      "published_params_source", "notes"};
+
+// The GELU variants transformers' ACT2FN names (activations.py): each is a GELU for memory.
+bool is_gelu_name(const std::string& a) {
+  for (const char* g :
+       {"gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python", "gelu_accurate"})
+    if (a == g) return true;
+  return false;
+}
 
 const char* const kSupported =
     "gemma2, gemma3_text, gpt2, llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe";
@@ -281,10 +290,11 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(embd_matches(0.1));
     if (j.contains("activation_function"))
       ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
-    if (!act.empty() && act.rfind("gelu", 0) != 0 && act != "relu")
+    if (j.contains("activation_function") && !is_gelu_name(act) && act != "relu")
       return make_error("unsupported", "model.activation_function",
                         "model.activation_function: '" + detail::key_text(act) +
-                            "' is not supported for gpt2; allowed: gelu, gelu_new, relu");
+                            "' is not supported for gpt2; allowed: gelu, gelu_new, "
+                            "gelu_pytorch_tanh, gelu_fast, gelu_python, gelu_accurate, relu");
   } else {
     // Llama-family defaults (LlamaConfig): RMSNorm, RoPE, SwiGLU, untied, no biases, no dropout.
     m.norm = NormType::kRmsNorm;
@@ -310,6 +320,12 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(get_uint("num_hidden_layers", &m.layers, true));
     ACTMEM_TRY(get_uint("vocab_size", &m.vocab, true));
     b.kv_heads = b.heads;
+    // Gemma2Config and Gemma3TextConfig default num_key_value_heads to 4, not to the head count.
+    if ((type == "gemma2" || type == "gemma3_text") &&
+        (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null()))
+      return make_error("missing_key", "model.num_key_value_heads",
+                        "model.num_key_value_heads: required for model_type " + type +
+                            " (its config class's default is 4, not num_attention_heads)");
     ACTMEM_TRY(get_uint("num_key_value_heads", &b.kv_heads, false, true));
     ACTMEM_TRY(get_uint("intermediate_size", &b.ffn_hidden, false));
     ACTMEM_TRY(get_uint("max_position_embeddings", &m.max_positions, false));
@@ -324,6 +340,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
       ACTMEM_TRY(get_prob("resid_pdrop", &m.hidden_dropout));
       ACTMEM_TRY(embd_matches(0.0));
     }
+    const char* act_key = "model.hidden_act";  // the key the activation came from, for messages
     if (j.contains("hidden_act"))
       ACTMEM_TRY(detail::read_string(j["hidden_act"], "model.hidden_act", &act));
     // Gemma's configs name the MLP's activation hidden_activation (hidden_act is legacy there);
@@ -337,16 +354,20 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                               "' conflicts with model.hidden_act '" + detail::key_text(act) +
                               "'; give one");
       act = ha;
+      act_key = "model.hidden_activation";
     }
-    if (!act.empty()) {
+    const bool given = j.contains("hidden_act") ||
+                       (j.contains("hidden_activation") && !j["hidden_activation"].is_null());
+    if (given) {
       if (act == "silu" || act == "swish")
         b.ffn = FfnType::kSwiglu;
-      else if (act.rfind("gelu", 0) == 0)
+      else if (is_gelu_name(act))
         b.ffn = FfnType::kGeglu;
       else
-        return make_error("unsupported", "model.hidden_act",
-                          "model.hidden_act: '" + detail::key_text(act) +
-                              "' is not supported; allowed: silu, gelu, gelu_pytorch_tanh");
+        return make_error("unsupported", act_key,
+                          std::string(act_key) + ": '" + detail::key_text(act) +
+                              "' is not supported; allowed: silu, swish, gelu, gelu_new, "
+                              "gelu_pytorch_tanh, gelu_fast, gelu_python, gelu_accurate");
     }
   }
   ACTMEM_TRY(get_bool("tie_word_embeddings", &m.tied_embeddings));
@@ -405,6 +426,10 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                             "' is not allowed; allowed: " + norm_table().list());
   }
 
+  if (m.gemma_norm && m.norm != NormType::kRmsNorm)
+    return make_error("invalid_value", "model.gemma_norm",
+                      "model.gemma_norm: Gemma's norm is an RMSNorm; norm_type is " +
+                          std::string(norm_name(m.norm)));
   if (j.contains("position_embedding")) {
     std::string s;
     ACTMEM_TRY(detail::read_string(j["position_embedding"], "model.position_embedding", &s));

@@ -88,7 +88,7 @@ std::optional<Error> check_problem_size(const ModelSpec& m, const TrainConfig& c
   char buf[160];
   if (work > limit) {
     std::snprintf(buf, sizeof buf,
-                  "config.seq: one forward is %.3g multiply-adds, more than the %s "
+                  "config.seq: one forward is %.4g multiply-adds, more than the %s "
                   "executor's %.0e; reduce seq, micro_batch or the layers",
                   work, o.executor.c_str(), limit);
     return Error{"too_large", "config.seq", buf};
@@ -208,6 +208,17 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
                "full, every:K, layers:PATTERN of K S C R");
   if (mv.kinds[0].qk_norm)
     return bad("model.qk_norm", "the executor has no per-head q/k norm; allowed: false");
+  // Gemma's layer parts are not in the executor's program: it would run another model.
+  if (mv.sandwich_norm)
+    return bad("model.sandwich_norm",
+               "the executor has no post-attention or post-MLP norm; "
+               "allowed: false");
+  if (mv.gemma_norm)
+    return bad("model.gemma_norm", "the executor's RMSNorm is the standard one; allowed: false");
+  if (mv.attn_softcap > 0 || mv.final_softcap > 0)
+    return bad(
+        mv.attn_softcap > 0 ? "model.attn_logit_softcapping" : "model.final_logit_softcapping",
+        "the executor does not soft-cap; allowed: null");
   if (mv.pos == PosEncoding::kRope && mv.kinds[0].head_dim % 2 != 0)
     return bad("model.head_dim", "RoPE rotates pairs; allowed: an even head_dim");
   return std::make_pair(mv, t);
