@@ -408,3 +408,24 @@ TEST_CASE("Hostile run, round 4: Gemma defaults, activation names, number overfl
         "model.head_dim: 1e400 is out of range (a JSON number here must fit a double)");
   CHECK(actmem::parse_json_text(R"({"a": [1, 2, -1e999]})", "model").error().field == "model.a[2]");
 }
+
+TEST_CASE("Hostile run, round 5: pattern longer than a chunk; Gemma keys on gpt2", "[bounds]") {
+  auto err = [](const json& req) { return actmem::evaluate_json(req)["error"]; };
+  // 36 letters for Qwen3-8B's 36 layers at pp = 2: each chunk read only the first 18 (all K),
+  // answering as recompute none.
+  const std::string pat = "layers:" + std::string(18, 'K') + std::string(18, 'C');
+  CHECK(err({{"preset", "qwen3-8b"}, {"config", {{"pp", 2}, {"recompute", pat}}}})["message"] ==
+        "config.recompute: layers:PATTERN has 36 letters; a model chunk holds at most 18 layers "
+        "(one letter per layer of a chunk, repeated when shorter)");
+  // One letter per layer of the chunk, or fewer (repeated), is read.
+  CHECK(actmem::evaluate_json({{"preset", "qwen3-8b"},
+                               {"config", {{"pp", 2}, {"recompute", "layers:KC"}}}})["ok"] == true);
+  // GPT2Config has no soft-capping or sandwich norms: refused, not applied.
+  for (const char* k : {"attn_logit_softcapping", "final_logit_softcapping", "sandwich_norm"}) {
+    json g = {
+        {"model_type", "gpt2"}, {"n_embd", 64}, {"n_head", 4}, {"n_layer", 2}, {"vocab_size", 100}};
+    g[k] = std::string(k) == "sandwich_norm" ? json(true) : json(30.0);
+    INFO(k);
+    CHECK(err({{"model", g}})["field"] == std::string("model.") + k);
+  }
+}

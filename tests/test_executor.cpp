@@ -46,7 +46,7 @@ TEST_CASE(
     const json model = model_file(file);
     for (const char* att : {"eager", "flash"})
       for (double dropout : {0.0, 0.1})
-        for (const char* policy : {"none", "selective", "full", "every:2", "layers:KSCR"})
+        for (const char* policy : {"none", "selective", "full", "every:2", "layers:SCR"})
           for (int seq : {8, 16}) {
             const json cfg = {{"seq", seq},
                               {"micro_batch", 2},

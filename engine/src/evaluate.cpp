@@ -257,6 +257,7 @@ json answer(const json& req, std::string* text) {
     has_gpu = true;
   }
   const ModelSpec& mv = model.value();
+  if (auto err = check_pattern_fits(mv, c)) return error_to_json(*err);
   // Settings a command chooses itself are refused in its request's config, not ignored: plan
   // searches the recompute policy and offload; sweep takes micro-batches and sequences from its
   // grid.

@@ -83,12 +83,22 @@ const char* const kIgnoredHfKeys[] = {"architectures",
 const char* const kGpt2Only[] = {"n_embd",      "n_head",      "n_layer",
                                  "n_positions", "n_inner",     "activation_function",
                                  "attn_pdrop",  "resid_pdrop", "embd_pdrop"};
-const char* const kLlamaOnly[] = {"hidden_size",         "num_attention_heads",
-                                  "num_key_value_heads", "intermediate_size",
-                                  "num_hidden_layers",   "max_position_embeddings",
-                                  "attention_bias",      "mlp_bias",
-                                  "attention_dropout",   "hidden_act",
-                                  "hidden_activation"};
+const char* const kLlamaOnly[] = {"hidden_size",
+                                  "num_attention_heads",
+                                  "num_key_value_heads",
+                                  "intermediate_size",
+                                  "num_hidden_layers",
+                                  "max_position_embeddings",
+                                  "attention_bias",
+                                  "mlp_bias",
+                                  "attention_dropout",
+                                  "hidden_act",
+                                  "hidden_activation",
+                                  "attn_logit_softcapping",
+                                  "final_logit_softcapping",
+                                  "sandwich_norm",
+                                  "gemma_norm",
+                                  "qk_norm"};
 // What the other naming calls it, for the message.
 const char* other_name(const std::string& k) {
   static const std::pair<const char*, const char*> kPairs[] = {

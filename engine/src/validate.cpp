@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+
 #include "actmem/estimate.hpp"
 
 namespace actmem {
@@ -253,6 +255,20 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   if (c.recompute.kind == RecomputeKind::kEveryK && c.recompute.every_k == 0)
     return bad("config.recompute", "every:K needs K >= 1");
   return std::nullopt;
+}
+
+std::optional<Error> check_pattern_fits(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
+  // Letters past the longest chunk would be dropped without a word (hostile run, round 5: 36
+  // letters for a 36-layer model at pp = 2 read only the first 18).
+  if (c.recompute.kind != RecomputeKind::kPattern || p.pp == 0 || p.vpp == 0) return std::nullopt;
+  std::uint64_t longest = m.layers / (p.pp * p.vpp);
+  for (std::uint64_t n : c.layer_split) longest = std::max(longest, (n + p.vpp - 1) / p.vpp);
+  if (c.recompute.pattern.size() <= longest) return std::nullopt;
+  return bad("config.recompute",
+             "layers:PATTERN has " + std::to_string(c.recompute.pattern.size()) +
+                 " letters; a model chunk holds at most " + std::to_string(longest) +
+                 " layers (one letter per layer of a chunk, repeated when shorter)");
 }
 
 }  // namespace actmem

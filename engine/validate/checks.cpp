@@ -206,6 +206,7 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
     return bad("config.recompute",
                "custom keep sets are not executed; allowed: none, selective, "
                "full, every:K, layers:PATTERN of K S C R");
+  if (auto err = check_pattern_fits(mv, t)) return *err;
   if (mv.kinds[0].qk_norm)
     return bad("model.qk_norm", "the executor has no per-head q/k norm; allowed: false");
   // Gemma's layer parts are not in the executor's program: it would run another model.

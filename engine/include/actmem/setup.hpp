@@ -79,4 +79,9 @@ std::optional<Error> set_policy_costs(Setup& s, const Recompute& r);
 // Structural validation alone (also used by the JSON readers).
 std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c);
 
+// For requests from users (the JSON entry point, actmem-validate): a layers:PATTERN longer than
+// the longest model chunk. The engine reads a pattern per chunk, repeating it when shorter, so
+// letters past the chunk would go unused; the C++ API keeps that reading for its own callers.
+std::optional<Error> check_pattern_fits(const ModelSpec& m, const TrainConfig& c);
+
 }  // namespace actmem
