@@ -737,7 +737,19 @@
   }
 
   function boot(list) {
-    for (const m of list.models) { const o = el('option', m.id + (m.name ? ' — ' + m.name : '')); o.value = m.id; $('preset').appendChild(o); }
+    // Model presets grouped by architecture family (the engine's `family`: the preset's model_type).
+    const families = new Map();
+    for (const m of list.models) {
+      const f = m.family || 'other';
+      if (!families.has(f)) families.set(f, []);
+      families.get(f).push(m);
+    }
+    for (const f of [...families.keys()].sort()) {
+      const group = el('optgroup');
+      group.label = f;
+      for (const m of families.get(f)) { const o = el('option', m.id + (m.name ? ' — ' + m.name : '')); o.value = m.id; group.appendChild(o); }
+      $('preset').appendChild(group);
+    }
     for (const g of list.gpus) { const o = el('option', g.id + (g.name ? ' — ' + g.name : '')); o.value = g.id; $('gpu').appendChild(o); }
     examples = list.examples;
     for (const x of examples) { const o = el('option', x.id + ' — ' + x.title); o.value = x.id; $('example').appendChild(o); }

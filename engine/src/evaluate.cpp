@@ -37,6 +37,10 @@ json presets_listing() {
       }
       for (const char* k : {"name", "memory_bytes", "title", "seed"})
         if (j.contains(k)) item[k] = j[k];
+      // The architecture family a model preset belongs to (its model_type), for grouping.
+      if (std::string(p.kind) == "models" && j.contains("model_type") &&
+          j["model_type"].is_string())
+        item["family"] = j["model_type"];
       if (std::string(p.kind) == "examples") item["body"] = j;  // small; the page shows its checks
     }
     out[p.kind].push_back(item);

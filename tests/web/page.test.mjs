@@ -88,6 +88,12 @@ test('loads, reaches the ready marker, and shows the verdict without errors', as
   const { page, errors } = await open('preset=llama-3.1-8b&gpu=h100-80gb&seq=4096&attention=flash&recompute=selective');
   const verdict = await page.textContent('#verdict');
   assert.match(verdict, /Fits|Does not fit|Peak/);
+  // Model presets are grouped by architecture family (the presets answer's `family`).
+  const groups = await page.$$eval('#preset optgroup', (gs) => gs.map((g) => [g.label, [...g.children].map((o) => o.value)]));
+  const byFamily = Object.fromEntries(groups);
+  assert.deepEqual(byFamily.qwen3, ['qwen3-8b']);
+  assert.ok(byFamily.llama.includes('llama-3.1-8b'));
+  assert.equal(await page.$eval('#preset', (s) => s.value), 'llama-3.1-8b');
   assert.deepEqual(errors, []);
   await page.close();
 });
