@@ -118,21 +118,33 @@ const char* const kMetadataKeys[] = {"name", "source", "published_params",
                                      "published_params_source", "notes"};
 
 // The GELU variants transformers' ACT2FN names (activations.py): each is a GELU for memory.
-bool is_gelu_name(const std::string& a) {
-  for (const char* g :
-       {"gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python", "gelu_accurate"})
-    if (a == g) return true;
-  return false;
-}
+const char* const kGeluNames[] = {"gelu",      "gelu_new",    "gelu_pytorch_tanh",
+                                  "gelu_fast", "gelu_python", "gelu_accurate"};
 
-const char* const kSupported =
-    "gemma2, gemma3_text, gpt2, llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe";
+// The Hugging Face model_types read (docs/schema.md).
+const char* const kSupportedTypes[] = {"gemma2",    "gemma3_text", "gpt2",     "llama",
+                                       "mistral",   "mixtral",     "phi3",     "qwen2",
+                                       "qwen2_moe", "qwen3",       "qwen3_moe"};
+
+// Hugging Face keys checked against their defaults before the key loop (model_from_json): at
+// those defaults they change nothing and pass silently.
+const char* const kCheckedHfKeys[] = {"quantization_config", "attn_implementation",
+                                      "_attn_implementation", "reorder_and_upcast_attn",
+                                      "scale_attn_by_inverse_layer_idx"};
 
 template <std::size_t N>
 bool in(const char* const (&list)[N], const std::string& k) {
   for (const char* s : list)
     if (k == s) return true;
   return false;
+}
+
+// "a, b, c": a list as the messages show it.
+template <std::size_t N>
+std::string joined(const char* const (&list)[N]) {
+  std::string s;
+  for (const char* x : list) s += (s.empty() ? "" : ", ") + std::string(x);
+  return s;
 }
 
 }  // namespace
@@ -150,12 +162,13 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   if (j.contains("model_type"))
     ACTMEM_TRY(detail::read_string(j["model_type"], "model.model_type", &type));
   const bool hf = !type.empty();
-  if (hf && type != "gpt2" && type != "llama" && type != "mistral" && type != "mixtral" &&
-      type != "qwen2" && type != "qwen2_moe" && type != "qwen3" && type != "qwen3_moe" &&
-      type != "phi3" && type != "gemma2" && type != "gemma3_text")
+  if (hf && !in(kSupportedTypes, type))
     return make_error("unsupported", "model.model_type",
                       "model.model_type: '" + detail::key_text(type) +
-                          "' is not a supported architecture; allowed: " + kSupported);
+                          "' is not a supported architecture; allowed: " + joined(kSupportedTypes));
+  // Families whose config classes differ from LlamaConfig's defaults in ways read below.
+  const bool gemma = type == "gemma2" || type == "gemma3_text";
+  const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe";
   // Hugging Face keys that change memory in ways not modelled: refused, never ignored. A quantized
   // checkpoint trains (QLoRA) or dequantizes differently; the attention implementation is a
   // training choice (config.attention); GPT-2's fp32-upcast and per-layer-scaled attention keep
@@ -178,9 +191,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (in(kModelKeys, k)) continue;
-    if (k == "reorder_and_upcast_attn" || k == "scale_attn_by_inverse_layer_idx" ||
-        k == "quantization_config" || k == "attn_implementation" || k == "_attn_implementation")
-      continue;  // checked above: at their defaults they change nothing
+    if (in(kCheckedHfKeys, k)) continue;  // checked above: at their defaults they change nothing
     if (hf) {
       if (!in(kIgnoredHfKeys, k) && warnings)
         warnings->push_back("model." + k + ": ignored (does not affect memory)");
@@ -300,11 +311,11 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(embd_matches(0.1));
     if (j.contains("activation_function"))
       ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
-    if (j.contains("activation_function") && !is_gelu_name(act) && act != "relu")
+    if (j.contains("activation_function") && !in(kGeluNames, act) && act != "relu")
       return make_error("unsupported", "model.activation_function",
                         "model.activation_function: '" + detail::key_text(act) +
-                            "' is not supported for gpt2; allowed: gelu, gelu_new, "
-                            "gelu_pytorch_tanh, gelu_fast, gelu_python, gelu_accurate, relu");
+                            "' is not supported for gpt2; allowed: " + joined(kGeluNames) +
+                            ", relu");
   } else {
     // Llama-family defaults (LlamaConfig): RMSNorm, RoPE, SwiGLU, untied, no biases, no dropout.
     m.norm = NormType::kRmsNorm;
@@ -318,7 +329,6 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     // Gemma 2 and 3 (modeling_gemma2.py, modeling_gemma3.py): Gemma's RMSNorm in the sandwich
     // layout, GeGLU (gelu_pytorch_tanh), tied embeddings; Gemma 2 soft-caps attention scores at
     // 50 and the final logits at 30 by default (Gemma2Config), Gemma 3 neither (Gemma3TextConfig).
-    const bool gemma = type == "gemma2" || type == "gemma3_text";
     if (gemma) {
       m.gemma_norm = m.sandwich_norm = true;
       b.ffn = FfnType::kGeglu;
@@ -331,8 +341,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(get_uint("vocab_size", &m.vocab, true));
     b.kv_heads = b.heads;
     // Gemma2Config and Gemma3TextConfig default num_key_value_heads to 4, not to the head count.
-    if ((type == "gemma2" || type == "gemma3_text") &&
-        (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null()))
+    if (gemma && (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null()))
       return make_error("missing_key", "model.num_key_value_heads",
                         "model.num_key_value_heads: required for model_type " + type +
                             " (its config class's default is 4, not num_attention_heads)");
@@ -371,13 +380,12 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     if (given) {
       if (act == "silu" || act == "swish")
         b.ffn = FfnType::kSwiglu;
-      else if (is_gelu_name(act))
+      else if (in(kGeluNames, act))
         b.ffn = FfnType::kGeglu;
       else
         return make_error("unsupported", act_key,
                           std::string(act_key) + ": '" + detail::key_text(act) +
-                              "' is not supported; allowed: silu, swish, gelu, gelu_new, "
-                              "gelu_pytorch_tanh, gelu_fast, gelu_python, gelu_accurate");
+                              "' is not supported; allowed: silu, swish, " + joined(kGeluNames));
     }
   }
   ACTMEM_TRY(get_bool("tie_word_embeddings", &m.tied_embeddings));
@@ -385,9 +393,9 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   b.head_dim = b.heads ? m.hidden / b.heads : 0;
   // Config classes whose head_dim default is a number, not hidden / heads: Qwen3Config and
   // Qwen3MoeConfig 128, Gemma2Config and Gemma3TextConfig 256.
-  const std::uint64_t class_head_dim = type == "qwen3" || type == "qwen3_moe"      ? 128
-                                       : type == "gemma2" || type == "gemma3_text" ? 256
-                                                                                   : 0;
+  const std::uint64_t class_head_dim = type == "qwen3" || type == "qwen3_moe" ? 128
+                                       : gemma                                ? 256
+                                                                              : 0;
   if (class_head_dim) b.head_dim = class_head_dim;
   ACTMEM_TRY(get_uint("head_dim", &b.head_dim, false, true));
   const bool explicit_head_dim =
@@ -490,7 +498,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     // Qwen-MoE configs size experts by moe_intermediate_size, whose class defaults (Qwen2MoeConfig
     // 1408, Qwen3MoeConfig 768) are not intermediate_size: a missing key is an error, as is
     // Qwen2-MoE's shared expert width (Qwen2MoeConfig default 5632).
-    if (type == "qwen2_moe" || type == "qwen3_moe")
+    if (qwen_moe)
       for (const char* k : {"moe_intermediate_size", "shared_expert_intermediate_size"})
         if (!j.contains(k) && (std::string(k) == "moe_intermediate_size" || type == "qwen2_moe"))
           return make_error("missing_key", std::string("model.") + k,
@@ -522,7 +530,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                       "model.head_dim: hidden_size / num_attention_heads is 0; set head_dim");
   // The stack: Qwen2-MoE's and Qwen3-MoE's dense layers, or our schema's layer_kinds and
   // layer_stack.
-  const bool sparse_step = type == "qwen2_moe" || type == "qwen3_moe";
+  const bool sparse_step = qwen_moe;
   for (const char* k : {"decoder_sparse_step", "mlp_only_layers"})
     if (j.contains(k) && !sparse_step)
       return make_error(
