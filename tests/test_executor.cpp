@@ -118,6 +118,9 @@ TEST_CASE("CPU executor: configurations it cannot run are field-named errors", "
   };
   CHECK(model_err("sandwich_norm", true) == "model.sandwich_norm");
   CHECK(model_err("attn_logit_softcapping", 50.0) == "model.attn_logit_softcapping");
+  // Falcon's parallel blocks are not in the executor's program either.
+  CHECK(model_err("block_layout", "parallel") == "model.block_layout");
+  CHECK(model_err("block_layout", "parallel_two_norms") == "model.block_layout");
 }
 
 TEST_CASE("finite-difference probes: rounding-level noise passes, a wrong gradient fails",

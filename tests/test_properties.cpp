@@ -263,5 +263,5 @@ TEST_CASE(
       ++n;
     }
   }
-  CHECK(n == 96);  // 24 model presets x 4 policies
+  CHECK(n == 100);  // 25 model presets x 4 policies
 }

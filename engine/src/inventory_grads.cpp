@@ -26,7 +26,7 @@ struct Step {
 };
 }  // namespace
 
-std::vector<GradPhase> build_backward_grads(const ModelSpec& /*m*/, const LayerKind& k,
+std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind& k,
                                             const LayerGeometry& g, Checked& ck) {
   const DType p = g.act;
   const bool hd = g.hidden_dropout;  // d_*_dropout buffers exist only with hidden dropout
@@ -57,6 +57,7 @@ std::vector<GradPhase> build_backward_grads(const ModelSpec& /*m*/, const LayerK
                       {"d_fc1_in", {g.b, g.s_tp, g.h}}}});
   }
   // Attention block.
+  const std::size_t first_attn = steps.size();
   steps.push_back({"attn.proj dgrad",
                    {{"dY", {g.b, g.s_rep, g.h}},
                     {"d_proj_dropout", {g.b, g.s_rep, g.h}},
@@ -99,6 +100,17 @@ std::vector<GradPhase> build_backward_grads(const ModelSpec& /*m*/, const LayerK
                       {"d_qkv_in", {g.b, g.s_tp, g.h}},
                       {"dk", {g.b, g.s_tp, g.kv, g.d}}}});
   }
+  // A parallel block's branches both start from the output gradient: the MLP branch's input
+  // gradient cannot be folded into dY while the attention branch still reads it, so the residual
+  // gradient dX is its own buffer through the attention backward; with dropout both branches read
+  // the one dropout's gradient (d_mlp_dropout), which stays alive too.
+  if (m.block != BlockLayout::kSequential)
+    for (std::size_t i = first_attn; i < steps.size(); ++i) {
+      std::vector<Buf>& bufs = steps[i].bufs;
+      for (Buf& b : bufs)
+        if (std::string(b.id) == "d_proj_dropout") b.id = "d_mlp_dropout";
+      bufs.push_back({"dX", {g.b, g.s_rep, g.h}});
+    }
   std::vector<GradPhase> out;
   for (const Step& st : steps) {
     GradPhase ph;

@@ -9,11 +9,13 @@ constexpr const char* kMoe =
 constexpr const char* kK43 = "Korthikanti et al. 2022, Sec. 4.3 (input and output layers)";
 }  // namespace
 
-void build_moe_mlp(const ModelSpec& /*m*/, const LayerKind& k, const LayerGeometry& g,
+void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb) {
   const DType p = g.act;
-  rb.add("moe.router_in", {g.b, g.s_rep, g.h}, p, "router and expert dispatch backward",
-         "router weight gradient and the permutation both read the normalized tokens", kMoe);
+  // With one norm shared by a parallel block the normalized tokens are attn.qkv_in's tensor.
+  if (m.block != BlockLayout::kParallel)
+    rb.add("moe.router_in", {g.b, g.s_rep, g.h}, p, "router and expert dispatch backward",
+           "router weight gradient and the permutation both read the normalized tokens", kMoe);
   rb.add("moe.router_probs", {g.b, g.s_rep, g.experts}, DType::kFp32,
          "router softmax / top-k backward",
          "the combine weights' gradient flows through the softmax output", kMoe);

@@ -54,21 +54,26 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
                    "backward reads"
                  : "weight gradient = input^T x output gradient",
          kK41Attn);
-  if (g.hidden_dropout)
+  // A parallel block drops out its summed branches once: the MLP's mask below.
+  if (g.hidden_dropout && m.block == BlockLayout::kSequential)
     rb.add("attn.proj_dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "residual dropout backward",
            "the same mask scales the gradient", kK41Attn);
   if (m.sandwich_norm)
     rb.add("attn.post_norm.in", {g.b, g.s_rep, g.h}, p, "post-attention norm backward",
            "normalization gradient needs its input",
            "Korthikanti et al. 2022, Sec. 4.1's layer-norm rule, for Gemma's post-attention norm");
-  rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward",
-         "normalization gradient needs the input's statistics",
-         "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
+  // Parallel layouts: the MLP's norm reads the layer input, ln1.in's storage (no second copy);
+  // with one shared norm the MLP's input is attn.qkv_in's storage too.
+  if (m.block == BlockLayout::kSequential)
+    rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward",
+           "normalization gradient needs the input's statistics",
+           "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
   if (k.is_moe()) {
     build_moe_mlp(m, k, g, rb);
   } else {
-    rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "first MLP linear backward",
-           "weight gradient = input^T x output gradient", kK41Mlp);
+    if (m.block != BlockLayout::kParallel)
+      rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "first MLP linear backward",
+             "weight gradient = input^T x output gradient", kK41Mlp);
     if (k.ffn == FfnType::kGelu) {
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "GeLU backward",
              "GeLU's derivative is a function of its input", kK41Mlp);

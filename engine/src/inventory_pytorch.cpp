@@ -17,6 +17,9 @@ constexpr const char* kHfGpt2 =
 constexpr const char* kHfQwen3 =
     "transformers 5.17 modeling_qwen3.py (Qwen3Attention q_norm/k_norm, Qwen3RMSNorm); measured: "
     "tests/reference/gpu/hf_layers.json";
+constexpr const char* kHfFalcon =
+    "transformers 5.17 modeling_falcon.py (FalconAttention eager, FalconDecoderLayer, "
+    "FalconMLP); measured: tests/reference/gpu/hf_layers.json";
 constexpr const char* kSdpaFlash =
     "PyTorch derivatives.yaml _scaled_dot_product_flash_attention: q, k, v, out, logsumexp, rng "
     "state";
@@ -44,12 +47,19 @@ constexpr const char* kHfGemma =
     "transformers 5.17 modeling_gemma2.py / modeling_gemma3.py (Gemma2RMSNorm: fp32 throughout, "
     "x * (1 + weight)); measured: tests/reference/gpu/hf_layers.json";
 
+// `shares_input`: a second norm over the layer input (the parallel layout's ln_mlp), whose saved
+// input is the same storage as the first norm's wherever the norm keeps the input itself.
 void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb,
-              bool hf) {
+              bool hf, bool shares_input = false) {
   const char* in_id = id.in;
+  // The hf RMSNorms save an fp32 copy of their input, a new tensor per norm unless the activations
+  // are fp32 already (then .to(float32) returns the input itself).
+  const bool copies_input = hf && m.norm == NormType::kRmsNorm && g.act != DType::kFp32;
+  const bool skip_in = shares_input && !copies_input;
   if (m.norm == NormType::kLayerNorm) {
-    rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "native_layer_norm backward",
-           "recomputes x_hat from the input", kDeriv);
+    if (!skip_in)
+      rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "native_layer_norm backward",
+             "recomputes x_hat from the input", kDeriv);
     rb.add(id.mean, {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward",
            "per-row mean, fp32 on CUDA", kDeriv);
     rb.add(id.rstd, {g.b, g.s_rep}, DType::kFp32, "native_layer_norm backward",
@@ -60,8 +70,9 @@ void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, Rec
     // output = x.float() * rsqrt(mean(x^2) + eps); output * (1.0 + weight.float()): the fp32
     // input, the fp32 rstd, the fp32 (1 + weight) made each forward, and the fp32 normalized
     // input the last mul keeps (cast to the input dtype only after).
-    rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32, "pow / mul backward (fp32 upcast)",
-           "the fp32 copy is squared and scaled", kHfGemma);
+    if (!skip_in)
+      rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32, "pow / mul backward (fp32 upcast)",
+             "the fp32 copy is squared and scaled", kHfGemma);
     rb.add(id.rstd, {g.b, g.s_rep}, DType::kFp32, "rsqrt / mul backward", "the fp32 1/rms per row",
            kHfGemma);
     rb.add(id.scale, {g.h}, DType::kFp32, "mul backward (gradient of the normalized input)",
@@ -72,17 +83,19 @@ void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, Rec
   }
   if (hf) {
     // hs = x.to(fp32); hs * rsqrt(hs.pow(2).mean(-1) + eps); weight * hs.to(input_dtype)
-    rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32,
-           "pow / mul backward (fp32 upcast of the input)",
-           "LlamaRMSNorm squares and scales the fp32 copy", kHfLlama);
+    if (!skip_in)
+      rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32,
+             "pow / mul backward (fp32 upcast of the input)",
+             "LlamaRMSNorm squares and scales the fp32 copy", kHfLlama);
     rb.add(id.rstd, {g.b, g.s_rep}, DType::kFp32, "rsqrt / mul backward", "the fp32 1/rms per row",
            kHfLlama);
     rb.add(id.normed, {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
            "weight gradient = sum(grad * normalized input)", kHfLlama);
     return;
   }
-  rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "pow / mul backward", "x^2 and x * r both read x",
-         kDeriv);
+  if (!skip_in)
+    rb.add(in_id, {g.b, g.s_rep, g.h}, g.act, "pow / mul backward", "x^2 and x * r both read x",
+           kDeriv);
   rb.add(id.rstd, {g.b, g.s_rep}, g.act, "rsqrt / mul backward",
          "r = rsqrt(mean(x^2) + eps) per row", kDeriv);
   rb.add(id.normed, {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
@@ -136,18 +149,30 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
                    RecordBuilder& rb, bool hf) {
   const DType p = g.act;
   const bool upcast_softmax = hf && m.norm == NormType::kRmsNorm;  // Llama: softmax(dtype=fp32)
-  const char* attn_src = hf ? (m.norm == NormType::kRmsNorm ? kHfLlama : kHfGpt2) : kDeriv;
+  const bool falcon = hf && m.hf_modules == HfModules::kFalcon;
+  const char* attn_src = falcon                         ? kHfFalcon
+                         : !hf                          ? kDeriv
+                         : m.norm == NormType::kRmsNorm ? kHfLlama
+                                                        : kHfGpt2;
   add_norm(kLn1, m, g, rb, hf);
   rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "q/k/v linear backward",
          "weight gradient = input^T x output gradient (one storage for all three)", kDeriv);
-  // GPT-2 blocks (LayerNorm) fuse Q, K and V into one projection; Llama blocks (RMSNorm) do not.
-  const bool fused_qkv = m.norm == NormType::kLayerNorm;
+  // GPT-2 blocks (LayerNorm) fuse Q, K and V into one projection whose q/k/v are views; Llama
+  // blocks (RMSNorm) do not fuse. Falcon fuses but gathers K and V by index lists (copies).
+  const bool fused_qkv = m.norm == NormType::kLayerNorm && !falcon;
+  if (falcon && m.hf_qkv_index_lists > 0)
+    // FalconAttention._split_heads: key = qkv[..., [-2], :], value = qkv[..., [-1], :]; each
+    // index list is an int64[1] tensor the index backward keeps (8 B each).
+    rb.add("attn.qkv_index", {Dim{"lists", m.hf_qkv_index_lists}}, DType::kInt64,
+           "index backward (scatter of K/V's gradient into the fused output)",
+           "the index lists [-2] and [-1] that gather K and V", kHfFalcon);
   if (k.qk_norm) add_head_norms(m, g, rb, hf);
   if (g.flash) {
     // SDPA's flash kernel keeps its inputs, output, logsumexp and RNG state. The pytorch block
     // expands K/V to all heads before SDPA (PyTorch < 2.5 needs it); transformers passes
     // enable_gqa=True, so hf keeps them at kv heads.
-    const Dim kvh = hf ? g.kv : g.a;
+    // Falcon's new decoder architecture broadcasts K/V to every head and reshapes (a copy).
+    const Dim kvh = hf && !m.hf_kv_broadcast ? g.kv : g.a;
     rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "flash attention backward",
            "recomputes QK^T tile by tile", kSdpaFlash);
     rb.add("attn.k", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward",
@@ -223,17 +248,22 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
     rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
            "transpose(1,2).contiguous() makes a new tensor the linear keeps", attn_src);
   }
-  if (g.hidden_dropout)
+  // A parallel block drops out the summed branches once (Falcon's dropout_add): the MLP's mask.
+  if (g.hidden_dropout && m.block == BlockLayout::kSequential)
     rb.add("attn.proj_dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",
            "1-byte mask on CUDA", kDeriv);
   if (m.sandwich_norm) add_norm(kAttnPost, m, g, rb, hf);
-  add_norm(kLn2, m, g, rb, hf);
+  // The parallel layout with one norm feeds its output to the MLP too: no second norm, and the
+  // MLP's input is attn.qkv_in's storage.
+  if (m.block != BlockLayout::kParallel)
+    add_norm(kLn2, m, g, rb, hf, m.block == BlockLayout::kParallelTwoNorms);
   if (k.is_moe()) {
     build_moe_mlp(m, k, g, rb);
   } else {
-    rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "first linear(s) backward",
-           "weight gradient needs the input (gate and up share it)", kDeriv);
-    if (k.ffn == FfnType::kGelu && hf) {
+    if (m.block != BlockLayout::kParallel)
+      rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "first linear(s) backward",
+             "weight gradient needs the input (gate and up share it)", kDeriv);
+    if (k.ffn == FfnType::kGelu && hf && !falcon) {
       // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) in Python ops.
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "pow(x, 3) backward", "3x^2 needs x", kHfGpt2);
       rb.add("mlp.gelu_tanh", {g.b, g.s_tp, g.f}, p, "tanh backward", "1 - tanh^2 needs the output",
@@ -243,8 +273,9 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
       rb.add("mlp.gelu_one_plus_tanh", {g.b, g.s_tp, g.f}, p, "mul backward",
              "(0.5x) * (1 + t) keeps both factors", kHfGpt2);
     } else if (k.ffn == FfnType::kGelu) {
+      // F.gelu (the pytorch block's nn.GELU, Falcon's ACT2FN["gelu"]): one saved input.
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "gelu backward", "gelu_backward(grad, self)",
-             kDeriv);
+             falcon ? kHfFalcon : kDeriv);
     } else {
       rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p, "silu/gelu backward",
              "the activation's derivative needs its input", kDeriv);

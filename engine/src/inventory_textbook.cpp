@@ -49,14 +49,18 @@ void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
   if (m.sandwich_norm)
     rb.add("attn.post_norm.in", {g.b, g.s_rep, g.h}, p, "post-attention norm backward",
            "needs the original statistics (the seed's LayerNorm rule)", kSeedTable);
-  rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward", "needs the original statistics",
-         kSeedTable);
+  // Parallel layouts (not in the seed): the MLP's norm reads ln1.in's tensor; with one shared
+  // norm the MLP's input is attn.qkv_in's tensor too. One tensor is counted once.
+  if (m.block == BlockLayout::kSequential)
+    rb.add("ln2.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward", "needs the original statistics",
+           kSeedTable);
   if (k.is_moe()) {
     build_moe_mlp(m, k, g, rb);
     return;
   }
-  rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "FFN gate+up projection backward",
-         "dL/dW needs the input", kSeedTable);
+  if (m.block != BlockLayout::kParallel)
+    rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "FFN gate+up projection backward",
+           "dL/dW needs the input", kSeedTable);
   if (k.ffn == FfnType::kGelu) {
     rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "GELU backward",
            "non-trivial derivative needs the input", kSeedTable);

@@ -1,5 +1,6 @@
 // Reads a model spec from our JSON schema or a Hugging Face config.json (GPT-2, Llama, Mistral,
-// Mixtral, Phi-3, Qwen2, Qwen2-MoE, Qwen3 naming); see docs/schema.md.
+// Mixtral, Phi-3, Qwen2, Qwen2-MoE, Qwen3, Gemma 2/3 naming; Falcon in json_falcon.cpp); see
+// docs/schema.md.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -7,6 +8,7 @@
 
 #include "actmem/json_io.hpp"
 #include "actmem/names.hpp"
+#include "json_falcon.hpp"
 #include "json_read.hpp"
 #include "json_stack.hpp"
 
@@ -26,6 +28,7 @@ const char* const kModelKeys[] = {
     "num_shared_experts", "shared_expert_intermediate_size", "capacity_factor", "layer_kinds",
     "layer_stack", "decoder_sparse_step", "mlp_only_layers", "qk_norm", "gemma_norm",
     "sandwich_norm", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
+    "block_layout",
     // GPT-2 names
     "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "activation_function", "attn_pdrop",
     "resid_pdrop", "embd_pdrop"};
@@ -122,9 +125,9 @@ const char* const kGeluNames[] = {"gelu",      "gelu_new",    "gelu_pytorch_tanh
                                   "gelu_fast", "gelu_python", "gelu_accurate"};
 
 // The Hugging Face model_types read (docs/schema.md).
-const char* const kSupportedTypes[] = {"gemma2",    "gemma3_text", "gpt2",     "llama",
-                                       "mistral",   "mixtral",     "phi3",     "qwen2",
-                                       "qwen2_moe", "qwen3",       "qwen3_moe"};
+const char* const kSupportedTypes[] = {
+    "falcon", "gemma2", "gemma3_text", "gpt2",  "llama",     "mistral",        "mixtral",
+    "phi3",   "qwen2",  "qwen2_moe",   "qwen3", "qwen3_moe", "RefinedWebModel"};
 
 // Hugging Face keys checked against their defaults before the key loop (model_from_json): at
 // those defaults they change nothing and pass silently.
@@ -145,6 +148,28 @@ std::string joined(const char* const (&list)[N]) {
   std::string s;
   for (const char* x : list) s += (s.empty() ? "" : ", ") + std::string(x);
   return s;
+}
+
+// A model's "metadata" object: its display name, source and published parameter count.
+std::optional<Error> read_metadata(const json& j, ModelSpec* m) {
+  if (!j.contains("metadata")) return std::nullopt;
+  const json& md = j["metadata"];
+  if (!md.is_object())
+    return make_error("wrong_type", "model.metadata", "model.metadata: must be an object");
+  ACTMEM_TRY(detail::check_keys(md, "model.metadata", kMetadataKeys,
+                                sizeof(kMetadataKeys) / sizeof(kMetadataKeys[0])));
+  if (md.contains("name"))
+    ACTMEM_TRY(detail::read_string(md["name"], "model.metadata.name", &m->name));
+  if (md.contains("source"))
+    ACTMEM_TRY(detail::read_string(md["source"], "model.metadata.source", &m->source));
+  if (md.contains("published_params"))
+    ACTMEM_TRY(detail::read_uint(md["published_params"], "model.metadata.published_params",
+                                 &m->published_params));
+  if (md.contains("published_params_source"))
+    ACTMEM_TRY(detail::read_string(md["published_params_source"],
+                                   "model.metadata.published_params_source",
+                                   &m->published_params_source));
+  return std::nullopt;
 }
 
 }  // namespace
@@ -188,6 +213,11 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
       return make_error("unsupported", std::string("model.") + k,
                         std::string("model.") + k + ": " + detail::short_dump(j[k]) +
                             " is not modelled; allowed: false");
+  if (detail::is_falcon_type(type)) {
+    ACTMEM_TRY(read_metadata(j, &m));
+    ACTMEM_TRY(detail::read_falcon(j, &m, warnings));
+    return m;
+  }
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (in(kModelKeys, k)) continue;
@@ -218,24 +248,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                                               reads));
     }
   }
-  if (j.contains("metadata")) {
-    const json& md = j["metadata"];
-    if (!md.is_object())
-      return make_error("wrong_type", "model.metadata", "model.metadata: must be an object");
-    ACTMEM_TRY(detail::check_keys(md, "model.metadata", kMetadataKeys,
-                                  sizeof(kMetadataKeys) / sizeof(kMetadataKeys[0])));
-    if (md.contains("name"))
-      ACTMEM_TRY(detail::read_string(md["name"], "model.metadata.name", &m.name));
-    if (md.contains("source"))
-      ACTMEM_TRY(detail::read_string(md["source"], "model.metadata.source", &m.source));
-    if (md.contains("published_params"))
-      ACTMEM_TRY(detail::read_uint(md["published_params"], "model.metadata.published_params",
-                                   &m.published_params));
-    if (md.contains("published_params_source"))
-      ACTMEM_TRY(detail::read_string(md["published_params_source"],
-                                     "model.metadata.published_params_source",
-                                     &m.published_params_source));
-  }
+  ACTMEM_TRY(read_metadata(j, &m));
   const bool gpt2 = type == "gpt2";
   // Reads key `k` (shown as model.k) into an integer if present; `required` makes absence an error.
   auto get_uint = [&](const char* k, std::uint64_t* out, bool required,
@@ -448,6 +461,14 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     return make_error("invalid_value", "model.gemma_norm",
                       "model.gemma_norm: Gemma's norm is an RMSNorm; norm_type is " +
                           std::string(norm_name(m.norm)));
+  if (j.contains("block_layout")) {
+    std::string s;
+    ACTMEM_TRY(detail::read_string(j["block_layout"], "model.block_layout", &s));
+    if (!block_table().parse(s, &m.block))
+      return make_error("invalid_value", "model.block_layout",
+                        "model.block_layout: '" + detail::key_text(s) +
+                            "' is not allowed; allowed: " + block_table().list());
+  }
   if (j.contains("position_embedding")) {
     std::string s;
     ACTMEM_TRY(detail::read_string(j["position_embedding"], "model.position_embedding", &s));

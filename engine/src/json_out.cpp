@@ -172,6 +172,7 @@ std::string estimate_text(const Estimate& e) {
   w.begin_object();
   const LayerKind& k0 = m.kinds[0];
   w.field("attn_logit_softcapping", m.attn_softcap);
+  w.field("block_layout", block_name(m.block));
   w.field("ffn_type", ffn_name(k0.ffn));
   w.field("final_logit_softcapping", m.final_softcap);
   w.field("gemma_norm", m.gemma_norm);

@@ -42,6 +42,9 @@ const EnumName<NormType> kNorms[] = {{NormType::kLayerNorm, "layernorm"},
                                      {NormType::kRmsNorm, "rmsnorm"}};
 const EnumName<PosEncoding> kPos[] = {
     {PosEncoding::kLearned, "learned"}, {PosEncoding::kRope, "rope"}, {PosEncoding::kNone, "none"}};
+const EnumName<BlockLayout> kBlocks[] = {{BlockLayout::kSequential, "sequential"},
+                                         {BlockLayout::kParallel, "parallel"},
+                                         {BlockLayout::kParallelTwoNorms, "parallel_two_norms"}};
 // Float dtypes a config may name, with the aliases Hugging Face writes in torch_dtype.
 const EnumName<DType> kFloatDtypes[] = {
     {DType::kFp32, "fp32"},           {DType::kBf16, "bf16"},
@@ -76,6 +79,9 @@ EnumTable<NormType> norm_table() {
 EnumTable<PosEncoding> pos_table() {
   return table(kPos);
 }
+EnumTable<BlockLayout> block_table() {
+  return table(kBlocks);
+}
 EnumTable<DType> float_dtype_table() {
   return table(kFloatDtypes);
 }
@@ -100,6 +106,9 @@ const char* norm_name(NormType n) {
 }
 const char* pos_name(PosEncoding p) {
   return pos_table().name(p);
+}
+const char* block_name(BlockLayout b) {
+  return block_table().name(b);
 }
 const char* profile_name(Profile p) {
   return profile_table().name(p);

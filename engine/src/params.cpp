@@ -40,7 +40,9 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
   }
   push(v, "attn.o.weight", a * k.head_dim, m.hidden, ParamPlace::kLayer);
   if (k.o_bias) push(v, "attn.o.bias", m.hidden, 1, ParamPlace::kLayer);  // replicated
-  push_norm(v, m, "ln2.weight", "ln2.bias", ParamPlace::kLayer);
+  // Falcon-7B's parallel block normalizes once for attention and MLP (input_layernorm).
+  if (m.block != BlockLayout::kParallel)
+    push_norm(v, m, "ln2.weight", "ln2.bias", ParamPlace::kLayer);
   // Gemma's post-attention and post-feedforward norms (Gemma2DecoderLayer).
   if (m.sandwich_norm) {
     push_norm(v, m, "attn.post_norm.weight", "attn.post_norm.bias", ParamPlace::kLayer);

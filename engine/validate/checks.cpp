@@ -214,6 +214,9 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
     return bad("model.sandwich_norm",
                "the executor has no post-attention or post-MLP norm; "
                "allowed: false");
+  if (mv.block != BlockLayout::kSequential)
+    return bad("model.block_layout", std::string("the executor runs sequential blocks; '") +
+                                         block_name(mv.block) + "' is not allowed");
   if (mv.gemma_norm)
     return bad("model.gemma_norm", "the executor's RMSNorm is the standard one; allowed: false");
   if (mv.attn_softcap > 0 || mv.final_softcap > 0)

@@ -13,6 +13,16 @@ namespace actmem {
 enum class FfnType { kGelu, kSwiglu, kGeglu };
 enum class NormType { kLayerNorm, kRmsNorm };
 enum class PosEncoding { kLearned, kRope, kNone };
+// Where the MLP reads its input. Sequential: after attention (x + attn(ln1(x)), then ln2). The
+// parallel layouts of GPT-J and Falcon: attention and MLP both read the layer input and their
+// outputs are summed; `kParallel` normalizes it once for both (Falcon-7B, Falcon2-11B:
+// input_layernorm), `kParallelTwoNorms` once for each (Falcon-40B/180B's new decoder
+// architecture: ln_attn and ln_mlp over the same input). transformers modeling_falcon.py.
+enum class BlockLayout { kSequential, kParallel, kParallelTwoNorms };
+// Which transformers modules the `hf` profile follows where families differ in what they save:
+// kAuto is GPT-2's (LayerNorm) or Llama's (RMSNorm) as the norm says; kFalcon is
+// modeling_falcon.py (F.gelu, softmax in the activation dtype, K/V gathered by index lists).
+enum class HfModules { kAuto, kFalcon };
 
 struct MoeSpec {
   std::uint64_t experts = 0;  // 0: dense layer
@@ -65,6 +75,13 @@ struct ModelSpec {
   // Gemma 2's tanh soft-capping of the attention scores and of the final logits (0: none).
   double attn_softcap = 0.0;
   double final_softcap = 0.0;
+  BlockLayout block = BlockLayout::kSequential;
+  HfModules hf_modules = HfModules::kAuto;
+  // Falcon's module details (hf profile): the int64[1] index lists that gather K and V from the
+  // fused QKV output (2 with multi-query or the new architecture, else 0), and whether K and V are
+  // broadcast to every query head before attention (the new architecture).
+  std::uint32_t hf_qkv_index_lists = 0;
+  bool hf_kv_broadcast = false;
   double attention_dropout = 0.0;  // defaults from the model card; the config may override
   double hidden_dropout = 0.0;
 
@@ -93,5 +110,6 @@ struct ModelSpec {
 const char* ffn_name(FfnType f);
 const char* norm_name(NormType n);
 const char* pos_name(PosEncoding p);
+const char* block_name(BlockLayout b);
 
 }  // namespace actmem

@@ -56,6 +56,7 @@ enum class Schedule;
 enum class FfnType;
 enum class NormType;
 enum class PosEncoding;
+enum class BlockLayout;
 enum class DType;
 
 EnumTable<Profile> profile_table();
@@ -65,6 +66,7 @@ EnumTable<Schedule> schedule_table();
 EnumTable<FfnType> ffn_table();
 EnumTable<NormType> norm_table();
 EnumTable<PosEncoding> pos_table();
+EnumTable<BlockLayout> block_table();
 EnumTable<DType> float_dtype_table();  // the dtypes a config may name
 
 // The recompute policies as a user writes them (config.recompute), for listings.
