@@ -262,6 +262,25 @@ TEST_CASE(
     // Two norms over the same input: only ln2's input is shared.
     CHECK(seq - layer("parallel_two_norms") == bsh);
   }
+  // Backward working set (inventory_grads.cpp): both branches start from dY, so the residual
+  // gradient dX (MLP branch folded in) is its own b x s x h buffer through the attention
+  // backward. At s = 1024 the eager attention steps (dY, the s x s score gradient, two b x s x h
+  // buffers) are the largest, so the step maximum grows by exactly b x s x h.
+  auto grads = [&](const char* block) {
+    json m = base;
+    m["block_layout"] = block;
+    const json t =
+        run(json{{"command", "timeline"},
+                 {"model", m},
+                 {"config", {{"micro_batch", 1}, {"seq", 1024}, {"profile", "pytorch"}}}});
+    for (const json& x : t["stages"][0]["transients"])
+      if (x["name"] == "bwd.layer_grads") return u(x["bytes"]);
+    FAIL("no bwd.layer_grads");
+    return std::uint64_t{0};
+  };
+  const std::uint64_t seq_grads = grads("sequential");
+  CHECK(grads("parallel") - seq_grads == 1024 * 256 * 2);
+  CHECK(grads("parallel_two_norms") - seq_grads == 1024 * 256 * 2);
   // Parameters: one norm fewer per layer (weight and bias, 2h), in each of the 2 layers.
   json one = base, two = base;
   one["block_layout"] = "parallel";
