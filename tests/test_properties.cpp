@@ -1,5 +1,7 @@
 // Properties every profile must satisfy: linear in b, flash removes s^2, recompute never adds,
 // exact TP/SP/CP divisions, GQA-aware KV cache, and overflow reported instead of wrapped.
+#include <cmath>
+
 #include "actmem/presets.hpp"
 #include "helpers.hpp"
 
@@ -139,6 +141,41 @@ TEST_CASE(
   for (const auto& t :
        rc["per_layer"]["tensors"])  // ceil(1.25 * 2 * 100 / 8) = 32 tokens per expert
     if (t["name"] == "moe.expert_in") CHECK(u(t["bytes"]) == 4ULL * 8 * 32 * 64);
+}
+
+TEST_CASE(
+    "MoE routing imbalance: the busiest EP rank's expert tensors grow by rho (ceil(rho*k*b*s) "
+    "routed tokens); refused where it would change nothing",
+    "[property][moe]") {
+  // Mixtral 8x7B, ep = 8, b = 1, s = 4096, bf16: k*b*s = 8,192 routed tokens per rank on average.
+  auto layer = [](double rho) {
+    return run_preset("mixtral-8x7b",
+                      {{"seq", 4096}, {"ep", 8}, {"dp", 8}, {"moe_imbalance", rho}});
+  };
+  const json base = layer(1.0);
+  // The records over routed tokens (expert input, GLU input, second-linear input, expert output)
+  // and the router's per-token ones: per routed token p*(h + 2f_e + f_e + h) bytes.
+  const std::uint64_t h = 4096, fe = 14336, per_token = 2 * (h + 2 * fe + fe + h);
+  const std::uint64_t tokens = 2 * 4096;
+  for (const double rho : {1.5, 2.0, 3.3, 8.0}) {
+    INFO(rho);
+    const json r = layer(rho);
+    const auto busiest = static_cast<std::uint64_t>(std::ceil(rho * static_cast<double>(tokens)));
+    CHECK(u(r["per_layer"]["activation_bytes"]) - u(base["per_layer"]["activation_bytes"]) ==
+          (busiest - tokens) * per_token);
+    CHECK(r["config"]["moe_imbalance"] == rho);
+  }
+  auto err = [](const json& req) { return actmem::evaluate_json(req)["error"]["field"]; };
+  CHECK(err(json{{"preset", "mixtral-8x7b"}, {"config", {{"moe_imbalance", 2}}}}) ==
+        "config.moe_imbalance");  // ep = 1: one rank sees every routed token
+  CHECK(err(json{{"preset", "llama-2-7b"}, {"config", {{"moe_imbalance", 2}}}}) ==
+        "config.moe_imbalance");  // dense
+  CHECK(err(json{{"preset", "mixtral-8x7b"},
+                 {"config", {{"moe_imbalance", 9}, {"ep", 8}, {"dp", 8}}}}) ==
+        "config.moe_imbalance");  // beyond every token of the group on one rank
+  CHECK(err(json{{"preset", "mixtral-8x7b"},
+                 {"config", {{"moe_imbalance", 0.5}, {"ep", 8}, {"dp", 8}}}}) ==
+        "config.moe_imbalance");
 }
 
 TEST_CASE("Overflow: s = 10^7, b = 10^4 is a field-named error, never a wrapped number",

@@ -39,7 +39,8 @@ const char* const kUsage =
     "  --gpu ID | --gpu-memory SIZE (e.g. 80GiB) | --budget SIZE\n"
     "  --schedule gpipe|1f1b|interleaved --micro-batches M --layer-split 7,8,...,7 --fragmentation "
     "PCT\n"
-    "  --custom-keep id,id (with --recompute custom)\n"
+    "  --custom-keep id,id (with --recompute custom) --moe-imbalance R (busiest EP rank's routed\n"
+    "  tokens over the mean, dropless MoE, 1..ep)\n"
     "  --csv (timeline events), --sweep-micro-batches 1,2,4 --sweep-seqs 1024,2048 (sweep)\n"
     "output:  --json (machine-readable; the schema is docs/schema.md)\n"
     "exit codes: 0 ok, 2 bad input\n";
@@ -123,7 +124,8 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--gpu", "gpu"},
       {"--schedule", "schedule"},
       {"--micro-batches", "micro_batches"},
-      {"--fragmentation", "fragmentation_pct"}};
+      {"--fragmentation", "fragmentation_pct"},
+      {"--moe-imbalance", "moe_imbalance"}};
   for (; i < argv.size(); ++i) {
     // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
     const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;

@@ -53,8 +53,20 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
       g.expert_tokens = {"E/ep·⌈cf·k·ep·b·s/E⌉",
                          ck.mul(e.experts / p.ep, per_expert, "model.capacity_factor")};
     } else {
-      // Dropless top-k routing: on average every rank's experts see k tokens per local token.
-      g.expert_tokens = {"k·b·s", routed};
+      // Dropless top-k routing: on average every rank's experts see k tokens per local token; the
+      // busiest EP rank sees moe_imbalance times that (rounded up to whole tokens).
+      if (c.moe_imbalance == 1.0) {
+        g.expert_tokens = {"k·b·s", routed};
+      } else {
+        const double busiest = c.moe_imbalance * static_cast<double>(routed);
+        if (!(busiest < 9.0e18))
+          return make_error(
+              "overflow", "config.moe_imbalance",
+              "config.moe_imbalance: the busiest rank's token count overflows 64 bits");
+        std::uint64_t n = static_cast<std::uint64_t>(busiest);
+        if (static_cast<double>(n) < busiest) ++n;
+        g.expert_tokens = {"⌈ρ·k·b·s⌉", n};
+      }
     }
     if (ck.overflowed())
       return make_error("overflow", ck.field(), "expert token count overflows 64 bits");

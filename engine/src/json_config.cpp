@@ -45,6 +45,7 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "micro_batches",
                                    "layer_split",
                                    "fragmentation_pct",
+                                   "moe_imbalance",
                                    "custom_keep",
                                    "cublas_workspace_bytes",
                                    "grad_bucket_bytes"};
@@ -176,6 +177,8 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
       return make_error("invalid_value", "config.fragmentation_pct",
                         "config.fragmentation_pct: must be between 0 and 100");
   }
+  if (j.contains("moe_imbalance"))
+    ACTMEM_TRY(detail::read_double(j["moe_imbalance"], "config.moe_imbalance", &c.moe_imbalance));
   if (j.contains("layer_split")) {
     const json& a = j["layer_split"];
     if (!a.is_array() || a.size() > kMaxLayerSplitEntries)

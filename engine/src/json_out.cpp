@@ -119,6 +119,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("master_weights", c.master_weights);
   w.field("micro_batch", c.micro_batch);
   w.field("micro_batches", c.grad_accum);
+  w.field("moe_imbalance", c.moe_imbalance);
   w.field("offload", c.recompute.offload);
   w.field("optimizer", optimizer_name(c.optimizer));
   w.field("param_dtype", dtype_name(c.param_dtype));

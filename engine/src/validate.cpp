@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "actmem/estimate.hpp"
 
@@ -250,6 +251,31 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   }
   if (!(c.fragmentation_pct >= 0.0 && c.fragmentation_pct <= 100.0))
     return bad("config.fragmentation_pct", "must be between 0 and 100");
+  if (c.moe_imbalance != 1.0) {
+    // Used or refused: it sizes the busiest expert-parallel rank of a dropless MoE, and nothing
+    // else (a dense model, one EP rank holding every expert, capacity-padded expert buffers).
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", c.moe_imbalance);
+    bool dropless = false, capacity = false;
+    for (const LayerKind& k : m.kinds) {
+      dropless = dropless || (k.is_moe() && k.moe.capacity_factor == 0.0);
+      capacity = capacity || (k.is_moe() && k.moe.capacity_factor > 0.0);
+    }
+    if (!dropless)
+      return bad("config.moe_imbalance",
+                 std::string(v) + (capacity ? " does not apply: capacity_factor pads every expert "
+                                              "to its capacity; allowed: 1"
+                                            : " applies to mixture-of-experts models; allowed: 1"));
+    if (p.ep == 1)
+      return bad("config.moe_imbalance",
+                 std::string(v) +
+                     " needs ep > 1 (one rank holds every expert and sees every "
+                     "routed token); allowed: 1");
+    if (!(c.moe_imbalance >= 1.0 && c.moe_imbalance <= static_cast<double>(p.ep)))
+      return bad("config.moe_imbalance",
+                 std::string(v) + " is outside [1, ep = " + std::to_string(p.ep) +
+                     "] (the mean rank, up to every routed token of the group on one rank)");
+  }
   if (c.recompute.kind == RecomputeKind::kPattern && c.recompute.pattern.empty())
     return bad("config.recompute", "layers:PATTERN needs at least one letter of K, S, C, R, X");
   if (c.recompute.kind == RecomputeKind::kEveryK && c.recompute.every_k == 0)

@@ -60,6 +60,9 @@ struct TrainConfig {
   Schedule schedule = Schedule::k1F1B;     // 1F1B becomes interleaved when vpp > 1
   std::vector<std::uint64_t> layer_split;  // optional uneven layers per pipeline stage (vpp = 1)
   double fragmentation_pct = 0.0;          // allocator-fragmentation allowance, % of the peak
+  // Dropless MoE routing imbalance: the busiest expert-parallel rank's routed tokens over the mean
+  // (1: perfectly balanced; at most ep, every routed token of the group on one rank).
+  double moe_imbalance = 1.0;
   Bytes cublas_workspace = 32ull << 20;  // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
   Bytes grad_bucket = 25ull << 20;       // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
   std::string gpu_id;                    // optional GPU preset id
