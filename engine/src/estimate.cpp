@@ -240,7 +240,17 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
        {"transients", w.peak_transients},
        {"fragmentation allowance", w.peak_fragmentation}},
       w.peak_bytes, "the simulated step (docs/schedules.md); the figure that decides fits"));
-  if (m.kinds.size() == 1) {
+  if (m.kinds.size() == 1 && k0_kind.is_mla()) {
+    e.explain.push_back(explain_product(
+        "kv_cache.total_bytes",
+        "Inference KV cache, whole model (p · L · (d_c + d_r) · s · b: MLA's latent and RoPE key)",
+        {{"p", pw},
+         {"L", m.layers},
+         {"d_c + d_r", k0_kind.mla.kv_lora_rank + k0_kind.mla.qk_rope_dim},
+         {"s", c.seq},
+         {"b", c.micro_batch}},
+        e.kv_cache.total_bytes, "DeepSeek-V2 (arXiv 2405.04434), Sec. 2.1.4, Table 1"));
+  } else if (m.kinds.size() == 1) {
     e.explain.push_back(explain_product(
         "kv_cache.total_bytes", "Inference KV cache, whole model (2 · p · L · kv · d · s · b)",
         {{"2 (K and V)", 2},
@@ -252,19 +262,25 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
          {"b", c.micro_batch}},
         e.kv_cache.total_bytes, "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b"));
   } else {
+    // Each part is kv_cache_width (the one definition setup.cpp sums) times p·L·s·b; the total
+    // was overflow-checked there, so its parts are representable.
     std::vector<std::pair<std::string, Bytes>> parts;
     for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
       const LayerKind& lk = m.kinds[ki];
-      parts.push_back(
-          {lk.name + ": 2 · " + std::to_string(pw) + " · " + std::to_string(e.kinds[ki].layers) +
-               " layers · " + std::to_string(lk.kv_heads) + " kv · " + std::to_string(lk.head_dim) +
-               " d · s · b",
-           2 * pw * e.kinds[ki].layers * lk.kv_heads * lk.head_dim * c.seq * c.micro_batch});
+      const std::uint64_t width = kv_cache_width(lk, lk.kv_heads, ck);
+      const std::string what = lk.is_mla() ? std::to_string(width) + " (d_c + d_r, MLA)"
+                                           : "2 · " + std::to_string(lk.kv_heads) + " kv · " +
+                                                 std::to_string(lk.head_dim) + " d";
+      parts.push_back({lk.name + ": " + std::to_string(pw) + " · " +
+                           std::to_string(e.kinds[ki].layers) + " layers · " + what + " · s · b",
+                       pw * e.kinds[ki].layers * width * c.seq * c.micro_batch});
     }
     e.explain.push_back(explain_sum(
         "kv_cache.total_bytes",
-        "Inference KV cache, whole model (Σ over layer kinds of 2·p·L·kv·d·s·b)", parts,
-        e.kv_cache.total_bytes, "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b per layer"));
+        "Inference KV cache, whole model (Σ over layer kinds of p·L·w·s·b; w = 2·kv·d, or d_c + "
+        "d_r under MLA)",
+        parts, e.kv_cache.total_bytes,
+        "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b per layer; DeepSeek-V2, Sec. 2.1.4"));
   }
 
   if (p.sp && p.tp == 1) e.warnings.push_back("sp has no effect with tp=1");

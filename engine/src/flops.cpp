@@ -8,9 +8,17 @@ LayerFlops layer_flops(const LayerKind& k, const LayerGeometry& g) {
   const double tokens = d(g.b) * d(g.s_tp);
   const double glu = k.ffn == FfnType::kGelu ? 2.0 : 3.0;  // GLU has three matrices
   LayerFlops f;
-  const double qkv = 2.0 * tokens * d(g.h) * (d(g.a) + 2.0 * d(g.kv)) * d(g.d);
-  const double out = 2.0 * tokens * d(g.a) * d(g.d) * d(g.h);
-  f.attention_core = 4.0 * d(g.b) * d(g.a) * d(g.s_tp) * d(g.s_keys) * d(g.d);
+  double qkv = 2.0 * tokens * d(g.h) * (d(g.a) + 2.0 * d(g.kv)) * d(g.d);
+  if (k.is_mla()) {
+    // MLA: down projections to the latents (and the RoPE key), up projections to every head.
+    const double q =
+        d(g.rq) > 0 ? d(g.h) * d(g.rq) + d(g.rq) * d(g.a) * d(g.d) : d(g.h) * d(g.a) * d(g.d);
+    const double nope = d(g.d) - d(g.dr);
+    qkv = 2.0 * tokens * (q + d(g.h) * (d(g.rkv) + d(g.dr)) + d(g.rkv) * d(g.a) * (nope + d(g.dv)));
+  }
+  const double out = 2.0 * tokens * d(g.a) * d(g.dv) * d(g.h);
+  // QK^T over d and PV over d_v (equal but for MLA).
+  f.attention_core = 2.0 * d(g.b) * d(g.a) * d(g.s_tp) * d(g.s_keys) * (d(g.d) + d(g.dv));
   double mlp = 0;
   if (k.is_moe()) {
     mlp = 2.0 * tokens * d(g.h) * d(g.experts) +

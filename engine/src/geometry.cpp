@@ -33,6 +33,13 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
   // t a multiple of kv: each rank holds one replicated KV head.
   g.kv = {t == 1 ? "kv" : (k.kv_heads % t == 0 ? "kv/t" : "1"), tp_kv_heads(k.kv_heads, t)};
   g.d = {"d", k.head_dim};
+  g.dv = k.is_mla() ? Dim{"d_v", k.mla.v_head_dim} : g.d;
+  // MLA's down-projections are not split by TP (DeepSeek-V3 inference/model.py: wq_a and wkv_a
+  // are plain Linear layers on every rank, wq_b and wkv_b column-parallel): every TP rank holds
+  // the whole latents.
+  g.rq = {"r_q", k.mla.q_lora_rank};
+  g.rkv = {"r_kv", k.mla.kv_lora_rank};
+  g.dr = {"d_r", k.mla.qk_rope_dim};
   g.f = {t > 1 ? "f/t" : "f", tp_shard(k.ffn_hidden, t)};
   g.v = {t > 1 ? "⌈V/t⌉" : "V", vocab_shard(m.vocab, t)};
   if (k.is_moe()) {

@@ -61,33 +61,33 @@ std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind&
   steps.push_back({"attn.proj dgrad",
                    {{"dY", {g.b, g.s_rep, g.h}},
                     {"d_proj_dropout", {g.b, g.s_rep, g.h}},
-                    {"d_ctx", {g.b, g.s_tp, g.a, g.d}}}});
+                    {"d_ctx", {g.b, g.s_tp, g.a, g.dv}}}});
   if (g.flash) {
     // FlashAttention-2 backward (Dao 2023, Alg. 2): D = rowsum(dO * O) in fp32, dQ, dK, dV at once.
     steps.push_back({"attn.flash bwd",
                      {{"dY", {g.b, g.s_rep, g.h}},
-                      {"d_ctx", {g.b, g.s_tp, g.a, g.d}},
+                      {"d_ctx", {g.b, g.s_tp, g.a, g.dv}},
                       {"flash.D", {g.b, g.a, g.s_tp}, true},
                       {"dq", {g.b, g.s_tp, g.a, g.d}},
                       {"dk", {g.b, g.s_tp, g.kv, g.d}},
-                      {"dv", {g.b, g.s_tp, g.kv, g.d}}}});
+                      {"dv", {g.b, g.s_tp, g.kv, g.dv}}}});
     steps.push_back({"attn.qkv dgrad",
                      {{"dY", {g.b, g.s_rep, g.h}},
                       {"dq", {g.b, g.s_tp, g.a, g.d}},
                       {"dk", {g.b, g.s_tp, g.kv, g.d}},
-                      {"dv", {g.b, g.s_tp, g.kv, g.d}},
+                      {"dv", {g.b, g.s_tp, g.kv, g.dv}},
                       {"d_qkv_in", {g.b, g.s_tp, g.h}}}});
   } else {
     const Dim s = g.s_keys;
     steps.push_back({"attn.dP dV",
                      {{"dY", {g.b, g.s_rep, g.h}},
-                      {"d_ctx", {g.b, g.s_tp, g.a, g.d}},
+                      {"d_ctx", {g.b, g.s_tp, g.a, g.dv}},
                       {"d_probs", {g.b, g.a, g.s_tp, s}},
-                      {"dv", {g.b, g.s_tp, g.kv, g.d}}}});
+                      {"dv", {g.b, g.s_tp, g.kv, g.dv}}}});
     steps.push_back({"attn.v dgrad",
                      {{"dY", {g.b, g.s_rep, g.h}},
                       {"d_probs", {g.b, g.a, g.s_tp, s}},
-                      {"dv", {g.b, g.s_tp, g.kv, g.d}},
+                      {"dv", {g.b, g.s_tp, g.kv, g.dv}},
                       {"d_qkv_in", {g.b, g.s_tp, g.h}}}});
     steps.push_back({"attn.dQ",
                      {{"dY", {g.b, g.s_rep, g.h}},
@@ -99,6 +99,18 @@ std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind&
                       {"d_scores", {g.b, g.a, g.s_tp, s}},
                       {"d_qkv_in", {g.b, g.s_tp, g.h}},
                       {"dk", {g.b, g.s_tp, g.kv, g.d}}}});
+  }
+  if (k.is_mla()) {
+    // MLA: the up projections' backward turns dq, dk, dv into the latents' gradients while those
+    // are still alive (not executed by the executor, which refuses MLA; like the MoE step).
+    Step st{"attn.latent dgrad",
+            {{"dY", {g.b, g.s_rep, g.h}},
+             {"dq", {g.b, g.s_tp, g.a, g.d}},
+             {"dk", {g.b, g.s_tp, g.kv, g.d}},
+             {"dv", {g.b, g.s_tp, g.kv, g.dv}},
+             {"d_kv_latent", {g.b, g.s_tp, g.rkv}}}};
+    if (g.rq.value > 0) st.bufs.push_back({"d_q_latent", {g.b, g.s_tp, g.rq}});
+    steps.push_back(st);
   }
   // A parallel block's branches both start from the output gradient: the MLP branch's input
   // gradient cannot be folded into dY while the attention branch still reads it, so the residual

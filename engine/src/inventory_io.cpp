@@ -57,12 +57,14 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
            "the weight gradient scatters into the rows the position ids name",
            "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
   if (prof == Profile::kHf && m.pos == PosEncoding::kRope) {
+    // MLA rotates only each head's RoPE part (qk_rope_head_dim wide).
+    const Dim rope_d = g.rkv.value > 0 ? g.dr : g.d;
     // LlamaRotaryEmbedding computes cos/sin once per forward and every layer's RoPE mul keeps
     // the same two tensors: counted once per micro-batch, not per layer.
-    in.add("rope.cos", {g.s_tp, g.d}, p, "RoPE mul backward (every layer)", "q * cos needs cos",
+    in.add("rope.cos", {g.s_tp, rope_d}, p, "RoPE mul backward (every layer)", "q * cos needs cos",
            "transformers modeling_llama.py LlamaRotaryEmbedding; measured: "
            "tests/reference/pytorch_saved.json");
-    in.add("rope.sin", {g.s_tp, g.d}, p, "RoPE mul backward (every layer)",
+    in.add("rope.sin", {g.s_tp, rope_d}, p, "RoPE mul backward (every layer)",
            "rotate_half(q) * sin needs sin",
            "transformers modeling_llama.py LlamaRotaryEmbedding; measured: "
            "tests/reference/pytorch_saved.json");

@@ -12,6 +12,9 @@ constexpr const char* kK41Mlp = "Korthikanti et al. 2022, Sec. 4.1, MLP (19sbh)"
 constexpr const char* kQkNorm =
     "Megatron-LM megatron/core/transformer/attention.py (q_layernorm / k_layernorm on the "
     "[s, b, heads, d] query and key); input kept as Korthikanti et al. 2022, Sec. 4.1's layer norm";
+constexpr const char* kMla =
+    "Megatron-LM megatron/core/transformer/multi_latent_attention.py (MLA latents), kept by "
+    "Korthikanti et al. 2022, Sec. 4.1's norm and linear rules";
 constexpr const char* kFlash =
     "Dao 2023, FlashAttention-2, Sec. 3.1.1 (backward keeps Q, K, V, O, logsumexp)";
 }  // namespace
@@ -30,6 +33,20 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
     rb.add("attn.k_norm.in", {g.b, g.s_tp, g.kv, g.d}, p, "k_layernorm backward",
            "normalization gradient needs its input", kQkNorm);
   }
+  if (k.is_mla()) {
+    // Megatron-LM multi_latent_attention.py: q_layernorm / kv_layernorm over the latents, then the
+    // up projections; each norm keeps its input and each linear its input (Sec. 4.1's rules).
+    if (g.rq.value > 0) {
+      rb.add("attn.q_latent_norm.in", {g.b, g.s_tp, g.rq}, p, "q latent norm backward",
+             "normalization gradient needs its input", kMla);
+      rb.add("attn.q_up_in", {g.b, g.s_tp, g.rq}, p, "query up-projection backward",
+             "weight gradient needs its input", kMla);
+    }
+    rb.add("attn.kv_latent_norm.in", {g.b, g.s_tp, g.rkv}, p, "kv latent norm backward",
+           "normalization gradient needs its input", kMla);
+    rb.add("attn.kv_up_in", {g.b, g.s_tp, g.rkv}, p, "key/value up-projection backward",
+           "weight gradient needs its input", kMla);
+  }
   rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "QK^T matmul backward", "gradient w.r.t. K needs Q",
          kK41Attn);
   rb.add("attn.k", {g.b, g.kv, g.s_tp, g.d}, p, "QK^T matmul backward", "gradient w.r.t. Q needs K",
@@ -47,9 +64,9 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
                   "gradient w.r.t. V needs the (dropped-out) probabilities", kK41Attn));
     }
   }
-  rb.add("attn.v", {g.b, g.kv, g.s_tp, g.d}, p, "attention-over-V backward",
+  rb.add("attn.v", {g.b, g.kv, g.s_tp, g.dv}, p, "attention-over-V backward",
          "gradient w.r.t. the probabilities needs V", kK41Attn);
-  rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
+  rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection backward",
          g.flash ? "weight gradient needs its input, which is also the attention output O flash "
                    "backward reads"
                  : "weight gradient = input^T x output gradient",

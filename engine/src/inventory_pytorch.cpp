@@ -20,6 +20,9 @@ constexpr const char* kHfQwen3 =
 constexpr const char* kHfFalcon =
     "transformers 5.17 modeling_falcon.py (FalconAttention eager, FalconDecoderLayer, "
     "FalconMLP); measured: tests/reference/gpu/hf_layers.json";
+constexpr const char* kHfDeepseek =
+    "transformers 5.17 modeling_deepseek_v3.py / modeling_deepseek_v2.py (DeepseekV3Attention: "
+    "q_a_layernorm, kv_a_layernorm, eager attention); measured: tests/reference/gpu/hf_layers.json";
 constexpr const char* kSdpaFlash =
     "PyTorch derivatives.yaml _scaled_dot_product_flash_attention: q, k, v, out, logsumexp, rng "
     "state";
@@ -143,6 +146,36 @@ void add_head_norms(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& r
     }
   }
 }
+// MLA's latents (DeepseekV3Attention): q_a_layernorm over the query latent (when q_lora_rank > 0)
+// and kv_a_layernorm over the key/value latent, each an RMSNorm keeping what a hidden-state norm
+// keeps, one row per token; then q_b_proj and kv_b_proj keep their inputs, the normed latents.
+// The shared RoPE key's rotation keeps only cos/sin (model-level). Measured: hf_layers.json,
+// deepseek_v2 and deepseek_v3 rows.
+void add_mla_latents(const LayerGeometry& g, RecordBuilder& rb, bool hf) {
+  struct One {
+    const char* in;
+    const char* rstd;
+    const char* normed;
+    const char* up_in;
+    Dim r;
+  };
+  const DType p = g.act;
+  for (const One& o : {One{"attn.q_latent_norm.in", "attn.q_latent_norm.rstd",
+                           "attn.q_latent_norm.normed", "attn.q_up_in", g.rq},
+                       One{"attn.kv_latent_norm.in", "attn.kv_latent_norm.rstd",
+                           "attn.kv_latent_norm.normed", "attn.kv_up_in", g.rkv}}) {
+    if (o.r.value == 0) continue;  // no query latent (DeepSeek-V2-Lite: q_proj)
+    rb.add(o.in, {g.b, g.s_tp, o.r}, hf ? DType::kFp32 : p,
+           hf ? "pow / mul backward (fp32 upcast of the latent)" : "pow / mul backward",
+           "the latent's RMSNorm squares and scales its input", hf ? kHfDeepseek : kDeriv);
+    rb.add(o.rstd, {g.b, g.s_tp}, hf ? DType::kFp32 : p, "rsqrt / mul backward", "1/rms per token",
+           hf ? kHfDeepseek : kDeriv);
+    rb.add(o.normed, {g.b, g.s_tp, o.r}, p, "mul-by-weight backward",
+           "weight gradient = sum(grad * normalized latent)", hf ? kHfDeepseek : kDeriv);
+    rb.add(o.up_in, {g.b, g.s_tp, o.r}, p, "up-projection backward",
+           "weight gradient needs its input, the normed latent", hf ? kHfDeepseek : kDeriv);
+  }
+}
 }  // namespace
 
 void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
@@ -167,6 +200,7 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
            "index backward (scatter of K/V's gradient into the fused output)",
            "the index lists [-2] and [-1] that gather K and V", kHfFalcon);
   if (k.qk_norm) add_head_norms(m, g, rb, hf);
+  if (k.is_mla()) add_mla_latents(g, rb, hf);
   if (g.flash) {
     // SDPA's flash kernel keeps its inputs, output, logsumexp and RNG state. The pytorch block
     // expands K/V to all heads before SDPA (PyTorch < 2.5 needs it); transformers passes
@@ -177,14 +211,14 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
            "recomputes QK^T tile by tile", kSdpaFlash);
     rb.add("attn.k", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward",
            "recomputes QK^T tile by tile", kSdpaFlash);
-    rb.add("attn.v", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward", "dP = dO V^T",
+    rb.add("attn.v", {g.b, kvh, g.s_tp, g.dv}, p, "flash attention backward", "dP = dO V^T",
            kSdpaFlash);
     rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
            "rebuilds P = exp(S - lse) without storing it", kSdpaFlash);
     rb.add("attn.rng_state", {Dim{"3", 3}}, DType::kInt64, "flash attention backward",
            "philox seed/offset (16 B) and an unused slot (8 B) replay the dropout pattern",
            kSdpaFlash);
-    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection and flash backward",
+    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection and flash backward",
            "o_proj's input is the attention output O (a view, one storage)", kSdpaFlash);
   } else if (g.sdpa_math) {
     // _scaled_dot_product_attention_math upcasts q/k/v to fp32 below fp32 (PyTorch >= 2.5) and
@@ -202,7 +236,7 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
       core(rb.add("attn.dropout_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "bmm(P, V) backward",
                   "gradient w.r.t. V needs the dropped-out probabilities", kSdpaMath));
     }
-    rb.add("attn.v", {g.b, g.a, g.s_tp, g.d}, c, "bmm(P, V) backward", "gradient w.r.t. P needs V",
+    rb.add("attn.v", {g.b, g.a, g.s_tp, g.dv}, c, "bmm(P, V) backward", "gradient w.r.t. P needs V",
            kSdpaMath);
     if (fused_qkv && g.b.value == 1 && c == p)
       // With b = 1 and no upcast, matmul's reshape of v is a view, so bmm keeps the whole fused
@@ -210,7 +244,7 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
       rb.add("attn.qkv_out_alias", {g.b, g.s_tp, Dim{"2", 2}, g.a, g.d}, p,
              "bmm(P, V) backward (storage of v)",
              "v is a view into the fused (b, s, 3h) QKV output", kSdpaMath);
-    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
+    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection backward",
            "transpose(1,2).contiguous() makes a new tensor the linear keeps", kDeriv);
   } else {
     // matmul on transposed heads reshapes through a copy, so bmm keeps contiguous copies of Q and
@@ -243,9 +277,9 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
       core(rb.add("attn.probs", {g.b, g.a, g.s_tp, g.s_keys}, p, "bmm(P, V) backward",
                   "the probabilities cast back to the activation dtype", kHfLlama));
     }
-    rb.add("attn.v", {g.b, g.a, g.s_tp, g.d}, p, "bmm(P, V) backward",
+    rb.add("attn.v", {g.b, g.a, g.s_tp, g.dv}, p, "bmm(P, V) backward",
            "gradient w.r.t. P needs V (expanded to every query head)", attn_src);
-    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
+    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection backward",
            "transpose(1,2).contiguous() makes a new tensor the linear keeps", attn_src);
   }
   // A parallel block drops out the summed branches once (Falcon's dropout_add): the MLP's mask.
@@ -258,7 +292,10 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   if (m.block != BlockLayout::kParallel)
     add_norm(kLn2, m, g, rb, hf, m.block == BlockLayout::kParallelTwoNorms);
   if (k.is_moe()) {
-    build_moe_mlp(m, k, g, rb);
+    if (hf && k.moe.hf_block != HfMoe::kGeneric)
+      build_hf_moe(m, k, g, rb);
+    else
+      build_moe_mlp(m, k, g, rb);
   } else {
     if (m.block != BlockLayout::kParallel)
       rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "first linear(s) backward",

@@ -26,12 +26,25 @@ void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
     rb.add("attn.k_norm.in", {g.b, g.s_tp, g.a, g.d}, p, "k norm backward",
            "needs the original statistics (the seed's LayerNorm rule)", kSeedTable);
   }
+  // MLA's latents (not in the seed) by its rules: each norm and each linear keeps its input.
+  if (k.is_mla()) {
+    if (g.rq.value > 0) {
+      rb.add("attn.q_latent_norm.in", {g.b, g.s_tp, g.rq}, p, "q latent norm backward",
+             "needs the original statistics (the seed's LayerNorm rule)", kSeedTable);
+      rb.add("attn.q_up_in", {g.b, g.s_tp, g.rq}, p, "query up-projection backward",
+             "dL/dW needs the input", kSeedTable);
+    }
+    rb.add("attn.kv_latent_norm.in", {g.b, g.s_tp, g.rkv}, p, "kv latent norm backward",
+           "needs the original statistics (the seed's LayerNorm rule)", kSeedTable);
+    rb.add("attn.kv_up_in", {g.b, g.s_tp, g.rkv}, p, "key/value up-projection backward",
+           "dL/dW needs the input", kSeedTable);
+  }
   // The seed counts Q, K and V as three b x s x h tensors (it assumes full multi-head K/V).
   rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "attention backward", "chain rule through QK^T",
          kSeedTable);
   rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, p, "attention backward", "chain rule through QK^T",
          kSeedTable);
-  rb.add("attn.v", {g.b, g.a, g.s_tp, g.d}, p, "attention backward",
+  rb.add("attn.v", {g.b, g.a, g.s_tp, g.dv}, p, "attention backward",
          "chain rule through the weights x V", kSeedTable);
   if (g.flash) {
     rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
@@ -44,7 +57,7 @@ void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
                   "dropout backward", "the same mask is applied in backward (1 byte/element)",
                   kSeedTable));
   }
-  rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.d}, p, "output projection backward",
+  rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection backward",
          "dL/dW needs the input", kSeedTable);
   if (m.sandwich_norm)
     rb.add("attn.post_norm.in", {g.b, g.s_rep, g.h}, p, "post-attention norm backward",

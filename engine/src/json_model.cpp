@@ -8,6 +8,7 @@
 
 #include "actmem/json_io.hpp"
 #include "actmem/names.hpp"
+#include "json_deepseek.hpp"
 #include "json_falcon.hpp"
 #include "json_read.hpp"
 #include "json_stack.hpp"
@@ -125,9 +126,10 @@ const char* const kGeluNames[] = {"gelu",      "gelu_new",    "gelu_pytorch_tanh
                                   "gelu_fast", "gelu_python", "gelu_accurate"};
 
 // The Hugging Face model_types read (docs/schema.md).
-const char* const kSupportedTypes[] = {
-    "falcon", "gemma2", "gemma3_text", "gpt2",  "llama",     "mistral",        "mixtral",
-    "phi3",   "qwen2",  "qwen2_moe",   "qwen3", "qwen3_moe", "RefinedWebModel"};
+const char* const kSupportedTypes[] = {"deepseek_v2", "deepseek_v3", "falcon",         "gemma2",
+                                       "gemma3_text", "gpt2",        "llama",          "mistral",
+                                       "mixtral",     "phi3",        "qwen2",          "qwen2_moe",
+                                       "qwen3",       "qwen3_moe",   "RefinedWebModel"};
 
 // Hugging Face keys checked against their defaults before the key loop (model_from_json): at
 // those defaults they change nothing and pass silently.
@@ -194,11 +196,23 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   // Families whose config classes differ from LlamaConfig's defaults in ways read below.
   const bool gemma = type == "gemma2" || type == "gemma3_text";
   const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe";
+  const bool deepseek = detail::is_deepseek_type(type);
   // Hugging Face keys that change memory in ways not modelled: refused, never ignored. A quantized
   // checkpoint trains (QLoRA) or dequantizes differently; the attention implementation is a
   // training choice (config.attention); GPT-2's fp32-upcast and per-layer-scaled attention keep
   // other tensors. The flags are accepted at their defaults (false).
-  if (j.contains("quantization_config") && !j["quantization_config"].is_null())
+  // DeepSeek-V3's published checkpoint is FP8 (e4m3 weights, one fp32 scale per 128 x 128 block:
+  // README_WEIGHTS.md); its logical model is what trains in config.param_dtype, so the block is
+  // read and said, not refused.
+  const bool deepseek_fp8 = type == "deepseek_v3" && j.contains("quantization_config") &&
+                            j["quantization_config"].is_object() &&
+                            j["quantization_config"].value("quant_method", json()) == "fp8";
+  if (deepseek_fp8 && warnings)
+    warnings->push_back(
+        "model.quantization_config: the checkpoint stores FP8 weights with one fp32 scale per "
+        "weight block; estimated as the logical model in config.param_dtype (the scales are "
+        "not parameters)");
+  if (!deepseek_fp8 && j.contains("quantization_config") && !j["quantization_config"].is_null())
     return make_error("unsupported", "model.quantization_config",
                       "model.quantization_config: quantized checkpoints are not modelled; remove "
                       "it to estimate the model in config.dtype");
@@ -222,6 +236,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     const std::string& k = it.key();
     if (in(kModelKeys, k)) continue;
     if (in(kCheckedHfKeys, k)) continue;  // checked above: at their defaults they change nothing
+    if (deepseek && detail::is_deepseek_key(k)) continue;  // read by read_deepseek
     if (hf) {
       if (!in(kIgnoredHfKeys, k) && warnings)
         warnings->push_back("model." + k + ": ignored (does not affect memory)");
@@ -411,8 +426,9 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                                                                               : 0;
   if (class_head_dim) b.head_dim = class_head_dim;
   ACTMEM_TRY(get_uint("head_dim", &b.head_dim, false, true));
+  // DeepSeek's heads are qk_nope_head_dim + qk_rope_head_dim wide (read_deepseek).
   const bool explicit_head_dim =
-      class_head_dim > 0 || (j.contains("head_dim") && !j["head_dim"].is_null());
+      deepseek || class_head_dim > 0 || (j.contains("head_dim") && !j["head_dim"].is_null());
   if (!explicit_head_dim && b.heads > 0 && m.hidden % b.heads != 0)
     return make_error("invalid_value", "model.head_dim",
                       "model.head_dim: hidden_size=" + std::to_string(m.hidden) +
@@ -478,6 +494,21 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                             "' is not allowed; allowed: " + pos_table().list());
   }
 
+  if (deepseek) {
+    // DeepSeek names its experts and stack its own way; the other families' keys would be
+    // ignored there.
+    for (const char* k :
+         {"num_local_experts", "num_experts", "capacity_factor", "num_shared_experts",
+          "shared_expert_intermediate_size", "decoder_sparse_step", "mlp_only_layers",
+          "layer_kinds", "layer_stack", "qk_norm", "sandwich_norm", "gemma_norm"})
+      if (j.contains(k))
+        return make_error("unsupported", std::string("model.") + k,
+                          std::string("model.") + k + ": not read for model_type " + type +
+                              " (n_routed_experts, n_shared_experts and first_k_dense_replace "
+                              "describe its experts and stack)");
+    ACTMEM_TRY(detail::read_deepseek(j, type, &m));
+    return m;
+  }
   // Mixture of experts (Mixtral: num_local_experts + intermediate_size per expert; Qwen2-MoE:
   // num_experts + moe_intermediate_size + shared_expert_intermediate_size).
   std::uint64_t experts = 0;
@@ -530,6 +561,14 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
       return make_error("missing_key", "model.moe_intermediate_size",
                         "model.moe_intermediate_size: required for a mixture-of-experts model");
     ACTMEM_TRY(get_uint("shared_expert_intermediate_size", &b.moe.shared_expert_ffn, false));
+    // Qwen3-MoE's sparse block under hf is transformers' grouped experts with its softmax router
+    // (measured); Qwen3MoeConfig's norm_topk_prob defaults to False.
+    if (type == "qwen3_moe") {
+      b.moe.hf_block = HfMoe::kQwen3Moe;
+      if (j.contains("norm_topk_prob"))
+        ACTMEM_TRY(
+            detail::read_bool(j["norm_topk_prob"], "model.norm_topk_prob", &b.moe.norm_topk));
+    }
     if (b.moe.shared_expert_ffn > 0) b.moe.shared_experts = 1;
     if (j.contains("num_shared_experts")) {
       if (auto err = detail::read_uint(j["num_shared_experts"], "model.num_shared_experts",

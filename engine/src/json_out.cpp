@@ -219,6 +219,7 @@ std::string estimate_text(const Estimate& e) {
     w.end_array();
   }
   w.field("layers", m.layers);
+  w.field("mtp_params", e.mtp_params);
   w.field("name", m.name);
   w.field("norm_type", norm_name(m.norm));
   w.field("num_attention_heads", k0.heads);

@@ -30,16 +30,35 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
   const std::uint64_t kv = tp_kv_heads(k.kv_heads, t);
   const std::uint64_t qkv_out = (a + 2 * kv) * k.head_dim;
   push_norm(v, m, "ln1.weight", "ln1.bias", ParamPlace::kLayer);
-  // Column-parallel QKV, row-parallel output projection (Shoeybi et al. 2019, Sec. 3).
-  push(v, "attn.qkv.weight", m.hidden, qkv_out, ParamPlace::kLayer);
-  if (k.qkv_bias) push(v, "attn.qkv.bias", qkv_out, 1, ParamPlace::kLayer);
-  // Qwen3RMSNorm(head_dim) on q and on k: one weight each, replicated on every TP rank.
-  if (k.qk_norm) {
-    push(v, "attn.q_norm.weight", k.head_dim, 1, ParamPlace::kLayer);
-    push(v, "attn.k_norm.weight", k.head_dim, 1, ParamPlace::kLayer);
+  if (k.is_mla()) {
+    // DeepseekV3Attention: the down projections (and their latent norms) on every TP rank, the
+    // up projections column-parallel over heads, o_proj row-parallel (DeepSeek-V3
+    // inference/model.py: wq_a, wkv_a Linear; wq_b, wkv_b ColumnParallelLinear).
+    const MlaSpec& l = k.mla;
+    if (l.q_lora_rank > 0) {
+      push(v, "attn.q_down.weight", m.hidden, l.q_lora_rank, ParamPlace::kLayer);
+      push(v, "attn.q_latent_norm.weight", l.q_lora_rank, 1, ParamPlace::kLayer);
+      push(v, "attn.q_up.weight", l.q_lora_rank, a * k.head_dim, ParamPlace::kLayer);
+    } else {
+      push(v, "attn.q.weight", m.hidden, a * k.head_dim, ParamPlace::kLayer);
+    }
+    push(v, "attn.kv_down.weight", m.hidden, l.kv_lora_rank + l.qk_rope_dim, ParamPlace::kLayer);
+    push(v, "attn.kv_latent_norm.weight", l.kv_lora_rank, 1, ParamPlace::kLayer);
+    push(v, "attn.kv_up.weight", l.kv_lora_rank, a * (l.qk_nope_dim + l.v_head_dim),
+         ParamPlace::kLayer);
+    push(v, "attn.o.weight", a * l.v_head_dim, m.hidden, ParamPlace::kLayer);
+  } else {
+    // Column-parallel QKV, row-parallel output projection (Shoeybi et al. 2019, Sec. 3).
+    push(v, "attn.qkv.weight", m.hidden, qkv_out, ParamPlace::kLayer);
+    if (k.qkv_bias) push(v, "attn.qkv.bias", qkv_out, 1, ParamPlace::kLayer);
+    // Qwen3RMSNorm(head_dim) on q and on k: one weight each, replicated on every TP rank.
+    if (k.qk_norm) {
+      push(v, "attn.q_norm.weight", k.head_dim, 1, ParamPlace::kLayer);
+      push(v, "attn.k_norm.weight", k.head_dim, 1, ParamPlace::kLayer);
+    }
+    push(v, "attn.o.weight", a * k.head_dim, m.hidden, ParamPlace::kLayer);
+    if (k.o_bias) push(v, "attn.o.bias", m.hidden, 1, ParamPlace::kLayer);  // replicated
   }
-  push(v, "attn.o.weight", a * k.head_dim, m.hidden, ParamPlace::kLayer);
-  if (k.o_bias) push(v, "attn.o.bias", m.hidden, 1, ParamPlace::kLayer);  // replicated
   // Falcon-7B's parallel block normalizes once for attention and MLP (input_layernorm).
   if (m.block != BlockLayout::kParallel)
     push_norm(v, m, "ln2.weight", "ln2.bias", ParamPlace::kLayer);
@@ -52,6 +71,8 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
   if (k.is_moe()) {
     const MoeSpec& e = k.moe;
     push(v, "moe.router.weight", m.hidden, e.experts, ParamPlace::kLayer);
+    // DeepSeek-V3's aux-loss-free balancing bias, one per expert (DeepseekV3TopkRouter).
+    if (e.score_bias) push(v, "moe.router.score_bias", e.experts, 1, ParamPlace::kLayer);
     const std::uint64_t local_experts = e.experts / s.ep;
     const std::uint64_t fe = tp_shard(e.expert_ffn, t);
     // One matrix per local expert (Adafactor factors each separately).
@@ -106,6 +127,27 @@ Result<std::uint64_t> total_params(const ModelSpec& m) {
     n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");
   for (const auto& p : head_params(m, one, false))
     n = ck.add(n, ck.mul(p.rows, p.cols, "model"), "model");
+  if (ck.overflowed())
+    return make_error("overflow", ck.field(),
+                      ck.field() + ": the parameter count would exceed 2^63-1");
+  return n;
+}
+
+Result<std::uint64_t> mtp_params(const ModelSpec& m) {
+  // DeepSeek-V3 (arXiv 2412.19437), Sec. 2.2: each depth normalizes the hidden state and the
+  // next token's embedding (enorm, hnorm), projects their concatenation (eh_proj, 2h x h), runs
+  // one transformer layer (the last layer's kind) and normalizes before the head it shares with
+  // the model, as is the embedding (the checkpoint's layer 61 also stores copies of both).
+  if (m.mtp_layers == 0 || m.layers == 0) return std::uint64_t{0};
+  Checked ck;
+  ParamShards one;
+  std::uint64_t per = 0;
+  for (const auto& p : layer_params(m, m.kind_of(m.layers - 1), one))
+    per = ck.add(per, ck.mul(ck.mul(p.rows, p.cols, "model"), p.copies, "model"), "model");
+  const std::uint64_t norm = m.norm == NormType::kLayerNorm ? 2 * m.hidden : m.hidden;
+  per = ck.add(per, ck.mul(3, norm, "model"), "model");
+  per = ck.add(per, ck.mul(ck.mul(2, m.hidden, "model"), m.hidden, "model"), "model");
+  const std::uint64_t n = ck.mul(per, m.mtp_layers, "model.num_nextn_predict_layers");
   if (ck.overflowed())
     return make_error("overflow", ck.field(),
                       ck.field() + ": the parameter count would exceed 2^63-1");

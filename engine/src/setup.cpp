@@ -20,6 +20,11 @@ Bytes record_bytes(const std::vector<TensorRecord>& v, const char* id) {
 
 }  // namespace
 
+std::uint64_t kv_cache_width(const LayerKind& k, std::uint64_t kv, Checked& ck) {
+  if (k.is_mla()) return ck.add(k.mla.kv_lora_rank, k.mla.qk_rope_dim, "kv_cache");
+  return ck.mul(ck.mul(2, kv, "kv_cache"), k.head_dim, "kv_cache");
+}
+
 std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
   // A custom-kept id must name a record of at least one layer kind; each kind keeps those it has.
   for (std::size_t i = 0; i < r.custom_keep.size(); ++i) {
@@ -90,6 +95,9 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   auto total = total_params(m);
   if (!total.ok()) return total.error();
   e.model_params = total.value();
+  auto mtp = mtp_params(m);
+  if (!mtp.ok()) return mtp.error();
+  e.mtp_params = mtp.value();
   const auto embed_p = embedding_params(m, shards);
   const auto head_p = head_params(m, shards, p.pp > 1);
   e.ranks.resize(p.pp);
@@ -195,21 +203,21 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   const Bytes pw = dtype_bytes(c.act_dtype);
   for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
     const LayerKind& lk = m.kinds[ki];
-    e.kv_cache.total_bytes =
-        ck.add(e.kv_cache.total_bytes,
-               ck.mul(ck.mul(ck.mul(2 * pw, e.kinds[ki].layers, "kv_cache"),
-                             ck.mul(lk.kv_heads, lk.head_dim, "kv_cache"), "kv_cache"),
-                      ck.mul(c.seq, c.micro_batch, "kv_cache"), "kv_cache"),
-               "kv_cache");
+    e.kv_cache.total_bytes = ck.add(e.kv_cache.total_bytes,
+                                    ck.mul(ck.mul(ck.mul(pw, e.kinds[ki].layers, "kv_cache"),
+                                                  kv_cache_width(lk, lk.kv_heads, ck), "kv_cache"),
+                                           ck.mul(c.seq, c.micro_batch, "kv_cache"), "kv_cache"),
+                                    "kv_cache");
   }
   for (const RankSetup& s : e.ranks) {
     Bytes stage_kv = 0;
     for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
       for (std::uint64_t j = 0; j < s.chunk_sizes[ci]; ++j) {
-        const LayerGeometry& lg = e.kind_at(s.chunk_first[ci] + j).geometry;
+        const std::uint64_t layer = s.chunk_first[ci] + j;
+        const LayerGeometry& lg = e.kind_at(layer).geometry;
         stage_kv =
             ck.add(stage_kv,
-                   ck.mul(ck.mul(2 * pw, ck.mul(lg.kv.value, lg.d.value, "kv_cache"), "kv_cache"),
+                   ck.mul(ck.mul(pw, kv_cache_width(m.kind_of(layer), lg.kv.value, ck), "kv_cache"),
                           ck.mul(lg.s_tp.value, c.micro_batch, "kv_cache"), "kv_cache"),
                    "kv_cache");
       }

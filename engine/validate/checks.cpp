@@ -214,6 +214,8 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
     return bad("model.sandwich_norm",
                "the executor has no post-attention or post-MLP norm; "
                "allowed: false");
+  if (mv.kinds[0].is_mla())
+    return bad("model.kv_lora_rank", "the executor has no latent attention; allowed: 0");
   if (mv.block != BlockLayout::kSequential)
     return bad("model.block_layout", std::string("the executor runs sequential blocks; '") +
                                          block_name(mv.block) + "' is not allowed");

@@ -6,7 +6,7 @@
 
 namespace actmem {
 
-enum class DType { kFp32, kBf16, kFp16, kFp8, kBool, kInt64, kInt8 };
+enum class DType { kFp32, kBf16, kFp16, kFp8, kBool, kInt64, kInt8, kInt32 };
 
 constexpr std::uint64_t dtype_bytes(DType t) {
   switch (t) {
@@ -24,6 +24,8 @@ constexpr std::uint64_t dtype_bytes(DType t) {
       return 8;
     case DType::kInt8:
       return 1;
+    case DType::kInt32:
+      return 4;
   }
   return 0;
 }

@@ -65,7 +65,11 @@ struct LayerGeometry {
   Dim h;              // hidden size
   Dim a;              // query heads on this GPU
   Dim kv;             // key/value heads on this GPU
-  Dim d;              // head dimension
+  Dim d;              // head dimension (of queries and keys)
+  Dim dv;             // each head's value width (d, or MLA's v_head_dim)
+  Dim rq;             // MLA: query latent width (0 without a query latent)
+  Dim rkv;            // MLA: key/value latent width (0: not MLA)
+  Dim dr;             // MLA: the RoPE part of d, one key shared by the heads
   Dim f;              // FFN width on this GPU
   Dim v;              // vocabulary shard on this GPU
   Dim expert_tokens;  // MoE: tokens processed by this GPU's experts (top-k routing, capacity)

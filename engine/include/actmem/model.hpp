@@ -24,6 +24,11 @@ enum class BlockLayout { kSequential, kParallel, kParallelTwoNorms };
 // modeling_falcon.py (F.gelu, softmax in the activation dtype, K/V gathered by index lists).
 enum class HfModules { kAuto, kFalcon };
 
+// Which transformers 5.x sparse block the `hf` profile follows (the grouped-experts
+// implementation with its family's router), measured in tests/reference/gpu/hf_layers.json;
+// kGeneric keeps the Megatron-style expert records in every profile.
+enum class HfMoe { kGeneric, kQwen3Moe, kDeepseekV2, kDeepseekV3 };
+
 struct MoeSpec {
   std::uint64_t experts = 0;  // 0: dense layer
   std::uint64_t top_k = 0;
@@ -31,6 +36,23 @@ struct MoeSpec {
   std::uint64_t shared_experts = 0;     // always-on experts (DeepSeek/Qwen-MoE style)
   std::uint64_t shared_expert_ffn = 0;  // intermediate width of each shared expert
   double capacity_factor = 0.0;         // 0: dropless (tokens follow top-k routing exactly)
+  bool norm_topk = false;               // the top-k weights are renormalized (norm_topk_prob)
+  std::uint64_t groups = 1;             // DeepSeek-V3's group-limited routing: n_group ...
+  std::uint64_t topk_groups = 1;        // ... of which topk_group are kept
+  bool score_bias = false;              // DeepSeek-V3's e_score_correction_bias (E parameters)
+  HfMoe hf_block = HfMoe::kGeneric;
+};
+
+// Multi-head latent attention (DeepSeek-V2, Sec. 2.1; DeepSeek-V3): keys and values come from one
+// compressed latent per token (kv_lora_rank) plus a RoPE key shared by the heads (qk_rope_dim);
+// queries optionally through their own latent (q_lora_rank, 0: projected directly). Each head's
+// query and key are qk_nope_dim + qk_rope_dim wide, its value v_head_dim.
+struct MlaSpec {
+  std::uint64_t q_lora_rank = 0;
+  std::uint64_t kv_lora_rank = 0;  // 0: not MLA
+  std::uint64_t qk_nope_dim = 0;
+  std::uint64_t qk_rope_dim = 0;
+  std::uint64_t v_head_dim = 0;
 };
 
 // One kind of layer: everything that may differ from one layer of the stack to the next (its
@@ -50,8 +72,12 @@ struct LayerKind {
   // heads (Qwen3Attention's q_norm/k_norm; Megatron-LM's qk_layernorm).
   bool qk_norm = false;
   MoeSpec moe;
+  MlaSpec mla;  // with MLA, head_dim is qk_nope_dim + qk_rope_dim and kv_heads equals heads
 
   bool is_moe() const { return moe.experts > 0; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
+  // Each head's value width: v_head_dim under MLA, else head_dim.
+  std::uint64_t v_dim() const { return is_mla() ? mla.v_head_dim : head_dim; }
 };
 
 struct ModelSpec {
@@ -82,6 +108,9 @@ struct ModelSpec {
   // broadcast to every query head before attention (the new architecture).
   std::uint32_t hf_qkv_index_lists = 0;
   bool hf_kv_broadcast = false;
+  // DeepSeek-V3's multi-token-prediction depths (num_nextn_predict_layers): parameters counted
+  // apart from the model's (model.mtp_params).
+  std::uint64_t mtp_layers = 0;
   double attention_dropout = 0.0;  // defaults from the model card; the config may override
   double hidden_dropout = 0.0;
 

@@ -40,6 +40,8 @@ std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s, b
 
 // Whole-model parameter count (no sharding), the number checked against published counts.
 Result<std::uint64_t> total_params(const ModelSpec& m);
+// The multi-token-prediction depths' own parameters (DeepSeek-V3), counted apart: 0 without.
+Result<std::uint64_t> mtp_params(const ModelSpec& m);
 
 struct StaticMemory {
   std::uint64_t params = 0;         // parameters held by this GPU before ZeRO-3 partitioning

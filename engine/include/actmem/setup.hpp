@@ -50,7 +50,8 @@ struct Setup {
   std::vector<KindEstimate> kinds;  // one per model.kinds entry; kinds[0] is layer 0's kind
   std::vector<RankSetup> ranks;     // one per pipeline rank
   std::uint64_t model_params = 0;
-  double logits_flops = 0;  // forward FLOPs of the output projection on one GPU
+  std::uint64_t mtp_params = 0;  // multi-token-prediction depths, apart from model_params
+  double logits_flops = 0;       // forward FLOPs of the output projection on one GPU
   KvCache kv_cache;
   // Step-wide sizes (docs/schedules.md, transients).
   Bytes in_bytes = 0;      // input-layer records of one micro-batch (first rank)
@@ -75,6 +76,11 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c);
 // Recomputes each kind's costs for a policy (only custom keep sets change them). Errors when a
 // custom id names no record of any kind.
 std::optional<Error> set_policy_costs(Setup& s, const Recompute& r);
+
+// Inference KV-cache elements per token and layer of kind `k` with `kv` KV heads on the GPU: K and
+// V at every KV head (seed 002_13aa127c0ff0c20b.txt: 2·H·d), or under MLA the compressed latent
+// and the shared RoPE key, whole on every TP rank (DeepSeek-V2, Sec. 2.1.4: d_c + d_h^R).
+std::uint64_t kv_cache_width(const LayerKind& k, std::uint64_t kv, Checked& ck);
 
 // Structural validation alone (also used by the JSON readers).
 std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c);

@@ -1,0 +1,100 @@
+// The `hf` profile's sparse MLP for the families measured in transformers 5.17 (Qwen3-MoE,
+// DeepSeek-V2, DeepSeek-V3): the family's router, then the grouped-experts implementation every
+// one of them shares (tokens sorted by expert, gate and up as one GEMM, the weighted combine).
+// Measured: tests/reference/gpu/hf_layers.json (qwen3_moe, deepseek_v2, deepseek_v3 rows).
+#include "inventory_builder.hpp"
+
+namespace actmem::detail {
+
+namespace {
+constexpr const char* kRouterQwen =
+    "transformers 5.17 modeling_qwen3_moe.py (softmax router in fp32, top-k, norm_topk_prob); "
+    "measured: tests/reference/gpu/hf_layers.json";
+constexpr const char* kRouterDeepseek =
+    "transformers 5.17 modeling_deepseek_v3.py / modeling_deepseek_v2.py (router on fp32 copies "
+    "of its input and weight); measured: tests/reference/gpu/hf_layers.json";
+constexpr const char* kExperts =
+    "transformers 5.17 grouped experts (tokens sorted by expert, gate_up as one GEMM, weighted "
+    "index_add); measured: tests/reference/gpu/hf_layers.json";
+}  // namespace
+
+void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                  RecordBuilder& rb) {
+  const DType p = g.act;
+  const MoeSpec& e = k.moe;
+  const bool deepseek = e.hf_block == HfMoe::kDeepseekV2 || e.hf_block == HfMoe::kDeepseekV3;
+  const Dim T = g.s_rep;  // tokens per sequence; every record below also carries b
+  const Dim E = g.experts;
+  const Dim K{"k", e.top_k};
+  const char* src = deepseek ? kRouterDeepseek : kRouterQwen;
+  // The MLP's bf16 input: saved by the router's linear (Qwen3-MoE) or, where the router works on
+  // an fp32 copy, by the shared experts' first linear (DeepSeek); with neither nothing keeps it
+  // (the experts gather their rows by index).
+  const bool keeps_input = !deepseek || e.shared_experts > 0;
+  if (keeps_input && m.block != BlockLayout::kParallel)
+    rb.add("moe.router_in", {g.b, T, g.h}, p,
+           deepseek ? "shared experts' first linear backward" : "router linear backward",
+           "weight gradient needs the normalized tokens", src);
+  if (deepseek) {
+    rb.add("moe.router_weight_fp32", {E, g.h}, DType::kFp32, "router linear backward",
+           "F.linear(x.float(), weight.float()): the fp32 weight copy, made each forward", src);
+    rb.add("moe.router_in_fp32", {g.b, T, g.h}, DType::kFp32, "router linear backward",
+           "the fp32 copy of the tokens the weight gradient reads", src);
+  }
+  rb.add("moe.router_probs", {g.b, T, E}, DType::kFp32,
+         e.hf_block == HfMoe::kDeepseekV3 ? "sigmoid backward" : "softmax backward",
+         "the scores' backward needs its output", src);
+  if (e.hf_block == HfMoe::kDeepseekV3) {
+    // Group-limited routing: top-2 scores per group (their indices), the kept groups' indices,
+    // and the mask that removes the other groups' experts.
+    rb.add("moe.group_top2_idx", {g.b, T, Dim{"n_group", e.groups}, Dim{"2", 2}}, DType::kInt64,
+           "topk backward", "each group's top-2 indices", src);
+    rb.add("moe.group_idx", {g.b, T, Dim{"topk_group", e.topk_groups}}, DType::kInt64,
+           "topk backward", "the kept groups' indices", src);
+    rb.add("moe.group_mask", {g.b, T, E}, DType::kBool, "masked_fill backward",
+           "which experts the kept groups allow", src);
+  }
+  rb.add("moe.topk_idx", {g.b, T, K}, DType::kInt64, "topk / gather backward",
+         "the chosen experts' indices", src);
+  if (e.norm_topk) {
+    rb.add("moe.topk_sum", {g.b, T}, DType::kFp32, "div backward",
+           "the top-k weights' sum, the renormalization's divisor", src);
+    rb.add("moe.topk_weights", {g.b, T, K}, DType::kFp32, "div backward",
+           "the top-k weights before renormalization", src);
+  }
+  // Grouped experts over the routed token copies (Tk = expert_tokens).
+  const Dim Tk = g.expert_tokens;
+  rb.add("moe.sort_idx", {Tk, Dim{"2", 2}}, DType::kInt64, "index backward",
+         "the token order by expert and its inverse", kExperts);
+  rb.add("moe.sort_mask", {Tk}, DType::kBool, "masked ops backward", "one flag per routed copy",
+         kExperts);
+  rb.add("moe.expert_counts", {E}, DType::kInt32, "grouped GEMM backward",
+         "tokens per expert, the group sizes", kExperts);
+  rb.add("moe.expert_in", {Tk, g.h}, p, "gate_up GEMM backward",
+         "the gathered rows each expert multiplies", kExperts);
+  rb.add("moe.gate_up", {Tk, Dim{"2", 2}, g.expert_f}, p, "act(gate) * up backward",
+         "gate and up, one storage (the activation reads gate, the product up)", kExperts);
+  rb.add("moe.act_out", {Tk, g.expert_f}, p, "mul backward", "act(gate), the product's factor",
+         kExperts);
+  rb.add("moe.fc2_in", {Tk, g.expert_f}, p, "down GEMM backward", "act(gate) * up", kExperts);
+  rb.add("moe.combine_weight", {Tk}, deepseek ? DType::kFp32 : p, "weighted combine backward",
+         "each copy's routing weight", kExperts);
+  rb.add("moe.expert_out", {Tk, g.h}, p, "weighted combine backward",
+         "the weight gradient needs each copy's output", kExperts);
+  rb.add("moe.scatter_idx", {Tk}, DType::kInt64, "index_add backward", "where each copy returns",
+         kExperts);
+  if (e.shared_experts > 0) {
+    // The shared experts are one SwiGLU MLP of n_shared x moe_intermediate_size (DeepseekV3MoE),
+    // kept as Llama's MLP is: gate, act(gate), up, and the product.
+    rb.add("moe.shared_gate", {g.b, g.s_tp, g.shared_f}, p, "silu backward",
+           "the activation's derivative needs its input", kRouterDeepseek);
+    rb.add("moe.shared_act_out", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
+           "act(gate) * up keeps both factors", kRouterDeepseek);
+    rb.add("moe.shared_up", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
+           "act(gate) * up keeps both factors", kRouterDeepseek);
+    rb.add("moe.shared_fc2_in", {g.b, g.s_tp, g.shared_f}, p, "down linear backward",
+           "weight gradient needs its input", kRouterDeepseek);
+  }
+}
+
+}  // namespace actmem::detail
