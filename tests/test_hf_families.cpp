@@ -475,3 +475,28 @@ TEST_CASE(
       256 * 96 + 96 + 96 * 192 + 256 * 80 + 64 + 64 * 288 + 160 * 256 + 2 * 256 + 3 * 256 * 512;
   CHECK(u(run(json{{"model", model}})["model"]["params"]) == 2 * layer + 2 * 1024 * 256 + 256);
 }
+
+TEST_CASE(
+    "Training with MTP (config.mtp, DeepSeek-V3 Sec. 2.2): the last stage keeps each depth's "
+    "embedding, projection input, one sparse layer and its own output layer; it holds the "
+    "depth's parameters",
+    "[deepseek][mtp]") {
+  const json cfg = {{"seq", 1024}, {"micro_batch", 1}};
+  json with = cfg;
+  with["mtp"] = true;
+  const json r0 = run_preset("deepseek-v3", cfg), r1 = run_preset("deepseek-v3", with);
+  const std::uint64_t out0 = sum_tensors(r0["output_layer"]["tensors"]);
+  const std::uint64_t bsh = 1024ULL * 7168 * 2;  // bf16
+  // enorm's input (b·s·h) and eh_proj's input (b·s·2h), then the sparse layer and the output
+  // layer's records again.
+  CHECK(sum_tensors(r1["output_layer"]["tensors"]) ==
+        out0 + 3 * bsh + kind_bytes(r0, "moe") + out0);
+  CHECK(r1["output_layer"]["tensors"].back()["name"].get<std::string>().rfind("mtp1.", 0) == 0);
+  CHECK(u(r1["stages"][0]["static"]["params"]) - u(r0["stages"][0]["static"]["params"]) ==
+        11610068224ULL);
+  CHECK(r1["config"]["mtp"] == true);
+  // A model without MTP depths refuses the switch.
+  const json bad =
+      actmem::evaluate_json(json{{"preset", "llama-2-7b"}, {"config", {{"mtp", true}}}});
+  CHECK(bad["error"]["field"] == "config.mtp");
+}

@@ -40,7 +40,7 @@ const char* const kUsage =
     "  --schedule gpipe|1f1b|interleaved --micro-batches M --layer-split 7,8,...,7 --fragmentation "
     "PCT\n"
     "  --custom-keep id,id (with --recompute custom) --moe-imbalance R (busiest EP rank's routed\n"
-    "  tokens over the mean, dropless MoE, 1..ep)\n"
+    "  tokens over the mean, dropless MoE, 1..ep) --mtp (train with the model's MTP depths)\n"
     "  --csv (timeline events), --sweep-micro-batches 1,2,4 --sweep-seqs 1024,2048 (sweep)\n"
     "output:  --json (machine-readable; the schema is docs/schema.md)\n"
     "exit codes: 0 ok, 2 bad input\n";
@@ -162,6 +162,7 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
                                 {"-h", &o->help, nullptr, true},
                                 {"--sp", nullptr, "sp", true},
                                 {"--offload", nullptr, "offload", true},
+                                {"--mtp", nullptr, "mtp", true},
                                 {"--no-master-weights", nullptr, "master_weights", false}};
     const Boolean* boolean = nullptr;
     for (const Boolean& b : kBoolean)

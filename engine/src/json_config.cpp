@@ -46,6 +46,7 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "layer_split",
                                    "fragmentation_pct",
                                    "moe_imbalance",
+                                   "mtp",
                                    "custom_keep",
                                    "cublas_workspace_bytes",
                                    "grad_bucket_bytes"};
@@ -126,6 +127,7 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   ACTMEM_TRY(u("ep", &c.par.ep));
   ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, recompute_names()));
   ACTMEM_TRY(b("offload", &c.recompute.offload));
+  ACTMEM_TRY(b("mtp", &c.mtp));
   if (j.contains("gpu")) {
     ACTMEM_TRY(detail::read_string(j["gpu"], "config.gpu", &c.gpu_id));
     if (!find_preset("gpus", c.gpu_id))

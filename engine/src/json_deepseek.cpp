@@ -152,11 +152,16 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
 
   // Multi-token prediction (DeepSeek-V3, Sec. 2.2): each extra depth is a projection of the
   // normed hidden state and embedding, and one more transformer layer of the sparse kind. Its
-  // parameters are named apart (the checkpoint stores them as layer 61); training with it is
-  // not modelled yet.
-  if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null())
+  // parameters are named apart (the checkpoint stores them as layer 61); config.mtp trains
+  // with them (setup.cpp, add_mtp_records).
+  if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null()) {
     ACTMEM_TRY(read_uint(j["num_nextn_predict_layers"], "model.num_nextn_predict_layers",
                          &m->mtp_layers, true));
+    if (m->mtp_layers > kMaxLayers)
+      return make_error("invalid_value", "model.num_nextn_predict_layers",
+                        "model.num_nextn_predict_layers: " + std::to_string(m->mtp_layers) +
+                            " is more than the " + std::to_string(kMaxLayers) + " layers allowed");
+  }
 
   // The stack: first_k_dense_replace dense layers (DeepseekV3MLP of intermediate_size), then
   // the sparse ones (DeepseekV3DecoderLayer).

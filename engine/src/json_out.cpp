@@ -24,7 +24,10 @@ void write_record(JsonWriter& w, const TensorRecord& r) {
   for (const auto& d : r.shape) w.value(d.value);
   w.end_array();
   w.field("dtype", dtype_name(r.dtype));
-  w.field("name", r.id);
+  if (r.scope.empty())
+    w.field("name", r.id);
+  else
+    w.field("name", std::string(r.scope) + std::string(r.id));
   w.field("scales", r.quadratic ? "quadratic" : "linear");
   w.field("shape", shape_symbol(r.shape));
   w.field("source", r.source);
@@ -120,6 +123,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("micro_batch", c.micro_batch);
   w.field("micro_batches", c.grad_accum);
   w.field("moe_imbalance", c.moe_imbalance);
+  w.field("mtp", c.mtp);
   w.field("offload", c.recompute.offload);
   w.field("optimizer", optimizer_name(c.optimizer));
   w.field("param_dtype", dtype_name(c.param_dtype));

@@ -133,21 +133,31 @@ Result<std::uint64_t> total_params(const ModelSpec& m) {
   return n;
 }
 
-Result<std::uint64_t> mtp_params(const ModelSpec& m) {
+std::vector<ParamRecord> mtp_param_records(const ModelSpec& m, const ParamShards& s) {
   // DeepSeek-V3 (arXiv 2412.19437), Sec. 2.2: each depth normalizes the hidden state and the
-  // next token's embedding (enorm, hnorm), projects their concatenation (eh_proj, 2h x h), runs
-  // one transformer layer (the last layer's kind) and normalizes before the head it shares with
-  // the model, as is the embedding (the checkpoint's layer 61 also stores copies of both).
-  if (m.mtp_layers == 0 || m.layers == 0) return std::uint64_t{0};
+  // next token's embedding (hnorm, enorm), projects their concatenation (eh_proj, 2h x h, kept
+  // whole on every TP rank here), runs one transformer layer (the last layer's kind) and
+  // normalizes before the head it shares with the model, as is the embedding (the checkpoint's
+  // layer 61 also stores copies of both).
+  std::vector<ParamRecord> v;
+  if (m.mtp_layers == 0 || m.layers == 0) return v;
+  for (ParamRecord q : layer_params(m, m.kind_of(m.layers - 1), s)) {
+    q.copies *= m.mtp_layers;  // bounded: copies <= experts, mtp_layers validated
+    v.push_back(q);
+  }
+  const std::uint64_t norms = m.norm == NormType::kLayerNorm ? 2 : 1;
+  push(v, "mtp.norms.weight", m.hidden, 3 * norms, ParamPlace::kHead, false, m.mtp_layers);
+  push(v, "mtp.eh_proj.weight", 2 * m.hidden, m.hidden, ParamPlace::kHead, false, m.mtp_layers);
+  return v;
+}
+
+Result<std::uint64_t> mtp_params(const ModelSpec& m) {
   Checked ck;
-  ParamShards one;
-  std::uint64_t per = 0;
-  for (const auto& p : layer_params(m, m.kind_of(m.layers - 1), one))
-    per = ck.add(per, ck.mul(ck.mul(p.rows, p.cols, "model"), p.copies, "model"), "model");
-  const std::uint64_t norm = m.norm == NormType::kLayerNorm ? 2 * m.hidden : m.hidden;
-  per = ck.add(per, ck.mul(3, norm, "model"), "model");
-  per = ck.add(per, ck.mul(ck.mul(2, m.hidden, "model"), m.hidden, "model"), "model");
-  const std::uint64_t n = ck.mul(per, m.mtp_layers, "model.num_nextn_predict_layers");
+  std::uint64_t n = 0;
+  for (const auto& p : mtp_param_records(m, ParamShards{}))
+    n = ck.add(n,
+               ck.mul(ck.mul(p.rows, p.cols, "model"), p.copies, "model.num_nextn_predict_layers"),
+               "model");
   if (ck.overflowed())
     return make_error("overflow", ck.field(),
                       ck.field() + ": the parameter count would exceed 2^63-1");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "inventory_builder.hpp"
 #include "json_read.hpp"
 #include "overflow.hpp"
 
@@ -16,6 +17,39 @@ Bytes record_bytes(const std::vector<TensorRecord>& v, const char* id) {
   for (const auto& r : v)
     if (r.id == id) return r.bytes;
   return 0;
+}
+
+// Training with MTP (DeepSeek-V3, Sec. 2.2): after the model's own head and loss, each depth
+// keeps, per micro-batch, the shifted tokens' embedding its enorm reads, the concatenation its
+// eh_proj reads (the other half, hnorm's input, is the hidden state the final norm already keeps),
+// one layer of the last layer's kind with no recompute, and its own pass through the output
+// layer (shared_head norm, the shared head, its loss): the output layer's records again. They are
+// added to the output layer, which the last pipeline stage holds from the loss until backward.
+std::optional<Error> add_mtp_records(Setup& e) {
+  static constexpr const char* kScopes[kMaxMtpDepths] = {"mtp1.", "mtp2.", "mtp3.", "mtp4."};
+  constexpr const char* kSrc =
+      "DeepSeek-V3 (arXiv 2412.19437), Sec. 2.2, multi-token prediction: each depth's embedding "
+      "norm, projection, transformer layer and shared output head";
+  const ModelSpec& m = e.model;
+  std::vector<TensorRecord>& out = e.kinds[0].inventory.output_layer;
+  const std::vector<TensorRecord> head = out;
+  const KindEstimate& layer = e.kind_at(m.layers - 1);
+  const LayerGeometry& g = layer.geometry;
+  Checked ck;
+  for (std::uint64_t d = 0; d < m.mtp_layers && d < kMaxMtpDepths; ++d) {
+    std::vector<TensorRecord> add;
+    detail::RecordBuilder rb(&add, &ck);
+    rb.add("emb_norm.in", {g.b, g.s_rep, g.h}, g.act, "enorm backward",
+           "the shifted tokens' embedding the depth's norm reads", kSrc);
+    rb.add("eh_proj_in", {g.b, g.s_rep, Dim{"2", 2}, g.h}, g.act, "eh_proj backward",
+           "[hnorm(h); enorm(emb)], the projection's input", kSrc);
+    for (const TensorRecord& r : layer.inventory.tensors) add.push_back(r);
+    for (const TensorRecord& r : head) add.push_back(r);
+    for (TensorRecord& r : add) r.scope = kScopes[d];
+    out.insert(out.end(), add.begin(), add.end());
+  }
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), e.config);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -100,6 +134,8 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   e.mtp_params = mtp.value();
   const auto embed_p = embedding_params(m, shards);
   const auto head_p = head_params(m, shards, p.pp > 1);
+  // Training with MTP: its depths live on the last pipeline stage with the head they share.
+  const auto mtp_p = c.mtp ? mtp_param_records(m, shards) : std::vector<ParamRecord>{};
   e.ranks.resize(p.pp);
   for (std::uint64_t r = 0; r < p.pp; ++r) {
     RankSetup& s = e.ranks[r];
@@ -156,6 +192,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     }
     if (first) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
     if (last) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
+    if (last) scaled.insert(scaled.end(), mtp_p.begin(), mtp_p.end());
     auto st = static_memory(scaled, c);
     if (!st.ok()) return st.error();
     s.stat = st.value();
@@ -163,6 +200,8 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   }
   if (auto err = set_policy_costs(e, c.recompute)) return *err;
 
+  if (c.mtp)
+    if (auto err = add_mtp_records(e)) return *err;
   // Step-wide transients (docs/schedules.md); those of one layer follow its kind.
   const LayerInventory& io = e.io();
   for (const auto& r : io.input_layer) e.in_bytes = ck.add(e.in_bytes, r.bytes, "timeline");

@@ -251,6 +251,14 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   }
   if (!(c.fragmentation_pct >= 0.0 && c.fragmentation_pct <= 100.0))
     return bad("config.fragmentation_pct", "must be between 0 and 100");
+  if (c.mtp && m.mtp_layers == 0)
+    return bad("config.mtp",
+               "this model has no multi-token-prediction depths "
+               "(num_nextn_predict_layers); allowed: false");
+  if (c.mtp && m.mtp_layers > kMaxMtpDepths)
+    return bad("config.mtp", "training with " + std::to_string(m.mtp_layers) +
+                                 " MTP depths is not modelled; at most " +
+                                 std::to_string(kMaxMtpDepths));
   if (c.moe_imbalance != 1.0) {
     // Used or refused: it sizes the busiest expert-parallel rank of a dropless MoE, and nothing
     // else (a dense model, one EP rank holding every expert, capacity-padded expert buffers).

@@ -63,6 +63,9 @@ struct TrainConfig {
   // Dropless MoE routing imbalance: the busiest expert-parallel rank's routed tokens over the mean
   // (1: perfectly balanced; at most ep, every routed token of the group on one rank).
   double moe_imbalance = 1.0;
+  // Train with the model's multi-token-prediction depths (DeepSeek-V3 Sec. 2.2): their layers,
+  // heads and losses on the last pipeline stage. Off: inference and plain next-token training.
+  bool mtp = false;
   Bytes cublas_workspace = 32ull << 20;  // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
   Bytes grad_bucket = 25ull << 20;       // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
   std::string gpu_id;                    // optional GPU preset id

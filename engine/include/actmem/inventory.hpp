@@ -44,7 +44,8 @@ class Shape {
 };
 
 struct TensorRecord {
-  std::string_view id;  // stable, e.g. "attn.softmax_out"
+  std::string_view id;     // stable, e.g. "attn.softmax_out"
+  std::string_view scope;  // "" or a prefix of the name, e.g. "mtp1." (an MTP depth's copies)
   Shape shape;
   DType dtype = DType::kBf16;
   Bytes bytes = 0;

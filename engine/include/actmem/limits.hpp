@@ -20,6 +20,8 @@ constexpr std::size_t kMaxJsonValues = std::size_t{1} << 18;
 // inside the checked 64-bit arithmetic (checked.hpp) without wrapping first.
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 40;
 constexpr std::uint64_t kMaxLayers = 65536;
+// Multi-token-prediction depths trained at once (DeepSeek-V3 trains one).
+constexpr std::uint64_t kMaxMtpDepths = 4;
 constexpr std::size_t kMaxLayerKinds = 64;
 
 // Lists in a config: one layer_split entry per pipeline stage, custom_keep one per tensor id.

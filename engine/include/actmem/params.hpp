@@ -42,6 +42,8 @@ std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s, b
 Result<std::uint64_t> total_params(const ModelSpec& m);
 // The multi-token-prediction depths' own parameters (DeepSeek-V3), counted apart: 0 without.
 Result<std::uint64_t> mtp_params(const ModelSpec& m);
+// Their records on one GPU (the last pipeline stage holds them when training with MTP).
+std::vector<ParamRecord> mtp_param_records(const ModelSpec& m, const ParamShards& s);
 
 struct StaticMemory {
   std::uint64_t params = 0;         // parameters held by this GPU before ZeRO-3 partitioning
