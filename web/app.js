@@ -736,6 +736,18 @@
     if (current !== undefined) s.value = current;
   }
 
+  function filterPresets() {
+    const q = $('preset-search').value.trim().toLowerCase();
+    for (const g of $('preset').querySelectorAll('optgroup')) {
+      let shown = 0;
+      for (const o of g.children) {
+        o.hidden = q !== '' && !(g.label + ' ' + o.textContent).toLowerCase().includes(q);
+        if (!o.hidden) ++shown;
+      }
+      g.hidden = shown === 0;
+    }
+  }
+
   function boot(list) {
     // Model presets grouped by architecture family (the engine's `family`: the preset's model_type).
     const families = new Map();
@@ -811,12 +823,23 @@
     // moment, a choice is sent at once; identical requests are not sent twice.
     form.addEventListener('input', (e) => {
       const id = e.target.id;
-      if (id === 'model-json' || id === 'example' || id === 'model-file') return;
+      if (id === 'model-json' || id === 'example' || id === 'model-file' || id === 'preset-search') return;
       if (id === 'preset') { customModelText = null; currentExample = null; $('example').value = ''; showModelChoice(); }
       const typing = e.target.tagName === 'INPUT' && e.target.type !== 'checkbox';
       schedule(typing ? 25 : 0);
     });
     $('example').addEventListener('change', () => applyExample($('example').value));
+    // The preset filter narrows the list as one types (family, id or name, any case); Enter
+    // chooses the first preset still shown. Filtering sends nothing: only a choice does.
+    $('preset-search').addEventListener('input', filterPresets);
+    $('preset-search').addEventListener('keydown', (e) => {
+      if (e.key !== 'Enter') return;
+      e.preventDefault();
+      const first = [...$('preset').querySelectorAll('option')].find((o) => !o.hidden);
+      if (!first || first.value === $('preset').value) return;
+      $('preset').value = first.value;
+      $('preset').dispatchEvent(new Event('input', { bubbles: true }));
+    });
     $('all-stages').addEventListener('change', () => schedule(0));
     $('use-model').addEventListener('click', () => {
       clearErrors();

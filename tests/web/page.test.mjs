@@ -295,6 +295,27 @@ test('Export JSON writes the timeline of the answer on screen, also when a link\
   await page.close();
 });
 
+test('the preset filter narrows the list by family, id or name; Enter chooses the first shown', async () => {
+  const { page, errors } = await open('preset=gpt2&seq=1024');
+  const shown = () => page.$$eval('#preset option', (os) => os.filter((o) => !o.hidden && !o.parentElement.hidden).map((o) => o.value));
+  const before = await page.evaluate(() => window.actmemRequests);
+  await page.fill('#preset-search', 'DEEPSEEK');
+  assert.deepEqual(await shown(), ['deepseek-v3']);
+  await page.fill('#preset-search', 'falcon');
+  assert.deepEqual(await shown(), ['falcon-7b']);
+  // Filtering sends nothing; the shown answer is still gpt2's.
+  await page.waitForTimeout(100);
+  assert.equal(await page.evaluate(() => window.actmemRequests), before);
+  await settle(page, () => page.press('#preset-search', 'Enter'));
+  assert.equal(await page.$eval('#preset', (s) => s.value), 'falcon-7b');
+  const n = native(['--preset', 'falcon-7b', '--seq', '1024', '--attention', 'flash']);
+  assert.equal(await page.getAttribute('#verdict', 'data-peak'), String(n.peak_bytes));
+  await page.fill('#preset-search', '');
+  assert.ok((await shown()).length >= 26);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('a select change sends one engine request', async () => {
   const { page } = await open('preset=gpt2&seq=1024&gpu=rtx-4090');
   for (const [sel, value] of [['#attention', 'eager'], ['#profile', 'hf'], ['#zero', '1']]) {
