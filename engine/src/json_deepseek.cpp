@@ -67,8 +67,9 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
   };
 
   // What MLA replaces or does not model.
-  if (b.qkv_bias || b.o_bias)
-    return refuse(j, "attention_bias",
+  if (b.qkv_bias || b.o_bias)  // set by attention_bias or our schema's qkv_bias
+    return refuse(j,
+                  j.contains("qkv_bias") && j["qkv_bias"] == true ? "qkv_bias" : "attention_bias",
                   "(biases on MLA's projections) is not modelled; allowed: false");
   if (b.mlp_bias) return refuse(j, "mlp_bias", "is not modelled for DeepSeek; allowed: false");
   if (j.contains("head_dim") && !j["head_dim"].is_null())
