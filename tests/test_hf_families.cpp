@@ -500,3 +500,58 @@ TEST_CASE(
       actmem::evaluate_json(json{{"preset", "llama-2-7b"}, {"config", {{"mtp", true}}}});
   CHECK(bad["error"]["field"] == "config.mtp");
 }
+
+TEST_CASE(
+    "Hostile run, round 7 (falcon, deepseek, mtp, moe_imbalance): wrapped widths, keys the family "
+    "does not read and out-of-range values are refused by the key given",
+    "[hf][deepseek][falcon][errors]") {
+  const json ds = {
+      {"model_type", "deepseek_v3"},  {"hidden_size", 512},     {"intermediate_size", 1024},
+      {"moe_intermediate_size", 128}, {"num_hidden_layers", 6}, {"num_attention_heads", 8},
+      {"vocab_size", 4096},           {"q_lora_rank", 256},     {"kv_lora_rank", 128},
+      {"qk_nope_head_dim", 32},       {"qk_rope_head_dim", 16}, {"v_head_dim", 32},
+      {"n_routed_experts", 16},       {"n_shared_experts", 1},  {"num_experts_per_tok", 4},
+      {"first_k_dense_replace", 1},   {"n_group", 4},           {"topk_group", 2},
+      {"num_nextn_predict_layers", 1}};
+  const json fa = {{"model_type", "falcon"},
+                   {"hidden_size", 256},
+                   {"num_hidden_layers", 2},
+                   {"num_attention_heads", 4},
+                   {"vocab_size", 128}};
+  struct Case {
+    json base;
+    const char* key;
+    json value;
+    const char* field;
+  };
+  const Case cases[] = {// nope + rope wrapped to 32 and was answered with exit 0.
+                        {ds, "qk_nope_head_dim", 18446744073709551584ULL, "model.qk_nope_head_dim"},
+                        {ds, "qk_rope_head_dim", 1099511627776ULL, "model.qk_nope_head_dim"},
+                        {ds, "kv_lora_rank", 4611686018427387904ULL, "model.kv_lora_rank"},
+                        {ds, "n_routed_experts", 4611686018427387904ULL, "model.n_routed_experts"},
+                        {ds, "n_shared_experts", 1099511627776ULL, "model.n_shared_experts"},
+                        {ds, "first_k_dense_replace", 6, "model.first_k_dense_replace"},
+                        {ds, "num_experts_per_tok", 10, "model.num_experts_per_tok"},
+                        {fa, "ffn_hidden_size", 4611686018427387904ULL, "model.ffn_hidden_size"},
+                        {fa, "n_head_kv", 8, "model.n_head_kv"},
+                        {fa, "intermediate_size", 1024, "model.intermediate_size"},
+                        {fa, "num_key_value_heads", 2, "model.num_key_value_heads"},
+                        {fa, "block_layout", "parallel", "model.block_layout"}};
+  for (const Case& c : cases) {
+    json m = c.base;
+    m[c.key] = c.value;
+    INFO(c.key << " = " << c.value.dump());
+    CHECK(actmem::evaluate_json(json{{"model", m}})["error"]["field"] == c.field);
+  }
+  json v2 = ds;
+  v2["model_type"] = "deepseek_v2";
+  v2.erase("n_group");
+  v2.erase("topk_group");
+  CHECK(actmem::evaluate_json(json{{"model", v2}})["error"]["field"] ==
+        "model.num_nextn_predict_layers");
+  // The imbalance shows the digits that put it out of range.
+  const json r =
+      actmem::evaluate_json(json{{"preset", "mixtral-8x7b"},
+                                 {"config", {{"ep", 4}, {"dp", 4}, {"moe_imbalance", 4.0000001}}}});
+  CHECK(r["error"]["message"].get<std::string>().find("4.0000001 is outside") != std::string::npos);
+}

@@ -56,14 +56,22 @@ bool is_deepseek_key(const std::string& k) {
 std::optional<Error> read_deepseek(const json& j, const std::string& type, ModelSpec* m) {
   const bool v3 = type == "deepseek_v3";
   LayerKind& b = m->kinds[0];
+  // Every dimension is bounded where it is read (2^40, as validate() bounds the others), so
+  // sums of them cannot wrap and an error names the key given.
   auto get = [&](const char* key, std::uint64_t* out, bool allow_zero = false,
-                 bool allow_null = false) -> std::optional<Error> {
+                 bool allow_null = false, std::uint64_t most = kMaxDim) -> std::optional<Error> {
     if (!j.contains(key)) return required(type, key);
     if (allow_null && j[key].is_null()) {
       *out = 0;
       return std::nullopt;
     }
-    return read_uint(j[key], std::string("model.") + key, out, allow_zero);
+    ACTMEM_TRY(read_uint(j[key], std::string("model.") + key, out, allow_zero));
+    if (*out > most)
+      return make_error(
+          "invalid_value", std::string("model.") + key,
+          std::string("model.") + key + ": " + std::to_string(*out) + " is more than the " +
+              (most == kMaxDim ? std::string("2^40") : std::to_string(most)) + " allowed");
+    return std::nullopt;
   };
 
   // What MLA replaces or does not model.
@@ -90,6 +98,11 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
   ACTMEM_TRY(get("qk_nope_head_dim", &l.qk_nope_dim));
   ACTMEM_TRY(get("qk_rope_head_dim", &l.qk_rope_dim));
   ACTMEM_TRY(get("v_head_dim", &l.v_head_dim));
+  if (l.qk_nope_dim + l.qk_rope_dim > kMaxDim)
+    return make_error("invalid_value", "model.qk_nope_head_dim",
+                      "model.qk_nope_head_dim: " + std::to_string(l.qk_nope_dim) +
+                          " + qk_rope_head_dim " + std::to_string(l.qk_rope_dim) +
+                          " is wider than the 2^40 a head may be");
   b.head_dim = l.qk_nope_dim + l.qk_rope_dim;
   b.kv_heads = b.heads;
 
@@ -102,9 +115,18 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
     e.experts = experts;
     ACTMEM_TRY(get("num_experts_per_tok", &e.top_k));
     ACTMEM_TRY(get("moe_intermediate_size", &e.expert_ffn));
-    ACTMEM_TRY(get("n_shared_experts", &e.shared_experts, true, true));
+    ACTMEM_TRY(get("n_shared_experts", &e.shared_experts, true, true, 1024));
     e.shared_expert_ffn = e.shared_experts > 0 ? e.expert_ffn : 0;
     ACTMEM_TRY(get("first_k_dense_replace", &first_dense, true));
+    // At least one sparse layer: otherwise the expert keys would describe nothing (and the MTP
+    // depth, DeepSeek's layer L, would change kind).
+    if (first_dense >= m->layers)
+      return make_error(
+          "invalid_value", "model.first_k_dense_replace",
+          "model.first_k_dense_replace: " + std::to_string(first_dense) +
+              " leaves no sparse layer among num_hidden_layers=" + std::to_string(m->layers) +
+              "; allowed: 0 to " + std::to_string(m->layers == 0 ? 0 : m->layers - 1) +
+              " (or n_routed_experts null for a dense model)");
     if (j.contains("moe_layer_freq")) {
       std::uint64_t freq = 1;
       ACTMEM_TRY(read_uint(j["moe_layer_freq"], "model.moe_layer_freq", &freq));
@@ -142,6 +164,13 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
                           "model.n_group: " + std::to_string(e.groups) +
                               " must divide n_routed_experts=" + std::to_string(e.experts) +
                               " and be at least topk_group=" + std::to_string(e.topk_groups));
+      // Group-limited routing picks the top k among topk_group groups' experts.
+      if (e.top_k > e.topk_groups * (e.experts / e.groups))
+        return make_error(
+            "invalid_value", "model.num_experts_per_tok",
+            "model.num_experts_per_tok: " + std::to_string(e.top_k) + " is more than the " +
+                std::to_string(e.topk_groups * (e.experts / e.groups)) +
+                " experts topk_group=" + std::to_string(e.topk_groups) + " groups hold");
       e.score_bias = true;
     }
     e.hf_block = v3 ? HfMoe::kDeepseekV3 : HfMoe::kDeepseekV2;
@@ -155,6 +184,10 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
   // normed hidden state and embedding, and one more transformer layer of the sparse kind. Its
   // parameters are named apart (the checkpoint stores them as layer 61); config.mtp trains
   // with them (setup.cpp, add_mtp_records).
+  if (!v3 && j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null() &&
+      j["num_nextn_predict_layers"] != 0)
+    return refuse(j, "num_nextn_predict_layers",
+                  "is read only for deepseek_v3 (DeepSeek-V2 has no multi-token prediction)");
   if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null()) {
     ACTMEM_TRY(read_uint(j["num_nextn_predict_layers"], "model.num_nextn_predict_layers",
                          &m->mtp_layers, true));
@@ -171,14 +204,10 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
     d.name = "dense";
     d.moe = MoeSpec{};
     b.name = "moe";
-    if (first_dense >= m->layers) {
-      m->kinds = {d};
-    } else {
-      const LayerKind sparse = b;
-      m->kinds = {d, sparse};
-      m->stack.assign(m->layers, 1);
-      for (std::uint64_t i = 0; i < first_dense; ++i) m->stack[i] = 0;
-    }
+    const LayerKind sparse = b;  // first_dense < layers: checked where it was read
+    m->kinds = {d, sparse};
+    m->stack.assign(m->layers, 1);
+    for (std::uint64_t i = 0; i < first_dense; ++i) m->stack[i] = 0;
   }
   return std::nullopt;
 }

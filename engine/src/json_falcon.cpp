@@ -4,6 +4,7 @@
 // configuration_falcon.py and modeling_falcon.py).
 #include "json_falcon.hpp"
 
+#include "actmem/limits.hpp"
 #include "json_read.hpp"
 
 namespace actmem::detail {
@@ -56,6 +57,36 @@ const char* const kFalconIgnored[] = {
     "rope_scaling",  "torch_dtype",       "transformers_version", "use_cache",
     "_name_or_path", "return_dict",       "use_return_dict"};
 
+// Keys other families (and our schema) read that change memory: FalconConfig does not read them,
+// so they would be ignored; refused with the key Falcon reads instead, where it has one.
+struct Foreign {
+  const char* key;
+  const char* instead;  // nullptr: Falcon has no such setting
+};
+constexpr Foreign kForeign[] = {{"intermediate_size", "ffn_hidden_size"},
+                                {"n_inner", "ffn_hidden_size"},
+                                {"num_key_value_heads", "num_kv_heads"},
+                                {"hidden_act", "activation"},
+                                {"activation_function", "activation"},
+                                {"n_embd", "hidden_size"},
+                                {"head_dim", nullptr},
+                                {"num_local_experts", nullptr},
+                                {"num_experts", nullptr},
+                                {"num_experts_per_tok", nullptr},
+                                {"moe_intermediate_size", nullptr},
+                                {"block_layout", "parallel_attn and num_ln_in_parallel_attn"},
+                                {"qk_norm", nullptr},
+                                {"sandwich_norm", nullptr},
+                                {"gemma_norm", nullptr},
+                                {"norm_type", nullptr},
+                                {"ffn_type", "activation"},
+                                {"position_embedding", "alibi"},
+                                {"attention_bias", "bias"},
+                                {"mlp_bias", "bias"},
+                                {"qkv_bias", "bias"},
+                                {"layer_kinds", nullptr},
+                                {"layer_stack", nullptr}};
+
 template <std::size_t N>
 bool listed(const char* const (&list)[N], const std::string& k) {
   for (const char* s : list)
@@ -76,6 +107,12 @@ std::optional<Error> read_falcon(const json& j, ModelSpec* out,
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (listed(kFalconKeys, k)) continue;
+    for (const Foreign& f : kForeign)
+      if (k == f.key)
+        return make_error("unsupported", "model." + k,
+                          "model." + k + ": not read for model_type falcon" +
+                              (f.instead ? std::string("; this model reads ") + f.instead
+                                         : std::string(" (FalconConfig has no such setting)")));
     if (!listed(kFalconIgnored, k) && warnings)
       warnings->push_back("model." + k + ": ignored (does not affect memory)");
   }
@@ -165,8 +202,14 @@ std::optional<Error> read_falcon(const json& j, ModelSpec* out,
                           " is not divisible by " + std::to_string(b.heads) +
                           " (FalconAttention requires it)");
   b.head_dim = m.hidden / b.heads;
-  b.ffn_hidden = 4 * m.hidden;
+  b.ffn_hidden = 4 * m.hidden;  // used only once hidden is bounded, just below
   ACTMEM_TRY(get_uint("ffn_hidden_size", &b.ffn_hidden, false));
+  for (const auto& [key, v] : {std::pair<const char*, std::uint64_t>{"hidden_size", m.hidden},
+                               {"ffn_hidden_size", b.ffn_hidden}})
+    if (v > kMaxDim)
+      return make_error("invalid_value", std::string("model.") + key,
+                        std::string("model.") + key + ": " + std::to_string(v) +
+                            " is larger than the supported 2^40");
 
   // K/V heads (FalconAttention): the new architecture reads num_kv_heads, the old one has one
   // with multi_query and all of them without.
@@ -180,10 +223,14 @@ std::optional<Error> read_falcon(const json& j, ModelSpec* out,
                         "model.num_kv_heads: " + std::to_string(b.kv_heads) +
                             " does not divide num_attention_heads=" + std::to_string(b.heads));
   } else {
+    // Named as given: num_kv_heads or FalconConfig's older n_head_kv.
+    const std::string kv_key =
+        j.contains("num_kv_heads") ? "model.num_kv_heads" : "model.n_head_kv";
     if (kv_given && b.kv_heads != (multi_query ? 1 : b.heads))
-      return make_error("unsupported", "model.num_kv_heads",
-                        "model.num_kv_heads: read only with new_decoder_architecture: true; the "
-                        "old architecture has " +
+      return make_error("unsupported", kv_key,
+                        kv_key +
+                            ": read only with new_decoder_architecture: true; the "
+                            "old architecture has " +
                             std::string(multi_query ? "1 (multi_query)" : "num_attention_heads"));
     b.kv_heads = multi_query ? 1 : b.heads;
   }

@@ -263,7 +263,7 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     // Used or refused: it sizes the busiest expert-parallel rank of a dropless MoE, and nothing
     // else (a dense model, one EP rank holding every expert, capacity-padded expert buffers).
     char v[32];
-    std::snprintf(v, sizeof v, "%g", c.moe_imbalance);
+    std::snprintf(v, sizeof v, "%.15g", c.moe_imbalance);  // enough digits to show why
     bool dropless = false, capacity = false;
     for (const LayerKind& k : m.kinds) {
       dropless = dropless || (k.is_moe() && k.moe.capacity_factor == 0.0);
