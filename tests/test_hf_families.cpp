@@ -14,12 +14,31 @@ using namespace actmem::test;
 
 namespace {
 
-json measured_layers() {
-  std::ifstream f(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/gpu/hf_layers.json");
+// A file of the source tree, as text.
+std::string source_file(const std::string& path) {
+  std::ifstream f(std::string(ACTMEM_SOURCE_DIR) + "/" + path);
   REQUIRE(f.good());
   std::stringstream ss;
   ss << f.rdbuf();
-  return json::parse(ss.str());
+  return ss.str();
+}
+
+json measured_layers() {
+  return json::parse(source_file("tests/reference/gpu/hf_layers.json"));
+}
+
+// A Hub config.json vendored in tests/data/hf.
+json hub_config(const std::string& name) {
+  return json::parse(source_file("tests/data/hf/" + name));
+}
+
+// The bytes of every tensor a measured row saved first inside modules under `prefix` (one decoder
+// layer: "model.layers.1.", or Falcon's "transformer.h.1.", which by_module does not split).
+std::uint64_t saved_under(const json& row, const std::string& prefix) {
+  std::uint64_t n = 0;
+  for (const json& t : row["tensors"])
+    if (t["module"].get<std::string>().rfind(prefix, 0) == 0) n += t["bytes"].get<std::uint64_t>();
+  return n;
 }
 
 // The measured row's model as the script built it: AutoConfig.for_model(type, vocab_size=1024,
@@ -104,13 +123,6 @@ TEST_CASE(
     "give "
     "the published parameter count exactly",
     "[hf][families][params]") {
-  auto read = [](const char* name) {
-    std::ifstream f(std::string(ACTMEM_SOURCE_DIR) + "/tests/data/hf/" + name);
-    REQUIRE(f.good());
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return json::parse(ss.str());
-  };
   // Counts: keras-hub's presets (Qwen3, Gemma 3) and the checkpoints' safetensors index (Phi-3,
   // Gemma 2: 18,483,411,968 B bf16), as tests/data/hf/SOURCES.md cites them.
   const std::pair<const char*, std::uint64_t> cases[] = {
@@ -121,13 +133,13 @@ TEST_CASE(
       {"gemma-3-1b-it.config.json", 999885952ULL}};
   for (const auto& [file, n] : cases) {
     INFO(file);
-    const json r = run(json{{"model", read(file)}, {"config", {{"seq", 4096}}}});
+    const json r = run(json{{"model", hub_config(file)}, {"config", {{"seq", 4096}}}});
     CHECK(u(r["model"]["params"]) == n);
   }
   // Families not modelled yet are refused by model_type, never computed as something else.
   for (const char* file : {"gpt-oss-20b.config.json"}) {
     INFO(file);
-    const json r = actmem::evaluate_json(json{{"model", read(file)}});
+    const json r = actmem::evaluate_json(json{{"model", hub_config(file)}});
     CHECK(r["error"]["field"] == "model.model_type");
   }
 }
@@ -138,11 +150,8 @@ TEST_CASE(
     "[hf][json]") {
   // Nemotron-H's config.json (tests/data/hf) holds "time_step_limit": [0.0, Infinity]: it parses
   // and is refused for its model_type (not modelled yet), not as malformed JSON.
-  std::ifstream f(std::string(ACTMEM_SOURCE_DIR) +
-                  "/tests/data/hf/nemotron-h-56b-base-8k.config.json");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const auto nemotron = actmem::parse_json_text(ss.str(), "model");
+  const auto nemotron = actmem::parse_json_text(
+      source_file("tests/data/hf/nemotron-h-56b-base-8k.config.json"), "model");
   REQUIRE(nemotron.ok());
   CHECK(nemotron.value()["time_step_limit"][1] == "Infinity");
   const auto j = actmem::parse_json_text(
@@ -186,19 +195,6 @@ TEST_CASE("model_text: a config.json as text, read as a --model file is (the pag
   CHECK(u(ok["model"]["params"]) == 1902208);
 }
 
-namespace {
-
-// A measured row's decoder layer 1 (Falcon's modules are transformer.h.N: by_module does not
-// split them): the bytes of every tensor first saved inside it.
-std::uint64_t falcon_layer1(const json& row) {
-  std::uint64_t n = 0;
-  for (const json& t : row["tensors"])
-    if (t["module"].get<std::string>().rfind("transformer.h.1.", 0) == 0) n += u(t["bytes"]);
-  return n;
-}
-
-}  // namespace
-
 TEST_CASE(
     "falcon (hf_layers.json): parameters exact; the hf inventory equals FalconDecoderLayer's "
     "saved bytes in eager for the new architecture (two norms, GQA) and the old one (one norm, "
@@ -227,9 +223,9 @@ TEST_CASE(
     const std::uint64_t b = u(row["b"]), s = u(row["s"]);
     const std::uint64_t engine = u(r["per_layer"]["activation_bytes"]);
     if (att == "sdpa" && new_arch)
-      CHECK(engine + b * s * s * 2 - 8 == falcon_layer1(row));
+      CHECK(engine + b * s * s * 2 - 8 == saved_under(row, "transformer.h.1."));
     else
-      CHECK(engine == falcon_layer1(row));
+      CHECK(engine == saved_under(row, "transformer.h.1."));
     ++checked;
   }
   CHECK(checked == 8);
@@ -295,17 +291,10 @@ TEST_CASE(
     "Falcon-7B config.json (both vendored revisions): 6,921,720,704 logical parameters; the "
     "checkpoint index's 7,217,189,760 also counts lm_head.weight, the tied embedding's copy",
     "[hf][families][falcon][params]") {
-  auto read = [](const char* name) {
-    std::ifstream f(std::string(ACTMEM_SOURCE_DIR) + "/tests/data/hf/" + name);
-    REQUIRE(f.good());
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return json::parse(ss.str());
-  };
   for (const char* file :
        {"falcon-7b-instruct.config.json", "falcon-7b-instruct-refinedweb.config.json"}) {
     INFO(file);
-    const json r = run(json{{"model", read(file)}, {"config", {{"seq", 2048}}}});
+    const json r = run(json{{"model", hub_config(file)}, {"config", {{"seq", 2048}}}});
     CHECK(u(r["model"]["params"]) == 6921720704ULL);
     // pytorch_model.bin.index.json: total_size 14,434,379,520 B of bf16 (SOURCES.md).
     CHECK(u(r["model"]["params"]) + 65024ULL * 4544 == 14434379520ULL / 2);
@@ -356,15 +345,6 @@ TEST_CASE("falcon keys that change memory in ways not modelled are refused by na
 
 namespace {
 
-// The bytes of every tensor first saved inside one decoder layer (model.layers.N).
-std::uint64_t layer_bytes(const json& row, int n) {
-  const std::string prefix = "model.layers." + std::to_string(n) + ".";
-  std::uint64_t b = 0;
-  for (const json& t : row["tensors"])
-    if (t["module"].get<std::string>().rfind(prefix, 0) == 0) b += u(t["bytes"]);
-  return b;
-}
-
 std::uint64_t kind_bytes(const json& r, const char* name) {
   for (const json& k : r["model"]["layer_kinds"])
     if (k["name"] == name) return u(k["full_bytes"]);
@@ -402,7 +382,8 @@ TEST_CASE(
     // engine counts once in the input layer; for DeepSeek layer 0 is dense, for Qwen3-MoE
     // layers 0 and 2 are (mlp_only_layers [2]).
     const std::uint64_t rope = 2 * s * u(deepseek ? c["qk_rope_head_dim"] : c["head_dim"]) * 2;
-    const std::uint64_t dense = layer_bytes(row, 0) - rope, sparse = layer_bytes(row, 1);
+    const std::uint64_t dense = saved_under(row, "model.layers.0.") - rope,
+                        sparse = saved_under(row, "model.layers.1.");
     if (eager) {
       CHECK(kind_bytes(r, "dense") == dense);
       CHECK(kind_bytes(r, "moe") == sparse);
@@ -427,11 +408,8 @@ TEST_CASE(
     "DeepSeek-V3 config.json (vendored): 671,026,419,200 parameters and 11,610,068,224 in its "
     "MTP depth, counted apart; the FP8 quantization block is said, not ignored",
     "[hf][families][deepseek][params]") {
-  std::ifstream f(std::string(ACTMEM_SOURCE_DIR) + "/tests/data/hf/deepseek-v3.config.json");
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const json r = run(json{{"model", json::parse(ss.str())}, {"config", {{"seq", 4096}}}});
+  const json r =
+      run(json{{"model", hub_config("deepseek-v3.config.json")}, {"config", {{"seq", 4096}}}});
   // The checkpoint header's main-model elements (README_WEIGHTS.md: 671B main + 14B MTP).
   CHECK(u(r["model"]["params"]) == 671026419200ULL);
   // enorm, hnorm, shared_head.norm (3h), eh_proj (2h x h) and one sparse layer.

@@ -160,6 +160,7 @@ void add_mla_latents(const LayerGeometry& g, RecordBuilder& rb, bool hf) {
     Dim r;
   };
   const DType p = g.act;
+  const char* src = hf ? kHfDeepseek : kDeriv;
   for (const One& o : {One{"attn.q_latent_norm.in", "attn.q_latent_norm.rstd",
                            "attn.q_latent_norm.normed", "attn.q_up_in", g.rq},
                        One{"attn.kv_latent_norm.in", "attn.kv_latent_norm.rstd",
@@ -167,13 +168,13 @@ void add_mla_latents(const LayerGeometry& g, RecordBuilder& rb, bool hf) {
     if (o.r.value == 0) continue;  // no query latent (DeepSeek-V2-Lite: q_proj)
     rb.add(o.in, {g.b, g.s_tp, o.r}, hf ? DType::kFp32 : p,
            hf ? "pow / mul backward (fp32 upcast of the latent)" : "pow / mul backward",
-           "the latent's RMSNorm squares and scales its input", hf ? kHfDeepseek : kDeriv);
+           "the latent's RMSNorm squares and scales its input", src);
     rb.add(o.rstd, {g.b, g.s_tp}, hf ? DType::kFp32 : p, "rsqrt / mul backward", "1/rms per token",
-           hf ? kHfDeepseek : kDeriv);
+           src);
     rb.add(o.normed, {g.b, g.s_tp, o.r}, p, "mul-by-weight backward",
-           "weight gradient = sum(grad * normalized latent)", hf ? kHfDeepseek : kDeriv);
+           "weight gradient = sum(grad * normalized latent)", src);
     rb.add(o.up_in, {g.b, g.s_tp, o.r}, p, "up-projection backward",
-           "weight gradient needs its input, the normed latent", hf ? kHfDeepseek : kDeriv);
+           "weight gradient needs its input, the normed latent", src);
   }
 }
 }  // namespace

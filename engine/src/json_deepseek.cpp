@@ -11,11 +11,6 @@ namespace actmem::detail {
 
 namespace {
 
-std::optional<Error> refuse(const json& j, const char* key, const std::string& why) {
-  return make_error("unsupported", std::string("model.") + key,
-                    std::string("model.") + key + ": " + short_dump(j[key]) + " " + why);
-}
-
 std::optional<Error> required(const std::string& type, const char* key) {
   return make_error("missing_key", std::string("model.") + key,
                     std::string("model.") + key + ": required for model_type " + type);
@@ -76,20 +71,23 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
 
   // What MLA replaces or does not model.
   if (b.qkv_bias || b.o_bias)  // set by attention_bias or our schema's qkv_bias
-    return refuse(j,
-                  j.contains("qkv_bias") && j["qkv_bias"] == true ? "qkv_bias" : "attention_bias",
-                  "(biases on MLA's projections) is not modelled; allowed: false");
-  if (b.mlp_bias) return refuse(j, "mlp_bias", "is not modelled for DeepSeek; allowed: false");
+    return refuse_value(
+        j, j.contains("qkv_bias") && j["qkv_bias"] == true ? "qkv_bias" : "attention_bias",
+        "(biases on MLA's projections) is not modelled; allowed: false");
+  if (b.mlp_bias)
+    return refuse_value(j, "mlp_bias", "is not modelled for DeepSeek; allowed: false");
   if (j.contains("head_dim") && !j["head_dim"].is_null())
-    return refuse(j, "head_dim",
-                  "is not read for DeepSeek: each head is qk_nope_head_dim + qk_rope_head_dim "
-                  "wide; remove it");
+    return refuse_value(
+        j, "head_dim",
+        "is not read for DeepSeek: each head is qk_nope_head_dim + qk_rope_head_dim "
+        "wide; remove it");
   if (j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null() &&
       b.kv_heads != b.heads)
-    return refuse(j, "num_key_value_heads",
-                  "differs from num_attention_heads; MLA gives every head its own key and value "
-                  "(allowed: " +
-                      std::to_string(b.heads) + ")");
+    return refuse_value(
+        j, "num_key_value_heads",
+        "differs from num_attention_heads; MLA gives every head its own key and value "
+        "(allowed: " +
+            std::to_string(b.heads) + ")");
 
   // Multi-head latent attention: q_lora_rank null projects queries directly (DeepSeek-V2-Lite).
   MlaSpec& l = b.mla;
@@ -131,9 +129,9 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
       std::uint64_t freq = 1;
       ACTMEM_TRY(read_uint(j["moe_layer_freq"], "model.moe_layer_freq", &freq));
       if (freq != 1)
-        return refuse(j, "moe_layer_freq",
-                      "is not read by transformers' DeepSeek layers (every layer from "
-                      "first_k_dense_replace on is sparse); allowed: 1");
+        return refuse_value(j, "moe_layer_freq",
+                            "is not read by transformers' DeepSeek layers (every layer from "
+                            "first_k_dense_replace on is sparse); allowed: 1");
     }
     // The router (DeepseekV3TopkRouter: sigmoid scores, an aux-loss-free bias, group-limited
     // top-k, renormalized weights; DeepseekV2: softmax and greedy top-k, not renormalized). The
@@ -144,15 +142,15 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
     if (j.contains("topk_method"))
       ACTMEM_TRY(read_string(j["topk_method"], "model.topk_method", &method));
     if (scoring != (v3 ? "sigmoid" : "softmax"))
-      return refuse(j, "scoring_func",
-                    std::string("is not modelled for ") + type +
-                        "; allowed: " + (v3 ? "sigmoid" : "softmax"));
+      return refuse_value(j, "scoring_func",
+                          std::string("is not modelled for ") + type +
+                              "; allowed: " + (v3 ? "sigmoid" : "softmax"));
     if (method != (v3 ? "noaux_tc" : "greedy"))
-      return refuse(j, "topk_method",
-                    std::string("is not modelled for ") + type +
-                        " (its router's saved tensors were measured with " +
-                        (v3 ? "noaux_tc" : "greedy") +
-                        " only); allowed: " + (v3 ? "noaux_tc" : "greedy"));
+      return refuse_value(j, "topk_method",
+                          std::string("is not modelled for ") + type +
+                              " (its router's saved tensors were measured with " +
+                              (v3 ? "noaux_tc" : "greedy") +
+                              " only); allowed: " + (v3 ? "noaux_tc" : "greedy"));
     e.norm_topk = v3;
     if (j.contains("norm_topk_prob"))
       ACTMEM_TRY(read_bool(j["norm_topk_prob"], "model.norm_topk_prob", &e.norm_topk));
@@ -177,7 +175,7 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
   } else {
     for (const char* k : {"num_experts_per_tok", "n_shared_experts", "first_k_dense_replace"})
       if (j.contains(k) && !j[k].is_null())
-        return refuse(j, k, "is read only with n_routed_experts; remove it");
+        return refuse_value(j, k, "is read only with n_routed_experts; remove it");
   }
 
   // Multi-token prediction (DeepSeek-V3, Sec. 2.2): each extra depth is a projection of the
@@ -186,8 +184,8 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
   // with them (setup.cpp, add_mtp_records).
   if (!v3 && j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null() &&
       j["num_nextn_predict_layers"] != 0)
-    return refuse(j, "num_nextn_predict_layers",
-                  "is read only for deepseek_v3 (DeepSeek-V2 has no multi-token prediction)");
+    return refuse_value(j, "num_nextn_predict_layers",
+                        "is read only for deepseek_v3 (DeepSeek-V2 has no multi-token prediction)");
   if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null()) {
     ACTMEM_TRY(read_uint(j["num_nextn_predict_layers"], "model.num_nextn_predict_layers",
                          &m->mtp_layers, true));

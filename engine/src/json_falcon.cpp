@@ -147,10 +147,7 @@ std::optional<Error> read_falcon(const json& j, ModelSpec* out,
     if (!j.contains(key)) return std::nullopt;
     return read_bool(j[key], std::string("model.") + key, v);
   };
-  auto refuse = [&](const char* key, const std::string& why) {
-    return make_error("unsupported", std::string("model.") + key,
-                      std::string("model.") + key + ": " + short_dump(j[key]) + " " + why);
-  };
+  auto refuse = [&](const char* key, const std::string& why) { return refuse_value(j, key, why); };
 
   // FalconConfig defaults: multi_query, parallel_attn, no biases, no ALiBi, the old decoder
   // architecture, GELU, 4h FFN, 2,048 positions, tied embeddings (PretrainedConfig).

@@ -45,6 +45,13 @@ inline std::string got(const json& v) {
   return kind_of(v) + " " + short_dump(v);
 }
 
+// "model.<key>: <its value> <why>": a model key whose value is read but not modelled (the family
+// readers' refusals; the key must be present).
+inline Error refuse_value(const json& j, const char* key, const std::string& why) {
+  return make_error("unsupported", std::string("model.") + key,
+                    std::string("model.") + key + ": " + short_dump(j[key]) + " " + why);
+}
+
 // Reads a positive (or, with allow_zero, non-negative) integer; 4096.0 is accepted, 4096.5 is not.
 inline std::optional<Error> read_uint(const json& v, const std::string& field, std::uint64_t* out,
                                       bool allow_zero = false) {
