@@ -4,54 +4,11 @@
 // parameter count equals the model's and its `hf` inventory equals the bytes one decoder layer
 // saved for backward (layer 1: layer 0 also holds the model-level RoPE cos/sin, counted once in
 // the engine's input layer).
-#include <fstream>
 #include <map>
-#include <sstream>
 
-#include "helpers.hpp"
+#include "hf_reference.hpp"
 
 using namespace actmem::test;
-
-namespace {
-
-// A file of the source tree, as text.
-std::string source_file(const std::string& path) {
-  std::ifstream f(std::string(ACTMEM_SOURCE_DIR) + "/" + path);
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-json measured_layers() {
-  return json::parse(source_file("tests/reference/gpu/hf_layers.json"));
-}
-
-// A Hub config.json vendored in tests/data/hf.
-json hub_config(const std::string& name) {
-  return json::parse(source_file("tests/data/hf/" + name));
-}
-
-// The bytes of every tensor a measured row saved first inside modules under `prefix` (one decoder
-// layer: "model.layers.1.", or Falcon's "transformer.h.1.", which by_module does not split).
-std::uint64_t saved_under(const json& row, const std::string& prefix) {
-  std::uint64_t n = 0;
-  for (const json& t : row["tensors"])
-    if (t["module"].get<std::string>().rfind(prefix, 0) == 0) n += t["bytes"].get<std::uint64_t>();
-  return n;
-}
-
-// The measured row's model as the script built it: AutoConfig.for_model(type, vocab_size=1024,
-// max_position_embeddings=512, **config) (measure_hf_layers.py).
-json hf_model(const json& row) {
-  json m = row["config"];
-  m["model_type"] = row["model_type"];
-  m["vocab_size"] = 1024;
-  m["max_position_embeddings"] = 512;
-  return m;
-}
-
-}  // namespace
 
 TEST_CASE(
     "hf profile = real transformers layers (hf_layers.json): llama, qwen3, phi3, gemma2, gemma3 "
@@ -86,6 +43,38 @@ TEST_CASE(
     ++checked;
   }
   CHECK(checked == 18);
+}
+
+TEST_CASE(
+    "hf profile, whole model (hf_layers.json, every supported family in eager attention): the "
+    "input layer, every decoder layer and the output layer equal all the bytes the model saved "
+    "(the returned logits are held, not saved)",
+    "[hf][families]") {
+  int checked = 0;
+  const json ref = measured_layers();
+  for (const json& row : ref["results"]) {
+    const std::string type = row["model_type"];
+    if (!row.contains("tensors") || row["attn_implementation"] != "eager") continue;
+    if (type == "llama4_text" || type == "phimoe" || type == "nemotron_h" || type == "mamba2")
+      continue;  // not read yet (issue 13)
+    INFO(type << " s=" << row["s"] << " " << row["config"].dump());
+    const json r = run(json{{"model", hf_model(row)},
+                            {"config",
+                             {{"micro_batch", row["b"]},
+                              {"seq", row["s"]},
+                              {"profile", "hf"},
+                              {"attention", "eager"}}}});
+    const json& a = r["activations"];
+    std::uint64_t logits = 0;
+    for (const json& t : r["output_layer"]["tensors"])
+      if (t["name"] == "logits") logits = u(t["bytes"]);
+    CHECK(u(a["input_layer_bytes"]) + u(a["layers_bytes"]) + u(a["output_layer_bytes"]) - logits ==
+          u(row["saved_bytes"]));
+    ++checked;
+  }
+  // llama, qwen3, qwen3_moe, deepseek_v3, deepseek_v2, gpt_oss, gemma2, gemma3_text, phi3 and
+  // falcon's two architectures, at s = 64 and 128.
+  CHECK(checked == 22);
 }
 
 TEST_CASE("qwen3: per-head q/k RMSNorm records and parameters (modeling_qwen3.py)",
@@ -137,9 +126,11 @@ TEST_CASE(
     CHECK(u(r["model"]["params"]) == n);
   }
   // Families not modelled yet are refused by model_type, never computed as something else.
-  for (const char* file : {"gpt-oss-20b.config.json"}) {
+  for (const char* file : {"nemotron-h-56b-base-8k.config.json"}) {
     INFO(file);
-    const json r = actmem::evaluate_json(json{{"model", hub_config(file)}});
+    // As text: the file holds Python's Infinity, which only the engine's own reader takes.
+    const json r = actmem::evaluate_json(
+        json{{"model_text", source_file(std::string("tests/data/hf/") + file)}});
     CHECK(r["error"]["field"] == "model.model_type");
   }
 }

@@ -102,7 +102,7 @@ TEST_CASE("Bad input: each error names the field and what is allowed", "[json][e
       {R"({"model": {"hidden_size": 64, "num_attention_heads": 8, "num_hidden_layers": 2, "vocab_size": 10, "intermediate_size": 8, "hiden_size": 3}})",
        "unknown_key", "model.hiden_size", "did you mean 'hidden_size'"},
       {R"({"model": {"model_type": "t5", "d_model": 512}})", "unsupported", "model.model_type",
-       "gpt2, llama"},
+       "gpt2, gpt_oss, llama"},
       {R"({"model": {"num_attention_heads": 8, "num_hidden_layers": 2, "vocab_size": 10}})",
        "missing_key", "model.hidden_size", "required"},
       {R"({"model": [1, 2]})", "wrong_type", "model", "JSON object"},

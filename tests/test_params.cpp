@@ -20,7 +20,8 @@ TEST_CASE(
       {"gpt2-xl", 1557611200ULL},        {"qwen3-8b", 8190735360ULL},
       {"qwen3-30b-a3b", 30532122624ULL}, {"phi-3-mini-4k", 3821079552ULL},
       {"gemma-2-9b-it", 9241705984ULL},  {"gemma-3-1b-it", 999885952ULL},
-      {"falcon-7b", 6921720704ULL},      {"deepseek-v3", 671026419200ULL}};
+      {"falcon-7b", 6921720704ULL},      {"deepseek-v3", 671026419200ULL},
+      {"gpt-oss-20b", 20914757184ULL}};
   for (const auto& [id, n] : exact) {
     INFO(id);
     CHECK(u(run_preset(id, json::object())["model"]["params"]) == n);

@@ -49,6 +49,19 @@ inline TensorRecord& core(TensorRecord& r) {
   return r;
 }
 
+// One norm's saved tensors in the PyTorch profiles. LayerNorm is native_layer_norm (input + fp32
+// mean/rstd on CUDA); RMSNorm is written out in Python ops, and the hf variants upcast to fp32
+// first. The ids are literals (records keep views of them): {"ln1.in", "ln1.mean", ...}.
+struct NormIds {
+  const char* in;
+  const char* mean;
+  const char* rstd;
+  const char* normed;
+  const char* scale;
+};
+void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb,
+              bool hf, bool shares_input = false);
+
 void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                     RecordBuilder& rb);
 void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
@@ -59,6 +72,8 @@ void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
                    RecordBuilder& rb);
 void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                   RecordBuilder& rb);
+void build_hf_gpt_oss_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                          RecordBuilder& rb);
 std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind& k,
                                             const LayerGeometry& g, Checked& ck);
 void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile p, RecordBuilder& in,

@@ -1,7 +1,8 @@
 // The `hf` profile's sparse MLP for the families measured in transformers 5.17 (Qwen3-MoE,
-// DeepSeek-V2, DeepSeek-V3): the family's router, then the grouped-experts implementation every
-// one of them shares (tokens sorted by expert, gate and up as one GEMM, the weighted combine).
-// Measured: tests/reference/gpu/hf_layers.json (qwen3_moe, deepseek_v2, deepseek_v3 rows).
+// DeepSeek-V2, DeepSeek-V3, gpt-oss): the family's router, then the grouped-experts
+// implementation every one of them shares (integrations/moe.py grouped_mm_experts_forward: tokens
+// sorted by expert, gate and up as one GEMM, the weighted combine). Measured:
+// tests/reference/gpu/hf_layers.json (qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss rows).
 #include "inventory_builder.hpp"
 
 namespace actmem::detail {
@@ -13,15 +14,46 @@ constexpr const char* kRouterQwen =
 constexpr const char* kRouterDeepseek =
     "transformers 5.17 modeling_deepseek_v3.py / modeling_deepseek_v2.py (router on fp32 copies "
     "of its input and weight); measured: tests/reference/gpu/hf_layers.json";
+constexpr const char* kRouterGptOss =
+    "transformers 5.17 modeling_gpt_oss.py GptOssTopKRouter (linear with bias, top-k of the "
+    "logits, softmax over the k in the activation dtype); measured: "
+    "tests/reference/gpu/hf_layers.json";
+constexpr const char* kGateGptOss =
+    "transformers 5.17 modeling_gpt_oss.py GptOssExperts._apply_gate (gate and up interleaved, "
+    "clamped at swiglu_limit, gate * sigmoid(1.702 gate) * (up + 1)); measured: "
+    "tests/reference/gpu/hf_layers.json";
 constexpr const char* kExperts =
     "transformers 5.17 grouped experts (tokens sorted by expert, gate_up as one GEMM, weighted "
     "index_add); measured: tests/reference/gpu/hf_layers.json";
+}  // namespace
+
+namespace {
+
+// GptOssTopKRouter: F.linear(x, weight, bias) keeps its input; topk over the logits keeps the
+// indices; softmax over the k values (their dtype) keeps its output, scattered into a dense
+// (tokens, experts) score matrix the experts read.
+void add_gpt_oss_router(const ModelSpec& m, const LayerGeometry& g, const Dim& K,
+                        RecordBuilder& rb) {
+  const Dim T = g.s_rep;
+  if (m.block != BlockLayout::kParallel)
+    rb.add("moe.router_in", {g.b, T, g.h}, g.act, "router linear backward",
+           "weight gradient needs the normalized tokens", kRouterGptOss);
+  rb.add("moe.topk_idx", {g.b, T, K}, DType::kInt64, "topk / scatter backward",
+         "the chosen experts' indices", kRouterGptOss);
+  rb.add("moe.topk_probs", {g.b, T, K}, g.act, "softmax backward",
+         "the softmax over the k chosen logits keeps its output", kRouterGptOss);
+}
+
 }  // namespace
 
 void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                   RecordBuilder& rb) {
   const DType p = g.act;
   const MoeSpec& e = k.moe;
+  if (e.hf_block == HfMoe::kGptOss) {
+    build_hf_gpt_oss_moe(m, k, g, rb);
+    return;
+  }
   const bool deepseek = e.hf_block == HfMoe::kDeepseekV2 || e.hf_block == HfMoe::kDeepseekV3;
   const Dim T = g.s_rep;  // tokens per sequence; every record below also carries b
   const Dim E = g.experts;
@@ -95,6 +127,49 @@ void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
     rb.add("moe.shared_fc2_in", {g.b, g.s_tp, g.shared_f}, p, "down linear backward",
            "weight gradient needs its input", kRouterDeepseek);
   }
+}
+
+// gpt-oss: its router, then the grouped experts with biases and the clamped SwiGLU. The dense
+// score matrix makes the experts gather each copy's weight by (token, expert): both index
+// vectors are kept, one more than Qwen3-MoE's (sample_weights = top_k_weights[token_idx,
+// expert_ids]).
+void build_hf_gpt_oss_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                          RecordBuilder& rb) {
+  const DType p = g.act;
+  const Dim K{"k", k.moe.top_k};
+  add_gpt_oss_router(m, g, K, rb);
+  const Dim Tk = g.expert_tokens;
+  const Dim E = g.experts;
+  rb.add("moe.sort_idx", {Tk, Dim{"2", 2}}, DType::kInt64, "index backward",
+         "the token order by expert and its inverse", kExperts);
+  rb.add("moe.score_gather_idx", {Tk}, DType::kInt64, "index backward",
+         "each copy's expert, the column that gathers its weight from the dense scores", kExperts);
+  rb.add("moe.sort_mask", {Tk}, DType::kBool, "masked ops backward", "one flag per routed copy",
+         kExperts);
+  rb.add("moe.expert_counts", {E}, DType::kInt32, "grouped GEMM backward",
+         "tokens per expert, the group sizes", kExperts);
+  rb.add("moe.expert_in", {Tk, g.h}, p, "gate_up GEMM backward",
+         "the gathered rows each expert multiplies", kExperts);
+  // gate_up + bias is one (copies, 2f) tensor; both clamps keep it (gate and up are its strided
+  // halves). Then sigmoid's output, the clamped gate and the sigmoid for their product, up + 1
+  // and the GLU for theirs, and the down GEMM's input: five f-wide tensors.
+  rb.add("moe.gate_up", {Tk, Dim{"2", 2}, g.expert_f}, p, "clamp backward",
+         "gate_up + bias, read by both clamps' backward", kGateGptOss);
+  rb.add("moe.gate_sigmoid", {Tk, g.expert_f}, p, "sigmoid / mul backward",
+         "sigmoid(1.702 gate): its own backward and the product's", kGateGptOss);
+  rb.add("moe.gate_clamped", {Tk, g.expert_f}, p, "mul backward",
+         "the clamped gate, the product's other factor", kGateGptOss);
+  rb.add("moe.up_plus_one", {Tk, g.expert_f}, p, "mul backward",
+         "up + 1, a factor of the gated output", kGateGptOss);
+  rb.add("moe.glu", {Tk, g.expert_f}, p, "mul backward",
+         "gate * sigmoid(1.702 gate), the other factor", kGateGptOss);
+  rb.add("moe.fc2_in", {Tk, g.expert_f}, p, "down GEMM backward", "the gated output", kExperts);
+  rb.add("moe.combine_weight", {Tk}, p, "weighted combine backward",
+         "each copy's routing weight (the router's dtype)", kExperts);
+  rb.add("moe.expert_out", {Tk, g.h}, p, "weighted combine backward",
+         "the weight gradient needs each copy's output (down + bias)", kExperts);
+  rb.add("moe.scatter_idx", {Tk}, DType::kInt64, "index_add backward", "where each copy returns",
+         kExperts);
 }
 
 }  // namespace actmem::detail

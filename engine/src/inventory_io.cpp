@@ -44,6 +44,10 @@ void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   }
 }
 
+constexpr const char* kGemma3Rope =
+    "transformers 5.17 modeling_gemma3.py Gemma3TextModel (rotary_emb and rotary_emb_local); "
+    "measured: tests/reference/gpu/hf_layers.json";
+
 void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, RecordBuilder& in,
                      RecordBuilder& out) {
   const DType p = g.act;
@@ -58,7 +62,11 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
            "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
   if (prof == Profile::kHf && m.pos == PosEncoding::kRope) {
     // MLA rotates only each head's RoPE part (qk_rope_head_dim wide).
-    const Dim rope_d = g.rkv.value > 0 ? g.dr : g.d;
+    // gpt-oss's _apply_rotary_emb rotates the two halves of each head: its cos and sin are d/2
+    // wide (measured: hf_layers.json, [1, 1, s, d/2]).
+    const Dim rope_d = g.rkv.value > 0                      ? g.dr
+                       : m.hf_modules == HfModules::kGptOss ? Dim{"d/2", g.d.value / 2}
+                                                            : g.d;
     // LlamaRotaryEmbedding computes cos/sin once per forward and every layer's RoPE mul keeps
     // the same two tensors: counted once per micro-batch, not per layer.
     in.add("rope.cos", {g.s_tp, rope_d}, p, "RoPE mul backward (every layer)", "q * cos needs cos",
@@ -68,23 +76,31 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
            "rotate_half(q) * sin needs sin",
            "transformers modeling_llama.py LlamaRotaryEmbedding; measured: "
            "tests/reference/pytorch_saved.json");
+    if (m.hf_rope_tables > 1) {
+      in.add("rope.local_cos", {g.s_tp, rope_d}, p, "RoPE mul backward (sliding layers)",
+             "the sliding layers' own table (rope_local_base_freq)", kGemma3Rope);
+      in.add("rope.local_sin", {g.s_tp, rope_d}, p, "RoPE mul backward (sliding layers)",
+             "the sliding layers' own table (rope_local_base_freq)", kGemma3Rope);
+    }
   }
+  if (prof == Profile::kHf && m.hf_embed_scale)
+    in.add("embed.scale", {}, p, "mul backward",
+           "the embeddings times sqrt(hidden), a 0-dim tensor in the activation dtype",
+           "transformers 5.17 modeling_gemma2.py / modeling_gemma3.py (scaled word embedding); "
+           "measured: tests/reference/gpu/hf_layers.json");
   if (g.hidden_dropout)
     in.add("embed.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "embedding dropout backward",
            "the same mask scales the gradient", kK43);
-  out.add("final_norm.in", {g.b, g.s_rep, g.h}, p, "final norm backward",
-          "normalization gradient needs the input", kK43);
-  if (torch_like && m.norm == NormType::kLayerNorm) {
-    out.add("final_norm.mean", {g.b, g.s_rep}, DType::kFp32, "LayerNorm backward",
-            "native_layer_norm keeps mean in fp32 on CUDA",
-            "PyTorch derivatives.yaml: native_layer_norm");
-    out.add("final_norm.rstd", {g.b, g.s_rep}, DType::kFp32, "LayerNorm backward",
-            "native_layer_norm keeps rstd in fp32 on CUDA",
-            "PyTorch derivatives.yaml: native_layer_norm");
-  } else if (torch_like) {
-    out.add("final_norm.rstd", {g.b, g.s_rep}, prof == Profile::kHf ? DType::kFp32 : p,
-            "RMSNorm backward", "x * rsqrt(mean(x^2)) keeps the rsqrt",
-            "PyTorch derivatives.yaml: rsqrt, mul");
+  if (torch_like) {
+    // The final norm keeps what a layer's norm keeps (the hf RMSNorms' fp32 copy and, for
+    // Llama, Gemma and gpt-oss alike, the normalized input the weight multiplies; measured:
+    // hf_layers.json, model.norm), and lm_head keeps the norm's output besides.
+    constexpr NormIds kFinal{"final_norm.in", "final_norm.mean", "final_norm.rstd",
+                             "final_norm.normed", "final_norm.scale"};
+    add_norm(kFinal, m, g, out, prof == Profile::kHf);
+  } else {
+    out.add("final_norm.in", {g.b, g.s_rep, g.h}, p, "final norm backward",
+            "normalization gradient needs the input", kK43);
   }
   out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
           "weight gradient needs its input", kK43);
@@ -105,6 +121,11 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
               "transformers loss_utils.py ForCausalLMLoss (logits.float() inside the loss)");
     out.add("loss.labels", {g.b, g.s_tp}, DType::kInt64, "nll_loss backward",
             "scatters -1/N into the target positions", "PyTorch derivatives.yaml: nll_loss");
+    // nll_loss with reduction="mean" returns its total weight, a 0-dim fp32 tensor the backward
+    // divides by (measured: hf_layers.json, 4 B per step in every row).
+    out.add("loss.total_weight", {}, DType::kFp32, "nll_loss backward",
+            "the mean's divisor, the count of non-ignored targets",
+            "PyTorch derivatives.yaml: nll_loss_forward's total_weight");
   } else {
     out.add("logits.fp32", {g.b, g.s_tp, g.v}, DType::kFp32, "cross-entropy backward",
             "the loss keeps the logits in fp32 (4sbv/t)", kK43);

@@ -23,6 +23,13 @@ constexpr const char* kHfFalcon =
 constexpr const char* kHfDeepseek =
     "transformers 5.17 modeling_deepseek_v3.py / modeling_deepseek_v2.py (DeepseekV3Attention: "
     "q_a_layernorm, kv_a_layernorm, eager attention); measured: tests/reference/gpu/hf_layers.json";
+constexpr const char* kHfGptOss =
+    "transformers 5.17 modeling_gpt_oss.py (GptOssRMSNorm: weight * x in fp32; eager attention "
+    "with sinks: cat, row max, softmax in the activation dtype); measured: "
+    "tests/reference/gpu/hf_layers.json";
+constexpr const char* kSinks =
+    "PyTorch derivatives.yaml for cat + softmax over the scores and the sink column (as "
+    "modeling_gpt_oss.py writes it, without its explicit row max)";
 constexpr const char* kSdpaFlash =
     "PyTorch derivatives.yaml _scaled_dot_product_flash_attention: q, k, v, out, logsumexp, rng "
     "state";
@@ -30,16 +37,6 @@ constexpr const char* kSdpaMath =
     "PyTorch attention.cpp _scaled_dot_product_attention_math (fp32 upcast, >= 2.5); measured: "
     "tests/reference/pytorch_saved.json";
 
-// One norm's saved tensors. LayerNorm is native_layer_norm (input + fp32 mean/rstd on CUDA);
-// RMSNorm is written out in Python ops, and the hf variant upcasts to fp32 first.
-// The ids are literals (records keep views of them): {"ln1.in", "ln1.mean", "ln1.rstd", ...}.
-struct NormIds {
-  const char* in;
-  const char* mean;
-  const char* rstd;
-  const char* normed;
-  const char* scale;
-};
 constexpr NormIds kLn1{"ln1.in", "ln1.mean", "ln1.rstd", "ln1.normed", "ln1.scale"};
 constexpr NormIds kLn2{"ln2.in", "ln2.mean", "ln2.rstd", "ln2.normed", "ln2.scale"};
 constexpr NormIds kAttnPost{"attn.post_norm.in", "attn.post_norm.mean", "attn.post_norm.rstd",
@@ -50,10 +47,12 @@ constexpr const char* kHfGemma =
     "transformers 5.17 modeling_gemma2.py / modeling_gemma3.py (Gemma2RMSNorm: fp32 throughout, "
     "x * (1 + weight)); measured: tests/reference/gpu/hf_layers.json";
 
+}  // namespace
+
 // `shares_input`: a second norm over the layer input (the parallel layout's ln_mlp), whose saved
 // input is the same storage as the first norm's wherever the norm keeps the input itself.
 void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb,
-              bool hf, bool shares_input = false) {
+              bool hf, bool shares_input) {
   const char* in_id = id.in;
   // The hf RMSNorms save an fp32 copy of their input, a new tensor per norm unless the activations
   // are fp32 already (then .to(float32) returns the input itself).
@@ -86,14 +85,17 @@ void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, Rec
   }
   if (hf) {
     // hs = x.to(fp32); hs * rsqrt(hs.pow(2).mean(-1) + eps); weight * hs.to(input_dtype)
+    // (Llama), or (weight * hs).to(input_dtype) (gpt-oss: the normalized input stays fp32).
+    const bool gpt_oss = m.hf_modules == HfModules::kGptOss;
+    const char* src = gpt_oss ? kHfGptOss : kHfLlama;
     if (!skip_in)
       rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32,
              "pow / mul backward (fp32 upcast of the input)",
-             "LlamaRMSNorm squares and scales the fp32 copy", kHfLlama);
+             "the RMSNorm squares and scales the fp32 copy", src);
     rb.add(id.rstd, {g.b, g.s_rep}, DType::kFp32, "rsqrt / mul backward", "the fp32 1/rms per row",
-           kHfLlama);
-    rb.add(id.normed, {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
-           "weight gradient = sum(grad * normalized input)", kHfLlama);
+           src);
+    rb.add(id.normed, {g.b, g.s_rep, g.h}, gpt_oss ? DType::kFp32 : g.act, "mul-by-weight backward",
+           "weight gradient = sum(grad * normalized input)", src);
     return;
   }
   if (!skip_in)
@@ -104,6 +106,8 @@ void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, Rec
   rb.add(id.normed, {g.b, g.s_rep, g.h}, g.act, "mul-by-weight backward",
          "weight gradient = sum(grad * x * r)", kDeriv);
 }
+namespace {
+
 // Qwen3's RMSNorm over each head of q (a heads) and k (kv heads), applied to the projection's
 // output viewed as (b, s, heads, d) before the transpose and RoPE. The same three tensors as a
 // hidden-state RMSNorm, one row per token and head (measured: hf_layers.json, qwen3 rows).
@@ -182,9 +186,12 @@ void add_mla_latents(const LayerGeometry& g, RecordBuilder& rb, bool hf) {
 void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb, bool hf) {
   const DType p = g.act;
-  const bool upcast_softmax = hf && m.norm == NormType::kRmsNorm;  // Llama: softmax(dtype=fp32)
   const bool falcon = hf && m.hf_modules == HfModules::kFalcon;
-  const char* attn_src = falcon                         ? kHfFalcon
+  const bool gpt_oss = hf && m.hf_modules == HfModules::kGptOss;
+  // Llama: softmax(dtype=fp32); gpt-oss: softmax(dtype=the scores' dtype).
+  const bool upcast_softmax = hf && m.norm == NormType::kRmsNorm && !gpt_oss;
+  const char* attn_src = gpt_oss                        ? kHfGptOss
+                         : falcon                       ? kHfFalcon
                          : !hf                          ? kDeriv
                          : m.norm == NormType::kRmsNorm ? kHfLlama
                                                         : kHfGpt2;
@@ -261,7 +268,20 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
       // Gemma 2: scores = tanh(scores / cap) * cap; tanh's backward needs its output.
       core(rb.add("attn.softcap_tanh", {g.b, g.a, g.s_tp, g.s_keys}, p, "tanh backward",
                   "1 - tanh^2 needs the soft-capped scores' tanh", kHfGemma));
-    if (upcast_softmax) {
+    if (k.attn_sinks) {
+      // Sinks (gpt-oss): the scores get one more column per row, each head's sink logit; the
+      // softmax runs over s + 1 columns and its output is kept whole (P V reads a view of the
+      // first s). transformers also subtracts the row max first, whose backward keeps the
+      // argmax of each row.
+      const Dim keys_sink{"(s+1)", g.s_keys.value + 1};
+      if (gpt_oss)
+        core(rb.add("attn.row_max_idx", {g.b, g.a, g.s_tp, Dim{"1", 1}}, DType::kInt64,
+                    "max(dim=-1) backward", "the argmax of each row the max is taken from",
+                    kHfGptOss));
+      core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, keys_sink}, p, "softmax backward",
+                  "dsoftmax needs the output, the sink's column included",
+                  gpt_oss ? kHfGptOss : kSinks));
+    } else if (upcast_softmax) {
       core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, DType::kFp32,
                   "softmax backward", "softmax(..., dtype=float32) keeps its fp32 output",
                   kHfLlama));

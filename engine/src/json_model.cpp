@@ -10,6 +10,7 @@
 #include "actmem/names.hpp"
 #include "json_deepseek.hpp"
 #include "json_falcon.hpp"
+#include "json_gpt_oss.hpp"
 #include "json_read.hpp"
 #include "json_stack.hpp"
 
@@ -29,7 +30,7 @@ const char* const kModelKeys[] = {
     "num_shared_experts", "shared_expert_intermediate_size", "capacity_factor", "layer_kinds",
     "layer_stack", "decoder_sparse_step", "mlp_only_layers", "qk_norm", "gemma_norm",
     "sandwich_norm", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
-    "block_layout",
+    "block_layout", "attn_sinks",
     // GPT-2 names
     "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "activation_function", "attn_pdrop",
     "resid_pdrop", "embd_pdrop"};
@@ -58,7 +59,6 @@ const char* const kIgnoredHfKeys[] = {"architectures",
                                       "use_sliding_window",
                                       "max_window_layers",
                                       "router_aux_loss_coef",
-                                      "output_router_logits",
                                       "router_jitter_noise",
                                       "n_ctx",
                                       "summary_type",
@@ -126,16 +126,19 @@ const char* const kGeluNames[] = {"gelu",      "gelu_new",    "gelu_pytorch_tanh
                                   "gelu_fast", "gelu_python", "gelu_accurate"};
 
 // The Hugging Face model_types read (docs/schema.md).
-const char* const kSupportedTypes[] = {"deepseek_v2", "deepseek_v3", "falcon",         "gemma2",
-                                       "gemma3_text", "gpt2",        "llama",          "mistral",
-                                       "mixtral",     "phi3",        "qwen2",          "qwen2_moe",
-                                       "qwen3",       "qwen3_moe",   "RefinedWebModel"};
+const char* const kSupportedTypes[] = {
+    "deepseek_v2", "deepseek_v3", "falcon",    "gemma2",         "gemma3_text", "gpt2",
+    "gpt_oss",     "llama",       "mistral",   "mixtral",        "phi3",        "qwen2",
+    "qwen2_moe",   "qwen3",       "qwen3_moe", "RefinedWebModel"};
 
 // Hugging Face keys checked against their defaults before the key loop (model_from_json): at
 // those defaults they change nothing and pass silently.
-const char* const kCheckedHfKeys[] = {"quantization_config", "attn_implementation",
-                                      "_attn_implementation", "reorder_and_upcast_attn",
-                                      "scale_attn_by_inverse_layer_idx"};
+const char* const kCheckedHfKeys[] = {"quantization_config",
+                                      "attn_implementation",
+                                      "_attn_implementation",
+                                      "reorder_and_upcast_attn",
+                                      "scale_attn_by_inverse_layer_idx",
+                                      "output_router_logits"};
 
 template <std::size_t N>
 bool in(const char* const (&list)[N], const std::string& k) {
@@ -174,6 +177,39 @@ std::optional<Error> read_metadata(const json& j, ModelSpec* m) {
   return std::nullopt;
 }
 
+// Gemma 3's layers alternate sliding and full attention (layer_types, or every
+// sliding_window_pattern-th layer full: Gemma3TextConfig, default 6); with both kinds present the
+// model computes two RoPE tables (Gemma3TextModel rotary_emb and rotary_emb_local).
+std::optional<Error> read_gemma3_rope_tables(const json& j, ModelSpec* m) {
+  bool sliding = false, full = false;
+  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+    const json& lt = j["layer_types"];
+    if (!lt.is_array() || lt.size() != m->layers)
+      return detail::refuse_value(
+          j, "layer_types",
+          "must be a list of num_hidden_layers=" + std::to_string(m->layers) +
+              " entries, each \"sliding_attention\" or \"full_attention\"");
+    for (const json& t : lt) {
+      if (t != "sliding_attention" && t != "full_attention")
+        return make_error("invalid_value", "model.layer_types",
+                          "model.layer_types: " + detail::short_dump(t) +
+                              " is not a Gemma 3 layer type; allowed: sliding_attention, "
+                              "full_attention");
+      (t == "sliding_attention" ? sliding : full) = true;
+    }
+  } else {
+    std::uint64_t pattern = 6;
+    if (j.contains("sliding_window_pattern") && !j["sliding_window_pattern"].is_null())
+      ACTMEM_TRY(
+          detail::read_uint(j["sliding_window_pattern"], "model.sliding_window_pattern", &pattern));
+    // Layer i is full when (i + 1) % pattern == 0.
+    sliding = pattern > 1;
+    full = m->layers >= pattern;
+  }
+  m->hf_rope_tables = sliding && full ? 2 : 1;
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<ModelSpec> model_from_json(const json& j, const std::string& id,
@@ -197,6 +233,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   const bool gemma = type == "gemma2" || type == "gemma3_text";
   const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe";
   const bool deepseek = detail::is_deepseek_type(type);
+  const bool gpt_oss = type == "gpt_oss";
   // Hugging Face keys that change memory in ways not modelled: refused, never ignored. A quantized
   // checkpoint trains (QLoRA) or dequantizes differently; the attention implementation is a
   // training choice (config.attention); GPT-2's fp32-upcast and per-layer-scaled attention keep
@@ -212,7 +249,19 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
         "model.quantization_config: the checkpoint stores FP8 weights with one fp32 scale per "
         "weight block; estimated as the logical model in config.param_dtype (the scales are "
         "not parameters)");
-  if (!deepseek_fp8 && j.contains("quantization_config") && !j["quantization_config"].is_null())
+  // gpt-oss's published checkpoints store the experts' weights as MXFP4 (quant_method "mxfp4":
+  // e2m1 values, two per byte, in blocks of 32 with one e8m0 scale byte each, 4.25 bits per
+  // weight; attention, router, embedding and head in bf16: its modules_to_not_convert).
+  const bool gpt_oss_mxfp4 = gpt_oss && j.contains("quantization_config") &&
+                             j["quantization_config"].is_object() &&
+                             j["quantization_config"].value("quant_method", json()) == "mxfp4";
+  if (gpt_oss_mxfp4 && warnings)
+    warnings->push_back(
+        "model.quantization_config: the checkpoint stores the experts' weights as MXFP4 (two "
+        "4-bit values per byte, one scale byte per 32 values); estimated as the logical model "
+        "in config.param_dtype (the block scales are not parameters)");
+  if (!deepseek_fp8 && !gpt_oss_mxfp4 && j.contains("quantization_config") &&
+      !j["quantization_config"].is_null())
     return make_error("unsupported", "model.quantization_config",
                       "model.quantization_config: quantized checkpoints are not modelled; remove "
                       "it to estimate the model in config.dtype");
@@ -222,7 +271,10 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                         std::string("model.") + k +
                             ": the attention implementation is a training choice; set "
                             "config.attention (eager, sdpa_math, flash) instead");
-  for (const char* k : {"reorder_and_upcast_attn", "scale_attn_by_inverse_layer_idx"})
+  // transformers' MoE models with output_router_logits add the load-balancing loss over every
+  // layer's router logits (load_balancing_loss_func), whose saved tensors are not modelled.
+  for (const char* k :
+       {"reorder_and_upcast_attn", "scale_attn_by_inverse_layer_idx", "output_router_logits"})
     if (j.contains(k) && j[k] != false)
       return make_error("unsupported", std::string("model.") + k,
                         std::string("model.") + k + ": " + detail::short_dump(j[k]) +
@@ -237,6 +289,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     if (in(kModelKeys, k)) continue;
     if (in(kCheckedHfKeys, k)) continue;  // checked above: at their defaults they change nothing
     if (deepseek && detail::is_deepseek_key(k)) continue;  // read by read_deepseek
+    if (gpt_oss && detail::is_gpt_oss_key(k)) continue;    // read by read_gpt_oss
     if (hf) {
       if (!in(kIgnoredHfKeys, k) && warnings)
         warnings->push_back("model." + k + ": ignored (does not affect memory)");
@@ -362,6 +415,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
       b.ffn = FfnType::kGeglu;
       m.tied_embeddings = true;
       if (type == "gemma2") m.attn_softcap = 50.0, m.final_softcap = 30.0;
+      m.hf_embed_scale = true;
     }
     ACTMEM_TRY(get_uint("hidden_size", &m.hidden, true));
     ACTMEM_TRY(get_uint("num_attention_heads", &b.heads, true));
@@ -369,16 +423,20 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(get_uint("vocab_size", &m.vocab, true));
     b.kv_heads = b.heads;
     // Gemma2Config and Gemma3TextConfig default num_key_value_heads to 4, not to the head count.
-    if (gemma && (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null()))
+    // GptOssConfig's is 8.
+    if ((gemma || gpt_oss) &&
+        (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null()))
       return make_error("missing_key", "model.num_key_value_heads",
                         "model.num_key_value_heads: required for model_type " + type +
-                            " (its config class's default is 4, not num_attention_heads)");
+                            " (its config class's default is " + (gemma ? "4" : "8") +
+                            ", not num_attention_heads)");
     ACTMEM_TRY(get_uint("num_key_value_heads", &b.kv_heads, false, true));
     ACTMEM_TRY(get_uint("intermediate_size", &b.ffn_hidden, false));
     ACTMEM_TRY(get_uint("max_position_embeddings", &m.max_positions, false));
-    bool attention_bias = false;
+    // GptOssConfig's attention_bias defaults to True (q, k, v and o carry biases).
+    bool attention_bias = gpt_oss;
     ACTMEM_TRY(get_bool("attention_bias", &attention_bias));
-    if (attention_bias) b.qkv_bias = b.o_bias = true;
+    if (attention_bias || gpt_oss) b.qkv_bias = b.o_bias = attention_bias;
     ACTMEM_TRY(get_bool("mlp_bias", &b.mlp_bias));
     ACTMEM_TRY(get_prob("attention_dropout", &m.attention_dropout));
     if (type == "phi3") {
@@ -421,8 +479,10 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   b.head_dim = b.heads ? m.hidden / b.heads : 0;
   // Config classes whose head_dim default is a number, not hidden / heads: Qwen3Config and
   // Qwen3MoeConfig 128, Gemma2Config and Gemma3TextConfig 256.
+  // GptOssConfig 64.
   const std::uint64_t class_head_dim = type == "qwen3" || type == "qwen3_moe" ? 128
                                        : gemma                                ? 256
+                                       : gpt_oss                              ? 64
                                                                               : 0;
   if (class_head_dim) b.head_dim = class_head_dim;
   ACTMEM_TRY(get_uint("head_dim", &b.head_dim, false, true));
@@ -436,6 +496,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                           "; give head_dim explicitly");
   ACTMEM_TRY(get_bool("qkv_bias", &b.qkv_bias));
   ACTMEM_TRY(get_bool("qk_norm", &b.qk_norm));
+  ACTMEM_TRY(get_bool("attn_sinks", &b.attn_sinks));
   ACTMEM_TRY(get_bool("gemma_norm", &m.gemma_norm));
   ACTMEM_TRY(get_bool("sandwich_norm", &m.sandwich_norm));
   // Soft-capping: a positive cap, or null for none (as Gemma's configs write it).
@@ -509,6 +570,8 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(detail::read_deepseek(j, type, &m));
     return m;
   }
+  if (type == "gemma3_text") ACTMEM_TRY(read_gemma3_rope_tables(j, &m));
+  if (gpt_oss) ACTMEM_TRY(detail::read_gpt_oss(j, &m));
   // Mixture of experts (Mixtral: num_local_experts + intermediate_size per expert; Qwen2-MoE:
   // num_experts + moe_intermediate_size + shared_expert_intermediate_size).
   std::uint64_t experts = 0;

@@ -20,6 +20,7 @@ const char* const kKindKeys[] = {"num_attention_heads",
                                  "ffn_type",
                                  "qkv_bias",
                                  "qk_norm",
+                                 "attn_sinks",
                                  "attention_bias",
                                  "mlp_bias",
                                  "num_local_experts",
@@ -55,6 +56,7 @@ std::optional<Error> read_kind(const json& j, const std::string& field, LayerKin
   ACTMEM_TRY(u("intermediate_size", &k->ffn_hidden, false));
   ACTMEM_TRY(b("qkv_bias", &k->qkv_bias));
   ACTMEM_TRY(b("qk_norm", &k->qk_norm));
+  ACTMEM_TRY(b("attn_sinks", &k->attn_sinks));
   bool attention_bias = false;
   if (j.contains("attention_bias")) {
     ACTMEM_TRY(b("attention_bias", &attention_bias));

@@ -59,6 +59,8 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
     push(v, "attn.o.weight", a * k.head_dim, m.hidden, ParamPlace::kLayer);
     if (k.o_bias) push(v, "attn.o.bias", m.hidden, 1, ParamPlace::kLayer);  // replicated
   }
+  // gpt-oss's sinks: one logit per query head (GptOssAttention.sinks), split with the heads.
+  if (k.attn_sinks) push(v, "attn.sinks", a, 1, ParamPlace::kLayer);
   // Falcon-7B's parallel block normalizes once for attention and MLP (input_layernorm).
   if (m.block != BlockLayout::kParallel)
     push_norm(v, m, "ln2.weight", "ln2.bias", ParamPlace::kLayer);
@@ -73,14 +75,26 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
     push(v, "moe.router.weight", m.hidden, e.experts, ParamPlace::kLayer);
     // DeepSeek-V3's aux-loss-free balancing bias, one per expert (DeepseekV3TopkRouter).
     if (e.score_bias) push(v, "moe.router.score_bias", e.experts, 1, ParamPlace::kLayer);
+    // gpt-oss's router: F.linear(x, weight, bias) (GptOssTopKRouter.bias).
+    if (e.router_bias) push(v, "moe.router.bias", e.experts, 1, ParamPlace::kLayer);
     const std::uint64_t local_experts = e.experts / s.ep;
     const std::uint64_t fe = tp_shard(e.expert_ffn, t);
     // One matrix per local expert (Adafactor factors each separately).
     push(v, "moe.experts.fc1.weight", m.hidden, glu * fe, ParamPlace::kLayer, true, local_experts);
     push(v, "moe.experts.fc2.weight", fe, m.hidden, ParamPlace::kLayer, true, local_experts);
+    // Expert biases (gpt-oss: gate_up_proj_bias, down_proj_bias), as a dense MLP's: the first
+    // split with its columns, the second whole on every TP rank.
+    if (k.mlp_bias) {
+      push(v, "moe.experts.fc1.bias", glu * fe, 1, ParamPlace::kLayer, true, local_experts);
+      push(v, "moe.experts.fc2.bias", m.hidden, 1, ParamPlace::kLayer, true, local_experts);
+    }
     const std::uint64_t fs = tp_shard(e.shared_experts * e.shared_expert_ffn, t);
     push(v, "moe.shared.fc1.weight", m.hidden, glu * fs, ParamPlace::kLayer);
     push(v, "moe.shared.fc2.weight", fs, m.hidden, ParamPlace::kLayer);
+    if (k.mlp_bias && fs > 0) {
+      push(v, "moe.shared.fc1.bias", glu * fs, 1, ParamPlace::kLayer);
+      push(v, "moe.shared.fc2.bias", m.hidden, 1, ParamPlace::kLayer);
+    }
   } else {
     const std::uint64_t f = tp_shard(k.ffn_hidden, t);
     push(v, "mlp.fc1.weight", m.hidden, glu * f, ParamPlace::kLayer);

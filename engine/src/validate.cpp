@@ -284,6 +284,14 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                  std::string(v) + " is outside [1, ep = " + std::to_string(p.ep) +
                      "] (the mean rank, up to every routed token of the group on one rank)");
   }
+  // PyTorch's SDPA takes no per-head sink logits (transformers refuses SDPA for gpt-oss): the
+  // sinks run in eager attention or a flash kernel that takes them.
+  if (c.attention == Attention::kSdpaMath)
+    for (const LayerKind& k : m.kinds)
+      if (k.attn_sinks)
+        return bad("config.attention",
+                   "sdpa_math takes no attention sinks (this model's sinks need eager or a flash "
+                   "kernel with sinks); allowed: eager, flash");
   if (c.recompute.kind == RecomputeKind::kPattern && c.recompute.pattern.empty())
     return bad("config.recompute", "layers:PATTERN needs at least one letter of K, S, C, R, X");
   if (c.recompute.kind == RecomputeKind::kEveryK && c.recompute.every_k == 0)

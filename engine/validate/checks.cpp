@@ -214,6 +214,9 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
     return bad("model.sandwich_norm",
                "the executor has no post-attention or post-MLP norm; "
                "allowed: false");
+  for (const LayerKind& k : mv.kinds)
+    if (k.attn_sinks)
+      return bad("model.attn_sinks", "the executor's softmax has no sink logits; allowed: false");
   if (mv.kinds[0].is_mla())
     return bad("model.kv_lora_rank", "the executor has no latent attention; allowed: 0");
   if (mv.block != BlockLayout::kSequential)

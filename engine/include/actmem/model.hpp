@@ -21,13 +21,15 @@ enum class PosEncoding { kLearned, kRope, kNone };
 enum class BlockLayout { kSequential, kParallel, kParallelTwoNorms };
 // Which transformers modules the `hf` profile follows where families differ in what they save:
 // kAuto is GPT-2's (LayerNorm) or Llama's (RMSNorm) as the norm says; kFalcon is
-// modeling_falcon.py (F.gelu, softmax in the activation dtype, K/V gathered by index lists).
-enum class HfModules { kAuto, kFalcon };
+// modeling_falcon.py (F.gelu, softmax in the activation dtype, K/V gathered by index lists);
+// kGptOss is modeling_gpt_oss.py (GptOssRMSNorm multiplies its weight in fp32; eager attention
+// concatenates the sinks, subtracts the row max and takes the softmax in the activation dtype).
+enum class HfModules { kAuto, kFalcon, kGptOss };
 
 // Which transformers 5.x sparse block the `hf` profile follows (the grouped-experts
 // implementation with its family's router), measured in tests/reference/gpu/hf_layers.json;
 // kGeneric keeps the Megatron-style expert records in every profile.
-enum class HfMoe { kGeneric, kQwen3Moe, kDeepseekV2, kDeepseekV3 };
+enum class HfMoe { kGeneric, kQwen3Moe, kDeepseekV2, kDeepseekV3, kGptOss };
 
 struct MoeSpec {
   std::uint64_t experts = 0;  // 0: dense layer
@@ -40,6 +42,7 @@ struct MoeSpec {
   std::uint64_t groups = 1;             // DeepSeek-V3's group-limited routing: n_group ...
   std::uint64_t topk_groups = 1;        // ... of which topk_group are kept
   bool score_bias = false;              // DeepSeek-V3's e_score_correction_bias (E parameters)
+  bool router_bias = false;             // gpt-oss's router is a linear with a bias (E parameters)
   HfMoe hf_block = HfMoe::kGeneric;
 };
 
@@ -67,7 +70,10 @@ struct LayerKind {
   FfnType ffn = FfnType::kGelu;
   bool qkv_bias = false;  // Qwen2, GPT-2
   bool o_bias = false;    // attention output projection bias (GPT-2, Llama attention_bias)
-  bool mlp_bias = false;  // MLP biases (GPT-2, Llama mlp_bias)
+  bool mlp_bias = false;  // MLP biases (GPT-2, Llama mlp_bias), every expert's too (gpt-oss)
+  // One learned logit per head in every softmax's denominator (gpt-oss's attention sinks,
+  // GptOssAttention.sinks): a parameters per layer.
+  bool attn_sinks = false;
   // RMSNorm over each head's query and key before RoPE, one head_dim weight each, shared by the
   // heads (Qwen3Attention's q_norm/k_norm; Megatron-LM's qk_layernorm).
   bool qk_norm = false;
@@ -108,6 +114,11 @@ struct ModelSpec {
   // broadcast to every query head before attention (the new architecture).
   std::uint32_t hf_qkv_index_lists = 0;
   bool hf_kv_broadcast = false;
+  // Gemma's embedding multiplies by sqrt(hidden) through a 0-dim tensor (hf: kept by the mul);
+  // Gemma 3 computes two RoPE tables when it has both sliding and full layers (rotary_emb_local,
+  // rope_local_base_freq), each layer's RoPE keeping its table's cos and sin.
+  bool hf_embed_scale = false;
+  std::uint32_t hf_rope_tables = 1;
   // DeepSeek-V3's multi-token-prediction depths (num_nextn_predict_layers): parameters counted
   // apart from the model's (model.mtp_params).
   std::uint64_t mtp_layers = 0;
