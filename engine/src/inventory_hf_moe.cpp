@@ -22,6 +22,9 @@ constexpr const char* kGateGptOss =
     "transformers 5.17 modeling_gpt_oss.py GptOssExperts._apply_gate (gate and up interleaved, "
     "clamped at swiglu_limit, gate * sigmoid(1.702 gate) * (up + 1)); measured: "
     "tests/reference/gpu/hf_layers.json";
+constexpr const char* kRouterPhimoe =
+    "transformers 5.17 modeling_phimoe.py sparsemixer / MultiplierProcessor (two selections); "
+    "measured: tests/reference/gpu/hf_layers.json";
 constexpr const char* kExperts =
     "transformers 5.17 grouped experts (tokens sorted by expert, gate_up as one GEMM, weighted "
     "index_add); measured: tests/reference/gpu/hf_layers.json";
@@ -44,6 +47,34 @@ void add_gpt_oss_router(const ModelSpec& m, const LayerGeometry& g, const Dim& K
          "the softmax over the k chosen logits keeps its output", kRouterGptOss);
 }
 
+// PhimoeSparseMoeBlock (sparsemixer, top-2 only): the gate's input, then for each of the two
+// selections the mask of experts within the jitter threshold (masked_fill), the argmax of the
+// noisy scores (max backward), the softmax over the masked scores, the chosen expert (gather and
+// MultiplierProcessor keep it) and its multiplier (MultiplierProcessor keeps it). With
+// input_jitter_noise the input is first scaled in place by uniform noise, which mul_ keeps.
+void add_phimoe_router(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                       RecordBuilder& rb) {
+  const Dim T = g.s_rep;
+  const Dim E = g.experts;
+  if (k.moe.input_jitter)
+    rb.add("moe.input_jitter", {g.b, T, g.h}, g.act, "mul_ backward",
+           "the uniform noise the input was scaled by", kRouterPhimoe);
+  if (m.block != BlockLayout::kParallel)
+    rb.add("moe.router_in", {g.b, T, g.h}, g.act, "router linear backward",
+           "weight gradient needs the tokens", kRouterPhimoe);
+  const Dim two{"2", 2};  // sparsemixer's two selections, each keeping the same five tensors
+  rb.add("moe.select_mask", {two, g.b, T, E}, DType::kBool, "masked_fill backward",
+         "the experts outside each selection's jitter threshold", kRouterPhimoe);
+  rb.add("moe.select_argmax", {two, g.b, T}, DType::kInt64, "max backward",
+         "the argmax of the scores minus exponential noise", kRouterPhimoe);
+  rb.add("moe.select_probs", {two, g.b, T, E}, g.act, "softmax / MultiplierProcessor backward",
+         "the softmax over the masked scores", kRouterPhimoe);
+  rb.add("moe.select_idx", {two, g.b, T}, DType::kInt64, "gather / scatter backward",
+         "the chosen expert", kRouterPhimoe);
+  rb.add("moe.select_weight", {two, g.b, T}, g.act, "MultiplierProcessor backward",
+         "the chosen expert's probability, the multiplier", kRouterPhimoe);
+}
+
 }  // namespace
 
 void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
@@ -62,37 +93,41 @@ void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
   // The MLP's bf16 input: saved by the router's linear (Qwen3-MoE) or, where the router works on
   // an fp32 copy, by the shared experts' first linear (DeepSeek); with neither nothing keeps it
   // (the experts gather their rows by index).
-  const bool keeps_input = !deepseek || e.shared_experts > 0;
-  if (keeps_input && m.block != BlockLayout::kParallel)
-    rb.add("moe.router_in", {g.b, T, g.h}, p,
-           deepseek ? "shared experts' first linear backward" : "router linear backward",
-           "weight gradient needs the normalized tokens", src);
-  if (deepseek) {
-    rb.add("moe.router_weight_fp32", {E, g.h}, DType::kFp32, "router linear backward",
-           "F.linear(x.float(), weight.float()): the fp32 weight copy, made each forward", src);
-    rb.add("moe.router_in_fp32", {g.b, T, g.h}, DType::kFp32, "router linear backward",
-           "the fp32 copy of the tokens the weight gradient reads", src);
-  }
-  rb.add("moe.router_probs", {g.b, T, E}, DType::kFp32,
-         e.hf_block == HfMoe::kDeepseekV3 ? "sigmoid backward" : "softmax backward",
-         "the scores' backward needs its output", src);
-  if (e.hf_block == HfMoe::kDeepseekV3) {
-    // Group-limited routing: top-2 scores per group (their indices), the kept groups' indices,
-    // and the mask that removes the other groups' experts.
-    rb.add("moe.group_top2_idx", {g.b, T, Dim{"n_group", e.groups}, Dim{"2", 2}}, DType::kInt64,
-           "topk backward", "each group's top-2 indices", src);
-    rb.add("moe.group_idx", {g.b, T, Dim{"topk_group", e.topk_groups}}, DType::kInt64,
-           "topk backward", "the kept groups' indices", src);
-    rb.add("moe.group_mask", {g.b, T, E}, DType::kBool, "masked_fill backward",
-           "which experts the kept groups allow", src);
-  }
-  rb.add("moe.topk_idx", {g.b, T, K}, DType::kInt64, "topk / gather backward",
-         "the chosen experts' indices", src);
-  if (e.norm_topk) {
-    rb.add("moe.topk_sum", {g.b, T}, DType::kFp32, "div backward",
-           "the top-k weights' sum, the renormalization's divisor", src);
-    rb.add("moe.topk_weights", {g.b, T, K}, DType::kFp32, "div backward",
-           "the top-k weights before renormalization", src);
+  if (e.hf_block == HfMoe::kPhimoe) {
+    add_phimoe_router(m, k, g, rb);
+  } else {
+    const bool keeps_input = !deepseek || e.shared_experts > 0;
+    if (keeps_input && m.block != BlockLayout::kParallel)
+      rb.add("moe.router_in", {g.b, T, g.h}, p,
+             deepseek ? "shared experts' first linear backward" : "router linear backward",
+             "weight gradient needs the normalized tokens", src);
+    if (deepseek) {
+      rb.add("moe.router_weight_fp32", {E, g.h}, DType::kFp32, "router linear backward",
+             "F.linear(x.float(), weight.float()): the fp32 weight copy, made each forward", src);
+      rb.add("moe.router_in_fp32", {g.b, T, g.h}, DType::kFp32, "router linear backward",
+             "the fp32 copy of the tokens the weight gradient reads", src);
+    }
+    rb.add("moe.router_probs", {g.b, T, E}, DType::kFp32,
+           e.hf_block == HfMoe::kDeepseekV3 ? "sigmoid backward" : "softmax backward",
+           "the scores' backward needs its output", src);
+    if (e.hf_block == HfMoe::kDeepseekV3) {
+      // Group-limited routing: top-2 scores per group (their indices), the kept groups' indices,
+      // and the mask that removes the other groups' experts.
+      rb.add("moe.group_top2_idx", {g.b, T, Dim{"n_group", e.groups}, Dim{"2", 2}}, DType::kInt64,
+             "topk backward", "each group's top-2 indices", src);
+      rb.add("moe.group_idx", {g.b, T, Dim{"topk_group", e.topk_groups}}, DType::kInt64,
+             "topk backward", "the kept groups' indices", src);
+      rb.add("moe.group_mask", {g.b, T, E}, DType::kBool, "masked_fill backward",
+             "which experts the kept groups allow", src);
+    }
+    rb.add("moe.topk_idx", {g.b, T, K}, DType::kInt64, "topk / gather backward",
+           "the chosen experts' indices", src);
+    if (e.norm_topk) {
+      rb.add("moe.topk_sum", {g.b, T}, DType::kFp32, "div backward",
+             "the top-k weights' sum, the renormalization's divisor", src);
+      rb.add("moe.topk_weights", {g.b, T, K}, DType::kFp32, "div backward",
+             "the top-k weights before renormalization", src);
+    }
   }
   // Grouped experts over the routed token copies (Tk = expert_tokens).
   const Dim Tk = g.expert_tokens;

@@ -27,6 +27,9 @@ constexpr const char* kHfGptOss =
     "transformers 5.17 modeling_gpt_oss.py (GptOssRMSNorm: weight * x in fp32; eager attention "
     "with sinks: cat, row max, softmax in the activation dtype); measured: "
     "tests/reference/gpu/hf_layers.json";
+constexpr const char* kHfPhimoe =
+    "transformers 5.17 modeling_phimoe.py (PhimoeAttention eager: Llama's, fp32 softmax); "
+    "measured: tests/reference/gpu/hf_layers.json";
 constexpr const char* kSinks =
     "PyTorch derivatives.yaml for cat + softmax over the scores and the sink column (as "
     "modeling_gpt_oss.py writes it, without its explicit row max)";
@@ -188,19 +191,23 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   const DType p = g.act;
   const bool falcon = hf && m.hf_modules == HfModules::kFalcon;
   const bool gpt_oss = hf && m.hf_modules == HfModules::kGptOss;
+  // PhiMoE: Llama's attention (separate q/k/v, fp32 softmax) under LayerNorm norms.
+  const bool phimoe = m.hf_modules == HfModules::kPhimoe;
+  const bool llama_attn = m.norm == NormType::kRmsNorm || phimoe;
   // Llama: softmax(dtype=fp32); gpt-oss: softmax(dtype=the scores' dtype).
-  const bool upcast_softmax = hf && m.norm == NormType::kRmsNorm && !gpt_oss;
-  const char* attn_src = gpt_oss                        ? kHfGptOss
-                         : falcon                       ? kHfFalcon
-                         : !hf                          ? kDeriv
-                         : m.norm == NormType::kRmsNorm ? kHfLlama
-                                                        : kHfGpt2;
+  const bool upcast_softmax = hf && llama_attn && !gpt_oss;
+  const char* attn_src = gpt_oss      ? kHfGptOss
+                         : falcon     ? kHfFalcon
+                         : !hf        ? kDeriv
+                         : phimoe     ? kHfPhimoe
+                         : llama_attn ? kHfLlama
+                                      : kHfGpt2;
   add_norm(kLn1, m, g, rb, hf);
   rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "q/k/v linear backward",
          "weight gradient = input^T x output gradient (one storage for all three)", kDeriv);
   // GPT-2 blocks (LayerNorm) fuse Q, K and V into one projection whose q/k/v are views; Llama
   // blocks (RMSNorm) do not fuse. Falcon fuses but gathers K and V by index lists (copies).
-  const bool fused_qkv = m.norm == NormType::kLayerNorm && !falcon;
+  const bool fused_qkv = !llama_attn && !falcon;
   if (falcon && m.hf_qkv_index_lists > 0)
     // FalconAttention._split_heads: key = qkv[..., [-2], :], value = qkv[..., [-1], :]; each
     // index list is an int64[1] tensor the index backward keeps (8 B each).

@@ -11,6 +11,7 @@
 #include "json_deepseek.hpp"
 #include "json_falcon.hpp"
 #include "json_gpt_oss.hpp"
+#include "json_phimoe.hpp"
 #include "json_read.hpp"
 #include "json_stack.hpp"
 
@@ -127,9 +128,9 @@ const char* const kGeluNames[] = {"gelu",      "gelu_new",    "gelu_pytorch_tanh
 
 // The Hugging Face model_types read (docs/schema.md).
 const char* const kSupportedTypes[] = {
-    "deepseek_v2", "deepseek_v3", "falcon",    "gemma2",         "gemma3_text", "gpt2",
-    "gpt_oss",     "llama",       "mistral",   "mixtral",        "phi3",        "qwen2",
-    "qwen2_moe",   "qwen3",       "qwen3_moe", "RefinedWebModel"};
+    "deepseek_v2", "deepseek_v3", "falcon",  "gemma2",    "gemma3_text",    "gpt2",
+    "gpt_oss",     "llama",       "mistral", "mixtral",   "phi3",           "phimoe",
+    "qwen2",       "qwen2_moe",   "qwen3",   "qwen3_moe", "RefinedWebModel"};
 
 // Hugging Face keys checked against their defaults before the key loop (model_from_json): at
 // those defaults they change nothing and pass silently.
@@ -234,6 +235,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe";
   const bool deepseek = detail::is_deepseek_type(type);
   const bool gpt_oss = type == "gpt_oss";
+  const bool phimoe = type == "phimoe";
   // Hugging Face keys that change memory in ways not modelled: refused, never ignored. A quantized
   // checkpoint trains (QLoRA) or dequantizes differently; the attention implementation is a
   // training choice (config.attention); GPT-2's fp32-upcast and per-layer-scaled attention keep
@@ -290,6 +292,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     if (in(kCheckedHfKeys, k)) continue;  // checked above: at their defaults they change nothing
     if (deepseek && detail::is_deepseek_key(k)) continue;  // read by read_deepseek
     if (gpt_oss && detail::is_gpt_oss_key(k)) continue;    // read by read_gpt_oss
+    if (phimoe && detail::is_phimoe_key(k)) continue;      // read by read_phimoe
     if (hf) {
       if (!in(kIgnoredHfKeys, k) && warnings)
         warnings->push_back("model." + k + ": ignored (does not affect memory)");
@@ -423,8 +426,8 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(get_uint("vocab_size", &m.vocab, true));
     b.kv_heads = b.heads;
     // Gemma2Config and Gemma3TextConfig default num_key_value_heads to 4, not to the head count.
-    // GptOssConfig's is 8.
-    if ((gemma || gpt_oss) &&
+    // GptOssConfig's and PhimoeConfig's are 8.
+    if ((gemma || gpt_oss || phimoe) &&
         (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null()))
       return make_error("missing_key", "model.num_key_value_heads",
                         "model.num_key_value_heads: required for model_type " + type +
@@ -572,6 +575,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   }
   if (type == "gemma3_text") ACTMEM_TRY(read_gemma3_rope_tables(j, &m));
   if (gpt_oss) ACTMEM_TRY(detail::read_gpt_oss(j, &m));
+  if (phimoe) ACTMEM_TRY(detail::read_phimoe(j, &m));
   // Mixture of experts (Mixtral: num_local_experts + intermediate_size per expert; Qwen2-MoE:
   // num_experts + moe_intermediate_size + shared_expert_intermediate_size).
   std::uint64_t experts = 0;
@@ -608,7 +612,9 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                               "num_local_experts or num_experts");
   if (experts > 0) {
     b.moe.experts = experts;
-    ACTMEM_TRY(get_uint("num_experts_per_tok", &b.moe.top_k, true));
+    // PhimoeConfig defaults to 2, the only count its router supports (read_phimoe).
+    if (phimoe) b.moe.top_k = 2;
+    ACTMEM_TRY(get_uint("num_experts_per_tok", &b.moe.top_k, !phimoe));
     b.moe.expert_ffn = b.ffn_hidden;
     // Qwen-MoE configs size experts by moe_intermediate_size, whose class defaults (Qwen2MoeConfig
     // 1408, Qwen3MoeConfig 768) are not intermediate_size: a missing key is an error, as is

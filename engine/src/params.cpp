@@ -122,6 +122,8 @@ std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s,
   // stage holds its own copy (Megatron-LM keeps the two in sync with an all-reduce).
   if (!m.tied_embeddings || separate_stage)
     push(v, "lm_head.weight", vocab_shard(m.vocab, s.tp), m.hidden, ParamPlace::kHead);
+  // PhiMoE's lm_head carries a bias (lm_head_bias), split with the vocabulary.
+  if (m.lm_head_bias) push(v, "lm_head.bias", vocab_shard(m.vocab, s.tp), 1, ParamPlace::kHead);
   return v;
 }
 

@@ -23,13 +23,14 @@ enum class BlockLayout { kSequential, kParallel, kParallelTwoNorms };
 // kAuto is GPT-2's (LayerNorm) or Llama's (RMSNorm) as the norm says; kFalcon is
 // modeling_falcon.py (F.gelu, softmax in the activation dtype, K/V gathered by index lists);
 // kGptOss is modeling_gpt_oss.py (GptOssRMSNorm multiplies its weight in fp32; eager attention
-// concatenates the sinks, subtracts the row max and takes the softmax in the activation dtype).
-enum class HfModules { kAuto, kFalcon, kGptOss };
+// concatenates the sinks, subtracts the row max and takes the softmax in the activation dtype);
+// kPhimoe is modeling_phimoe.py (Llama's attention with LayerNorm norms).
+enum class HfModules { kAuto, kFalcon, kGptOss, kPhimoe };
 
 // Which transformers 5.x sparse block the `hf` profile follows (the grouped-experts
 // implementation with its family's router), measured in tests/reference/gpu/hf_layers.json;
 // kGeneric keeps the Megatron-style expert records in every profile.
-enum class HfMoe { kGeneric, kQwen3Moe, kDeepseekV2, kDeepseekV3, kGptOss };
+enum class HfMoe { kGeneric, kQwen3Moe, kDeepseekV2, kDeepseekV3, kGptOss, kPhimoe };
 
 struct MoeSpec {
   std::uint64_t experts = 0;  // 0: dense layer
@@ -43,6 +44,8 @@ struct MoeSpec {
   std::uint64_t topk_groups = 1;        // ... of which topk_group are kept
   bool score_bias = false;              // DeepSeek-V3's e_score_correction_bias (E parameters)
   bool router_bias = false;             // gpt-oss's router is a linear with a bias (E parameters)
+  bool input_jitter = false;            // PhiMoE's input_jitter_noise > 0: the MLP input is
+                                        // scaled by fresh uniform noise in training
   HfMoe hf_block = HfMoe::kGeneric;
 };
 
@@ -100,6 +103,7 @@ struct ModelSpec {
   NormType norm = NormType::kLayerNorm;
   PosEncoding pos = PosEncoding::kLearned;
   bool tied_embeddings = false;
+  bool lm_head_bias = false;  // PhiMoE's lm_head_bias (V parameters)
   // Gemma's RMSNorm (Gemma2RMSNorm, Gemma3RMSNorm): computed in fp32 throughout and scaled by
   // (1 + weight); and Gemma's sandwich layout: a norm after attention and after the MLP too.
   bool gemma_norm = false;
