@@ -25,6 +25,10 @@ constexpr const char* kGateGptOss =
 constexpr const char* kRouterPhimoe =
     "transformers 5.17 modeling_phimoe.py sparsemixer / MultiplierProcessor (two selections); "
     "measured: tests/reference/gpu/hf_layers.json";
+constexpr const char* kLlama4Moe =
+    "transformers 5.17 modeling_llama4.py Llama4TextMoe / Llama4Router / Llama4TextExperts "
+    "(every expert runs every token, scaled by its sigmoid score); measured: "
+    "tests/reference/gpu/hf_layers.json";
 constexpr const char* kExperts =
     "transformers 5.17 grouped experts (tokens sorted by expert, gate_up as one GEMM, weighted "
     "index_add); measured: tests/reference/gpu/hf_layers.json";
@@ -83,6 +87,10 @@ void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
   const MoeSpec& e = k.moe;
   if (e.hf_block == HfMoe::kGptOss) {
     build_hf_gpt_oss_moe(m, k, g, rb);
+    return;
+  }
+  if (e.hf_block == HfMoe::kLlama4) {
+    build_hf_llama4_moe(m, k, g, rb);
     return;
   }
   const bool deepseek = e.hf_block == HfMoe::kDeepseekV2 || e.hf_block == HfMoe::kDeepseekV3;
@@ -205,6 +213,45 @@ void build_hf_gpt_oss_moe(const ModelSpec& m, const LayerKind& k, const LayerGeo
          "the weight gradient needs each copy's output (down + bias)", kExperts);
   rb.add("moe.scatter_idx", {Tk}, DType::kInt64, "index_add backward", "where each copy returns",
          kExperts);
+}
+
+// Llama 4: the router keeps its input, the top-k indices and the fp32 sigmoid of the scattered
+// scores; the experts run on every token (hidden_states.repeat(E, 1) scaled by each expert's
+// score, zero where unrouted) as one batched GEMM, so each tensor has E x b x s rows, not
+// k x b x s; one shared expert (Llama4TextMLP) runs beside them.
+void build_hf_llama4_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                         RecordBuilder& rb) {
+  const DType p = g.act;
+  const Dim T = g.s_rep;
+  const Dim E = g.experts;
+  const Dim K{"k", k.moe.top_k};
+  if (m.block != BlockLayout::kParallel)
+    rb.add("moe.router_in", {g.b, T, g.h}, p, "router linear backward",
+           "weight gradient needs the normalized tokens", kLlama4Moe);
+  rb.add("moe.topk_idx", {g.b, T, K}, DType::kInt64, "topk / scatter backward",
+         "the chosen experts' indices", kLlama4Moe);
+  rb.add("moe.router_probs", {g.b, T, E}, DType::kFp32, "sigmoid backward",
+         "sigmoid(scores.float()) keeps its fp32 output", kLlama4Moe);
+  rb.add("moe.dispatch_weight", {E, g.b, T}, p, "mul backward",
+         "each expert's score for every token, the repeated input's factor", kLlama4Moe);
+  rb.add("moe.dispatch_in", {E, g.b, T, g.h}, p, "mul backward",
+         "the input repeated once per expert, the scores' factor", kLlama4Moe);
+  rb.add("moe.expert_in", {E, g.b, T, g.h}, p, "gate_up bmm backward",
+         "the score-scaled copies every expert multiplies", kLlama4Moe);
+  rb.add("moe.gate_up", {E, g.b, T, Dim{"2", 2}, g.expert_f}, p, "act(gate) * up backward",
+         "gate and up, one storage", kLlama4Moe);
+  rb.add("moe.act_out", {E, g.b, T, g.expert_f}, p, "mul backward",
+         "act(gate), the product's factor", kLlama4Moe);
+  rb.add("moe.fc2_in", {E, g.b, T, g.expert_f}, p, "down bmm backward", "act(gate) * up",
+         kLlama4Moe);
+  rb.add("moe.shared_gate", {g.b, g.s_tp, g.shared_f}, p, "silu backward",
+         "the activation's derivative needs its input", kLlama4Moe);
+  rb.add("moe.shared_act_out", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
+         "act(gate) * up keeps both factors", kLlama4Moe);
+  rb.add("moe.shared_up", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
+         "act(gate) * up keeps both factors", kLlama4Moe);
+  rb.add("moe.shared_fc2_in", {g.b, g.s_tp, g.shared_f}, p, "down linear backward",
+         "weight gradient needs its input", kLlama4Moe);
 }
 
 }  // namespace actmem::detail

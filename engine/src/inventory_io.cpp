@@ -60,7 +60,10 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     in.add("embed.position_ids", {g.s_rep}, DType::kInt64, "position embedding backward",
            "the weight gradient scatters into the rows the position ids name",
            "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
-  if (prof == Profile::kHf && m.pos == PosEncoding::kRope) {
+  // Llama 4's NoPE layers use no table: it exists when some layer rotates.
+  bool any_rope = false;
+  for (const LayerKind& k : m.kinds) any_rope = any_rope || k.rope;
+  if (prof == Profile::kHf && m.pos == PosEncoding::kRope && any_rope) {
     // MLA rotates only each head's RoPE part (qk_rope_head_dim wide).
     // gpt-oss's _apply_rotary_emb rotates the two halves of each head: its cos and sin are d/2
     // wide (measured: hf_layers.json, [1, 1, s, d/2]).

@@ -27,7 +27,7 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
          "Korthikanti et al. 2022, Sec. 4.1, layer norm (4sbh for two)");
   rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "QKV linear backward",
          "weight gradient = input^T x output gradient", kK41Attn);
-  if (k.qk_norm) {
+  if (k.qk_norm || k.qk_l2_norm) {  // Qwen3's RMSNorm or Llama 4's L2 norm
     rb.add("attn.q_norm.in", {g.b, g.s_tp, g.a, g.d}, p, "q_layernorm backward",
            "normalization gradient needs its input", kQkNorm);
     rb.add("attn.k_norm.in", {g.b, g.s_tp, g.kv, g.d}, p, "k_layernorm backward",

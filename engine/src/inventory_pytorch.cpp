@@ -30,6 +30,9 @@ constexpr const char* kHfGptOss =
 constexpr const char* kHfPhimoe =
     "transformers 5.17 modeling_phimoe.py (PhimoeAttention eager: Llama's, fp32 softmax); "
     "measured: tests/reference/gpu/hf_layers.json";
+constexpr const char* kHfLlama4 =
+    "transformers 5.17 modeling_llama4.py (Llama4TextL2Norm, NoPE temperature, eager softmax in "
+    "the activation dtype); measured: tests/reference/gpu/hf_layers.json";
 constexpr const char* kSinks =
     "PyTorch derivatives.yaml for cat + softmax over the scores and the sink column (as "
     "modeling_gpt_oss.py writes it, without its explicit row max)";
@@ -153,6 +156,18 @@ void add_head_norms(const ModelSpec& m, const LayerGeometry& g, RecordBuilder& r
     }
   }
 }
+// Llama 4's Llama4TextL2Norm over each head of q and k after RoPE: x.float() * rsqrt(mean(x^2)
+// + eps), no weight; the fp32 copy and the rsqrt row are kept (measured: hf_layers.json).
+void add_l2_head_norms(const LayerGeometry& g, RecordBuilder& rb) {
+  rb.add("attn.q_norm.in", {g.b, g.s_tp, g.a, g.d}, DType::kFp32, "pow / mul backward",
+         "the fp32 copy of each query head is squared and scaled", kHfLlama4);
+  rb.add("attn.q_norm.rstd", {g.b, g.s_tp, g.a}, DType::kFp32, "rsqrt / mul backward",
+         "the fp32 1/rms per token and head", kHfLlama4);
+  rb.add("attn.k_norm.in", {g.b, g.s_tp, g.kv, g.d}, DType::kFp32, "pow / mul backward",
+         "the fp32 copy of each key head is squared and scaled", kHfLlama4);
+  rb.add("attn.k_norm.rstd", {g.b, g.s_tp, g.kv}, DType::kFp32, "rsqrt / mul backward",
+         "the fp32 1/rms per token and head", kHfLlama4);
+}
 // MLA's latents (DeepseekV3Attention): q_a_layernorm over the query latent (when q_lora_rank > 0)
 // and kv_a_layernorm over the key/value latent, each an RMSNorm keeping what a hidden-state norm
 // keeps, one row per token; then q_b_proj and kv_b_proj keep their inputs, the normed latents.
@@ -194,12 +209,14 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   // PhiMoE: Llama's attention (separate q/k/v, fp32 softmax) under LayerNorm norms.
   const bool phimoe = m.hf_modules == HfModules::kPhimoe;
   const bool llama_attn = m.norm == NormType::kRmsNorm || phimoe;
-  // Llama: softmax(dtype=fp32); gpt-oss: softmax(dtype=the scores' dtype).
-  const bool upcast_softmax = hf && llama_attn && !gpt_oss;
+  // Llama: softmax(dtype=fp32); gpt-oss and Llama 4: softmax in the scores' dtype.
+  const bool llama4 = hf && m.hf_modules == HfModules::kLlama4;
+  const bool upcast_softmax = hf && llama_attn && !gpt_oss && !llama4;
   const char* attn_src = gpt_oss      ? kHfGptOss
                          : falcon     ? kHfFalcon
                          : !hf        ? kDeriv
                          : phimoe     ? kHfPhimoe
+                         : llama4     ? kHfLlama4
                          : llama_attn ? kHfLlama
                                       : kHfGpt2;
   add_norm(kLn1, m, g, rb, hf);
@@ -215,6 +232,13 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
            "index backward (scatter of K/V's gradient into the fused output)",
            "the index lists [-2] and [-1] that gather K and V", kHfFalcon);
   if (k.qk_norm) add_head_norms(m, g, rb, hf);
+  if (k.qk_l2_norm) add_l2_head_norms(g, rb);
+  if (k.attn_temperature)
+    // Llama 4's NoPE layers scale each query by a per-position fp32 factor
+    // (log1p(floor((pos + 1) / floor_scale)) * attn_scale + 1), which the mul keeps.
+    // (one value per position, expanded over the batch: s x 4 B of storage).
+    rb.add("attn.temperature", {g.s_tp}, DType::kFp32, "mul backward",
+           "the query's per-position temperature", kHfLlama4);
   if (k.is_mla()) add_mla_latents(g, rb, hf);
   if (g.flash) {
     // SDPA's flash kernel keeps its inputs, output, logsumexp and RNG state. The pytorch block

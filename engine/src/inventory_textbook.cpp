@@ -20,7 +20,7 @@ void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
          "dL/dW = delta x^T needs the input x", kSeedTable);
   // A per-head q/k norm (Qwen3) by the seed's LayerNorm rule: its input is kept. The seed's
   // full multi-head K (below) applies to its norm too.
-  if (k.qk_norm) {
+  if (k.qk_norm || k.qk_l2_norm) {  // Qwen3's RMSNorm or Llama 4's L2 norm
     rb.add("attn.q_norm.in", {g.b, g.s_tp, g.a, g.d}, p, "q norm backward",
            "needs the original statistics (the seed's LayerNorm rule)", kSeedTable);
     rb.add("attn.k_norm.in", {g.b, g.s_tp, g.a, g.d}, p, "k norm backward",

@@ -11,6 +11,7 @@
 #include "json_deepseek.hpp"
 #include "json_falcon.hpp"
 #include "json_gpt_oss.hpp"
+#include "json_llama4.hpp"
 #include "json_phimoe.hpp"
 #include "json_read.hpp"
 #include "json_stack.hpp"
@@ -128,9 +129,9 @@ const char* const kGeluNames[] = {"gelu",      "gelu_new",    "gelu_pytorch_tanh
 
 // The Hugging Face model_types read (docs/schema.md).
 const char* const kSupportedTypes[] = {
-    "deepseek_v2", "deepseek_v3", "falcon",  "gemma2",    "gemma3_text",    "gpt2",
-    "gpt_oss",     "llama",       "mistral", "mixtral",   "phi3",           "phimoe",
-    "qwen2",       "qwen2_moe",   "qwen3",   "qwen3_moe", "RefinedWebModel"};
+    "deepseek_v2", "deepseek_v3", "falcon",      "gemma2",  "gemma3_text", "gpt2",
+    "gpt_oss",     "llama",       "llama4_text", "mistral", "mixtral",     "phi3",
+    "phimoe",      "qwen2",       "qwen2_moe",   "qwen3",   "qwen3_moe",   "RefinedWebModel"};
 
 // Hugging Face keys checked against their defaults before the key loop (model_from_json): at
 // those defaults they change nothing and pass silently.
@@ -236,6 +237,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   const bool deepseek = detail::is_deepseek_type(type);
   const bool gpt_oss = type == "gpt_oss";
   const bool phimoe = type == "phimoe";
+  const bool llama4 = type == "llama4_text";
   // Hugging Face keys that change memory in ways not modelled: refused, never ignored. A quantized
   // checkpoint trains (QLoRA) or dequantizes differently; the attention implementation is a
   // training choice (config.attention); GPT-2's fp32-upcast and per-layer-scaled attention keep
@@ -293,6 +295,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     if (deepseek && detail::is_deepseek_key(k)) continue;  // read by read_deepseek
     if (gpt_oss && detail::is_gpt_oss_key(k)) continue;    // read by read_gpt_oss
     if (phimoe && detail::is_phimoe_key(k)) continue;      // read by read_phimoe
+    if (llama4 && detail::is_llama4_key(k)) continue;      // read by read_llama4
     if (hf) {
       if (!in(kIgnoredHfKeys, k) && warnings)
         warnings->push_back("model." + k + ": ignored (does not affect memory)");
@@ -426,8 +429,8 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(get_uint("vocab_size", &m.vocab, true));
     b.kv_heads = b.heads;
     // Gemma2Config and Gemma3TextConfig default num_key_value_heads to 4, not to the head count.
-    // GptOssConfig's and PhimoeConfig's are 8.
-    if ((gemma || gpt_oss || phimoe) &&
+    // GptOssConfig's, PhimoeConfig's and Llama4TextConfig's are 8.
+    if ((gemma || gpt_oss || phimoe || llama4) &&
         (!j.contains("num_key_value_heads") || j["num_key_value_heads"].is_null()))
       return make_error("missing_key", "model.num_key_value_heads",
                         "model.num_key_value_heads: required for model_type " + type +
@@ -483,10 +486,10 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   // Config classes whose head_dim default is a number, not hidden / heads: Qwen3Config and
   // Qwen3MoeConfig 128, Gemma2Config and Gemma3TextConfig 256.
   // GptOssConfig 64.
-  const std::uint64_t class_head_dim = type == "qwen3" || type == "qwen3_moe" ? 128
-                                       : gemma                                ? 256
-                                       : gpt_oss                              ? 64
-                                                                              : 0;
+  const std::uint64_t class_head_dim = type == "qwen3" || type == "qwen3_moe" || llama4 ? 128
+                                       : gemma                                          ? 256
+                                       : gpt_oss                                        ? 64
+                                                                                        : 0;
   if (class_head_dim) b.head_dim = class_head_dim;
   ACTMEM_TRY(get_uint("head_dim", &b.head_dim, false, true));
   // DeepSeek's heads are qk_nope_head_dim + qk_rope_head_dim wide (read_deepseek).
@@ -576,6 +579,10 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   if (type == "gemma3_text") ACTMEM_TRY(read_gemma3_rope_tables(j, &m));
   if (gpt_oss) ACTMEM_TRY(detail::read_gpt_oss(j, &m));
   if (phimoe) ACTMEM_TRY(detail::read_phimoe(j, &m));
+  if (llama4 && !j.contains("num_local_experts"))
+    return make_error("missing_key", "model.num_local_experts",
+                      "model.num_local_experts: required for model_type llama4_text "
+                      "(Llama4TextConfig's default is 16)");
   // Mixture of experts (Mixtral: num_local_experts + intermediate_size per expert; Qwen2-MoE:
   // num_experts + moe_intermediate_size + shared_expert_intermediate_size).
   std::uint64_t experts = 0;
@@ -612,9 +619,11 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                               "num_local_experts or num_experts");
   if (experts > 0) {
     b.moe.experts = experts;
-    // PhimoeConfig defaults to 2, the only count its router supports (read_phimoe).
+    // PhimoeConfig defaults to 2, the only count its router supports (read_phimoe);
+    // Llama4TextConfig to 1.
     if (phimoe) b.moe.top_k = 2;
-    ACTMEM_TRY(get_uint("num_experts_per_tok", &b.moe.top_k, !phimoe));
+    if (llama4) b.moe.top_k = 1;
+    ACTMEM_TRY(get_uint("num_experts_per_tok", &b.moe.top_k, !phimoe && !llama4));
     b.moe.expert_ffn = b.ffn_hidden;
     // Qwen-MoE configs size experts by moe_intermediate_size, whose class defaults (Qwen2MoeConfig
     // 1408, Qwen3MoeConfig 768) are not intermediate_size: a missing key is an error, as is
@@ -673,6 +682,16 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                       "model.layer_stack: give either layer_stack or decoder_sparse_step / "
                       "mlp_only_layers, not both");
   if (sparse_step) ACTMEM_TRY(detail::read_sparse_step_stack(j, &m));
+  if (llama4) {
+    for (const char* k : {"layer_kinds", "layer_stack", "decoder_sparse_step", "mlp_only_layers"})
+      if (j.contains(k))
+        return make_error("unsupported", std::string("model.") + k,
+                          std::string("model.") + k +
+                              ": not read for model_type llama4_text (moe_layers or "
+                              "interleave_moe_layer_step, and no_rope_layers, place its layers)");
+    ACTMEM_TRY(detail::read_llama4(j, &m));
+    return m;
+  }
   ACTMEM_TRY(detail::read_layer_stack(j, &m));
   return m;
 }

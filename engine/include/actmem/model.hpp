@@ -24,13 +24,14 @@ enum class BlockLayout { kSequential, kParallel, kParallelTwoNorms };
 // modeling_falcon.py (F.gelu, softmax in the activation dtype, K/V gathered by index lists);
 // kGptOss is modeling_gpt_oss.py (GptOssRMSNorm multiplies its weight in fp32; eager attention
 // concatenates the sinks, subtracts the row max and takes the softmax in the activation dtype);
-// kPhimoe is modeling_phimoe.py (Llama's attention with LayerNorm norms).
-enum class HfModules { kAuto, kFalcon, kGptOss, kPhimoe };
+// kPhimoe is modeling_phimoe.py (Llama's attention with LayerNorm norms); kLlama4 is
+// modeling_llama4.py (Llama's modules with the softmax in the activation dtype).
+enum class HfModules { kAuto, kFalcon, kGptOss, kPhimoe, kLlama4 };
 
 // Which transformers 5.x sparse block the `hf` profile follows (the grouped-experts
 // implementation with its family's router), measured in tests/reference/gpu/hf_layers.json;
 // kGeneric keeps the Megatron-style expert records in every profile.
-enum class HfMoe { kGeneric, kQwen3Moe, kDeepseekV2, kDeepseekV3, kGptOss, kPhimoe };
+enum class HfMoe { kGeneric, kQwen3Moe, kDeepseekV2, kDeepseekV3, kGptOss, kPhimoe, kLlama4 };
 
 struct MoeSpec {
   std::uint64_t experts = 0;  // 0: dense layer
@@ -77,6 +78,12 @@ struct LayerKind {
   // One learned logit per head in every softmax's denominator (gpt-oss's attention sinks,
   // GptOssAttention.sinks): a parameters per layer.
   bool attn_sinks = false;
+  // Llama 4: RoPE on this layer (false: a NoPE layer), the weightless L2 norm over each head of q
+  // and k after RoPE (Llama4TextL2Norm, use_qk_norm), and the NoPE layers' per-position query
+  // temperature (attn_temperature_tuning).
+  bool rope = true;
+  bool qk_l2_norm = false;
+  bool attn_temperature = false;
   // RMSNorm over each head's query and key before RoPE, one head_dim weight each, shared by the
   // heads (Qwen3Attention's q_norm/k_norm; Megatron-LM's qk_layernorm).
   bool qk_norm = false;
