@@ -523,3 +523,41 @@ TEST_CASE(
                                  {"config", {{"ep", 4}, {"dp", 4}, {"moe_imbalance", 4.0000001}}}});
   CHECK(r["error"]["message"].get<std::string>().find("4.0000001 is outside") != std::string::npos);
 }
+
+TEST_CASE(
+    "Multimodal wrappers (llama4, gemma3): text_config is read as the language model; a vision "
+    "tower is refused by name; errors inside name model.text_config.KEY",
+    "[hf][families][json]") {
+  // aiconfigurator's trimmed copy of Llama-4-Scout-17B-16E-Instruct's config (SOURCES.md).
+  json scout = hub_config("llama-4-scout-17b-16e-instruct.aiconfigurator.config.json");
+  CHECK(actmem::evaluate_json(json{{"model", scout}})["error"]["field"] == "model.vision_config");
+  scout.erase("vision_config");
+  const json r = run(json{{"model", scout}, {"config", {{"seq", 4096}}}});
+  // 48 MoE layers: attention 62,914,560 (40 query and 8 KV heads of 128), two norms, the router
+  // 16 x 5,120, 16 experts of gate_up 5,120 x 16,384 and down 8,192 x 5,120, one shared expert
+  // 3 x 5,120 x 8,192; the untied 202,048 x 5,120 embedding and head; the final norm. No exact
+  // published count was found (the card: 109B with the vision tower, 17B active).
+  const std::uint64_t layer = 62914560ULL + 2 * 5120 + 16 * 5120 +
+                              16 * (5120ULL * 16384 + 8192ULL * 5120) + 3 * 5120ULL * 8192;
+  CHECK(u(r["model"]["params"]) == 48 * layer + 2 * 202048ULL * 5120 + 5120);
+  CHECK(u(r["model"]["params"]) == 107769861120ULL);
+  // Gemma 3's wrapper around the 1B text config gives the text model's count.
+  json gemma = {{"model_type", "gemma3"}, {"text_config", hub_config("gemma-3-1b-it.config.json")}};
+  CHECK(u(run(json{{"model", gemma}})["model"]["params"]) == 999885952ULL);
+  auto field = [](const json& m) { return actmem::evaluate_json(json{{"model", m}})["error"]; };
+  json bad = scout;
+  bad["text_config"]["hidden_size"] = "wide";
+  const json e = field(bad);
+  CHECK(e["field"] == "model.text_config.hidden_size");
+  CHECK(e["message"].get<std::string>().rfind("model.text_config.hidden_size: ", 0) == 0);
+  bad = scout;
+  bad["text_config"]["model_type"] = "llama";
+  CHECK(field(bad)["field"] == "model.text_config.model_type");
+  bad = scout;
+  bad.erase("text_config");
+  CHECK(field(bad)["field"] == "model.text_config");
+  bad = scout;
+  bad["tie_word_embeddings"] = true;
+  bad["text_config"]["tie_word_embeddings"] = false;
+  CHECK(field(bad)["field"] == "model.tie_word_embeddings");
+}

@@ -214,11 +214,87 @@ std::optional<Error> read_gemma3_rope_tables(const json& j, ModelSpec* m) {
 
 }  // namespace
 
+namespace {
+
+// Multimodal wrappers whose language model is their text_config (transformers Llama4Config,
+// Gemma3Config), and the text model_type each holds.
+const char* wrapped_text_type(const std::string& type) {
+  if (type == "llama4") return "llama4_text";
+  if (type == "gemma3") return "gemma3_text";
+  return nullptr;
+}
+
+// The wrapper's own keys that change nothing here (token ids, the projector's and vision tower's
+// settings are read only with a vision tower, which is refused).
+const char* const kWrapperKeys[] = {
+    "model_type",         "text_config",       "vision_config",        "metadata",
+    "architectures",      "torch_dtype",       "transformers_version", "boi_token_index",
+    "eoi_token_index",    "image_token_index", "mm_tokens_per_image",  "initializer_range",
+    "tie_word_embeddings"};
+
+}  // namespace
+
 Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                                   std::vector<std::string>* warnings) {
   if (!j.is_object())
     return make_error("wrong_type", "model",
                       "model: must be a JSON object, got " + detail::kind_of(j));
+  // A multimodal wrapper: its language model is text_config, read as a model of the text
+  // model_type with the wrapper's metadata; errors inside name model.text_config.KEY.
+  if (j.contains("model_type") && j["model_type"].is_string()) {
+    const std::string outer = j["model_type"].get<std::string>();
+    if (const char* text_type = wrapped_text_type(outer)) {
+      if (j.contains("vision_config") && !j["vision_config"].is_null())
+        return make_error(
+            "unsupported", "model.vision_config",
+            "model.vision_config: the vision tower is not modelled; to estimate "
+            "the language model, give text_config's object as the model (model_type " +
+                std::string(text_type) + ")");
+      if (!j.contains("text_config") || !j["text_config"].is_object())
+        return make_error("missing_key", "model.text_config",
+                          "model.text_config: required for model_type " + outer +
+                              " (an object: the language model's config)");
+      for (auto it = j.begin(); it != j.end(); ++it)
+        if (!in(kWrapperKeys, it.key()) && warnings)
+          warnings->push_back("model." + it.key() + ": ignored (does not affect memory)");
+      json text = j["text_config"];
+      if (text.contains("model_type") && text["model_type"] != text_type)
+        return make_error(
+            "invalid_value", "model.text_config.model_type",
+            "model.text_config.model_type: " + detail::short_dump(text["model_type"]) +
+                " is not the language model of " + outer + "; allowed: " + text_type);
+      text["model_type"] = text_type;
+      // The wrapper's tie_word_embeddings is the one transformers ties by; the text config's, if
+      // given, must agree.
+      if (j.contains("tie_word_embeddings")) {
+        if (text.contains("tie_word_embeddings") &&
+            text["tie_word_embeddings"] != j["tie_word_embeddings"])
+          return make_error(
+              "invalid_value", "model.tie_word_embeddings",
+              "model.tie_word_embeddings: " + detail::short_dump(j["tie_word_embeddings"]) +
+                  " conflicts with model.text_config.tie_word_embeddings: " +
+                  detail::short_dump(text["tie_word_embeddings"]) + "; give one");
+        text["tie_word_embeddings"] = j["tie_word_embeddings"];
+      }
+      if (j.contains("metadata")) text["metadata"] = j["metadata"];
+      std::vector<std::string> inner;
+      auto r = model_from_json(text, id, warnings ? &inner : nullptr);
+      auto nested = [](std::string s) {
+        return s.rfind("model.", 0) == 0 && s.rfind("model.metadata", 0) != 0
+                   ? "model.text_config." + s.substr(6)
+                   : s;
+      };
+      for (std::string& w : inner) warnings->push_back(nested(w));
+      if (!r.ok()) {
+        Error e = r.error();
+        if (e.message.rfind(e.field, 0) == 0)
+          e.message = nested(e.field) + e.message.substr(e.field.size());
+        e.field = nested(e.field);
+        return e;
+      }
+      return r;
+    }
+  }
   ModelSpec m;
   LayerKind& b = m.kinds[0];  // the top-level keys: the base kind every layer kind starts from
   m.id = id.empty() ? "custom" : id;
