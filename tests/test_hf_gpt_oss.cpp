@@ -164,11 +164,12 @@ TEST_CASE(
   CHECK(u(run(json{{"model", biased}})["model"]["params"]) -
             u(run(json{{"model", m}})["model"]["params"]) ==
         2 * 8 * (2 * 128 + 256));
-  // With expert parallelism each rank holds its experts' biases: ep = 2 halves them.
+  // With expert parallelism each rank holds its experts with their biases: ep = 2 halves the
+  // 8 x (256 x 256 + 128 x 256) weights and 8 x (256 + 256) biases of each of the 2 layers.
   const json ep = run(json{{"model", biased}, {"config", {{"ep", 2}, {"dp", 2}}}});
   const json one = run(json{{"model", biased}});
-  CHECK(u(one["static"]["expert_params"]) - u(ep["static"]["expert_params"]) ==
-        u(one["static"]["expert_params"]) / 2);
+  CHECK(u(one["static"]["params"]) - u(ep["static"]["params"]) ==
+        2 * (8 * (256 * 256 + 128 * 256) + 8 * (256 + 256)) / 2);
 }
 
 TEST_CASE(
@@ -209,4 +210,45 @@ TEST_CASE(
   json both = tiny();
   both["experts_per_token"] = 2;
   CHECK(actmem::evaluate_json(json{{"model", both}})["ok"] == true);
+}
+
+TEST_CASE(
+    "Windowed attention bounds the inference KV cache (min(s, window) tokens per sliding layer) "
+    "and changes no saved tensor: gpt-oss-20b, Gemma 3 1B, Llama 4's chunks",
+    "[kv_cache][gpt_oss]") {
+  // gpt-oss-20b at s = 4096, b = 1: 12 full layers cache 4,096 tokens, 12 sliding layers 128;
+  // K and V at 8 KV heads of 64, bf16: 2,048 B per token and layer.
+  const json g =
+      run(json{{"model", hub_config("gpt-oss-20b.config.json")}, {"config", {{"seq", 4096}}}});
+  CHECK(u(g["kv_cache"]["total_bytes"]) == 2048ULL * (12 * 4096 + 12 * 128));
+  // Gemma 3 1B (sliding_window 512, every sixth layer full: 22 sliding, 4 full), one KV head of
+  // 256: 1,024 B per token and layer.
+  const json m =
+      run(json{{"model", hub_config("gemma-3-1b-it.config.json")}, {"config", {{"seq", 4096}}}});
+  CHECK(u(m["kv_cache"]["total_bytes"]) == 1024ULL * (22 * 512 + 4 * 4096));
+  // The window changes no saved tensor: the same model with every layer full keeps the same
+  // activations (measured for gpt-oss and Gemma 3 in eager attention, validation.md 4.4).
+  json full = hub_config("gpt-oss-20b.config.json");
+  full["layer_types"] = json::array();
+  for (int i = 0; i < 24; ++i) full["layer_types"].push_back("full_attention");
+  const json f = run(json{{"model", full}, {"config", {{"seq", 4096}}}});
+  CHECK(u(f["peak_bytes"]) == u(g["peak_bytes"]));
+  CHECK(u(f["kv_cache"]["total_bytes"]) == 2048ULL * 24 * 4096);
+  // Llama 4's chunked layers cache one chunk: at s = 64 with chunk 32, the three RoPE layers of
+  // the tiny config cache 32 tokens and the NoPE layer 64 (2 KV heads of 64: 512 B per token).
+  json l4 = {{"model_type", "llama4_text"},
+             {"hidden_size", 256},
+             {"intermediate_size", 256},
+             {"intermediate_size_mlp", 512},
+             {"num_hidden_layers", 4},
+             {"num_attention_heads", 4},
+             {"num_key_value_heads", 2},
+             {"head_dim", 64},
+             {"num_local_experts", 4},
+             {"num_experts_per_tok", 1},
+             {"interleave_moe_layer_step", 2},
+             {"attention_chunk_size", 32},
+             {"vocab_size", 1024}};
+  const json c = run(json{{"model", l4}, {"config", {{"seq", 64}}}});
+  CHECK(u(c["kv_cache"]["total_bytes"]) == 512ULL * (3 * 32 + 64));
 }

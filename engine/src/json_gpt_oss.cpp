@@ -64,22 +64,7 @@ std::optional<Error> read_gpt_oss(const json& j, ModelSpec* m) {
     std::uint64_t n = 0;
     ACTMEM_TRY(read_uint(j["initial_context_length"], "model.initial_context_length", &n));
   }
-  // layer_types: GptOssAttention reads each layer's entry (sliding_window on the sliding ones).
-  // Eager and flash attention keep the same tensors for both (measured, hf_layers.json), so the
-  // entries are checked, not stored.
-  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
-    const json& lt = j["layer_types"];
-    if (!lt.is_array() || lt.size() != m->layers)
-      return refuse_value(j, "layer_types",
-                          "must be a list of num_hidden_layers=" + std::to_string(m->layers) +
-                              " entries, each \"sliding_attention\" or \"full_attention\"");
-    for (const json& t : lt)
-      if (t != "sliding_attention" && t != "full_attention")
-        return make_error("invalid_value", "model.layer_types",
-                          "model.layer_types: " + short_dump(t) +
-                              " is not a gpt-oss layer type; allowed: sliding_attention, "
-                              "full_attention");
-  }
+  // layer_types and sliding_window: read_sliding_layers (json_model.cpp).
   m->hf_modules = HfModules::kGptOss;
   b.attn_sinks = true;
   b.mlp_bias = true;

@@ -98,9 +98,14 @@ std::optional<Error> read_llama4(const json& j, ModelSpec* m) {
   if (j.contains("attn_temperature_tuning"))
     ACTMEM_TRY(
         read_bool(j["attn_temperature_tuning"], "model.attn_temperature_tuning", &temperature));
-  if (j.contains("attention_chunk_size") && !j["attention_chunk_size"].is_null()) {
-    std::uint64_t chunk = 0;
-    ACTMEM_TRY(read_uint(j["attention_chunk_size"], "model.attention_chunk_size", &chunk));
+  // Chunked attention on the RoPE layers (Llama4TextConfig: layer_types "chunked_attention"
+  // where no_rope_layers is 1; null turns it off): a query sees its chunk only.
+  std::uint64_t chunk = 8192;
+  if (j.contains("attention_chunk_size")) {
+    if (j["attention_chunk_size"].is_null())
+      chunk = 0;
+    else
+      ACTMEM_TRY(read_uint(j["attention_chunk_size"], "model.attention_chunk_size", &chunk));
   }
   // The kinds: (MoE or dense) x (RoPE or NoPE), in order of first appearance.
   m->kinds.clear();
@@ -110,6 +115,7 @@ std::optional<Error> read_llama4(const json& j, ModelSpec* m) {
     k.rope = rope[i];
     k.qk_l2_norm = qk_norm && rope[i];
     k.attn_temperature = temperature && !rope[i];
+    k.window = rope[i] ? chunk : 0;
     if (moe[i]) {
       k.moe.shared_experts = 1;
       k.moe.shared_expert_ffn = base.moe.expert_ffn;

@@ -179,36 +179,43 @@ std::optional<Error> read_metadata(const json& j, ModelSpec* m) {
   return std::nullopt;
 }
 
-// Gemma 3's layers alternate sliding and full attention (layer_types, or every
-// sliding_window_pattern-th layer full: Gemma3TextConfig, default 6); with both kinds present the
-// model computes two RoPE tables (Gemma3TextModel rotary_emb and rotary_emb_local).
-std::optional<Error> read_gemma3_rope_tables(const json& j, ModelSpec* m) {
-  bool sliding = false, full = false;
+// The sliding-window layers of Gemma 2 and 3 and gpt-oss: layer_types when given, else the config
+// class's pattern (Gemma2Config and GptOssConfig: even layers sliding; Gemma3TextConfig: every
+// sliding_window_pattern-th layer full, default 6), each sliding layer's window sliding_window
+// (class defaults 4096 and 128). Gemma 3 with both kinds present also computes two RoPE tables
+// (Gemma3TextModel rotary_emb and rotary_emb_local).
+std::optional<Error> read_sliding_layers(const json& j, const std::string& type, ModelSpec* m,
+                                         std::vector<std::uint64_t>* window) {
+  const bool gemma3 = type == "gemma3_text";
+  if (type != "gemma2" && !gemma3 && type != "gpt_oss") return std::nullopt;
+  if (m->layers > kMaxLayers) return std::nullopt;  // validate() names the bound
+  const std::size_t n = static_cast<std::size_t>(m->layers);
+  std::vector<bool> sliding(n, false);
   if (j.contains("layer_types") && !j["layer_types"].is_null()) {
-    const json& lt = j["layer_types"];
-    if (!lt.is_array() || lt.size() != m->layers)
-      return detail::refuse_value(
-          j, "layer_types",
-          "must be a list of num_hidden_layers=" + std::to_string(m->layers) +
-              " entries, each \"sliding_attention\" or \"full_attention\"");
-    for (const json& t : lt) {
-      if (t != "sliding_attention" && t != "full_attention")
-        return make_error("invalid_value", "model.layer_types",
-                          "model.layer_types: " + detail::short_dump(t) +
-                              " is not a Gemma 3 layer type; allowed: sliding_attention, "
-                              "full_attention");
-      (t == "sliding_attention" ? sliding : full) = true;
-    }
-  } else {
+    ACTMEM_TRY(detail::read_layer_types(j, n, type == "gpt_oss" ? "gpt-oss" : "Gemma", &sliding));
+  } else if (gemma3) {
     std::uint64_t pattern = 6;
     if (j.contains("sliding_window_pattern") && !j["sliding_window_pattern"].is_null())
       ACTMEM_TRY(
           detail::read_uint(j["sliding_window_pattern"], "model.sliding_window_pattern", &pattern));
-    // Layer i is full when (i + 1) % pattern == 0.
-    sliding = pattern > 1;
-    full = m->layers >= pattern;
+    for (std::size_t i = 0; i < n; ++i) sliding[i] = (i + 1) % pattern != 0;
+  } else {
+    for (std::size_t i = 0; i < n; ++i) sliding[i] = (i + 1) % 2 != 0;
   }
-  m->hf_rope_tables = sliding && full ? 2 : 1;
+  std::uint64_t w = type == "gpt_oss" ? 128 : 4096;
+  if (j.contains("sliding_window")) {
+    if (j["sliding_window"].is_null())
+      w = 0;
+    else
+      ACTMEM_TRY(detail::read_uint(j["sliding_window"], "model.sliding_window", &w));
+  }
+  window->assign(n, 0);
+  bool any_sliding = false, any_full = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    (*window)[i] = sliding[i] ? w : 0;
+    (sliding[i] ? any_sliding : any_full) = true;
+  }
+  if (gemma3) m->hf_rope_tables = any_sliding && any_full ? 2 : 1;
   return std::nullopt;
 }
 
@@ -652,7 +659,8 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(detail::read_deepseek(j, type, &m));
     return m;
   }
-  if (type == "gemma3_text") ACTMEM_TRY(read_gemma3_rope_tables(j, &m));
+  std::vector<std::uint64_t> windows;
+  ACTMEM_TRY(read_sliding_layers(j, type, &m, &windows));
   if (gpt_oss) ACTMEM_TRY(detail::read_gpt_oss(j, &m));
   if (phimoe) ACTMEM_TRY(detail::read_phimoe(j, &m));
   if (llama4 && !j.contains("num_local_experts"))
@@ -769,6 +777,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     return m;
   }
   ACTMEM_TRY(detail::read_layer_stack(j, &m));
+  detail::apply_windows(&m, windows, "sliding");
   return m;
 }
 

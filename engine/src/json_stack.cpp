@@ -279,4 +279,49 @@ std::optional<Error> read_sparse_step_stack(const json& j, ModelSpec* m) {
   return std::nullopt;
 }
 
+void apply_windows(ModelSpec* m, const std::vector<std::uint64_t>& window, const char* label) {
+  const std::size_t n = std::min<std::size_t>(window.size(), m->layers);
+  bool any = false;
+  for (std::size_t i = 0; i < n; ++i) any = any || window[i] > 0;
+  if (!any) return;
+  if (m->stack.empty()) m->stack.assign(m->layers, 0);
+  const std::size_t kinds = m->kinds.size();
+  // One windowed copy per (kind, window) met, appended after the existing kinds.
+  std::vector<std::pair<std::size_t, std::uint64_t>> made;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (window[i] == 0) continue;
+    const std::size_t ki = m->stack[i];
+    std::size_t at = 0;
+    while (at < made.size() && made[at] != std::make_pair(ki, window[i])) ++at;
+    if (at == made.size()) {
+      LayerKind k = m->kinds[ki];
+      k.window = window[i];
+      k.name = k.name == "base" ? std::string(label) : k.name + "_" + label;
+      m->kinds.push_back(k);
+      made.emplace_back(ki, window[i]);
+    }
+    m->stack[i] = static_cast<std::uint32_t>(kinds + at);
+  }
+  compact(m);
+}
+
+std::optional<Error> read_layer_types(const json& j, std::uint64_t n, const char* family,
+                                      std::vector<bool>* sliding) {
+  const json& lt = j["layer_types"];
+  if (!lt.is_array() || lt.size() != n)
+    return make_error("invalid_value", "model.layer_types",
+                      "model.layer_types: " + short_dump(lt) + " must be a list of " +
+                          "num_hidden_layers=" + std::to_string(n) +
+                          " entries, each \"sliding_attention\" or \"full_attention\"");
+  sliding->assign(lt.size(), false);
+  for (std::size_t i = 0; i < lt.size(); ++i) {
+    if (lt[i] != "sliding_attention" && lt[i] != "full_attention")
+      return make_error("invalid_value", "model.layer_types",
+                        "model.layer_types: " + short_dump(lt[i]) + " is not a " + family +
+                            " layer type; allowed: sliding_attention, full_attention");
+    (*sliding)[i] = lt[i] == "sliding_attention";
+  }
+  return std::nullopt;
+}
+
 }  // namespace actmem::detail

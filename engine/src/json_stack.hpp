@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,5 +21,12 @@ std::optional<Error> read_layer_stack(const nlohmann::json& j, ModelSpec* m);
 
 // Qwen2-MoE's decoder_sparse_step and mlp_only_layers: dense layers among the MoE ones.
 std::optional<Error> read_sparse_step_stack(const nlohmann::json& j, ModelSpec* m);
+// Gives layer i the attention window `window[i]` (0: full), splitting each kind into its full and
+// windowed layers (the windowed kind named `label`, or NAME_`label` for a kind other than base).
+void apply_windows(ModelSpec* m, const std::vector<std::uint64_t>& window, const char* label);
+// Reads a layer_types list of `n` entries, each "sliding_attention" or "full_attention", into
+// `sliding` (the family's name for messages).
+std::optional<Error> read_layer_types(const nlohmann::json& j, std::uint64_t n, const char* family,
+                                      std::vector<bool>* sliding);
 
 }  // namespace actmem::detail

@@ -59,6 +59,12 @@ std::uint64_t kv_cache_width(const LayerKind& k, std::uint64_t kv, Checked& ck) 
   return ck.mul(ck.mul(2, kv, "kv_cache"), k.head_dim, "kv_cache");
 }
 
+// A windowed layer (sliding window, Llama 4's chunks) caches its last `window` tokens only
+// (transformers' sliding-window cache layers); full attention caches every token.
+std::uint64_t kv_tokens(const LayerKind& k, std::uint64_t tokens) {
+  return k.window > 0 ? std::min(k.window, tokens) : tokens;
+}
+
 std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
   // A custom-kept id must name a record of at least one layer kind; each kind keeps those it has.
   for (std::size_t i = 0; i < r.custom_keep.size(); ++i) {
@@ -242,11 +248,12 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   const Bytes pw = dtype_bytes(c.act_dtype);
   for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
     const LayerKind& lk = m.kinds[ki];
-    e.kv_cache.total_bytes = ck.add(e.kv_cache.total_bytes,
-                                    ck.mul(ck.mul(ck.mul(pw, e.kinds[ki].layers, "kv_cache"),
-                                                  kv_cache_width(lk, lk.kv_heads, ck), "kv_cache"),
-                                           ck.mul(c.seq, c.micro_batch, "kv_cache"), "kv_cache"),
-                                    "kv_cache");
+    e.kv_cache.total_bytes =
+        ck.add(e.kv_cache.total_bytes,
+               ck.mul(ck.mul(ck.mul(pw, e.kinds[ki].layers, "kv_cache"),
+                             kv_cache_width(lk, lk.kv_heads, ck), "kv_cache"),
+                      ck.mul(kv_tokens(lk, c.seq), c.micro_batch, "kv_cache"), "kv_cache"),
+               "kv_cache");
   }
   for (const RankSetup& s : e.ranks) {
     Bytes stage_kv = 0;
@@ -254,11 +261,12 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
       for (std::uint64_t j = 0; j < s.chunk_sizes[ci]; ++j) {
         const std::uint64_t layer = s.chunk_first[ci] + j;
         const LayerGeometry& lg = e.kind_at(layer).geometry;
-        stage_kv =
-            ck.add(stage_kv,
-                   ck.mul(ck.mul(pw, kv_cache_width(m.kind_of(layer), lg.kv.value, ck), "kv_cache"),
-                          ck.mul(lg.s_tp.value, c.micro_batch, "kv_cache"), "kv_cache"),
-                   "kv_cache");
+        stage_kv = ck.add(
+            stage_kv,
+            ck.mul(ck.mul(pw, kv_cache_width(m.kind_of(layer), lg.kv.value, ck), "kv_cache"),
+                   ck.mul(kv_tokens(m.kind_of(layer), lg.s_tp.value), c.micro_batch, "kv_cache"),
+                   "kv_cache"),
+            "kv_cache");
       }
     e.kv_cache.per_gpu_bytes = std::max(e.kv_cache.per_gpu_bytes, stage_kv);
   }

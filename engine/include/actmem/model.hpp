@@ -84,6 +84,10 @@ struct LayerKind {
   bool rope = true;
   bool qk_l2_norm = false;
   bool attn_temperature = false;
+  // Tokens a query attends back to: a sliding window (Gemma 2/3, gpt-oss) or Llama 4's chunks;
+  // 0 for full attention. It bounds the inference KV cache (min(s, window) tokens per layer);
+  // eager and flash attention keep the same saved tensors either way (measured).
+  std::uint64_t window = 0;
   // RMSNorm over each head's query and key before RoPE, one head_dim weight each, shared by the
   // heads (Qwen3Attention's q_norm/k_norm; Megatron-LM's qk_layernorm).
   bool qk_norm = false;

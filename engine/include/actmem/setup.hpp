@@ -81,6 +81,8 @@ std::optional<Error> set_policy_costs(Setup& s, const Recompute& r);
 // V at every KV head (seed 002_13aa127c0ff0c20b.txt: 2·H·d), or under MLA the compressed latent
 // and the shared RoPE key, whole on every TP rank (DeepSeek-V2, Sec. 2.1.4: d_c + d_h^R).
 std::uint64_t kv_cache_width(const LayerKind& k, std::uint64_t kv, Checked& ck);
+// Tokens a layer caches at inference: every one, or its attention window's.
+std::uint64_t kv_tokens(const LayerKind& k, std::uint64_t tokens);
 
 // Structural validation alone (also used by the JSON readers).
 std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c);
