@@ -561,3 +561,54 @@ TEST_CASE(
   bad["text_config"]["tie_word_embeddings"] = false;
   CHECK(field(bad)["field"] == "model.tie_word_embeddings");
 }
+
+TEST_CASE(
+    "Hostile run, round 8 (gpt_oss, phimoe, llama4_text, wrappers): wrapper keys that change "
+    "memory are refused, errors found after reading name text_config's keys, stacks are refused "
+    "where the family has none, widths name the key given",
+    "[hf][errors]") {
+  json scout = hub_config("llama-4-scout-17b-16e-instruct.aiconfigurator.config.json");
+  scout.erase("vision_config");
+  auto err = [](const json& m) { return actmem::evaluate_json(json{{"model", m}})["error"]; };
+  const std::pair<const char*, json> wrapper_keys[] = {
+      {"quantization_config", {{"quant_method", "fbgemm_fp8"}}},
+      {"attn_implementation", "sdpa"},
+      {"output_router_logits", true}};
+  for (const auto& [key, value] : wrapper_keys) {
+    json m = scout;
+    m[key] = value;
+    INFO(key);
+    CHECK(err(m)["field"] == std::string("model.") + key);
+  }
+  json tie = scout;
+  tie["tie_word_embeddings"] = "yes";
+  CHECK(err(tie)["field"] == "model.tie_word_embeddings");
+  // validate() runs after reading: its errors are nested too, message included.
+  json kv = scout;
+  kv["text_config"]["num_key_value_heads"] = 3;
+  const json e = err(kv);
+  CHECK(e["field"] == "model.text_config.num_key_value_heads");
+  CHECK(e["message"].get<std::string>().rfind("model.text_config.num_key_value_heads: 3 ", 0) ==
+        0);
+  // Both paths of a conflict are nested.
+  json g = {{"model_type", "gemma3"}, {"text_config", hub_config("gemma-3-1b-it.config.json")}};
+  g["text_config"]["hidden_act"] = "silu";
+  CHECK(err(g)["message"].get<std::string>().find("conflicts with model.text_config.hidden_act") !=
+        std::string::npos);
+  // A stack of kinds on a family with one layer kind would build layers it does not have.
+  json go = {{"model_type", "gpt_oss"},   {"hidden_size", 256},        {"intermediate_size", 256},
+             {"num_hidden_layers", 2},    {"num_attention_heads", 4},  {"num_key_value_heads", 2},
+             {"num_local_experts", 8},    {"num_experts_per_tok", 2},  {"vocab_size", 1024},
+             {"layer_kinds", {{"k", {{"attn_sinks", false}}}}},
+             {"layer_stack", {{{"kind", "k"}, {"repeat", 2}}}}};
+  CHECK(err(go)["field"] == "model.layer_kinds");
+  json pm = {{"model_type", "phimoe"},    {"hidden_size", 256},       {"intermediate_size", 256},
+             {"num_hidden_layers", 2},    {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+             {"num_local_experts", 8},    {"vocab_size", 1024},       {"gemma_norm", true}};
+  CHECK(err(pm)["field"] == "model.gemma_norm");
+  json l4 = scout["text_config"];
+  l4["intermediate_size_mlp"] = 4611686018427387904ULL;
+  const json w = err(l4);
+  CHECK(w["field"] == "model.intermediate_size_mlp");
+  CHECK(w["message"].get<std::string>().find("4611686018427387904") != std::string::npos);
+}

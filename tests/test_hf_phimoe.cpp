@@ -61,10 +61,20 @@ TEST_CASE(
   json jitter = tiny();
   jitter["input_jitter_noise"] = 0.01;
   // mul_ by uniform noise keeps the noise: b x s x h bf16 = 65,536 B (derived from
-  // PhimoeSparseMoeBlock.forward; the measured rows ran at the class default 0.0).
+  // PhimoeSparseMoeBlock.forward; the measured rows ran at the class default 0.0). The generic
+  // expert records of the other profiles keep it too (Megatron-LM's apply_input_jitter).
   CHECK(u(estimate(jitter)["per_layer"]["activation_bytes"]) -
             u(r["per_layer"]["activation_bytes"]) ==
         2 * 64 * 256 * 2);
+  for (const char* profile : {"megatron", "pytorch"}) {
+    INFO(profile);
+    auto layer = [&](const json& m) {
+      return u(run(json{{"model", m},
+                        {"config", {{"micro_batch", 2}, {"seq", 64}, {"profile", profile}}}})
+                   ["per_layer"]["activation_bytes"]);
+    };
+    CHECK(layer(jitter) - layer(tiny()) == 2 * 64 * 256 * 2);
+  }
   json biased = tiny();
   biased["lm_head_bias"] = true;
   CHECK(u(estimate(biased)["model"]["params"]) - u(r["model"]["params"]) == 1024);

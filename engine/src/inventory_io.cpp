@@ -12,6 +12,13 @@ constexpr const char* kK43 = "Korthikanti et al. 2022, Sec. 4.3 (input and outpu
 void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb) {
   const DType p = g.act;
+  // Input jitter (PhiMoE's input_jitter_noise; Megatron-LM's moe_input_jitter_eps): the tokens
+  // are multiplied by uniform noise in training, and the multiply keeps the noise.
+  if (k.moe.input_jitter)
+    rb.add("moe.input_jitter", {g.b, g.s_rep, g.h}, p, "mul backward",
+           "the uniform noise the router's input was scaled by",
+           "transformers modeling_phimoe.py PhimoeSparseMoeBlock; Megatron-LM router.py "
+           "apply_input_jitter");
   // With one norm shared by a parallel block the normalized tokens are attn.qkv_in's tensor.
   if (m.block != BlockLayout::kParallel)
     rb.add("moe.router_in", {g.b, g.s_rep, g.h}, p, "router and expert dispatch backward",

@@ -44,8 +44,11 @@ std::optional<Error> read_llama4(const json& j, ModelSpec* m) {
                           "shared expert of the same width); remove it");
   // Dense layers: Llama4TextMLP of intermediate_size_mlp (class default 16384).
   std::uint64_t dense_f = 16384;
-  if (j.contains("intermediate_size_mlp"))
+  if (j.contains("intermediate_size_mlp")) {
     ACTMEM_TRY(read_uint(j["intermediate_size_mlp"], "model.intermediate_size_mlp", &dense_f));
+    if (dense_f > kMaxDim)
+      return refuse_value(j, "intermediate_size_mlp", "is larger than the supported 2^40");
+  }
   // MoE layers: moe_layers, else every interleave_moe_layer_step-th layer from step - 1.
   std::vector<bool> moe(n, false);
   if (j.contains("moe_layers") && !j["moe_layers"].is_null()) {

@@ -261,8 +261,19 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
         return make_error("missing_key", "model.text_config",
                           "model.text_config: required for model_type " + outer +
                               " (an object: the language model's config)");
+      // The keys refused on a text model are refused here too (transformers applies a
+      // wrapper's quantization and attention settings to its language model).
+      for (const char* k : kCheckedHfKeys)
+        if (j.contains(k) && !j[k].is_null() && j[k] != false)
+          return make_error("unsupported", std::string("model.") + k,
+                            std::string("model.") + k + ": " + detail::short_dump(j[k]) +
+                                " is not modelled on a multimodal wrapper; remove it");
+      if (j.contains("tie_word_embeddings")) {
+        bool tied = false;
+        ACTMEM_TRY(detail::read_bool(j["tie_word_embeddings"], "model.tie_word_embeddings", &tied));
+      }
       for (auto it = j.begin(); it != j.end(); ++it)
-        if (!in(kWrapperKeys, it.key()) && warnings)
+        if (!in(kWrapperKeys, it.key()) && !in(kCheckedHfKeys, it.key()) && warnings)
           warnings->push_back("model." + it.key() + ": ignored (does not affect memory)");
       json text = j["text_config"];
       if (text.contains("model_type") && text["model_type"] != text_type)
@@ -286,20 +297,15 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
       if (j.contains("metadata")) text["metadata"] = j["metadata"];
       std::vector<std::string> inner;
       auto r = model_from_json(text, id, warnings ? &inner : nullptr);
-      auto nested = [](std::string s) {
-        return s.rfind("model.", 0) == 0 && s.rfind("model.metadata", 0) != 0
-                   ? "model.text_config." + s.substr(6)
-                   : s;
-      };
-      for (std::string& w : inner) warnings->push_back(nested(w));
-      if (!r.ok()) {
-        Error e = r.error();
-        if (e.message.rfind(e.field, 0) == 0)
-          e.message = nested(e.field) + e.message.substr(e.field.size());
-        e.field = nested(e.field);
-        return e;
-      }
-      return r;
+      const std::string root = "model.text_config";
+      for (std::string& w : inner)
+        warnings->push_back(nest_model_fields(Error{"", "", w}, root).message);
+      if (!r.ok()) return nest_model_fields(r.error(), root);
+      // Errors found later (validate(), the layer kinds' checks) name text_config's keys too.
+      ModelSpec m = r.value();
+      m.field = root;
+      for (LayerKind& k : m.kinds) k.field = nest_model_fields(Error{"", k.field, ""}, root).field;
+      return m;
     }
   }
   ModelSpec m;
@@ -766,6 +772,16 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                       "model.layer_stack: give either layer_stack or decoder_sparse_step / "
                       "mlp_only_layers, not both");
   if (sparse_step) ACTMEM_TRY(detail::read_sparse_step_stack(j, &m));
+  // gpt-oss's and PhiMoE's layers are all one sparse kind (their windows aside): a stack of
+  // kinds would build layers their modules do not have.
+  if (gpt_oss || phimoe)
+    for (const char* k : {"layer_kinds", "layer_stack"})
+      if (j.contains(k))
+        return make_error("unsupported", std::string("model.") + k,
+                          std::string("model.") + k + ": not read for model_type " + type +
+                              (gpt_oss ? " (every layer is the same sparse layer; layer_types "
+                                         "places the sliding windows)"
+                                       : " (every layer is the same sparse layer)"));
   if (llama4) {
     for (const char* k : {"layer_kinds", "layer_stack", "decoder_sparse_step", "mlp_only_layers"})
       if (j.contains(k))

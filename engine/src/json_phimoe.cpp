@@ -43,6 +43,9 @@ std::optional<Error> read_phimoe(const json& j, ModelSpec* m) {
   // PhimoeDecoderLayer and PhimoeModel normalize with nn.LayerNorm (weight and bias).
   if (j.contains("norm_type") && j["norm_type"] != "layernorm")
     return refuse_value(j, "norm_type", "PhiMoE's norms are LayerNorms; allowed: \"layernorm\"");
+  if (m->gemma_norm)
+    return refuse_value(j, "gemma_norm",
+                        "is Gemma's RMSNorm; PhiMoE's norms are LayerNorms (allowed: false)");
   m->norm = NormType::kLayerNorm;
   m->hf_modules = HfModules::kPhimoe;
   b.moe.hf_block = HfMoe::kPhimoe;

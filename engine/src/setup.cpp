@@ -99,7 +99,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
                 ? std::min<std::uint64_t>(2048, m.max_positions)
                 : 2048;
-  if (auto err = validate(m, c)) return *err;
+  if (auto err = validate(m, c)) return nest_model_fields(*err, m.field);
   const Parallel& p = c.par;
   if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
   if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;

@@ -51,7 +51,9 @@ std::optional<Error> validate_kind(const LayerKind& k) {
     if (auto err = positive_dim(f + key, v)) return err;
   if (!k.is_moe() && k.ffn_hidden == 0)
     return bad(f + "intermediate_size", "must be a positive integer, got 0");
-  if (k.ffn_hidden > kMaxDim) return bad(f + "intermediate_size", "larger than the supported 2^40");
+  if (k.ffn_hidden > kMaxDim)
+    return bad(f + "intermediate_size",
+               std::to_string(k.ffn_hidden) + " is larger than the supported 2^40");
   if (k.heads % k.kv_heads != 0)
     return bad(f + "num_key_value_heads",
                std::to_string(k.kv_heads) + " does not divide num_attention_heads=" +
@@ -70,7 +72,8 @@ std::optional<Error> validate_kind(const LayerKind& k) {
       return bad(f + "num_shared_experts",
                  std::to_string(k.moe.shared_experts) + " is more than the supported 1024");
     if (k.moe.shared_expert_ffn > kMaxDim)
-      return bad(f + "shared_expert_intermediate_size", "larger than the supported 2^40");
+      return bad(f + "shared_expert_intermediate_size",
+                 std::to_string(k.moe.shared_expert_ffn) + " is larger than the supported 2^40");
     if (!(k.moe.capacity_factor >= 0.0 && k.moe.capacity_factor <= 1024.0))
       return bad(f + "capacity_factor", "must be 0 (dropless) or a positive number up to 1024");
   }
