@@ -588,27 +588,60 @@ TEST_CASE(
   kv["text_config"]["num_key_value_heads"] = 3;
   const json e = err(kv);
   CHECK(e["field"] == "model.text_config.num_key_value_heads");
-  CHECK(e["message"].get<std::string>().rfind("model.text_config.num_key_value_heads: 3 ", 0) ==
-        0);
+  CHECK(e["message"].get<std::string>().rfind("model.text_config.num_key_value_heads: 3 ", 0) == 0);
   // Both paths of a conflict are nested.
   json g = {{"model_type", "gemma3"}, {"text_config", hub_config("gemma-3-1b-it.config.json")}};
   g["text_config"]["hidden_act"] = "silu";
   CHECK(err(g)["message"].get<std::string>().find("conflicts with model.text_config.hidden_act") !=
         std::string::npos);
   // A stack of kinds on a family with one layer kind would build layers it does not have.
-  json go = {{"model_type", "gpt_oss"},   {"hidden_size", 256},        {"intermediate_size", 256},
-             {"num_hidden_layers", 2},    {"num_attention_heads", 4},  {"num_key_value_heads", 2},
-             {"num_local_experts", 8},    {"num_experts_per_tok", 2},  {"vocab_size", 1024},
+  json go = {{"model_type", "gpt_oss"},
+             {"hidden_size", 256},
+             {"intermediate_size", 256},
+             {"num_hidden_layers", 2},
+             {"num_attention_heads", 4},
+             {"num_key_value_heads", 2},
+             {"num_local_experts", 8},
+             {"num_experts_per_tok", 2},
+             {"vocab_size", 1024},
              {"layer_kinds", {{"k", {{"attn_sinks", false}}}}},
              {"layer_stack", {{{"kind", "k"}, {"repeat", 2}}}}};
   CHECK(err(go)["field"] == "model.layer_kinds");
-  json pm = {{"model_type", "phimoe"},    {"hidden_size", 256},       {"intermediate_size", 256},
-             {"num_hidden_layers", 2},    {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-             {"num_local_experts", 8},    {"vocab_size", 1024},       {"gemma_norm", true}};
+  json pm = {{"model_type", "phimoe"}, {"hidden_size", 256},       {"intermediate_size", 256},
+             {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+             {"num_local_experts", 8}, {"vocab_size", 1024},       {"gemma_norm", true}};
   CHECK(err(pm)["field"] == "model.gemma_norm");
   json l4 = scout["text_config"];
   l4["intermediate_size_mlp"] = 4611686018427387904ULL;
   const json w = err(l4);
   CHECK(w["field"] == "model.intermediate_size_mlp");
   CHECK(w["message"].get<std::string>().find("4611686018427387904") != std::string::npos);
+}
+
+TEST_CASE(
+    "An unknown model_type with a decoder's keys names the closest supported family and how to "
+    "force it; one with state-space layers says they are not modelled",
+    "[hf][errors]") {
+  auto message = [](const char* type) {
+    const json m = {{"model_type", type},     {"hidden_size", 256}, {"num_attention_heads", 4},
+                    {"num_hidden_layers", 2}, {"vocab_size", 1024}, {"intermediate_size", 512}};
+    const json e = actmem::evaluate_json(json{{"model", m}})["error"];
+    CHECK(e["field"] == "model.model_type");
+    return e["message"].get<std::string>();
+  };
+  CHECK(message("qwen3_next")
+            .find("the closest supported family is qwen3_moe (set "
+                  "\"model_type\": \"qwen3_moe\"") != std::string::npos);
+  CHECK(message("mistral3").find("closest supported family is mistral ") != std::string::npos);
+  CHECK(message("olmo2").find("closest supported family is llama ") != std::string::npos);
+  // Nemotron-H's published config (tests/data/hf): its Mamba layers are named, no family offered.
+  const json n = actmem::evaluate_json(
+      json{{"model_text", source_file("tests/data/hf/nemotron-h-56b-base-8k.config.json")}});
+  CHECK(n["error"]["message"].get<std::string>().find(
+            "its state-space (Mamba) layers are not modelled yet") != std::string::npos);
+  // Without a decoder's keys (T5), the plain message.
+  CHECK(actmem::evaluate_json(
+            json{{"model", {{"model_type", "t5"}, {"d_model", 512}}}})["error"]["message"]
+            .get<std::string>()
+            .find("closest") == std::string::npos);
 }

@@ -70,8 +70,10 @@ TEST_CASE(
     INFO(profile);
     auto layer = [&](const json& m) {
       return u(run(json{{"model", m},
-                        {"config", {{"micro_batch", 2}, {"seq", 64}, {"profile", profile}}}})
-                   ["per_layer"]["activation_bytes"]);
+                        {"config",
+                         {{"micro_batch", 2},
+                          {"seq", 64},
+                          {"profile", profile}}}})["per_layer"]["activation_bytes"]);
     };
     CHECK(layer(jitter) - layer(tiny()) == 2 * 64 * 256 * 2);
   }

@@ -316,10 +316,41 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   if (j.contains("model_type"))
     ACTMEM_TRY(detail::read_string(j["model_type"], "model.model_type", &type));
   const bool hf = !type.empty();
-  if (hf && !in(kSupportedTypes, type))
+  if (hf && !in(kSupportedTypes, type)) {
+    // A config with a standard decoder's keys gets the closest supported family and how to
+    // force it (issue 13): a supported type sharing its longest prefix (qwen3_next: qwen3_moe,
+    // mistral3: mistral), else one a few edits away, else Llama, the standard decoder.
+    std::string hint;
+    const bool decoder = j.contains("hidden_size") && j.contains("num_attention_heads") &&
+                         j.contains("num_hidden_layers") && j.contains("vocab_size");
+    // State-space (Mamba) layers: no decoder family reads them, so none is offered.
+    bool ssm = false;
+    for (const char* k : {"hybrid_override_pattern", "ssm_state_size", "state_size",
+                          "mamba_num_heads", "layers_block_type", "conv_kernel"})
+      ssm = ssm || j.contains(k);
+    if (ssm)
+      hint = "; its state-space (Mamba) layers are not modelled yet";
+    else if (decoder && type.size() <= 64) {
+      std::size_t best = 2;
+      std::string family;
+      for (const char* t : kSupportedTypes) {
+        std::size_t n = 0;
+        while (t[n] && n < type.size() && t[n] == type[n]) ++n;
+        if (n > best) best = n, family = t;
+      }
+      if (family.empty())
+        family = detail::closest(type, kSupportedTypes,
+                                 sizeof(kSupportedTypes) / sizeof(kSupportedTypes[0]));
+      if (family.empty()) family = "llama";
+      hint = "; its keys are a decoder's: the closest supported family is " + family +
+             " (set \"model_type\": \"" + family +
+             "\" to read it as one, at the risk of what that family does not read)";
+    }
     return make_error("unsupported", "model.model_type",
                       "model.model_type: '" + detail::key_text(type) +
-                          "' is not a supported architecture; allowed: " + joined(kSupportedTypes));
+                          "' is not a supported architecture" + hint +
+                          "; allowed: " + joined(kSupportedTypes));
+  }
   // Families whose config classes differ from LlamaConfig's defaults in ways read below.
   const bool gemma = type == "gemma2" || type == "gemma3_text";
   const bool qwen_moe = type == "qwen2_moe" || type == "qwen3_moe";

@@ -101,9 +101,9 @@ struct LayerKind {
 };
 
 struct ModelSpec {
-  std::string id;       // preset id or "custom"
+  std::string id;               // preset id or "custom"
   std::string field = "model";  // where its keys were read: "model.text_config" in a wrapper
-  std::string name;  // display name
+  std::string name;             // display name
   std::string source;
   std::uint64_t published_params = 0;  // 0 when unknown
   std::string published_params_source;
