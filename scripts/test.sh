@@ -29,13 +29,17 @@ ctest --preset asan
 echo "== fuzz: deterministic libFuzzer runs over every client path (docs/reliability.md, Fuzzing)"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
+# Each target stops at its run count or after 240 s, whichever comes first: the runs are seeded
+# (-seed=1), but which inputs they reach depends on the binary's coverage, and a change can steer
+# them into costlier ones (2026-12-01: actmem-fuzz-cli's 50,000 runs took 1,426 s, where an earlier
+# CI run took 348 s).
 fuzz() {  # target, runs, dictionary, corpus folders...
   local t=$1 runs=$2 dict=$3; shift 3
-  echo "-- $t: $runs runs"
+  echo "-- $t: $runs runs (at most 240 s)"
   rm -rf "build/fuzz-ci/$t" && mkdir -p "build/fuzz-ci/$t"
   local len=()  # the command-line targets' seeds hold 12 KB files; keep mutations near that size
   [ "$t" = actmem-fuzz ] || len=(-max_len=16384)
-  "build/fuzz/$t" -seed=1 -runs="$runs" -timeout=10 -rss_limit_mb=4096 "${len[@]}" \
+  "build/fuzz/$t" -seed=1 -runs="$runs" -max_total_time=240 -timeout=10 -rss_limit_mb=4096 "${len[@]}" \
     -dict="$dict" -artifact_prefix="build/fuzz-ci/$t-" "build/fuzz-ci/$t" "$@" 2>&1 | tail -n 2
 }
 fuzz actmem-fuzz 100000 fuzz/json.dict fuzz/corpus fuzz/regressions  # the JSON entry point
