@@ -29,10 +29,10 @@ ctest --preset asan
 echo "== fuzz: deterministic libFuzzer runs over every client path (docs/reliability.md, Fuzzing)"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
-# Each target stops at its run count or after 240 s, whichever comes first: the runs are seeded
-# (-seed=1), but which inputs they reach depends on the binary's coverage, and a change can steer
-# them into costlier ones (2026-12-01: actmem-fuzz-cli's 50,000 runs took 1,426 s, where an earlier
-# CI run took 348 s).
+# Each target stops at its run count or after 240 s, whichever comes first, so a slow path cannot
+# stretch CI (2026-12-01: the CLI zeroed a 16 MiB buffer per file read, and actmem-fuzz-cli's
+# 50,000 runs took 1,426 s; fixed in engine/cli/args.cpp, actmem-fuzz-validate went from 48 to
+# 1,500 runs a second).
 fuzz() {  # target, runs, dictionary, corpus folders...
   local t=$1 runs=$2 dict=$3; shift 3
   echo "-- $t: $runs runs (at most 240 s)"
