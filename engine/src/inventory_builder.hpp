@@ -72,10 +72,6 @@ void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
                    RecordBuilder& rb);
 void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                   RecordBuilder& rb);
-void build_hf_gpt_oss_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
-                          RecordBuilder& rb);
-void build_hf_llama4_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
-                         RecordBuilder& rb);
 std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind& k,
                                             const LayerGeometry& g, Checked& ck);
 void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile p, RecordBuilder& in,

@@ -79,6 +79,114 @@ void add_phimoe_router(const ModelSpec& m, const LayerKind& k, const LayerGeomet
          "the chosen expert's probability, the multiplier", kRouterPhimoe);
 }
 
+// The grouped experts transformers 5.17 runs over the routed token copies (Tk = expert_tokens;
+// integrations/moe.py grouped_mm_experts_forward): the sort and scatter indices, the copies'
+// rows, the activation's tensors, the down GEMM's input, each copy's routing weight and output.
+// `gpt_oss`: the router hands over a dense score matrix, gathered by (token, expert), so one more
+// index vector is kept, and the activation is gpt-oss's clamped SwiGLU (_apply_gate) with biases
+// on both projections; else act(gate) * up.
+void add_grouped_experts(const LayerGeometry& g, RecordBuilder& rb, bool gpt_oss, DType combine) {
+  const DType p = g.act;
+  const Dim Tk = g.expert_tokens;
+  rb.add("moe.sort_idx", {Tk, Dim{"2", 2}}, DType::kInt64, "index backward",
+         "the token order by expert and its inverse", kExperts);
+  if (gpt_oss)
+    rb.add("moe.score_gather_idx", {Tk}, DType::kInt64, "index backward",
+           "each copy's expert, the column that gathers its weight from the dense scores",
+           kExperts);
+  rb.add("moe.sort_mask", {Tk}, DType::kBool, "masked ops backward", "one flag per routed copy",
+         kExperts);
+  rb.add("moe.expert_counts", {g.experts}, DType::kInt32, "grouped GEMM backward",
+         "tokens per expert, the group sizes", kExperts);
+  rb.add("moe.expert_in", {Tk, g.h}, p, "gate_up GEMM backward",
+         "the gathered rows each expert multiplies", kExperts);
+  if (gpt_oss) {
+    // gate_up + bias is one (copies, 2f) tensor; both clamps keep it (gate and up are its
+    // strided halves). Then sigmoid's output, the clamped gate and the sigmoid for their
+    // product, up + 1 and the GLU for theirs: with the down GEMM's input, five f-wide tensors.
+    rb.add("moe.gate_up", {Tk, Dim{"2", 2}, g.expert_f}, p, "clamp backward",
+           "gate_up + bias, read by both clamps' backward", kGateGptOss);
+    rb.add("moe.gate_sigmoid", {Tk, g.expert_f}, p, "sigmoid / mul backward",
+           "sigmoid(1.702 gate): its own backward and the product's", kGateGptOss);
+    rb.add("moe.gate_clamped", {Tk, g.expert_f}, p, "mul backward",
+           "the clamped gate, the product's other factor", kGateGptOss);
+    rb.add("moe.up_plus_one", {Tk, g.expert_f}, p, "mul backward",
+           "up + 1, a factor of the gated output", kGateGptOss);
+    rb.add("moe.glu", {Tk, g.expert_f}, p, "mul backward",
+           "gate * sigmoid(1.702 gate), the other factor", kGateGptOss);
+  } else {
+    rb.add("moe.gate_up", {Tk, Dim{"2", 2}, g.expert_f}, p, "act(gate) * up backward",
+           "gate and up, one storage (the activation reads gate, the product up)", kExperts);
+    rb.add("moe.act_out", {Tk, g.expert_f}, p, "mul backward", "act(gate), the product's factor",
+           kExperts);
+  }
+  rb.add("moe.fc2_in", {Tk, g.expert_f}, p, "down GEMM backward",
+         gpt_oss ? "the gated output" : "act(gate) * up", kExperts);
+  rb.add("moe.combine_weight", {Tk}, combine, "weighted combine backward",
+         gpt_oss ? "each copy's routing weight (the router's dtype)" : "each copy's routing weight",
+         kExperts);
+  rb.add("moe.expert_out", {Tk, g.h}, p, "weighted combine backward",
+         gpt_oss ? "the weight gradient needs each copy's output (down + bias)"
+                 : "the weight gradient needs each copy's output",
+         kExperts);
+  rb.add("moe.scatter_idx", {Tk}, DType::kInt64, "index_add backward", "where each copy returns",
+         kExperts);
+}
+
+// A shared expert run as Llama's SwiGLU MLP beside the routed ones (DeepseekV3MoE's shared
+// experts, Llama4TextMoe's shared_expert): gate, act(gate), up and their product.
+void add_shared_swiglu(const LayerGeometry& g, RecordBuilder& rb, const char* src) {
+  const DType p = g.act;
+  rb.add("moe.shared_gate", {g.b, g.s_tp, g.shared_f}, p, "silu backward",
+         "the activation's derivative needs its input", src);
+  rb.add("moe.shared_act_out", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
+         "act(gate) * up keeps both factors", src);
+  rb.add("moe.shared_up", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
+         "act(gate) * up keeps both factors", src);
+  rb.add("moe.shared_fc2_in", {g.b, g.s_tp, g.shared_f}, p, "down linear backward",
+         "weight gradient needs its input", src);
+}
+
+// gpt-oss: its router, then the grouped experts with biases and the clamped SwiGLU.
+void build_hf_gpt_oss_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                          RecordBuilder& rb) {
+  add_gpt_oss_router(m, g, Dim{"k", k.moe.top_k}, rb);
+  // The router's softmax runs in the activation dtype: so do the combine weights.
+  add_grouped_experts(g, rb, true, g.act);
+}
+
+// Llama 4: the router keeps its input, the top-k indices and the fp32 sigmoid of the scattered
+// scores; the experts run on every token (hidden_states.repeat(E, 1) scaled by each expert's
+// score, zero where unrouted) as one batched GEMM, so each tensor has E x b x s rows, not
+// k x b x s; one shared expert (Llama4TextMLP) runs beside them.
+void build_hf_llama4_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                         RecordBuilder& rb) {
+  const DType p = g.act;
+  const Dim T = g.s_rep;
+  const Dim E = g.experts;
+  const Dim K{"k", k.moe.top_k};
+  if (m.block != BlockLayout::kParallel)
+    rb.add("moe.router_in", {g.b, T, g.h}, p, "router linear backward",
+           "weight gradient needs the normalized tokens", kLlama4Moe);
+  rb.add("moe.topk_idx", {g.b, T, K}, DType::kInt64, "topk / scatter backward",
+         "the chosen experts' indices", kLlama4Moe);
+  rb.add("moe.router_probs", {g.b, T, E}, DType::kFp32, "sigmoid backward",
+         "sigmoid(scores.float()) keeps its fp32 output", kLlama4Moe);
+  rb.add("moe.dispatch_weight", {E, g.b, T}, p, "mul backward",
+         "each expert's score for every token, the repeated input's factor", kLlama4Moe);
+  rb.add("moe.dispatch_in", {E, g.b, T, g.h}, p, "mul backward",
+         "the input repeated once per expert, the scores' factor", kLlama4Moe);
+  rb.add("moe.expert_in", {E, g.b, T, g.h}, p, "gate_up bmm backward",
+         "the score-scaled copies every expert multiplies", kLlama4Moe);
+  rb.add("moe.gate_up", {E, g.b, T, Dim{"2", 2}, g.expert_f}, p, "act(gate) * up backward",
+         "gate and up, one storage", kLlama4Moe);
+  rb.add("moe.act_out", {E, g.b, T, g.expert_f}, p, "mul backward",
+         "act(gate), the product's factor", kLlama4Moe);
+  rb.add("moe.fc2_in", {E, g.b, T, g.expert_f}, p, "down bmm backward", "act(gate) * up",
+         kLlama4Moe);
+  add_shared_swiglu(g, rb, kLlama4Moe);
+}
+
 }  // namespace
 
 void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
@@ -137,121 +245,9 @@ void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
              "the top-k weights before renormalization", src);
     }
   }
-  // Grouped experts over the routed token copies (Tk = expert_tokens).
-  const Dim Tk = g.expert_tokens;
-  rb.add("moe.sort_idx", {Tk, Dim{"2", 2}}, DType::kInt64, "index backward",
-         "the token order by expert and its inverse", kExperts);
-  rb.add("moe.sort_mask", {Tk}, DType::kBool, "masked ops backward", "one flag per routed copy",
-         kExperts);
-  rb.add("moe.expert_counts", {E}, DType::kInt32, "grouped GEMM backward",
-         "tokens per expert, the group sizes", kExperts);
-  rb.add("moe.expert_in", {Tk, g.h}, p, "gate_up GEMM backward",
-         "the gathered rows each expert multiplies", kExperts);
-  rb.add("moe.gate_up", {Tk, Dim{"2", 2}, g.expert_f}, p, "act(gate) * up backward",
-         "gate and up, one storage (the activation reads gate, the product up)", kExperts);
-  rb.add("moe.act_out", {Tk, g.expert_f}, p, "mul backward", "act(gate), the product's factor",
-         kExperts);
-  rb.add("moe.fc2_in", {Tk, g.expert_f}, p, "down GEMM backward", "act(gate) * up", kExperts);
-  rb.add("moe.combine_weight", {Tk}, deepseek ? DType::kFp32 : p, "weighted combine backward",
-         "each copy's routing weight", kExperts);
-  rb.add("moe.expert_out", {Tk, g.h}, p, "weighted combine backward",
-         "the weight gradient needs each copy's output", kExperts);
-  rb.add("moe.scatter_idx", {Tk}, DType::kInt64, "index_add backward", "where each copy returns",
-         kExperts);
-  if (e.shared_experts > 0) {
-    // The shared experts are one SwiGLU MLP of n_shared x moe_intermediate_size (DeepseekV3MoE),
-    // kept as Llama's MLP is: gate, act(gate), up, and the product.
-    rb.add("moe.shared_gate", {g.b, g.s_tp, g.shared_f}, p, "silu backward",
-           "the activation's derivative needs its input", kRouterDeepseek);
-    rb.add("moe.shared_act_out", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
-           "act(gate) * up keeps both factors", kRouterDeepseek);
-    rb.add("moe.shared_up", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
-           "act(gate) * up keeps both factors", kRouterDeepseek);
-    rb.add("moe.shared_fc2_in", {g.b, g.s_tp, g.shared_f}, p, "down linear backward",
-           "weight gradient needs its input", kRouterDeepseek);
-  }
-}
-
-// gpt-oss: its router, then the grouped experts with biases and the clamped SwiGLU. The dense
-// score matrix makes the experts gather each copy's weight by (token, expert): both index
-// vectors are kept, one more than Qwen3-MoE's (sample_weights = top_k_weights[token_idx,
-// expert_ids]).
-void build_hf_gpt_oss_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
-                          RecordBuilder& rb) {
-  const DType p = g.act;
-  const Dim K{"k", k.moe.top_k};
-  add_gpt_oss_router(m, g, K, rb);
-  const Dim Tk = g.expert_tokens;
-  const Dim E = g.experts;
-  rb.add("moe.sort_idx", {Tk, Dim{"2", 2}}, DType::kInt64, "index backward",
-         "the token order by expert and its inverse", kExperts);
-  rb.add("moe.score_gather_idx", {Tk}, DType::kInt64, "index backward",
-         "each copy's expert, the column that gathers its weight from the dense scores", kExperts);
-  rb.add("moe.sort_mask", {Tk}, DType::kBool, "masked ops backward", "one flag per routed copy",
-         kExperts);
-  rb.add("moe.expert_counts", {E}, DType::kInt32, "grouped GEMM backward",
-         "tokens per expert, the group sizes", kExperts);
-  rb.add("moe.expert_in", {Tk, g.h}, p, "gate_up GEMM backward",
-         "the gathered rows each expert multiplies", kExperts);
-  // gate_up + bias is one (copies, 2f) tensor; both clamps keep it (gate and up are its strided
-  // halves). Then sigmoid's output, the clamped gate and the sigmoid for their product, up + 1
-  // and the GLU for theirs, and the down GEMM's input: five f-wide tensors.
-  rb.add("moe.gate_up", {Tk, Dim{"2", 2}, g.expert_f}, p, "clamp backward",
-         "gate_up + bias, read by both clamps' backward", kGateGptOss);
-  rb.add("moe.gate_sigmoid", {Tk, g.expert_f}, p, "sigmoid / mul backward",
-         "sigmoid(1.702 gate): its own backward and the product's", kGateGptOss);
-  rb.add("moe.gate_clamped", {Tk, g.expert_f}, p, "mul backward",
-         "the clamped gate, the product's other factor", kGateGptOss);
-  rb.add("moe.up_plus_one", {Tk, g.expert_f}, p, "mul backward",
-         "up + 1, a factor of the gated output", kGateGptOss);
-  rb.add("moe.glu", {Tk, g.expert_f}, p, "mul backward",
-         "gate * sigmoid(1.702 gate), the other factor", kGateGptOss);
-  rb.add("moe.fc2_in", {Tk, g.expert_f}, p, "down GEMM backward", "the gated output", kExperts);
-  rb.add("moe.combine_weight", {Tk}, p, "weighted combine backward",
-         "each copy's routing weight (the router's dtype)", kExperts);
-  rb.add("moe.expert_out", {Tk, g.h}, p, "weighted combine backward",
-         "the weight gradient needs each copy's output (down + bias)", kExperts);
-  rb.add("moe.scatter_idx", {Tk}, DType::kInt64, "index_add backward", "where each copy returns",
-         kExperts);
-}
-
-// Llama 4: the router keeps its input, the top-k indices and the fp32 sigmoid of the scattered
-// scores; the experts run on every token (hidden_states.repeat(E, 1) scaled by each expert's
-// score, zero where unrouted) as one batched GEMM, so each tensor has E x b x s rows, not
-// k x b x s; one shared expert (Llama4TextMLP) runs beside them.
-void build_hf_llama4_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
-                         RecordBuilder& rb) {
-  const DType p = g.act;
-  const Dim T = g.s_rep;
-  const Dim E = g.experts;
-  const Dim K{"k", k.moe.top_k};
-  if (m.block != BlockLayout::kParallel)
-    rb.add("moe.router_in", {g.b, T, g.h}, p, "router linear backward",
-           "weight gradient needs the normalized tokens", kLlama4Moe);
-  rb.add("moe.topk_idx", {g.b, T, K}, DType::kInt64, "topk / scatter backward",
-         "the chosen experts' indices", kLlama4Moe);
-  rb.add("moe.router_probs", {g.b, T, E}, DType::kFp32, "sigmoid backward",
-         "sigmoid(scores.float()) keeps its fp32 output", kLlama4Moe);
-  rb.add("moe.dispatch_weight", {E, g.b, T}, p, "mul backward",
-         "each expert's score for every token, the repeated input's factor", kLlama4Moe);
-  rb.add("moe.dispatch_in", {E, g.b, T, g.h}, p, "mul backward",
-         "the input repeated once per expert, the scores' factor", kLlama4Moe);
-  rb.add("moe.expert_in", {E, g.b, T, g.h}, p, "gate_up bmm backward",
-         "the score-scaled copies every expert multiplies", kLlama4Moe);
-  rb.add("moe.gate_up", {E, g.b, T, Dim{"2", 2}, g.expert_f}, p, "act(gate) * up backward",
-         "gate and up, one storage", kLlama4Moe);
-  rb.add("moe.act_out", {E, g.b, T, g.expert_f}, p, "mul backward",
-         "act(gate), the product's factor", kLlama4Moe);
-  rb.add("moe.fc2_in", {E, g.b, T, g.expert_f}, p, "down bmm backward", "act(gate) * up",
-         kLlama4Moe);
-  rb.add("moe.shared_gate", {g.b, g.s_tp, g.shared_f}, p, "silu backward",
-         "the activation's derivative needs its input", kLlama4Moe);
-  rb.add("moe.shared_act_out", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
-         "act(gate) * up keeps both factors", kLlama4Moe);
-  rb.add("moe.shared_up", {g.b, g.s_tp, g.shared_f}, p, "mul backward",
-         "act(gate) * up keeps both factors", kLlama4Moe);
-  rb.add("moe.shared_fc2_in", {g.b, g.s_tp, g.shared_f}, p, "down linear backward",
-         "weight gradient needs its input", kLlama4Moe);
+  add_grouped_experts(g, rb, false, deepseek ? DType::kFp32 : p);
+  // The shared experts are one SwiGLU MLP of n_shared x moe_intermediate_size (DeepseekV3MoE).
+  if (e.shared_experts > 0) add_shared_swiglu(g, rb, kRouterDeepseek);
 }
 
 }  // namespace actmem::detail
