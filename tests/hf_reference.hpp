@@ -48,4 +48,14 @@ inline json hf_model(const json& row) {
   return m;
 }
 
+// The engine's hf answer for a measured row's model at the row's micro-batch and sequence.
+inline json run_row(const json& row, const std::string& attention) {
+  return run(json{{"model", hf_model(row)},
+                  {"config",
+                   {{"micro_batch", row["b"]},
+                    {"seq", row["s"]},
+                    {"profile", "hf"},
+                    {"attention", attention}}}});
+}
+
 }  // namespace actmem::test

@@ -26,12 +26,7 @@ TEST_CASE(
     // where Llama's is a view of it: measured with cuDNN only, not modelled (validation.md 4.4).
     if (type == "phi3" && att != "eager") continue;
     INFO(type << " " << att << " s=" << row["s"]);
-    const json r = run(json{{"model", hf_model(row)},
-                            {"config",
-                             {{"micro_batch", row["b"]},
-                              {"seq", row["s"]},
-                              {"profile", "hf"},
-                              {"attention", att == "eager" ? "eager" : "flash"}}}});
+    const json r = run_row(row, att == "eager" ? "eager" : "flash");
     CHECK(u(r["model"]["params"]) == u(row["parameters"]));
     std::uint64_t layer = u(row["by_module"]["model.layers.1"]);
     // Gemma 3's layer 1 is its first full-attention layer: it also holds that rotary embedding's
@@ -57,12 +52,7 @@ TEST_CASE(
     if (!row.contains("tensors") || row["attn_implementation"] != "eager") continue;
     if (type == "nemotron_h" || type == "mamba2") continue;  // not read yet (issue 13)
     INFO(type << " s=" << row["s"] << " " << row["config"].dump());
-    const json r = run(json{{"model", hf_model(row)},
-                            {"config",
-                             {{"micro_batch", row["b"]},
-                              {"seq", row["s"]},
-                              {"profile", "hf"},
-                              {"attention", "eager"}}}});
+    const json r = run_row(row, "eager");
     const json& a = r["activations"];
     std::uint64_t logits = 0;
     for (const json& t : r["output_layer"]["tensors"])
@@ -202,12 +192,7 @@ TEST_CASE(
     // q, k, probabilities, v at every head: measured); with the new one, cuDNN attention, which
     // keeps the (b, 1, s, s) mask and a 16 B RNG state (validation.md 4.4, not modelled).
     const std::string engine_att = att == "eager" ? "eager" : new_arch ? "flash" : "sdpa_math";
-    const json r = run(json{{"model", hf_model(row)},
-                            {"config",
-                             {{"micro_batch", row["b"]},
-                              {"seq", row["s"]},
-                              {"profile", "hf"},
-                              {"attention", engine_att}}}});
+    const json r = run_row(row, engine_att);
     CHECK(u(r["model"]["params"]) == u(row["parameters"]));
     CHECK(r["model"]["block_layout"] == (new_arch ? "parallel_two_norms" : "parallel"));
     const std::uint64_t b = u(row["b"]), s = u(row["s"]);
@@ -355,12 +340,7 @@ TEST_CASE(
     if (type != "deepseek_v2" && type != "deepseek_v3" && type != "qwen3_moe") continue;
     const bool eager = row["attn_implementation"] == "eager";
     INFO(type << " " << row["attn_implementation"] << " s=" << row["s"]);
-    const json r = run(json{{"model", hf_model(row)},
-                            {"config",
-                             {{"micro_batch", row["b"]},
-                              {"seq", row["s"]},
-                              {"profile", "hf"},
-                              {"attention", eager ? "eager" : "flash"}}}});
+    const json r = run_row(row, eager ? "eager" : "flash");
     const json& c = row["config"];
     const std::uint64_t b = u(row["b"]), s = u(row["s"]);
     const bool deepseek = type != "qwen3_moe";

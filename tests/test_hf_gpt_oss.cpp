@@ -51,12 +51,7 @@ TEST_CASE(
     // transformers refuses SDPA for gpt-oss (the rows record its ValueError).
     if (row["model_type"] != "gpt_oss" || !row.contains("tensors")) continue;
     INFO("s=" << row["s"]);
-    const json r = run(json{{"model", hf_model(row)},
-                            {"config",
-                             {{"micro_batch", row["b"]},
-                              {"seq", row["s"]},
-                              {"profile", "hf"},
-                              {"attention", "eager"}}}});
+    const json r = run_row(row, "eager");
     CHECK(u(r["model"]["params"]) == u(row["parameters"]));
     CHECK(u(r["per_layer"]["activation_bytes"]) == u(row["by_module"]["model.layers.1"]));
     // Layer 0 (sliding) differs from layer 1 (full) only by the RoPE table its attention keeps

@@ -50,12 +50,7 @@ TEST_CASE(
     const bool eager = row["attn_implementation"] == "eager";
     const std::uint64_t s = u(row["s"]);
     INFO(row["attn_implementation"] << " s=" << s);
-    const json r = run(json{{"model", hf_model(row)},
-                            {"config",
-                             {{"micro_batch", row["b"]},
-                              {"seq", s},
-                              {"profile", "hf"},
-                              {"attention", eager ? "eager" : "flash"}}}});
+    const json r = run_row(row, eager ? "eager" : "flash");
     CHECK(u(r["model"]["params"]) == u(row["parameters"]));
     const json& bm = row["by_module"];
     // Layer 0 (dense, RoPE) also holds the RoPE table (freqs_cis, s x d/2 complex64 = 4sd B),

@@ -33,12 +33,7 @@ TEST_CASE(
     if (row["model_type"] != "phimoe") continue;
     const bool eager = row["attn_implementation"] == "eager";
     INFO(row["attn_implementation"] << " s=" << row["s"]);
-    const json r = run(json{{"model", hf_model(row)},
-                            {"config",
-                             {{"micro_batch", row["b"]},
-                              {"seq", row["s"]},
-                              {"profile", "hf"},
-                              {"attention", eager ? "eager" : "flash"}}}});
+    const json r = run_row(row, eager ? "eager" : "flash");
     CHECK(u(r["model"]["params"]) == u(row["parameters"]));
     CHECK(u(r["per_layer"]["activation_bytes"]) ==
           u(row["by_module"]["model.layers.1"]) + (eager ? 0 : 8));
