@@ -267,6 +267,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     std::vector<std::pair<std::string, Bytes>> parts;
     for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
       const LayerKind& lk = m.kinds[ki];
+      if (!lk.has_attention()) continue;
       const std::uint64_t width = kv_cache_width(lk, lk.kv_heads, ck);
       const std::string what = lk.is_mla() ? std::to_string(width) + " (d_c + d_r, MLA)"
                                            : "2 · " + std::to_string(lk.kv_heads) + " kv · " +
@@ -284,6 +285,22 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   }
 
   if (p.sp && p.tp == 1) e.warnings.push_back("sp has no effect with tp=1");
+  // A Mamba-2 layer's inference state is fixed in s: the convolution's last K-1 inputs and the
+  // SSM state (transformers' Mamba2 / NemotronH cache: conv_states, recurrent_states).
+  for (const LayerKind& lk : m.kinds)
+    if (lk.is_mamba()) {
+      const MambaSpec& x = lk.mamba;
+      Checked st;  // widths are bounded by validate(); the products may still pass 2^64
+      const std::uint64_t values =
+          st.add(st.mul(x.conv_kernel - 1, x.conv_dim(), "kv_cache"),
+                 st.mul(st.mul(x.heads, x.head_dim, "kv_cache"), x.state, "kv_cache"), "kv_cache");
+      e.warnings.push_back(
+          "kv_cache counts attention layers only; each Mamba-2 layer ('" + lk.name +
+          "') keeps instead a fixed state of b x ((K-1) x (I+2GN) + H x P x N) = b x " +
+          (st.overflowed() ? std::string("more than 2^64") : std::to_string(values)) +
+          " values, whatever s");
+      break;
+    }
   if (c.profile == Profile::kTextbook &&
       std::any_of(m.kinds.begin(), m.kinds.end(),
                   [](const LayerKind& lk) { return lk.kv_heads != lk.heads; }))

@@ -59,8 +59,9 @@ struct NormIds {
   const char* normed;
   const char* scale;
 };
+// `fp32_input`: the norm reads an fp32 tensor (Mamba2's fp32 residual stream at the final norm).
 void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb,
-              bool hf, bool shares_input = false);
+              bool hf, bool shares_input = false, bool fp32_input = false);
 
 void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                     RecordBuilder& rb);
@@ -68,6 +69,11 @@ void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
                     RecordBuilder& rb);
 void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb, bool hf);
+// The Mamba-2 mixer after its norm (engine/src/inventory_mamba.cpp): transformers' PyTorch
+// reference path, the fused mamba_ssm kernels, Megatron-LM's MambaMixer.
+void add_mamba_torch(const LayerKind& k, const LayerGeometry& g, RecordBuilder& rb);
+void add_mamba_fused(const LayerGeometry& g, RecordBuilder& rb);
+void add_mamba_megatron(const LayerGeometry& g, RecordBuilder& rb);
 void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb);
 void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,

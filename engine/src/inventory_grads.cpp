@@ -30,11 +30,13 @@ std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind&
                                             const LayerGeometry& g, Checked& ck) {
   const DType p = g.act;
   const bool hd = g.hidden_dropout;  // d_*_dropout buffers exist only with hidden dropout
-  const bool glu = k.ffn != FfnType::kGelu;
+  const bool glu = is_gated(k.ffn);
   const Dim two{"2", 2};
   std::vector<Step> steps;
   // MLP block, top down.
-  if (k.is_moe()) {
+  if (!k.has_ffn) {
+    // A mixer-only layer (Nemotron-H's 'M' and '*'): nothing before the mixer's backward.
+  } else if (k.is_moe()) {
     // Routed experts: the combine gradient, then each expert's GEMMs over its token rows.
     steps.push_back({"moe.expert dgrad",
                      {{"dY", {g.b, g.s_rep, g.h}},
@@ -56,61 +58,79 @@ std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind&
                       {"d_act_in", {g.b, g.s_tp, glu ? two : Dim{"1", 1}, g.f}},
                       {"d_fc1_in", {g.b, g.s_tp, g.h}}}});
   }
+  if (k.is_mamba()) {
+    // Mamba-2 mixer, top down: out_proj's input gradient, the fused norm/scan/conv backward that
+    // produces the gradient of in_proj's whole output (dzxbcdt, as mamba_ssm's
+    // MambaSplitConv1dScanCombinedFn.backward returns it), then in_proj's input gradient.
+    steps.push_back({"mamba.out_proj dgrad",
+                     {{"dY", {g.b, g.s_rep, g.h}}, {"d_out_proj_in", {g.b, g.s_tp, g.mi}}}});
+    steps.push_back({"mamba.scan bwd",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_out_proj_in", {g.b, g.s_tp, g.mi}},
+                      {"d_in_proj_out", {g.b, g.s_tp, g.min}}}});
+    steps.push_back({"mamba.in_proj dgrad",
+                     {{"dY", {g.b, g.s_rep, g.h}},
+                      {"d_in_proj_out", {g.b, g.s_tp, g.min}},
+                      {"d_in_proj_in", {g.b, g.s_tp, g.h}}}});
+  }
   // Attention block.
   const std::size_t first_attn = steps.size();
-  steps.push_back({"attn.proj dgrad",
-                   {{"dY", {g.b, g.s_rep, g.h}},
-                    {"d_proj_dropout", {g.b, g.s_rep, g.h}},
-                    {"d_ctx", {g.b, g.s_tp, g.a, g.dv}}}});
-  if (g.flash) {
-    // FlashAttention-2 backward (Dao 2023, Alg. 2): D = rowsum(dO * O) in fp32, dQ, dK, dV at once.
-    steps.push_back({"attn.flash bwd",
+  if (k.has_attention()) {
+    steps.push_back({"attn.proj dgrad",
                      {{"dY", {g.b, g.s_rep, g.h}},
-                      {"d_ctx", {g.b, g.s_tp, g.a, g.dv}},
-                      {"flash.D", {g.b, g.a, g.s_tp}, true},
-                      {"dq", {g.b, g.s_tp, g.a, g.d}},
-                      {"dk", {g.b, g.s_tp, g.kv, g.d}},
-                      {"dv", {g.b, g.s_tp, g.kv, g.dv}}}});
-    steps.push_back({"attn.qkv dgrad",
-                     {{"dY", {g.b, g.s_rep, g.h}},
-                      {"dq", {g.b, g.s_tp, g.a, g.d}},
-                      {"dk", {g.b, g.s_tp, g.kv, g.d}},
-                      {"dv", {g.b, g.s_tp, g.kv, g.dv}},
-                      {"d_qkv_in", {g.b, g.s_tp, g.h}}}});
-  } else {
-    const Dim s = g.s_keys;
-    steps.push_back({"attn.dP dV",
-                     {{"dY", {g.b, g.s_rep, g.h}},
-                      {"d_ctx", {g.b, g.s_tp, g.a, g.dv}},
-                      {"d_probs", {g.b, g.a, g.s_tp, s}},
-                      {"dv", {g.b, g.s_tp, g.kv, g.dv}}}});
-    steps.push_back({"attn.v dgrad",
-                     {{"dY", {g.b, g.s_rep, g.h}},
-                      {"d_probs", {g.b, g.a, g.s_tp, s}},
-                      {"dv", {g.b, g.s_tp, g.kv, g.dv}},
-                      {"d_qkv_in", {g.b, g.s_tp, g.h}}}});
-    steps.push_back({"attn.dQ",
-                     {{"dY", {g.b, g.s_rep, g.h}},
-                      {"d_scores", {g.b, g.a, g.s_tp, s}},
-                      {"d_qkv_in", {g.b, g.s_tp, g.h}},
-                      {"dq", {g.b, g.s_tp, g.a, g.d}}}});
-    steps.push_back({"attn.dK",
-                     {{"dY", {g.b, g.s_rep, g.h}},
-                      {"d_scores", {g.b, g.a, g.s_tp, s}},
-                      {"d_qkv_in", {g.b, g.s_tp, g.h}},
-                      {"dk", {g.b, g.s_tp, g.kv, g.d}}}});
-  }
-  if (k.is_mla()) {
-    // MLA: the up projections' backward turns dq, dk, dv into the latents' gradients while those
-    // are still alive (not executed by the executor, which refuses MLA; like the MoE step).
-    Step st{"attn.latent dgrad",
-            {{"dY", {g.b, g.s_rep, g.h}},
-             {"dq", {g.b, g.s_tp, g.a, g.d}},
-             {"dk", {g.b, g.s_tp, g.kv, g.d}},
-             {"dv", {g.b, g.s_tp, g.kv, g.dv}},
-             {"d_kv_latent", {g.b, g.s_tp, g.rkv}}}};
-    if (g.rq.value > 0) st.bufs.push_back({"d_q_latent", {g.b, g.s_tp, g.rq}});
-    steps.push_back(st);
+                      {"d_proj_dropout", {g.b, g.s_rep, g.h}},
+                      {"d_ctx", {g.b, g.s_tp, g.a, g.dv}}}});
+    if (g.flash) {
+      // FlashAttention-2 backward (Dao 2023, Alg. 2): D = rowsum(dO * O) in fp32, dQ, dK, dV at
+      // once.
+      steps.push_back({"attn.flash bwd",
+                       {{"dY", {g.b, g.s_rep, g.h}},
+                        {"d_ctx", {g.b, g.s_tp, g.a, g.dv}},
+                        {"flash.D", {g.b, g.a, g.s_tp}, true},
+                        {"dq", {g.b, g.s_tp, g.a, g.d}},
+                        {"dk", {g.b, g.s_tp, g.kv, g.d}},
+                        {"dv", {g.b, g.s_tp, g.kv, g.dv}}}});
+      steps.push_back({"attn.qkv dgrad",
+                       {{"dY", {g.b, g.s_rep, g.h}},
+                        {"dq", {g.b, g.s_tp, g.a, g.d}},
+                        {"dk", {g.b, g.s_tp, g.kv, g.d}},
+                        {"dv", {g.b, g.s_tp, g.kv, g.dv}},
+                        {"d_qkv_in", {g.b, g.s_tp, g.h}}}});
+    } else {
+      const Dim s = g.s_keys;
+      steps.push_back({"attn.dP dV",
+                       {{"dY", {g.b, g.s_rep, g.h}},
+                        {"d_ctx", {g.b, g.s_tp, g.a, g.dv}},
+                        {"d_probs", {g.b, g.a, g.s_tp, s}},
+                        {"dv", {g.b, g.s_tp, g.kv, g.dv}}}});
+      steps.push_back({"attn.v dgrad",
+                       {{"dY", {g.b, g.s_rep, g.h}},
+                        {"d_probs", {g.b, g.a, g.s_tp, s}},
+                        {"dv", {g.b, g.s_tp, g.kv, g.dv}},
+                        {"d_qkv_in", {g.b, g.s_tp, g.h}}}});
+      steps.push_back({"attn.dQ",
+                       {{"dY", {g.b, g.s_rep, g.h}},
+                        {"d_scores", {g.b, g.a, g.s_tp, s}},
+                        {"d_qkv_in", {g.b, g.s_tp, g.h}},
+                        {"dq", {g.b, g.s_tp, g.a, g.d}}}});
+      steps.push_back({"attn.dK",
+                       {{"dY", {g.b, g.s_rep, g.h}},
+                        {"d_scores", {g.b, g.a, g.s_tp, s}},
+                        {"d_qkv_in", {g.b, g.s_tp, g.h}},
+                        {"dk", {g.b, g.s_tp, g.kv, g.d}}}});
+    }
+    if (k.is_mla()) {
+      // MLA: the up projections' backward turns dq, dk, dv into the latents' gradients while those
+      // are still alive (not executed by the executor, which refuses MLA; like the MoE step).
+      Step st{"attn.latent dgrad",
+              {{"dY", {g.b, g.s_rep, g.h}},
+               {"dq", {g.b, g.s_tp, g.a, g.d}},
+               {"dk", {g.b, g.s_tp, g.kv, g.d}},
+               {"dv", {g.b, g.s_tp, g.kv, g.dv}},
+               {"d_kv_latent", {g.b, g.s_tp, g.rkv}}}};
+      if (g.rq.value > 0) st.bufs.push_back({"d_q_latent", {g.b, g.s_tp, g.rq}});
+      steps.push_back(st);
+    }
   }
   // A parallel block's branches both start from the output gradient: the MLP branch's input
   // gradient cannot be folded into dY while the attention branch still reads it, so the residual

@@ -28,7 +28,7 @@ void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
          "the combine weights' gradient flows through the softmax output", kMoe);
   rb.add("moe.expert_in", {g.expert_tokens, g.h}, p, "expert first linear backward",
          "each routed token copy is an input row of its expert's GEMM", kMoe);
-  const bool glu = k.ffn != FfnType::kGelu;
+  const bool glu = is_gated(k.ffn);
   if (glu)
     rb.add("moe.act_in", {g.expert_tokens, Dim{"2", 2}, g.expert_f}, p, "expert GLU backward",
            "d(act(gate) * up) needs gate and up", kMoe);
@@ -107,7 +107,8 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     // hf_layers.json, model.norm), and lm_head keeps the norm's output besides.
     constexpr NormIds kFinal{"final_norm.in", "final_norm.mean", "final_norm.rstd",
                              "final_norm.normed", "final_norm.scale"};
-    add_norm(kFinal, m, g, out, prof == Profile::kHf);
+    add_norm(kFinal, m, g, out, prof == Profile::kHf, false,
+             prof == Profile::kHf && m.hf_modules == HfModules::kMamba2);
   } else {
     out.add("final_norm.in", {g.b, g.s_rep, g.h}, p, "final norm backward",
             "normalization gradient needs the input", kK43);

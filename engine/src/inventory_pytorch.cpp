@@ -33,6 +33,12 @@ constexpr const char* kHfPhimoe =
 constexpr const char* kHfLlama4 =
     "transformers 5.17 modeling_llama4.py (Llama4TextL2Norm, NoPE temperature, eager softmax in "
     "the activation dtype); measured: tests/reference/gpu/hf_layers.json";
+constexpr const char* kHfMamba2 =
+    "transformers 5.17 modeling_mamba2.py (Mamba2RMSNorm over the fp32 residual stream: "
+    "residual_in_fp32); measured: tests/reference/gpu/hf_layers.json";
+constexpr const char* kRelu2 =
+    "transformers activations.py ReLUSquaredActivation (Nemotron-H's relu2); measured: "
+    "tests/reference/gpu/hf_layers.json";
 constexpr const char* kSinks =
     "PyTorch derivatives.yaml for cat + softmax over the scores and the sink column (as "
     "modeling_gpt_oss.py writes it, without its explicit row max)";
@@ -58,7 +64,7 @@ constexpr const char* kHfGemma =
 // `shares_input`: a second norm over the layer input (the parallel layout's ln_mlp), whose saved
 // input is the same storage as the first norm's wherever the norm keeps the input itself.
 void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, RecordBuilder& rb,
-              bool hf, bool shares_input) {
+              bool hf, bool shares_input, bool fp32_input) {
   const char* in_id = id.in;
   // The hf RMSNorms save an fp32 copy of their input, a new tensor per norm unless the activations
   // are fp32 already (then .to(float32) returns the input itself).
@@ -92,16 +98,20 @@ void add_norm(const NormIds& id, const ModelSpec& m, const LayerGeometry& g, Rec
   if (hf) {
     // hs = x.to(fp32); hs * rsqrt(hs.pow(2).mean(-1) + eps); weight * hs.to(input_dtype)
     // (Llama), or (weight * hs).to(input_dtype) (gpt-oss: the normalized input stays fp32).
+    // An fp32 input (Mamba2's residual_in_fp32 stream at the final norm) is kept itself, and
+    // the normalized row, cast back to the input's dtype, stays fp32 (measured: hf_layers.json,
+    // backbone.norm_f).
     const bool gpt_oss = m.hf_modules == HfModules::kGptOss;
-    const char* src = gpt_oss ? kHfGptOss : kHfLlama;
+    const char* src = gpt_oss ? kHfGptOss : fp32_input ? kHfMamba2 : kHfLlama;
     if (!skip_in)
       rb.add(in_id, {g.b, g.s_rep, g.h}, DType::kFp32,
-             "pow / mul backward (fp32 upcast of the input)",
+             fp32_input ? "pow / mul backward (the fp32 input itself)"
+                        : "pow / mul backward (fp32 upcast of the input)",
              "the RMSNorm squares and scales the fp32 copy", src);
     rb.add(id.rstd, {g.b, g.s_rep}, DType::kFp32, "rsqrt / mul backward", "the fp32 1/rms per row",
            src);
-    rb.add(id.normed, {g.b, g.s_rep, g.h}, gpt_oss ? DType::kFp32 : g.act, "mul-by-weight backward",
-           "weight gradient = sum(grad * normalized input)", src);
+    rb.add(id.normed, {g.b, g.s_rep, g.h}, gpt_oss || fp32_input ? DType::kFp32 : g.act,
+           "mul-by-weight backward", "weight gradient = sum(grad * normalized input)", src);
     return;
   }
   if (!skip_in)
@@ -201,7 +211,10 @@ void add_mla_latents(const LayerGeometry& g, RecordBuilder& rb, bool hf) {
 }
 }  // namespace
 
-void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+namespace {
+
+// The attention half of a layer: ln1, the projections and the attention core.
+void add_attention(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb, bool hf) {
   const DType p = g.act;
   const bool falcon = hf && m.hf_modules == HfModules::kFalcon;
@@ -339,6 +352,13 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
     rb.add("attn.proj_dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",
            "1-byte mask on CUDA", kDeriv);
   if (m.sandwich_norm) add_norm(kAttnPost, m, g, rb, hf);
+}
+
+// The FFN half: ln2 and the MLP or the experts.
+void add_ffn(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, RecordBuilder& rb,
+             bool hf) {
+  const DType p = g.act;
+  const bool falcon = hf && m.hf_modules == HfModules::kFalcon;
   // The parallel layout with one norm feeds its output to the MLP too: no second norm, and the
   // MLP's input is attn.qkv_in's storage.
   if (m.block != BlockLayout::kParallel)
@@ -365,6 +385,11 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
       // F.gelu (the pytorch block's nn.GELU, Falcon's ACT2FN["gelu"]): one saved input.
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "gelu backward", "gelu_backward(grad, self)",
              falcon ? kHfFalcon : kDeriv);
+    } else if (k.ffn == FfnType::kRelu2) {
+      // ReLUSquaredActivation: square(relu(x)); relu's backward reads its output and square's its
+      // input, the same tensor.
+      rb.add("mlp.relu_out", {g.b, g.s_tp, g.f}, p, "relu / square backward",
+             "relu keeps its output, which square reads as its input", kRelu2);
     } else {
       rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p, "silu/gelu backward",
              "the activation's derivative needs its input", kDeriv);
@@ -380,6 +405,22 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   if (g.hidden_dropout)
     rb.add("mlp.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",
            "1-byte mask on CUDA", kDeriv);
+}
+
+}  // namespace
+
+void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                   RecordBuilder& rb, bool hf) {
+  if (k.has_attention()) {
+    add_attention(m, k, g, rb, hf);
+  } else if (k.is_mamba()) {
+    add_norm(kLn1, m, g, rb, hf);
+    if (g.flash)
+      add_mamba_fused(g, rb);
+    else
+      add_mamba_torch(k, g, rb);
+  }
+  if (k.has_ffn) add_ffn(m, k, g, rb, hf);
 }
 
 }  // namespace actmem::detail

@@ -12,6 +12,7 @@
 #include "json_falcon.hpp"
 #include "json_gpt_oss.hpp"
 #include "json_llama4.hpp"
+#include "json_mamba.hpp"
 #include "json_phimoe.hpp"
 #include "json_read.hpp"
 #include "json_stack.hpp"
@@ -129,9 +130,10 @@ const char* const kGeluNames[] = {"gelu",      "gelu_new",    "gelu_pytorch_tanh
 
 // The Hugging Face model_types read (docs/schema.md).
 const char* const kSupportedTypes[] = {
-    "deepseek_v2", "deepseek_v3", "falcon",      "gemma2",  "gemma3_text", "gpt2",
-    "gpt_oss",     "llama",       "llama4_text", "mistral", "mixtral",     "phi3",
-    "phimoe",      "qwen2",       "qwen2_moe",   "qwen3",   "qwen3_moe",   "RefinedWebModel"};
+    "deepseek_v2", "deepseek_v3", "falcon",     "gemma2",      "gemma3_text",
+    "gpt2",        "gpt_oss",     "llama",      "llama4_text", "mamba2",
+    "mistral",     "mixtral",     "nemotron_h", "phi3",        "phimoe",
+    "qwen2",       "qwen2_moe",   "qwen3",      "qwen3_moe",   "RefinedWebModel"};
 
 // Hugging Face keys checked against their defaults before the key loop (model_from_json): at
 // those defaults they change nothing and pass silently.
@@ -329,7 +331,9 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
                           "mamba_num_heads", "layers_block_type", "conv_kernel"})
       ssm = ssm || j.contains(k);
     if (ssm)
-      hint = "; its state-space (Mamba) layers are not modelled yet";
+      hint =
+          "; its state-space layers are not modelled (the state-space families read are mamba2 "
+          "and nemotron_h)";
     else if (decoder && type.size() <= 64) {
       std::size_t best = 2;
       std::string family;
@@ -406,6 +410,11 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   if (detail::is_falcon_type(type)) {
     ACTMEM_TRY(read_metadata(j, &m));
     ACTMEM_TRY(detail::read_falcon(j, &m, warnings));
+    return m;
+  }
+  if (detail::is_mamba_type(type)) {
+    ACTMEM_TRY(read_metadata(j, &m));
+    ACTMEM_TRY(detail::read_mamba_family(j, type, &m, warnings));
     return m;
   }
   for (auto it = j.begin(); it != j.end(); ++it) {

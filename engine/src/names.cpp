@@ -36,8 +36,12 @@ const EnumName<Optimizer> kOptimizers[] = {{Optimizer::kAdamW, "adamw"},
 const EnumName<Schedule> kSchedules[] = {{Schedule::kGpipe, "gpipe"},
                                          {Schedule::k1F1B, "1f1b"},
                                          {Schedule::kInterleaved, "interleaved"}};
-const EnumName<FfnType> kFfn[] = {
-    {FfnType::kGelu, "gelu"}, {FfnType::kSwiglu, "swiglu"}, {FfnType::kGeglu, "geglu"}};
+const EnumName<FfnType> kFfn[] = {{FfnType::kGelu, "gelu"},
+                                  {FfnType::kSwiglu, "swiglu"},
+                                  {FfnType::kGeglu, "geglu"},
+                                  {FfnType::kRelu2, "relu2"}};
+const EnumName<Mixer> kMixers[] = {
+    {Mixer::kAttention, "attention"}, {Mixer::kMamba2, "mamba2"}, {Mixer::kNone, "none"}};
 const EnumName<NormType> kNorms[] = {{NormType::kLayerNorm, "layernorm"},
                                      {NormType::kRmsNorm, "rmsnorm"}};
 const EnumName<PosEncoding> kPos[] = {
@@ -110,6 +114,9 @@ const char* pos_name(PosEncoding p) {
 }
 const char* block_name(BlockLayout b) {
   return block_table().name(b);
+}
+const char* mixer_name(Mixer x) {
+  return table(kMixers).name(x);
 }
 const char* profile_name(Profile p) {
   return profile_table().name(p);

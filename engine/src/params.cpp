@@ -29,8 +29,26 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
   const std::uint64_t a = tp_shard(k.heads, t);
   const std::uint64_t kv = tp_kv_heads(k.kv_heads, t);
   const std::uint64_t qkv_out = (a + 2 * kv) * k.head_dim;
-  push_norm(v, m, "ln1.weight", "ln1.bias", ParamPlace::kLayer);
-  if (k.is_mla()) {
+  if (k.is_mamba()) {
+    // Mamba2Mixer / NemotronHMamba2Mixer (Megatron-LM MambaMixer under TP: in_proj
+    // column-parallel, out_proj row-parallel, conv1d, dt_bias, A_log, D and the gated norm's
+    // weight split with the heads and groups).
+    const MambaSpec& x = k.mamba;
+    const std::uint64_t heads = x.heads / t, inner = heads * x.head_dim;
+    const std::uint64_t conv = inner + 2 * (x.groups / t) * x.state;
+    const std::uint64_t in_proj = conv + inner + heads;
+    push_norm(v, m, "ln1.weight", "ln1.bias", ParamPlace::kLayer);
+    push(v, "mamba.in_proj.weight", m.hidden, in_proj, ParamPlace::kLayer);
+    if (x.proj_bias) push(v, "mamba.in_proj.bias", in_proj, 1, ParamPlace::kLayer);
+    push(v, "mamba.conv1d.weight", conv, x.conv_kernel, ParamPlace::kLayer);
+    if (x.conv_bias) push(v, "mamba.conv1d.bias", conv, 1, ParamPlace::kLayer);
+    push(v, "mamba.dt_bias_A_log_D", heads, 3, ParamPlace::kLayer);
+    push(v, "mamba.norm.weight", inner, 1, ParamPlace::kLayer);
+    push(v, "mamba.out_proj.weight", inner, m.hidden, ParamPlace::kLayer);
+    if (x.proj_bias) push(v, "mamba.out_proj.bias", m.hidden, 1, ParamPlace::kLayer);
+  }
+  if (k.has_attention()) push_norm(v, m, "ln1.weight", "ln1.bias", ParamPlace::kLayer);
+  if (k.has_attention() && k.is_mla()) {
     // DeepseekV3Attention: the down projections (and their latent norms) on every TP rank, the
     // up projections column-parallel over heads, o_proj row-parallel (DeepSeek-V3
     // inference/model.py: wq_a, wkv_a Linear; wq_b, wkv_b ColumnParallelLinear).
@@ -47,7 +65,7 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
     push(v, "attn.kv_up.weight", l.kv_lora_rank, a * (l.qk_nope_dim + l.v_head_dim),
          ParamPlace::kLayer);
     push(v, "attn.o.weight", a * l.v_head_dim, m.hidden, ParamPlace::kLayer);
-  } else {
+  } else if (k.has_attention()) {
     // Column-parallel QKV, row-parallel output projection (Shoeybi et al. 2019, Sec. 3).
     push(v, "attn.qkv.weight", m.hidden, qkv_out, ParamPlace::kLayer);
     if (k.qkv_bias) push(v, "attn.qkv.bias", qkv_out, 1, ParamPlace::kLayer);
@@ -60,16 +78,18 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
     if (k.o_bias) push(v, "attn.o.bias", m.hidden, 1, ParamPlace::kLayer);  // replicated
   }
   // gpt-oss's sinks: one logit per query head (GptOssAttention.sinks), split with the heads.
-  if (k.attn_sinks) push(v, "attn.sinks", a, 1, ParamPlace::kLayer);
+  if (k.has_attention() && k.attn_sinks) push(v, "attn.sinks", a, 1, ParamPlace::kLayer);
+  if (!k.has_ffn) return v;
   // Falcon-7B's parallel block normalizes once for attention and MLP (input_layernorm).
   if (m.block != BlockLayout::kParallel)
     push_norm(v, m, "ln2.weight", "ln2.bias", ParamPlace::kLayer);
-  // Gemma's post-attention and post-feedforward norms (Gemma2DecoderLayer).
+  // Gemma's post-attention and post-feedforward norms (Gemma2DecoderLayer): sandwich models have
+  // attention and an FFN in every layer.
   if (m.sandwich_norm) {
     push_norm(v, m, "attn.post_norm.weight", "attn.post_norm.bias", ParamPlace::kLayer);
     push_norm(v, m, "mlp.post_norm.weight", "mlp.post_norm.bias", ParamPlace::kLayer);
   }
-  const std::uint64_t glu = k.ffn == FfnType::kGelu ? 1 : 2;
+  const std::uint64_t glu = is_gated(k.ffn) ? 2 : 1;
   if (k.is_moe()) {
     const MoeSpec& e = k.moe;
     push(v, "moe.router.weight", m.hidden, e.experts, ParamPlace::kLayer);

@@ -55,6 +55,7 @@ std::optional<Error> add_mtp_records(Setup& e) {
 }  // namespace
 
 std::uint64_t kv_cache_width(const LayerKind& k, std::uint64_t kv, Checked& ck) {
+  if (!k.has_attention()) return 0;  // Mamba-2 and MLP layers cache no keys or values
   if (k.is_mla()) return ck.add(k.mla.kv_lora_rank, k.mla.qk_rope_dim, "kv_cache");
   return ck.mul(ck.mul(2, kv, "kv_cache"), k.head_dim, "kv_cache");
 }

@@ -42,19 +42,50 @@ std::optional<Error> positive_dim(const std::string& field, std::uint64_t v) {
 
 // The dimensions of one layer kind; fields are named under the kind's prefix ("model" for the
 // top-level keys, "model.layer_kinds.NAME" for a kind of a stack).
+std::optional<Error> validate_mamba(const LayerKind& k) {
+  const std::string f = k.field + ".";
+  const MambaSpec& x = k.mamba;
+  for (const auto& [key, v] : {std::pair<const char*, std::uint64_t>{"mamba_num_heads", x.heads},
+                               {"mamba_head_dim", x.head_dim},
+                               {"ssm_state_size", x.state},
+                               {"n_groups", x.groups},
+                               {"conv_kernel", x.conv_kernel},
+                               {"chunk_size", x.chunk}})
+    if (auto err = positive_dim(f + key, v)) return err;
+  // Every width the mixer builds (I, I + 2GN, 2I + 2GN + H) stays below 2^42.
+  if (x.heads > kMaxDim / x.head_dim)
+    return bad(f + "mamba_head_dim", "heads x head_dim = " + std::to_string(x.heads) + " x " +
+                                         std::to_string(x.head_dim) +
+                                         " is larger than the supported 2^40");
+  if (x.groups > kMaxDim / x.state)
+    return bad(f + "n_groups", "n_groups x ssm_state_size = " + std::to_string(x.groups) + " x " +
+                                   std::to_string(x.state) + " is larger than the supported 2^40");
+  if (x.heads % x.groups != 0)
+    return bad(f + "n_groups",
+               std::to_string(x.groups) +
+                   " does not divide mamba_num_heads=" + std::to_string(x.heads) +
+                   " (each group's B and C serve whole heads); allowed: " + divisors_of(x.heads));
+  return std::nullopt;
+}
+
 std::optional<Error> validate_kind(const LayerKind& k) {
   const std::string f = k.field + ".";
-  for (const auto& [key, v] :
-       {std::pair<const char*, std::uint64_t>{"num_attention_heads", k.heads},
-        {"num_key_value_heads", k.kv_heads},
-        {"head_dim", k.head_dim}})
-    if (auto err = positive_dim(f + key, v)) return err;
-  if (!k.is_moe() && k.ffn_hidden == 0)
+  if (k.mixer == Mixer::kNone && !k.has_ffn)
+    return bad(k.field, "layer kind '" + k.name + "' has neither a mixer nor an FFN");
+  if (k.is_mamba())
+    if (auto err = validate_mamba(k)) return err;
+  if (k.has_attention())
+    for (const auto& [key, v] :
+         {std::pair<const char*, std::uint64_t>{"num_attention_heads", k.heads},
+          {"num_key_value_heads", k.kv_heads},
+          {"head_dim", k.head_dim}})
+      if (auto err = positive_dim(f + key, v)) return err;
+  if (k.has_ffn && !k.is_moe() && k.ffn_hidden == 0)
     return bad(f + "intermediate_size", "must be a positive integer, got 0");
   if (k.ffn_hidden > kMaxDim)
     return bad(f + "intermediate_size",
                std::to_string(k.ffn_hidden) + " is larger than the supported 2^40");
-  if (k.heads % k.kv_heads != 0)
+  if (k.has_attention() && k.heads % k.kv_heads != 0)
     return bad(f + "num_key_value_heads",
                std::to_string(k.kv_heads) + " does not divide num_attention_heads=" +
                    std::to_string(k.heads) + "; allowed: " + divisors_of(k.heads));
@@ -83,6 +114,19 @@ std::optional<Error> validate_kind(const LayerKind& k) {
 // How tensor and expert parallelism split one layer kind.
 std::optional<Error> validate_kind_split(const LayerKind& k, const Parallel& p, bool name_kind) {
   const std::string of = name_kind ? " (layer kind '" + k.name + "')" : "";
+  // Megatron-LM MambaMixer: nheads and ngroups are each split over the TP ranks.
+  if (k.is_mamba() && (k.mamba.heads % p.tp != 0 || k.mamba.groups % p.tp != 0))
+    return bad("config.tp",
+               "tp=" + std::to_string(p.tp) + " does not divide the Mamba layers' " +
+                   (k.mamba.heads % p.tp != 0 ? "mamba_num_heads=" + std::to_string(k.mamba.heads)
+                                              : "n_groups=" + std::to_string(k.mamba.groups)) +
+                   of + "; allowed: " + divisors_of(k.mamba.groups));
+  if (!k.has_attention()) {
+    if (k.has_ffn && !k.is_moe() && k.ffn_hidden % p.tp != 0)
+      return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide intermediate_size=" +
+                                  std::to_string(k.ffn_hidden) + of);
+    return std::nullopt;
+  }
   if (k.heads % p.tp != 0)
     return bad("config.tp", "tp=" + std::to_string(p.tp) +
                                 " does not divide num_attention_heads=" + std::to_string(k.heads) +
@@ -295,6 +339,18 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
         return bad("config.attention",
                    "sdpa_math takes no attention sinks (this model's sinks need eager or a flash "
                    "kernel with sinks); allowed: eager, flash");
+  const bool any_mamba =
+      std::any_of(m.kinds.begin(), m.kinds.end(), [](const LayerKind& k) { return k.is_mamba(); });
+  // The seed has no state-space layer, and Mamba's context parallelism (Megatron-LM
+  // mamba_context_parallel.py: an all-to-all from sequence to head shards) is not modelled.
+  if (any_mamba && c.profile == Profile::kTextbook)
+    return bad("config.profile",
+               "textbook has no rule for Mamba-2 layers (the seed has none); allowed: megatron, "
+               "pytorch, hf");
+  if (any_mamba && p.cp > 1)
+    return bad("config.cp", "cp=" + std::to_string(p.cp) +
+                                " with Mamba-2 layers is not modelled (Megatron-LM shards their "
+                                "heads over cp by all-to-all); allowed: 1");
   if (c.recompute.kind == RecomputeKind::kPattern && c.recompute.pattern.empty())
     return bad("config.recompute", "layers:PATTERN needs at least one letter of K, S, C, R, X");
   if (c.recompute.kind == RecomputeKind::kEveryK && c.recompute.every_k == 0)

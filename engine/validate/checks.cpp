@@ -72,7 +72,7 @@ Result<Estimate> engine_estimate(const ModelSpec& m, const TrainConfig& c) {
 double step_work(const ModelSpec& m, const TrainConfig& c) {
   auto d = [](std::uint64_t v) { return static_cast<double>(v); };
   const LayerKind& k = m.kinds[0];
-  const double glu = k.ffn == FfnType::kGelu ? 2.0 : 3.0;
+  const double glu = is_gated(k.ffn) ? 3.0 : 2.0;
   const double per_token_layer =
       d(m.hidden) * d(k.head_dim) * (2.0 * d(k.heads) + 2.0 * d(k.kv_heads)) +
       glu * d(m.hidden) * d(k.ffn_hidden) + 2.0 * d(k.heads) * d(k.head_dim) * d(c.seq);

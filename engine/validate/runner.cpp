@@ -41,7 +41,7 @@ Runner::Runner(Device& dev, const Estimate& e, Elem act, std::uint64_t seed)
   F = to_int(k.ffn_hidden, "ffn_hidden");
   V = to_int(m.vocab, "vocab");
   L = to_int(m.layers, "layers");
-  glu_ = k.ffn != FfnType::kGelu;
+  glu_ = is_gated(k.ffn);
   silu_ = k.ffn == FfnType::kSwiglu;
   ln_ = m.norm == NormType::kLayerNorm;
   rope_ = m.pos == PosEncoding::kRope;

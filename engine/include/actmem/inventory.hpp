@@ -77,6 +77,20 @@ struct LayerGeometry {
   Dim expert_f;       // MoE: routed expert width on this GPU
   Dim shared_f;       // MoE: total shared-expert width on this GPU
   Dim experts;        // MoE: router width (all experts)
+  // Mamba-2 mixer axes (zero for other kinds): heads and groups are split by TP (Megatron-LM
+  // MambaMixer: nheads and ngroups per TP rank), the rest is per head or per token.
+  Dim mh;       // H: SSM heads on this GPU
+  Dim mp;       // P: channels per head
+  Dim mn;       // N: state size
+  Dim mi;       // I = H·P: the mixer's inner width on this GPU
+  Dim mconv;    // I + 2GN: the convolved channels [x, B, C] on this GPU
+  Dim min;      // 2I + 2GN + H: in_proj's output width on this GPU
+  Dim mgroups;  // G: the B/C groups on this GPU (the gated norm's groups too)
+  Dim mq;       // Q: chunk length
+  Dim mc;       // ⌈s/Q⌉ chunks; the torch path pads the sequence to mc·mq tokens
+  Dim mc1;      // ⌈s/Q⌉ + 1: the chunk states with the initial (zero) state
+  Dim s_pad;    // ⌈s/Q⌉·Q tokens, the padded sequence
+  Dim s_conv;   // s + K - 1: the convolution's output length before its causal slice
   DType act = DType::kBf16;
   bool attn_dropout = false;
   bool hidden_dropout = false;

@@ -10,7 +10,15 @@
 
 namespace actmem {
 
-enum class FfnType { kGelu, kSwiglu, kGeglu };
+// kRelu2: squared ReLU without a gate (Nemotron-H's relu2, So et al. 2021 "Primer").
+enum class FfnType { kGelu, kSwiglu, kGeglu, kRelu2 };
+// A gated FFN (GLU) has a gate and an up projection: two first matrices.
+inline bool is_gated(FfnType f) {
+  return f == FfnType::kSwiglu || f == FfnType::kGeglu;
+}
+// What mixes tokens in a layer: attention, a Mamba-2 state-space mixer, or nothing (a layer that is
+// only an FFN: Nemotron-H's '-' and 'E' layers).
+enum class Mixer { kAttention, kMamba2, kNone };
 enum class NormType { kLayerNorm, kRmsNorm };
 enum class PosEncoding { kLearned, kRope, kNone };
 // Where the MLP reads its input. Sequential: after attention (x + attn(ln1(x)), then ln2). The
@@ -26,7 +34,9 @@ enum class BlockLayout { kSequential, kParallel, kParallelTwoNorms };
 // concatenates the sinks, subtracts the row max and takes the softmax in the activation dtype);
 // kPhimoe is modeling_phimoe.py (Llama's attention with LayerNorm norms); kLlama4 is
 // modeling_llama4.py (Llama's modules with the softmax in the activation dtype).
-enum class HfModules { kAuto, kFalcon, kGptOss, kPhimoe, kLlama4 };
+// kMamba2 is modeling_mamba2.py (the residual stream in fp32: residual_in_fp32, so the final
+// norm keeps fp32 tensors).
+enum class HfModules { kAuto, kFalcon, kGptOss, kPhimoe, kLlama4, kMamba2 };
 
 // Which transformers 5.x sparse block the `hf` profile follows (the grouped-experts
 // implementation with its family's router), measured in tests/reference/gpu/hf_layers.json;
@@ -62,11 +72,39 @@ struct MlaSpec {
   std::uint64_t v_head_dim = 0;
 };
 
+// Mamba-2's selective state-space mixer (Dao & Gu 2024, "Transformers are SSMs", Sec. 7;
+// transformers Mamba2Mixer and NemotronHMamba2Mixer): one input projection to the gate z, the conv
+// input [x, B, C] and the per-head step dt; a causal depthwise convolution over [x, B, C]; the SSD
+// scan over H heads of P channels with an N-wide state, B and C shared by the heads of each of G
+// groups, computed in chunks of Q tokens; a gated RMSNorm and the output projection.
+struct MambaSpec {
+  std::uint64_t heads = 0;        // H (num_heads, mamba_num_heads)
+  std::uint64_t head_dim = 0;     // P
+  std::uint64_t state = 0;        // N (state_size, ssm_state_size)
+  std::uint64_t groups = 1;       // G (n_groups)
+  std::uint64_t conv_kernel = 4;  // K
+  std::uint64_t chunk = 256;      // Q (chunk_size)
+  bool conv_bias = true;          // use_conv_bias
+  bool proj_bias = false;         // use_bias: in_proj and out_proj biases
+  // The gated RMSNorm normalizes each group's I/G channels apart (Nemotron-H: group_size =
+  // intermediate_size / n_groups) or all I together (Mamba2's MambaRMSNormGated).
+  bool norm_per_group = false;
+  // Widths (validate() bounds heads·head_dim and groups·state before any of these is used).
+  std::uint64_t inner() const { return heads * head_dim; }                    // I
+  std::uint64_t conv_dim() const { return inner() + 2 * groups * state; }     // I + 2GN
+  std::uint64_t in_proj_dim() const { return conv_dim() + inner() + heads; }  // 2I + 2GN + H
+};
+
 // One kind of layer: everything that may differ from one layer of the stack to the next (its
 // attention mixer and its FFN). Norms, positions, the hidden size and dropout are model-wide.
 struct LayerKind {
   std::string name = "base";    // "base" (the model's top-level keys) or its key in layer_kinds
   std::string field = "model";  // where its keys were read, the prefix of its error messages
+  // The token mixer (its norm is ln1) and whether an FFN follows (its norm is ln2); a layer has
+  // at least one of them. Attention fields below are read only with Mixer::kAttention.
+  Mixer mixer = Mixer::kAttention;
+  bool has_ffn = true;
+  MambaSpec mamba;  // with Mixer::kMamba2
   std::uint64_t heads = 0;
   std::uint64_t kv_heads = 0;
   std::uint64_t head_dim = 0;
@@ -94,7 +132,9 @@ struct LayerKind {
   MoeSpec moe;
   MlaSpec mla;  // with MLA, head_dim is qk_nope_dim + qk_rope_dim and kv_heads equals heads
 
-  bool is_moe() const { return moe.experts > 0; }
+  bool has_attention() const { return mixer == Mixer::kAttention; }
+  bool is_mamba() const { return mixer == Mixer::kMamba2; }
+  bool is_moe() const { return has_ffn && moe.experts > 0; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
   // Each head's value width: v_head_dim under MLA, else head_dim.
   std::uint64_t v_dim() const { return is_mla() ? mla.v_head_dim : head_dim; }
@@ -167,5 +207,6 @@ const char* ffn_name(FfnType f);
 const char* norm_name(NormType n);
 const char* pos_name(PosEncoding p);
 const char* block_name(BlockLayout b);
+const char* mixer_name(Mixer x);
 
 }  // namespace actmem
