@@ -300,5 +300,5 @@ TEST_CASE(
       ++n;
     }
   }
-  CHECK(n == 108);  // 27 model presets x 4 policies
+  CHECK(n == 116);  // 29 model presets x 4 policies
 }

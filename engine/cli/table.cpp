@@ -110,15 +110,28 @@ std::string render_estimate(const json& r) {
     << (c["sp"].get<bool>() ? "+sp" : "") << " pp=" << u(c["pp"]) << " vpp=" << u(c["vpp"])
     << " cp=" << u(c["cp"]) << " dp=" << u(c["dp"]) << " zero=" << c["zero"].get<int>()
     << " ep=" << u(c["ep"]) << "   micro-batches/step=" << u(c["grad_accum"]) << "\n\n";
-  o << "per-layer tensors kept for backward (one layer, one GPU)\n";
-  o << "  " << pad("tensor", 26) << pad("shape", 22) << pad("dtype", 7) << "bytes\n";
-  for (const auto& t : r["per_layer"]["tensors"])
-    o << "  " << pad(text(t["name"]), 26) << pad(text(t["shape"]), 22) << pad(text(t["dtype"]), 7)
-      << format_bytes(u(t["bytes"])) << "\n";
-  const json& pl = r["per_layer"];
-  o << "  " << pad("per layer", 55) << format_bytes(u(pl["activation_bytes"])) << "\n";
-  o << "    linear in s " << format_bytes(u(pl["linear_bytes"])) << ", quadratic in s "
-    << format_bytes(u(pl["quadratic_bytes"])) << "\n\n";
+  auto tensors = [&](const json& list) {
+    o << "  " << pad("tensor", 26) << pad("shape", 22) << pad("dtype", 7) << "bytes\n";
+    for (const auto& t : list)
+      o << "  " << pad(text(t["name"]), 26) << pad(text(t["shape"]), 22) << pad(text(t["dtype"]), 7)
+        << format_bytes(u(t["bytes"])) << "\n";
+  };
+  if (m.contains("layer_kinds")) {
+    // A stack of kinds (Nemotron-H's Mamba, MLP and attention layers): each kind's records.
+    for (const auto& k : m["layer_kinds"]) {
+      o << "layer kind '" << text(k["name"]) << "' (" << u(k["layers"])
+        << " layers): tensors kept for backward (one layer, one GPU)\n";
+      tensors(k["tensors"]);
+      o << "  " << pad("per layer", 55) << format_bytes(u(k["full_bytes"])) << "\n\n";
+    }
+  } else {
+    o << "per-layer tensors kept for backward (one layer, one GPU)\n";
+    tensors(r["per_layer"]["tensors"]);
+    const json& pl = r["per_layer"];
+    o << "  " << pad("per layer", 55) << format_bytes(u(pl["activation_bytes"])) << "\n";
+    o << "    linear in s " << format_bytes(u(pl["linear_bytes"])) << ", quadratic in s "
+      << format_bytes(u(pl["quadratic_bytes"])) << "\n\n";
+  }
   // One answer: what the most loaded GPU holds at its peak, line by line, adding up to the peak.
   const json& pk = r["peak"];
   const json& a = r["activations"];

@@ -26,7 +26,6 @@ constexpr const char* kTorchNorm =
 void add_mamba_torch(const LayerKind& k, const LayerGeometry& g, RecordBuilder& rb) {
   const DType p = g.act;
   const DType f = DType::kFp32;
-  const Dim two{"2", 2};
   rb.add("mamba.in_proj_in", {g.b, g.s_rep, g.h}, p, "in_proj backward",
          "weight gradient needs the input (the normed hidden state)", kTorch);
   // A = -exp(A_log.float()): exp's backward reads its output.
@@ -55,8 +54,10 @@ void add_mamba_torch(const LayerKind& k, const LayerGeometry& g, RecordBuilder& 
   rb.add("mamba.A", {g.mh}, f, "mul backward (A * dt)", "A * dt keeps A = -exp(A_log)", kTorch);
   // 1. Within each chunk: L = exp(segsum(A·dt)), G = C·B^T per chunk, M = G ⊙ L, Y_diag = M x.
   // Each segsum masks twice (masked_fill keeps each ~mask, Q x Q bools).
-  rb.add("mamba.segsum_masks", {two, g.mq, g.mq}, DType::kBool, "masked_fill backward",
-         "segment_sum's two triangular masks", kTorch);
+  rb.add("mamba.segsum_fill_mask", {g.mq, g.mq}, DType::kBool, "masked_fill backward",
+         "segment_sum's strictly-lower mask (the fill with 0)", kTorch);
+  rb.add("mamba.segsum_inf_mask", {g.mq, g.mq}, DType::kBool, "masked_fill backward",
+         "segment_sum's lower mask (the fill with -inf)", kTorch);
   rb.add("mamba.L", {g.b, g.mh, g.mc, g.mq, g.mq}, f, "exp / mul backward",
          "L = exp(segsum) is kept by exp and by G * L", kTorch);
   rb.add("mamba.C", {g.b, g.s_pad, g.mh, g.mn}, f, "mul backward (C * B, C * states)",
@@ -76,8 +77,10 @@ void add_mamba_torch(const LayerKind& k, const LayerGeometry& g, RecordBuilder& 
          "B * decay_states", kTorch);
   // 3. The recurrence over chunks: segsum over the c+1 chunk totals (the initial zero state
   // first).
-  rb.add("mamba.chunk_masks", {two, g.mc1, g.mc1}, DType::kBool, "masked_fill backward",
-         "segment_sum's two masks over the chunk totals", kTorch);
+  rb.add("mamba.chunk_fill_mask", {g.mc1, g.mc1}, DType::kBool, "masked_fill backward",
+         "segment_sum's strictly-lower mask over the chunk totals", kTorch);
+  rb.add("mamba.chunk_inf_mask", {g.mc1, g.mc1}, DType::kBool, "masked_fill backward",
+         "segment_sum's lower mask over the chunk totals", kTorch);
   rb.add("mamba.decay_chunk", {g.b, g.mh, g.mc1, g.mc1}, f, "exp / mul backward",
          "exp keeps its output, the state recurrence reads it", kTorch);
   rb.add("mamba.states", {g.b, g.mc1, g.mh, g.mp, g.mn}, f, "mul backward (decay_chunk * states)",

@@ -35,6 +35,23 @@ void write_record(JsonWriter& w, const TensorRecord& r) {
   w.end_object();
 }
 
+// A layer kind's token mixer, and a Mamba-2 mixer's axes.
+void write_mixer(JsonWriter& w, const LayerKind& k) {
+  if (k.is_mamba()) {
+    const MambaSpec& x = k.mamba;
+    w.key("mamba");
+    w.begin_object();
+    w.field("chunk_size", x.chunk);
+    w.field("conv_kernel", x.conv_kernel);
+    w.field("head_dim", x.head_dim);
+    w.field("n_groups", x.groups);
+    w.field("num_heads", x.heads);
+    w.field("state_size", x.state);
+    w.end_object();
+  }
+  w.field("mixer", mixer_name(k.mixer));
+}
+
 void write_records(JsonWriter& w, std::string_view key, const std::vector<TensorRecord>& v) {
   w.key(key);
   w.begin_array();
@@ -178,7 +195,7 @@ std::string estimate_text(const Estimate& e) {
   const LayerKind& k0 = m.kinds[0];
   w.field("attn_logit_softcapping", m.attn_softcap);
   w.field("block_layout", block_name(m.block));
-  w.field("ffn_type", ffn_name(k0.ffn));
+  w.field("ffn_type", k0.has_ffn ? ffn_name(k0.ffn) : "none");
   w.field("final_logit_softcapping", m.final_softcap);
   w.field("gemma_norm", m.gemma_norm);
   w.field("head_dim", k0.head_dim);
@@ -194,11 +211,12 @@ std::string estimate_text(const Estimate& e) {
       const LayerKind& k = m.kinds[ki];
       const KindEstimate& ke = e.kinds[ki];
       w.begin_object();
-      w.field("ffn_type", ffn_name(k.ffn));
+      w.field("ffn_type", k.has_ffn ? ffn_name(k.ffn) : "none");
       w.field("full_bytes", ke.costs.full);
       w.field("head_dim", k.head_dim);
       w.field("intermediate_size", k.ffn_hidden);
       w.field("layers", ke.layers);
+      write_mixer(w, k);
       w.field("name", k.name);
       w.field("num_attention_heads", k.heads);
       w.field("num_experts_per_tok", k.moe.top_k);
@@ -223,6 +241,7 @@ std::string estimate_text(const Estimate& e) {
     w.end_array();
   }
   w.field("layers", m.layers);
+  write_mixer(w, k0);
   w.field("mtp_params", e.mtp_params);
   w.field("name", m.name);
   w.field("norm_type", norm_name(m.norm));
