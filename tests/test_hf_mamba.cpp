@@ -209,11 +209,25 @@ TEST_CASE(
     "activations, dropout, mismatched widths, the textbook profile, context parallelism)",
     "[hf][mamba][errors]") {
   json m = tiny_nemotron();
+  m["hybrid_override_pattern"] = "M-X*";
+  CHECK(error_of(m) ==
+        "model.hybrid_override_pattern | model.hybrid_override_pattern: letter 2 'X' is not a "
+        "layer type; allowed: M (Mamba-2), * (attention), - (MLP), E (MoE)");
   m["hybrid_override_pattern"] = "M-E*";
   CHECK(error_of(m) ==
-        "model.hybrid_override_pattern | model.hybrid_override_pattern: letter 2 'E' (a "
-        "mixture-of-experts layer, Nemotron 3) is not modelled yet; allowed: M (Mamba-2), * "
-        "(attention), - (MLP)");
+        "model.n_routed_experts | model.n_routed_experts: required with 'E' (MoE) "
+        "layers in hybrid_override_pattern (a positive integer)");
+  m["n_routed_experts"] = 8;
+  m["moe_latent_size"] = 64;
+  CHECK(error_of(m) ==
+        "model.moe_latent_size | model.moe_latent_size: 64 (the experts' latent "
+        "projections) is not modelled; allowed: null");
+  m.erase("moe_latent_size");
+  m["num_nextn_predict_layers"] = 1;
+  CHECK(error_of(m) ==
+        "model.num_nextn_predict_layers | model.num_nextn_predict_layers: 1 (nemotron_h's "
+        "multi-token-prediction layers) is not modelled; allowed: 0");
+  m = tiny_nemotron();
   m["hybrid_override_pattern"] = "M-M";
   CHECK(error_of(m) ==
         "model.hybrid_override_pattern | model.hybrid_override_pattern: has 3 letters; it needs "
@@ -253,4 +267,41 @@ TEST_CASE(
   CHECK(error_of(mamba2) ==
         "model.num_heads | model.num_heads: num_heads x head_dim = 8 x 32 must equal expand x "
         "hidden_size = 2 x 256 (Mamba2Mixer reshapes into it)");
+}
+
+TEST_CASE(
+    "nemotron_h with MoE layers (Nemotron 3 Nano, tests/data/hf): 31,577,940,288 parameters, the "
+    "card's 31.6B; each 'E' layer keeps the Megatron-style records of k routed copies and the "
+    "shared expert, squared ReLU without a gate",
+    "[hf][mamba][moe]") {
+  const json nano = actmem::evaluate_json(
+      json{{"model_text", source_file("tests/data/hf/nemotron-3-nano-30b-a3b.config.json")},
+           {"config", {{"seq", 4096}}}});
+  REQUIRE(nano["ok"] == true);
+  CHECK(u(nano["model"]["params"]) == 31577940288ULL);
+  // The tiny Nemotron-H with its MLP layer replaced by an MoE layer: 8 experts of 128, top-2,
+  // one shared expert of 256, 2 groups keeping 1.
+  json m = tiny_nemotron();
+  m["hybrid_override_pattern"] = "MEM*";
+  m["n_routed_experts"] = 8;
+  m["num_experts_per_tok"] = 2;
+  m["moe_intermediate_size"] = 128;
+  m["moe_shared_expert_intermediate_size"] = 256;
+  m["n_group"] = 2;
+  m["topk_group"] = 1;
+  const json r = run_tiny(m, json::object());
+  const std::uint64_t b = 2, s = 64, h = 256, E = 8, k = 2, fe = 128, fs = 256;
+  // megatron: ln2's input, the router's input (2bsh each), the fp32 router probabilities, each
+  // routed copy's input, activation (relu's output), second-linear input and output, the shared
+  // expert's activation and second-linear input (build_moe_mlp).
+  CHECK(kind_bytes(r, "moe") == 2 * (2 * b * s * h) + 4 * b * s * E +
+                                    2 * k * b * s * (h + fe + fe + h) + 2 * b * s * (fs + fs));
+  CHECK(records(r, "moe").count("moe.act_in") == 1);
+  CHECK(records(r, "moe").count("mlp.fc1_in") == 0);
+  // Parameters (NemotronHMoE): the norm, the router E x h and its score-correction bias E, the
+  // experts' up and down E x 2 x h x f_e, the shared expert's 2 x h x f_s.
+  const std::uint64_t moe = h + E * h + E + E * 2 * h * fe + 2 * h * fs;
+  const std::uint64_t mamba = 256 + 256 * 584 + 320 * 4 + 320 + 3 * 8 + 256 + 256 * 256;
+  const std::uint64_t attn = 256 + 256 * (256 + 2 * 128) + 256 * 256;
+  CHECK(u(r["model"]["params"]) == 2 * mamba + moe + attn + 1024 * 256 + 256 + 1024 * 256);
 }

@@ -169,7 +169,15 @@ std::string render_explain(const json& r) {
     << " a=" << u(r["model"]["num_attention_heads"])
     << " kv=" << u(r["model"]["num_key_value_heads"]) << " d=" << u(r["model"]["head_dim"])
     << " f=" << u(r["model"]["intermediate_size"]) << " V=" << u(r["model"]["vocab_size"])
-    << " t=" << u(r["config"]["tp"]) << " c=" << u(r["config"]["cp"]) << "\n\n";
+    << " t=" << u(r["config"]["tp"]) << " c=" << u(r["config"]["cp"]);
+  // Layer 0 a Mamba-2 layer (Mamba2, Nemotron-H): its axes, which its formulas use.
+  if (r["model"].contains("mamba")) {
+    const json& x = r["model"]["mamba"];
+    o << "; Mamba-2: H=" << u(x["num_heads"]) << " P=" << u(x["head_dim"])
+      << " N=" << u(x["state_size"]) << " G=" << u(x["n_groups"]) << " K=" << u(x["conv_kernel"])
+      << " Q=" << u(x["chunk_size"]) << " I=H·P";
+  }
+  o << "\n\n";
   for (const auto& e : r["explain"]) {
     o << text(e["title"]) << "\n";
     o << "  = " << text(e["formula"]) << "\n";

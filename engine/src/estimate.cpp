@@ -285,6 +285,17 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   }
 
   if (p.sp && p.tp == 1) e.warnings.push_back("sp has no effect with tp=1");
+  // The hf profile follows the measured transformers sparse blocks; families without one keep
+  // the Megatron-style expert records (Mixtral, Qwen2-MoE, Nemotron 3).
+  if (c.profile == Profile::kHf)
+    for (const LayerKind& lk : m.kinds)
+      if (lk.is_moe() && lk.moe.hf_block == HfMoe::kGeneric) {
+        e.warnings.push_back(
+            "hf profile: this family's transformers sparse block is not measured; its experts "
+            "keep the Megatron-style records (router input and probabilities, each routed "
+            "copy's input, activation, second-linear input and output)");
+        break;
+      }
   // A Mamba-2 layer's inference state is fixed in s: the convolution's last K-1 inputs and the
   // SSM state (transformers' Mamba2 / NemotronH cache: conv_states, recurrent_states).
   for (const LayerKind& lk : m.kinds)

@@ -32,6 +32,9 @@ void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   if (glu)
     rb.add("moe.act_in", {g.expert_tokens, Dim{"2", 2}, g.expert_f}, p, "expert GLU backward",
            "d(act(gate) * up) needs gate and up", kMoe);
+  else if (k.ffn == FfnType::kRelu2)
+    rb.add("moe.act_in", {g.expert_tokens, g.expert_f}, p, "expert squared-ReLU backward",
+           "relu keeps its output, which the square reads (one tensor)", kMoe);
   else
     rb.add("moe.act_in", {g.expert_tokens, g.expert_f}, p, "expert GeLU backward",
            "GeLU's derivative needs its input", kMoe);
@@ -43,6 +46,10 @@ void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
     if (glu)
       rb.add("moe.shared_act_in", {g.b, g.s_tp, Dim{"2", 2}, g.shared_f}, p,
              "shared expert GLU backward", "d(act(gate) * up) needs gate and up", kMoe);
+    else if (k.ffn == FfnType::kRelu2)
+      rb.add("moe.shared_act_in", {g.b, g.s_tp, g.shared_f}, p,
+             "shared expert squared-ReLU backward",
+             "relu keeps its output, which the square reads (one tensor)", kMoe);
     else
       rb.add("moe.shared_act_in", {g.b, g.s_tp, g.shared_f}, p, "shared expert GeLU backward",
              "GeLU's derivative needs its input", kMoe);

@@ -1,5 +1,6 @@
 // Reads Mamba-2 (model_type "mamba2": a stack of Mamba-2 mixer layers) and Nemotron-H
-// ("nemotron_h": Mamba-2, attention and MLP layers in the order hybrid_override_pattern spells)
+// ("nemotron_h": Mamba-2, attention, MLP and MoE layers in the order hybrid_override_pattern
+// spells)
 // config.json files, with the config classes' defaults (transformers 5.17 configuration_mamba2.py
 // and configuration_nemotron_h.py; modeling_mamba2.py and modeling_nemotron_h.py for what each
 // key builds).
@@ -31,13 +32,33 @@ const char* const kCommonKeys[] = {"model_type",
                                    "_attn_implementation"};
 const char* const kMamba2Keys[] = {"num_heads", "head_dim",   "state_size",
                                    "expand",    "hidden_act", "residual_in_fp32"};
-const char* const kNemotronKeys[] = {
-    "mamba_num_heads",         "mamba_head_dim",    "ssm_state_size",
-    "hybrid_override_pattern", "intermediate_size", "num_attention_heads",
-    "num_key_value_heads",     "head_dim",          "attention_head_dim",
-    "attention_bias",          "mlp_bias",          "mlp_hidden_act",
-    "mamba_hidden_act",        "attention_dropout", "hidden_dropout",
-    "sliding_window"};
+const char* const kNemotronKeys[] = {"mamba_num_heads",
+                                     "mamba_head_dim",
+                                     "ssm_state_size",
+                                     "hybrid_override_pattern",
+                                     "intermediate_size",
+                                     "num_attention_heads",
+                                     "num_key_value_heads",
+                                     "head_dim",
+                                     "attention_head_dim",
+                                     "attention_bias",
+                                     "mlp_bias",
+                                     "mlp_hidden_act",
+                                     "mamba_hidden_act",
+                                     "attention_dropout",
+                                     "hidden_dropout",
+                                     "sliding_window",
+                                     "n_routed_experts",
+                                     "num_experts_per_tok",
+                                     "moe_intermediate_size",
+                                     "moe_shared_expert_intermediate_size",
+                                     "n_shared_experts",
+                                     "n_group",
+                                     "topk_group",
+                                     "norm_topk_prob",
+                                     "moe_latent_size",
+                                     "num_nextn_predict_layers",
+                                     "mtp_hybrid_override_pattern"};
 
 // Keys that do not change memory: tokens, initialization, the inference cache, the time-step
 // initialization (time_step_limit's clamp runs and is counted either way), the kernel switch
@@ -75,7 +96,12 @@ const char* const kIgnored[] = {"architectures",
                                 "residual_in_fp32",
                                 "norm_before_gate",
                                 "rms_norm",
-                                "intermediate_size"};
+                                "intermediate_size",
+                                "routed_scaling_factor",
+                                "mamba_ssm_cache_dtype",
+                                "norm_eps",
+                                "rope_theta",
+                                "partial_rotary_factor"};
 
 // Keys other families (or older files, or our schema) use for a setting these families read
 // under another name: refused with the name read instead.
@@ -104,8 +130,10 @@ constexpr Foreign kForeign[] = {{"ssm_state_size", "state_size", nullptr},
                                 {"norm_type", nullptr, nullptr},
                                 {"position_embedding", nullptr, nullptr},
                                 {"block_layout", nullptr, nullptr},
-                                {"num_local_experts", nullptr, nullptr},
-                                {"num_experts_per_tok", nullptr, nullptr}};
+                                {"num_local_experts", nullptr, "n_routed_experts"},
+                                {"num_experts", nullptr, "n_routed_experts"},
+                                {"num_experts_per_tok", nullptr, nullptr},
+                                {"n_routed_experts", nullptr, nullptr}};
 
 template <std::size_t N>
 bool listed(const char* const (&list)[N], const std::string& k) {
@@ -237,6 +265,17 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     return refuse_value(j, "sliding_window",
                         "is not read by NemotronHAttention (full attention); allowed: null");
   ACTMEM_TRY(get_act("mlp_hidden_act", "relu2", nullptr));
+  // Nemotron 3 Super's multi-token-prediction layers (mtp_hybrid_override_pattern) are not
+  // modelled: refused rather than left out of the parameters.
+  if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null() &&
+      j["num_nextn_predict_layers"] != 0)
+    return refuse_value(j, "num_nextn_predict_layers",
+                        "(nemotron_h's multi-token-prediction layers) is not modelled; allowed: 0");
+  if (j.contains("mtp_hybrid_override_pattern") && !j["mtp_hybrid_override_pattern"].is_null() &&
+      j["mtp_hybrid_override_pattern"] != "")
+    return refuse_value(j, "mtp_hybrid_override_pattern",
+                        "(nemotron_h's multi-token-prediction layers) is not modelled; allowed: "
+                        "null");
 
   LayerKind mlp;
   mlp.name = "mlp";
@@ -267,11 +306,50 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   ACTMEM_TRY(get_bool("attention_bias", &attn_bias));
   attn.qkv_bias = attn.o_bias = attn_bias;
 
-  // hybrid_override_pattern: one letter per layer, M a Mamba-2 layer, * attention, - an MLP.
+  // Nemotron 3's MoE layers ('E', NemotronHMoE): a sigmoid router with the score-correction
+  // bias and group-limited top-k (DeepseekV3TopkRouter), n_routed_experts squared-ReLU experts of
+  // moe_intermediate_size (up and down, not gated) and a shared squared-ReLU MLP of
+  // moe_shared_expert_intermediate_size. transformers' grouped experts are not measured: every
+  // profile keeps the Megatron-style expert records (HfMoe::kGeneric).
+  LayerKind moe = mlp;
+  moe.name = "moe";
+  auto read_moe = [&]() -> std::optional<Error> {
+    MoeSpec& e = moe.moe;
+    e.top_k = 1;
+    e.groups = e.topk_groups = 1;
+    e.score_bias = true;
+    if (!j.contains("n_routed_experts") || j["n_routed_experts"].is_null())
+      return make_error("missing_key", "model.n_routed_experts",
+                        "model.n_routed_experts: required with 'E' (MoE) layers in "
+                        "hybrid_override_pattern (a positive integer)");
+    ACTMEM_TRY(get_uint("n_routed_experts", &e.experts, true));
+    ACTMEM_TRY(get_uint("num_experts_per_tok", &e.top_k, false));
+    e.expert_ffn = mlp.ffn_hidden;
+    ACTMEM_TRY(get_uint("moe_intermediate_size", &e.expert_ffn, false));
+    e.shared_experts = 1;
+    ACTMEM_TRY(get_uint("n_shared_experts", &e.shared_experts, false));
+    e.shared_expert_ffn = e.expert_ffn;
+    ACTMEM_TRY(get_uint("moe_shared_expert_intermediate_size", &e.shared_expert_ffn, false));
+    ACTMEM_TRY(get_uint("n_group", &e.groups, false));
+    ACTMEM_TRY(get_uint("topk_group", &e.topk_groups, false));
+    ACTMEM_TRY(get_bool("norm_topk_prob", &e.norm_topk));
+    if (e.experts % e.groups != 0 || e.topk_groups > e.groups)
+      return make_error("invalid_value", "model.n_group",
+                        "model.n_group: " + std::to_string(e.groups) +
+                            " groups must divide n_routed_experts=" + std::to_string(e.experts) +
+                            " and hold topk_group=" + std::to_string(e.topk_groups));
+    if (j.contains("moe_latent_size") && !j["moe_latent_size"].is_null())
+      return refuse_value(j, "moe_latent_size",
+                          "(the experts' latent projections) is not modelled; allowed: null");
+    return std::nullopt;
+  };
+
+  // hybrid_override_pattern: one letter per layer, M a Mamba-2 layer, * attention, - an MLP,
+  // E an MoE.
   if (!j.contains("hybrid_override_pattern") || j["hybrid_override_pattern"].is_null())
     return make_error("missing_key", "model.hybrid_override_pattern",
                       "model.hybrid_override_pattern: required (one letter per layer: M Mamba-2, "
-                      "* attention, - MLP)");
+                      "* attention, - MLP, E MoE)");
   std::string pattern;
   ACTMEM_TRY(read_string(j["hybrid_override_pattern"], "model.hybrid_override_pattern", &pattern));
   if (m.layers > kMaxLayers) return std::nullopt;  // validate() names the bound
@@ -284,16 +362,18 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   m.stack.assign(pattern.size(), 0);
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
-    const LayerKind* k = c == 'M' ? &mamba : c == '*' ? &attn : c == '-' ? &mlp : nullptr;
-    if (k == nullptr) {
-      const std::string letter = key_text(std::string(1, c));
-      return make_error(
-          "unsupported", "model.hybrid_override_pattern",
-          "model.hybrid_override_pattern: letter " + std::to_string(i) + " '" + letter + "' " +
-              (c == 'E' ? "(a mixture-of-experts layer, Nemotron 3) is not modelled yet"
-                        : "is not a layer type") +
-              "; allowed: M (Mamba-2), * (attention), - (MLP)");
-    }
+    const LayerKind* k = c == 'M'   ? &mamba
+                         : c == '*' ? &attn
+                         : c == '-' ? &mlp
+                         : c == 'E' ? &moe
+                                    : nullptr;
+    if (k == nullptr)
+      return make_error("unsupported", "model.hybrid_override_pattern",
+                        "model.hybrid_override_pattern: letter " + std::to_string(i) + " '" +
+                            key_text(std::string(1, c)) +
+                            "' is not a layer type; allowed: M (Mamba-2), * (attention), - (MLP), "
+                            "E (MoE)");
+    if (c == 'E' && !moe.is_moe()) ACTMEM_TRY(read_moe());
     auto same = [&](const LayerKind& y) { return y.name == k->name; };
     auto it = std::find_if(m.kinds.begin(), m.kinds.end(), same);
     if (it == m.kinds.end()) {
