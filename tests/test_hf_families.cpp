@@ -634,3 +634,47 @@ TEST_CASE(
             .get<std::string>()
             .find("closest") == std::string::npos);
 }
+
+TEST_CASE(
+    "deepseek_v2 with topk_method group_limited_greedy (DeepSeek-V2 236B): the hf router also "
+    "keeps each group's argmax, the kept groups' indices and the expert mask (derived from "
+    "DeepseekV2Moe and derivatives.yaml; the measured rows route greedy)",
+    "[hf][families][deepseek]") {
+  json m = {{"model_type", "deepseek_v2"},
+            {"hidden_size", 256},
+            {"intermediate_size", 512},
+            {"moe_intermediate_size", 128},
+            {"num_hidden_layers", 3},
+            {"first_k_dense_replace", 1},
+            {"n_routed_experts", 8},
+            {"n_shared_experts", 2},
+            {"num_experts_per_tok", 2},
+            {"q_lora_rank", nullptr},
+            {"kv_lora_rank", 64},
+            {"qk_nope_head_dim", 32},
+            {"qk_rope_head_dim", 16},
+            {"v_head_dim", 48},
+            {"num_attention_heads", 4},
+            {"num_key_value_heads", 4},
+            {"vocab_size", 1024}};
+  const json cfg = {{"micro_batch", 2}, {"seq", 64}, {"profile", "hf"}, {"attention", "eager"}};
+  auto moe_bytes = [](const json& r) {
+    for (const json& k : r["model"]["layer_kinds"])
+      if (u(k["num_local_experts"]) > 0) return u(k["full_bytes"]);
+    FAIL("no MoE kind");
+    return std::uint64_t{0};
+  };
+  const json greedy = run(json{{"model", m}, {"config", cfg}});
+  m["topk_method"] = "group_limited_greedy";
+  m["n_group"] = 4;
+  m["topk_group"] = 2;
+  const json grouped = run(json{{"model", m}, {"config", cfg}});
+  const std::uint64_t tokens = 2 * 64;
+  CHECK(moe_bytes(grouped) - moe_bytes(greedy) == tokens * (8 * 4 + 8 * 2 + 8));
+  CHECK(u(grouped["model"]["params"]) == u(greedy["model"]["params"]));  // no score bias in V2
+  m["topk_method"] = "noaux_tc";
+  const json e = actmem::evaluate_json(json{{"model", m}})["error"];
+  CHECK(e["message"] ==
+        "model.topk_method: \"noaux_tc\" is not modelled for deepseek_v2; allowed: greedy, "
+        "group_limited_greedy");
+}

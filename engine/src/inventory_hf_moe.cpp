@@ -8,6 +8,9 @@
 namespace actmem::detail {
 
 namespace {
+constexpr const char* kRouterDeepseekV2Groups =
+    "transformers modeling_deepseek_v2.py (commit 0233e509) DeepseekV2Moe group_limited_greedy, "
+    "by PyTorch derivatives.yaml (max.dim, topk, masked_fill); derived, not measured";
 constexpr const char* kRouterQwen =
     "transformers 5.17 modeling_qwen3_moe.py (softmax router in fp32, top-k, norm_topk_prob); "
     "measured: tests/reference/gpu/hf_layers.json";
@@ -235,6 +238,18 @@ void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
              "topk backward", "the kept groups' indices", src);
       rb.add("moe.group_mask", {g.b, T, E}, DType::kBool, "masked_fill backward",
              "which experts the kept groups allow", src);
+    }
+    if (e.group_limited_greedy) {
+      // DeepSeek-V2's group_limited_greedy (transformers modeling_deepseek_v2.py @ 0233e509,
+      // DeepseekV2Moe.route_tokens_to_experts; derived from derivatives.yaml, not measured):
+      // each group's max keeps its argmax, topk over the groups its indices, and masked_fill
+      // the inverted expert mask.
+      rb.add("moe.group_max_idx", {g.b, T, Dim{"n_group", e.groups}}, DType::kInt64,
+             "max(dim=-1) backward", "each group's best expert", kRouterDeepseekV2Groups);
+      rb.add("moe.group_idx", {g.b, T, Dim{"topk_group", e.topk_groups}}, DType::kInt64,
+             "topk backward", "the kept groups' indices", kRouterDeepseekV2Groups);
+      rb.add("moe.group_mask", {g.b, T, E}, DType::kBool, "masked_fill backward",
+             "which experts the kept groups allow", kRouterDeepseekV2Groups);
     }
     rb.add("moe.topk_idx", {g.b, T, K}, DType::kInt64, "topk / gather backward",
            "the chosen experts' indices", src);

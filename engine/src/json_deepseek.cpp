@@ -145,16 +145,18 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
       return refuse_value(j, "scoring_func",
                           std::string("is not modelled for ") + type +
                               "; allowed: " + (v3 ? "sigmoid" : "softmax"));
-    if (method != (v3 ? "noaux_tc" : "greedy"))
+    // DeepSeek-V2 (236B) routes group_limited_greedy: the top-k among the topk_group groups
+    // with the highest expert score (DeepseekV2Moe.route_tokens_to_experts; V2-Lite: greedy).
+    const bool v2_grouped = !v3 && method == "group_limited_greedy";
+    if (method != (v3 ? "noaux_tc" : "greedy") && !v2_grouped)
       return refuse_value(j, "topk_method",
                           std::string("is not modelled for ") + type +
-                              " (its router's saved tensors were measured with " +
-                              (v3 ? "noaux_tc" : "greedy") +
-                              " only); allowed: " + (v3 ? "noaux_tc" : "greedy"));
+                              "; allowed: " + (v3 ? "noaux_tc" : "greedy, group_limited_greedy"));
     e.norm_topk = v3;
     if (j.contains("norm_topk_prob"))
       ACTMEM_TRY(read_bool(j["norm_topk_prob"], "model.norm_topk_prob", &e.norm_topk));
-    if (v3) {
+    e.group_limited_greedy = v2_grouped;
+    if (v3 || v2_grouped) {
       ACTMEM_TRY(get("n_group", &e.groups));
       ACTMEM_TRY(get("topk_group", &e.topk_groups));
       if (e.experts % e.groups != 0 || e.topk_groups > e.groups)
@@ -169,7 +171,7 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
             "model.num_experts_per_tok: " + std::to_string(e.top_k) + " is more than the " +
                 std::to_string(e.topk_groups * (e.experts / e.groups)) +
                 " experts topk_group=" + std::to_string(e.topk_groups) + " groups hold");
-      e.score_bias = true;
+      e.score_bias = v3;
     }
     e.hf_block = v3 ? HfMoe::kDeepseekV3 : HfMoe::kDeepseekV2;
   } else {

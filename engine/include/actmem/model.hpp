@@ -54,6 +54,7 @@ struct MoeSpec {
   std::uint64_t groups = 1;             // DeepSeek-V3's group-limited routing: n_group ...
   std::uint64_t topk_groups = 1;        // ... of which topk_group are kept
   bool score_bias = false;              // DeepSeek-V3's e_score_correction_bias (E parameters)
+  bool group_limited_greedy = false;    // DeepSeek-V2's topk_method: groups by their max score
   bool router_bias = false;             // gpt-oss's router is a linear with a bias (E parameters)
   bool input_jitter = false;            // PhiMoE's input_jitter_noise > 0: the MLP input is
                                         // scaled by fresh uniform noise in training
