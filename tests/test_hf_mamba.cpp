@@ -214,9 +214,6 @@ TEST_CASE(
         "model.hybrid_override_pattern | model.hybrid_override_pattern: letter 2 'X' is not a "
         "layer type; allowed: M (Mamba-2), * (attention), - (MLP), E (MoE)");
   m["hybrid_override_pattern"] = "M-E*";
-  CHECK(error_of(m) ==
-        "model.n_routed_experts | model.n_routed_experts: required with 'E' (MoE) "
-        "layers in hybrid_override_pattern (a positive integer)");
   m["n_routed_experts"] = 8;
   m["moe_latent_size"] = 64;
   CHECK(error_of(m) ==
@@ -227,11 +224,54 @@ TEST_CASE(
   CHECK(error_of(m) ==
         "model.num_nextn_predict_layers | model.num_nextn_predict_layers: 1 (nemotron_h's "
         "multi-token-prediction layers) is not modelled; allowed: 0");
-  m = tiny_nemotron();
-  m["hybrid_override_pattern"] = "M-M";
+  m.erase("num_nextn_predict_layers");
+  m["num_experts_per_tok"] = 9;
   CHECK(error_of(m) ==
-        "model.hybrid_override_pattern | model.hybrid_override_pattern: has 3 letters; it needs "
-        "one per layer (num_hidden_layers=4)");
+        "model.num_experts_per_tok | model.num_experts_per_tok: 9 must be between "
+        "1 and n_routed_experts=8");
+  // Characters, not bytes: an em dash is one (wrong) letter, named whole.
+  m = tiny_nemotron();
+  m["hybrid_override_pattern"] = std::string("M\xe2\x80\x94M*");
+  CHECK(error_of(m) ==
+        "model.hybrid_override_pattern | model.hybrid_override_pattern: letter 1 \"\\u2014\" "
+        "is not a layer type; allowed: M (Mamba-2), * (attention), - (MLP), E (MoE)");
+  // The older names NemotronHConfig still takes (mamba_conv_bias for use_conv_bias), and the
+  // layer list transformers prefers to the pattern (layers_block_type).
+  m = tiny_nemotron();
+  m["mamba_conv_bias"] = false;
+  const json no_bias = run_tiny(m, json::object());
+  CHECK(u(no_bias["model"]["params"]) == 1418160 - 2 * 320);
+  m["use_conv_bias"] = true;
+  CHECK(error_of(m) ==
+        "model.mamba_conv_bias | model.mamba_conv_bias: false conflicts with "
+        "model.use_conv_bias: true; give one");
+  m = tiny_nemotron();
+  m.erase("hybrid_override_pattern");
+  m["layers_block_type"] = {"linear_attention", "mlp", "mamba", "full_attention"};
+  CHECK(u(run_tiny(m, json::object())["model"]["params"]) == 1418160);
+  m["hybrid_override_pattern"] = "M--*";
+  CHECK(error_of(m) ==
+        "model.hybrid_override_pattern | model.hybrid_override_pattern: \"M--*\" "
+        "conflicts with model.layers_block_type (\"M-M*\" as letters); give one");
+  m = tiny_nemotron();
+  m["use_mamba_kernels"] = false;
+  CHECK(error_of(m) ==
+        "model.use_mamba_kernels | model.use_mamba_kernels: false is config.attention's choice "
+        "here (eager or sdpa_math: transformers' PyTorch path; flash: the fused kernels); "
+        "allowed: true");
+  m = tiny_nemotron();
+  m["chunk_size"] = 1 << 20;
+  CHECK(error_of(m) ==
+        "model.chunk_size | model.chunk_size: 1048576 is larger than the supported "
+        "65536");
+  // num_hidden_layers follows the pattern (NemotronHConfig derives it), with a warning.
+  m = tiny_nemotron();
+  m["num_hidden_layers"] = 7;
+  const json warned = run_tiny(m, json::object());
+  CHECK(u(warned["model"]["layers"]) == 4);
+  CHECK(warned["warnings"][0] ==
+        "model.num_hidden_layers: 7 differs from the layer list's 4 layers; the list is used "
+        "(NemotronHConfig derives the count from it)");
   m = tiny_nemotron();
   m["num_heads"] = 8;
   CHECK(error_of(m) ==

@@ -164,20 +164,38 @@ std::string render_estimate(const json& r) {
 
 std::string render_explain(const json& r) {
   std::ostringstream o;
+  const json& m = r["model"];
   o << "profile " << text(r["profile"]) << "; b=" << u(r["config"]["micro_batch"])
-    << " s=" << u(r["config"]["seq"]) << " h=" << u(r["model"]["hidden_size"])
-    << " a=" << u(r["model"]["num_attention_heads"])
-    << " kv=" << u(r["model"]["num_key_value_heads"]) << " d=" << u(r["model"]["head_dim"])
-    << " f=" << u(r["model"]["intermediate_size"]) << " V=" << u(r["model"]["vocab_size"])
-    << " t=" << u(r["config"]["tp"]) << " c=" << u(r["config"]["cp"]);
-  // Layer 0 a Mamba-2 layer (Mamba2, Nemotron-H): its axes, which its formulas use.
-  if (r["model"].contains("mamba")) {
-    const json& x = r["model"]["mamba"];
-    o << "; Mamba-2: H=" << u(x["num_heads"]) << " P=" << u(x["head_dim"])
-      << " N=" << u(x["state_size"]) << " G=" << u(x["n_groups"]) << " K=" << u(x["conv_kernel"])
-      << " Q=" << u(x["chunk_size"]) << " I=H·P";
-  }
-  o << "\n\n";
+    << " s=" << u(r["config"]["seq"]) << " h=" << u(m["hidden_size"]) << " V=" << u(m["vocab_size"])
+    << " t=" << u(r["config"]["tp"]) << " c=" << u(r["config"]["cp"]) << "\n";
+  // Each layer kind's axes (one kind: the model's own): attention's a, kv, d; the FFN's f; a
+  // Mamba-2 mixer's H, P, N, G, K, Q.
+  auto axes = [&](const json& k) {
+    std::string s;
+    if (k.contains("mamba")) {
+      const json& x = k["mamba"];
+      s += " Mamba-2 H=" + std::to_string(u(x["num_heads"])) +
+           " P=" + std::to_string(u(x["head_dim"])) + " N=" + std::to_string(u(x["state_size"])) +
+           " G=" + std::to_string(u(x["n_groups"])) + " K=" + std::to_string(u(x["conv_kernel"])) +
+           " Q=" + std::to_string(u(x["chunk_size"])) + " (I=H·P)";
+    } else if (text(k["mixer"]) == "attention") {
+      s += " a=" + std::to_string(u(k["num_attention_heads"])) +
+           " kv=" + std::to_string(u(k["num_key_value_heads"])) +
+           " d=" + std::to_string(u(k["head_dim"]));
+    }
+    if (u(k["num_local_experts"]) > 0)
+      s += " E=" + std::to_string(u(k["num_local_experts"])) +
+           " k=" + std::to_string(u(k["num_experts_per_tok"])) + " (" + text(k["ffn_type"]) + ")";
+    else if (text(k["ffn_type"]) != "none")
+      s += " f=" + std::to_string(u(k["intermediate_size"])) + " (" + text(k["ffn_type"]) + ")";
+    return s;
+  };
+  if (m.contains("layer_kinds"))
+    for (const auto& k : m["layer_kinds"])
+      o << "  kind '" << text(k["name"]) << "' x" << u(k["layers"]) << ":" << axes(k) << "\n";
+  else
+    o << " " << axes(m) << "\n";
+  o << "\n";
   for (const auto& e : r["explain"]) {
     o << text(e["title"]) << "\n";
     o << "  = " << text(e["formula"]) << "\n";

@@ -30,6 +30,10 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
            "normalization gradient needs the input's statistics",
            "Korthikanti et al. 2022, Sec. 4.1's layer-norm rule, for the Mamba layer's norm");
     add_mamba_megatron(g, rb);
+    // MambaLayer's bias-dropout-add (megatron/core/ssm/mamba_layer.py, hidden_dropout).
+    if (g.hidden_dropout)
+      rb.add("mamba.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "residual dropout backward",
+             "the same mask scales the gradient", kK41);
   }
   if (k.has_attention()) {
     rb.add("ln1.in", {g.b, g.s_rep, g.h}, p, "LayerNorm backward",

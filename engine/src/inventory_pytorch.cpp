@@ -419,6 +419,11 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
       add_mamba_fused(g, rb);
     else
       add_mamba_torch(k, g, rb);
+    // Residual dropout after the mixer (config.hidden_dropout; Megatron-LM MambaLayer's
+    // bias-dropout-add): the 1-byte mask, as after attention.
+    if (g.hidden_dropout)
+      rb.add("mamba.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",
+             "1-byte mask on CUDA", kDeriv);
   }
   if (k.has_ffn) add_ffn(m, k, g, rb, hf);
 }

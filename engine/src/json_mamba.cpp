@@ -1,9 +1,9 @@
 // Reads Mamba-2 (model_type "mamba2": a stack of Mamba-2 mixer layers) and Nemotron-H
-// ("nemotron_h": Mamba-2, attention, MLP and MoE layers in the order hybrid_override_pattern
-// spells)
-// config.json files, with the config classes' defaults (transformers 5.17 configuration_mamba2.py
-// and configuration_nemotron_h.py; modeling_mamba2.py and modeling_nemotron_h.py for what each
-// key builds).
+// ("nemotron_h": Mamba-2, attention, MLP and MoE layers in the order layers_block_type or
+// hybrid_override_pattern gives) config.json files, with the config classes' defaults
+// (transformers configuration_mamba2.py and configuration_nemotron_h.py @ 13923c63, whose
+// __post_init__ also takes the older mamba_* names; modeling_mamba2.py and modeling_nemotron_h.py
+// for what each key builds).
 #include "json_mamba.hpp"
 
 #include <algorithm>
@@ -58,7 +58,17 @@ const char* const kNemotronKeys[] = {"mamba_num_heads",
                                      "norm_topk_prob",
                                      "moe_latent_size",
                                      "num_nextn_predict_layers",
-                                     "mtp_hybrid_override_pattern"};
+                                     "mtp_hybrid_override_pattern",
+                                     "mtp_layers_block_type",
+                                     "layers_block_type",
+                                     "layer_types",
+                                     "num_local_experts",
+                                     "use_mamba_kernels",
+                                     "mamba_n_groups",
+                                     "mamba_d_conv",
+                                     "mamba_chunk_size",
+                                     "mamba_conv_bias",
+                                     "mamba_expand"};
 
 // Keys that do not change memory: tokens, initialization, the inference cache, the time-step
 // initialization (time_step_limit's clamp runs and is counted either way), the kernel switch
@@ -89,7 +99,6 @@ const char* const kIgnored[] = {"architectures",
                                 "use_return_dict",
                                 "rescale_prenorm_residual",
                                 "num_logits_to_keep",
-                                "use_mamba_kernels",
                                 "max_position_embeddings",
                                 "mamba_proj_bias",
                                 "expand",
@@ -116,10 +125,15 @@ constexpr Foreign kForeign[] = {{"ssm_state_size", "state_size", nullptr},
                                 {"num_heads", nullptr, "mamba_num_heads"},
                                 {"mamba_head_dim", "head_dim", nullptr},
                                 {"mamba_hidden_act", "hidden_act", nullptr},
-                                {"mamba_n_groups", "n_groups", "n_groups"},
-                                {"mamba_d_conv", "conv_kernel", "conv_kernel"},
-                                {"mamba_chunk_size", "chunk_size", "chunk_size"},
+                                {"mamba_n_groups", "n_groups", nullptr},
+                                {"mamba_d_conv", "conv_kernel", nullptr},
+                                {"mamba_chunk_size", "chunk_size", nullptr},
+                                {"mamba_conv_bias", "use_conv_bias", nullptr},
+                                {"mamba_expand", "expand", nullptr},
                                 {"mamba_d_state", "state_size", "ssm_state_size"},
+                                {"layers_block_type", nullptr, nullptr},
+                                {"layer_types", nullptr, nullptr},
+                                {"use_mamba_kernels", nullptr, nullptr},
                                 {"hybrid_override_pattern", nullptr, nullptr},
                                 {"num_attention_heads", nullptr, nullptr},
                                 {"num_key_value_heads", nullptr, nullptr},
@@ -130,10 +144,17 @@ constexpr Foreign kForeign[] = {{"ssm_state_size", "state_size", nullptr},
                                 {"norm_type", nullptr, nullptr},
                                 {"position_embedding", nullptr, nullptr},
                                 {"block_layout", nullptr, nullptr},
-                                {"num_local_experts", nullptr, "n_routed_experts"},
+                                {"num_local_experts", nullptr, nullptr},
                                 {"num_experts", nullptr, "n_routed_experts"},
                                 {"num_experts_per_tok", nullptr, nullptr},
                                 {"n_routed_experts", nullptr, nullptr}};
+
+// A value as a message quotes it: 'M' when key_text shows it as typed, else key_text's escaped,
+// double-quoted form ("\u2014") on its own.
+std::string shown_letter(const std::string& v) {
+  const std::string k = key_text(v);
+  return !k.empty() && k.front() == '"' ? k : "'" + k + "'";
+}
 
 template <std::size_t N>
 bool listed(const char* const (&list)[N], const std::string& k) {
@@ -169,23 +190,56 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     if (!listed(kIgnored, k) && warnings)
       warnings->push_back("model." + k + ": ignored (does not affect memory)");
   }
-  auto get_uint = [&](const char* key, std::uint64_t* v, bool required) -> std::optional<Error> {
-    if (!j.contains(key) || j[key].is_null()) {
+  // The key a value is read from: its name, or (NemotronHConfig.__post_init__) the older name it
+  // also takes; both given must agree.
+  auto pick = [&](const char* key, const char* older, const char** used) -> std::optional<Error> {
+    *used = key;
+    if (older == nullptr || !j.contains(older)) return std::nullopt;
+    if (j.contains(key) && j[key] != j[older])
+      return make_error("invalid_value", std::string("model.") + older,
+                        std::string("model.") + older + ": " + short_dump(j[older]) +
+                            " conflicts with model." + key + ": " + short_dump(j[key]) +
+                            "; give one");
+    if (!j.contains(key)) *used = older;
+    return std::nullopt;
+  };
+  // Integers are typed int in the config classes: null is refused, not read as the default.
+  auto get_uint = [&](const char* key, std::uint64_t* v, bool required,
+                      const char* older = nullptr) -> std::optional<Error> {
+    const char* used = key;
+    ACTMEM_TRY(pick(key, older, &used));
+    if (!j.contains(used)) {
       if (required)
         return make_error("missing_key", std::string("model.") + key,
                           std::string("model.") + key + ": required (a positive integer)");
       return std::nullopt;
     }
-    ACTMEM_TRY(read_uint(j[key], std::string("model.") + key, v));
+    ACTMEM_TRY(read_uint(j[used], std::string("model.") + used, v));
     if (*v > kMaxDim)
-      return make_error("invalid_value", std::string("model.") + key,
-                        std::string("model.") + key + ": " + std::to_string(*v) +
+      return make_error("invalid_value", std::string("model.") + used,
+                        std::string("model.") + used + ": " + std::to_string(*v) +
                             " is larger than the supported 2^40");
     return std::nullopt;
   };
-  auto get_bool = [&](const char* key, bool* v) -> std::optional<Error> {
-    if (!j.contains(key)) return std::nullopt;
-    return read_bool(j[key], std::string("model.") + key, v);
+  // Sizes that fix a tensor's extent whatever b and s (a chunk's Q x Q masks, the state): bounded
+  // well below 2^40 so an overflow can only come from b and s.
+  auto get_small = [&](const char* key, std::uint64_t* v,
+                       const char* older = nullptr) -> std::optional<Error> {
+    const char* used = key;
+    ACTMEM_TRY(pick(key, older, &used));
+    ACTMEM_TRY(get_uint(key, v, false, older));
+    if (*v > kMaxMambaWidth)
+      return make_error("invalid_value", std::string("model.") + used,
+                        std::string("model.") + used + ": " + std::to_string(*v) +
+                            " is larger than the supported " + std::to_string(kMaxMambaWidth));
+    return std::nullopt;
+  };
+  auto get_bool = [&](const char* key, bool* v,
+                      const char* older = nullptr) -> std::optional<Error> {
+    const char* used = key;
+    ACTMEM_TRY(pick(key, older, &used));
+    if (!j.contains(used)) return std::nullopt;
+    return read_bool(j[used], std::string("model.") + used, v);
   };
   auto get_act = [&](const char* key, const char* want, const char* also) -> std::optional<Error> {
     if (!j.contains(key)) return std::nullopt;
@@ -193,8 +247,8 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     ACTMEM_TRY(read_string(j[key], std::string("model.") + key, &act));
     if (act != want && (also == nullptr || act != also))
       return make_error("unsupported", std::string("model.") + key,
-                        std::string("model.") + key + ": '" + key_text(act) +
-                            "' is not supported for " + type + "; allowed: " + want +
+                        std::string("model.") + key + ": " + shown_letter(act) +
+                            " is not supported for " + type + "; allowed: " + want +
                             (also ? std::string(", ") + also : std::string()));
     return std::nullopt;
   };
@@ -204,9 +258,14 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   m.block = BlockLayout::kSequential;
   m.tied_embeddings = false;  // both config classes default to untied
   ACTMEM_TRY(get_uint("hidden_size", &m.hidden, true));
-  ACTMEM_TRY(get_uint("num_hidden_layers", &m.layers, true));
   ACTMEM_TRY(get_uint("vocab_size", &m.vocab, true));
   ACTMEM_TRY(get_bool("tie_word_embeddings", &m.tied_embeddings));
+  // The kernel choice is config.attention's (eager / sdpa_math: the PyTorch path; flash: the
+  // fused kernels): a config turning the kernels off would say otherwise.
+  if (nemotron && j.contains("use_mamba_kernels") && j["use_mamba_kernels"] != true)
+    return refuse_value(j, "use_mamba_kernels",
+                        "is config.attention's choice here (eager or sdpa_math: transformers' "
+                        "PyTorch path; flash: the fused kernels); allowed: true");
 
   LayerKind mamba;
   mamba.name = "mamba";
@@ -219,13 +278,14 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   x.groups = 8;
   x.conv_kernel = 4;
   x.chunk = nemotron ? 128 : 256;
+  x.key_names = nemotron ? MambaKeys::kNemotronH : MambaKeys::kMamba2;
   ACTMEM_TRY(get_uint(nemotron ? "mamba_num_heads" : "num_heads", &x.heads, false));
   ACTMEM_TRY(get_uint(nemotron ? "mamba_head_dim" : "head_dim", &x.head_dim, false));
-  ACTMEM_TRY(get_uint(nemotron ? "ssm_state_size" : "state_size", &x.state, false));
-  ACTMEM_TRY(get_uint("n_groups", &x.groups, false));
-  ACTMEM_TRY(get_uint("conv_kernel", &x.conv_kernel, false));
-  ACTMEM_TRY(get_uint("chunk_size", &x.chunk, false));
-  ACTMEM_TRY(get_bool("use_conv_bias", &x.conv_bias));
+  ACTMEM_TRY(get_small(nemotron ? "ssm_state_size" : "state_size", &x.state));
+  ACTMEM_TRY(get_uint("n_groups", &x.groups, false, nemotron ? "mamba_n_groups" : nullptr));
+  ACTMEM_TRY(get_small("conv_kernel", &x.conv_kernel, nemotron ? "mamba_d_conv" : nullptr));
+  ACTMEM_TRY(get_small("chunk_size", &x.chunk, nemotron ? "mamba_chunk_size" : nullptr));
+  ACTMEM_TRY(get_bool("use_conv_bias", &x.conv_bias, nemotron ? "mamba_conv_bias" : nullptr));
   ACTMEM_TRY(get_bool("use_bias", &x.proj_bias));
   ACTMEM_TRY(get_act(nemotron ? "mamba_hidden_act" : "hidden_act", "silu", "swish"));
   // Nemotron-H's gated norm normalizes each group (group_size = intermediate_size / n_groups);
@@ -233,13 +293,18 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   x.norm_per_group = nemotron;
 
   if (!nemotron) {
+    ACTMEM_TRY(get_uint("num_hidden_layers", &m.layers, true));
     // Mamba2Mixer: intermediate_size = expand x hidden_size, reshaped into num_heads heads of
     // head_dim; the two must agree or its reshapes fail.
     std::uint64_t expand = 2;
     ACTMEM_TRY(get_uint("expand", &expand, false));
+    if (x.heads > kMaxDim / x.head_dim)
+      return make_error("invalid_value", "model.num_heads",
+                        "model.num_heads: num_heads x head_dim = " + std::to_string(x.heads) +
+                            " x " + std::to_string(x.head_dim) +
+                            " is larger than the supported 2^40");
     std::uint64_t inner = 0;
-    if (__builtin_mul_overflow(expand, m.hidden, &inner) || x.heads > kMaxDim / x.head_dim ||
-        inner != x.heads * x.head_dim)
+    if (__builtin_mul_overflow(expand, m.hidden, &inner) || inner != x.heads * x.head_dim)
       return make_error("invalid_value", "model.num_heads",
                         "model.num_heads: num_heads x head_dim = " + std::to_string(x.heads) +
                             " x " + std::to_string(x.head_dim) +
@@ -265,17 +330,19 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     return refuse_value(j, "sliding_window",
                         "is not read by NemotronHAttention (full attention); allowed: null");
   ACTMEM_TRY(get_act("mlp_hidden_act", "relu2", nullptr));
-  // Nemotron 3 Super's multi-token-prediction layers (mtp_hybrid_override_pattern) are not
-  // modelled: refused rather than left out of the parameters.
-  if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null() &&
-      j["num_nextn_predict_layers"] != 0)
+  // Nemotron 3 Super's multi-token-prediction layers (mtp_layers_block_type) and latent experts
+  // are not modelled: refused rather than left out of the parameters.
+  if (j.contains("num_nextn_predict_layers") && j["num_nextn_predict_layers"] != 0)
     return refuse_value(j, "num_nextn_predict_layers",
                         "(nemotron_h's multi-token-prediction layers) is not modelled; allowed: 0");
-  if (j.contains("mtp_hybrid_override_pattern") && !j["mtp_hybrid_override_pattern"].is_null() &&
-      j["mtp_hybrid_override_pattern"] != "")
-    return refuse_value(j, "mtp_hybrid_override_pattern",
-                        "(nemotron_h's multi-token-prediction layers) is not modelled; allowed: "
-                        "null");
+  for (const char* k : {"mtp_hybrid_override_pattern", "mtp_layers_block_type"})
+    if (j.contains(k) && !j[k].is_null())
+      return refuse_value(j, k,
+                          "(nemotron_h's multi-token-prediction layers) is not modelled; allowed: "
+                          "null");
+  if (j.contains("moe_latent_size") && !j["moe_latent_size"].is_null())
+    return refuse_value(j, "moe_latent_size",
+                        "(the experts' latent projections) is not modelled; allowed: null");
 
   LayerKind mlp;
   mlp.name = "mlp";
@@ -292,16 +359,20 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   attn.kv_heads = 8;
   attn.head_dim = 128;
   ACTMEM_TRY(get_uint("num_attention_heads", &attn.heads, false));
-  ACTMEM_TRY(get_uint("num_key_value_heads", &attn.kv_heads, false));
+  // num_key_value_heads: null is num_attention_heads (NemotronHConfig's backward compatibility).
+  if (j.contains("num_key_value_heads") && j["num_key_value_heads"].is_null())
+    attn.kv_heads = attn.heads;
+  else
+    ACTMEM_TRY(get_uint("num_key_value_heads", &attn.kv_heads, false));
   // head_dim, or attention_head_dim in the first published files (NemotronHConfig's default 128).
-  const bool hd = j.contains("head_dim") && !j["head_dim"].is_null();
-  const bool ahd = j.contains("attention_head_dim") && !j["attention_head_dim"].is_null();
-  if (hd && ahd && j["head_dim"] != j["attention_head_dim"])
+  const bool ahd = j.contains("attention_head_dim");
+  if (j.contains("head_dim") && ahd && j["head_dim"] != j["attention_head_dim"])
     return make_error("invalid_value", "model.attention_head_dim",
                       "model.attention_head_dim: " + short_dump(j["attention_head_dim"]) +
                           " conflicts with model.head_dim: " + short_dump(j["head_dim"]) +
                           "; give one");
-  ACTMEM_TRY(get_uint(hd ? "head_dim" : "attention_head_dim", &attn.head_dim, false));
+  ACTMEM_TRY(get_uint(j.contains("head_dim") || !ahd ? "head_dim" : "attention_head_dim",
+                      &attn.head_dim, false));
   bool attn_bias = false;
   ACTMEM_TRY(get_bool("attention_bias", &attn_bias));
   attn.qkv_bias = attn.o_bias = attn_bias;
@@ -309,71 +380,140 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   // Nemotron 3's MoE layers ('E', NemotronHMoE): a sigmoid router with the score-correction
   // bias and group-limited top-k (DeepseekV3TopkRouter), n_routed_experts squared-ReLU experts of
   // moe_intermediate_size (up and down, not gated) and a shared squared-ReLU MLP of
-  // moe_shared_expert_intermediate_size. transformers' grouped experts are not measured: every
-  // profile keeps the Megatron-style expert records (HfMoe::kGeneric).
+  // moe_shared_expert_intermediate_size; NemotronHConfig's defaults. transformers' grouped experts
+  // are not measured: every profile keeps the Megatron-style expert records (HfMoe::kGeneric).
   LayerKind moe = mlp;
   moe.name = "moe";
+  const char* const kMoeKeys[] = {"n_routed_experts",
+                                  "num_local_experts",
+                                  "num_experts_per_tok",
+                                  "moe_intermediate_size",
+                                  "moe_shared_expert_intermediate_size",
+                                  "n_shared_experts",
+                                  "n_group",
+                                  "topk_group",
+                                  "norm_topk_prob"};
   auto read_moe = [&]() -> std::optional<Error> {
     MoeSpec& e = moe.moe;
-    e.top_k = 1;
-    e.groups = e.topk_groups = 1;
-    e.score_bias = true;
-    if (!j.contains("n_routed_experts") || j["n_routed_experts"].is_null())
-      return make_error("missing_key", "model.n_routed_experts",
-                        "model.n_routed_experts: required with 'E' (MoE) layers in "
-                        "hybrid_override_pattern (a positive integer)");
-    ACTMEM_TRY(get_uint("n_routed_experts", &e.experts, true));
-    ACTMEM_TRY(get_uint("num_experts_per_tok", &e.top_k, false));
-    e.expert_ffn = mlp.ffn_hidden;
-    ACTMEM_TRY(get_uint("moe_intermediate_size", &e.expert_ffn, false));
+    e.experts = 8;
+    e.top_k = 2;
+    e.expert_ffn = e.shared_expert_ffn = 7688;
     e.shared_experts = 1;
+    e.groups = e.topk_groups = 1;
+    e.norm_topk = true;
+    e.score_bias = true;
+    ACTMEM_TRY(get_uint("n_routed_experts", &e.experts, false, "num_local_experts"));
+    ACTMEM_TRY(get_uint("num_experts_per_tok", &e.top_k, false));
+    ACTMEM_TRY(get_uint("moe_intermediate_size", &e.expert_ffn, false));
     ACTMEM_TRY(get_uint("n_shared_experts", &e.shared_experts, false));
-    e.shared_expert_ffn = e.expert_ffn;
     ACTMEM_TRY(get_uint("moe_shared_expert_intermediate_size", &e.shared_expert_ffn, false));
     ACTMEM_TRY(get_uint("n_group", &e.groups, false));
     ACTMEM_TRY(get_uint("topk_group", &e.topk_groups, false));
     ACTMEM_TRY(get_bool("norm_topk_prob", &e.norm_topk));
+    if (e.top_k > e.experts)
+      return make_error("invalid_value", "model.num_experts_per_tok",
+                        "model.num_experts_per_tok: " + std::to_string(e.top_k) +
+                            " must be between 1 and n_routed_experts=" + std::to_string(e.experts));
+    if (e.shared_experts > 1024)
+      return make_error("invalid_value", "model.n_shared_experts",
+                        "model.n_shared_experts: " + std::to_string(e.shared_experts) +
+                            " is more than the supported 1024");
     if (e.experts % e.groups != 0 || e.topk_groups > e.groups)
       return make_error("invalid_value", "model.n_group",
                         "model.n_group: " + std::to_string(e.groups) +
                             " groups must divide n_routed_experts=" + std::to_string(e.experts) +
                             " and hold topk_group=" + std::to_string(e.topk_groups));
-    if (j.contains("moe_latent_size") && !j["moe_latent_size"].is_null())
-      return refuse_value(j, "moe_latent_size",
-                          "(the experts' latent projections) is not modelled; allowed: null");
     return std::nullopt;
   };
 
-  // hybrid_override_pattern: one letter per layer, M a Mamba-2 layer, * attention, - an MLP,
-  // E an MoE.
-  if (!j.contains("hybrid_override_pattern") || j["hybrid_override_pattern"].is_null())
-    return make_error("missing_key", "model.hybrid_override_pattern",
-                      "model.hybrid_override_pattern: required (one letter per layer: M Mamba-2, "
-                      "* attention, - MLP, E MoE)");
-  std::string pattern;
-  ACTMEM_TRY(read_string(j["hybrid_override_pattern"], "model.hybrid_override_pattern", &pattern));
-  if (m.layers > kMaxLayers) return std::nullopt;  // validate() names the bound
-  if (pattern.size() != m.layers)
-    return make_error("invalid_value", "model.hybrid_override_pattern",
-                      "model.hybrid_override_pattern: has " + std::to_string(pattern.size()) +
-                          " letters; it needs one per layer (num_hidden_layers=" +
-                          std::to_string(m.layers) + ")");
-  m.kinds.clear();
-  m.stack.assign(pattern.size(), 0);
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
-    const char c = pattern[i];
-    const LayerKind* k = c == 'M'   ? &mamba
-                         : c == '*' ? &attn
-                         : c == '-' ? &mlp
-                         : c == 'E' ? &moe
-                                    : nullptr;
-    if (k == nullptr)
+  // The layers: layers_block_type (or layer_types) when given, else hybrid_override_pattern, else
+  // NemotronHConfig's default [linear_attention, moe, full_attention, mlp]; num_hidden_layers is
+  // derived from them (a different value is only warned about, as __post_init__ does).
+  std::string letters;
+  const char* list_key = j.contains("layers_block_type") ? "layers_block_type" : "layer_types";
+  if (j.contains("layers_block_type") && j.contains("layer_types"))
+    return make_error("invalid_value", "model.layer_types",
+                      "model.layer_types: the same list as layers_block_type; give one");
+  if (j.contains(list_key) && !j[list_key].is_null()) {
+    const json& a = j[list_key];
+    const std::string field = std::string("model.") + list_key;
+    if (!a.is_array())
+      return make_error("wrong_type", field,
+                        field + ": must be a list of layer types, got " + got(a));
+    if (a.size() > kMaxLayers)
+      return make_error("invalid_value", field,
+                        field + ": " + std::to_string(a.size()) +
+                            " layers is more than the supported " + std::to_string(kMaxLayers));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      // remap_legacy_layer_types: mamba and attention are the older names.
+      const std::string f = field + "[" + std::to_string(i) + "]";
+      std::string t;
+      ACTMEM_TRY(read_string(a[i], f, &t));
+      const char c = t == "linear_attention" || t == "mamba"     ? 'M'
+                     : t == "full_attention" || t == "attention" ? '*'
+                     : t == "mlp"                                ? '-'
+                     : t == "moe"                                ? 'E'
+                                                                 : '\0';
+      if (c == '\0')
+        return make_error("unsupported", f,
+                          f + ": " + shown_letter(t) +
+                              " is not a layer type; allowed: linear_attention (mamba), "
+                              "full_attention (attention), mlp, moe");
+      letters += c;
+    }
+    if (j.contains("hybrid_override_pattern") && !j["hybrid_override_pattern"].is_null() &&
+        j["hybrid_override_pattern"] != letters)
+      return make_error("invalid_value", "model.hybrid_override_pattern",
+                        "model.hybrid_override_pattern: " +
+                            short_dump(j["hybrid_override_pattern"]) + " conflicts with " + field +
+                            " (" + short_dump(json(letters)) + " as letters); give one");
+  } else if (j.contains("hybrid_override_pattern")) {
+    ACTMEM_TRY(
+        read_string(j["hybrid_override_pattern"], "model.hybrid_override_pattern", &letters));
+    // Letters one by one before the length (a non-ASCII character is several bytes).
+    for (std::size_t i = 0; i < letters.size(); ++i) {
+      const char c = letters[i];
+      if (c == 'M' || c == '*' || c == '-' || c == 'E') continue;
+      std::size_t n = 1;  // the whole UTF-8 sequence, for the message
+      while (i + n < letters.size() && (static_cast<unsigned char>(letters[i + n]) & 0xC0) == 0x80)
+        ++n;
       return make_error("unsupported", "model.hybrid_override_pattern",
-                        "model.hybrid_override_pattern: letter " + std::to_string(i) + " '" +
-                            key_text(std::string(1, c)) +
-                            "' is not a layer type; allowed: M (Mamba-2), * (attention), - (MLP), "
-                            "E (MoE)");
-    if (c == 'E' && !moe.is_moe()) ACTMEM_TRY(read_moe());
+                        "model.hybrid_override_pattern: letter " + std::to_string(i) + " " +
+                            shown_letter(letters.substr(i, n)) +
+                            " is not a layer type; allowed: M (Mamba-2), * (attention), - "
+                            "(MLP), E (MoE)");
+    }
+    if (letters.size() > kMaxLayers)
+      return make_error("invalid_value", "model.hybrid_override_pattern",
+                        "model.hybrid_override_pattern: " + std::to_string(letters.size()) +
+                            " layers is more than the supported " + std::to_string(kMaxLayers));
+  } else {
+    letters = "ME*-";
+  }
+  if (letters.empty())
+    return make_error("invalid_value", "model.hybrid_override_pattern",
+                      "model.hybrid_override_pattern: empty; it needs one letter per layer (M "
+                      "Mamba-2, * attention, - MLP, E MoE)");
+  m.layers = letters.size();
+  if (j.contains("num_hidden_layers")) {
+    std::uint64_t given = 0;
+    ACTMEM_TRY(read_uint(j["num_hidden_layers"], "model.num_hidden_layers", &given));
+    if (given != m.layers && warnings)
+      warnings->push_back("model.num_hidden_layers: " + std::to_string(given) +
+                          " differs from the layer list's " + std::to_string(m.layers) +
+                          " layers; the list is used (NemotronHConfig derives the count from it)");
+  }
+  const bool any_moe = letters.find('E') != std::string::npos;
+  if (any_moe) ACTMEM_TRY(read_moe());
+  if (!any_moe && warnings)
+    for (const char* k : kMoeKeys)
+      if (j.contains(k))
+        warnings->push_back(std::string("model.") + k + ": ignored (no MoE layer in the stack)");
+  m.kinds.clear();
+  m.stack.assign(letters.size(), 0);
+  for (std::size_t i = 0; i < letters.size(); ++i) {
+    const char c = letters[i];
+    const LayerKind* k = c == 'M' ? &mamba : c == '*' ? &attn : c == '-' ? &mlp : &moe;
     auto same = [&](const LayerKind& y) { return y.name == k->name; };
     auto it = std::find_if(m.kinds.begin(), m.kinds.end(), same);
     if (it == m.kinds.end()) {

@@ -2,6 +2,7 @@
 // Mixtral, Phi-3, Qwen2, Qwen2-MoE, Qwen3, Gemma 2/3 naming; Falcon in json_falcon.cpp); see
 // docs/schema.md.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -330,7 +331,13 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     for (const char* k : {"hybrid_override_pattern", "ssm_state_size", "state_size",
                           "mamba_num_heads", "layers_block_type", "conv_kernel"})
       ssm = ssm || j.contains(k);
-    if (ssm)
+    // A spelling of a family read (nemotron-h, Mamba2, "mamba2 "): that family, by name.
+    std::string spelled;
+    for (char c : type)
+      if (c != ' ') spelled += c == '-' ? '_' : static_cast<char>(std::tolower(c));
+    if (in(kSupportedTypes, spelled) && spelled != type)
+      hint = " (did you mean '" + spelled + "'?)";
+    else if (ssm)
       hint =
           "; its state-space layers are not modelled (the state-space families read are mamba2 "
           "and nemotron_h)";

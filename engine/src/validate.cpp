@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 
 #include "actmem/estimate.hpp"
 
@@ -45,25 +46,25 @@ std::optional<Error> positive_dim(const std::string& field, std::uint64_t v) {
 std::optional<Error> validate_mamba(const LayerKind& k) {
   const std::string f = k.field + ".";
   const MambaSpec& x = k.mamba;
-  for (const auto& [key, v] : {std::pair<const char*, std::uint64_t>{"mamba_num_heads", x.heads},
-                               {"mamba_head_dim", x.head_dim},
-                               {"ssm_state_size", x.state},
+  const std::string heads = x.heads_key(), head_dim = x.head_dim_key(), state = x.state_key();
+  for (const auto& [key, v] : {std::pair<std::string, std::uint64_t>{heads, x.heads},
+                               {head_dim, x.head_dim},
+                               {state, x.state},
                                {"n_groups", x.groups},
                                {"conv_kernel", x.conv_kernel},
                                {"chunk_size", x.chunk}})
     if (auto err = positive_dim(f + key, v)) return err;
   // Every width the mixer builds (I, I + 2GN, 2I + 2GN + H) stays below 2^42.
   if (x.heads > kMaxDim / x.head_dim)
-    return bad(f + "mamba_head_dim", "heads x head_dim = " + std::to_string(x.heads) + " x " +
-                                         std::to_string(x.head_dim) +
-                                         " is larger than the supported 2^40");
+    return bad(f + head_dim, heads + " x " + head_dim + " = " + std::to_string(x.heads) + " x " +
+                                 std::to_string(x.head_dim) + " is larger than the supported 2^40");
   if (x.groups > kMaxDim / x.state)
-    return bad(f + "n_groups", "n_groups x ssm_state_size = " + std::to_string(x.groups) + " x " +
+    return bad(f + "n_groups", "n_groups x " + state + " = " + std::to_string(x.groups) + " x " +
                                    std::to_string(x.state) + " is larger than the supported 2^40");
   if (x.heads % x.groups != 0)
     return bad(f + "n_groups",
-               std::to_string(x.groups) +
-                   " does not divide mamba_num_heads=" + std::to_string(x.heads) +
+               std::to_string(x.groups) + " does not divide " + heads + "=" +
+                   std::to_string(x.heads) +
                    " (each group's B and C serve whole heads); allowed: " + divisors_of(x.heads));
   return std::nullopt;
 }
@@ -118,9 +119,10 @@ std::optional<Error> validate_kind_split(const LayerKind& k, const Parallel& p, 
   if (k.is_mamba() && (k.mamba.heads % p.tp != 0 || k.mamba.groups % p.tp != 0))
     return bad("config.tp",
                "tp=" + std::to_string(p.tp) + " does not divide the Mamba layers' " +
-                   (k.mamba.heads % p.tp != 0 ? "mamba_num_heads=" + std::to_string(k.mamba.heads)
-                                              : "n_groups=" + std::to_string(k.mamba.groups)) +
-                   of + "; allowed: " + divisors_of(k.mamba.groups));
+                   (k.mamba.heads % p.tp != 0
+                        ? std::string(k.mamba.heads_key()) + "=" + std::to_string(k.mamba.heads)
+                        : "n_groups=" + std::to_string(k.mamba.groups)) +
+                   of + "; allowed: " + divisors_of(std::gcd(k.mamba.heads, k.mamba.groups)));
   if (!k.has_attention()) {
     if (k.has_ffn && !k.is_moe() && k.ffn_hidden % p.tp != 0)
       return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide intermediate_size=" +

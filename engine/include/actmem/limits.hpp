@@ -20,6 +20,9 @@ constexpr std::size_t kMaxJsonValues = std::size_t{1} << 18;
 // inside the checked 64-bit arithmetic (checked.hpp) without wrapping first.
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 40;
 constexpr std::uint64_t kMaxLayers = 65536;
+// A Mamba-2 layer's state size, conv kernel and chunk length: tensors of Q x Q or N per token
+// whatever b and s (real models: Q <= 256, N <= 256, K = 4).
+constexpr std::uint64_t kMaxMambaWidth = 65536;
 // Multi-token-prediction depths trained at once (DeepSeek-V3 trains one).
 constexpr std::uint64_t kMaxMtpDepths = 4;
 constexpr std::size_t kMaxLayerKinds = 64;

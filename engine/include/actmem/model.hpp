@@ -78,6 +78,10 @@ struct MlaSpec {
 // input [x, B, C] and the per-head step dt; a causal depthwise convolution over [x, B, C]; the SSD
 // scan over H heads of P channels with an N-wide state, B and C shared by the heads of each of G
 // groups, computed in chunks of Q tokens; a gated RMSNorm and the output projection.
+// Which config names the Mamba-2 keys go by, for messages: NemotronHConfig's (mamba_num_heads,
+// mamba_head_dim, ssm_state_size) or Mamba2Config's (num_heads, head_dim, state_size).
+enum class MambaKeys { kNemotronH, kMamba2 };
+
 struct MambaSpec {
   std::uint64_t heads = 0;        // H (num_heads, mamba_num_heads)
   std::uint64_t head_dim = 0;     // P
@@ -90,6 +94,16 @@ struct MambaSpec {
   // The gated RMSNorm normalizes each group's I/G channels apart (Nemotron-H: group_size =
   // intermediate_size / n_groups) or all I together (Mamba2's MambaRMSNormGated).
   bool norm_per_group = false;
+  MambaKeys key_names = MambaKeys::kNemotronH;
+  const char* heads_key() const {
+    return key_names == MambaKeys::kMamba2 ? "num_heads" : "mamba_num_heads";
+  }
+  const char* head_dim_key() const {
+    return key_names == MambaKeys::kMamba2 ? "head_dim" : "mamba_head_dim";
+  }
+  const char* state_key() const {
+    return key_names == MambaKeys::kMamba2 ? "state_size" : "ssm_state_size";
+  }
   // Widths (validate() bounds heads·head_dim and groups·state before any of these is used).
   std::uint64_t inner() const { return heads * head_dim; }                    // I
   std::uint64_t conv_dim() const { return inner() + 2 * groups * state; }     // I + 2GN
