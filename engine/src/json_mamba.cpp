@@ -364,9 +364,11 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     attn.kv_heads = attn.heads;
   else
     ACTMEM_TRY(get_uint("num_key_value_heads", &attn.kv_heads, false));
-  // head_dim, or attention_head_dim in the first published files (NemotronHConfig's default 128).
-  const bool ahd = j.contains("attention_head_dim");
-  if (j.contains("head_dim") && ahd && j["head_dim"] != j["attention_head_dim"])
+  // head_dim, or attention_head_dim in the first published files (NemotronHConfig's default 128;
+  // a null attention_head_dim is no value, a null head_dim is refused as an int key's null).
+  const bool ahd = j.contains("attention_head_dim") && !j["attention_head_dim"].is_null();
+  if (j.contains("head_dim") && !j["head_dim"].is_null() && ahd &&
+      j["head_dim"] != j["attention_head_dim"])
     return make_error("invalid_value", "model.attention_head_dim",
                       "model.attention_head_dim: " + short_dump(j["attention_head_dim"]) +
                           " conflicts with model.head_dim: " + short_dump(j["head_dim"]) +
