@@ -345,3 +345,31 @@ TEST_CASE(
   const std::uint64_t attn = 256 + 256 * (256 + 2 * 128) + 256 * 256;
   CHECK(u(r["model"]["params"]) == 2 * mamba + moe + attn + 1024 * 256 + 256 + 1024 * 256);
 }
+
+TEST_CASE(
+    "Mamba-2 layer, PyTorch path, on PyTorch 2.6 (CPU; tests/reference/mamba_cpu.json, the "
+    "torch_forward op sequence re-implemented): fp32 exact at s = 64, 80 (padded to 3 chunks) "
+    "and 128; bf16 exact but for the dt PyTorch 2.11 keeps twice in fp32 (6·b·s·H)",
+    "[hf][mamba]") {
+  const json ref = json::parse(source_file("tests/reference/mamba_cpu.json"));
+  int checked = 0;
+  for (const json& row : ref["results"]) {
+    const bool nemotron = row["model_type"] == "nemotron_h";
+    const json m =
+        nemotron ? tiny_nemotron()
+                 : json{{"model_type", "mamba2"}, {"hidden_size", 256}, {"num_hidden_layers", 2},
+                        {"num_heads", 8},         {"head_dim", 64},     {"state_size", 16},
+                        {"n_groups", 2},          {"conv_kernel", 4},   {"chunk_size", 32},
+                        {"vocab_size", 1024}};
+    const bool fp32 = row["dtype"] == "float32";
+    const std::uint64_t b = u(row["b"]), s = u(row["s"]), H = 8;
+    INFO(row["model_type"] << " " << row["dtype"] << " s=" << s);
+    const json r = run_tiny(m, {{"seq", s},
+                                {"micro_batch", b},
+                                {"profile", "hf"},
+                                {"dtype", fp32 ? "fp32" : "bf16"}});
+    CHECK(kind_bytes(r, "mamba") == u(row["saved_bytes"]) + (fp32 ? 0 : 6 * b * s * H));
+    ++checked;
+  }
+  CHECK(checked == 12);
+}

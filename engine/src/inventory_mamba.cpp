@@ -18,6 +18,10 @@ constexpr const char* kMegatron =
     "Megatron-LM megatron/core/ssm/mamba_mixer.py _ssm_training (@ d98e8a64, L679-733): "
     "mamba_split_conv1d_scan_combined without the norm or out_proj, then ExtendedRMSNorm and "
     "TERowParallelLinear";
+constexpr const char* kTorchFp32 =
+    "transformers 5.17 torch_forward in fp32 (x.float() and gate.to(float32) return their "
+    "input); measured with its re-implementation on PyTorch 2.6 (CPU): "
+    "tests/reference/mamba_cpu.json";
 constexpr const char* kTorchNorm =
     "transformers 5.17 MambaRMSNormGated (Mamba2: over I; Nemotron-H: per group of I/G); "
     "measured: tests/reference/gpu/hf_layers.json";
@@ -42,15 +46,25 @@ void add_mamba_torch(const LayerKind& k, const LayerGeometry& g, RecordBuilder& 
   rb.add("mamba.dt_softplus", {g.b, g.s_tp, g.mh}, p, "clamp backward",
          "clamp to time_step_limit reads its input", kTorch);
   // x.float(): D * pad(x) keeps the padded fp32 copy, x * dt keeps x and dt; A * dt keeps A
-  // and dt. Each multiply by the bf16 dt kept an fp32 dt of its own (measured on PyTorch 2.11).
+  // and dt. Below fp32, x.float() is a copy and each multiply by the low-precision dt kept an
+  // fp32 dt of its own (measured on PyTorch 2.11, CUDA; PyTorch 2.6 on the CPU keeps the one dt,
+  // tests/reference/mamba_cpu.json). In fp32, x is a view of the SiLU output [x, B, C], whose
+  // whole storage stays, and both multiplies keep the one dt (measured: mamba_cpu.json).
   rb.add("mamba.x_padded", {g.b, g.s_pad, g.mi}, f, "mul backward (D residual)",
          "D * pad(x) keeps the padded fp32 x", kTorch);
-  rb.add("mamba.x", {g.b, g.s_tp, g.mi}, f, "mul backward (x * dt)", "x * dt keeps the fp32 x",
-         kTorch);
-  rb.add("mamba.dt_for_x", {g.b, g.s_tp, g.mh}, f, "mul backward (x * dt)",
-         "x * dt keeps dt, in fp32", kTorch);
-  rb.add("mamba.dt_for_A", {g.b, g.s_tp, g.mh}, f, "mul backward (A * dt)",
-         "A * dt keeps dt, in fp32", kTorch);
+  if (p == f) {
+    rb.add("mamba.x", {g.b, g.s_tp, g.mconv}, f, "mul backward (x * dt)",
+           "x * dt keeps x, a view of the SiLU output [x, B, C]", kTorchFp32);
+    rb.add("mamba.dt", {g.b, g.s_tp, g.mh}, f, "mul backward (x * dt, A * dt)",
+           "both multiplies keep dt", kTorchFp32);
+  } else {
+    rb.add("mamba.x", {g.b, g.s_tp, g.mi}, f, "mul backward (x * dt)", "x * dt keeps the fp32 x",
+           kTorch);
+    rb.add("mamba.dt_for_x", {g.b, g.s_tp, g.mh}, f, "mul backward (x * dt)",
+           "x * dt keeps dt, in fp32", kTorch);
+    rb.add("mamba.dt_for_A", {g.b, g.s_tp, g.mh}, f, "mul backward (A * dt)",
+           "A * dt keeps dt, in fp32", kTorch);
+  }
   rb.add("mamba.A", {g.mh}, f, "mul backward (A * dt)", "A * dt keeps A = -exp(A_log)", kTorch);
   // 1. Within each chunk: L = exp(segsum(A·dt)), G = C·B^T per chunk, M = G ⊙ L, Y_diag = M x.
   // Each segsum masks twice (masked_fill keeps each ~mask, Q x Q bools).
@@ -94,8 +108,10 @@ void add_mamba_torch(const LayerKind& k, const LayerGeometry& g, RecordBuilder& 
          "sum(C * states) per token and channel", kTorch);
   // The gated RMSNorm in fp32: y * silu(z.float()), then rsqrt(mean((y·silu z)^2) + eps) per row
   // (or per group of I/G channels), weight * normed (normed stays fp32: y's dtype).
-  rb.add("mamba.norm.gate", {g.b, g.s_tp, g.mi}, f, "silu backward", "the fp32 copy of the gate z",
-         kTorchNorm);
+  // In fp32 the gate is a view of in_proj's output, already kept.
+  if (p != f)
+    rb.add("mamba.norm.gate", {g.b, g.s_tp, g.mi}, f, "silu backward",
+           "the fp32 copy of the gate z", kTorchNorm);
   rb.add("mamba.norm.y", {g.b, g.s_pad, g.mi}, f, "mul backward (y * silu(z))",
          "the scan output y plus the D residual (padded storage)", kTorchNorm);
   rb.add("mamba.norm.gate_silu", {g.b, g.s_tp, g.mi}, f, "mul backward (y * silu(z))",
