@@ -6,6 +6,8 @@
 // the engine's input layer).
 #include <map>
 
+#include <set>
+
 #include "hf_reference.hpp"
 
 using namespace actmem::test;
@@ -640,23 +642,12 @@ TEST_CASE(
     "keeps each group's argmax, the kept groups' indices and the expert mask (derived from "
     "DeepseekV2Moe and derivatives.yaml; the measured rows route greedy)",
     "[hf][families][deepseek]") {
-  json m = {{"model_type", "deepseek_v2"},
-            {"hidden_size", 256},
-            {"intermediate_size", 512},
-            {"moe_intermediate_size", 128},
-            {"num_hidden_layers", 3},
-            {"first_k_dense_replace", 1},
-            {"n_routed_experts", 8},
-            {"n_shared_experts", 2},
-            {"num_experts_per_tok", 2},
-            {"q_lora_rank", nullptr},
-            {"kv_lora_rank", 64},
-            {"qk_nope_head_dim", 32},
-            {"qk_rope_head_dim", 16},
-            {"v_head_dim", 48},
-            {"num_attention_heads", 4},
-            {"num_key_value_heads", 4},
-            {"vocab_size", 1024}};
+  json m = {{"model_type", "deepseek_v2"},  {"hidden_size", 256},     {"intermediate_size", 512},
+            {"moe_intermediate_size", 128}, {"num_hidden_layers", 3}, {"first_k_dense_replace", 1},
+            {"n_routed_experts", 8},        {"n_shared_experts", 2},  {"num_experts_per_tok", 2},
+            {"q_lora_rank", nullptr},       {"kv_lora_rank", 64},     {"qk_nope_head_dim", 32},
+            {"qk_rope_head_dim", 16},       {"v_head_dim", 48},       {"num_attention_heads", 4},
+            {"num_key_value_heads", 4},     {"vocab_size", 1024}};
   const json cfg = {{"micro_batch", 2}, {"seq", 64}, {"profile", "hf"}, {"attention", "eager"}};
   auto moe_bytes = [](const json& r) {
     for (const json& k : r["model"]["layer_kinds"])
@@ -677,4 +668,32 @@ TEST_CASE(
   CHECK(e["message"] ==
         "model.topk_method: \"noaux_tc\" is not modelled for deepseek_v2; allowed: greedy, "
         "group_limited_greedy");
+}
+
+TEST_CASE(
+    "DeepSeek's hf router in fp32: x.type(float32) and weight.type(float32) return themselves, so "
+    "the router keeps the tokens the shared experts keep and no fp32 weight copy (PyTorch: "
+    "Tensor.type returns self for its own type)",
+    "[hf][families][deepseek]") {
+  const json ref = measured_layers();
+  for (const json& row : ref["results"]) {
+    if (row["model_type"] != "deepseek_v3" || row["attn_implementation"] != "eager" ||
+        row["s"] != 64)
+      continue;
+    auto names = [&](const char* dtype) {
+      json c = {{"micro_batch", 2}, {"seq", 64}, {"profile", "hf"}, {"dtype", dtype}};
+      const json r = run(json{{"model", hf_model(row)}, {"config", c}});
+      std::set<std::string> out;
+      for (const json& k : r["model"]["layer_kinds"])
+        if (u(k["num_local_experts"]) > 0)
+          for (const json& t : k["tensors"]) out.insert(t["name"].get<std::string>());
+      return out;
+    };
+    const auto bf16 = names("bf16"), fp32 = names("fp32");
+    CHECK(bf16.count("moe.router_weight_fp32") == 1);
+    CHECK(bf16.count("moe.router_in_fp32") == 1);
+    CHECK(fp32.count("moe.router_weight_fp32") == 0);
+    CHECK(fp32.count("moe.router_in_fp32") == 0);
+    CHECK(fp32.count("moe.router_in") == 1);
+  }
 }

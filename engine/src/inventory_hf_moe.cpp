@@ -215,12 +215,16 @@ void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
   if (e.hf_block == HfMoe::kPhimoe) {
     add_phimoe_router(m, k, g, rb);
   } else {
-    const bool keeps_input = !deepseek || e.shared_experts > 0;
+    // DeepSeek's router reads x.float() with weight.float(): in fp32 both return themselves, so
+    // the router keeps the tokens the shared experts keep (one storage) and no weight copy.
+    const bool fp32_router = deepseek && p == DType::kFp32;
+    const bool keeps_input = !deepseek || e.shared_experts > 0 || fp32_router;
     if (keeps_input && m.block != BlockLayout::kParallel)
-      rb.add("moe.router_in", {g.b, T, g.h}, p,
-             deepseek ? "shared experts' first linear backward" : "router linear backward",
-             "weight gradient needs the normalized tokens", src);
-    if (deepseek) {
+      rb.add(
+          "moe.router_in", {g.b, T, g.h}, p,
+          deepseek ? "shared experts' first linear and router backward" : "router linear backward",
+          "weight gradient needs the normalized tokens", src);
+    if (deepseek && !fp32_router) {
       rb.add("moe.router_weight_fp32", {E, g.h}, DType::kFp32, "router linear backward",
              "F.linear(x.float(), weight.float()): the fp32 weight copy, made each forward", src);
       rb.add("moe.router_in_fp32", {g.b, T, g.h}, DType::kFp32, "router linear backward",
