@@ -530,10 +530,34 @@
     return out.join(' ');
   }
 
+  // A stack of layer kinds (Nemotron-H, DeepSeek, gpt-oss, Llama 4): a selector shows each kind's
+  // records as the engine lists them (model.layer_kinds: every tensor, no recompute); the default
+  // stays layer 0 under the chosen recompute policy (per_layer).
+  let inventoryEst = null;
   function drawInventory(est) {
+    inventoryEst = est;
+    const kinds = est.model.layer_kinds || [];
+    const sel = $('inventory-kind');
+    const keep = sel.value;
+    clear(sel);
+    sel.appendChild(el('option', 'layer 0, under the recompute policy'));
+    sel.lastChild.value = '';
+    for (const k of kinds) {
+      const o = el('option', k.name + ' (' + commas(k.layers) + ' layers, no recompute)');
+      o.value = k.name;
+      sel.appendChild(o);
+    }
+    sel.value = kinds.some((k) => k.name === keep) ? keep : '';
+    $('inventory-kind-label').hidden = kinds.length === 0;
+    drawInventoryRows();
+  }
+  function drawInventoryRows() {
+    const est = inventoryEst;
+    const kind = (est.model.layer_kinds || []).find((k) => k.name === $('inventory-kind').value);
+    const tensors = kind ? kind.tensors : est.per_layer.tensors;
     const tbody = $('inventory').tBodies[0];
     clear(tbody);
-    for (const t of est.per_layer.tensors) {
+    for (const t of tensors) {
       const tr = el('tr');
       tr.appendChild(el('td', t.name, 'mono'));
       tr.appendChild(el('td', t.shape + ' = ' + t.dims.join('×'), 'mono'));
@@ -547,15 +571,19 @@
     }
     const tr = el('tr', null, 'total');
     tr.appendChild(el('td', 'per layer', 'mono'));
-    tr.appendChild(el('td', 'linear in s ' + commas(est.per_layer.linear_bytes) + ', quadratic ' + commas(est.per_layer.quadratic_bytes)));
+    tr.appendChild(el('td', kind ? 'kind ' + kind.name + ', ' + commas(kind.layers) + ' layers' :
+      'linear in s ' + commas(est.per_layer.linear_bytes) + ', quadratic ' + commas(est.per_layer.quadratic_bytes)));
     tr.appendChild(el('td', ''));
-    const sum = tip(el('td', commas(est.per_layer.activation_bytes), 'num'), fmt(est.per_layer.activation_bytes, 2));
+    const bytes = kind ? kind.full_bytes : est.per_layer.activation_bytes;
+    const sum = tip(el('td', commas(bytes), 'num'), fmt(bytes, 2));
     sum.id = 'per-layer-bytes';
     tr.appendChild(sum);
     tr.appendChild(el('td', ''));
     tr.appendChild(el('td', ''));
     tbody.appendChild(tr);
-    $('inventory-note').textContent = '(bytes; ' + est.profile + ' profile, recompute ' + est.per_layer.recompute + ', layer 0 of stage 0)';
+    $('inventory-note').textContent = kind
+      ? '(bytes; ' + est.profile + ' profile, one layer of kind ' + kind.name + ', no recompute)'
+      : '(bytes; ' + est.profile + ' profile, recompute ' + est.per_layer.recompute + ', layer 0 of stage 0)';
   }
 
   function policyTip(v, name) {
@@ -841,6 +869,8 @@
       $('preset').dispatchEvent(new Event('input', { bubbles: true }));
     });
     $('all-stages').addEventListener('change', () => schedule(0));
+    // Choosing a layer kind redraws the table from the answer on screen: no engine request.
+    $('inventory-kind').addEventListener('change', () => { if (inventoryEst) drawInventoryRows(); });
     $('use-model').addEventListener('click', () => {
       clearErrors();
       customModelText = $('model-json').value;

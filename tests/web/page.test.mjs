@@ -122,6 +122,27 @@ test('displayed numbers equal the native `actmem estimate --json` to the byte', 
   }
 });
 
+test('a stack of layer kinds: the inventory shows each kind\'s records, equal to the native answer, with no engine request', async () => {
+  const args = ['--preset', 'nemotron-3-nano-30b-a3b', '--gpu', 'h100-80gb', '--seq', '4096', '--profile', 'hf', '--attention', 'flash'];
+  const n = native(args);
+  const { page, errors } = await open('preset=nemotron-3-nano-30b-a3b&gpu=h100-80gb&seq=4096&profile=hf&attention=flash');
+  const options = await page.$$eval('#inventory-kind option', (os) => os.map((o) => o.value));
+  assert.deepEqual(options, ['', ...n.model.layer_kinds.map((k) => k.name)]);
+  for (const k of n.model.layer_kinds) {
+    const before = await page.evaluate(() => window.actmemRequests);
+    await page.selectOption('#inventory-kind', k.name);
+    assert.equal(digits(await page.textContent('#per-layer-bytes')), String(k.full_bytes), k.name);
+    for (const t of k.tensors)
+      assert.equal(digits(await page.textContent(`td[data-tensor="${t.name}"]`)), String(t.bytes), `${k.name} ${t.name}`);
+    assert.equal(await page.evaluate(() => window.actmemRequests), before, 'no engine request');
+  }
+  // A single-kind model hides the selector.
+  await settle(page, () => page.selectOption('#preset', 'llama-3.1-8b'));
+  assert.equal(await page.$eval('#inventory-kind-label', (l) => l.hidden), true);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('bad values show the engine\'s field-named message beside the field; the previous result stays', async () => {
   const { page } = await open('preset=gpt2&gpu=h100-80gb&seq=1024');
   const before = await page.textContent('#verdict');
