@@ -409,7 +409,7 @@ TEST_CASE("Hostile run, round 4: Gemma defaults, activation names, number overfl
   CHECK(actmem::parse_json_text(R"({"a": [1, 2, -1e999]})", "model").error().field == "model.a[2]");
 }
 
-TEST_CASE("Hostile run, round 5: pattern longer than a chunk; Gemma keys on gpt2", "[bounds]") {
+TEST_CASE("Hostile run, round 5: pattern longer than a chunk, Gemma keys on gpt2", "[bounds]") {
   auto err = [](const json& req) { return actmem::evaluate_json(req)["error"]; };
   // 36 letters for Qwen3-8B's 36 layers at pp = 2: each chunk read only the first 18 (all K),
   // answering as recompute none.

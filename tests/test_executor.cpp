@@ -121,6 +121,15 @@ TEST_CASE("CPU executor: configurations it cannot run are field-named errors", "
   // Falcon's parallel blocks are not in the executor's program either.
   CHECK(model_err("block_layout", "parallel") == "model.block_layout");
   CHECK(model_err("block_layout", "parallel_two_norms") == "model.block_layout");
+  // Nor a squared-ReLU MLP, or layers without attention (review, fifth session: the executor ran
+  // an attention + GELU program with zero heads for them).
+  CHECK(model_err("ffn_type", "relu2") == "model.ffn_type");
+  const json mamba2 = {{"model_type", "mamba2"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                       {"num_heads", 2},         {"head_dim", 64},    {"state_size", 16},
+                       {"n_groups", 2},          {"vocab_size", 128}};
+  auto r = exec::executor_config(json{{"model", mamba2}, {"config", json::object()}}, "cpu");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().field == "model.model_type");
 }
 
 TEST_CASE("finite-difference probes: rounding-level noise passes, a wrong gradient fails",
@@ -216,7 +225,7 @@ TEST_CASE("actmem-validate's flags: executor named, each given once, probes boun
 
 TEST_CASE(
     "CPU executor: a vocabulary-dominated model peaks at the loss backward, as predicted (SGD "
-    "updates in place: no optimizer-step temporary; hostile run, issue 12)",
+    "updates in place: no optimizer-step temporary, hostile run, issue 12)",
     "[executor]") {
   // Before, the engine added an fp32 copy of the largest parameter (the 8192 x 64 embedding) at
   // the optimizer step for every optimizer, and predicted 11.98% above the executor's in-place

@@ -14,7 +14,7 @@ using namespace actmem::test;
 
 TEST_CASE(
     "hf profile = real transformers layers (hf_layers.json): llama, qwen3, phi3, gemma2, gemma3 "
-    "eager exact; SDPA 8 B above (cuDNN attention's 16 B RNG state vs flash's 24 B)",
+    "eager exact, SDPA 8 B above (cuDNN attention's 16 B RNG state vs flash's 24 B)",
     "[hf][families]") {
   const json ref = measured_layers();
   int checked = 0;
@@ -134,7 +134,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Configs as the Hub writes them: Python's NaN, Infinity and -Infinity parse where a value "
-    "starts; a key read as a number refuses them by name",
+    "starts, a key read as a number refuses them by name",
     "[hf][json]") {
   // Nemotron-H's config.json (tests/data/hf) holds "time_step_limit": [0.0, Infinity]: it parses
   // (a key that does not change memory takes the token), not as malformed JSON.
@@ -184,9 +184,9 @@ TEST_CASE("model_text: a config.json as text, read as a --model file is (the pag
 }
 
 TEST_CASE(
-    "falcon (hf_layers.json): parameters exact; the hf inventory equals FalconDecoderLayer's "
+    "falcon (hf_layers.json): parameters exact, the hf inventory equals FalconDecoderLayer's "
     "saved bytes in eager for the new architecture (two norms, GQA) and the old one (one norm, "
-    "multi-query); old-architecture SDPA equals sdpa_math (PyTorch's math fallback)",
+    "multi-query), old-architecture SDPA equals sdpa_math (PyTorch's math fallback)",
     "[hf][families][falcon]") {
   const json ref = measured_layers();
   int checked = 0;
@@ -271,7 +271,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Falcon-7B config.json (both vendored revisions): 6,921,720,704 logical parameters; the "
+    "Falcon-7B config.json (both vendored revisions): 6,921,720,704 logical parameters, the "
     "checkpoint index's 7,217,189,760 also counts lm_head.weight, the tied embedding's copy",
     "[hf][families][falcon][params]") {
   for (const char* file :
@@ -339,7 +339,7 @@ std::uint64_t kind_bytes(const json& r, const char* name) {
 
 TEST_CASE(
     "deepseek_v2, deepseek_v3, qwen3_moe (hf_layers.json): MLA and transformers' grouped-experts "
-    "blocks equal the real layers to the byte in eager attention; SDPA's recorded difference",
+    "blocks equal the real layers to the byte in eager attention, SDPA's recorded difference",
     "[hf][families][deepseek][moe]") {
   const json ref = measured_layers();
   int checked = 0;
@@ -384,7 +384,7 @@ TEST_CASE(
 
 TEST_CASE(
     "DeepSeek-V3 config.json (vendored): 671,026,419,200 parameters and 11,610,068,224 in its "
-    "MTP depth, counted apart; the FP8 quantization block is said, not ignored",
+    "MTP depth, counted apart, the FP8 quantization block is said, not ignored",
     "[hf][families][deepseek][params]") {
   const json r =
       run(json{{"model", hub_config("deepseek-v3.config.json")}, {"config", {{"seq", 4096}}}});
@@ -434,7 +434,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Training with MTP (config.mtp, DeepSeek-V3 Sec. 2.2): the last stage keeps each depth's "
-    "embedding, projection input, one sparse layer and its own output layer; it holds the "
+    "embedding, projection input, one sparse layer and its own output layer, it holds the "
     "depth's parameters",
     "[deepseek][mtp]") {
   const json cfg = {{"seq", 1024}, {"micro_batch", 1}};
@@ -513,8 +513,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Multimodal wrappers (llama4, gemma3): text_config is read as the language model; a vision "
-    "tower is refused by name; errors inside name model.text_config.KEY",
+    "Multimodal wrappers (llama4, gemma3): text_config is read as the language model, a vision "
+    "tower is refused by name, errors inside name model.text_config.KEY",
     "[hf][families][json]") {
   // aiconfigurator's trimmed copy of Llama-4-Scout-17B-16E-Instruct's config (SOURCES.md).
   json scout = hub_config("llama-4-scout-17b-16e-instruct.aiconfigurator.config.json");
@@ -608,7 +608,7 @@ TEST_CASE(
 
 TEST_CASE(
     "An unknown model_type with a decoder's keys names the closest supported family and how to "
-    "force it; one with state-space layers says they are not modelled",
+    "force it, one with state-space layers says they are not modelled",
     "[hf][errors]") {
   auto message = [](const char* type) {
     const json m = {{"model_type", type},     {"hidden_size", 256}, {"num_attention_heads", 4},
@@ -640,7 +640,7 @@ TEST_CASE(
 TEST_CASE(
     "deepseek_v2 with topk_method group_limited_greedy (DeepSeek-V2 236B): the hf router also "
     "keeps each group's argmax, the kept groups' indices and the expert mask (derived from "
-    "DeepseekV2Moe and derivatives.yaml; the measured rows route greedy)",
+    "DeepseekV2Moe and derivatives.yaml, the measured rows route greedy)",
     "[hf][families][deepseek]") {
   json m = {{"model_type", "deepseek_v2"},  {"hidden_size", 256},     {"intermediate_size", 512},
             {"moe_intermediate_size", 128}, {"num_hidden_layers", 3}, {"first_k_dense_replace", 1},

@@ -42,8 +42,8 @@ std::uint64_t record(const json& r, const char* name) {
 }  // namespace
 
 TEST_CASE(
-    "gpt_oss (hf_layers.json, eager, s = 64 and 128): parameters exact; the hf inventory equals a "
-    "GptOssDecoderLayer's saved bytes; the sliding layer keeps the same tensors as the full one",
+    "gpt_oss (hf_layers.json, eager, s = 64 and 128): parameters exact, the hf inventory equals a "
+    "GptOssDecoderLayer's saved bytes, the sliding layer keeps the same tensors as the full one",
     "[hf][families][gpt_oss]") {
   int checked = 0;
   const json ref = measured_layers();
@@ -66,7 +66,7 @@ TEST_CASE(
 
 TEST_CASE(
     "gpt-oss-20b config.json as published: 20,914,757,184 parameters (the GGUF conversion's "
-    "general.parameter_count); the MXFP4 quantization_config is accepted with a warning",
+    "general.parameter_count), the MXFP4 quantization_config is accepted with a warning",
     "[hf][families][gpt_oss][params]") {
   const json r =
       run(json{{"model", hub_config("gpt-oss-20b.config.json")}, {"config", {{"seq", 4096}}}});
@@ -90,7 +90,7 @@ TEST_CASE(
 
 TEST_CASE(
     "attention sinks in each profile: hf eager keeps the s + 1 column softmax and the row max's "
-    "indices; pytorch the s + 1 columns; megatron, textbook and flash no more; a parameters per "
+    "indices, pytorch the s + 1 columns, megatron, textbook and flash no more, a parameters per "
     "layer",
     "[gpt_oss][profiles]") {
   // The same model without sinks: our schema's attn_sinks on a plain GQA model.
@@ -131,7 +131,7 @@ TEST_CASE(
 
 TEST_CASE(
     "gpt-oss experts under hf (grouped experts, measured): the clamped SwiGLU keeps gate_up and "
-    "five f-wide tensors; the dense score matrix one more index vector than Qwen3-MoE",
+    "five f-wide tensors, the dense score matrix one more index vector than Qwen3-MoE",
     "[hf][gpt_oss][moe]") {
   const json r = estimate(tiny(), "hf", "eager");
   // Routed copies k x b x s = 256; f = 256; bf16.
@@ -149,7 +149,7 @@ TEST_CASE(
 
 TEST_CASE(
     "MoE biases: mlp_bias on an MoE kind gives every expert its biases (E x (2f + h) per "
-    "layer for a GLU); the router's bias is gpt-oss's",
+    "layer for a GLU), the router's bias is gpt-oss's",
     "[params][moe]") {
   json m = {{"hidden_size", 256},      {"num_attention_heads", 4}, {"intermediate_size", 128},
             {"num_hidden_layers", 2},  {"vocab_size", 1024},       {"num_local_experts", 8},

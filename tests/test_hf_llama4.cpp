@@ -39,8 +39,8 @@ std::uint64_t kind_bytes(const json& r, const char* name) {
 }  // namespace
 
 TEST_CASE(
-    "llama4_text (hf_layers.json): parameters exact; every layer kind equals its measured "
-    "Llama4TextDecoderLayer in eager; under SDPA the NoPE layer is 8 B below flash (cuDNN) and "
+    "llama4_text (hf_layers.json): parameters exact, every layer kind equals its measured "
+    "Llama4TextDecoderLayer in eager, under SDPA the NoPE layer is 8 B below flash (cuDNN) and "
     "the chunked RoPE layers keep their mask and K/V at every head",
     "[hf][families][llama4]") {
   const json ref = measured_layers();
@@ -93,7 +93,7 @@ TEST_CASE(
 
 TEST_CASE(
     "llama4_text places its layers by moe_layers / interleave_moe_layer_step and "
-    "no_rope_layers; keys it does not read are refused by name",
+    "no_rope_layers, keys it does not read are refused by name",
     "[hf][llama4][errors]") {
   json all_moe = tiny();
   all_moe["moe_layers"] = {0, 1, 2, 3};

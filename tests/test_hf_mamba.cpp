@@ -68,8 +68,8 @@ std::string error_of(const json& model, const json& config = json::object()) {
 }  // namespace
 
 TEST_CASE(
-    "nemotron_h and mamba2 (hf_layers.json): parameters exact; every Mamba-2, MLP and attention "
-    "layer equals its measured transformers layer (eager; SDPA: the attention layer 8 B below "
+    "nemotron_h and mamba2 (hf_layers.json): parameters exact, every Mamba-2, MLP and attention "
+    "layer equals its measured transformers layer (eager, SDPA: the attention layer 8 B below "
     "flash, cuDNN's RNG state)",
     "[hf][families][mamba]") {
   const json ref = measured_layers();
@@ -126,7 +126,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Mamba-2 mixer, PyTorch path: the closed form over b, s, H, P, N, G, K, Q equals the "
-    "inventory (transformers 5.17 torch_forward; s not a multiple of Q pads to whole chunks)",
+    "inventory (transformers 5.17 torch_forward, s not a multiple of Q pads to whole chunks)",
     "[mamba][formula]") {
   // The tiny Nemotron-H at b = 2 and s = 80: 3 chunks of 32 (96 padded tokens), bf16.
   const std::uint64_t b = 2, s = 80, h = 256, H = 8, P = 32, N = 16, G = 2, K = 4, Q = 32;
@@ -150,7 +150,7 @@ TEST_CASE(
 
 TEST_CASE(
     "Mamba-2 mixer, fused kernels (flash): zxbcdt, out_x and the per-group rstd, from mamba_ssm's "
-    "MambaSplitConv1dScanCombinedFn.save_for_backward; Megatron-LM's MambaMixer keeps the norm and "
+    "MambaSplitConv1dScanCombinedFn.save_for_backward, Megatron-LM's MambaMixer keeps the norm and "
     "out_proj inputs besides",
     "[mamba][formula]") {
   const std::uint64_t b = 2, s = 64, h = 256, H = 8, P = 32, N = 16, G = 2;
@@ -174,7 +174,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "nemotron_h's hybrid_override_pattern places Mamba-2, MLP and attention layers; each kind "
+    "nemotron_h's hybrid_override_pattern places Mamba-2, MLP and attention layers, each kind "
     "has the parameters its transformers module holds",
     "[hf][mamba]") {
   const json r = run_tiny(tiny_nemotron(), json::object());
@@ -311,7 +311,7 @@ TEST_CASE(
 
 TEST_CASE(
     "nemotron_h with MoE layers (Nemotron 3 Nano, tests/data/hf): 31,577,940,288 parameters, the "
-    "card's 31.6B; each 'E' layer keeps the Megatron-style records of k routed copies and the "
+    "card's 31.6B, each 'E' layer keeps the Megatron-style records of k routed copies and the "
     "shared expert, squared ReLU without a gate",
     "[hf][mamba][moe]") {
   const json nano = actmem::evaluate_json(
@@ -347,9 +347,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Mamba-2 layer, PyTorch path, on PyTorch 2.6 (CPU; tests/reference/mamba_cpu.json, the "
+    "Mamba-2 layer, PyTorch path, on PyTorch 2.6 (CPU, tests/reference/mamba_cpu.json, the "
     "torch_forward op sequence re-implemented): fp32 exact at s = 64, 80 (padded to 3 chunks) "
-    "and 128; bf16 exact but for the dt PyTorch 2.11 keeps twice in fp32 (6·b·s·H)",
+    "and 128, bf16 exact but for the dt PyTorch 2.11 keeps twice in fp32 (6·b·s·H)",
     "[hf][mamba]") {
   const json ref = json::parse(source_file("tests/reference/mamba_cpu.json"));
   int checked = 0;
@@ -364,12 +364,62 @@ TEST_CASE(
     const bool fp32 = row["dtype"] == "float32";
     const std::uint64_t b = u(row["b"]), s = u(row["s"]), H = 8;
     INFO(row["model_type"] << " " << row["dtype"] << " s=" << s);
-    const json r = run_tiny(m, {{"seq", s},
-                                {"micro_batch", b},
-                                {"profile", "hf"},
-                                {"dtype", fp32 ? "fp32" : "bf16"}});
+    const json r = run_tiny(
+        m, {{"seq", s}, {"micro_batch", b}, {"profile", "hf"}, {"dtype", fp32 ? "fp32" : "bf16"}});
     CHECK(kind_bytes(r, "mamba") == u(row["saved_bytes"]) + (fp32 ? 0 : 6 * b * s * H));
     ++checked;
   }
   CHECK(checked == 12);
+}
+
+TEST_CASE(
+    "Layer kinds without attention (review, fifth session): tp and ep checks still apply to their "
+    "experts, full recompute counts an MLP-only layer's ln2 input as the checkpoint itself, "
+    "Mamba2's fp32 residual stream makes the hf checkpoint fp32, n_shared_experts is ignored as "
+    "NemotronHMoE ignores it",
+    "[hf][mamba]") {
+  const json moe = {{"model_type", "nemotron_h"},
+                    {"hidden_size", 256},
+                    {"vocab_size", 512},
+                    {"hybrid_override_pattern", "EE"},
+                    {"n_routed_experts", 4},
+                    {"num_experts_per_tok", 2},
+                    {"moe_intermediate_size", 128},
+                    {"moe_shared_expert_intermediate_size", 256}};
+  CHECK(error_of(moe, {{"tp", 3}})
+            .rfind("config.tp | config.tp: tp=3 does not divide the expert "
+                   "width 128",
+                   0) == 0);
+  CHECK(error_of(moe, {{"ep", 3}, {"dp", 3}})
+            .rfind("config.ep | config.ep: ep=3 does not divide", 0) == 0);
+  json shared = moe;
+  shared["n_shared_experts"] = 2;
+  const json one = run_tiny(moe, json::object()), two = run_tiny(shared, json::object());
+  CHECK(u(two["model"]["params"]) == u(one["model"]["params"]));
+  CHECK(two["warnings"][0] ==
+        "model.n_shared_experts: 2 ignored (NemotronHMoE builds one shared expert of "
+        "moe_shared_expert_intermediate_size)");
+  // transformers writes mtp_layers_block_type into every NemotronHConfig it saves.
+  json saved = moe;
+  saved["num_nextn_predict_layers"] = 0;
+  saved["mtp_layers_block_type"] = {"full_attention", "moe"};
+  CHECK(u(run_tiny(saved, json::object())["model"]["params"]) == u(one["model"]["params"]));
+  // MLP-only layers under full recompute (megatron, b = 1, s = 32): each keeps its input (ln2's
+  // input, 2bsh) and regenerates the rest: ln2.in + fc1_in + relu_out + fc2_in - the input.
+  const json mlp = {{"model_type", "nemotron_h"},
+                    {"hidden_size", 256},
+                    {"vocab_size", 512},
+                    {"hybrid_override_pattern", "--"},
+                    {"intermediate_size", 512}};
+  const json full = run_tiny(mlp, {{"micro_batch", 1}, {"seq", 32}, {"recompute", "full"}});
+  const std::uint64_t bsh = 32 * 256, bsf = 32 * 512;
+  CHECK(u(full["activations"]["recompute_working_bytes"]) == 2 * bsh + 2 * bsf + 2 * bsf);
+  // Mamba2 under hf: the blocks read the fp32 residual stream, the checkpoint is fp32.
+  const json m2 = {{"model_type", "mamba2"}, {"hidden_size", 256}, {"num_hidden_layers", 2},
+                   {"num_heads", 8},         {"head_dim", 64},     {"state_size", 16},
+                   {"n_groups", 2},          {"vocab_size", 1024}};
+  const json hf = run_tiny(m2, {{"profile", "hf"}, {"recompute", "full"}});
+  const json mg = run_tiny(m2, {{"recompute", "full"}});
+  CHECK(u(hf["per_layer"]["activation_bytes"]) == 4 * 2 * 64 * 256);
+  CHECK(u(mg["per_layer"]["activation_bytes"]) == 2 * 2 * 64 * 256);
 }

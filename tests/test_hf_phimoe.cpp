@@ -24,8 +24,8 @@ json estimate(const json& model, const char* attention = "eager") {
 }  // namespace
 
 TEST_CASE(
-    "phimoe (hf_layers.json): parameters exact; the hf inventory equals a PhimoeDecoderLayer's "
-    "saved bytes in eager; SDPA 8 B above (cuDNN's RNG state, as Llama)",
+    "phimoe (hf_layers.json): parameters exact, the hf inventory equals a PhimoeDecoderLayer's "
+    "saved bytes in eager, SDPA 8 B above (cuDNN's RNG state, as Llama)",
     "[hf][families][phimoe]") {
   const json ref = measured_layers();
   int checked = 0;
@@ -43,8 +43,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "phimoe's sparsemixer router keeps five tensors per selection, two selections; the input "
-    "jitter keeps its noise; lm_head_bias adds V parameters",
+    "phimoe's sparsemixer router keeps five tensors per selection, two selections, the input "
+    "jitter keeps its noise, lm_head_bias adds V parameters",
     "[hf][phimoe][moe]") {
   const json r = estimate(tiny());
   std::uint64_t router = 0;

@@ -44,7 +44,7 @@ TEST_CASE("Parameter counts: every model preset within 1% of its published (roun
 }
 
 TEST_CASE(
-    "Static memory: mixed-precision AdamW is 16 bytes/param (ZeRO paper Sec. 3.1; seed 002 16Psi)",
+    "Static memory: mixed-precision AdamW is 16 bytes/param (ZeRO paper Sec. 3.1, seed 002 16Psi)",
     "[static]") {
   const json r = run_preset("llama-2-7b", {{"dtype", "bf16"}, {"optimizer", "adamw"}});
   const std::uint64_t P = 6738415616ULL;
@@ -96,7 +96,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Tensor parallelism shards layer weights by t and the vocabulary by ceil(V/t); norms stay "
+    "Tensor parallelism shards layer weights by t and the vocabulary by ceil(V/t), norms stay "
     "replicated",
     "[static][tp]") {
   const json r1 = run_preset("llama-3.1-8b", {{"tp", 1}});
@@ -109,7 +109,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Pipeline parallelism: the first stage holds the embedding, the last the head; tied weights "
+    "Pipeline parallelism: the first stage holds the embedding, the last the head, tied weights "
     "get a copy",
     "[static][pp]") {
   const json r = run_preset("gpt2", {{"pp", 4}});

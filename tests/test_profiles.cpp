@@ -10,7 +10,7 @@ std::uint64_t per_layer(const char* preset, const json& cfg) {
 }  // namespace
 
 TEST_CASE(
-    "textbook (seed 000 Sec. 2 table): 16bsh + 6bs*d_ff + 3bas^2 for SwiGLU; flash swaps 3bas^2 "
+    "textbook (seed 000 Sec. 2 table): 16bsh + 6bs*d_ff + 3bas^2 for SwiGLU, flash swaps 3bas^2 "
     "for 4bas",
     "[profile][textbook]") {
   const std::uint64_t b = 2, s = 4096, h = 8192, a = 64, f = 28672;
@@ -64,7 +64,7 @@ TEST_CASE("hf GPT-2: gelu_new in Python ops keeps 3 more b*s*f tensors than F.ge
 }
 
 TEST_CASE(
-    "Selective recompute drops exactly the attention core; its working set is one layer's core "
+    "Selective recompute drops exactly the attention core, its working set is one layer's core "
     "(Korthikanti Sec. 5)",
     "[profile][recompute]") {
   const json none = run_preset("megatron-22b", {{"dropout", 0.1}, {"tp", 8}, {"sp", true}});

@@ -78,7 +78,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Property: context parallelism divides per-token tensors by c; local queries keep all keys",
+    "Property: context parallelism divides per-token tensors by c, local queries keep all keys",
     "[property][cp]") {
   const json one = run_preset("llama-3.1-8b", {{"attention", "flash"}, {"seq", 8192}});
   const json cp4 = run_preset("llama-3.1-8b", {{"attention", "flash"}, {"seq", 8192}, {"cp", 4}});
@@ -121,7 +121,7 @@ TEST_CASE("Totals are the sum of named parts (inventory is the source of truth)"
 }
 
 TEST_CASE(
-    "MoE activations follow top-k routing: dropless expert tokens = k*b*s; capacity rounds per "
+    "MoE activations follow top-k routing: dropless expert tokens = k*b*s, capacity rounds per "
     "expert (GShard)",
     "[property][moe]") {
   const json r = run_preset("mixtral-8x7b", {{"seq", 4096}, {"micro_batch", 2}});
@@ -145,7 +145,7 @@ TEST_CASE(
 
 TEST_CASE(
     "MoE routing imbalance: the busiest EP rank's expert tensors grow by rho (ceil(rho*k*b*s) "
-    "routed tokens); refused where it would change nothing",
+    "routed tokens), refused where it would change nothing",
     "[property][moe]") {
   // Mixtral 8x7B, ep = 8, b = 1, s = 4096, bf16: k*b*s = 8,192 routed tokens per rank on average.
   auto layer = [](double rho) {

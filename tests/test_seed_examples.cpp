@@ -80,7 +80,7 @@ TEST_CASE("seed 004: 32 x 12 x B x T x d x 2 bytes is 25.8 GB, not the stated 64
 }
 
 TEST_CASE(
-    "seed 002: 2sbh per layer for Llama-2 70B at s=4096, b=2 is 134,217,728 B; the rule of thumb "
+    "seed 002: 2sbh per layer for Llama-2 70B at s=4096, b=2 is 134,217,728 B, the rule of thumb "
     "16Lsb is h/8 short",
     "[seeds][errata]") {
   const std::uint64_t L = 80, s = 4096, b = 2, h = 8192;

@@ -108,7 +108,7 @@ TEST_CASE("Timeline = closed form with every-k: L/k checkpoints plus one k-layer
   CHECK(u(tl["peak_bytes"]) == expect);
 }
 
-TEST_CASE("1F1B: stage i holds p - i micro-batches (Narayanan et al. 2021); GPipe holds all m",
+TEST_CASE("1F1B: stage i holds p - i micro-batches (Narayanan et al. 2021), GPipe holds all m",
           "[timeline][schedule]") {
   const json cfg = {
       {"seq", 2048}, {"pp", 4}, {"micro_batches", 8}, {"dropout", 0.0}, {"profile", "megatron"}};
@@ -206,7 +206,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Planner: the policy it returns fits when estimated again; no policy is cheaper among those "
+    "Planner: the policy it returns fits when estimated again, no policy is cheaper among those "
     "that fit",
     "[planner]") {
   const json cfg = {
@@ -225,7 +225,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Properties: peak is monotonic in micro-batch and sequence; offload never raises the GPU peak",
+    "Properties: peak is monotonic in micro-batch and sequence, offload never raises the GPU peak",
     "[timeline][property]") {
   const json sw = run(json{
       {"command", "sweep"},
@@ -269,7 +269,7 @@ TEST_CASE("fit agrees with estimate's fits: max micro-batch fits, one more does 
 }
 
 TEST_CASE(
-    "Recompute overhead: full recompute adds one forward of every layer (about +33%); selective "
+    "Recompute overhead: full recompute adds one forward of every layer (about +33%), selective "
     "its attention core",
     "[timeline][flops]") {
   const json full = run_preset("llama-3.1-8b", {{"recompute", "full"}, {"seq", 4096}});
@@ -540,7 +540,7 @@ TEST_CASE(
   CHECK(n == 48);
 }
 
-TEST_CASE("timeline events written out are capped at kMaxTimelineEvents; the peak is not",
+TEST_CASE("timeline events written out are capped at kMaxTimelineEvents, the peak is not",
           "[timeline][bounds]") {
   // Llama 3.1 8B, 70,000 micro-batches: 4,480,000 layer events on its one stage (2 per layer per
   // micro-batch) plus the loss and optimizer events. The list keeps the first kMaxTimelineEvents.

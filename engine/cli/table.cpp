@@ -116,22 +116,23 @@ std::string render_estimate(const json& r) {
       o << "  " << pad(text(t["name"]), 26) << pad(text(t["shape"]), 22) << pad(text(t["dtype"]), 7)
         << format_bytes(u(t["bytes"])) << "\n";
   };
-  if (m.contains("layer_kinds")) {
-    // A stack of kinds (Nemotron-H's Mamba, MLP and attention layers): each kind's records.
+  const bool stack = m.contains("layer_kinds");
+  o << (stack ? "layer 0: tensors kept for backward under the recompute policy (one GPU)\n"
+              : "per-layer tensors kept for backward (one layer, one GPU)\n");
+  tensors(r["per_layer"]["tensors"]);
+  const json& pl = r["per_layer"];
+  o << "  " << pad("per layer", 55) << format_bytes(u(pl["activation_bytes"])) << "\n";
+  o << "    linear in s " << format_bytes(u(pl["linear_bytes"])) << ", quadratic in s "
+    << format_bytes(u(pl["quadratic_bytes"])) << "\n\n";
+  // A stack of kinds (Nemotron-H's Mamba, MLP and attention layers, DeepSeek's dense and MoE
+  // layers): every record of one layer of each kind, as the engine lists it (no recompute).
+  if (stack)
     for (const auto& k : m["layer_kinds"]) {
       o << "layer kind '" << text(k["name"]) << "' (" << u(k["layers"])
-        << " layers): tensors kept for backward (one layer, one GPU)\n";
+        << " layers): every tensor one layer saves, no recompute (one GPU)\n";
       tensors(k["tensors"]);
       o << "  " << pad("per layer", 55) << format_bytes(u(k["full_bytes"])) << "\n\n";
     }
-  } else {
-    o << "per-layer tensors kept for backward (one layer, one GPU)\n";
-    tensors(r["per_layer"]["tensors"]);
-    const json& pl = r["per_layer"];
-    o << "  " << pad("per layer", 55) << format_bytes(u(pl["activation_bytes"])) << "\n";
-    o << "    linear in s " << format_bytes(u(pl["linear_bytes"])) << ", quadratic in s "
-      << format_bytes(u(pl["quadratic_bytes"])) << "\n\n";
-  }
   // One answer: what the most loaded GPU holds at its peak, line by line, adding up to the peak.
   const json& pk = r["peak"];
   const json& a = r["activations"];

@@ -250,6 +250,12 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
          {"s", c.seq},
          {"b", c.micro_batch}},
         e.kv_cache.total_bytes, "DeepSeek-V2 (arXiv 2405.04434), Sec. 2.1.4, Table 1"));
+  } else if (m.kinds.size() == 1 && !k0_kind.has_attention()) {
+    e.explain.push_back(explain_sum(
+        "kv_cache.total_bytes",
+        "Inference KV cache, whole model: no attention layer, no keys or values to cache (a "
+        "Mamba-2 layer keeps a fixed state instead: see the warnings)",
+        {{"attention layers", 0}}, e.kv_cache.total_bytes, "the model has no attention layer"));
   } else if (m.kinds.size() == 1) {
     e.explain.push_back(explain_product(
         "kv_cache.total_bytes", "Inference KV cache, whole model (2 · p · L · kv · d · s · b)",

@@ -27,9 +27,14 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
   std::vector<TensorRecord> cp;
   detail::RecordBuilder cb(&cp, &ck);
   // Full recompute keeps only each layer's input: 2sbh, divided by t under SP (Korthikanti et
-  // al. 2022, Table 2, "full" row).
-  cb.add("layer.in", {g.b, g.s_rep, g.h}, g.act, "recompute of the whole layer in backward",
-         "the checkpoint from which the layer's forward is replayed",
+  // al. 2022, Table 2, "full" row). Mamba2's residual_in_fp32 stream (hf) makes the block inputs
+  // fp32 after the first layer (Mamba2Block: residual.to(float32) + output).
+  const bool fp32_stream = profile == Profile::kHf && m.hf_modules == HfModules::kMamba2;
+  cb.add("layer.in", {g.b, g.s_rep, g.h}, fp32_stream ? DType::kFp32 : g.act,
+         "recompute of the whole layer in backward",
+         fp32_stream ? "the checkpoint from which the layer's forward is replayed (the fp32 "
+                       "residual stream)"
+                     : "the checkpoint from which the layer's forward is replayed",
          "Chen et al. 2016; Korthikanti et al. 2022, Table 2 (full recompute: 2sbh)");
   inv.checkpoint = cp.front();
   detail::RecordBuilder in(&inv.input_layer, &ck);

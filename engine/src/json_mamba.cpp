@@ -335,11 +335,8 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   if (j.contains("num_nextn_predict_layers") && j["num_nextn_predict_layers"] != 0)
     return refuse_value(j, "num_nextn_predict_layers",
                         "(nemotron_h's multi-token-prediction layers) is not modelled; allowed: 0");
-  for (const char* k : {"mtp_hybrid_override_pattern", "mtp_layers_block_type"})
-    if (j.contains(k) && !j[k].is_null())
-      return refuse_value(j, k,
-                          "(nemotron_h's multi-token-prediction layers) is not modelled; allowed: "
-                          "null");
+  // (NemotronHConfig writes mtp_layers_block_type into every config it saves: with no MTP depth
+  // it describes nothing.)
   if (j.contains("moe_latent_size") && !j["moe_latent_size"].is_null())
     return refuse_value(j, "moe_latent_size",
                         "(the experts' latent projections) is not modelled; allowed: null");
@@ -407,8 +404,16 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     ACTMEM_TRY(get_uint("n_routed_experts", &e.experts, false, "num_local_experts"));
     ACTMEM_TRY(get_uint("num_experts_per_tok", &e.top_k, false));
     ACTMEM_TRY(get_uint("moe_intermediate_size", &e.expert_ffn, false));
-    ACTMEM_TRY(get_uint("n_shared_experts", &e.shared_experts, false));
+    // NemotronHMoE builds one shared NemotronHMLP of moe_shared_expert_intermediate_size
+    // whatever n_shared_experts says (modeling_nemotron_h.py @ 008d9e95).
+    e.shared_experts = 1;
     ACTMEM_TRY(get_uint("moe_shared_expert_intermediate_size", &e.shared_expert_ffn, false));
+    std::uint64_t n_shared = 1;
+    ACTMEM_TRY(get_uint("n_shared_experts", &n_shared, false));
+    if (n_shared != 1 && warnings)
+      warnings->push_back("model.n_shared_experts: " + std::to_string(n_shared) +
+                          " ignored (NemotronHMoE builds one shared expert of "
+                          "moe_shared_expert_intermediate_size)");
     ACTMEM_TRY(get_uint("n_group", &e.groups, false));
     ACTMEM_TRY(get_uint("topk_group", &e.topk_groups, false));
     ACTMEM_TRY(get_bool("norm_topk_prob", &e.norm_topk));
@@ -416,10 +421,6 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
       return make_error("invalid_value", "model.num_experts_per_tok",
                         "model.num_experts_per_tok: " + std::to_string(e.top_k) +
                             " must be between 1 and n_routed_experts=" + std::to_string(e.experts));
-    if (e.shared_experts > 1024)
-      return make_error("invalid_value", "model.n_shared_experts",
-                        "model.n_shared_experts: " + std::to_string(e.shared_experts) +
-                            " is more than the supported 1024");
     if (e.experts % e.groups != 0 || e.topk_groups > e.groups)
       return make_error("invalid_value", "model.n_group",
                         "model.n_group: " + std::to_string(e.groups) +
@@ -433,9 +434,11 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   // derived from them (a different value is only warned about, as __post_init__ does).
   std::string letters;
   const char* list_key = j.contains("layers_block_type") ? "layers_block_type" : "layer_types";
-  if (j.contains("layers_block_type") && j.contains("layer_types"))
+  if (j.contains("layers_block_type") && j.contains("layer_types") &&
+      !j["layers_block_type"].is_null() && !j["layer_types"].is_null())
     return make_error("invalid_value", "model.layer_types",
                       "model.layer_types: the same list as layers_block_type; give one");
+  if (j.contains("layers_block_type") && j["layers_block_type"].is_null()) list_key = "layer_types";
   if (j.contains(list_key) && !j[list_key].is_null()) {
     const json& a = j[list_key];
     const std::string field = std::string("model.") + list_key;

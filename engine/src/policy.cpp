@@ -43,6 +43,17 @@ std::vector<LayerChoice> layer_choices(const Recompute& r, std::uint64_t n) {
   return v;
 }
 
+namespace {
+// The layer's first norm keeps the layer input itself when it has the checkpoint's dtype and
+// size: ln1's (before the mixer), or ln2's in an FFN-only layer (Nemotron-H's MLP and MoE layers),
+// where it is the layer's first record.
+bool is_layer_input(const TensorRecord& t, const LayerInventory& inv) {
+  const bool first_norm =
+      t.id == "ln1.in" || (t.id == "ln2.in" && !inv.tensors.empty() && &t == &inv.tensors.front());
+  return first_norm && t.dtype == inv.checkpoint.dtype && t.bytes == inv.checkpoint.bytes;
+}
+}  // namespace
+
 LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flops_fwd,
                        double flops_core) {
   LayerCosts k;
@@ -55,14 +66,12 @@ LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flo
   for (const auto& t : inv.tensors) {
     k.full += t.bytes;
     if (t.attn_core) k.core += t.bytes;
-    // The first norm's input is the layer input when it has the checkpoint's dtype and size.
-    if (t.id == "ln1.in" && t.dtype == inv.checkpoint.dtype && t.bytes == inv.checkpoint.bytes)
-      k.alias = t.bytes;
+    if (is_layer_input(t, inv)) k.alias = t.bytes;
     const bool named =
         std::find(r.custom_keep.begin(), r.custom_keep.end(), t.id) != r.custom_keep.end();
     if (named) {
       k.custom += t.bytes;
-      if (t.id == "ln1.in" && k.alias) k.custom_has_input = true;
+      if (is_layer_input(t, inv)) k.custom_has_input = true;
     } else if (!t.attn_core) {
       k.custom_drops_non_core = true;
     }
@@ -132,10 +141,7 @@ std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, LayerCh
         if (!t.attn_core) out.push_back(&t);
         break;
       case LayerChoice::kCustom:
-        if (named)
-          out.push_back(&t),
-              input_named = input_named || (t.id == "ln1.in" && t.bytes == inv.checkpoint.bytes &&
-                                            t.dtype == inv.checkpoint.dtype);
+        if (named) out.push_back(&t), input_named = input_named || is_layer_input(t, inv);
         break;
       default:
         break;

@@ -123,21 +123,15 @@ std::optional<Error> validate_kind_split(const LayerKind& k, const Parallel& p, 
                         ? std::string(k.mamba.heads_key()) + "=" + std::to_string(k.mamba.heads)
                         : "n_groups=" + std::to_string(k.mamba.groups)) +
                    of + "; allowed: " + divisors_of(std::gcd(k.mamba.heads, k.mamba.groups)));
-  if (!k.has_attention()) {
-    if (k.has_ffn && !k.is_moe() && k.ffn_hidden % p.tp != 0)
-      return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide intermediate_size=" +
-                                  std::to_string(k.ffn_hidden) + of);
-    return std::nullopt;
-  }
-  if (k.heads % p.tp != 0)
+  if (k.has_attention() && k.heads % p.tp != 0)
     return bad("config.tp", "tp=" + std::to_string(p.tp) +
                                 " does not divide num_attention_heads=" + std::to_string(k.heads) +
                                 of + "; allowed: " + divisors_of(k.heads));
-  if (k.kv_heads % p.tp != 0 && p.tp % k.kv_heads != 0)
+  if (k.has_attention() && k.kv_heads % p.tp != 0 && p.tp % k.kv_heads != 0)
     return bad("config.tp", "tp=" + std::to_string(p.tp) +
                                 " neither divides nor is a multiple of num_key_value_heads=" +
                                 std::to_string(k.kv_heads) + of);
-  if (!k.is_moe() && k.ffn_hidden % p.tp != 0)
+  if (k.has_ffn && !k.is_moe() && k.ffn_hidden % p.tp != 0)
     return bad("config.tp", "tp=" + std::to_string(p.tp) + " does not divide intermediate_size=" +
                                 std::to_string(k.ffn_hidden) + of);
   if (k.is_moe() && k.moe.expert_ffn % p.tp != 0)

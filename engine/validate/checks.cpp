@@ -196,6 +196,14 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
                                         std::to_string(mv.kinds.size()));
   if (mv.kinds[0].is_moe())
     return bad("model.num_local_experts", "the executor runs dense layers; allowed: 0");
+  // Its program is an attention block and a GELU or GLU MLP (runner.cpp).
+  if (!mv.kinds[0].has_attention() || !mv.kinds[0].has_ffn)
+    return bad("model.model_type",
+               "the executor runs layers of attention and an MLP; this model's layers are " +
+                   std::string(mixer_name(mv.kinds[0].mixer)) +
+                   (mv.kinds[0].has_ffn ? " with an MLP" : " without an MLP"));
+  if (mv.kinds[0].ffn == FfnType::kRelu2)
+    return bad("model.ffn_type", "the executor has no squared ReLU; allowed: gelu, swiglu, geglu");
   if (t.attention == Attention::kSdpaMath)
     return bad("config.attention", "'sdpa_math' is PyTorch's; allowed: eager, flash");
   if (t.recompute.offload)
