@@ -423,3 +423,17 @@ TEST_CASE(
   CHECK(u(hf["per_layer"]["activation_bytes"]) == 4 * 2 * 64 * 256);
   CHECK(u(mg["per_layer"]["activation_bytes"]) == 2 * 2 * 64 * 256);
 }
+
+TEST_CASE("explain names layer 0's kind and explains every other kind of a stack by its records",
+          "[mamba][explain]") {
+  const json r = run_tiny(tiny_nemotron(), json::object());
+  std::vector<std::uint64_t> explained;
+  for (const json& x : r["explain"]) {
+    if (x["id"] == "per_layer.activation_bytes")
+      CHECK(x["title"] == "What layer 0 (kind 'mamba') keeps for backward (none)");
+    if (x["id"] == "model.layer_kinds.full_bytes") explained.push_back(u(x["bytes"]));
+  }
+  const json& kinds = r["model"]["layer_kinds"];
+  CHECK(explained ==
+        std::vector<std::uint64_t>{u(kinds[1]["full_bytes"]), u(kinds[2]["full_bytes"])});
+}

@@ -116,12 +116,26 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   using detail::explain_records;
   using detail::explain_sum;
   const Stage& w = e.worst();
-  e.explain.push_back(explain_records(
-      "per_layer.activation_bytes",
-      "What one layer keeps for backward (" + recompute_name(c.recompute) + ")", kept0));
+  const bool stack = m.kinds.size() > 1;
+  e.explain.push_back(
+      explain_records("per_layer.activation_bytes",
+                      (stack ? "What layer 0 (kind '" + k0_kind.name + "') keeps for backward ("
+                             : std::string("What one layer keeps for backward (")) +
+                          recompute_name(c.recompute) + ")",
+                      kept0));
   if (c.recompute.kind != RecomputeKind::kNone)
     e.explain.push_back(explain_records("per_layer.full_bytes",
                                         "What one layer would keep without recompute", all));
+  // A stack of kinds: each other kind's layer, every record (model.layer_kinds' full_bytes).
+  for (std::size_t ki = 1; ki < m.kinds.size(); ++ki) {
+    e.explain.push_back(explain_records("model.layer_kinds.full_bytes",
+                                        "What one layer of kind '" + m.kinds[ki].name + "' (" +
+                                            std::to_string(e.kinds[ki].layers) +
+                                            " layers) keeps without recompute",
+                                        all_of(e.kinds[ki].inventory.tensors)));
+    e.explain.back().source =
+        "sum of the named tensor records (model.layer_kinds['" + m.kinds[ki].name + "'].tensors)";
+  }
   // Kept bytes of all in-flight chunks at the stage's activation peak (offload: in host memory).
   const Bytes layers_total = c.recompute.offload ? w.act.host_bytes : w.act.layers_bytes;
   const bool uniform_layers = m.kinds.size() == 1 &&
