@@ -43,9 +43,7 @@ bool is_deepseek_key(const std::string& k) {
                                       "aux_loss_alpha",
                                       "seq_aux",
                                       "rope_interleave"};
-  for (const char* s : kKeys)
-    if (k == s) return true;
-  return false;
+  return listed(kKeys, k);
 }
 
 std::optional<Error> read_deepseek(const json& j, const std::string& type, ModelSpec* m) {

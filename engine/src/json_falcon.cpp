@@ -87,13 +87,6 @@ constexpr Foreign kForeign[] = {{"intermediate_size", "ffn_hidden_size"},
                                 {"layer_kinds", nullptr},
                                 {"layer_stack", nullptr}};
 
-template <std::size_t N>
-bool listed(const char* const (&list)[N], const std::string& k) {
-  for (const char* s : list)
-    if (k == s) return true;
-  return false;
-}
-
 }  // namespace
 
 bool is_falcon_type(const std::string& model_type) {

@@ -15,9 +15,7 @@ bool is_gpt_oss_key(const std::string& k) {
   // YaRN base length (rope_scaling holds it too).
   static const char* const kKeys[] = {"experts_per_token", "swiglu_limit",
                                       "initial_context_length"};
-  for (const char* s : kKeys)
-    if (k == s) return true;
-  return false;
+  return listed(kKeys, k);
 }
 
 std::optional<Error> read_gpt_oss(const json& j, ModelSpec* m) {

@@ -27,9 +27,7 @@ bool is_llama4_key(const std::string& k) {
                                       "floor_scale",
                                       "attn_scale",
                                       "for_llm_compressor"};
-  for (const char* s : kKeys)
-    if (k == s) return true;
-  return false;
+  return listed(kKeys, k);
 }
 
 std::optional<Error> read_llama4(const json& j, ModelSpec* m) {

@@ -156,13 +156,6 @@ std::string shown_letter(const std::string& v) {
   return !k.empty() && k.front() == '"' ? k : "'" + k + "'";
 }
 
-template <std::size_t N>
-bool listed(const char* const (&list)[N], const std::string& k) {
-  for (const char* s : list)
-    if (k == s) return true;
-  return false;
-}
-
 }  // namespace
 
 bool is_mamba_type(const std::string& model_type) {

@@ -145,12 +145,7 @@ const char* const kCheckedHfKeys[] = {"quantization_config",
                                       "scale_attn_by_inverse_layer_idx",
                                       "output_router_logits"};
 
-template <std::size_t N>
-bool in(const char* const (&list)[N], const std::string& k) {
-  for (const char* s : list)
-    if (k == s) return true;
-  return false;
-}
+using detail::listed;
 
 // "a, b, c": a list as the messages show it.
 template <std::size_t N>
@@ -276,7 +271,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
         ACTMEM_TRY(detail::read_bool(j["tie_word_embeddings"], "model.tie_word_embeddings", &tied));
       }
       for (auto it = j.begin(); it != j.end(); ++it)
-        if (!in(kWrapperKeys, it.key()) && !in(kCheckedHfKeys, it.key()) && warnings)
+        if (!listed(kWrapperKeys, it.key()) && !listed(kCheckedHfKeys, it.key()) && warnings)
           warnings->push_back("model." + it.key() + ": ignored (does not affect memory)");
       json text = j["text_config"];
       if (text.contains("model_type") && text["model_type"] != text_type)
@@ -319,7 +314,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   if (j.contains("model_type"))
     ACTMEM_TRY(detail::read_string(j["model_type"], "model.model_type", &type));
   const bool hf = !type.empty();
-  if (hf && !in(kSupportedTypes, type)) {
+  if (hf && !listed(kSupportedTypes, type)) {
     // A config with a standard decoder's keys gets the closest supported family and how to
     // force it (issue 13): a supported type sharing its longest prefix (qwen3_next: qwen3_moe,
     // mistral3: mistral), else one a few edits away, else Llama, the standard decoder.
@@ -335,7 +330,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     std::string spelled;
     for (char c : type)
       if (c != ' ') spelled += c == '-' ? '_' : static_cast<char>(std::tolower(c));
-    if (in(kSupportedTypes, spelled) && spelled != type)
+    if (listed(kSupportedTypes, spelled) && spelled != type)
       hint = " (did you mean '" + spelled + "'?)";
     else if (ssm)
       hint =
@@ -426,14 +421,15 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
-    if (in(kModelKeys, k)) continue;
-    if (in(kCheckedHfKeys, k)) continue;  // checked above: at their defaults they change nothing
+    if (listed(kModelKeys, k)) continue;
+    if (listed(kCheckedHfKeys, k))
+      continue;  // checked above: at their defaults they change nothing
     if (deepseek && detail::is_deepseek_key(k)) continue;  // read by read_deepseek
     if (gpt_oss && detail::is_gpt_oss_key(k)) continue;    // read by read_gpt_oss
     if (phimoe && detail::is_phimoe_key(k)) continue;      // read by read_phimoe
     if (llama4 && detail::is_llama4_key(k)) continue;      // read by read_llama4
     if (hf) {
-      if (!in(kIgnoredHfKeys, k) && warnings)
+      if (!listed(kIgnoredHfKeys, k) && warnings)
         warnings->push_back("model." + k + ": ignored (does not affect memory)");
       continue;
     }
@@ -445,7 +441,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     const bool gpt2_names = type == "gpt2";
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& k = it.key();
-      if (!(gpt2_names ? in(kLlamaOnly, k) : in(kGpt2Only, k))) continue;
+      if (!(gpt2_names ? listed(kLlamaOnly, k) : listed(kGpt2Only, k))) continue;
       // Phi3Config names its residual and embedding dropout as GPT-2 does (read below).
       if (type == "phi3" && (k == "resid_pdrop" || k == "embd_pdrop")) continue;
       const char* other = other_name(k);
@@ -534,7 +530,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(embd_matches(0.1));
     if (j.contains("activation_function"))
       ACTMEM_TRY(detail::read_string(j["activation_function"], "model.activation_function", &act));
-    if (j.contains("activation_function") && !in(kGeluNames, act) && act != "relu")
+    if (j.contains("activation_function") && !listed(kGeluNames, act) && act != "relu")
       return make_error("unsupported", "model.activation_function",
                         "model.activation_function: '" + detail::key_text(act) +
                             "' is not supported for gpt2; allowed: " + joined(kGeluNames) +
@@ -608,7 +604,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     if (given) {
       if (act == "silu" || act == "swish")
         b.ffn = FfnType::kSwiglu;
-      else if (in(kGeluNames, act))
+      else if (listed(kGeluNames, act))
         b.ffn = FfnType::kGeglu;
       else
         return make_error("unsupported", act_key,

@@ -10,9 +10,7 @@ namespace actmem::detail {
 bool is_phimoe_key(const std::string& k) {
   // router_jitter_noise is sparsemixer's threshold (no tensor changes size).
   static const char* const kKeys[] = {"lm_head_bias", "input_jitter_noise", "router_jitter_noise"};
-  for (const char* s : kKeys)
-    if (k == s) return true;
-  return false;
+  return listed(kKeys, k);
 }
 
 std::optional<Error> read_phimoe(const json& j, ModelSpec* m) {

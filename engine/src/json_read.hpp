@@ -100,6 +100,14 @@ inline std::optional<Error> read_string(const json& v, const std::string& field,
   return std::nullopt;
 }
 
+// Whether `k` is one of a fixed list of names (the family readers' key lists).
+template <std::size_t N>
+bool listed(const char* const (&list)[N], const std::string& k) {
+  for (const char* s : list)
+    if (k == s) return true;
+  return false;
+}
+
 // Closest allowed key by edit distance, for "did you mean" hints on unknown keys (json_keys.cpp).
 std::string closest(const std::string& key, const char* const* allowed, std::size_t n);
 
