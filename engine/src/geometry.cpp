@@ -44,17 +44,15 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
   g.v = {t > 1 ? "⌈V/t⌉" : "V", vocab_shard(m.vocab, t)};
   if (k.is_mamba()) {
     // validate() bounds every width below 2^40 and requires t to divide H and G.
-    const MambaSpec& x = k.mamba;
-    const std::uint64_t heads = x.heads / t, groups = x.groups / t;
-    const std::uint64_t inner = heads * x.head_dim, bc = 2 * groups * x.state;
+    const MambaSpec x = k.mamba.split(t);
     const std::uint64_t chunks = (g.s_tp.value + x.chunk - 1) / x.chunk;
-    g.mh = {t > 1 ? "H/t" : "H", heads};
+    g.mh = {t > 1 ? "H/t" : "H", x.heads};
     g.mp = {"P", x.head_dim};
     g.mn = {"N", x.state};
-    g.mi = {t > 1 ? "I/t" : "I", inner};
-    g.mconv = {t > 1 ? "(I+2GN)/t" : "(I+2GN)", inner + bc};
-    g.min = {t > 1 ? "(2I+2GN+H)/t" : "(2I+2GN+H)", 2 * inner + bc + heads};
-    g.mgroups = {t > 1 ? "G/t" : "G", groups};
+    g.mi = {t > 1 ? "I/t" : "I", x.inner()};
+    g.mconv = {t > 1 ? "(I+2GN)/t" : "(I+2GN)", x.conv_dim()};
+    g.min = {t > 1 ? "(2I+2GN+H)/t" : "(2I+2GN+H)", x.in_proj_dim()};
+    g.mgroups = {t > 1 ? "G/t" : "G", x.groups};
     g.mq = {"Q", x.chunk};
     g.mc = {"⌈s/Q⌉", chunks};
     g.mc1 = {"(⌈s/Q⌉+1)", chunks + 1};

@@ -32,6 +32,16 @@ const char* const kCommonKeys[] = {"model_type",
                                    "_attn_implementation"};
 const char* const kMamba2Keys[] = {"num_heads", "head_dim",   "state_size",
                                    "expand",    "hidden_act", "residual_in_fp32"};
+// Nemotron 3's MoE keys (read with 'E' layers, warned about without one).
+const char* const kNemotronMoeKeys[] = {"n_routed_experts",
+                                        "num_local_experts",
+                                        "num_experts_per_tok",
+                                        "moe_intermediate_size",
+                                        "moe_shared_expert_intermediate_size",
+                                        "n_shared_experts",
+                                        "n_group",
+                                        "topk_group",
+                                        "norm_topk_prob"};
 const char* const kNemotronKeys[] = {"mamba_num_heads",
                                      "mamba_head_dim",
                                      "ssm_state_size",
@@ -48,21 +58,14 @@ const char* const kNemotronKeys[] = {"mamba_num_heads",
                                      "attention_dropout",
                                      "hidden_dropout",
                                      "sliding_window",
-                                     "n_routed_experts",
-                                     "num_experts_per_tok",
-                                     "moe_intermediate_size",
-                                     "moe_shared_expert_intermediate_size",
-                                     "n_shared_experts",
-                                     "n_group",
-                                     "topk_group",
-                                     "norm_topk_prob",
+
                                      "moe_latent_size",
                                      "num_nextn_predict_layers",
                                      "mtp_hybrid_override_pattern",
                                      "mtp_layers_block_type",
                                      "layers_block_type",
                                      "layer_types",
-                                     "num_local_experts",
+
                                      "use_mamba_kernels",
                                      "mamba_n_groups",
                                      "mamba_d_conv",
@@ -169,7 +172,8 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (listed(kCommonKeys, k)) continue;
-    if (nemotron ? listed(kNemotronKeys, k) : listed(kMamba2Keys, k)) continue;
+    if (nemotron ? listed(kNemotronKeys, k) || listed(kNemotronMoeKeys, k) : listed(kMamba2Keys, k))
+      continue;
     for (const Foreign& f : kForeign) {
       if (k != f.key) continue;
       const char* instead = nemotron ? f.nemotron : f.mamba2;
@@ -197,8 +201,10 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     return std::nullopt;
   };
   // Integers are typed int in the config classes: null is refused, not read as the default.
-  auto get_uint = [&](const char* key, std::uint64_t* v, bool required,
-                      const char* older = nullptr) -> std::optional<Error> {
+  // `max`: kMaxDim, or for sizes that fix a tensor's extent whatever b and s (a chunk's Q x Q
+  // masks, the state) kMaxMambaWidth, so that an overflow can only come from b and s.
+  auto get_uint = [&](const char* key, std::uint64_t* v, bool required, const char* older = nullptr,
+                      std::uint64_t max = kMaxDim) -> std::optional<Error> {
     const char* used = key;
     ACTMEM_TRY(pick(key, older, &used));
     if (!j.contains(used)) {
@@ -208,24 +214,15 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
       return std::nullopt;
     }
     ACTMEM_TRY(read_uint(j[used], std::string("model.") + used, v));
-    if (*v > kMaxDim)
+    if (*v > max)
       return make_error("invalid_value", std::string("model.") + used,
                         std::string("model.") + used + ": " + std::to_string(*v) +
-                            " is larger than the supported 2^40");
+                            " is larger than the supported " +
+                            (max == kMaxDim ? std::string("2^40") : std::to_string(max)));
     return std::nullopt;
   };
-  // Sizes that fix a tensor's extent whatever b and s (a chunk's Q x Q masks, the state): bounded
-  // well below 2^40 so an overflow can only come from b and s.
-  auto get_small = [&](const char* key, std::uint64_t* v,
-                       const char* older = nullptr) -> std::optional<Error> {
-    const char* used = key;
-    ACTMEM_TRY(pick(key, older, &used));
-    ACTMEM_TRY(get_uint(key, v, false, older));
-    if (*v > kMaxMambaWidth)
-      return make_error("invalid_value", std::string("model.") + used,
-                        std::string("model.") + used + ": " + std::to_string(*v) +
-                            " is larger than the supported " + std::to_string(kMaxMambaWidth));
-    return std::nullopt;
+  auto get_small = [&](const char* key, std::uint64_t* v, const char* older = nullptr) {
+    return get_uint(key, v, false, older, kMaxMambaWidth);
   };
   auto get_bool = [&](const char* key, bool* v,
                       const char* older = nullptr) -> std::optional<Error> {
@@ -376,15 +373,6 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   // are not measured: every profile keeps the Megatron-style expert records (HfMoe::kGeneric).
   LayerKind moe = mlp;
   moe.name = "moe";
-  const char* const kMoeKeys[] = {"n_routed_experts",
-                                  "num_local_experts",
-                                  "num_experts_per_tok",
-                                  "moe_intermediate_size",
-                                  "moe_shared_expert_intermediate_size",
-                                  "n_shared_experts",
-                                  "n_group",
-                                  "topk_group",
-                                  "norm_topk_prob"};
   auto read_moe = [&]() -> std::optional<Error> {
     MoeSpec& e = moe.moe;
     e.experts = 8;
@@ -504,7 +492,7 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   const bool any_moe = letters.find('E') != std::string::npos;
   if (any_moe) ACTMEM_TRY(read_moe());
   if (!any_moe && warnings)
-    for (const char* k : kMoeKeys)
+    for (const char* k : kNemotronMoeKeys)
       if (j.contains(k))
         warnings->push_back(std::string("model.") + k + ": ignored (no MoE layer in the stack)");
   m.kinds.clear();

@@ -33,18 +33,16 @@ std::vector<ParamRecord> layer_params(const ModelSpec& m, const LayerKind& k,
     // Mamba2Mixer / NemotronHMamba2Mixer (Megatron-LM MambaMixer under TP: in_proj
     // column-parallel, out_proj row-parallel, conv1d, dt_bias, A_log, D and the gated norm's
     // weight split with the heads and groups).
-    const MambaSpec& x = k.mamba;
-    const std::uint64_t heads = x.heads / t, inner = heads * x.head_dim;
-    const std::uint64_t conv = inner + 2 * (x.groups / t) * x.state;
-    const std::uint64_t in_proj = conv + inner + heads;
+    const MambaSpec x = k.mamba.split(t);
+    const std::uint64_t conv = x.conv_dim(), in_proj = x.in_proj_dim();
     push_norm(v, m, "ln1.weight", "ln1.bias", ParamPlace::kLayer);
     push(v, "mamba.in_proj.weight", m.hidden, in_proj, ParamPlace::kLayer);
     if (x.proj_bias) push(v, "mamba.in_proj.bias", in_proj, 1, ParamPlace::kLayer);
     push(v, "mamba.conv1d.weight", conv, x.conv_kernel, ParamPlace::kLayer);
     if (x.conv_bias) push(v, "mamba.conv1d.bias", conv, 1, ParamPlace::kLayer);
-    push(v, "mamba.dt_bias_A_log_D", heads, 3, ParamPlace::kLayer);
-    push(v, "mamba.norm.weight", inner, 1, ParamPlace::kLayer);
-    push(v, "mamba.out_proj.weight", inner, m.hidden, ParamPlace::kLayer);
+    push(v, "mamba.dt_bias_A_log_D", x.heads, 3, ParamPlace::kLayer);
+    push(v, "mamba.norm.weight", x.inner(), 1, ParamPlace::kLayer);
+    push(v, "mamba.out_proj.weight", x.inner(), m.hidden, ParamPlace::kLayer);
     if (x.proj_bias) push(v, "mamba.out_proj.bias", m.hidden, 1, ParamPlace::kLayer);
   }
   if (k.has_attention()) push_norm(v, m, "ln1.weight", "ln1.bias", ParamPlace::kLayer);

@@ -108,6 +108,14 @@ struct MambaSpec {
   std::uint64_t inner() const { return heads * head_dim; }                    // I
   std::uint64_t conv_dim() const { return inner() + 2 * groups * state; }     // I + 2GN
   std::uint64_t in_proj_dim() const { return conv_dim() + inner() + heads; }  // 2I + 2GN + H
+  // One tensor-parallel rank's share (Megatron-LM MambaMixer: nheads and ngroups per rank;
+  // validate() requires t to divide both).
+  MambaSpec split(std::uint64_t t) const {
+    MambaSpec r = *this;
+    r.heads /= t;
+    r.groups /= t;
+    return r;
+  }
 };
 
 // One kind of layer: everything that may differ from one layer of the stack to the next (its
