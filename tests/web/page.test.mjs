@@ -138,7 +138,7 @@ test('a stack of layer kinds: the inventory shows each kind\'s records, equal to
   }
   // A single-kind model hides the selector.
   await settle(page, () => page.selectOption('#preset', 'llama-3.1-8b'));
-  assert.equal(await page.$eval('#inventory-kind-label', (l) => l.hidden), true);
+  assert.equal(await page.isVisible('#inventory-kind-label'), false);
   assert.deepEqual(errors, []);
   await page.close();
 });
