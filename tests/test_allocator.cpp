@@ -70,7 +70,7 @@ TEST_CASE("allocator small pool: blocks split down to 512 B, freed neighbours me
   CHECK(a.stats().reserved == 2 * kMiB + 20 * kMiB);
 }
 
-TEST_CASE("allocator large pool: a rest of 1 MiB or less stays in the block; best fit reuses") {
+TEST_CASE("allocator large pool: a rest of 1 MiB or less stays in the block, best fit reuses") {
   CachingAllocator a;
   const auto p = a.malloc(19 * kMiB + 512);  // 20 MiB segment, rest 0.5 MiB: not split
   CHECK(a.block_size(p) == 20 * kMiB);

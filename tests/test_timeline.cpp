@@ -197,12 +197,18 @@ TEST_CASE(
   INFO("best k = " << best_k << ", k* = " << k_star);
   CHECK(static_cast<double>(best_k) >= k_star / 2);
   CHECK(static_cast<double>(best_k) <= k_star * 2);
+  // The GPU is exactly as large as the best every-k needs on the device (its allocator-reserved
+  // peak and fixed costs): the planner finds a policy at most as costly that fits there too.
   json c = base;
-  c["gpu_memory_bytes"] = best_peak;
+  c["recompute"] = "every:" + std::to_string(best_k);
+  const json at_best = run(json{{"model", model}, {"config", c}});
+  c.erase("recompute");
+  c["gpu_memory_bytes"] = u(at_best["device"]["total_bytes"]);
   const json plan = run(json{{"command", "plan"}, {"model", model}, {"config", c}});
   REQUIRE(plan["found"].get<bool>());
-  CHECK(u(plan["peak_bytes"]) <= best_peak);
   CHECK(plan["recompute_overhead_pct"].get<double>() <= best_overhead + 1e-9);
+  c["recompute"] = plan["policy"];
+  CHECK(run(json{{"model", model}, {"config", c}})["fits"] == true);
 }
 
 TEST_CASE(
@@ -588,15 +594,31 @@ TEST_CASE("plan sizes its patterns to the stage that binds under an uneven layer
                       {"dp", 8},
                       {"zero", 1},
                       {"gpu_memory", "51.1GiB"}}}};
-  const json r = actmem::evaluate_json(req);
+  // The budget is the tensors' 51.1 GiB plus the fixed costs of this layout (context, driver,
+  // the dp and pp communicators), which the device verdict adds (device.hpp).
+  json req2 = req;
+  const json first = actmem::evaluate_json(req);
+  req2["config"].erase("gpu_memory");
+  req2["config"]["gpu_memory_bytes"] = static_cast<std::uint64_t>(51.1 * 1073741824.0) +
+                                       first["overhead_bytes"].get<std::uint64_t>();
+  const json r = actmem::evaluate_json(req2);
   REQUIRE(r.value("found", false));
-  CHECK(r["policy"] == "layers:SSSSSSSSSSSSCCCCCCCC");
-  CHECK(r["recompute_overhead_pct"].get<double>() < 13.45);
+  // The 20-layer pattern at +13.44 % is among the candidates (screened in by its tensor peak);
+  // the allocator's fragmentation refuses it on the device, and the next one (one selective layer
+  // fewer) is chosen.
+  bool seen = false;
+  for (const json& pt : r["pareto"])
+    seen = seen || (pt["policy"] == "layers:SSSSSSSSSSSSCCCCCCCC" &&
+                    pt["recompute_overhead_pct"].get<double>() < 13.45);
+  CHECK(seen);
+  CHECK(r["policy"] == "layers:SSSSSSSSSSSCCCCCCCCC");
+  CHECK(r["recompute_overhead_pct"].get<double>() < 14.95);
   // Re-estimated with that policy: the same peak, within the budget.
-  json est = req;
+  json est = req2;
   est.erase("command");
   est["config"]["recompute"] = r["policy"];
   const json e = actmem::evaluate_json(est);
   CHECK(e["peak_bytes"] == r["peak_bytes"]);
   CHECK(e["peak_bytes"].get<std::uint64_t>() <= r["budget_bytes"].get<std::uint64_t>());
+  CHECK(e["fits"] == true);
 }

@@ -41,6 +41,11 @@ const char* const kUsage =
     "PCT\n"
     "  --custom-keep id,id (with --recompute custom) --moe-imbalance R (busiest EP rank's routed\n"
     "  tokens over the mean, dropless MoE, 1..ep) --mtp (train with the model's MTP depths)\n"
+    "  --optimizer-dtype fp32|bf16|fp16 (AdamW/SGD states; bf16 when torch.optim runs on bf16\n"
+    "  parameters without master weights)\n"
+    "device:  --alloc-conf TEXT (PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True)\n"
+    "  --cuda-context-bytes N --nccl-comm-bytes N (fixed costs per GPU / per communicator)\n"
+    "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"
     "  --csv (timeline events), --sweep-micro-batches 1,2,4 --sweep-seqs 1024,2048 (sweep)\n"
     "output:  --json (machine-readable; the schema is docs/schema.md)\n"
     "exit codes: 0 ok, 2 bad input\n";
@@ -130,7 +135,12 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--schedule", "schedule"},
       {"--micro-batches", "micro_batches"},
       {"--fragmentation", "fragmentation_pct"},
-      {"--moe-imbalance", "moe_imbalance"}};
+      {"--moe-imbalance", "moe_imbalance"},
+      {"--optimizer-dtype", "optimizer_dtype"},
+      {"--alloc-conf", "alloc_conf"},
+      {"--cuda-context-bytes", "cuda_context_bytes"},
+      {"--nccl-comm-bytes", "nccl_comm_bytes"},
+      {"--gpus-per-node", "gpus_per_node"}};
   for (; i < argv.size(); ++i) {
     // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
     const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;

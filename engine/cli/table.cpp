@@ -92,11 +92,37 @@ std::string format_bytes(unsigned long long bytes) {
 // headroom is the GPU's bytes less the answer's peak, as the engine decided `fits`.
 void write_gpu_verdict(std::ostream& o, const json& r) {
   if (!r.contains("gpu")) return;
-  const unsigned long long mem = u(r["gpu"]["memory_bytes"]), peak = u(r["peak_bytes"]);
   const bool fits = r["fits"].get<bool>();
+  if (r.contains("device") && r["device"].contains("capacity_bytes")) {
+    // The device's figure decides: what nvidia-smi would show against what it reports.
+    const json& d = r["device"];
+    const unsigned long long cap = u(d["capacity_bytes"]), total = u(d["total_bytes"]);
+    o << "  " << pad(("GPU " + text(r["gpu"]["name"])).c_str(), 30) << format_bytes(cap)
+      << " (as the driver reports it)\n";
+    o << "  " << pad(fits ? "fits, headroom" : "DOES NOT FIT, short by", 30)
+      << format_bytes(total <= cap ? cap - total : total - cap) << "\n";
+    return;
+  }
+  const unsigned long long mem = u(r["gpu"]["memory_bytes"]), peak = u(r["peak_bytes"]);
   o << "  " << pad(("GPU " + text(r["gpu"]["name"])).c_str(), 30) << format_bytes(mem) << "\n";
   o << "  " << pad(fits ? "fits, headroom" : "DOES NOT FIT, short by", 30)
     << format_bytes(fits ? mem - peak : peak - mem) << "\n";
+}
+
+// What the GPU holds beyond the tensors: the allocator model's peaks and each fixed cost, adding
+// up to what nvidia-smi would show.
+void write_device(std::ostream& o, const json& r) {
+  if (!r.contains("device")) return;
+  const json& d = r["device"];
+  o << "\non the device (PyTorch's caching allocator, " << text(d["allocator"])
+    << "; second step of stage " << u(d["worst_stage"]) << ")\n";
+  const unsigned long long alloc = u(d["allocated_peak_bytes"]), res = u(d["reserved_peak_bytes"]);
+  o << "  " << pad("allocated (tensors, rounded)", 30) << format_bytes(alloc) << "\n";
+  o << "  " << pad("reserved but not allocated", 30) << format_bytes(res - alloc) << "\n";
+  for (const auto& x : d["overheads"])
+    o << "  " << pad(text(x["name"]), 30) << format_bytes(u(x["bytes"])) << "\n";
+  o << "  " << pad("total (nvidia-smi's used)", 30) << format_bytes(u(d["total_bytes"])) << "\n";
+  for (const auto& n : d["notes"]) o << "  note: " << text(n) << "\n";
 }
 
 std::string render_estimate(const json& r) {
@@ -151,6 +177,7 @@ std::string render_estimate(const json& r) {
   if (u(pk["fragmentation_bytes"]) > 0) line("fragmentation allowance", pk["fragmentation_bytes"]);
   line("peak (sum of the above)", r["peak_bytes"]);
   if (u(a["host_bytes"]) > 0) line("offloaded to host", a["host_bytes"]);
+  write_device(o, r);
   write_gpu_verdict(o, r);
   o << "\nclosed form (Korthikanti et al. 2022: activations at the in-flight maximum, no "
        "transients): layers "

@@ -39,7 +39,7 @@ Bytes CachingAllocator::round_size(Bytes size) const {
   const std::size_t interval =
       std::min(static_cast<std::size_t>(std::max(0, lg - 20)), kRoundupIntervals - 1);
   const Bytes div = cfg_.roundup_divisions[interval];
-  if (div > 0 && size > kAllocMinBlock * div) return next_division(size, div);
+  if (div > 1 && size > kAllocMinBlock * div) return next_division(size, div);
   return kAllocMinBlock * ceil_div(size, kAllocMinBlock);
 }
 
@@ -111,7 +111,7 @@ CachingAllocator::Handle CachingAllocator::find_free(Bytes size, bool small) {
   // "Do not return an oversized block for a large request" and "Allow oversized block size to be
   // rounded up but within a limit".
   if (size < cfg_.max_split_size && found >= cfg_.max_split_size) return kNoHandle;
-  if (size >= cfg_.max_split_size && found >= size + kAllocLargeBuffer) return kNoHandle;
+  if (size >= cfg_.max_split_size && found >= size + cfg_.max_non_split_rounding) return kNoHandle;
   const Handle h = std::get<2>(*it);
   p.erase(it);
   return h;

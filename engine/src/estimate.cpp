@@ -210,11 +210,14 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
               "Micikevicius et al. 2018: fp32 master copy; ZeRO Sec. 5.1 partitions it with the "
               "optimizer states");
   std::uint64_t per = 0;
-  if (optimizer_bytes_per_element(c.optimizer, &per)) {
+  if (optimizer_bytes_per_element(c.optimizer, dtype_bytes(c.optimizer_dtype), &per)) {
     static_line("static.optimizer_bytes",
-                std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")",
+                std::string("Optimizer states (") + optimizer_name(c.optimizer) + ", " +
+                    dtype_name(c.optimizer_dtype) + ")",
                 "bytes of state/param", per, 1, sm.optimizer_bytes,
-                "AdamW: two fp32 moments, 8 B/param; SGD+momentum: 4; SGD: 0 (ZeRO Sec. 5.1)");
+                "AdamW: two moments, 8 B/param in fp32; SGD+momentum: one; SGD: 0 (ZeRO Sec. "
+                "5.1); states in the parameters' dtype without master weights: "
+                "torch/optim/adamw.py zeros_like(p)");
   } else {
     Explanation x;
     x.id = "static.optimizer_bytes";
@@ -341,6 +344,16 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   if (c.profile == Profile::kMegatron && m.norm == NormType::kRmsNorm)
     e.warnings.push_back(
         "megatron profile follows Korthikanti et al. 2022: norm statistics are not counted");
+  auto dev = device_memory(e, e.has_gpu ? &e.gpu : nullptr);
+  if (!dev.ok()) return dev.error();
+  e.device = std::move(dev.value());
+  e.has_device = true;
+  // The verdict is the device's: allocator-reserved memory and the fixed costs against the
+  // capacity the driver reports (peak_bytes stays the tensor model's figure).
+  if (e.has_gpu) {
+    e.fits = e.device.fits;
+    e.headroom_bytes = e.device.headroom_bytes;
+  }
   return e;
 }
 

@@ -258,6 +258,9 @@ json answer(const json& req, std::string* text) {
   if (c.gpu_bytes > 0) {
     if (!has_gpu) gpu.id = gpu.name = "custom";
     gpu.memory_bytes = c.gpu_bytes;
+    // A budget is the user's own figure: the device verdict compares with it as given.
+    gpu.reported_bytes = gpu.driver_reserved_bytes = 0;
+    gpu.reported_source = "config.gpu_memory_bytes (a budget)";
     has_gpu = true;
   }
   const ModelSpec& mv = model.value();
@@ -290,11 +293,11 @@ json answer(const json& req, std::string* text) {
                          " needs a GPU preset or a budget (gpu_memory_bytes); allowed GPUs: " +
                          preset_ids("gpus")));
     if (command == "fit") {
-      auto f = fit(mv, c, gpu.memory_bytes);
+      auto f = fit(mv, c, gpu);
       if (!f.ok()) return error_to_json(f.error());
       return fit_to_json(f.value());
     }
-    auto p = plan(mv, c, gpu.memory_bytes);
+    auto p = plan(mv, c, gpu);
     if (!p.ok()) return error_to_json(p.error());
     return plan_to_json(p.value());
   }

@@ -49,7 +49,12 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "mtp",
                                    "custom_keep",
                                    "cublas_workspace_bytes",
-                                   "grad_bucket_bytes"};
+                                   "grad_bucket_bytes",
+                                   "optimizer_dtype",
+                                   "alloc_conf",
+                                   "cuda_context_bytes",
+                                   "nccl_comm_bytes",
+                                   "gpus_per_node"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -172,6 +177,33 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
                         std::string("config.") + k + ": " + std::to_string(*out) +
                             " is more than the 2^50 bytes (1 PiB) allowed");
   }
+  // The fixed costs' overrides (device.hpp); absent, the documented defaults.
+  for (auto [k, out] : {std::pair<const char*, Bytes*>{"cuda_context_bytes", &c.cuda_context_bytes},
+                        {"nccl_comm_bytes", &c.nccl_comm_bytes}}) {
+    if (!j.contains(k)) continue;
+    Bytes v = 0;
+    ACTMEM_TRY(u(k, &v, true));
+    if (v > kMaxBufferBytes)
+      return make_error("invalid_value", std::string("config.") + k,
+                        std::string("config.") + k + ": " + std::to_string(v) +
+                            " is more than the 2^50 bytes (1 PiB) allowed");
+    *out = v;
+  }
+  ACTMEM_TRY(u("gpus_per_node", &c.gpus_per_node));
+  if (c.gpus_per_node > kMaxGpusPerNode)
+    return make_error("invalid_value", "config.gpus_per_node",
+                      "config.gpus_per_node: " + std::to_string(c.gpus_per_node) +
+                          " is more than the " + std::to_string(kMaxGpusPerNode) + " allowed");
+  ACTMEM_TRY(
+      choice("optimizer_dtype", parse_float_dtype, &c.optimizer_dtype, float_dtype_table().list()));
+  if (j.contains("alloc_conf")) {
+    std::string text;
+    ACTMEM_TRY(detail::read_string(j["alloc_conf"], "config.alloc_conf", &text));
+    const std::string err = parse_alloc_conf(text, &c.alloc);
+    if (!err.empty())
+      return make_error("invalid_value", "config.alloc_conf",
+                        "config.alloc_conf: " + detail::key_text(err));
+  }
   if (j.contains("fragmentation_pct")) {
     ACTMEM_TRY(detail::read_double(j["fragmentation_pct"], "config.fragmentation_pct",
                                    &c.fragmentation_pct));
@@ -213,8 +245,17 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
 
 Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {
   if (!j.is_object()) return make_error("wrong_type", "gpu", "gpu: must be a JSON object");
-  static const char* const kKeys[] = {"name",   "memory_bytes",      "memory_note",
-                                      "source", "bf16_dense_tflops", "memory_bandwidth_gbs"};
+  static const char* const kKeys[] = {"name",
+                                      "memory_bytes",
+                                      "memory_note",
+                                      "source",
+                                      "bf16_dense_tflops",
+                                      "memory_bandwidth_gbs",
+                                      "reported_memory_bytes",
+                                      "driver_reserved_bytes",
+                                      "reported_memory_source",
+                                      "context_bytes",
+                                      "context_source"};
   ACTMEM_TRY(detail::check_keys(j, "gpu", kKeys, sizeof(kKeys) / sizeof(kKeys[0])));
   GpuSpec g;
   g.id = id;
@@ -226,6 +267,26 @@ Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {
   if (g.memory_bytes > kMaxBytes)
     return make_error("invalid_value", "gpu.memory_bytes", "gpu.memory_bytes: exceeds 2^63-1");
   if (j.contains("source")) ACTMEM_TRY(detail::read_string(j["source"], "gpu.source", &g.source));
+  // The figures the device verdict uses (device.hpp): the total nvidia-smi reports, the driver's
+  // reserved part of it, the measured CUDA context.
+  for (auto [k, out] : {std::pair<const char*, Bytes*>{"reported_memory_bytes", &g.reported_bytes},
+                        {"driver_reserved_bytes", &g.driver_reserved_bytes},
+                        {"context_bytes", &g.context_bytes}}) {
+    if (!j.contains(k)) continue;
+    ACTMEM_TRY(detail::read_uint(j[k], std::string("gpu.") + k, out));
+    if (*out > kMaxBufferBytes * 8)
+      return make_error("invalid_value", std::string("gpu.") + k,
+                        std::string("gpu.") + k + ": more than 2^53 bytes");
+  }
+  if (g.driver_reserved_bytes >= (g.reported_bytes ? g.reported_bytes : 1) &&
+      g.driver_reserved_bytes != 0)
+    return make_error("invalid_value", "gpu.driver_reserved_bytes",
+                      "gpu.driver_reserved_bytes: must be less than gpu.reported_memory_bytes");
+  if (j.contains("reported_memory_source"))
+    ACTMEM_TRY(detail::read_string(j["reported_memory_source"], "gpu.reported_memory_source",
+                                   &g.reported_source));
+  if (j.contains("context_source"))
+    ACTMEM_TRY(detail::read_string(j["context_source"], "gpu.context_source", &g.context_source));
   return g;
 }
 

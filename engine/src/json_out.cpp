@@ -14,6 +14,57 @@ json error_to_json(const Error& e) {
 
 namespace {
 
+// The device figure (device.hpp): the allocator model's peaks per stage, the fixed costs, the
+// total nvidia-smi would show and the verdict on it.
+void write_device(JsonWriter& w, const DeviceMemory& d) {
+  w.key("device");
+  w.begin_object();
+  w.field("allocated_peak_bytes", d.allocated_peak_bytes);
+  w.field("allocator", d.allocator);
+  w.field("micro_batches_simulated", d.micro_batches_simulated);
+  if (d.capacity_bytes != 0) {
+    w.field("capacity_bytes", d.capacity_bytes);
+    w.field("capacity_source", d.capacity_source);
+    w.field("fits", d.fits);
+    w.field("headroom_bytes", d.headroom_bytes);
+  }
+  w.key("notes");
+  w.begin_array();
+  for (const auto& n : d.notes) w.value(n);
+  w.end_array();
+  w.field("overhead_bytes", d.overhead_bytes);
+  w.key("overheads");
+  w.begin_array();
+  for (const auto& o : d.overheads) {
+    w.begin_object();
+    w.field("bytes", o.bytes);
+    w.field("formula", o.formula);
+    w.field("name", o.name);
+    w.field("source", o.source);
+    w.end_object();
+  }
+  w.end_array();
+  w.field("reserved_peak_bytes", d.reserved_peak_bytes);
+  w.key("stages");
+  w.begin_array();
+  for (const auto& s : d.stages) {
+    w.begin_object();
+    w.field("allocated_peak_bytes", s.allocated_peak_bytes);
+    w.field("allocations", s.allocations);
+    w.field("ooms", s.ooms);
+    w.field("requested_peak_bytes", s.requested_peak_bytes);
+    w.field("reserved_peak_bytes", s.reserved_peak_bytes);
+    w.field("retries", s.stats.retries);
+    w.field("segments_peak", s.segments_peak);
+    w.field("stage", s.stage);
+    w.end_object();
+  }
+  w.end_array();
+  w.field("total_bytes", d.total_bytes);
+  w.field("worst_stage", static_cast<std::uint64_t>(d.worst));
+  w.end_object();
+}
+
 void write_record(JsonWriter& w, const TensorRecord& r) {
   w.begin_object();
   w.field("attention_core", r.attn_core);
@@ -153,6 +204,8 @@ std::string estimate_text(const Estimate& e) {
   w.field("vpp", c.par.vpp);
   w.field("zero", c.par.zero);
   w.end_object();
+
+  if (e.has_device) write_device(w, e.device);
 
   w.key("explain");
   w.begin_array();

@@ -77,6 +77,8 @@ json timeline_to_json(const Estimate& e, const Timeline& t, bool compact) {
 json fit_to_json(const FitResult& f) {
   return json{{"ok", true},
               {"budget_bytes", f.budget},
+              {"capacity_bytes", f.capacity},
+              {"overhead_bytes", f.overhead_bytes},
               {"max_micro_batch", f.max_micro_batch},
               {"max_seq", f.max_seq},
               {"seq_step", f.seq_step},
@@ -92,8 +94,15 @@ json plan_to_json(const Plan& p) {
   for (const auto& pt : p.pareto) pareto.push_back(point_json(pt));
   json offload = json::array();
   for (const auto& pt : p.offload) offload.push_back(point_json(pt));
-  json out = {{"ok", true},       {"budget_bytes", p.budget},  {"found", p.found},
-              {"pareto", pareto}, {"offload_points", offload}, {"evaluated", p.evaluated}};
+  json out = {{"ok", true},
+              {"budget_bytes", p.budget},
+              {"capacity_bytes", p.capacity},
+              {"overhead_bytes", p.overhead_bytes},
+              {"found", p.found},
+              {"pareto", pareto},
+              {"offload_points", offload},
+              {"evaluated", p.evaluated},
+              {"device_checks", p.device_checks}};
   if (p.found) {
     out["policy"] = p.best.policy;
     out["offload"] = p.best.offload;

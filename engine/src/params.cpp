@@ -198,20 +198,20 @@ Result<std::uint64_t> mtp_params(const ModelSpec& m) {
   return n;
 }
 
-static Bytes one_tensor_state_bytes(Optimizer o, const ParamRecord& p, Checked& ck);
+static Bytes one_tensor_state_bytes(Optimizer o, DType state, const ParamRecord& p, Checked& ck);
 
-Bytes optimizer_state_bytes(Optimizer o, const ParamRecord& p, Checked& ck) {
-  return ck.mul(one_tensor_state_bytes(o, p, ck), p.copies, "static.optimizer_bytes");
+Bytes optimizer_state_bytes(Optimizer o, DType state, const ParamRecord& p, Checked& ck) {
+  return ck.mul(one_tensor_state_bytes(o, state, p, ck), p.copies, "static.optimizer_bytes");
 }
 
-static Bytes one_tensor_state_bytes(Optimizer o, const ParamRecord& p, Checked& ck) {
+static Bytes one_tensor_state_bytes(Optimizer o, DType state, const ParamRecord& p, Checked& ck) {
   const Bytes n = ck.mul(p.rows, p.cols, "static.optimizer_bytes");
   switch (o) {
     case Optimizer::kAdamW:
     case Optimizer::kSgd:
     case Optimizer::kSgdMomentum: {
       std::uint64_t per = 0;
-      optimizer_bytes_per_element(o, &per);
+      optimizer_bytes_per_element(o, dtype_bytes(state), &per);
       return ck.mul(n, per, "static.optimizer_bytes");
     }
     case Optimizer::kAdam8bit:
@@ -241,7 +241,7 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
         ck.mul(ck.mul(p.rows, p.cols, "static.params"), p.copies, "static.params");
     s.params = ck.add(s.params, n, "static.params");
     if (p.expert) s.expert_params = ck.add(s.expert_params, n, "static.params");
-    const Bytes o = optimizer_state_bytes(c.optimizer, p, ck);
+    const Bytes o = optimizer_state_bytes(c.optimizer, c.optimizer_dtype, p, ck);
     if (p.expert)
       expert_opt = ck.add(expert_opt, o, "static.optimizer_bytes");
     else

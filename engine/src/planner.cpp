@@ -1,6 +1,8 @@
 // fit, plan and sweep: searches over the engine's simulated peak (no formula of their own).
 #include "actmem/planner.hpp"
 
+#include "actmem/device.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -99,12 +101,18 @@ std::string pattern_string(const std::vector<LayerChoice>& v) {
 
 }  // namespace
 
-Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
+Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu) {
   FitResult f;
-  f.budget = budget;
   auto base = make_setup(m, c);  // validates the config as given
   if (!base.ok()) return base.error();
   const TrainConfig& norm = base.value().config;
+  // The verdict is the device's (device.hpp): reserved memory plus fixed costs against the
+  // capacity. The fixed costs do not depend on micro-batch or sequence, so the tensor peak is
+  // searched against what they leave, then the device figure settles the answer around it.
+  f.capacity = device_capacity(gpu, nullptr);
+  f.overhead_bytes = device_overhead_bytes(base.value(), &gpu);
+  const Bytes budget = f.capacity > f.overhead_bytes ? f.capacity - f.overhead_bytes : 0;
+  f.budget = budget;
   Evaluation ev;  // its scratch is reused by every probe
   const double cap = static_cast<double>(budget);
   // The largest x in [1, hi] whose config (`set` writes x into it) fits the budget: each x
@@ -126,8 +134,25 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
       const Result<Bytes>& p = peak(x);
       return p.ok() ? static_cast<double>(p.value()) : -1.0;
     };
-    const std::uint64_t best = fits(1) ? largest(hi, aim(hi, cap, approx), fits) : 0;
+    const std::uint64_t guess = fits(1) ? largest(hi, aim(hi, cap, approx), fits) : 1;
     f.probes += seen.size();
+    // The device figure from the tensor answer outwards (both grow with the size searched).
+    std::map<std::uint64_t, bool> dev;
+    auto device_fits = [&](std::uint64_t x) {
+      auto it = dev.find(x);
+      if (it != dev.end()) return it->second;
+      TrainConfig t = norm;
+      set(t, x);
+      bool ok = false;
+      auto s = make_setup(m, t);
+      if (s.ok()) {
+        auto d = device_memory(s.value(), &gpu);
+        ok = d.ok() && d.value().fits;
+      }
+      return dev.emplace(x, ok).first->second;
+    };
+    const std::uint64_t best = largest(hi, guess, device_fits);
+    f.device_probes += dev.size();
     return best;
   };
   f.micro_batch_limit = kMaxFitMicroBatch;
@@ -148,10 +173,15 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
   return f;
 }
 
-Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
+Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu) {
   auto base = make_setup(m, c);
   if (!base.ok()) return base.error();
   Setup& e = base.value();
+  // Candidates are screened by their tensor peak against the capacity less the fixed costs (the
+  // same for every policy); the chosen one is confirmed on the device figure (device.hpp).
+  const Bytes capacity = device_capacity(gpu, nullptr);
+  const Bytes overheads = device_overhead_bytes(e, &gpu);
+  const Bytes budget = capacity > overheads ? capacity - overheads : 0;
   Evaluation ev;  // one evaluation per candidate; its scratch is reused
   // The configured policy first: its errors are the request's, and stage 0's in-flight chunks
   // under it seed the segment-count heuristic below.
@@ -180,7 +210,10 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
                           std::to_string(work) + " (raise pp or vpp, or use fewer micro-batches)");
   Plan out;
   out.budget = budget;
+  out.capacity = capacity;
+  out.overhead_bytes = overheads;
   std::vector<PlanPoint> seen;
+  std::vector<Recompute> policies;  // each seen point's policy, for the device check
   std::unordered_map<std::string, std::size_t> patterns;  // pattern -> index in seen
   auto candidate = [&](const Recompute& r) -> const PlanPoint* {
     // A pattern equal to a uniform policy is that policy: simulate it once, under its own name.
@@ -193,6 +226,7 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
     const Bytes peak = ev.worst_stage().peak_bytes;
     PlanPoint pt{recompute_name(r), r.offload, peak, ev.recompute_overhead_pct, peak <= budget};
     seen.push_back(pt);
+    policies.push_back(r);
     return &seen.back();
   };
   // Uniform policies first: they span the front from no recompute to full recompute.
@@ -267,17 +301,30 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget) {
     }
   }
 
-  // Offload costs PCIe traffic instead of FLOPs, so it is chosen only when no on-GPU policy fits.
-  for (bool offload : {false, true}) {
-    for (const PlanPoint& pt : seen)
-      if (pt.offload == offload && pt.fits &&
-          (!out.found || pt.recompute_overhead_pct < out.best.recompute_overhead_pct ||
-           (pt.recompute_overhead_pct == out.best.recompute_overhead_pct &&
-            pt.peak_bytes < out.best.peak_bytes))) {
-        out.best = pt;
-        out.found = true;
-      }
-    if (out.found) break;
+  // Offload costs PCIe traffic instead of FLOPs, so it is chosen only when no on-GPU policy fits:
+  // the screened candidates in that order (least overhead, then lowest peak), the first whose
+  // device figure fits. Allocator fragmentation can refuse a few; kMaxPlanDeviceChecks bounds
+  // the checks.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    if (seen[i].fits) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const PlanPoint &x = seen[a], &y = seen[b];
+    if (x.offload != y.offload) return !x.offload;
+    return x.recompute_overhead_pct < y.recompute_overhead_pct ||
+           (x.recompute_overhead_pct == y.recompute_overhead_pct && x.peak_bytes < y.peak_bytes);
+  });
+  std::size_t checks = 0;
+  for (std::size_t i : order) {
+    if (checks++ == kMaxPlanDeviceChecks) break;
+    auto d = device_memory(e, &gpu, &policies[i]);
+    ++out.device_checks;
+    if (d.ok() && d.value().fits) {
+      out.best = seen[i];
+      out.found = true;
+      break;
+    }
+    seen[i].fits = false;  // the tensors fit, the device does not
   }
   // Pareto front over the on-GPU policies simulated: no other point has both less overhead and a
   // lower peak. Offload points are listed after it.

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "actmem/estimate.hpp"
+#include "actmem/limits.hpp"
 
 namespace actmem {
 
@@ -294,6 +295,18 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   }
   if (!(c.fragmentation_pct >= 0.0 && c.fragmentation_pct <= 100.0))
     return bad("config.fragmentation_pct", "must be between 0 and 100");
+  if (c.optimizer_dtype == DType::kFp8)
+    return bad("config.optimizer_dtype", "'fp8' is not allowed; allowed: fp32, bf16, fp16");
+  if (c.optimizer_dtype != DType::kFp32 &&
+      (c.optimizer == Optimizer::kAdam8bit || c.optimizer == Optimizer::kAdafactor))
+    return bad("config.optimizer_dtype",
+               std::string("'") + dtype_name(c.optimizer_dtype) + "' does not apply to " +
+                   optimizer_name(c.optimizer) +
+                   ", which keeps its own state format; allowed: fp32 (the default)");
+  if (c.gpus_per_node == 0 || c.gpus_per_node > kMaxGpusPerNode)
+    return bad("config.gpus_per_node", std::to_string(c.gpus_per_node) +
+                                           " is not allowed; allowed: 1 to " +
+                                           std::to_string(kMaxGpusPerNode));
   if (c.mtp && m.mtp_layers == 0)
     return bad("config.mtp",
                "this model has no multi-token-prediction depths "

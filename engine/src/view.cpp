@@ -86,7 +86,7 @@ void suggest(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu, View&
   t.micro_batch = 1;
   if (par.dp > 1) t.par.zero = 3;
   if (t.micro_batch != c.micro_batch || t.par.zero != c.par.zero) {
-    auto p = plan(m, t, gpu.memory_bytes);
+    auto p = plan(m, t, gpu);
     if (p.ok() && p.value().found) {
       Suggestion s = from_plan("combined", p.value().best);
       if (t.micro_batch != c.micro_batch) s.micro_batch = t.micro_batch;
@@ -177,12 +177,12 @@ Result<View> make_view(const ModelSpec& m, const TrainConfig& c, const GpuSpec* 
   }
 
   if (gpu) {
-    auto p = plan(m, c, gpu->memory_bytes);
+    auto p = plan(m, c, *gpu);
     if (p.ok())
       v.plan = std::move(p.value());
     else
       v.plan_error = p.error().message;
-    auto f = fit(m, c, gpu->memory_bytes);
+    auto f = fit(m, c, *gpu);
     if (f.ok())
       v.fit = f.value();
     else

@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdint>
 #include <set>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -33,7 +35,14 @@ struct AllocatorConfig {
   // 1 MiB, index 1: up to 2 MiB, ...); 0 or 1 means plain 512-byte rounding.
   std::array<std::uint32_t, kRoundupIntervals> roundup_divisions{};
   bool expandable_segments = false;
+  // max_non_split_rounding_mb: how much larger than an oversize request a cached oversize block
+  // may be and still serve it (default kLargeBuffer).
+  Bytes max_non_split_rounding = kAllocLargeBuffer;
 };
+
+// Reads PYTORCH_CUDA_ALLOC_CONF text ("expandable_segments:True,max_split_size_mb:512"); returns
+// "" and sets `out`, or a message naming the option, its value and what is allowed.
+std::string parse_alloc_conf(std::string_view text, AllocatorConfig* out);
 
 // What torch.cuda.memory_stats() calls allocated_bytes, reserved_bytes, requested_bytes and
 // inactive_split_bytes ("all" pools), with their peaks, and the segment counts.

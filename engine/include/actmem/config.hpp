@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "actmem/allocator.hpp"
 #include "actmem/checked.hpp"
 #include "actmem/dtype.hpp"
 #include "actmem/schedule.hpp"
@@ -40,6 +41,9 @@ struct Recompute {
   std::string pattern;                   // kPattern: e.g. "CRRR" or "KKSS"
 };
 
+// A byte setting left at its documented default.
+constexpr Bytes kDefaultBytes = ~Bytes{0};
+
 struct TrainConfig {
   std::uint64_t micro_batch = 1;
   std::uint64_t seq = 0;  // 0: 2048, or the learned position table if shorter
@@ -51,6 +55,10 @@ struct TrainConfig {
   DType grad_dtype = DType::kBf16;
   bool master_weights = true;  // an fp32 master copy when params are not fp32
   Optimizer optimizer = Optimizer::kAdamW;
+  // The element-wise optimizers' state dtype: fp32 (mixed precision: the states live beside the
+  // fp32 master weights), or the parameters' own when torch.optim runs on bf16 parameters without
+  // a master copy (torch/optim/adamw.py _init_group: zeros_like(p)).
+  DType optimizer_dtype = DType::kFp32;
   double attention_dropout = -1.0;  // < 0: take the model's default
   double hidden_dropout = -1.0;
   Attention attention = Attention::kEager;
@@ -68,8 +76,14 @@ struct TrainConfig {
   bool mtp = false;
   Bytes cublas_workspace = 32ull << 20;  // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
   Bytes grad_bucket = 25ull << 20;       // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
-  std::string gpu_id;                    // optional GPU preset id
-  std::uint64_t gpu_bytes = 0;           // optional explicit budget (overrides the preset's memory)
+  // PYTORCH_CUDA_ALLOC_CONF's size settings, for the allocator model (device.hpp).
+  AllocatorConfig alloc;
+  // Fixed costs per GPU (device.hpp); kDefaultBytes takes the documented default.
+  Bytes cuda_context_bytes = kDefaultBytes;  // CUDA context + PyTorch start-up + loaded kernels
+  Bytes nccl_comm_bytes = kDefaultBytes;     // device memory of one NCCL communicator
+  std::uint64_t gpus_per_node = 8;  // which NCCL groups stay inside a node (NVLink) or cross it
+  std::string gpu_id;               // optional GPU preset id
+  std::uint64_t gpu_bytes = 0;      // optional explicit budget (overrides the preset's memory)
 };
 
 // 1F1B with vpp > 1 chunks per rank is Megatron-LM's interleaved schedule.

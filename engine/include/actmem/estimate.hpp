@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actmem/config.hpp"
+#include "actmem/device.hpp"
 #include "actmem/error.hpp"
 #include "actmem/evaluation.hpp"
 #include "actmem/setup.hpp"
@@ -17,8 +18,16 @@ namespace actmem {
 struct GpuSpec {
   std::string id;
   std::string name;
-  Bytes memory_bytes = 0;
+  Bytes memory_bytes = 0;  // the nominal memory (the tensor verdict, peak_bytes)
   std::string source;
+  // As the driver reports it (nvidia-smi's "Total"; 0: not known for this GPU), and what the
+  // driver keeps of it (nvidia-smi -q's "Reserved": never usable by a process).
+  Bytes reported_bytes = 0;
+  Bytes driver_reserved_bytes = 0;
+  std::string reported_source;
+  // The CUDA context and PyTorch's start-up on this GPU (0: not measured for this GPU).
+  Bytes context_bytes = 0;
+  std::string context_source;
 };
 
 // One pipeline rank as the report shows it: its layers and per-layer recompute choices (from the
@@ -69,6 +78,10 @@ struct Estimate : Setup {
   std::int64_t headroom_bytes =
       0;  // gpu memory minus the worst stage's simulated peak (may be negative)
   double recompute_overhead_pct = 0;
+  // The step through the allocator model with the fixed costs (the full report only: estimate()
+  // with explain).
+  bool has_device = false;
+  DeviceMemory device;
   std::vector<Explanation> explain;
   std::vector<std::string> warnings;
 

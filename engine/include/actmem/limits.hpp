@@ -39,6 +39,8 @@ constexpr std::uint64_t kMaxPipelineOps = std::uint64_t{1} << 19;
 
 // Fixed per-GPU buffers a user may set (cuBLAS workspace, DDP bucket): 2^50 bytes (1 PiB).
 constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 50;
+// GPUs in one node (NCCL groups inside it use NVLink buffers); the largest NVLink domains are 72.
+constexpr std::uint64_t kMaxGpusPerNode = 1024;
 
 // fit's searches: micro-batches up to 2^20, sequences up to 2^30 tokens. An answer at the bound
 // says so (FitResult::*_at_limit): more may fit.

@@ -58,7 +58,8 @@ struct StaticMemory {
 // Static bytes on one GPU for the given parameter records (one pipeline stage's worth).
 Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const TrainConfig& c);
 
-// Bytes of optimizer state for one tensor of n elements (shape rows x cols).
-Bytes optimizer_state_bytes(Optimizer o, const ParamRecord& p, Checked& ck);
+// Bytes of optimizer state for one tensor of n elements (shape rows x cols), element-wise states
+// in `state` (8-bit Adam and Adafactor keep their own formats).
+Bytes optimizer_state_bytes(Optimizer o, DType state, const ParamRecord& p, Checked& ck);
 
 }  // namespace actmem

@@ -13,7 +13,10 @@
 namespace actmem {
 
 struct FitResult {
-  Bytes budget = 0;
+  Bytes capacity = 0;               // the GPU's capacity the device verdict compares with
+  Bytes overhead_bytes = 0;         // its fixed costs (device_overheads)
+  Bytes budget = 0;                 // capacity less the fixed costs: what the tensor search aims at
+  std::uint64_t device_probes = 0;  // configurations whose device figure was simulated
   std::uint64_t max_micro_batch = 0;  // 0: not even one fits
   std::uint64_t max_seq = 0;          // at the configured micro-batch; 0: none fits
   std::uint64_t seq_step = 1;  // sequences are searched in multiples of this (cp, tp with SP)
@@ -25,8 +28,12 @@ struct FitResult {
   bool seq_limit_is_positions = false;  // the bound is max_position_embeddings, not the search's
 };
 
-// Binary searches over the simulated peak, which is monotonic in micro-batch and sequence length.
-Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, Bytes budget);
+// The largest micro-batch and sequence length whose device figure fits the GPU (device.hpp):
+// searched on the simulated tensor peak, which grows with both, then settled on the device
+// figure from there.
+Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu);
+
+constexpr std::size_t kMaxPlanDeviceChecks = 16;
 
 struct PlanPoint {
   std::string
@@ -38,7 +45,10 @@ struct PlanPoint {
 };
 
 struct Plan {
-  Bytes budget = 0;
+  Bytes capacity = 0;        // the GPU's capacity the device verdict compares with
+  Bytes overhead_bytes = 0;  // its fixed costs
+  Bytes budget = 0;  // capacity less the fixed costs: what candidates' peaks are screened by
+  std::uint64_t device_checks = 0;  // candidates whose device figure was simulated
   bool found = false;
   PlanPoint best;  // the least extra FLOPs among candidates whose peak fits
   std::vector<PlanPoint>
@@ -51,7 +61,8 @@ struct Plan {
 // K^a S^b followed by checkpointed segments of equal length (Chen et al. 2016; segment count chosen
 // per (a, b) as Griewank & Walther's binomial/Revolve analysis suggests for one recompute level),
 // simulated in order of increasing recompute FLOPs until one fits.
-Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, Bytes budget);
+// The chosen policy's device figure fits (at most kMaxPlanDeviceChecks candidates are checked).
+Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu);
 
 struct Sweep {
   std::vector<std::uint64_t> micro_batches;

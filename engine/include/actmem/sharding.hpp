@@ -32,15 +32,17 @@ constexpr std::uint64_t expert_dp(std::uint64_t dp, std::uint64_t ep) {
   return ep > 1 ? dp / ep : dp;
 }
 
-// Bytes of optimizer state per parameter element for the element-wise optimizers (AdamW: two fp32
-// moments, Loshchilov & Hutter 2019; SGD with momentum: one fp32 buffer; SGD: none). False for
-// the optimizers whose state depends on the tensor (8-bit Adam's blocks, Adafactor's factors).
-constexpr bool optimizer_bytes_per_element(Optimizer o, std::uint64_t* bytes) {
+// Bytes of optimizer state per parameter element for the element-wise optimizers (AdamW: two
+// moments, Loshchilov & Hutter 2019; SGD with momentum: one buffer; SGD: none), each of
+// `state_bytes` (4 for fp32 states). False for the optimizers whose state depends on the tensor
+// (8-bit Adam's blocks, Adafactor's factors).
+constexpr bool optimizer_bytes_per_element(Optimizer o, std::uint64_t state_bytes,
+                                           std::uint64_t* bytes) {
   switch (o) {
     case Optimizer::kAdamW:
-      return *bytes = 8, true;
+      return *bytes = 2 * state_bytes, true;
     case Optimizer::kSgdMomentum:
-      return *bytes = 4, true;
+      return *bytes = state_bytes, true;
     case Optimizer::kSgd:
       return *bytes = 0, true;
     default:

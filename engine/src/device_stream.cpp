@@ -1,0 +1,318 @@
+// The tensor-level allocation stream of one pipeline rank's training step, fed to the caching-
+// allocator model: the step walker's layer events (walker.hpp) turned into the allocations and
+// frees PyTorch would make for them. Every size is a record the estimate already names (inventory
+// records, backward gradient buffers, parameters, gradients, optimizer states, transients), so
+// allocated memory here is the same tensor model at tensor granularity; what the allocator adds is
+// rounding, caching and fragmentation.
+#include "device_stream.hpp"
+
+#include <algorithm>
+
+#include "actmem/params.hpp"
+
+namespace actmem::detail {
+
+namespace {
+constexpr std::size_t kChoices = 5;  // LayerChoice values
+}  // namespace
+
+AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
+                         CachingAllocator* alloc)
+    : s_(s), r_(r), rank_(rank), a_(alloc) {
+  const TrainConfig& c = s.config;
+  const ParamShards shards{c.par.tp, c.par.ep};
+  const bool zero_grads = c.par.zero >= 2;
+  // Per kind: each record's bytes, which records each choice keeps, the backward's gradient
+  // buffers phase by phase, and the layer's parameter-gradient tensors.
+  for (std::size_t ki = 0; ki < s.kinds.size(); ++ki) {
+    const LayerInventory& inv = s.kinds[ki].inventory;
+    Kind k;
+    for (const TensorRecord& t : inv.tensors) k.records.push_back(t.bytes);
+    for (std::size_t ch = 0; ch < kChoices; ++ch) {
+      const auto kept = kept_tensors(inv, static_cast<LayerChoice>(ch), r);
+      std::vector<bool> mask(inv.tensors.size(), false);
+      Bytes extra = 0;
+      for (const TensorRecord* t : kept) {
+        if (t >= inv.tensors.data() && t < inv.tensors.data() + inv.tensors.size())
+          mask[static_cast<std::size_t>(t - inv.tensors.data())] = true;
+        else
+          extra = t->bytes;  // the checkpoint record: the layer input, kept as its own tensor
+      }
+      k.kept[ch] = mask;
+      k.extra[ch] = extra;
+    }
+    for (const GradPhase& ph : inv.backward_grads) {
+      std::vector<std::pair<std::string_view, Bytes>> bufs;
+      for (const TensorRecord& b : ph.buffers) bufs.emplace_back(b.id, b.bytes);
+      k.phases.push_back(std::move(bufs));
+    }
+    if (!zero_grads)
+      for (const ParamRecord& p : layer_params(s.model, s.model.kinds[ki], shards))
+        for (std::uint64_t i = 0; i < p.copies; ++i)
+          k.grads.push_back(tensor(p.rows, p.cols, dtype_bytes(c.grad_dtype)));
+    kinds_.push_back(std::move(k));
+  }
+  for (const TensorRecord& t : s.io().input_layer) in_records_.push_back(t.bytes);
+  for (const TensorRecord& t : s.io().output_layer) out_records_.push_back(t.bytes);
+  // The embedding's and the head's gradients, made at their backward.
+  const Bytes gw = dtype_bytes(c.grad_dtype);
+  if (!zero_grads) {
+    if (rank == 0)
+      for (const ParamRecord& p : embedding_params(s.model, shards))
+        for (std::uint64_t i = 0; i < p.copies; ++i)
+          embed_grads_.push_back(tensor(p.rows, p.cols, gw));
+    if (rank + 1 == s.ranks.size())
+      for (const ParamRecord& p : head_params(s.model, shards, s.ranks.size() > 1))
+        for (std::uint64_t i = 0; i < p.copies; ++i)
+          head_grads_.push_back(tensor(p.rows, p.cols, gw));
+  }
+}
+
+Bytes AllocStream::tensor(std::uint64_t rows, std::uint64_t cols, Bytes width) {
+  return ck_.mul(ck_.mul(rows, cols, "device.tensor"), width, "device.tensor");
+}
+
+void AllocStream::release(const Key& k) {
+  auto it = live_.find(k);
+  if (it == live_.end()) return;
+  for (Handle h : it->second) drop(h);
+  live_.erase(it);
+}
+
+CachingAllocator::Handle AllocStream::take(Bytes bytes) {
+  if (bytes == 0) return CachingAllocator::kNoHandle;
+  allocations_ += 1;
+  return a_->malloc(bytes);
+}
+
+void AllocStream::drop(CachingAllocator::Handle h) {
+  if (h != CachingAllocator::kNoHandle) a_->free(h);
+}
+
+// What lives all step long, allocated once before the first step in the order a job creates it:
+// parameters, then (the optimizer's first step) master weights and optimizer states, the cuBLAS
+// workspace at the first GEMM. Megatron-LM's and DeepSpeed's flat buffers (megatron and textbook
+// profiles, or ZeRO) are one allocation each; plain PyTorch (pytorch, hf) one tensor per parameter.
+void AllocStream::allocate_static() {
+  const TrainConfig& c = s_.config;
+  const StaticMemory& st = s_.ranks[rank_].stat;
+  const bool flat =
+      c.profile == Profile::kMegatron || c.profile == Profile::kTextbook || c.par.zero >= 1;
+  if (flat) {
+    statics_.push_back(take(st.params_bytes));
+    // Megatron-LM's contiguous gradient buffer lives all step (DistributedDataParallel's
+    // grad_data), as does ZeRO-2/3's partitioned gradient buffer.
+    statics_.push_back(take(st.grads_bytes));
+    grads_static_ = true;
+    statics_.push_back(take(st.master_bytes));
+    statics_.push_back(take(st.optimizer_bytes));
+  } else {
+    const ParamShards shards{c.par.tp, c.par.ep};
+    std::vector<ParamRecord> ps;
+    const RankSetup& rk = s_.ranks[rank_];
+    for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
+      for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
+        const auto lp = layer_params(s_.model, s_.model.kind_of(rk.chunk_first[ci] + j), shards);
+        ps.insert(ps.end(), lp.begin(), lp.end());
+      }
+    const bool first = rank_ == 0, last = rank_ + 1 == s_.ranks.size();
+    if (first) {
+      const auto e = embedding_params(s_.model, shards);
+      ps.insert(ps.end(), e.begin(), e.end());
+    }
+    if (last) {
+      const auto h = head_params(s_.model, shards, s_.ranks.size() > 1);
+      ps.insert(ps.end(), h.begin(), h.end());
+      if (c.mtp) {
+        const auto t = mtp_param_records(s_.model, shards);
+        ps.insert(ps.end(), t.begin(), t.end());
+      }
+    }
+    const Bytes pw = dtype_bytes(c.param_dtype);
+    const bool master = c.master_weights && c.param_dtype != DType::kFp32;
+    for (const ParamRecord& p : ps)
+      for (std::uint64_t i = 0; i < p.copies; ++i) {
+        statics_.push_back(take(tensor(p.rows, p.cols, pw)));
+        if (master) statics_.push_back(take(tensor(p.rows, p.cols, 4)));
+      }
+    params_ = std::move(ps);
+  }
+  statics_.push_back(take(s_.workspace));
+}
+
+// torch.optim creates its state at the first step() (adamw.py _init_group: exp_avg, exp_avg_sq
+// per parameter, in parameter order), after the first forward and backward have filled the
+// cache: the states are carved from cached activation blocks, which is where a job's steady-state
+// fragmentation starts (docs/validation.md 4.3).
+void AllocStream::allocate_states() {
+  const TrainConfig& c = s_.config;
+  const bool two = c.optimizer == Optimizer::kAdamW;
+  for (const ParamRecord& p : params_) {
+    ParamRecord one = p;
+    one.copies = 1;
+    const Bytes opt = optimizer_state_bytes(c.optimizer, c.optimizer_dtype, one, ck_);
+    for (std::uint64_t i = 0; i < p.copies; ++i) {
+      if (two) {
+        statics_.push_back(take(opt / 2));
+        statics_.push_back(take(opt - opt / 2));
+      } else {
+        statics_.push_back(take(opt));
+      }
+    }
+  }
+  params_.clear();
+}
+
+void AllocStream::begin_step() {
+  if (!static_done_) allocate_static(), static_done_ = true;
+}
+
+AllocStream::Held& AllocStream::held(const StepEvent& at, std::uint64_t layer) {
+  return live_[Key{at.mb, at.chunk, layer}];
+}
+
+void AllocStream::forward_layer(const StepEvent& at) {
+  const std::uint64_t g = at.lo;
+  const RankSetup& rk = s_.ranks[rank_];
+  const std::uint64_t j = g - rk.chunk_first[at.chunk];
+  const std::size_t ki = s_.model.kind_index(g);
+  const Kind& k = kinds_[ki];
+  const KindEstimate& ke = s_.kinds[ki];
+  const LayerChoice ch = choice_at(r_, j);
+  // The chunk's first layer: the stage's input arrives (rank 0: the embedding side's records).
+  if (j == 0 && rank_ == 0 && at.chunk == 0) {
+    Held& in = held(at, kInputLayer);
+    for (Bytes b : in_records_) in.push_back(take(b));
+  }
+  const auto trans = take(ke.trans_fwd - std::min(ke.trans_fwd, s_.workspace));
+  Held& h = held(at, g);
+  std::vector<CachingAllocator::Handle> made;
+  for (Bytes b : k.records) made.push_back(take(b));
+  drop(trans);
+  const auto& mask = k.kept[static_cast<std::size_t>(ch)];
+  for (std::size_t i = 0; i < made.size(); ++i) {
+    if (mask[i] && !r_.offload)
+      h.push_back(made[i]);
+    else
+      drop(made[i]);  // not kept (or moved to host memory)
+  }
+  if (k.extra[static_cast<std::size_t>(ch)] > 0 && !r_.offload)
+    h.push_back(take(k.extra[static_cast<std::size_t>(ch)]));
+}
+
+void AllocStream::recompute(const StepEvent& at) {
+  const RankSetup& rk = s_.ranks[rank_];
+  for (std::uint64_t g = at.lo; g <= at.hi; ++g) {
+    const std::uint64_t j = g - rk.chunk_first[at.chunk];
+    const Kind& k = kinds_[s_.model.kind_index(g)];
+    const auto& mask = k.kept[static_cast<std::size_t>(choice_at(r_, j))];
+    Held& h = held(at, g);
+    for (std::size_t i = 0; i < k.records.size(); ++i)
+      if (!mask[i]) h.push_back(take(k.records[i]));
+  }
+}
+
+void AllocStream::backward_layer(const StepEvent& at) {
+  const std::uint64_t g = at.lo;
+  const RankSetup& rk = s_.ranks[rank_];
+  const std::uint64_t j = g - rk.chunk_first[at.chunk];
+  const std::size_t ki = s_.model.kind_index(g);
+  const Kind& k = kinds_[ki];
+  const KindEstimate& ke = s_.kinds[ki];
+  Held& h = held(at, g);
+  if (r_.offload) {
+    // Offloaded records come back for the layer's backward.
+    const auto& mask = k.kept[static_cast<std::size_t>(choice_at(r_, j))];
+    for (std::size_t i = 0; i < k.records.size(); ++i)
+      if (mask[i]) h.push_back(take(k.records[i]));
+  }
+  // The layer's weight gradients appear at its first backward of the step (AccumulateGrad
+  // allocates .grad when it is None) and live until zero_grad(set_to_none=True).
+  if (!grads_static_ && grads_made_.insert(g).second)
+    for (Bytes b : k.grads) step_grads_.push_back(take(b));
+  // Transients that are not gradient buffers (SP gather, ZeRO-3 gather, DDP bucket).
+  const Bytes other = ke.trans_bwd - std::min(ke.trans_bwd, s_.workspace + ke.costs.grad_peak);
+  const auto trans = take(other);
+  // The gradient buffers, phase by phase: each appears at the first phase that holds it and is
+  // freed after the last; dY (the gradient flowing down the stack) stays between layers.
+  std::vector<std::pair<std::string_view, CachingAllocator::Handle>> alive;
+  for (const auto& phase : k.phases) {
+    for (auto it = alive.begin(); it != alive.end();) {
+      const bool still = std::any_of(phase.begin(), phase.end(),
+                                     [&](const auto& b) { return b.first == it->first; });
+      if (!still) {
+        drop(it->second);
+        it = alive.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& b : phase) {
+      if (b.first == "dY") {
+        if (dy_ == CachingAllocator::kNoHandle) dy_ = take(b.second);
+        continue;
+      }
+      const bool have = std::any_of(alive.begin(), alive.end(),
+                                    [&](const auto& x) { return x.first == b.first; });
+      if (!have) alive.emplace_back(b.first, take(b.second));
+    }
+  }
+  for (const auto& x : alive) drop(x.second);
+  drop(trans);
+  (void)h;
+  release(Key{at.mb, at.chunk, g});
+  // The chunk's last backward (its first layer): the stage's input side is freed, and the
+  // gradient flowing down leaves for the previous stage.
+  if (j == 0) {
+    if (rank_ == 0 && at.chunk == 0) {
+      if (!grads_static_ && grads_made_.insert(kInputLayer).second)
+        for (Bytes b : embed_grads_) step_grads_.push_back(take(b));
+      release(Key{at.mb, at.chunk, kInputLayer});
+    }
+    drop(dy_);
+    dy_ = CachingAllocator::kNoHandle;
+  }
+}
+
+void AllocStream::event(const StepEvent& at, const LiveBytes&) {
+  switch (at.kind) {
+    case StepEvent::kFwd:
+      forward_layer(at);
+      break;
+    case StepEvent::kRecompute:
+      recompute(at);
+      break;
+    case StepEvent::kBwd:
+      backward_layer(at);
+      break;
+    case StepEvent::kLossFwd: {
+      // The output layer's records join the micro-batch; the fp32 logits buffer lives through
+      // the loss (the walker's loss forward).
+      Held& h = held(at, kOutputLayer);
+      for (Bytes b : out_records_) h.push_back(take(b));
+      drop(take(s_.logits));
+      break;
+    }
+    case StepEvent::kLossBwd: {
+      const auto g1 = take(s_.logits), g2 = take(s_.logits);
+      // The head's gradients at its backward.
+      if (!grads_static_ && grads_made_.insert(kOutputLayer).second)
+        for (Bytes b : head_grads_) step_grads_.push_back(take(b));
+      drop(g1);
+      drop(g2);
+      release(Key{at.mb, at.chunk, kOutputLayer});
+      break;
+    }
+    case StepEvent::kOptimizer: {
+      if (!states_done_) allocate_states(), states_done_ = true;
+      drop(take(s_.opt_temp));
+      // zero_grad(set_to_none=True), PyTorch's default since 2.0: the step's gradients go.
+      for (auto hh : step_grads_) drop(hh);
+      step_grads_.clear();
+      grads_made_.clear();
+      break;
+    }
+  }
+}
+
+}  // namespace actmem::detail

@@ -1,0 +1,72 @@
+// Internal: the allocation stream of one pipeline rank's step (device_stream.cpp), a recorder of
+// the step walker that drives the caching-allocator model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "actmem/allocator.hpp"
+#include "actmem/params.hpp"
+#include "actmem/setup.hpp"
+#include "walker.hpp"
+
+namespace actmem::detail {
+
+class AllocStream final : public Recorder {
+ public:
+  AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank, CachingAllocator* alloc);
+  // Before each walked step: the static tensors, the first time.
+  void begin_step();
+  void event(const StepEvent& at, const LiveBytes& live) override;
+  std::uint64_t allocations() const { return allocations_; }
+  // A size product that overflowed (never for a setup that built: its totals bound every tensor).
+  bool overflowed() const { return ck_.overflowed(); }
+
+ private:
+  using Handle = CachingAllocator::Handle;
+  using Held = std::vector<Handle>;
+  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;  // micro-batch, chunk, layer
+  static constexpr std::uint64_t kInputLayer = ~std::uint64_t{0};
+  static constexpr std::uint64_t kOutputLayer = ~std::uint64_t{0} - 1;
+
+  struct Kind {
+    std::vector<Bytes> records;  // inventory.tensors, in order
+    std::vector<bool> kept[5];   // per LayerChoice: which records stay for backward
+    Bytes extra[5] = {};         // the checkpoint record a choice keeps besides them
+    std::vector<std::vector<std::pair<std::string_view, Bytes>>> phases;  // backward buffers
+    std::vector<Bytes> grads;  // the layer's parameter gradients
+  };
+
+  Handle take(Bytes bytes);
+  void drop(Handle h);
+  Bytes tensor(std::uint64_t rows, std::uint64_t cols, Bytes width);
+  void allocate_static();
+  void allocate_states();
+  Held& held(const StepEvent& at, std::uint64_t layer);
+  void forward_layer(const StepEvent& at);
+  void recompute(const StepEvent& at);
+  void backward_layer(const StepEvent& at);
+  void release(const Key& k);
+
+  const Setup& s_;
+  const Recompute& r_;
+  std::uint64_t rank_;
+  CachingAllocator* a_;
+  Checked ck_;
+  std::vector<Kind> kinds_;
+  std::vector<Bytes> in_records_, out_records_, embed_grads_, head_grads_;
+  std::vector<Handle> statics_, step_grads_;
+  std::vector<ParamRecord> params_;  // plain PyTorch: whose optimizer states the first step makes
+  std::set<std::uint64_t> grads_made_;
+  std::map<Key, Held> live_;
+  Handle dy_ = CachingAllocator::kNoHandle;
+  bool static_done_ = false, grads_static_ = false, states_done_ = false;
+  std::uint64_t allocations_ = 0;
+};
+
+}  // namespace actmem::detail
