@@ -128,9 +128,9 @@ std::string parse_alloc_conf(std::string_view text, AllocatorConfig* out) {
     } else if (key == "garbage_collection_threshold") {
       // Acts only under a per-process memory fraction (malloc: set_fraction && threshold > 0,
       // CUDACachingAllocator.cpp), which a training job does not set: no effect on the step.
-      char* end = nullptr;
-      double t = val.empty() || val.size() > 32 ? -1 : std::strtod(val.c_str(), &end);
-      if (end != val.c_str() + val.size()) t = -1;
+      char* stop = nullptr;
+      double t = val.empty() || val.size() > 32 ? -1 : std::strtod(val.c_str(), &stop);
+      if (stop != val.c_str() + val.size()) t = -1;
       if (!(t > 0.0 && t < 1.0))
         return "garbage_collection_threshold: '" + val +
                "' is not allowed; allowed: a number "

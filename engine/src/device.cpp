@@ -146,8 +146,8 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
   if (auto err = simulate_settled(e, r, 0, &d.stages, &d.micro_batches_simulated)) return *err;
   auto pick = [&] {
     d.worst = 0;
-    for (std::size_t r = 1; r < d.stages.size(); ++r)
-      if (d.stages[r].reserved_peak_bytes > d.stages[d.worst].reserved_peak_bytes) d.worst = r;
+    for (std::size_t i = 1; i < d.stages.size(); ++i)
+      if (d.stages[i].reserved_peak_bytes > d.stages[d.worst].reserved_peak_bytes) d.worst = i;
     d.allocated_peak_bytes = d.worst_stage().allocated_peak_bytes;
     d.reserved_peak_bytes = d.worst_stage().reserved_peak_bytes;
     d.total_bytes = ck.add(d.reserved_peak_bytes, d.overhead_bytes, "device.total_bytes");
