@@ -173,6 +173,11 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
         return *err;
       bool ok = true;
       for (const StageDevice& s : limited) ok = ok && s.ooms == 0;
+      d.out_of_memory = !ok;
+      if (!ok)
+        d.notes.push_back(
+            "even with its cache released (release_cached_blocks) the allocator finds no room "
+            "for a request: the step raises torch.OutOfMemoryError");
       if (ok) {
         d.stages = limited;
         pick();

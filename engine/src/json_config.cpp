@@ -201,8 +201,7 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
     ACTMEM_TRY(detail::read_string(j["alloc_conf"], "config.alloc_conf", &text));
     const std::string err = parse_alloc_conf(text, &c.alloc);
     if (!err.empty())
-      return make_error("invalid_value", "config.alloc_conf",
-                        "config.alloc_conf: " + detail::key_text(err));
+      return make_error("invalid_value", "config.alloc_conf", "config.alloc_conf: " + err);
   }
   if (j.contains("fragmentation_pct")) {
     ACTMEM_TRY(detail::read_double(j["fragmentation_pct"], "config.fragmentation_pct",

@@ -32,6 +32,7 @@ void write_device(JsonWriter& w, const DeviceMemory& d) {
   w.begin_array();
   for (const auto& n : d.notes) w.value(n);
   w.end_array();
+  w.field("out_of_memory", d.out_of_memory);
   w.field("overhead_bytes", d.overhead_bytes);
   w.key("overheads");
   w.begin_array();

@@ -49,7 +49,8 @@ struct DeviceMemory {
   Bytes total_bytes = 0;     // reserved peak + overheads: what nvidia-smi shows as used
   Bytes capacity_bytes = 0;  // the GPU's total as nvidia-smi reports it (0: no GPU given)
   std::string capacity_source;
-  bool fits = false;  // total_bytes <= capacity_bytes and no request failed
+  bool fits = false;           // total_bytes <= capacity_bytes and no request failed
+  bool out_of_memory = false;  // replayed within the capacity, a request found no room
   std::int64_t headroom_bytes = 0;
   std::string allocator;                      // the settings simulated, as PYTORCH_CUDA_ALLOC_CONF
   std::uint64_t micro_batches_simulated = 0;  // of the step's; fewer once the peaks settle
