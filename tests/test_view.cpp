@@ -56,11 +56,21 @@ TEST_CASE("view: the verdict, bar and estimate are the estimate answer's own num
   CHECK(v["verdict"]["fits"] == est["fits"]);
   CHECK(v["verdict"]["headroom_bytes"] == est["headroom_bytes"]);
   CHECK(u(v["verdict"]["gpus"]) == 8 * 4 * 2);
-  // The bar's parts are the peak's lines and add up to it (one answer, issue 10).
+  // The tensor bar's parts are the peak's lines and add up to it (one answer, issue 10).
   std::uint64_t sum = 0;
-  for (const auto& s : v["bar"]["segments"]) sum += u(s["bytes"]);
+  for (const auto& s : v["tensor_bar"]["segments"]) sum += u(s["bytes"]);
   CHECK(sum == u(est["peak_bytes"]));
-  CHECK(u(v["bar"]["total_bytes"]) == u(est["peak_bytes"]));
+  CHECK(u(v["tensor_bar"]["total_bytes"]) == u(est["peak_bytes"]));
+  // The device bar's: allocated, reserved beyond it, each fixed cost; they add up to the total
+  // that decides fits (issue 14).
+  sum = 0;
+  for (const auto& s : v["bar"]["segments"]) sum += u(s["bytes"]);
+  CHECK(sum == u(est["device"]["total_bytes"]));
+  CHECK(u(v["bar"]["total_bytes"]) == u(est["device"]["total_bytes"]));
+  CHECK(u(v["verdict"]["total_bytes"]) == u(est["device"]["total_bytes"]));
+  CHECK(u(v["bar"]["capacity_bytes"]) == u(est["device"]["capacity_bytes"]));
+  CHECK(v["bar"]["segments"][0]["id"] == "allocated");
+  CHECK(u(v["bar"]["segments"][0]["bytes"]) == u(est["device"]["allocated_peak_bytes"]));
   // Policies and profiles: each row is the estimate of that variant.
   for (const auto& row : v["policies"]) {
     json r = req;

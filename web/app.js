@@ -365,20 +365,26 @@
   function drawVerdict(v) {
     const d = v.verdict, l = v.layout, verdict = $('verdict');
     const gpus = d.gpus + (d.gpus === 1 ? ' GPU' : ' GPUs');
+    // The verdict is on the device's figure (the engine's): what the driver would count as used
+    // at the step's fullest, against the total it reports.
     if (d.capacity_bytes !== undefined) {
       const gap = Math.abs(d.headroom_bytes);
       verdict.textContent = d.fits
-        ? 'Fits: ' + fmt(d.peak_bytes) + ' of ' + fmt(d.capacity_bytes) + ' per GPU, ' + fmt(gap) + ' to spare, on ' + gpus + '.'
-        : 'Does not fit: needs ' + fmt(d.peak_bytes) + ' per GPU, ' + fmt(gap) + ' more than the ' + fmt(d.capacity_bytes) + ' of each of ' + gpus + '.';
+        ? 'Fits: ' + fmt(d.total_bytes) + ' of ' + fmt(d.capacity_bytes) + ' per GPU, ' + fmt(gap) + ' to spare, on ' + gpus + '.'
+        : d.headroom_bytes >= 0
+          ? 'Does not fit: the allocator runs out of room (fragmentation) although ' + fmt(d.total_bytes) + ' is below the ' + fmt(d.capacity_bytes) + ' of each of ' + gpus + '.'
+          : 'Does not fit: needs ' + fmt(d.total_bytes) + ' per GPU, ' + fmt(gap) + ' more than the ' + fmt(d.capacity_bytes) + ' of each of ' + gpus + '.';
       verdict.className = 'verdict ' + (d.fits ? 'ok' : 'bad');
     } else {
-      verdict.textContent = 'Peak ' + fmt(d.peak_bytes) + ' per GPU on ' + gpus + ' (choose a GPU to check the fit).';
+      verdict.textContent = 'Needs ' + fmt(d.total_bytes) + ' per GPU on ' + gpus + ' (choose a GPU to check the fit).';
       verdict.className = 'verdict';
     }
     verdict.dataset.peak = String(d.peak_bytes);
-    tip(verdict, 'peak ' + exact(d.peak_bytes) + (d.capacity_bytes !== undefined ? ' of ' + exact(d.capacity_bytes) : ''));
+    verdict.dataset.total = String(d.total_bytes);
+    tip(verdict, 'on the device ' + exact(d.total_bytes) + (d.capacity_bytes !== undefined ? ' of ' + exact(d.capacity_bytes) : '') + '; tensors peak at ' + exact(d.peak_bytes));
     const fit = v.fit && v.fit.ok ? v.fit : null;
-    $('verdict-detail').textContent = 'Peak at the ' + d.peak_words + (d.stages > 1 ? ' on pipeline stage ' + d.stage + ' of ' + d.stages : '') +
+    $('verdict-detail').textContent = 'Tensors peak at ' + fmt(d.peak_bytes) + ' at the ' + d.peak_words + (d.stages > 1 ? ' on pipeline stage ' + d.stage + ' of ' + d.stages : '') +
+      '; through PyTorch\'s caching allocator ' + fmt(d.allocated_bytes) + ' allocated, ' + fmt(d.reserved_bytes) + ' reserved, plus the fixed costs (CUDA context, NCCL)' +
       '. Layout ' + layoutText(l) + ' = ' + gpus + '; sequence ' + commas(l.seq) + ', micro-batch ' + l.micro_batch + ', ' + l.micro_batches +
       (l.micro_batches === 1 ? ' micro-batch per step, ' : ' micro-batches per step, ') + l.schedule + ', recompute ' + l.recompute + '.' +
       (fit && d.fits ? ' Largest micro-batch that fits: ' + fit.max_micro_batch + '.' : '');
@@ -410,7 +416,9 @@
       ['recompute overhead', pct(v.estimate.recompute_overhead_pct)],
     ];
     if (p.fragmentation_bytes > 0) rows.splice(6, 0, ['fragmentation allowance', exact(p.fragmentation_bytes)]);
+    rows.splice(1, 0, ['on the device (nvidia-smi)', exact(d.total_bytes)], ['allocated (allocator)', exact(d.allocated_bytes)], ['reserved (allocator)', exact(d.reserved_bytes)]);
     if (d.capacity_bytes !== undefined) rows.push(['headroom', commas(d.headroom_bytes) + ' bytes']);
+    for (const n of d.notes || []) rows.push(['note', n]);
     for (const [k, val] of rows) { dl.appendChild(el('dt', k)); const dd = el('dd', val); dd.dataset.key = k; dl.appendChild(dd); }
   }
 
@@ -423,15 +431,20 @@
     update();
   }
 
+  // The device bar (allocated, reserved beyond it, each fixed cost, free) against the GPU's
+  // reported total; the tensor bar (what the peak event holds, part by part) below it.
   function drawBar(v) {
-    const svg = $('bar');
+    drawStack($('bar'), $('bar-legend'), v.bar, v.bar.capacity_bytes || 0, v.verdict.headroom_bytes);
+    drawStack($('tensor-bar'), $('tensor-bar-legend'), v.tensor_bar, 0, 0);
+  }
+
+  function drawStack(svg, legend, bar, cap, headroom) {
     clear(svg);
     const W = width(svg), H = 64;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-    const segs = v.bar.segments.filter((s) => s.bytes > 0);
-    const cap = v.bar.capacity_bytes || 0;
-    if (v.verdict.headroom_bytes > 0) segs.push({ id: 'headroom', label: 'free', bytes: v.verdict.headroom_bytes });
-    const scale = Math.max(v.bar.total_bytes, cap) || 1;
+    const segs = bar.segments.filter((s) => s.bytes > 0);
+    if (headroom > 0) segs.push({ id: 'headroom', label: 'free', bytes: headroom });
+    const scale = Math.max(bar.total_bytes, cap) || 1;
     let x = 0;
     for (const s of segs) {
       const w = (s.bytes / scale) * W;
@@ -444,9 +457,8 @@
       const right = gx > W / 2;
       svg.appendChild(svgEl('text', { x: right ? gx - 4 : gx + 4, y: 60, 'text-anchor': right ? 'end' : 'start' }, 'GPU ' + fmt(cap)));
     }
-    const legend = $('bar-legend');
     clear(legend);
-    for (const s of segs) legend.appendChild(tip(el('li', s.label + ' ' + fmt(s.bytes), 'sw-' + s.id), exact(s.bytes)));
+    for (const s of segs) legend.appendChild(tip(el('li', s.label + ' ' + fmt(s.bytes), 'sw-' + s.id), exact(s.bytes) + (s.source ? ' — ' + s.source : '')));
   }
 
   // Y ticks at 1, 2 or 5 x 10^k GiB.

@@ -110,6 +110,18 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   const Bytes pw = dtype_bytes(c.act_dtype);
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
 
+  // With a GPU the verdict is the device's (allocator-reserved memory and fixed costs against
+  // the capacity the driver reports); peak_bytes stays the tensor model's figure.
+  if (explain || e.has_gpu) {
+    auto dev = device_memory(e, e.has_gpu ? &e.gpu : nullptr);
+    if (!dev.ok()) return dev.error();
+    e.device = std::move(dev.value());
+    e.has_device = true;
+    if (e.has_gpu) {
+      e.fits = e.device.fits;
+      e.headroom_bytes = e.device.headroom_bytes;
+    }
+  }
   if (!explain) return e;
   // Explanations, all built from the records and the numbers above.
   using detail::explain_product;
@@ -344,16 +356,6 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   if (c.profile == Profile::kMegatron && m.norm == NormType::kRmsNorm)
     e.warnings.push_back(
         "megatron profile follows Korthikanti et al. 2022: norm statistics are not counted");
-  auto dev = device_memory(e, e.has_gpu ? &e.gpu : nullptr);
-  if (!dev.ok()) return dev.error();
-  e.device = std::move(dev.value());
-  e.has_device = true;
-  // The verdict is the device's: allocator-reserved memory and the fixed costs against the
-  // capacity the driver reports (peak_bytes stays the tensor model's figure).
-  if (e.has_gpu) {
-    e.fits = e.device.fits;
-    e.headroom_bytes = e.device.headroom_bytes;
-  }
   return e;
 }
 

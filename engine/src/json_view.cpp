@@ -132,12 +132,23 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.field("peak_at", worst.peak_at);
   w.field("peak_words", event_words(we.peak_at, chunks));
   w.field("gpus", v.gpus);
+  // What the GPU holds at its fullest (device.hpp): the verdict's figure.
+  const DeviceMemory& dev = e.device;
+  w.field("total_bytes", dev.total_bytes);
+  w.field("allocated_bytes", dev.allocated_peak_bytes);
+  w.field("reserved_bytes", dev.reserved_peak_bytes);
   if (e.has_gpu) {
     w.field("fits", e.fits);
-    w.field("capacity_bytes", e.gpu.memory_bytes);
+    w.field("capacity_bytes", dev.capacity_bytes);
+    w.field("capacity_source", dev.capacity_source);
     w.field("headroom_bytes", e.headroom_bytes);
     w.field("gpu", e.gpu.name.empty() ? e.gpu.id : e.gpu.name);
+    w.field("out_of_memory", dev.out_of_memory);
   }
+  w.key("notes");
+  w.begin_array();
+  for (const std::string& n : dev.notes) w.value(n);
+  w.end_array();
   w.end_object();
 
   w.key("layout");
@@ -181,7 +192,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
       {"recompute", "recomputed", worst.peak_recompute},
       {"transients", "transients (logits, gradients, buffers)", worst.peak_transients},
       {"fragmentation", "fragmentation allowance", worst.peak_fragmentation}};
-  w.key("bar");
+  w.key("tensor_bar");
   w.begin_object();
   w.key("segments");
   w.begin_array();
@@ -194,12 +205,35 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   }
   w.end_array();
   w.field("total_bytes", worst.peak_bytes);
-  if (e.has_gpu) w.field("capacity_bytes", e.gpu.memory_bytes);
+  w.end_object();
+  // The device bar: allocated blocks, what the allocator keeps reserved beyond them, each fixed
+  // cost; they add up to the verdict's total.
+  w.key("bar");
+  w.begin_object();
+  w.key("segments");
+  w.begin_array();
+  auto seg = [&](const std::string& id, const std::string& label, Bytes bytes,
+                 const std::string& source) {
+    w.begin_object();
+    w.field("bytes", bytes);
+    w.field("id", id);
+    w.field("label", label);
+    w.field("source", source);
+    w.end_object();
+  };
+  seg("allocated", "allocated (tensors)", dev.allocated_peak_bytes,
+      "the step's tensors through PyTorch's caching allocator (torch.cuda.max_memory_allocated)");
+  seg("cached", "reserved, not allocated", dev.reserved_peak_bytes - dev.allocated_peak_bytes,
+      "the allocator's cache and fragmentation (max_memory_reserved - max_memory_allocated)");
+  for (const DeviceOverhead& o : dev.overheads) seg("overhead", o.name, o.bytes, o.source);
+  w.end_array();
+  w.field("total_bytes", dev.total_bytes);
+  if (e.has_gpu) w.field("capacity_bytes", dev.capacity_bytes);
   w.end_object();
 
   // The step: y from 0 to the larger of the highest point and the capacity.
   const Bytes y_max =
-      e.has_gpu && e.gpu.memory_bytes > worst.peak_bytes ? e.gpu.memory_bytes : worst.peak_bytes;
+      e.has_gpu && dev.capacity_bytes > worst.peak_bytes ? dev.capacity_bytes : worst.peak_bytes;
   w.key("timeline");
   w.begin_object();
   w.field("schedule", schedule_table().name(sched));
@@ -209,7 +243,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.field("y_min", 0);
   w.field("y_max", y_max);
   w.field("recompute_overhead_pct", e.recompute_overhead_pct);
-  if (e.has_gpu) w.field("capacity_bytes", e.gpu.memory_bytes);
+  if (e.has_gpu) w.field("capacity_bytes", dev.capacity_bytes);
   w.key("series");
   w.begin_array();
   for (const StageSeries& s : v.series) write_series(w, s, e, chunks);
@@ -218,6 +252,11 @@ std::string view_text(const View& v, const std::string& estimate_answer,
 
   const std::string current = recompute_name(e.config.recompute);
   w.key("policies");
+  // Rows and grid cells are screened like the planner's candidates: the tensor peak against the
+  // capacity less the fixed costs (the allocator is replayed for the configuration itself, the
+  // plan's choice and fit's answer, not for every cell).
+  const Bytes screen =
+      dev.capacity_bytes > dev.overhead_bytes ? dev.capacity_bytes - dev.overhead_bytes : 0;
   w.begin_array();
   for (const PolicyRow& p : v.policies) {
     w.begin_object();
@@ -227,7 +266,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
     if (p.ok) {
       w.field("peak_bytes", p.peak_bytes);
       w.field("recompute_overhead_pct", p.recompute_overhead_pct);
-      if (e.has_gpu) w.field("fits", p.peak_bytes <= e.gpu.memory_bytes);
+      if (e.has_gpu) w.field("fits", p.peak_bytes <= screen);
     }
     w.end_object();
   }
@@ -288,7 +327,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
     w.begin_array();
     for (const auto& row : v.grid.peak_bytes) {
       w.begin_array();
-      for (auto x : row) w.value(x >= 0 && static_cast<Bytes>(x) <= e.gpu.memory_bytes);
+      for (auto x : row) w.value(x >= 0 && static_cast<Bytes>(x) <= screen);
       w.end_array();
     }
     w.end_array();
@@ -298,7 +337,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.value(static_cast<std::uint64_t>(v.grid_b));
   w.value(static_cast<std::uint64_t>(v.grid_s));
   w.end_array();
-  if (e.has_gpu) w.field("capacity_bytes", e.gpu.memory_bytes);
+  if (e.has_gpu) w.field("capacity_bytes", dev.capacity_bytes);
   w.end_object();
   w.key("glossary");
   write_glossary(w);

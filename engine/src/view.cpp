@@ -153,7 +153,7 @@ Result<View> make_view(const ModelSpec& m, const TrainConfig& c, const GpuSpec* 
     t.recompute = r;
     PolicyRow row;
     row.policy = recompute_name(r);
-    if (auto x = variant(m, t, gpu)) {
+    if (auto x = variant(m, t, nullptr)) {  // peaks only: no device verdict needed
       row.ok = true;
       row.peak_bytes = x->worst().peak_bytes;
       row.recompute_overhead_pct = x->recompute_overhead_pct;
@@ -168,7 +168,7 @@ Result<View> make_view(const ModelSpec& m, const TrainConfig& c, const GpuSpec* 
     t.profile = p;
     ProfileRow row;
     row.profile = p;
-    if (auto x = variant(m, t, gpu)) {
+    if (auto x = variant(m, t, nullptr)) {
       row.ok = true;
       row.per_layer_bytes = x->per_layer_kept_bytes;
       row.peak_bytes = x->worst().peak_bytes;
