@@ -206,7 +206,7 @@ void replay(const std::string& path, Replay* r) {
       pending_segment = size;
       r->segments_expected += 1;
     } else if (op == "alloc" || op == "free") {
-      if (!started) r->alloc.reset_peaks(), started = true;
+      if (!started) r->alloc.recount_inactive_split(), r->alloc.reset_peaks(), started = true;
       ls >> addr;
       if (op == "free") {
         REQUIRE(r->live.count(addr) == 1);

@@ -376,7 +376,7 @@
           : 'Does not fit: needs ' + fmt(d.total_bytes) + ' per GPU, ' + fmt(gap) + ' more than the ' + fmt(d.capacity_bytes) + ' of each of ' + gpus + '.';
       verdict.className = 'verdict ' + (d.fits ? 'ok' : 'bad');
     } else {
-      verdict.textContent = 'Needs ' + fmt(d.total_bytes) + ' per GPU on ' + gpus + ' (choose a GPU to check the fit).';
+      verdict.textContent = 'Peak ' + fmt(d.total_bytes) + ' per GPU on ' + gpus + ' as the driver counts it (choose a GPU to check the fit).';
       verdict.className = 'verdict';
     }
     verdict.dataset.peak = String(d.peak_bytes);

@@ -26,6 +26,8 @@ const char* const kUsage =
     "budget\n"
     "  plan       cheapest recompute policy that fits, and the memory/recompute Pareto front\n"
     "  sweep      peak bytes over a micro-batch x sequence grid\n"
+    "  compare F  a torch.cuda.memory._snapshot() pickle of a real step against the prediction\n"
+    "             for the same flags (--stats F: the run's torch.cuda.memory_stats() as JSON)\n"
 
     "  presets    list model, GPU and worked-example presets\n"
     "model:   --preset ID | --model FILE (our JSON or a Hugging Face config.json)\n"
@@ -104,11 +106,19 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
     o->help = true;
     return "";
   }
+  if (o->command == "compare") {
+    // compare SNAPSHOT: the file comes first, then the usual model and config flags.
+    if (i >= argv.size() || argv[i].rfind("--", 0) == 0)
+      return "compare: needs a snapshot file (torch.cuda.memory._dump_snapshot's pickle), then "
+             "the model and config flags of the run";
+    o->snapshot_path = argv[i++];
+  }
   if (o->command != "estimate" && o->command != "explain" && o->command != "presets" &&
       o->command != "timeline" && o->command != "fit" && o->command != "plan" &&
-      o->command != "sweep")
+      o->command != "sweep" && o->command != "compare")
     return "command: " + shown(o->command) +
-           " is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, presets";
+           " is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, compare, "
+           "presets";
   // Flag -> config key, for flags taking a value.
   static const std::pair<const char*, const char*> kValued[] = {
       {"--micro-batch", "micro_batch"},
@@ -203,6 +213,13 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       cfg_flags[key] = given;
     }
     if (matched) continue;
+    if (a == "--stats") {
+      if (o->command != "compare") return "--stats: read only by the compare command";
+      if (!value(&v)) return "--stats: needs a file of torch.cuda.memory_stats() as JSON" + missing;
+      if (!o->stats_path.empty()) return "--stats: given twice; give it once";
+      o->stats_path = v;
+      continue;
+    }
     if (a == "--preset") {
       if (!value(&v)) return "--preset: needs a model preset id (see `actmem presets`)" + missing;
       if (o->request.contains("model") || o->request.contains("preset"))

@@ -15,6 +15,8 @@ struct Options {
   bool csv = false;
   bool help = false;
   nlohmann::json request = nlohmann::json::object();
+  std::string snapshot_path;  // compare: the torch.cuda.memory._snapshot() pickle
+  std::string stats_path;     // compare --stats: torch.cuda.memory_stats() as JSON
 };
 
 // Returns an empty string on success, else the one-line error (the caller exits with code 2).

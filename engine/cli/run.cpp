@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "actmem/json_io.hpp"
+#include "actmem/pickle.hpp"
 #include "args.hpp"
 #include "table.hpp"
 
@@ -18,6 +19,25 @@ namespace {
 // like an empty line, so a CRLF file or a trailing "   " is not an error answer.
 bool blank(const std::string& line) {
   return line.find_first_not_of(" \t\r") == std::string::npos;
+}
+
+// A file's bytes, at most `limit` of them; "" or the reason it cannot be read.
+std::string read_bounded(const std::string& path, std::uint64_t limit, std::string* out) {
+  const std::string name =
+      nlohmann::json(path).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return name + " is not a readable file";
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "cannot read " + name;
+  char piece[1 << 16];
+  out->clear();
+  while (f) {
+    f.read(piece, sizeof piece);
+    out->append(piece, static_cast<std::size_t>(f.gcount()));
+    if (out->size() > limit)
+      return name + " is larger than the " + std::to_string(limit) + " bytes read";
+  }
+  return "";
 }
 
 }  // namespace
@@ -82,7 +102,32 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   }
   // The timeline table prints no events: do not ask for them.
   if (opt.command == "timeline" && !opt.json && !opt.csv) opt.request["events"] = "none";
-  const nlohmann::json r = evaluate_json(opt.request);
+  nlohmann::json r;
+  if (opt.command == "compare") {
+    std::string snapshot;
+    if (const std::string e = read_bounded(opt.snapshot_path, kMaxSnapshotBytes, &snapshot);
+        !e.empty()) {
+      errs << "actmem: error: compare: " << printable(e) << "\n";
+      return 2;
+    }
+    if (!opt.stats_path.empty()) {
+      std::string text;
+      if (const std::string e = read_bounded(opt.stats_path, kMaxJsonTextBytes, &text);
+          !e.empty()) {
+        errs << "actmem: error: --stats: " << printable(e) << "\n";
+        return 2;
+      }
+      auto stats = parse_json_text(text, "stats");
+      if (!stats.ok()) {
+        errs << "actmem: error: " << printable(stats.error().message) << "\n";
+        return 2;
+      }
+      opt.request["stats"] = stats.value();
+    }
+    r = compare_json(opt.request, snapshot);
+  } else {
+    r = evaluate_json(opt.request);
+  }
   if (!r.value("ok", false)) {
     if (opt.json)
       out << terminal_safe_json(r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
@@ -105,6 +150,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     out << render_presets(r);
   } else if (opt.command == "explain") {
     out << render_explain(r);
+  } else if (opt.command == "compare") {
+    out << render_compare(r);
   } else {
     out << render_estimate(r);
   }

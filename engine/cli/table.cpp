@@ -378,3 +378,43 @@ std::string render_sweep(const json& r) {
 }
 
 }  // namespace actmem::cli
+
+namespace actmem::cli {
+
+// compare: measured vs predicted peaks, where the measured peak happened, the largest blocks live
+// then with the record each most likely is, and what remains unexplained.
+std::string render_compare(const json& r) {
+  std::ostringstream o;
+  const json& m = r["measured"];
+  const json& p = r["predicted"];
+  char pct[64];
+  o << "snapshot: " << text(m["source"]) << " (" << u(m["trace_events"])
+    << " trace events, allocator " << text(m["allocator"]) << ")\n";
+  o << "  " << pad("", 24) << pad("measured", 30) << pad("predicted", 30) << "error\n";
+  for (const char* k : {"allocated", "reserved"}) {
+    const std::string key = std::string(k) + "_peak_bytes";
+    std::snprintf(pct, sizeof pct, "%+.1f %%", r["error_pct"][k].get<double>());
+    o << "  " << pad((std::string(k) + " peak").c_str(), 24)
+      << pad(format_bytes(u(m[key])).c_str(), 30) << pad(format_bytes(u(p[key])).c_str(), 30) << pct
+      << "\n";
+  }
+  if (m["trace"].get<bool>())
+    o << "measured peak at trace event " << u(m["peak_event"]) << ": " << text(m["peak_frame"])
+      << "\n";
+  o << "predicted tensor peak at " << text(p["peak_at"]) << "\n";
+  if (!r["largest_blocks"].empty()) {
+    o << "\nlargest blocks live at the measured peak\n";
+    o << "  " << pad("bytes", 30) << pad("allocated at", 44) << "most likely\n";
+    for (const auto& b : r["largest_blocks"])
+      o << "  " << pad(format_bytes(u(b["bytes"])).c_str(), 30)
+        << pad(text(b["frame"]).substr(0, 42).c_str(), 44)
+        << (b["record"].is_null() ? std::string("(no record of this size)") : text(b["record"]))
+        << "\n";
+    o << "  explained by a record " << format_bytes(u(r["explained_bytes"])) << ", unexplained "
+      << format_bytes(u(r["unexplained_bytes"])) << "\n";
+  }
+  for (const auto& n : r["notes"]) o << "note: " << text(n) << "\n";
+  return o.str();
+}
+
+}  // namespace actmem::cli

@@ -13,6 +13,7 @@ std::string printable(const std::string& s);
 std::string format_bytes(unsigned long long bytes);  // "67,108,864 B (64.00 MiB)"
 std::string render_estimate(const nlohmann::json& r);
 std::string render_explain(const nlohmann::json& r);
+std::string render_compare(const nlohmann::json& r);
 std::string render_presets(const nlohmann::json& r);
 std::string render_timeline(const nlohmann::json& r);
 std::string render_timeline_csv(const nlohmann::json& r);

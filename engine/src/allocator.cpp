@@ -139,6 +139,7 @@ CachingAllocator::Handle CachingAllocator::new_segment(Bytes size, bool small) {
   b.segment = static_cast<std::uint32_t>(segments_.size());
   const Handle h = new_block(b);
   seg.first = h;
+  segment_at_[seg.addr] = static_cast<std::uint32_t>(segments_.size());
   segments_.push_back(seg);
   stats_.reserved += bytes;
   stats_.segments += 1;
@@ -381,6 +382,18 @@ void CachingAllocator::free(Handle h) {
   note_peaks();
 }
 
+void CachingAllocator::recount_inactive_split() {
+  stats_.inactive_split = 0;
+  for (const Segment& s : segments_)
+    if (s.live && !s.expandable)
+      for (Handle x = s.first; x != kNoHandle; x = blocks_[x].next) {
+        const Block& b = blocks_[x];
+        if (!b.allocated && (b.prev != kNoHandle || b.next != kNoHandle))
+          stats_.inactive_split += b.size;
+      }
+  note_peaks();
+}
+
 void CachingAllocator::add_segment(Bytes address, Bytes size, bool small) {
   Segment seg;
   seg.addr = address;
@@ -394,6 +407,7 @@ void CachingAllocator::add_segment(Bytes address, Bytes size, bool small) {
   b.segment = static_cast<std::uint32_t>(segments_.size());
   const Handle h = new_block(b);
   seg.first = h;
+  segment_at_[address] = static_cast<std::uint32_t>(segments_.size());
   segments_.push_back(seg);
   insert_free(h);
   stats_.reserved += size;
@@ -403,10 +417,20 @@ void CachingAllocator::add_segment(Bytes address, Bytes size, bool small) {
 
 CachingAllocator::Handle CachingAllocator::add_live_block(Bytes address, Bytes size,
                                                           Bytes requested) {
-  // The free block of a live segment that holds [address, address + size).
-  for (const Segment& seg : segments_) {
-    if (!seg.live || address < seg.addr || address - seg.addr >= seg.size) continue;
-    for (Handle f = seg.first; f != kNoHandle; f = blocks_[f].next) {
+  // The free block of a live segment that holds [address, address + size): the segment by
+  // address, its blocks from the last one added (callers add a segment's blocks in address
+  // order, so the free tail is the usual answer).
+  auto it = segment_at_.upper_bound(address);
+  if (it == segment_at_.begin()) return kNoHandle;
+  --it;
+  {
+    const Segment& seg = segments_[it->second];
+    if (!seg.live || address - seg.addr >= seg.size) return kNoHandle;
+    Handle start = seg.first;
+    if (tail_ != kNoHandle && blocks_[tail_].in_use && blocks_[tail_].segment == it->second &&
+        blocks_[tail_].addr <= address)
+      start = tail_;
+    for (Handle f = start; f != kNoHandle; f = blocks_[f].next) {
       const Block& b = blocks_[f];
       if (address < b.addr || address - b.addr >= b.size) continue;
       if (b.allocated || size > b.size - (address - b.addr)) return kNoHandle;
@@ -438,21 +462,15 @@ CachingAllocator::Handle CachingAllocator::add_live_block(Bytes address, Bytes s
         b2.next = bk;
         b2.size = size;
         insert_free(bk);
+        tail_ = bk;
       }
       Block& live = blocks_[mid];
       live.allocated = true;
       live.requested = requested;
       stats_.allocated += size;
       stats_.requested += requested;
-      // The free pieces of split segments are inactive split bytes.
-      stats_.inactive_split = 0;
-      for (const Segment& s2 : segments_)
-        if (s2.live && !s2.expandable)
-          for (Handle x = s2.first; x != kNoHandle; x = blocks_[x].next) {
-            const Block& xb = blocks_[x];
-            if (!xb.allocated && (xb.prev != kNoHandle || xb.next != kNoHandle))
-              stats_.inactive_split += xb.size;
-          }
+      // The free pieces of split segments are inactive split bytes: recounted by the caller once
+      // every live block is in (recount_inactive_split), not here (that is quadratic).
       note_peaks();
       return mid;
     }

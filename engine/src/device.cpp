@@ -34,32 +34,36 @@ std::string alloc_conf_text(const AllocatorConfig& a) {
   return s.empty() ? "(default)" : s;
 }
 
-// Two steps of every stage: the first fills the cache, the second is measured (a job's reserved
-// memory settles after its first step; docs/validation.md 4.3 measures the second).
+// Two steps of every stage (or of stage `only` alone, when >= 0): the first fills the cache, the
+// second is measured (a job's reserved memory settles after its first step; docs/validation.md
+// 4.3 measures the second).
 std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes capacity,
-                              std::vector<StageDevice>* out) {
+                              std::int64_t only, std::vector<StageDevice>* out) {
   const std::size_t P = e.ranks.size();
-  std::vector<std::unique_ptr<CachingAllocator>> allocs;
-  std::vector<std::unique_ptr<detail::AllocStream>> streams;
-  std::vector<detail::Recorder*> recorders;
+  std::vector<std::unique_ptr<CachingAllocator>> allocs(P);
+  std::vector<std::unique_ptr<detail::AllocStream>> streams(P);
+  std::vector<detail::Recorder*> recorders(P, nullptr);
+  std::vector<std::size_t> ranks;
   for (std::size_t r = 0; r < P; ++r) {
-    allocs.push_back(std::make_unique<CachingAllocator>(e.config.alloc, capacity));
-    streams.push_back(std::make_unique<detail::AllocStream>(e, policy, r, allocs.back().get()));
-    recorders.push_back(streams.back().get());
+    if (only >= 0 && r != static_cast<std::size_t>(only)) continue;
+    allocs[r] = std::make_unique<CachingAllocator>(e.config.alloc, capacity);
+    streams[r] = std::make_unique<detail::AllocStream>(e, policy, r, allocs[r].get());
+    recorders[r] = streams[r].get();
+    ranks.push_back(r);
   }
   std::vector<std::uint64_t> before(P, 0);
   Evaluation ev;
   for (int step = 0; step < 2; ++step) {
-    for (std::size_t r = 0; r < P; ++r) {
+    for (std::size_t r : ranks) {
       streams[r]->begin_step();
       if (step == 1) allocs[r]->reset_peaks(), before[r] = streams[r]->allocations();
     }
     if (auto err = detail::walk_step(e, policy, recorders.data(), true, &ev)) return err;
   }
-  out->assign(P, StageDevice{});
-  for (std::size_t r = 0; r < P; ++r) {
+  out->clear();
+  for (std::size_t r : ranks) {
     if (streams[r]->overflowed()) return detail::activation_overflow("device.tensor", e.config);
-    StageDevice& d = (*out)[r];
+    StageDevice d;
     const AllocatorStats& st = allocs[r]->stats();
     d.stage = r;
     d.allocated_peak_bytes = st.allocated_peak;
@@ -69,6 +73,7 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
     d.allocations = streams[r]->allocations() - before[r];
     d.ooms = st.ooms;
     d.stats = st;
+    out->push_back(d);
   }
   return std::nullopt;
 }
@@ -78,25 +83,26 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
 // same peaks on every stage (or all m are simulated). Bounds the cost of a step of thousands of
 // micro-batches without assuming where it settles.
 std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, Bytes capacity,
-                                      std::vector<StageDevice>* out, std::uint64_t* simulated) {
+                                      std::int64_t only, std::vector<StageDevice>* out,
+                                      std::uint64_t* simulated) {
   const std::uint64_t m = default_micro_batches(e.config);
   const std::uint64_t pp = e.config.par.pp, pv = pp * e.config.par.vpp;
   auto round_pp = [&](std::uint64_t x) { return std::min(m, ceil_div(x, pp) * pp); };
   std::uint64_t n = round_pp(2 * pv + 8);
   if (n >= m) {
     *simulated = m;
-    return simulate(e, policy, capacity, out);
+    return simulate(e, policy, capacity, only, out);
   }
   Setup part = e;
   auto run = [&](std::uint64_t k, std::vector<StageDevice>* o) {
     part.config.grad_accum = k;
-    return simulate(part, policy, capacity, o);
+    return simulate(part, policy, capacity, only, o);
   };
   std::vector<StageDevice> a, b;
   if (auto err = run(n, &a)) return err;
   for (;;) {
     const std::uint64_t next = round_pp(2 * n);
-    if (auto err = next == m ? simulate(e, policy, capacity, &b) : run(next, &b)) return err;
+    if (auto err = next == m ? simulate(e, policy, capacity, only, &b) : run(next, &b)) return err;
     bool same = true;
     for (std::size_t r = 0; r < a.size(); ++r)
       same = same && a[r].allocated_peak_bytes == b[r].allocated_peak_bytes &&
@@ -134,16 +140,26 @@ Bytes device_overhead_bytes(const Setup& s, const GpuSpec* gpu) {
   return ck.overflowed() ? kMaxBytes : sum;
 }
 
-Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Recompute* policy) {
+Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Recompute* policy,
+                                   bool all_stages) {
   DeviceMemory d;
   const TrainConfig& c = e.config;
   const Recompute& r = policy ? *policy : c.recompute;
+  // Searches replay the stage with the largest tensor peak only (the issue's "most loaded
+  // stage"); the estimate replays every stage.
+  std::int64_t only = -1;
+  if (!all_stages && e.ranks.size() > 1) {
+    Evaluation ev;
+    if (auto err = evaluate(e, r, &ev)) return *err;
+    only = static_cast<std::int64_t>(ev.worst);
+  }
   d.allocator = alloc_conf_text(c.alloc);
   Checked ck;
   d.overheads = device_overheads(e, gpu);
   for (const DeviceOverhead& o : d.overheads)
     d.overhead_bytes = ck.add(d.overhead_bytes, o.bytes, "device.overheads");
-  if (auto err = simulate_settled(e, r, 0, &d.stages, &d.micro_batches_simulated)) return *err;
+  if (auto err = simulate_settled(e, r, 0, only, &d.stages, &d.micro_batches_simulated))
+    return *err;
   auto pick = [&] {
     d.worst = 0;
     for (std::size_t i = 1; i < d.stages.size(); ++i)
@@ -169,7 +185,8 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
     if (d.total_bytes > d.capacity_bytes && d.overhead_bytes < d.capacity_bytes) {
       std::vector<StageDevice> limited;
       std::uint64_t n = 0;
-      if (auto err = simulate_settled(e, r, d.capacity_bytes - d.overhead_bytes, &limited, &n))
+      if (auto err =
+              simulate_settled(e, r, d.capacity_bytes - d.overhead_bytes, only, &limited, &n))
         return *err;
       bool ok = true;
       for (const StageDevice& s : limited) ok = ok && s.ooms == 0;

@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "actmem/json_io.hpp"
+
+#include "actmem/compare.hpp"
 #include "actmem/names.hpp"
 #include "actmem/planner.hpp"
 #include "actmem/policy.hpp"
@@ -17,9 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kRequestKeys[] = {"command", "preset",  "model",          "model_text",
-                                    "config",  "gpu",     "sweep",          "events",
-                                    "summary", "example", "compact_events", "stages"};
+const char* const kRequestKeys[] = {
+    "command", "preset",  "model",   "model_text",     "config", "gpu",  "sweep",
+    "events",  "summary", "example", "compact_events", "stages", "stats"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -113,7 +115,7 @@ json streamed(std::string answer_text, std::string* text) {
 
 // The answer to a request. The estimate and explain answers, the largest, are streamed into
 // `*text` when it is given (evaluate's path: no JSON tree built); everything else is a json value.
-json answer(const json& req, std::string* text) {
+json answer(const json& req, std::string* text, const std::string_view* snapshot = nullptr) {
   if (!req.is_object())
     return error_to_json(make_error("wrong_type", "request", "request: must be a JSON object"));
   if (auto err =
@@ -136,6 +138,7 @@ json answer(const json& req, std::string* text) {
       {"compact_events", "timeline"},
       {"stages", "view"},
       {"summary", "estimate"},
+      {"stats", "compare"},
       // A worked example fixes the micro-batch, sequence and policy that
       // fit, plan and sweep choose themselves (its values would go unused).
       {"example", "estimate explain timeline view"}};
@@ -162,8 +165,12 @@ json answer(const json& req, std::string* text) {
                        detail::key_text(item.key()) + ": the presets command reads no other key"));
     return presets_listing();
   }
+  if (command == "compare" && !snapshot)
+    return error_to_json(make_error(
+        "invalid_value", "command",
+        "command: compare reads a snapshot file: `actmem compare FILE` or the page's drop zone"));
   if (command != "estimate" && command != "explain" && command != "timeline" && command != "fit" &&
-      command != "plan" && command != "sweep" && command != "view")
+      command != "plan" && command != "sweep" && command != "view" && command != "compare")
     return error_to_json(make_error(
         "invalid_value", "command",
         "command: '" + detail::key_text(command) +
@@ -366,6 +373,38 @@ json answer(const json& req, std::string* text) {
             : example_rows(example_id, example, json::parse(est, nullptr, false)).dump();
     return streamed(view_text(view, est, rows), text);
   }
+  if (command == "compare") {
+    // The run's own peaks, when given: torch.cuda.memory_stats()'s aggregate peaks.
+    MeasuredStats ms;
+    if (req.contains("stats")) {
+      const json& st = req["stats"];
+      if (!st.is_object())
+        return error_to_json(make_error("wrong_type", "stats",
+                                        "stats: must be the object torch.cuda.memory_stats() "
+                                        "returns, got " +
+                                            detail::kind_of(st)));
+      for (auto [k, out] :
+           {std::pair<const char*, Bytes*>{"allocated_bytes.all.peak", &ms.allocated_peak},
+            {"reserved_bytes.all.peak", &ms.reserved_peak}}) {
+        if (!st.contains(k)) continue;
+        if (auto err = detail::read_uint(st[k], std::string("stats.") + k, out, true))
+          return error_to_json(*err);
+        if (*out > kMaxBytes)
+          return error_to_json(make_error("invalid_value", std::string("stats.") + k,
+                                          std::string("stats.") + k + ": exceeds 2^63-1"));
+      }
+      if (!st.contains("allocated_bytes.all.peak") && !st.contains("reserved_bytes.all.peak"))
+        return error_to_json(
+            make_error("missing_key", "stats",
+                       "stats: neither allocated_bytes.all.peak nor reserved_bytes.all.peak; give "
+                       "torch.cuda.memory_stats() as JSON"));
+    }
+    auto est = estimate(mv, c, has_gpu ? &gpu : nullptr, true);
+    if (!est.ok()) return error_to_json(est.error());
+    auto cmp = compare_snapshot(est.value(), *snapshot, ms);
+    if (!cmp.ok()) return error_to_json(cmp.error());
+    return compare_to_json(cmp.value());
+  }
   // summary: true answers with the headline numbers only (the page's side-by-side comparisons).
   bool summary = false;
   if (req.contains("summary"))
@@ -410,6 +449,13 @@ json answer(const json& req, std::string* text) {
 
 json evaluate_json(const json& req) {
   return answer(req, nullptr);
+}
+
+json compare_json(const json& req, std::string_view snapshot) {
+  if (req.is_object() && req.value("command", std::string()) != "compare")
+    return error_to_json(make_error("invalid_value", "command",
+                                    "command: a snapshot is read by the compare command only"));
+  return answer(req, nullptr, &snapshot);
 }
 
 std::string terminal_safe_json(std::string text) {

@@ -62,7 +62,7 @@ void write_device(JsonWriter& w, const DeviceMemory& d) {
   }
   w.end_array();
   w.field("total_bytes", d.total_bytes);
-  w.field("worst_stage", static_cast<std::uint64_t>(d.worst));
+  w.field("worst_stage", d.stages.empty() ? std::uint64_t{0} : d.worst_stage().stage);
   w.end_object();
 }
 

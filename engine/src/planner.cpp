@@ -146,7 +146,7 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& g
       bool ok = false;
       auto s = make_setup(m, t);
       if (s.ok()) {
-        auto d = device_memory(s.value(), &gpu);
+        auto d = device_memory(s.value(), &gpu, nullptr, false);
         ok = d.ok() && d.value().fits;
       }
       return dev.emplace(x, ok).first->second;
@@ -317,7 +317,7 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu) 
   std::size_t checks = 0;
   for (std::size_t i : order) {
     if (checks++ == kMaxPlanDeviceChecks) break;
-    auto d = device_memory(e, &gpu, &policies[i]);
+    auto d = device_memory(e, &gpu, &policies[i], false);
     ++out.device_checks;
     if (d.ok() && d.value().fits) {
       out.best = seen[i];

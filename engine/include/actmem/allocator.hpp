@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -91,7 +92,10 @@ class CachingAllocator {
   void set_next_segment_address(Bytes address) { next_segment_address_ = address, forced_ = true; }
   // Replay: a segment that exists before the stream starts, and a live block inside it.
   void add_segment(Bytes address, Bytes size, bool small);
+  // Blocks are found by address; a segment's blocks are best added in address order. Call
+  // recount_inactive_split() once all are in.
   Handle add_live_block(Bytes address, Bytes size, Bytes requested);
+  void recount_inactive_split();
 
   Bytes address(Handle h) const { return blocks_[h].addr; }
   Bytes block_size(Handle h) const { return blocks_[h].size; }
@@ -138,6 +142,8 @@ class CachingAllocator {
   // Expandable segments' unmapped ranges by address (BlockPool::unmapped).
   std::set<std::pair<Bytes, Handle>> small_unmapped_, large_unmapped_;
   Bytes last_subsumed_ = 0;  // the size merge() last absorbed (free_block's stats)
+  std::map<Bytes, std::uint32_t> segment_at_;  // replayed segments by address (add_segment)
+  Handle tail_ = kNoHandle;                    // the free rest add_live_block last cut
   AllocatorStats stats_;
   Bytes next_segment_address_ = Bytes{1} << 40;
   bool forced_ = false;

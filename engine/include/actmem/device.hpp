@@ -40,8 +40,8 @@ struct StageDevice {
 };
 
 struct DeviceMemory {
-  std::vector<StageDevice> stages;
-  std::size_t worst = 0;  // the stage with the largest total
+  std::vector<StageDevice> stages;  // the stages replayed (every one, or the most loaded)
+  std::size_t worst = 0;            // the stage with the largest total
   std::vector<DeviceOverhead> overheads;
   Bytes overhead_bytes = 0;
   Bytes allocated_peak_bytes = 0;  // the worst stage's
@@ -68,9 +68,10 @@ Bytes device_capacity(const GpuSpec& gpu, std::string* source);
 // Replays two steps of every pipeline stage of `s` (the first warms the cache, as a real job's
 // first step does; the second is reported) through the allocator model, adds the overheads and,
 // with a GPU, decides the verdict. `policy` (null: the setup's own) evaluates another recompute
-// policy on the same setup (the planner's candidates).
+// policy on the same setup (the planner's candidates). Without `all_stages` only the stage with
+// the largest tensor peak is replayed (what searches need: the most loaded stage's verdict).
 Result<DeviceMemory> device_memory(const Setup& s, const GpuSpec* gpu,
-                                   const Recompute* policy = nullptr);
+                                   const Recompute* policy = nullptr, bool all_stages = true);
 
 // The sum of device_overheads(s, gpu) (checked: an overflow returns kMaxBytes).
 Bytes device_overhead_bytes(const Setup& s, const GpuSpec* gpu);

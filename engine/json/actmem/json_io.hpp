@@ -48,6 +48,7 @@ nlohmann::json timeline_to_json(const Estimate& e, const struct Timeline& t, boo
 nlohmann::json fit_to_json(const struct FitResult& f);
 nlohmann::json plan_to_json(const struct Plan& p);
 nlohmann::json sweep_to_json(const struct Sweep& s);
+nlohmann::json compare_to_json(const struct Comparison& c);
 // The "view" answer: the page's whole screen for one configuration (view.hpp), streamed, with the
 // estimate answer's text (and a worked example's checks, when given) nested in it.
 std::string view_text(const struct View& v, const std::string& estimate_answer,
@@ -55,5 +56,10 @@ std::string view_text(const struct View& v, const std::string& estimate_answer,
 
 // evaluate() (api.hpp) on a parsed request.
 nlohmann::json evaluate_json(const nlohmann::json& request);
+
+// The compare command: `request` as for estimate (model, config, GPU) with "command": "compare"
+// and optionally "stats" (the run's torch.cuda.memory_stats() object); `snapshot` the bytes of a
+// torch.cuda.memory._snapshot() pickle (at most kMaxSnapshotBytes).
+nlohmann::json compare_json(const nlohmann::json& request, std::string_view snapshot);
 
 }  // namespace actmem
