@@ -46,6 +46,7 @@ fuzz actmem-fuzz 100000 fuzz/json.dict fuzz/corpus fuzz/regressions  # the JSON 
 fuzz actmem-fuzz-cli 50000 fuzz/cli.dict fuzz/corpus-cli             # actmem's argv + a file
 fuzz actmem-fuzz-requests 1500 fuzz/json.dict fuzz/corpus-requests   # `requests -` streams
 fuzz actmem-fuzz-validate 50000 fuzz/cli.dict fuzz/corpus-validate   # actmem-validate's argv
+fuzz actmem-fuzz-snapshot 10000 fuzz/pickle.dict fuzz/corpus-snapshot # compare's snapshot file
 
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then
