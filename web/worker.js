@@ -1,7 +1,8 @@
 // actmem engine worker: runs the WebAssembly engine off the page's main thread. The page posts
 // {id, lane, request}; in the "view" lane only the latest request is answered (older ones that
 // queued up while the engine was busy are dropped), other lanes (exports) answer every request.
-// Replies {id, lane, text, ms} carry the engine's answer text unchanged.
+// Replies {id, lane, text, ms} carry the engine's answer text unchanged. The "compare" lane also
+// carries the snapshot file's bytes ({bytes: Uint8Array}).
 'use strict';
 
 // Served site: load the module by path. Single-file page: the module's text precedes this one in
@@ -24,7 +25,7 @@ function run(job) {
   const t0 = performance.now();
   let text;
   try {
-    text = engine.evaluate(job.request);
+    text = job.lane === 'compare' ? engine.compare(job.request, job.bytes) : engine.evaluate(job.request);
   } catch (e) {
     text = JSON.stringify({ ok: false, error: { code: 'engine', field: 'request', message: 'request: the engine failed: ' + e } });
   }

@@ -337,6 +337,27 @@ test('the preset filter narrows the list by family, id or name; Enter chooses th
   await page.close();
 });
 
+test('a dropped snapshot is compared with the prediction; a wrong file is refused beside the drop zone', async () => {
+  const { page } = await open('preset=gpt2&seq=128&gpu=h100-80gb');
+  // tests/data/snapshots/tiny-trace.pickle: a hand-worked step whose peaks are 22 MiB allocated and
+  // 32 MiB reserved (tests/reference/make_snapshots.py).
+  await page.setInputFiles('#snapshot-file', join(root, 'tests', 'data', 'snapshots', 'tiny-trace.pickle'));
+  await page.waitForSelector('#compare-panel[data-state="ok"]', { timeout: 30000 });
+  assert.equal(await page.isVisible('#compare-result'), true);
+  const cells = await page.$$eval('#compare-table tbody tr[data-key="allocated"] td', (tds) => tds.map((t) => t.textContent));
+  assert.equal(cells[1], '22.00 MiB');
+  const reserved = await page.$$eval('#compare-table tbody tr[data-key="reserved"] td', (tds) => tds.map((t) => t.textContent));
+  assert.equal(reserved[1], '32.00 MiB');
+  assert.equal(await page.$$eval('#compare-blocks tbody tr', (r) => r.length), 3);
+  assert.match(await page.textContent('#compare-blocks'), /forward \(train\.py:11\)/);
+  // Any other file: the engine's message where the reader looks, nothing drawn as an answer.
+  await page.setInputFiles('#snapshot-file', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a pickle') });
+  await page.waitForSelector('#compare-panel[data-state="error"]', { timeout: 30000 });
+  assert.match(await page.textContent('[data-err="snapshot"]'), /^snapshot: not a memory snapshot pickle at byte 0/);
+  assert.equal(await page.isVisible('#compare-result'), false);
+  await page.close();
+});
+
 test('a select change sends one engine request', async () => {
   const { page } = await open('preset=gpt2&seq=1024&gpu=rtx-4090');
   for (const [sel, value] of [['#attention', 'eager'], ['#profile', 'hf'], ['#zero', '1']]) {
