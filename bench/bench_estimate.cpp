@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "actmem/device.hpp"
 #include "actmem/estimate.hpp"
 #include "actmem/evaluation.hpp"
 #include "actmem/json_io.hpp"
@@ -161,6 +162,47 @@ void BM_Evaluate405B(benchmark::State& state) {
   run_evaluate(state, "llama-3.1-405b", c);
 }
 BENCHMARK(BM_Evaluate405B)->Arg(64)->Arg(4096);
+
+// The device figure (issue 14): the step tensor by tensor through the allocator model, every
+// stage (what estimate does) or the most loaded one (what fit and plan do), with its cost over the
+// numeric evaluate of the same setup timed in the same run.
+void run_device(benchmark::State& state, const char* preset, const actmem::TrainConfig& c,
+                bool all_stages) {
+  using Clock = std::chrono::steady_clock;
+  auto m = actmem::model_preset(preset, nullptr);
+  auto s = actmem::make_setup(m.value(), c);
+  const auto t0 = Clock::now();
+  for (auto _ : state) {
+    auto d = actmem::device_memory(s.value(), nullptr, nullptr, all_stages);
+    benchmark::DoNotOptimize(d);
+  }
+  const auto t1 = Clock::now();
+  actmem::Evaluation ev;
+  const auto t2 = Clock::now();
+  for (std::int64_t i = 0; i < state.iterations(); ++i) {
+    auto err = actmem::evaluate(s.value(), c.recompute, &ev);
+    benchmark::DoNotOptimize(err);
+  }
+  const auto t3 = Clock::now();
+  state.counters["x_evaluate"] = std::chrono::duration<double>(t1 - t0).count() /
+                                 std::chrono::duration<double>(t3 - t2).count();
+}
+void BM_Device405B(benchmark::State& state) {
+  actmem::TrainConfig c = config_405b();
+  c.grad_accum = static_cast<std::uint64_t>(state.range(0));
+  run_device(state, "llama-3.1-405b", c, state.range(1) != 0);
+}
+BENCHMARK(BM_Device405B)
+    ->Args({64, 1})
+    ->Args({64, 0})
+    ->Args({4096, 0})
+    ->Unit(benchmark::kMillisecond);
+void BM_DeviceGpt2(benchmark::State& state) {
+  actmem::TrainConfig c;
+  c.seq = 1024;
+  run_device(state, "gpt2", c, true);
+}
+BENCHMARK(BM_DeviceGpt2)->Unit(benchmark::kMicrosecond);
 
 void BM_EvaluateGpt2(benchmark::State& state) {
   actmem::TrainConfig c;

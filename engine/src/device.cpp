@@ -82,9 +82,11 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
 // few: simulate min(m, 2·pp·vpp + 8) micro-batches, then twice as many, until two runs give the
 // same peaks on every stage (or all m are simulated). Bounds the cost of a step of thousands of
 // micro-batches without assuming where it settles.
+// `stop_above`: a run whose allocated peak passes it ends the search (the step cannot fit, so
+// more precision on its reserved memory changes no verdict).
 std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, Bytes capacity,
-                                      std::int64_t only, std::vector<StageDevice>* out,
-                                      std::uint64_t* simulated) {
+                                      std::int64_t only, Bytes stop_above,
+                                      std::vector<StageDevice>* out, std::uint64_t* simulated) {
   const std::uint64_t m = default_micro_batches(e.config);
   const std::uint64_t pp = e.config.par.pp, pv = pp * e.config.par.vpp;
   auto round_pp = [&](std::uint64_t x) { return std::min(m, ceil_div(x, pp) * pp); };
@@ -100,6 +102,16 @@ std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, B
   };
   std::vector<StageDevice> a, b;
   if (auto err = run(n, &a)) return err;
+  auto over = [&](const std::vector<StageDevice>& v) {
+    for (const StageDevice& d : v)
+      if (d.allocated_peak_bytes > stop_above) return true;
+    return false;
+  };
+  if (over(a)) {
+    *out = a;
+    *simulated = n;
+    return std::nullopt;
+  }
   for (;;) {
     const std::uint64_t next = round_pp(2 * n);
     if (auto err = next == m ? simulate(e, policy, capacity, only, &b) : run(next, &b)) return err;
@@ -108,7 +120,7 @@ std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, B
       same = same && a[r].allocated_peak_bytes == b[r].allocated_peak_bytes &&
              a[r].reserved_peak_bytes == b[r].reserved_peak_bytes &&
              (a[r].ooms > 0) == (b[r].ooms > 0);
-    if (same || next == m) {
+    if (same || next == m || over(b)) {
       *out = b;
       *simulated = next;
       return std::nullopt;
@@ -145,8 +157,8 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
   DeviceMemory d;
   const TrainConfig& c = e.config;
   const Recompute& r = policy ? *policy : c.recompute;
-  // Searches replay the stage with the largest tensor peak only (the issue's "most loaded
-  // stage"); the estimate replays every stage.
+  // The stage with the largest tensor peak only (the issue's "most loaded
+  // stage"), unless all_stages asks for every one.
   std::int64_t only = -1;
   if (!all_stages && e.ranks.size() > 1) {
     Evaluation ev;
@@ -158,7 +170,14 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
   d.overheads = device_overheads(e, gpu);
   for (const DeviceOverhead& o : d.overheads)
     d.overhead_bytes = ck.add(d.overhead_bytes, o.bytes, "device.overheads");
-  if (auto err = simulate_settled(e, r, 0, only, &d.stages, &d.micro_batches_simulated))
+  // With a GPU, a step whose allocated blocks alone pass what the fixed costs leave cannot fit:
+  // its replay stops refining there.
+  Bytes room = kMaxBytes;
+  if (gpu) {
+    const Bytes cap = device_capacity(*gpu, nullptr);
+    room = cap > d.overhead_bytes ? cap - d.overhead_bytes : 0;
+  }
+  if (auto err = simulate_settled(e, r, 0, only, room, &d.stages, &d.micro_batches_simulated))
     return *err;
   auto pick = [&] {
     d.worst = 0;
@@ -170,10 +189,13 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
   };
   pick();
   const std::uint64_t m = default_micro_batches(c);
+  const bool past_room = d.allocated_peak_bytes > room;
   if (d.micro_batches_simulated < m)
     d.notes.push_back("the allocator replayed " + std::to_string(d.micro_batches_simulated) +
-                      " of the step's " + std::to_string(m) +
-                      " micro-batches: its peaks had settled (the same with half as many)");
+                      " of the step's " + std::to_string(m) + " micro-batches: " +
+                      (past_room
+                           ? std::string("its allocated blocks already pass what the GPU leaves")
+                           : std::string("its peaks had settled (the same with half as many)")));
   if (gpu) {
     d.capacity_bytes = device_capacity(*gpu, &d.capacity_source);
     if (gpu->reported_bytes != 0 && gpu->driver_reserved_bytes == 0)
@@ -182,11 +204,17 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
           "leaves it out, so the verdict may be a few hundred MiB optimistic");
     // Over capacity with a warm cache, a real job flushes the cache and retries before it fails
     // (release_cached_blocks): decide on a run limited to what the overheads leave.
-    if (d.total_bytes > d.capacity_bytes && d.overhead_bytes < d.capacity_bytes) {
+    if (past_room) {
+      // Allocated blocks alone pass the capacity less the fixed costs: no cache release helps.
+      d.out_of_memory = true;
+      d.notes.push_back(
+          "the step's allocated blocks alone pass the GPU's capacity less the fixed costs: it "
+          "raises torch.OutOfMemoryError whatever the allocator does");
+    } else if (d.total_bytes > d.capacity_bytes && d.overhead_bytes < d.capacity_bytes) {
       std::vector<StageDevice> limited;
       std::uint64_t n = 0;
-      if (auto err =
-              simulate_settled(e, r, d.capacity_bytes - d.overhead_bytes, only, &limited, &n))
+      if (auto err = simulate_settled(e, r, d.capacity_bytes - d.overhead_bytes, only, kMaxBytes,
+                                      &limited, &n))
         return *err;
       bool ok = true;
       for (const StageDevice& s : limited) ok = ok && s.ooms == 0;
