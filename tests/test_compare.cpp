@@ -32,17 +32,28 @@ json compare(const std::string& snapshot, json request = json::object()) {
 
 // The H200 step's configuration (docs/validation.md 4.3).
 json step_request() {
-  return json{
-      {"model",
-       {{"model_type", "llama"},      {"vocab_size", 32000},      {"hidden_size", 2048},
-        {"intermediate_size", 5632},  {"num_hidden_layers", 4},   {"num_attention_heads", 16},
-        {"num_key_value_heads", 4},   {"max_position_embeddings", 4096},
-        {"rms_norm_eps", 1e-5},       {"tie_word_embeddings", false}}},
-      {"config",
-       {{"micro_batch", 2},          {"seq", 2048},        {"dtype", "bf16"},
-        {"param_dtype", "bf16"},     {"grad_dtype", "bf16"}, {"master_weights", false},
-        {"optimizer_dtype", "bf16"}, {"profile", "hf"},    {"attention", "flash"},
-        {"gpu", "h200-141gb"}}}};
+  return json{{"model",
+               {{"model_type", "llama"},
+                {"vocab_size", 32000},
+                {"hidden_size", 2048},
+                {"intermediate_size", 5632},
+                {"num_hidden_layers", 4},
+                {"num_attention_heads", 16},
+                {"num_key_value_heads", 4},
+                {"max_position_embeddings", 4096},
+                {"rms_norm_eps", 1e-5},
+                {"tie_word_embeddings", false}}},
+              {"config",
+               {{"micro_batch", 2},
+                {"seq", 2048},
+                {"dtype", "bf16"},
+                {"param_dtype", "bf16"},
+                {"grad_dtype", "bf16"},
+                {"master_weights", false},
+                {"optimizer_dtype", "bf16"},
+                {"profile", "hf"},
+                {"attention", "flash"},
+                {"gpu", "h200-141gb"}}}};
 }
 
 }  // namespace
@@ -75,8 +86,9 @@ TEST_CASE("compare: the hand-worked trace (make_snapshots.py tiny) replays to it
   const json e = run(est);
   CHECK(r["predicted"]["allocated_peak_bytes"] == e["device"]["allocated_peak_bytes"]);
   CHECK(r["predicted"]["reserved_peak_bytes"] == e["device"]["reserved_peak_bytes"]);
-  const double err = 100.0 * (static_cast<double>(u(e["device"]["allocated_peak_bytes"])) -
-                              22.0 * kMiB) / (22.0 * kMiB);
+  const double err = 100.0 *
+                     (static_cast<double>(u(e["device"]["allocated_peak_bytes"])) - 22.0 * kMiB) /
+                     (22.0 * kMiB);
   CHECK(r["error_pct"]["allocated"].get<double>() == Approx(err));
 }
 
@@ -104,8 +116,9 @@ TEST_CASE("compare: an expandable-segment trace is measured from its map events"
   CHECK(noted);  // the prediction was asked without it
 }
 
-TEST_CASE("compare: the H200 step (validation.md 4.3) - measured peaks equal memory_stats, the "
-          "error is the prediction's") {
+TEST_CASE(
+    "compare: the H200 step (validation.md 4.3) - measured peaks equal memory_stats, the "
+    "error is the prediction's") {
   const std::string snap = file("h200-llama-step2.pickle");
   const json r = compare(snap, step_request());
   REQUIRE(r["ok"] == true);
@@ -131,13 +144,15 @@ TEST_CASE("compare: the H200 step (validation.md 4.3) - measured peaks equal mem
 TEST_CASE("compare: hostile or wrong files are refused naming the snapshot, never crash") {
   const std::string good = file("tiny-trace.pickle");
   const std::string cases[] = {
-      "",                                  // empty
-      "not a pickle",                      // text
-      std::string("\x80\x04\x95", 3),      // truncated frame
-      good.substr(0, good.size() / 2),     // cut in half
-      std::string("\x80\x04" "cos\nsystem\n.", 14),  // GLOBAL: objects are refused
+      "",                               // empty
+      "not a pickle",                   // text
+      std::string("\x80\x04\x95", 3),   // truncated frame
+      good.substr(0, good.size() / 2),  // cut in half
+      std::string("\x80\x04"
+                  "cos\nsystem\n.",
+                  14),                        // GLOBAL: objects are refused
       std::string("\x80\x04]\x94h\x05.", 7),  // a memo index never set
-      std::string("\x80\x04K\x05.", 5),    // a pickle of 5, not a snapshot
+      std::string("\x80\x04K\x05.", 5),       // a pickle of 5, not a snapshot
       std::string("\x80\x04\x8a\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09.", 14),  // 72-bit int
   };
   for (const std::string& c : cases) {
