@@ -228,3 +228,21 @@ TEST_CASE("alloc_conf: PYTORCH_CUDA_ALLOC_CONF as PyTorch reads it, refusals nam
   // The message keeps what is allowed.
   CHECK(e["error"]["message"].get<std::string>().find("at least 20") != std::string::npos);
 }
+
+TEST_CASE("device: the most loaded stage is replayed; device_stages all replays each stage") {
+  json req = step_request({{"pp", 2}, {"micro_batches", 4}});
+  const json one = run(req);
+  REQUIRE(one["device"]["stages"].size() == 1);
+  // The stage with the largest tensor peak (1F1B: stage 0 holds the most micro-batches).
+  CHECK(u(one["device"]["stages"][0]["stage"]) == u(one["peak"]["stage"]));
+  req["config"]["device_stages"] = "all";
+  const json all = run(req);
+  REQUIRE(all["device"]["stages"].size() == 2);
+  CHECK(u(all["device"]["stages"][1]["stage"]) == 1);
+  // Stage by stage the replay is the same whether one or all are replayed.
+  const json& s0 = all["device"]["stages"][u(one["peak"]["stage"])];
+  CHECK(s0["reserved_peak_bytes"] == one["device"]["stages"][0]["reserved_peak_bytes"]);
+  CHECK(s0["allocated_peak_bytes"] == one["device"]["stages"][0]["allocated_peak_bytes"]);
+  req["config"]["device_stages"] = "most";
+  CHECK(actmem::evaluate_json(req)["error"]["field"] == "config.device_stages");
+}

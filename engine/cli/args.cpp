@@ -48,6 +48,7 @@ const char* const kUsage =
     "device:  --alloc-conf TEXT (PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True)\n"
     "  --cuda-context-bytes N --nccl-comm-bytes N (fixed costs per GPU / per communicator)\n"
     "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"
+    "  --device-stages worst|all (replay the most loaded pipeline stage, or every one)\n"
     "  --csv (timeline events), --sweep-micro-batches 1,2,4 --sweep-seqs 1024,2048 (sweep)\n"
     "output:  --json (machine-readable; the schema is docs/schema.md)\n"
     "exit codes: 0 ok, 2 bad input\n";
@@ -150,7 +151,8 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--alloc-conf", "alloc_conf"},
       {"--cuda-context-bytes", "cuda_context_bytes"},
       {"--nccl-comm-bytes", "nccl_comm_bytes"},
-      {"--gpus-per-node", "gpus_per_node"}};
+      {"--gpus-per-node", "gpus_per_node"},
+      {"--device-stages", "device_stages"}};
   for (; i < argv.size(); ++i) {
     // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
     const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;

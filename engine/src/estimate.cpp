@@ -113,7 +113,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   // With a GPU the verdict is the device's (allocator-reserved memory and fixed costs against
   // the capacity the driver reports); peak_bytes stays the tensor model's figure.
   if (explain || e.has_gpu) {
-    auto dev = device_memory(e, e.has_gpu ? &e.gpu : nullptr, nullptr, false);
+    auto dev = device_memory(e, e.has_gpu ? &e.gpu : nullptr, nullptr, c.device_all_stages);
     if (!dev.ok()) return dev.error();
     e.device = std::move(dev.value());
     e.has_device = true;

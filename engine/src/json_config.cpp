@@ -54,7 +54,8 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "alloc_conf",
                                    "cuda_context_bytes",
                                    "nccl_comm_bytes",
-                                   "gpus_per_node"};
+                                   "gpus_per_node",
+                                   "device_stages"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -188,6 +189,15 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
                         std::string("config.") + k + ": " + std::to_string(v) +
                             " is more than the 2^50 bytes (1 PiB) allowed");
     *out = v;
+  }
+  if (j.contains("device_stages")) {
+    std::string which;
+    ACTMEM_TRY(detail::read_string(j["device_stages"], "config.device_stages", &which));
+    if (which != "worst" && which != "all")
+      return make_error("invalid_value", "config.device_stages",
+                        "config.device_stages: '" + detail::key_text(which) +
+                            "' is not allowed; allowed: worst (the most loaded stage), all");
+    c.device_all_stages = which == "all";
   }
   ACTMEM_TRY(u("gpus_per_node", &c.gpus_per_node));
   if (c.gpus_per_node > kMaxGpusPerNode)

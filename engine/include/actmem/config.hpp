@@ -82,6 +82,9 @@ struct TrainConfig {
   Bytes cuda_context_bytes = kDefaultBytes;  // CUDA context + PyTorch start-up + loaded kernels
   Bytes nccl_comm_bytes = kDefaultBytes;     // device memory of one NCCL communicator
   std::uint64_t gpus_per_node = 8;  // which NCCL groups stay inside a node (NVLink) or cross it
+  // The allocator replays the most loaded stage; true: every pipeline stage (per-stage figures,
+  // pp times the work).
+  bool device_all_stages = false;
   std::string gpu_id;               // optional GPU preset id
   std::uint64_t gpu_bytes = 0;      // optional explicit budget (overrides the preset's memory)
 };
