@@ -85,8 +85,8 @@ struct TrainConfig {
   // The allocator replays the most loaded stage; true: every pipeline stage (per-stage figures,
   // pp times the work).
   bool device_all_stages = false;
-  std::string gpu_id;               // optional GPU preset id
-  std::uint64_t gpu_bytes = 0;      // optional explicit budget (overrides the preset's memory)
+  std::string gpu_id;           // optional GPU preset id
+  std::uint64_t gpu_bytes = 0;  // optional explicit budget (overrides the preset's memory)
 };
 
 // 1F1B with vpp > 1 chunks per rank is Megatron-LM's interleaved schedule.
