@@ -246,3 +246,14 @@ TEST_CASE("device: the most loaded stage is replayed; device_stages all replays 
   req["config"]["device_stages"] = "most";
   CHECK(actmem::evaluate_json(req)["error"]["field"] == "config.device_stages");
 }
+
+TEST_CASE("device: fragmentation_pct is the manual override of the allocator's reserved memory") {
+  const json base = run(step_request());
+  const json pct = run(step_request({{"fragmentation_pct", 10.0}}));
+  const std::uint64_t alloc = u(pct["device"]["allocated_peak_bytes"]);
+  CHECK(alloc == u(base["device"]["allocated_peak_bytes"]));
+  CHECK(u(pct["device"]["reserved_peak_bytes"]) ==
+        alloc + static_cast<std::uint64_t>(static_cast<double>(alloc) * 0.1));
+  CHECK(u(pct["device"]["total_bytes"]) ==
+        u(pct["device"]["reserved_peak_bytes"]) + u(pct["device"]["overhead_bytes"]));
+}

@@ -188,6 +188,18 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
     d.total_bytes = ck.add(d.reserved_peak_bytes, d.overhead_bytes, "device.total_bytes");
   };
   pick();
+  // fragmentation_pct, the manual override: reserved memory is the allocated peak plus that
+  // share, instead of the allocator model's cache.
+  const bool manual = c.fragmentation_pct > 0;
+  if (manual) {
+    const Bytes extra = static_cast<Bytes>(static_cast<double>(d.allocated_peak_bytes) *
+                                           c.fragmentation_pct / 100.0);
+    d.reserved_peak_bytes = ck.add(d.allocated_peak_bytes, extra, "device.reserved_peak_bytes");
+    d.total_bytes = ck.add(d.reserved_peak_bytes, d.overhead_bytes, "device.total_bytes");
+    d.notes.push_back(
+        "reserved memory is the allocated peak plus fragmentation_pct (the manual "
+        "override), not the allocator model's");
+  }
   const std::uint64_t m = default_micro_batches(c);
   const bool past_room = d.allocated_peak_bytes > room;
   if (d.micro_batches_simulated < m)
@@ -210,7 +222,7 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
       d.notes.push_back(
           "the step's allocated blocks alone pass the GPU's capacity less the fixed costs: it "
           "raises torch.OutOfMemoryError whatever the allocator does");
-    } else if (d.total_bytes > d.capacity_bytes && d.overhead_bytes < d.capacity_bytes) {
+    } else if (!manual && d.total_bytes > d.capacity_bytes && d.overhead_bytes < d.capacity_bytes) {
       std::vector<StageDevice> limited;
       std::uint64_t n = 0;
       if (auto err = simulate_settled(e, r, d.capacity_bytes - d.overhead_bytes, only, kMaxBytes,
