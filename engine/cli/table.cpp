@@ -115,7 +115,8 @@ void write_device(std::ostream& o, const json& r) {
   if (!r.contains("device")) return;
   const json& d = r["device"];
   o << "\non the device (PyTorch's caching allocator, " << text(d["allocator"])
-    << "; second step of stage " << u(d["worst_stage"]) << ")\n";
+    << (d["allocator"] == "default" ? " settings" : "") << "; second step of stage "
+    << u(d["worst_stage"]) << ")\n";
   const unsigned long long alloc = u(d["allocated_peak_bytes"]), res = u(d["reserved_peak_bytes"]);
   o << "  " << pad("allocated (tensors, rounded)", 30) << format_bytes(alloc) << "\n";
   o << "  " << pad("reserved but not allocated", 30) << format_bytes(res - alloc) << "\n";

@@ -241,7 +241,7 @@ Result<Comparison> compare_snapshot(const Estimate& e, std::string_view bytes,
   Comparison out;
   out.trace = s.has_trace;
   out.trace_events = s.events.size();
-  out.settings = s.settings_text.empty() ? "(default)" : s.settings_text;
+  out.settings = s.settings_text.empty() ? "default" : s.settings_text;
   for (const Segment& g : s.segments) {
     out.reserved_now += g.size;
     for (const Block& b : g.blocks)

@@ -31,7 +31,7 @@ std::string alloc_conf_text(const AllocatorConfig& a) {
               std::to_string(a.roundup_divisions[i]);
     add("roundup_power2_divisions:[" + list + "]");
   }
-  return s.empty() ? "(default)" : s;
+  return s.empty() ? "default" : s;
 }
 
 // Two steps of every stage (or of stage `only` alone, when >= 0): the first fills the cache, the
