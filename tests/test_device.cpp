@@ -229,7 +229,7 @@ TEST_CASE("alloc_conf: PYTORCH_CUDA_ALLOC_CONF as PyTorch reads it, refusals nam
   CHECK(e["error"]["message"].get<std::string>().find("at least 20") != std::string::npos);
 }
 
-TEST_CASE("device: the most loaded stage is replayed; device_stages all replays each stage") {
+TEST_CASE("device: the most loaded stage is replayed, device_stages all replays each stage") {
   json req = step_request({{"pp", 2}, {"micro_batches", 4}});
   const json one = run(req);
   REQUIRE(one["device"]["stages"].size() == 1);
