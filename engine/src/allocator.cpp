@@ -297,6 +297,22 @@ void CachingAllocator::empty_cache() {
   release_cached();
 }
 
+// The first `n` bytes of block h become a new block just before it (h keeps the rest): the split
+// of alloc_found_block, and the replay's cut in front of a live block.
+CachingAllocator::Handle CachingAllocator::split_front(Handle h, Bytes n) {
+  Block front = blocks_[h];
+  front.size = n;
+  front.next = h;
+  const Handle f = new_block(front);
+  Block& rest = blocks_[h];  // new_block may have moved the vector
+  if (rest.prev != kNoHandle) blocks_[rest.prev].next = f;
+  if (segments_[rest.segment].first == h) segments_[rest.segment].first = f;
+  rest.prev = f;
+  rest.addr += n;
+  rest.size -= n;
+  return f;
+}
+
 CachingAllocator::Handle CachingAllocator::malloc(Bytes orig) {
   if (orig > kMaxRequest) return kNoHandle;
   const Bytes size = round_size(orig);
@@ -328,16 +344,7 @@ CachingAllocator::Handle CachingAllocator::malloc(Bytes orig) {
   const bool expandable = segments_[blocks_[h].segment].expandable;
   const bool already_split = blocks_[h].prev != kNoHandle || blocks_[h].next != kNoHandle;
   if (should_split(blocks_[h], size)) {
-    Block front = blocks_[h];
-    front.size = size;
-    front.next = h;
-    const Handle f = new_block(front);
-    Block& rest = blocks_[h];
-    if (rest.prev != kNoHandle) blocks_[rest.prev].next = f;
-    if (segments_[rest.segment].first == h) segments_[rest.segment].first = f;
-    rest.prev = f;
-    rest.addr += size;
-    rest.size -= size;
+    const Handle f = split_front(h, size);
     insert_free(h);
     if (!expandable) {
       if (already_split)
@@ -437,19 +444,7 @@ CachingAllocator::Handle CachingAllocator::add_live_block(Bytes address, Bytes s
       erase_free(f);
       // Cut [b.addr, address) off the front, [address + size, end) off the back; both stay free.
       Handle mid = f;
-      if (address > b.addr) {
-        Block front = blocks_[f];
-        front.size = address - b.addr;
-        front.next = f;
-        const Handle fr = new_block(front);
-        Block& bb = blocks_[f];
-        if (bb.prev != kNoHandle) blocks_[bb.prev].next = fr;
-        if (segments_[bb.segment].first == f) segments_[bb.segment].first = fr;
-        bb.prev = fr;
-        bb.addr = address;
-        bb.size -= front.size;
-        insert_free(fr);
-      }
+      if (address > b.addr) insert_free(split_front(f, address - b.addr));
       Block& bm = blocks_[mid];
       if (bm.size > size) {
         Block back = bm;

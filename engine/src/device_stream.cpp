@@ -171,10 +171,12 @@ AllocStream::Held& AllocStream::held(const StepEvent& at, std::uint64_t layer) {
   return live_[Key{at.mb, at.chunk, layer}];
 }
 
+std::uint64_t AllocStream::in_chunk(const StepEvent& at, std::uint64_t g) const {
+  return g - s_.ranks[rank_].chunk_first[at.chunk];
+}
+
 void AllocStream::forward_layer(const StepEvent& at) {
-  const std::uint64_t g = at.lo;
-  const RankSetup& rk = s_.ranks[rank_];
-  const std::uint64_t j = g - rk.chunk_first[at.chunk];
+  const std::uint64_t g = at.lo, j = in_chunk(at, g);
   const std::size_t ki = s_.model.kind_index(g);
   const Kind& k = kinds_[ki];
   const KindEstimate& ke = s_.kinds[ki];
@@ -201,11 +203,9 @@ void AllocStream::forward_layer(const StepEvent& at) {
 }
 
 void AllocStream::recompute(const StepEvent& at) {
-  const RankSetup& rk = s_.ranks[rank_];
   for (std::uint64_t g = at.lo; g <= at.hi; ++g) {
-    const std::uint64_t j = g - rk.chunk_first[at.chunk];
     const Kind& k = kinds_[s_.model.kind_index(g)];
-    const auto& mask = k.kept[static_cast<std::size_t>(choice_at(r_, j))];
+    const auto& mask = k.kept[static_cast<std::size_t>(choice_at(r_, in_chunk(at, g)))];
     Held& h = held(at, g);
     for (std::size_t i = 0; i < k.records.size(); ++i)
       if (!mask[i]) h.push_back(take(k.records[i]));
@@ -213,9 +213,7 @@ void AllocStream::recompute(const StepEvent& at) {
 }
 
 void AllocStream::backward_layer(const StepEvent& at) {
-  const std::uint64_t g = at.lo;
-  const RankSetup& rk = s_.ranks[rank_];
-  const std::uint64_t j = g - rk.chunk_first[at.chunk];
+  const std::uint64_t g = at.lo, j = in_chunk(at, g);
   const std::size_t ki = s_.model.kind_index(g);
   const Kind& k = kinds_[ki];
   const KindEstimate& ke = s_.kinds[ki];

@@ -48,6 +48,8 @@ class AllocStream final : public Recorder {
   void allocate_static();
   void allocate_states();
   Held& held(const StepEvent& at, std::uint64_t layer);
+  // Layer g's position in the event's chunk (what its recompute choice depends on).
+  std::uint64_t in_chunk(const StepEvent& at, std::uint64_t g) const;
   void forward_layer(const StepEvent& at);
   void recompute(const StepEvent& at);
   void backward_layer(const StepEvent& at);

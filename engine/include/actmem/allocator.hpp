@@ -129,6 +129,7 @@ class CachingAllocator {
   Handle new_segment(Bytes size, bool small);
   Handle grow_expandable(Bytes size, bool small);
   Handle merge(Handle dst, Handle src);
+  Handle split_front(Handle h, Bytes n);
   bool should_split(const Block& b, Bytes size) const;
   void release_cached();
   void note_peaks();
