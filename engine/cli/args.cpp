@@ -29,6 +29,8 @@ const char* const kUsage =
     "  compare F  a torch.cuda.memory._snapshot() pickle of a real step against the prediction\n"
     "             for the same flags (--stats F: the run's torch.cuda.memory_stats() as JSON)\n"
 
+    "  advise     layouts (tp, sp, pp, vpp, cp, dp, ep, ZeRO, micro-batch, schedule, recompute)\n"
+    "             that fit the GPU, ranked: --num-gpus N|MIN:MAX --global-batch B [--limit K]\n"
     "  presets    list model, GPU and worked-example presets\n"
     "model:   --preset ID | --model FILE (our JSON or a Hugging Face config.json)\n"
     "config:  --config FILE, then flags override it:\n"
@@ -116,10 +118,10 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
   }
   if (o->command != "estimate" && o->command != "explain" && o->command != "presets" &&
       o->command != "timeline" && o->command != "fit" && o->command != "plan" &&
-      o->command != "sweep" && o->command != "compare")
+      o->command != "sweep" && o->command != "compare" && o->command != "advise")
     return "command: " + shown(o->command) +
            " is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, compare, "
-           "presets";
+           "advise, presets";
   // Flag -> config key, for flags taking a value.
   static const std::pair<const char*, const char*> kValued[] = {
       {"--micro-batch", "micro_batch"},
@@ -215,6 +217,18 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       cfg_flags[key] = given;
     }
     if (matched) continue;
+    // advise's search: the GPU count (or MIN:MAX), the global batch, the layouts listed.
+    if (a == "--num-gpus" || a == "--global-batch" || a == "--limit") {
+      if (o->command != "advise") return a + ": read only by the advise command";
+      const char* key = a == "--num-gpus" ? "num_gpus" : a == "--global-batch" ? "global_batch"
+                                                                                : "limit";
+      if (!value(&v)) return a + ": needs a value" + missing;
+      if (o->request.contains("advise") && o->request["advise"].contains(key))
+        return a + ": given twice; give it once";
+      // A range stays text for the engine to read ("8:64"); a count is a number.
+      o->request["advise"][key] = number_or_string(v);
+      continue;
+    }
     if (a == "--stats") {
       if (o->command != "compare") return "--stats: read only by the compare command";
       if (!value(&v)) return "--stats: needs a file of torch.cuda.memory_stats() as JSON" + missing;
@@ -297,7 +311,8 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
              "--tp --sp --pp --vpp --cp "
              "--dp --zero --ep --attention --dropout --attention-dropout --hidden-dropout "
              "--profile --recompute --offload "
-             "--schedule --gpu --gpu-memory --budget --json --csv";
+             "--schedule --gpu --gpu-memory --budget --json --csv (advise: --num-gpus "
+             "--global-batch --limit)";
     }
   }
   // Flags override files, aliases included: a flag's key replaces the file's other spellings of

@@ -152,6 +152,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     out << render_explain(r);
   } else if (opt.command == "compare") {
     out << render_compare(r);
+  } else if (opt.command == "advise") {
+    out << render_advice(r);
   } else {
     out << render_estimate(r);
   }

@@ -19,6 +19,7 @@ std::string render_timeline(const nlohmann::json& r);
 std::string render_timeline_csv(const nlohmann::json& r);
 std::string render_fit(const nlohmann::json& r);
 std::string render_plan(const nlohmann::json& r);
+std::string render_advice(const nlohmann::json& r);
 std::string render_sweep(const nlohmann::json& r);
 
 }  // namespace actmem::cli

@@ -4,6 +4,7 @@
 
 #include "actmem/json_io.hpp"
 
+#include "actmem/advisor.hpp"
 #include "actmem/compare.hpp"
 #include "actmem/names.hpp"
 #include "actmem/planner.hpp"
@@ -21,7 +22,7 @@ namespace {
 
 const char* const kRequestKeys[] = {
     "command", "preset",  "model",   "model_text",     "config", "gpu",  "sweep",
-    "events",  "summary", "example", "compact_events", "stages", "stats"};
+    "events",  "summary", "example", "compact_events", "stages", "stats", "advise"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -106,6 +107,64 @@ json example_rows(const std::string& id, const json& body, const json& est) {
 
 namespace {
 
+// The advise object: {"num_gpus": N or "MIN:MAX", "global_batch": B, "limit": K}.
+Result<AdviseRequest> advise_request(const json& req) {
+  AdviseRequest r;
+  if (!req.contains("advise"))
+    return make_error("missing_key", "advise",
+                      "advise: give {\"num_gpus\": N or \"MIN:MAX\", \"global_batch\": B}");
+  const json& a = req["advise"];
+  if (!a.is_object())
+    return make_error("wrong_type", "advise",
+                      "advise: must be an object with num_gpus and global_batch, got " +
+                          detail::kind_of(a));
+  static const char* const kKeys[] = {"num_gpus", "global_batch", "limit"};
+  ACTMEM_TRY(detail::check_keys(a, "advise", kKeys, 3));
+  for (const char* k : {"num_gpus", "global_batch"})
+    if (!a.contains(k))
+      return make_error("missing_key", std::string("advise.") + k,
+                        std::string("advise.") + k + ": required");
+  const json& n = a["num_gpus"];
+  if (n.is_string()) {
+    // "MIN:MAX": two decimal integers, MIN <= MAX.
+    const std::string t = n.get<std::string>();
+    const std::size_t colon = t.find(':');
+    auto digits = [](const std::string& d) {
+      return !d.empty() && d.size() <= 7 &&
+             std::all_of(d.begin(), d.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    };
+    if (colon == std::string::npos || !digits(t.substr(0, colon)) ||
+        !digits(t.substr(colon + 1)))
+      return make_error("invalid_value", "advise.num_gpus",
+                        "advise.num_gpus: '" + detail::key_text(t) +
+                            "' is not a count or a range; allowed: N or MIN:MAX (e.g. 8:64)");
+    r.gpus_min = std::stoull(t.substr(0, colon));
+    r.gpus_max = std::stoull(t.substr(colon + 1));
+  } else {
+    ACTMEM_TRY(detail::read_uint(n, "advise.num_gpus", &r.gpus_min));
+    r.gpus_max = r.gpus_min;
+  }
+  if (r.gpus_min == 0 || r.gpus_min > r.gpus_max || r.gpus_max > kMaxAdviseGpus)
+    return make_error("invalid_value", "advise.num_gpus",
+                      "advise.num_gpus: " + std::to_string(r.gpus_min) + ":" +
+                          std::to_string(r.gpus_max) + " is not allowed; allowed: 1 <= MIN <= MAX <= " +
+                          std::to_string(kMaxAdviseGpus));
+  ACTMEM_TRY(detail::read_uint(a["global_batch"], "advise.global_batch", &r.global_batch));
+  if (r.global_batch > kMaxFitMicroBatch)
+    return make_error("invalid_value", "advise.global_batch",
+                      "advise.global_batch: " + std::to_string(r.global_batch) +
+                          " sequences is more than the supported " +
+                          std::to_string(kMaxFitMicroBatch));
+  if (a.contains("limit")) {
+    ACTMEM_TRY(detail::read_uint(a["limit"], "advise.limit", &r.limit));
+    if (r.limit > kMaxAdviseLimit)
+      return make_error("invalid_value", "advise.limit",
+                        "advise.limit: " + std::to_string(r.limit) + " is more than " +
+                            std::to_string(kMaxAdviseLimit));
+  }
+  return r;
+}
+
 // A streamed answer: handed over as text when the caller takes text, parsed otherwise.
 json streamed(std::string answer_text, std::string* text) {
   if (!text) return json::parse(answer_text, nullptr, false);
@@ -139,6 +198,7 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       {"stages", "view"},
       {"summary", "estimate"},
       {"stats", "compare"},
+      {"advise", "advise"},
       // A worked example fixes the micro-batch, sequence and policy that
       // fit, plan and sweep choose themselves (its values would go unused).
       {"example", "estimate explain timeline view"}};
@@ -170,12 +230,13 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
         "invalid_value", "command",
         "command: compare reads a snapshot file: `actmem compare FILE` or the page's drop zone"));
   if (command != "estimate" && command != "explain" && command != "timeline" && command != "fit" &&
-      command != "plan" && command != "sweep" && command != "view" && command != "compare")
+      command != "plan" && command != "sweep" && command != "view" && command != "compare" &&
+      command != "advise")
     return error_to_json(make_error(
         "invalid_value", "command",
         "command: '" + detail::key_text(command) +
             "' is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, view, "
-            "presets"));
+            "advise, presets"));
 
   // A worked example (presets/examples) is a preset and a config: the request's config keys
   // override the example's, verbatim otherwise (hidden_dropout included).
@@ -280,10 +341,28 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     const char* key;
     const char* why;
   };
+  static const char* const kAdviseChooses =
+      "advise chooses the layout; give the one it answers to estimate";
   static const Chosen kChosen[] = {
       {"plan", "recompute", "plan chooses the recompute policy; give it to estimate"},
       {"plan", "custom_keep", "plan chooses the recompute policy; give it to estimate"},
       {"plan", "offload", "plan tries with and without offload; give it to estimate"},
+      {"advise", "tp", kAdviseChooses},
+      {"advise", "sp", kAdviseChooses},
+      {"advise", "pp", kAdviseChooses},
+      {"advise", "vpp", kAdviseChooses},
+      {"advise", "cp", kAdviseChooses},
+      {"advise", "dp", kAdviseChooses},
+      {"advise", "ep", kAdviseChooses},
+      {"advise", "zero", kAdviseChooses},
+      {"advise", "micro_batch", kAdviseChooses},
+      {"advise", "micro_batches", kAdviseChooses},
+      {"advise", "grad_accum", kAdviseChooses},
+      {"advise", "schedule", kAdviseChooses},
+      {"advise", "layer_split", kAdviseChooses},
+      {"advise", "recompute", kAdviseChooses},
+      {"advise", "custom_keep", kAdviseChooses},
+      {"advise", "offload", kAdviseChooses},
       {"sweep", "seq", "sweep takes its sequences from sweep.seqs (--sweep-seqs)"},
       {"sweep", "micro_batch",
        "sweep takes its micro-batches from sweep.micro_batches (--sweep-micro-batches)"}};
@@ -292,6 +371,18 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       if (command == x.command && req["config"].contains(x.key))
         return error_to_json(make_error("invalid_value", std::string("config.") + x.key,
                                         std::string("config.") + x.key + ": " + x.why));
+  if (command == "advise") {
+    if (!has_gpu)
+      return error_to_json(make_error(
+          "missing_key", "config.gpu",
+          "config.gpu: advise needs a GPU preset or a budget (gpu_memory_bytes); allowed GPUs: " +
+              preset_ids("gpus")));
+    auto r = advise_request(req);
+    if (!r.ok()) return error_to_json(r.error());
+    auto a = advise(mv, c, gpu, r.value());
+    if (!a.ok()) return error_to_json(a.error());
+    return advice_to_json(a.value());
+  }
   if (command == "fit" || command == "plan") {
     if (!has_gpu)
       return error_to_json(

@@ -13,6 +13,15 @@ enum class Schedule { kGpipe, k1F1B, kInterleaved };
 const char* schedule_name(Schedule s);
 bool parse_schedule(const std::string& s, Schedule* out);
 
+// The pipeline bubble as a fraction of the ideal step (the time of m micro-batches' forwards and
+// backwards with no idle rank): (p - 1) / m for GPipe and 1F1B (Narayanan et al. 2021, Sec. 2.2.1),
+// (p - 1) / (v·m) for the interleaved schedule (Sec. 2.2.2). 0 without pipelining.
+inline double bubble_fraction(Schedule s, std::uint64_t p, std::uint64_t v, std::uint64_t m) {
+  if (p <= 1 || m == 0) return 0.0;
+  const double b = static_cast<double>(p - 1) / static_cast<double>(m);
+  return s == Schedule::kInterleaved ? b / static_cast<double>(v) : b;
+}
+
 // One forward or backward of one micro-batch through one model chunk on one pipeline rank.
 struct PipeOp {
   bool forward = true;

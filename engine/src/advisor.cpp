@@ -1,0 +1,271 @@
+// The layout advisor: enumerate layouts, screen each on the simulated tensor peak, keep the front
+// no fitting layout beats on every criterion, confirm the first ones on the device figure.
+#include "actmem/advisor.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "actmem/device.hpp"
+#include "actmem/evaluation.hpp"
+#include "actmem/schedule.hpp"
+#include "actmem/setup.hpp"
+
+namespace actmem {
+
+namespace {
+
+std::vector<std::uint64_t> divisors(std::uint64_t n) {
+  std::vector<std::uint64_t> lo, hi;
+  for (std::uint64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      lo.push_back(d);
+      if (d != n / d) hi.push_back(n / d);
+    }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  return lo;
+}
+
+// pp stages over L layers when pp does not divide L: as even as possible, the extra layers on the
+// last stages (they hold the fewest in-flight micro-batches under 1F1B).
+std::vector<std::uint64_t> balanced_split(std::uint64_t layers, std::uint64_t pp) {
+  std::vector<std::uint64_t> v(pp, layers / pp);
+  for (std::uint64_t i = 0; i < layers % pp; ++i) ++v[pp - 1 - i];
+  return v;
+}
+
+double lost_pct(const Layout& l) {
+  return l.bubble_pct + l.recompute_overhead_pct;
+}
+
+// The layout's fields in a fixed order: the last tie-break, so equal criteria rank the same way
+// every run.
+auto layout_key(const Layout& l) {
+  const Parallel& p = l.config.par;
+  return std::make_tuple(p.tp, p.pp, p.vpp, p.cp, p.dp, p.ep, p.zero, l.config.micro_batch,
+                         static_cast<int>(l.config.recompute.kind));
+}
+
+std::vector<std::size_t> pareto(const std::vector<Layout>& all, const std::vector<bool>& out) {
+  // Lexicographic order over the criteria: whatever dominates a layout comes before it, so each
+  // layout is compared with the front found so far only (a dominated dominator is itself
+  // dominated by a front member, which then dominates the layout too).
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (!out[i]) idx.push_back(i);
+  auto crit = [&](std::size_t i) {
+    const Layout& l = all[i];
+    return std::make_tuple(l.num_gpus, l.bubble_pct, l.recompute_overhead_pct, l.comm.total,
+                           -l.screen_headroom_bytes);
+  };
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](std::size_t a, std::size_t b) { return crit(a) < crit(b); });
+  std::vector<std::size_t> front;
+  for (std::size_t i : idx)
+    if (std::none_of(front.begin(), front.end(),
+                     [&](std::size_t f) { return dominates(all[f], all[i]); }))
+      front.push_back(i);
+  std::stable_sort(front.begin(), front.end(),
+                   [&](std::size_t a, std::size_t b) { return ranks_before(all[a], all[b]); });
+  return front;
+}
+
+}  // namespace
+
+bool dominates(const Layout& a, const Layout& b) {
+  const bool no_worse = a.num_gpus <= b.num_gpus && a.bubble_pct <= b.bubble_pct &&
+                        a.recompute_overhead_pct <= b.recompute_overhead_pct &&
+                        a.comm.total <= b.comm.total &&
+                        a.screen_headroom_bytes >= b.screen_headroom_bytes;
+  const bool better = a.num_gpus < b.num_gpus || a.bubble_pct < b.bubble_pct ||
+                      a.recompute_overhead_pct < b.recompute_overhead_pct ||
+                      a.comm.total < b.comm.total ||
+                      a.screen_headroom_bytes > b.screen_headroom_bytes;
+  return no_worse && better;
+}
+
+bool ranks_before(const Layout& a, const Layout& b) {
+  const double la = lost_pct(a), lb = lost_pct(b);
+  if (la != lb) return la < lb;
+  if (a.comm.total != b.comm.total) return a.comm.total < b.comm.total;
+  if (a.num_gpus != b.num_gpus) return a.num_gpus < b.num_gpus;
+  if (a.screen_headroom_bytes != b.screen_headroom_bytes)
+    return a.screen_headroom_bytes > b.screen_headroom_bytes;
+  return layout_key(a) < layout_key(b);
+}
+
+Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuSpec& gpu,
+                      const AdviseRequest& req) {
+  // The base config as given is validated first: its errors are the request's.
+  auto base_setup = make_setup(m, base_in);
+  if (!base_setup.ok()) return base_setup.error();
+  const TrainConfig base = base_setup.value().config;  // seq and dropouts resolved
+  Advice out;
+  out.global_batch = req.global_batch;
+  out.gpus_min = req.gpus_min;
+  out.gpus_max = req.gpus_max;
+  out.capacity = device_capacity(gpu, nullptr);
+  const std::uint64_t seq = base.seq, layers = m.layers;
+  const bool mamba =
+      std::any_of(m.kinds.begin(), m.kinds.end(), [](const LayerKind& k) { return k.is_mamba(); });
+  std::uint64_t expert_gcd = 0;  // experts of every MoE kind: ep must divide each
+  for (const LayerKind& k : m.kinds)
+    if (k.is_moe()) expert_gcd = std::gcd(expert_gcd, k.moe.experts);
+  const RecomputeKind policies[] = {RecomputeKind::kNone, RecomputeKind::kSelective,
+                                    RecomputeKind::kFull};
+  std::vector<Layout> all;
+  std::vector<Recompute> all_policy;
+  Evaluation ev;
+  std::uint64_t setups = 0;
+  for (std::uint64_t n = req.gpus_min; n <= req.gpus_max; ++n) {
+    for (std::uint64_t tp : divisors(n)) {
+      // Tensor parallelism stays inside a node (NVLink): its collectives run every layer.
+      if (tp > base.gpus_per_node) continue;
+      const bool sp = tp > 1;
+      for (std::uint64_t cp : divisors(n / tp)) {
+        if (seq % cp != 0 || (sp && (seq / cp) % tp != 0) || (mamba && cp > 1)) continue;
+        for (std::uint64_t pp : divisors(n / tp / cp)) {
+          if (pp > layers) continue;
+          const std::uint64_t dp = n / tp / cp / pp;
+          if (req.global_batch % dp != 0) continue;
+          const std::uint64_t per_dp = req.global_batch / dp;
+          std::vector<std::uint64_t> vpps{1};
+          if (pp > 1)
+            for (std::uint64_t v : divisors(layers / pp))
+              if (v > 1 && layers % (pp * v) == 0) vpps.push_back(v);
+          std::vector<std::uint64_t> eps{1};
+          if (expert_gcd > 0)
+            for (std::uint64_t e : divisors(std::gcd(dp, expert_gcd)))
+              if (e > 1) eps.push_back(e);
+          for (std::uint64_t ep : eps) {
+            Bytes budget = 0;
+            bool have_budget = false;
+            for (std::uint64_t vpp : vpps)
+              for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
+                for (std::uint64_t b : divisors(per_dp)) {
+                  // A larger micro-batch only saves bytes sent under ZeRO-2/3 (one gradient
+                  // reduce-scatter per micro-batch): elsewhere micro-batch 1 has the same bytes
+                  // sent, the same recompute share, no more bubble and no higher peak.
+                  if (b > 1 && zero < 2) break;
+                  const std::uint64_t mbs = per_dp / b;
+                  if (vpp > 1 && mbs % pp != 0) continue;
+                  TrainConfig c = base;
+                  c.par.tp = tp;
+                  c.par.sp = sp;
+                  c.par.cp = cp;
+                  c.par.pp = pp;
+                  c.par.vpp = vpp;
+                  c.par.dp = dp;
+                  c.par.ep = ep;
+                  c.par.zero = zero;
+                  c.micro_batch = b;
+                  c.grad_accum = mbs;
+                  c.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+                  c.layer_split.clear();
+                  if (vpp == 1 && layers % pp != 0) c.layer_split = balanced_split(layers, pp);
+                  c.recompute = Recompute{};
+                  ++out.enumerated;
+                  if (++setups > kMaxAdviseSetups)
+                    return make_error(
+                        "invalid_value", "advise.num_gpus",
+                        "advise.num_gpus: the search would simulate more than " +
+                            std::to_string(kMaxAdviseSetups) +
+                            " configurations; give fewer GPU counts (a narrower range)");
+                  auto s = make_setup(m, c);
+                  if (!s.ok()) continue;  // a split the model does not allow
+                  if (!have_budget) {
+                    const Bytes over = device_overhead_bytes(s.value(), &gpu);
+                    budget = out.capacity > over ? out.capacity - over : 0;
+                    have_budget = true;
+                  }
+                  bool any = false;
+                  for (RecomputeKind k : policies) {
+                    Recompute r;
+                    r.kind = k;
+                    if (actmem::evaluate(s.value(), r, &ev)) continue;
+                    ++out.simulated;
+                    const Bytes peak = ev.worst_stage().peak_bytes;
+                    if (peak > budget) continue;
+                    auto comm = comm_per_step(s.value(), r);
+                    if (!comm.ok()) continue;
+                    Layout l;
+                    l.num_gpus = n;
+                    l.config = s.value().config;
+                    l.config.recompute = r;
+                    l.peak_bytes = peak;
+                    l.screen_headroom_bytes =
+                        static_cast<std::int64_t>(budget) - static_cast<std::int64_t>(peak);
+                    l.bubble_pct =
+                        100.0 * bubble_fraction(c.schedule, pp, vpp, s.value().config.grad_accum);
+                    l.recompute_overhead_pct = ev.recompute_overhead_pct;
+                    l.comm = comm.value();
+                    all.push_back(l);
+                    all_policy.push_back(r);
+                    any = true;
+                  }
+                  // Larger micro-batches only grow the peak: none of them fits either.
+                  if (!any) break;
+                }
+          }
+        }
+      }
+    }
+  }
+  out.screened_fit = all.size();
+  // The front, confirmed in rank order on the device figure; a layout the device refuses leaves
+  // the front, which is then recomputed (what it alone dominated may join).
+  std::vector<bool> refused(all.size(), false), checked(all.size(), false);
+  const std::uint64_t max_checks = 4 * req.limit + 16;
+  for (;;) {
+    const std::vector<std::size_t> front = pareto(all, refused);
+    out.layouts.clear();
+    bool changed = false;
+    for (std::size_t i : front) {
+      if (out.layouts.size() == req.limit) break;
+      Layout& l = all[i];
+      if (!checked[i]) {
+        if (out.device_checks == max_checks) break;
+        checked[i] = true;
+        ++out.device_checks;
+        auto s = make_setup(m, l.config);
+        if (s.ok()) {
+          auto d = device_memory(s.value(), &gpu, &all_policy[i], false);
+          if (d.ok()) {
+            l.device_checked = true;
+            l.fits = d.value().fits;
+            l.device_total_bytes = d.value().total_bytes;
+            l.headroom_bytes = d.value().headroom_bytes;
+          }
+        }
+        if (!l.fits) {
+          refused[i] = true;
+          ++out.device_refused;
+          changed = true;
+          break;
+        }
+      }
+      out.layouts.push_back(l);
+    }
+    if (!changed) {
+      out.front.clear();
+      for (std::size_t i : front) out.front.push_back(all[i]);
+      break;
+    }
+  }
+  out.notes.push_back(
+      "sequence parallelism is on wherever tp > 1: its all-gather and reduce-scatter send the "
+      "bytes of the all-reduce they replace, and it keeps less (Korthikanti et al. 2022, Sec. 4.2.2)");
+  out.notes.push_back("tp stays within a node (at most gpus_per_node = " +
+                      std::to_string(base.gpus_per_node) + ")");
+  out.notes.push_back(
+      "micro-batches above 1 are searched under ZeRO-2/3 only, where they save gradient "
+      "reduce-scatters; elsewhere micro-batch 1 is no worse on any criterion (GEMM efficiency is "
+      "not ranked)");
+  out.notes.push_back(
+      "GPipe is not listed: 1F1B has its bubble and keeps fewer micro-batches; offload and the "
+      "zero-bubble schedules are not searched yet");
+  return out;
+}
+
+}  // namespace actmem
