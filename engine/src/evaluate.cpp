@@ -144,11 +144,14 @@ Result<AdviseRequest> advise_request(const json& req) {
     ACTMEM_TRY(detail::read_uint(n, "advise.num_gpus", &r.gpus_min));
     r.gpus_max = r.gpus_min;
   }
-  if (r.gpus_min == 0 || r.gpus_min > r.gpus_max || r.gpus_max > kMaxAdviseGpus)
+  if (r.gpus_min == 0 || r.gpus_min > r.gpus_max || r.gpus_max > kMaxAdviseGpus ||
+      r.gpus_max - r.gpus_min >= kMaxAdviseRange)
     return make_error("invalid_value", "advise.num_gpus",
                       "advise.num_gpus: " + std::to_string(r.gpus_min) + ":" +
-                          std::to_string(r.gpus_max) + " is not allowed; allowed: 1 <= MIN <= MAX <= " +
-                          std::to_string(kMaxAdviseGpus));
+                          std::to_string(r.gpus_max) +
+                          " is not allowed; allowed: 1 <= MIN <= MAX <= " +
+                          std::to_string(kMaxAdviseGpus) + ", at most " +
+                          std::to_string(kMaxAdviseRange) + " counts in a range");
   ACTMEM_TRY(detail::read_uint(a["global_batch"], "advise.global_batch", &r.global_batch));
   if (r.global_batch > kMaxFitMicroBatch)
     return make_error("invalid_value", "advise.global_batch",

@@ -25,6 +25,7 @@ struct AdviseRequest {
 
 // Bounds that keep one request's search finite (docs/advisor.md).
 constexpr std::uint64_t kMaxAdviseGpus = 1u << 20;
+constexpr std::uint64_t kMaxAdviseRange = 4096;  // GPU counts in one range
 constexpr std::uint64_t kMaxAdviseLimit = 100;
 constexpr std::uint64_t kMaxAdviseSetups = 200000;  // configurations simulated per request
 
