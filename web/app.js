@@ -262,6 +262,7 @@
     if (m.lane === 'export') { const done = exportsPending.get(m.id); exportsPending.delete(m.id); if (done) done(JSON.parse(m.text)); return; }
     if (m.lane === 'fallback') { onFallback(m); return; }
     if (m.lane === 'compare') { onCompare(m); return; }
+    if (m.lane === 'advise') { onAdvise(m); return; }
     if (m.id !== wanted) return;  // superseded by a newer input
     awaiting = false;
     const t0 = performance.now();
@@ -426,8 +427,9 @@
 
   function applyChange(change) {
     for (const [k, val] of Object.entries(change)) {
-      if (k === 'offload') $('offload').checked = !!val;
-      else if (k === 'zero') setSelect($('zero'), String(val));
+      if (k === 'offload' || k === 'sp') $(k).checked = !!val;
+      else if (k === 'zero' || k === 'schedule') setSelect($(k), String(val));
+      else if (k === 'layer_split') $(k).value = Array.isArray(val) ? val.join(',') : String(val);
       else $(k).value = String(val);
     }
     update();
@@ -859,6 +861,82 @@
     }).catch(() => ready());
   }
 
+  // ---- find a layout: the engine's advise command over the form's model, sequence and GPU -----
+  // The keys advise chooses itself are left out of its request (it refuses them).
+  const adviseChooses = ['tp', 'sp', 'pp', 'vpp', 'cp', 'dp', 'ep', 'zero', 'micro_batch', 'micro_batches', 'schedule', 'recompute', 'layer_split', 'offload'];
+  let adviseId = 0;
+  function runAdvise() {
+    if (!bootDone) return;
+    for (const f of ['advise', 'advise.num_gpus', 'advise.global_batch']) {
+      const slot = document.querySelector('[data-err="' + f + '"]');
+      slot.textContent = '';
+      const input = document.querySelector('[data-field="' + f + '"]');
+      if (input) input.classList.remove('invalid');
+    }
+    const form = readForm();
+    const config = Object.assign({}, form.config);
+    for (const k of adviseChooses) delete config[k];
+    const req = { command: 'advise', config, advise: { num_gpus: typed($('advise-gpus').value), global_batch: typed($('advise-batch').value), limit: 5 } };
+    for (const k of ['preset', 'model_text', 'example']) if (form[k] !== undefined) req[k] = form[k];
+    for (const k of ['num_gpus', 'global_batch']) if (req.advise[k] === undefined) delete req.advise[k];
+    adviseId = send('advise', req);
+    $('advise-panel').dataset.state = 'running';
+    $('advise-summary').textContent = 'Searching…';
+  }
+  function layoutLabel(l) {
+    const parts = ['tp ' + l.tp + (l.sp ? ' (SP)' : ''), 'pp ' + l.pp + (l.vpp > 1 ? ' × vpp ' + l.vpp : ''), 'cp ' + l.cp, 'dp ' + l.dp];
+    if (l.ep > 1) parts.push('ep ' + l.ep);
+    parts.push('ZeRO-' + l.zero, 'micro-batch ' + l.micro_batch + ' × ' + l.micro_batches);
+    if (l.layer_split.length) parts.push('layers ' + l.layer_split.join(','));
+    return (l.num_gpus + ' GPUs: ') + parts.join(' · ');
+  }
+  function onAdvise(m) {
+    if (m.id !== adviseId) return;
+    const ans = JSON.parse(m.text);
+    const panel = $('advise-panel');
+    panel.dataset.ms = m.ms.toFixed(1);
+    const tb = $('advise-table').tBodies[0];
+    clear(tb);
+    if (!ans.ok) {
+      panel.dataset.state = 'error';
+      $('advise-summary').textContent = '';
+      const f = String(ans.error.field || '');
+      const slot = document.querySelector('[data-err="' + CSS.escape(f) + '"]');
+      if (slot && f.startsWith('advise')) {
+        slot.textContent = ans.error.message;
+        const anchor = slot.previousElementSibling;
+        if (anchor && !slot.classList.contains('general')) slot.style.top = (anchor.offsetTop + anchor.offsetHeight) + 'px';
+        const input = document.querySelector('[data-field="' + CSS.escape(f) + '"]');
+        if (input) input.classList.add('invalid');
+      } else {
+        document.querySelector('[data-err="advise"]').textContent = ans.error.message;
+      }
+      return;
+    }
+    panel.dataset.state = 'ok';
+    $('advise-summary').textContent = commas(ans.enumerated) + ' layouts searched, ' + commas(ans.screened_fit) + ' fit on their tensor peak, ' +
+      commas(ans.front_size) + ' not beaten on every criterion; ' + ans.device_checks + ' replayed on the device' +
+      (ans.device_refused ? ', ' + ans.device_refused + ' refused there' : '') + '.' + (ans.layouts.length ? '' : ' No layout fits.');
+    ans.layouts.forEach((l, i) => {
+      const tr = document.createElement('tr');
+      tr.appendChild(el('td', String(i + 1)));
+      tr.appendChild(el('td', layoutLabel(l)));
+      tr.appendChild(el('td', l.recompute));
+      tr.appendChild(el('td', l.bubble_pct.toFixed(2) + '%', 'num'));
+      tr.appendChild(el('td', l.recompute_overhead_pct.toFixed(2) + '%', 'num'));
+      tr.appendChild(tip(el('td', fmt(l.comm_bytes), 'num'), commas(l.comm_bytes) + ' bytes sent per GPU per step: TP ' + fmt(l.comm.tp) + ', CP ' + fmt(l.comm.cp) + ', PP ' + fmt(l.comm.pp) + ', DP ' + fmt(l.comm.dp) + ', EP ' + fmt(l.comm.ep)));
+      tr.appendChild(tip(el('td', fmt(l.device_total_bytes), 'num'), commas(l.device_total_bytes) + ' bytes on the device (reserved + fixed costs), ' + fmt(l.headroom_bytes) + ' free'));
+      const td = document.createElement('td');
+      const b = el('button', 'Apply', 'apply');
+      b.type = 'button';
+      b.dataset.change = JSON.stringify(l.config);
+      b.addEventListener('click', () => applyChange(Object.assign({ layer_split: [], offload: false }, l.config)));
+      td.appendChild(b);
+      tr.appendChild(td);
+      tb.appendChild(tr);
+    });
+  }
+
   // ---- check against a real run: a snapshot file compared by the engine ----------------------
   let snapshotBytes = null, statsObject = null, compareId = 0;
   function runCompare() {
@@ -912,6 +990,11 @@
   function readSnapshot(file) {
     file.arrayBuffer().then((buf) => { snapshotBytes = new Uint8Array(buf); runCompare(); });
   }
+  function wireAdvise() {
+    $('advise-run').addEventListener('click', runAdvise);
+    for (const id of ['advise-gpus', 'advise-batch'])
+      $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); runAdvise(); } });
+  }
   function wireCompare() {
     const drop = $('snapshot-drop');
     drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
@@ -935,6 +1018,7 @@
 
   function wire() {
     wireCompare();
+    wireAdvise();
     const form = $('inputs');
     // One listener: every control fires "input" (selects and checkboxes too); typing waits a
     // moment, a choice is sent at once; identical requests are not sent twice.

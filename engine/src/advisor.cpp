@@ -165,7 +165,6 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                   c.layer_split.clear();
                   if (vpp == 1 && layers % pp != 0) c.layer_split = balanced_split(layers, pp);
                   c.recompute = Recompute{};
-                  ++out.enumerated;
                   if (++setups > kMaxAdviseSetups)
                     return make_error(
                         "invalid_value", "advise.num_gpus",
@@ -173,20 +172,31 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                             std::to_string(kMaxAdviseSetups) +
                             " configurations; give fewer GPU counts (a narrower range)");
                   auto s = make_setup(m, c);
-                  if (!s.ok()) continue;  // a split the model does not allow
+                  if (!s.ok()) {  // a split the model does not allow
+                    out.enumerated += sizeof(policies) / sizeof(policies[0]);
+                    continue;
+                  }
                   if (!have_budget) {
                     const Bytes over = device_overhead_bytes(s.value(), &gpu);
                     budget = out.capacity > over ? out.capacity - over : 0;
                     have_budget = true;
                   }
                   bool any = false;
+                  Bytes prev_peak = kMaxBytes;
+                  double prev_overhead = -1;
                   for (RecomputeKind k : policies) {
                     Recompute r;
                     r.kind = k;
+                    ++out.enumerated;
                     if (actmem::evaluate(s.value(), r, &ev)) continue;
                     ++out.simulated;
                     const Bytes peak = ev.worst_stage().peak_bytes;
-                    if (peak > budget) continue;
+                    // A policy that changes nothing here (selective under flash attention keeps
+                    // what none keeps) is the simpler one's duplicate: not listed twice.
+                    const bool same = peak == prev_peak && ev.recompute_overhead_pct == prev_overhead;
+                    prev_peak = peak;
+                    prev_overhead = ev.recompute_overhead_pct;
+                    if (peak > budget || same) continue;
                     auto comm = comm_per_step(s.value(), r);
                     if (!comm.ok()) continue;
                     Layout l;

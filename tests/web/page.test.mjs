@@ -393,6 +393,42 @@ test('a suggested change, applied with one click, makes the configuration fit', 
   await page.close();
 });
 
+test('Find a layout: the engine\'s ranked layouts, one applied with one click fits; a bad GPU count is refused beside its field', async () => {
+  const { page, errors } = await open('preset=llama-3.1-8b&gpu=h100-80gb&seq=8192&attention=flash');
+  await page.fill('#advise-gpus', '8');
+  await page.fill('#advise-batch', '64');
+  await page.click('#advise-run');
+  await page.waitForSelector('#advise-panel[data-state="ok"]', { timeout: 60000 });
+  const rows = await page.$$('#advise-table tbody tr');
+  assert.ok(rows.length >= 1 && rows.length <= 5, String(rows.length));
+  // The table is the engine's answer: the same layouts, in the same order, as the native CLI.
+  const native5 = JSON.parse(execFileSync(cli, ['advise', '--preset', 'llama-3.1-8b', '--gpu', 'h100-80gb', '--seq', '8192', '--attention', 'flash', '--num-gpus', '8', '--global-batch', '64', '--limit', '5', '--json'], { encoding: 'utf8' }));
+  const changes = await page.$$eval('#advise-table button.apply', (bs) => bs.map((b) => JSON.parse(b.dataset.change)));
+  assert.deepEqual(changes, native5.layouts.map((l) => l.config));
+  await settle(page, () => page.click('#advise-table button.apply'));
+  assert.match(await page.textContent('#verdict'), /^Fits: .* on 8 GPUs\.$/);
+  assert.equal(await page.inputValue('#tp'), String(changes[0].tp));
+  assert.equal(await page.inputValue('#micro_batches'), String(changes[0].micro_batches));
+  assert.equal(await page.isChecked('#sp'), changes[0].sp);
+  await page.screenshot({ path: join(shots, 'advise.png') });
+  // A range written backwards: the engine's message beside the GPU count, no table.
+  await page.fill('#advise-gpus', '9:3');
+  await page.click('#advise-run');
+  await page.waitForSelector('#advise-panel[data-state="error"]', { timeout: 30000 });
+  assert.match(await page.textContent('[data-err="advise.num_gpus"]'), /^advise\.num_gpus: 9:3 is not allowed/);
+  assert.equal(await page.$$eval('#advise-table tbody tr', (r) => r.length), 0);
+  // The 405B search over 1,024 GPUs: its engine time recorded (docs/performance.md), not asserted.
+  const { page: big } = await open('preset=llama-3.1-405b&gpu=h100-80gb&seq=8192&attention=flash');
+  await big.fill('#advise-gpus', '1024');
+  await big.fill('#advise-batch', '2048');
+  await big.click('#advise-run');
+  await big.waitForSelector('#advise-panel[data-state="ok"]', { timeout: 60000 });
+  console.log(`# advise llama-3.1-405b over 1,024 GPUs in the page's worker: ${await big.getAttribute('#advise-panel', 'data-ms')} ms`);
+  await big.close();
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('an error appearing shifts nothing (cumulative layout shift 0), by link and by typing', async () => {
   const { page } = await open('preset=gpt2&seq=1024&gpu=rtx-4090');
   await page.evaluate(() => { window.cls = 0; });

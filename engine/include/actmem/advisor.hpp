@@ -47,7 +47,7 @@ struct Layout {
 struct Advice {
   Bytes capacity = 0;  // the GPU's capacity the device verdict compares with
   std::uint64_t global_batch = 0, gpus_min = 0, gpus_max = 0;
-  std::uint64_t enumerated = 0;     // layouts the search considered
+  std::uint64_t enumerated = 0;     // layouts the search considered (each with a policy)
   std::uint64_t simulated = 0;      // step evaluations (setups x policies)
   std::uint64_t screened_fit = 0;   // layouts whose tensor peak fits the capacity less fixed costs
   std::uint64_t device_checks = 0;  // layouts replayed through the allocator model
