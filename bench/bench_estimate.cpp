@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "actmem/advisor.hpp"
+#include "actmem/api.hpp"
 #include "actmem/device.hpp"
 #include "actmem/estimate.hpp"
 #include "actmem/evaluation.hpp"
@@ -295,6 +297,26 @@ void BM_Timeline405BEvents(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Timeline405BEvents)->Unit(benchmark::kMillisecond);
+
+// The layout advisor: llama-3.1-405b, seq 8192, flash attention, over 1,024 H100s with a global
+// batch of 2,048 (the page's goal: under 1 s). Arg: layouts listed and replayed on the device; 1
+// shows the search itself (setups and step evaluations) with one replay.
+void BM_Advise405B(benchmark::State& state) {
+  auto m = actmem::model_preset("llama-3.1-405b", nullptr);
+  auto gpu = actmem::gpu_preset("h100-80gb");
+  actmem::TrainConfig c;
+  c.seq = 8192;
+  c.attention = actmem::Attention::kFlash;
+  actmem::AdviseRequest r;
+  r.gpus_min = r.gpus_max = 1024;
+  r.global_batch = 2048;
+  r.limit = static_cast<std::uint64_t>(state.range(0));
+  for (auto _ : state) {
+    auto a = actmem::advise(m.value(), c, gpu.value(), r);
+    benchmark::DoNotOptimize(a);
+  }
+}
+BENCHMARK(BM_Advise405B)->Arg(1)->Arg(5)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
