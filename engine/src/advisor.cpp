@@ -168,9 +168,10 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                   if (++setups > kMaxAdviseSetups)
                     return make_error(
                         "invalid_value", "advise.num_gpus",
-                        "advise.num_gpus: the search would simulate more than " +
+                        "advise.num_gpus: the search would set up more than " +
                             std::to_string(kMaxAdviseSetups) +
-                            " configurations; give fewer GPU counts (a narrower range)");
+                            " configurations; give fewer GPU counts (a narrower range) or a "
+                            "global batch with fewer divisors");
                   auto s = make_setup(m, c);
                   if (!s.ok()) {  // a split the model does not allow
                     out.enumerated += sizeof(policies) / sizeof(policies[0]);

@@ -27,7 +27,7 @@ struct AdviseRequest {
 constexpr std::uint64_t kMaxAdviseGpus = 1u << 20;
 constexpr std::uint64_t kMaxAdviseRange = 4096;  // GPU counts in one range
 constexpr std::uint64_t kMaxAdviseLimit = 100;
-constexpr std::uint64_t kMaxAdviseSetups = 200000;  // configurations simulated per request
+constexpr std::uint64_t kMaxAdviseSetups = 50000;  // configurations set up per request
 
 struct Layout {
   std::uint64_t num_gpus = 0;
