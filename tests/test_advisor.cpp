@@ -10,6 +10,7 @@
 #include "actmem/api.hpp"
 #include "actmem/comm.hpp"
 #include "actmem/device.hpp"
+#include "actmem/emit.hpp"
 #include "actmem/evaluation.hpp"
 #include "actmem/schedule.hpp"
 #include "actmem/setup.hpp"
@@ -188,11 +189,7 @@ std::vector<Layout> brute_force(const ModelSpec& m, const TrainConfig& base, con
                         c.schedule = sch;
                         c.recompute = Recompute{};
                         c.recompute.kind = k;
-                        if (vpp == 1 && m.layers % pp != 0) {
-                          c.layer_split.assign(pp, m.layers / pp);
-                          for (std::uint64_t i = 0; i < m.layers % pp; ++i)
-                            ++c.layer_split[pp - 1 - i];
-                        }
+                        if (vpp == 1) c.layer_split = pipeline_split(m.layers, pp);
                         auto s = make_setup(m, c);
                         if (!s.ok()) continue;
                         if (evaluate(s.value(), c.recompute, &ev)) continue;

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "actmem/device.hpp"
+#include "actmem/emit.hpp"
 #include "actmem/evaluation.hpp"
 #include "actmem/schedule.hpp"
 #include "actmem/setup.hpp"
@@ -25,14 +26,6 @@ std::vector<std::uint64_t> divisors(std::uint64_t n) {
     }
   lo.insert(lo.end(), hi.rbegin(), hi.rend());
   return lo;
-}
-
-// pp stages over L layers when pp does not divide L: as even as possible, the extra layers on the
-// last stages (they hold the fewest in-flight micro-batches under 1F1B).
-std::vector<std::uint64_t> balanced_split(std::uint64_t layers, std::uint64_t pp) {
-  std::vector<std::uint64_t> v(pp, layers / pp);
-  for (std::uint64_t i = 0; i < layers % pp; ++i) ++v[pp - 1 - i];
-  return v;
 }
 
 double lost_pct(const Layout& l) {
@@ -163,7 +156,7 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                   c.grad_accum = mbs;
                   c.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
                   c.layer_split.clear();
-                  if (vpp == 1 && layers % pp != 0) c.layer_split = balanced_split(layers, pp);
+                  if (vpp == 1) c.layer_split = pipeline_split(layers, pp);
                   c.recompute = Recompute{};
                   if (++setups > kMaxAdviseSetups)
                     return make_error(
