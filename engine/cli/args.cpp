@@ -52,6 +52,9 @@ const char* const kUsage =
     "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"
     "  --device-stages worst|all (replay the most loaded pipeline stage, or every one)\n"
     "  --csv (timeline events), --sweep-micro-batches 1,2,4 --sweep-seqs 1024,2048 (sweep)\n"
+    "run:     --megatron-args FILE (a Megatron-LM launch's arguments, read as the config)\n"
+    "  --emit megatron|sac (estimate, plan, advise: the configuration as Megatron-LM arguments\n"
+    "  or a PyTorch selective-checkpointing policy)\n"
     "output:  --json (machine-readable; the schema is docs/schema.md)\n"
     "exit codes: 0 ok, 2 bad input\n";
 
@@ -229,6 +232,20 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       o->request["advise"][key] = number_or_string(v);
       continue;
     }
+    if (a == "--emit") {
+      if (!value(&v)) return "--emit: needs megatron or sac" + missing;
+      if (o->request.contains("emit")) return "--emit: given twice; give it once";
+      o->request["emit"] = v;
+      continue;
+    }
+    if (a == "--megatron-args") {
+      if (!value(&v)) return "--megatron-args: needs a file of Megatron-LM arguments" + missing;
+      if (o->request.contains("megatron_args")) return "--megatron-args: given twice; give it once";
+      std::string text;
+      if (!read_file(v, &text)) return "--megatron-args: cannot read " + shown(v);
+      o->request["megatron_args"] = text;
+      continue;
+    }
     if (a == "--stats") {
       if (o->command != "compare") return "--stats: read only by the compare command";
       if (!value(&v)) return "--stats: needs a file of torch.cuda.memory_stats() as JSON" + missing;
@@ -311,8 +328,8 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
              "--tp --sp --pp --vpp --cp "
              "--dp --zero --ep --attention --dropout --attention-dropout --hidden-dropout "
              "--profile --recompute --offload "
-             "--schedule --gpu --gpu-memory --budget --json --csv (advise: --num-gpus "
-             "--global-batch --limit)";
+             "--schedule --gpu --gpu-memory --budget --json --csv --megatron-args --emit "
+             "(advise: --num-gpus --global-batch --limit)";
     }
   }
   // Flags override files, aliases included: a flag's key replaces the file's other spellings of

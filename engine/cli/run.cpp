@@ -135,6 +135,32 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     errs << "actmem: error: " << printable(r["error"]["message"].get<std::string>()) << "\n";
     return 2;
   }
+  // Emitted text line by line through printable (a model name from a user's file is in it).
+  auto printable_lines = [](const std::string& t) {
+    std::string o;
+    for (std::size_t a = 0; a < t.size();) {
+      const std::size_t nl = t.find('\n', a);
+      const std::size_t end = nl == std::string::npos ? t.size() : nl;
+      o += printable(t.substr(a, end - a));
+      if (nl != std::string::npos) o += '\n';
+      a = end + 1;
+    }
+    return o;
+  };
+  const bool emit = opt.request.contains("emit");
+  if (emit && !opt.json) {
+    // The emitted text alone (estimate, plan), or after advise's table for its first layout: what
+    // a launch script or a training file takes.
+    if (opt.command == "advise") {
+      out << render_advice(r);
+      if (!r["layouts"].empty())
+        out << "\n# layout 1 (" << opt.request["emit"].get<std::string>() << "):\n"
+            << printable_lines(r["layouts"][0]["emit"].get<std::string>());
+    } else {
+      out << printable_lines(r[opt.command == "plan" ? "emit" : "text"].get<std::string>());
+    }
+    return 0;
+  }
   if (opt.json) {
     out << terminal_safe_json(r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace))
         << "\n";

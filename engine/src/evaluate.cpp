@@ -6,6 +6,7 @@
 
 #include "actmem/advisor.hpp"
 #include "actmem/compare.hpp"
+#include "actmem/emit.hpp"
 #include "actmem/names.hpp"
 #include "actmem/planner.hpp"
 #include "actmem/policy.hpp"
@@ -22,7 +23,8 @@ namespace {
 
 const char* const kRequestKeys[] = {
     "command", "preset",  "model",   "model_text",     "config", "gpu",  "sweep",
-    "events",  "summary", "example", "compact_events", "stages", "stats", "advise"};
+    "events",  "summary", "example", "compact_events", "stages", "stats", "advise",
+    "emit",    "megatron_args"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -202,6 +204,7 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       {"summary", "estimate"},
       {"stats", "compare"},
       {"advise", "advise"},
+      {"emit", "estimate plan advise"},
       // A worked example fixes the micro-batch, sequence and policy that
       // fit, plan and sweep choose themselves (its values would go unused).
       {"example", "estimate explain timeline view"}};
@@ -292,6 +295,69 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
   }
   if (!model.ok()) return error_to_json(model.error());
 
+  // A Megatron-LM launch's arguments: config keys beside the request's own (the same setting
+  // given both ways with two values is a conflict), the global batch turned into micro-batches.
+  json cfg_json = req.contains("config") ? req["config"] : json();
+  if (req.contains("megatron_args")) {
+    std::string args_text;
+    if (auto err = detail::read_string(req["megatron_args"], "megatron_args", &args_text))
+      return error_to_json(*err);
+    auto ma = read_megatron_args(args_text, model.value());
+    if (!ma.ok()) return error_to_json(ma.error());
+    if (cfg_json.is_null()) cfg_json = json::object();
+    if (!cfg_json.is_object())
+      return error_to_json(make_error("wrong_type", "config",
+                                      "config: must be a JSON object, got " + detail::kind_of(cfg_json)));
+    for (auto it = ma.value().config.begin(); it != ma.value().config.end(); ++it) {
+      if (cfg_json.contains(it.key()) && cfg_json[it.key()] != it.value())
+        return error_to_json(make_error(
+            "invalid_value", "config." + it.key(),
+            "config." + it.key() + ": " + detail::short_dump(cfg_json[it.key()]) +
+                " conflicts with megatron_args, which gives " + detail::short_dump(it.value()) +
+                "; give one"));
+      cfg_json[it.key()] = it.value();
+    }
+    if (const std::uint64_t g = ma.value().global_batch) {
+      auto num = [&](const char* k) {
+        // A value that is not a positive integer is the config reader's to refuse, by name.
+        if (!cfg_json.contains(k) || !cfg_json[k].is_number_integer() || cfg_json[k] < 1)
+          return std::uint64_t{1};
+        return cfg_json[k].get<std::uint64_t>();
+      };
+      const std::uint64_t per = num("micro_batch") * num("dp");
+      if (per == 0 || g % per != 0)
+        return error_to_json(make_error(
+            "invalid_value", "megatron_args",
+            "megatron_args: --global-batch-size " + std::to_string(g) +
+                " is not a multiple of micro-batch x dp = " + std::to_string(per) +
+                " (Megatron-LM takes dp from the job's size: give config.dp)"));
+      const json mbs = g / per;
+      for (const char* k : {"micro_batches", "grad_accum"})
+        if (cfg_json.contains(k) && cfg_json[k] != mbs)
+          return error_to_json(make_error(
+              "invalid_value", std::string("config.") + k,
+              std::string("config.") + k + ": " + detail::short_dump(cfg_json[k]) +
+                  " conflicts with megatron_args' --global-batch-size " + std::to_string(g) +
+                  " (" + mbs.dump() + " micro-batches); give one"));
+      if (!cfg_json.contains("grad_accum")) cfg_json["micro_batches"] = mbs;
+    }
+    warnings.insert(warnings.end(), ma.value().warnings.begin(), ma.value().warnings.end());
+  }
+  // emit: the configuration as a framework's launch input (estimate, plan, advise).
+  std::string emit;
+  if (req.contains("emit")) {
+    if (auto err = detail::read_string(req["emit"], "emit", &emit)) return error_to_json(*err);
+    if (emit != "megatron" && emit != "sac")
+      return error_to_json(make_error(
+          "invalid_value", "emit",
+          "emit: '" + detail::key_text(emit) +
+              "' is not allowed; allowed: megatron, sac (torchtitan comes with the frameworks "
+              "work)"));
+  }
+  auto emitted = [&](const TrainConfig& tc) -> Result<std::string> {
+    return emit == "megatron" ? megatron_args(model.value(), tc) : sac_policy(model.value(), tc);
+  };
+
   TrainConfig base;
   if (!example.is_null() && example.contains("config")) {
     auto ex = config_from_json(example["config"], base);
@@ -299,7 +365,7 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     base = ex.value();
   }
   Result<TrainConfig> cfg = base;
-  if (req.contains("config")) cfg = config_from_json(req["config"], base);
+  if (!cfg_json.is_null()) cfg = config_from_json(cfg_json, base);
   if (!cfg.ok()) return error_to_json(cfg.error());
   TrainConfig c = cfg.value();
   if (req.contains("gpu")) {
@@ -310,7 +376,7 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
           make_error("invalid_value", "gpu", "gpu: empty; allowed: " + preset_ids("gpus")));
     // The same setting twice (the request's gpu and its config's): equal is fine, different is
     // a conflict, never last-one-wins.
-    if (req.contains("config") && req["config"].is_object() && req["config"].contains("gpu") &&
+    if (cfg_json.is_object() && cfg_json.contains("gpu") &&
         id != c.gpu_id)
       return error_to_json(make_error("invalid_value", "gpu",
                                       "gpu: '" + detail::key_text(id) +
@@ -369,9 +435,9 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       {"sweep", "seq", "sweep takes its sequences from sweep.seqs (--sweep-seqs)"},
       {"sweep", "micro_batch",
        "sweep takes its micro-batches from sweep.micro_batches (--sweep-micro-batches)"}};
-  if (req.contains("config") && req["config"].is_object())
+  if (cfg_json.is_object())
     for (const Chosen& x : kChosen)
-      if (command == x.command && req["config"].contains(x.key))
+      if (command == x.command && cfg_json.contains(x.key))
         return error_to_json(make_error("invalid_value", std::string("config.") + x.key,
                                         std::string("config.") + x.key + ": " + x.why));
   if (command == "advise") {
@@ -384,7 +450,15 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     if (!r.ok()) return error_to_json(r.error());
     auto a = advise(mv, c, gpu, r.value());
     if (!a.ok()) return error_to_json(a.error());
-    return advice_to_json(a.value());
+    json out = advice_to_json(a.value());
+    if (!emit.empty())
+      for (std::size_t i = 0; i < a.value().layouts.size(); ++i) {
+        auto t = emitted(a.value().layouts[i].config);
+        if (!t.ok()) return error_to_json(t.error());
+        out["layouts"][i]["emit"] = t.value();
+      }
+    if (!warnings.empty()) out["warnings"] = warnings;
+    return out;
   }
   if (command == "fit" || command == "plan") {
     if (!has_gpu)
@@ -398,9 +472,27 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       if (!f.ok()) return error_to_json(f.error());
       return fit_to_json(f.value());
     }
-    auto p = plan(mv, c, gpu);
+    auto p = plan(mv, c, gpu, emit == "megatron");
     if (!p.ok()) return error_to_json(p.error());
-    return plan_to_json(p.value());
+    json out = plan_to_json(p.value());
+    if (!emit.empty()) {
+      // The chosen policy on the request's config.
+      if (!p.value().found)
+        return error_to_json(make_error("invalid_value", "emit",
+                                        "emit: no recompute policy fits, so there is none to emit"));
+      TrainConfig chosen = c;
+      if (!parse_recompute(p.value().best.policy, &chosen.recompute))
+        return error_to_json(make_error("invalid_value", "emit",
+                                        "emit: the chosen policy cannot be written back"));
+      chosen.recompute.offload = p.value().best.offload;
+      auto s = make_setup(mv, chosen);
+      if (!s.ok()) return error_to_json(s.error());
+      auto t = emitted(s.value().config);
+      if (!t.ok()) return error_to_json(t.error());
+      out["emit"] = t.value();
+    }
+    if (!warnings.empty()) out["warnings"] = warnings;
+    return out;
   }
   if (command == "sweep") {
     std::vector<std::uint64_t> bs{1, 2, 4, 8, 16}, ss{512, 1024, 2048, 4096, 8192, 16384, 32768};
@@ -504,6 +596,16 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
   if (req.contains("summary"))
     if (auto err = detail::read_bool(req["summary"], "summary", &summary))
       return error_to_json(*err);
+  if (!emit.empty()) {
+    // The configuration as given (normalized by its setup), written for the framework.
+    auto s = make_setup(mv, c);
+    if (!s.ok()) return error_to_json(s.error());
+    auto t = emitted(s.value().config);
+    if (!t.ok()) return error_to_json(t.error());
+    json out = {{"ok", true}, {"emit", emit}, {"text", t.value()}};
+    if (!warnings.empty()) out["warnings"] = warnings;
+    return out;
+  }
   auto est = estimate(mv, c, has_gpu ? &gpu : nullptr, !summary && command != "timeline");
   if (!est.ok()) return error_to_json(est.error());
   if (summary && command == "estimate") return streamed(summary_text(est.value()), text);

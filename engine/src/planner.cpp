@@ -173,7 +173,7 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& g
   return f;
 }
 
-Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu) {
+Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu, bool megatron_only) {
   auto base = make_setup(m, c);
   if (!base.ok()) return base.error();
   Setup& e = base.value();
@@ -242,12 +242,22 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu) 
     r.every_k = k;
     uniform.push_back(r);
   }
-  for (std::size_t i = 0, end = uniform.size(); i < end && i < 3; ++i) {
+  for (std::size_t i = 0, end = uniform.size(); i < end && i < 3 && !megatron_only; ++i) {
     Recompute r = uniform[i];
     r.offload = true;
     uniform.push_back(r);
   }
   for (const Recompute& r : uniform) candidate(r);
+  if (megatron_only) {
+    // What Megatron-LM's arguments can say besides the uniform policies: full recompute of the
+    // first k layers of each chunk (--recompute-method block), the rest kept.
+    for (std::uint64_t k = 1; k < n_layers; ++k) {
+      Recompute r;
+      r.kind = RecomputeKind::kPattern;
+      r.pattern = std::string(k, 'C') + std::string(n_layers - k, 'K');
+      candidate(r);
+    }
+  }
 
   // Per-layer patterns K^a S^b (C R^(len-1))^g. Their cost, b·core + r·layer with r = n - a - b
   // recomputed layers, does not depend on how the r layers are segmented, and for a fixed r the
@@ -255,6 +265,7 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu) 
   // selective layers b that fit. That is O(n log n) simulations, exact within the family.
   const LayerCosts& k = e.kinds[0].costs;  // the segment-count heuristic reads layer 0's kind
   for (const std::uint64_t n : sizes) {
+    if (megatron_only) break;
     auto make = [&](std::uint64_t r, std::uint64_t b, std::uint64_t g) {
       std::vector<LayerChoice> pat(n - r - b, LayerChoice::kKeep);
       pat.insert(pat.end(), b, LayerChoice::kSelective);

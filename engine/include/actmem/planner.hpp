@@ -62,7 +62,10 @@ struct Plan {
 // per (a, b) as Griewank & Walther's binomial/Revolve analysis suggests for one recompute level),
 // simulated in order of increasing recompute FLOPs until one fits.
 // The chosen policy's device figure fits (at most kMaxPlanDeviceChecks candidates are checked).
-Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu);
+// megatron_only: only policies Megatron-LM's arguments can express (none, selective, full,
+// every:K, and the first k layers of each chunk fully recomputed: --recompute-method block).
+Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
+                  bool megatron_only = false);
 
 struct Sweep {
   std::vector<std::uint64_t> micro_batches;

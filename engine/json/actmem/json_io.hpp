@@ -55,6 +55,18 @@ nlohmann::json advice_to_json(const struct Advice& a);
 std::string view_text(const struct View& v, const std::string& estimate_answer,
                       const std::string& example_answer);
 
+// A Megatron-LM launch's arguments (the request's "megatron_args"; text as in a launch script:
+// whitespace-separated, `\` continuations, `#` comments, `--arg value` or `--arg=value`) as
+// config keys (`config`), the global batch (`global_batch`, 0 when not given: the caller turns it
+// into micro-batches with its dp) and what was not read (`warnings`). Model-defining arguments
+// must match `m`; arguments that change memory in ways not modelled are errors naming them.
+struct MegatronArgs {
+  nlohmann::json config = nlohmann::json::object();
+  std::uint64_t global_batch = 0;
+  std::vector<std::string> warnings;
+};
+Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec& m);
+
 // evaluate() (api.hpp) on a parsed request.
 nlohmann::json evaluate_json(const nlohmann::json& request);
 

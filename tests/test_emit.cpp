@@ -1,0 +1,192 @@
+// Launch configurations (emit.hpp, json_megatron.cpp): Megatron-LM arguments written for a
+// configuration and read back to the same estimate, the reader's refusals by name (arguments
+// follow Megatron-LM main at d98e8a64, 2026-08-22), and the selective-checkpointing policy text.
+#include <catch2/catch.hpp>
+
+#include "actmem/emit.hpp"
+#include "helpers.hpp"
+
+using namespace actmem;
+using actmem::test::run;
+using nlohmann::json;
+
+namespace {
+
+json emit_of(const std::string& preset, const json& config, const std::string& fmt) {
+  return run({{"preset", preset}, {"config", config}, {"emit", fmt}});
+}
+
+json refuse(const json& req) {
+  const json r = evaluate_json(req);
+  INFO(r.dump());
+  REQUIRE_FALSE(r.value("ok", true));
+  return r["error"];
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-LM arguments read back to the same estimate, layout by layout", "[emit]") {
+  struct Case {
+    const char* preset;
+    json config;
+  };
+  const Case cases[] = {
+      {"llama-3.1-70b",
+       {{"seq", 8192}, {"tp", 8}, {"sp", true}, {"pp", 4}, {"vpp", 5}, {"dp", 2}, {"zero", 1},
+        {"micro_batches", 16}, {"attention", "flash"}, {"recompute", "every:2"}}},
+      {"llama-3.1-8b",
+       {{"seq", 4096}, {"tp", 2}, {"sp", true}, {"cp", 2}, {"dp", 4}, {"zero", 3},
+        {"micro_batch", 2}, {"micro_batches", 3}, {"attention", "eager"}, {"recompute", "selective"}}},
+      {"llama-3.1-8b",
+       {{"seq", 2048}, {"pp", 3}, {"layer_split", {10, 11, 11}}, {"dp", 2}, {"zero", 2},
+        {"micro_batches", 6}, {"attention", "flash"}, {"recompute", "layers:CCCKKKKKKKK"}}},
+      {"gpt2",
+       {{"seq", 1024}, {"dtype", "fp32"}, {"param_dtype", "fp32"}, {"grad_dtype", "fp32"},
+        {"attention", "eager"}, {"recompute", "full"}, {"dp", 3}, {"micro_batches", 5}}},
+      {"mixtral-8x7b",
+       {{"seq", 4096}, {"tp", 2}, {"sp", true}, {"pp", 2}, {"dp", 4}, {"ep", 4}, {"zero", 1},
+        {"micro_batches", 8}, {"attention", "flash"}, {"grad_dtype", "fp32"}}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.preset << " " << c.config.dump());
+    const std::string text = emit_of(c.preset, c.config, "megatron")["text"];
+    json cfg = {{"gpu", "h100-80gb"}, {"dp", c.config.value("dp", 1)}};
+    json with_gpu = c.config;
+    with_gpu["gpu"] = "h100-80gb";
+    const json direct = run({{"preset", c.preset}, {"config", with_gpu}, {"summary", true}});
+    const json back = run({{"preset", c.preset}, {"config", cfg}, {"megatron_args", text},
+                           {"summary", true}});
+    CHECK(back["peak"] == direct["peak"]);
+    CHECK(back["headroom_bytes"] == direct["headroom_bytes"]);
+    // Written again from what was read: the same text.
+    CHECK(run({{"preset", c.preset}, {"config", {{"dp", cfg["dp"]}}}, {"megatron_args", text},
+               {"emit", "megatron"}})["text"] == text);
+  }
+}
+
+TEST_CASE("Megatron-LM arguments: the recompute arguments of each policy (transformer_config.py)",
+          "[emit]") {
+  auto text = [](const json& cfg) {
+    return emit_of("llama-3.1-8b", cfg, "megatron")["text"].get<std::string>();
+  };
+  CHECK(text({{"recompute", "none"}}).find("recompute") == std::string::npos);
+  CHECK(text({{"recompute", "selective"}})
+            .find("--recompute-granularity selective \\\n--recompute-modules core_attn") !=
+        std::string::npos);
+  CHECK(text({{"recompute", "full"}})
+            .find("--recompute-granularity full \\\n--recompute-method uniform \\\n"
+                  "--recompute-num-layers 1") != std::string::npos);
+  CHECK(text({{"recompute", "layers:CCKK"}}).find("--recompute-method block \\\n"
+                                                  "--recompute-num-layers 2") != std::string::npos);
+  // What Megatron-LM cannot say is refused by name.
+  CHECK(refuse({{"preset", "llama-3.1-8b"}, {"config", {{"recompute", "layers:KSCR"}}},
+                {"emit", "megatron"}})["field"] == "emit");
+  CHECK(refuse({{"preset", "llama-3.1-8b"}, {"config", {{"attention", "sdpa_math"}}},
+                {"emit", "megatron"}})["field"] == "emit");
+  CHECK(refuse({{"preset", "llama-3.1-8b"}, {"config", {{"offload", true}}}, {"emit", "megatron"}})
+            ["field"] == "emit");
+  CHECK(refuse({{"preset", "llama-3.1-8b"}, {"emit", "torchtitan"}})["field"] == "emit");
+  CHECK(refuse({{"command", "timeline"}, {"preset", "llama-3.1-8b"}, {"emit", "megatron"}})
+            ["field"] == "emit");
+}
+
+TEST_CASE("Megatron-LM arguments: uneven stages, virtual stages, sharding and precision as Megatron-LM reads them",
+          "[emit]") {
+  auto cfg_of = [](const std::string& args, const json& config = json::object()) {
+    // The estimate's own config echo: what the arguments were read as.
+    json r = run({{"preset", "llama-3.1-8b"}, {"config", config}, {"megatron_args", args}});
+    return r["config"];
+  };
+  // --decoder-first/last-pipeline-num-layers: the two ends, the middle stages split the rest.
+  CHECK(cfg_of("--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 7 "
+               "--decoder-last-pipeline-num-layers 7")["layer_split"] == json({7, 9, 9, 7}));
+  CHECK(cfg_of("--pipeline-model-parallel-size 3 --decoder-first-pipeline-num-layers 8")
+            ["layer_split"] == json({8, 12, 12}));
+  CHECK(cfg_of("--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 4 "
+               "--global-batch-size 8")["vpp"] == 4);
+  CHECK(cfg_of("--use-megatron-fsdp")["zero"] == 3);
+  CHECK(cfg_of("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads")["zero"] == 2);
+  CHECK(cfg_of("--use-distributed-optimizer")["zero"] == 1);
+  CHECK(cfg_of("--fp16 --accumulate-allreduce-grads-in-fp32")["grad_dtype"] == "fp32");
+  CHECK(cfg_of("--bf16")["param_dtype"] == "bf16");
+  CHECK(cfg_of("")["dtype"] == "fp32");  // neither --bf16 nor --fp16: Megatron-LM trains in fp32
+  CHECK(cfg_of("--recompute-activations")["recompute"] == "selective");
+  CHECK(cfg_of("--recompute-granularity full --recompute-method uniform --recompute-num-layers 4")
+            ["recompute"] == "every:4");
+  CHECK(cfg_of("--attention-backend fused")["attention"] == "flash");
+  CHECK(cfg_of("--attention-backend local")["attention"] == "eager");
+  // The global batch over micro-batch x dp is the micro-batch count.
+  CHECK(cfg_of("--micro-batch-size 2 --global-batch-size 64", {{"dp", 4}})["micro_batches"] == 8);
+}
+
+TEST_CASE("Megatron-LM arguments: refusals name the argument, unknown ones are reported", "[emit]") {
+  auto err = [](const std::string& args, const json& config = json::object()) {
+    return refuse({{"preset", "llama-3.1-8b"}, {"config", config}, {"megatron_args", args}});
+  };
+  CHECK(err("--num-layers 80")["message"] ==
+        "megatron_args: --num-layers 80 describes another model: this one has "
+        "num_hidden_layers=32");
+  CHECK(err("--fp8-format hybrid")["message"].get<std::string>().rfind(
+            "megatron_args: --fp8-format changes what the GPUs hold", 0) == 0);
+  CHECK(err("--recompute-granularity selective --recompute-modules mlp")["message"]
+            .get<std::string>()
+            .find("only core_attn") != std::string::npos);
+  CHECK(err("--tensor-model-parallel-size $TP")["message"].get<std::string>().find(
+            "a shell variable") != std::string::npos);
+  CHECK(err("--seq-length 4096 --seq-length 8192")["message"].get<std::string>().find(
+            "given twice") != std::string::npos);
+  CHECK(err("--micro-batch-size 3 --global-batch-size 64")["field"] == "megatron_args");
+  CHECK(err("--tensor-model-parallel-size 4", {{"tp", 2}})["field"] == "config.tp");
+  CHECK(err("--expert-tensor-parallel-size 1 --tensor-model-parallel-size 2")["field"] ==
+        "megatron_args");
+  CHECK(err("4096")["message"].get<std::string>().find("a value without an argument") !=
+        std::string::npos);
+  CHECK(err("--seq-length")["message"] == "megatron_args: \"--seq-length\" needs a value");
+  const json r = run({{"preset", "llama-3.1-8b"},
+                      {"megatron_args", "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+                                        "  --lr 3e-4 --my-new-flag 3 # a comment\n  --bf16"}});
+  bool reported = false;
+  for (const auto& w : r["warnings"])
+    reported = reported || w.get<std::string>().find("\"--my-new-flag\" is not read") !=
+                               std::string::npos;
+  CHECK(reported);
+}
+
+TEST_CASE("advise --emit megatron: every listed layout's arguments read back to its peak", "[emit]") {
+  const json base = {{"gpu", "h100-80gb"}, {"seq", 4096}, {"attention", "flash"}};
+  const json r = run({{"command", "advise"},
+                      {"preset", "llama-3.1-8b"},
+                      {"config", base},
+                      {"emit", "megatron"},
+                      {"advise", {{"num_gpus", "6:8"}, {"global_batch", 48}, {"limit", 4}}}});
+  REQUIRE(r["layouts"].size() == 4);
+  for (const json& l : r["layouts"]) {
+    json c = {{"gpu", "h100-80gb"}, {"dp", l["dp"]}};
+    const json e = run({{"preset", "llama-3.1-8b"}, {"config", c}, {"megatron_args", l["emit"]},
+                        {"summary", true}});
+    CHECK(e["peak"]["bytes"] == l["peak_bytes"]);
+    CHECK(e["headroom_bytes"] == l["headroom_bytes"]);
+  }
+}
+
+TEST_CASE("Selective-checkpointing policy text: the policy's letters per layer", "[emit]") {
+  auto text = [](const std::string& policy) {
+    return emit_of("llama-3.1-8b", {{"recompute", policy}}, "sac")["text"].get<std::string>();
+  };
+  CHECK(text("none").find("POLICY = 'K'") != std::string::npos);
+  CHECK(text("selective").find("POLICY = 'S'") != std::string::npos);
+  CHECK(text("full").find("POLICY = 'C'") != std::string::npos);
+  CHECK(text("every:3").find("POLICY = 'CRR'") != std::string::npos);
+  CHECK(text("layers:KKSSCRR").find("POLICY = 'KKSSCRR'") != std::string::npos);
+  CHECK(refuse({{"preset", "llama-3.1-8b"},
+                {"config", {{"recompute", "custom"}, {"custom_keep", {"attn.q"}}}},
+                {"emit", "sac"}})["field"] == "emit");
+}
+
+TEST_CASE("pipeline_split: middle stages equal, the ends share the rest", "[emit]") {
+  CHECK(pipeline_split(32, 4).empty());
+  CHECK(pipeline_split(126, 8) == std::vector<std::uint64_t>{15, 16, 16, 16, 16, 16, 16, 15});
+  CHECK(pipeline_split(126, 16) == std::vector<std::uint64_t>{7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7});
+  CHECK(pipeline_split(10, 8) == std::vector<std::uint64_t>{2, 1, 1, 1, 1, 1, 1, 2});
+  CHECK(pipeline_split(33, 2) == std::vector<std::uint64_t>{16, 17});
+}
