@@ -12,6 +12,7 @@
 #include "actmem/device.hpp"
 #include "actmem/emit.hpp"
 #include "actmem/evaluation.hpp"
+#include "actmem/planner.hpp"
 #include "actmem/schedule.hpp"
 #include "actmem/setup.hpp"
 #include "helpers.hpp"
@@ -45,8 +46,10 @@ CommBytes comm_of(const Setup& s, RecomputeKind k) {
 
 }  // namespace
 
-TEST_CASE("Pipeline bubble: (p-1)/m for 1F1B and GPipe, (p-1)/(v m) interleaved (Narayanan et al. 2021, Sec. 2.2)",
-          "[advisor]") {
+TEST_CASE(
+    "Pipeline bubble: (p-1)/m for 1F1B and GPipe, (p-1)/(v m) interleaved (Narayanan et al. 2021, "
+    "Sec. 2.2)",
+    "[advisor]") {
   CHECK(bubble_fraction(Schedule::k1F1B, 8, 1, 32) == Approx(7.0 / 32));
   CHECK(bubble_fraction(Schedule::kGpipe, 8, 1, 32) == Approx(7.0 / 32));
   CHECK(bubble_fraction(Schedule::kInterleaved, 8, 4, 32) == Approx(7.0 / 128));
@@ -85,12 +88,13 @@ TEST_CASE("Bytes sent per GPU, GPT-2 with tp=2 (SP), pp=2, dp=2 and ZeRO-1, by h
   CHECK(none.ep == 0);
   CHECK(none.total == none.tp + none.pp + none.dp);
   // The stage reported is the one that sends the most.
-  for (const RankSetup& rs : s.ranks)
-    CHECK(rs.stat.params <= params);
+  for (const RankSetup& rs : s.ranks) CHECK(rs.stat.params <= params);
 }
 
-TEST_CASE("Bytes sent per GPU: ZeRO stages over the data-parallel group (Rajbhandari et al. 2020, Sec. 7)",
-          "[advisor]") {
+TEST_CASE(
+    "Bytes sent per GPU: ZeRO stages over the data-parallel group (Rajbhandari et al. 2020, Sec. "
+    "7)",
+    "[advisor]") {
   const ModelSpec m = preset("gpt2");
   TrainConfig c;
   c.seq = 1024;
@@ -102,11 +106,11 @@ TEST_CASE("Bytes sent per GPU: ZeRO stages over the data-parallel group (Rajbhan
     by_zero[z] = comm_of(setup_of(m, c), RecomputeKind::kNone).dp;
   }
   const Setup s = setup_of(m, c);
-  const Bytes g = s.ranks[0].stat.params * 2;  // bf16 gradients and parameters alike
-  const Bytes share = g - (g + 3) / 4;         // (4-1)/4 of them, floored
-  CHECK(by_zero[0] == 2 * share);              // ring all-reduce
-  CHECK(by_zero[1] == 2 * share);              // reduce-scatter + all-gather: the same bytes
-  CHECK(by_zero[2] == 4 * share + share);      // a reduce-scatter per micro-batch + all-gather
+  const Bytes g = s.ranks[0].stat.params * 2;    // bf16 gradients and parameters alike
+  const Bytes share = g - (g + 3) / 4;           // (4-1)/4 of them, floored
+  CHECK(by_zero[0] == 2 * share);                // ring all-reduce
+  CHECK(by_zero[1] == 2 * share);                // reduce-scatter + all-gather: the same bytes
+  CHECK(by_zero[2] == 4 * share + share);        // a reduce-scatter per micro-batch + all-gather
   CHECK(by_zero[3] == 4 * (2 * share + share));  // gather twice, reduce-scatter, per micro-batch
 }
 
@@ -234,8 +238,8 @@ void cross_check(const ModelSpec& m, const TrainConfig& base, const GpuSpec& gpu
     for (const Layout& x : all) {
       INFO("tp " << x.config.par.tp << " pp " << x.config.par.pp << " vpp " << x.config.par.vpp
                  << " cp " << x.config.par.cp << " dp " << x.config.par.dp << " zero "
-                 << x.config.par.zero << " b " << x.config.micro_batch << " sp "
-                 << x.config.par.sp << " " << recompute_name(x.config.recompute));
+                 << x.config.par.zero << " b " << x.config.micro_batch << " sp " << x.config.par.sp
+                 << " " << recompute_name(x.config.recompute));
       CHECK_FALSE(dominates(x, f));
     }
   // ...and every fitting layout is beaten by, or ties, one on the front.
@@ -326,11 +330,12 @@ TEST_CASE("advise: requests it cannot serve are refused by field", "[advisor]") 
   };
   const json adv = {{"num_gpus", 8}, {"global_batch", 64}};
   bad({{"command", "advise"}, {"preset", "gpt2"}, {"advise", adv}}, "config.gpu");
-  bad({{"command", "advise"}, {"preset", "gpt2"}, {"config", {{"gpu", "h100-80gb"}, {"tp", 2}}},
+  bad({{"command", "advise"},
+       {"preset", "gpt2"},
+       {"config", {{"gpu", "h100-80gb"}, {"tp", 2}}},
        {"advise", adv}},
       "config.tp");
-  bad({{"command", "advise"}, {"preset", "gpt2"}, {"config", {{"gpu", "h100-80gb"}}}},
-      "advise");
+  bad({{"command", "advise"}, {"preset", "gpt2"}, {"config", {{"gpu", "h100-80gb"}}}}, "advise");
   bad({{"command", "advise"},
        {"preset", "gpt2"},
        {"config", {{"gpu", "h100-80gb"}}},
@@ -352,4 +357,91 @@ TEST_CASE("advise: requests it cannot serve are refused by field", "[advisor]") 
        {"advise", {{"num_gpus", 8}, {"global_batch", 8}, {"lmit", 3}}}},
       "advise.lmit");
   bad({{"command", "estimate"}, {"preset", "gpt2"}, {"advise", adv}}, "advise");
+}
+
+namespace {
+
+// Every layers:PATTERN of n letters over K, S, C, R (a chunk's first R is a C).
+void all_patterns(std::uint64_t n, std::string cur, std::vector<std::string>* out) {
+  if (cur.size() == n) {
+    out->push_back(cur);
+    return;
+  }
+  for (char ch : std::string("KSCR")) all_patterns(n, cur + ch, out);
+}
+
+// plan's search against every policy the engine can express on this layout: no uniform policy
+// and no per-layer pattern passes the screen (tensor peak within the capacity less the fixed
+// costs) with less recompute than plan's cheapest candidate that does; and plan's choice is that
+// candidate, or the first cheapest the device figure accepts.
+void plan_no_worse(const ModelSpec& m, TrainConfig c, std::uint64_t longest_chunk,
+                   std::uint64_t fifths) {
+  // A budget between the no-recompute and full-recompute peaks, so the choice is not trivial.
+  Evaluation ev;
+  auto s = make_setup(m, c);
+  REQUIRE(s.ok());
+  auto peak_of = [&](RecomputeKind k) {
+    Recompute r;
+    r.kind = k;
+    REQUIRE_FALSE(evaluate(s.value(), r, &ev));
+    return ev.worst_stage().peak_bytes;
+  };
+  const Bytes lo = peak_of(RecomputeKind::kFull), hi = peak_of(RecomputeKind::kNone);
+  REQUIRE(lo < hi);
+  const Bytes over = device_overhead_bytes(s.value(), nullptr);
+  const GpuSpec gpu = budget_gpu(over + lo + (hi - lo) * fifths / 5);
+  const Bytes budget = device_capacity(gpu, nullptr) - device_overhead_bytes(s.value(), &gpu);
+  auto p = plan(m, c, gpu);
+  REQUIRE(p.ok());
+  const double best = p.value().screened_best.recompute_overhead_pct;
+  std::vector<std::string> pats;
+  all_patterns(longest_chunk, "", &pats);
+  std::vector<Recompute> policies;
+  for (const std::string& pat : pats) {
+    Recompute r;
+    r.kind = RecomputeKind::kPattern;
+    r.pattern = pat;
+    policies.push_back(r);
+  }
+  for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective, RecomputeKind::kFull}) {
+    Recompute r;
+    r.kind = k;
+    policies.push_back(r);
+  }
+  for (const Recompute& r : policies) {
+    REQUIRE_FALSE(evaluate(s.value(), r, &ev));
+    if (ev.worst_stage().peak_bytes > budget) continue;
+    INFO(recompute_name(r) << " fits the screen with overhead " << ev.recompute_overhead_pct
+                           << "; plan's cheapest: " << p.value().screened_best.policy << " "
+                           << best);
+    CHECK(ev.recompute_overhead_pct >= best - 1e-9);
+  }
+  // The device's choice: the screened cheapest when it fits, else a costlier one.
+  if (p.value().found) CHECK(p.value().best.recompute_overhead_pct >= best - 1e-9);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "plan on uneven and interleaved splits is no worse than any uniform policy or per-layer "
+    "pattern (GPT-2, every pattern of K S C R)",
+    "[advisor][plan]") {
+  const ModelSpec m = preset("gpt2");
+  TrainConfig base;
+  base.seq = 1024;
+  base.micro_batch = 8;
+  {
+    TrainConfig c = base;  // uneven: 3, 4 and 5 layers
+    c.par.pp = 3;
+    c.layer_split = {3, 4, 5};
+    c.grad_accum = 6;
+    for (std::uint64_t f : {1, 2, 3, 4}) plan_no_worse(m, c, 5, f);
+  }
+  {
+    TrainConfig c = base;  // interleaved: 2 ranks x 2 chunks of 3 layers
+    c.par.pp = 2;
+    c.par.vpp = 2;
+    c.grad_accum = 4;
+    for (std::uint64_t f : {1, 2, 3, 4}) plan_no_worse(m, c, 3, f);
+  }
 }

@@ -32,20 +32,56 @@ TEST_CASE("Megatron-LM arguments read back to the same estimate, layout by layou
   };
   const Case cases[] = {
       {"llama-3.1-70b",
-       {{"seq", 8192}, {"tp", 8}, {"sp", true}, {"pp", 4}, {"vpp", 5}, {"dp", 2}, {"zero", 1},
-        {"micro_batches", 16}, {"attention", "flash"}, {"recompute", "every:2"}}},
+       {{"seq", 8192},
+        {"tp", 8},
+        {"sp", true},
+        {"pp", 4},
+        {"vpp", 5},
+        {"dp", 2},
+        {"zero", 1},
+        {"micro_batches", 16},
+        {"attention", "flash"},
+        {"recompute", "every:2"}}},
       {"llama-3.1-8b",
-       {{"seq", 4096}, {"tp", 2}, {"sp", true}, {"cp", 2}, {"dp", 4}, {"zero", 3},
-        {"micro_batch", 2}, {"micro_batches", 3}, {"attention", "eager"}, {"recompute", "selective"}}},
+       {{"seq", 4096},
+        {"tp", 2},
+        {"sp", true},
+        {"cp", 2},
+        {"dp", 4},
+        {"zero", 3},
+        {"micro_batch", 2},
+        {"micro_batches", 3},
+        {"attention", "eager"},
+        {"recompute", "selective"}}},
       {"llama-3.1-8b",
-       {{"seq", 2048}, {"pp", 3}, {"layer_split", {10, 11, 11}}, {"dp", 2}, {"zero", 2},
-        {"micro_batches", 6}, {"attention", "flash"}, {"recompute", "layers:CCCKKKKKKKK"}}},
+       {{"seq", 2048},
+        {"pp", 3},
+        {"layer_split", {10, 11, 11}},
+        {"dp", 2},
+        {"zero", 2},
+        {"micro_batches", 6},
+        {"attention", "flash"},
+        {"recompute", "layers:CCCKKKKKKKK"}}},
       {"gpt2",
-       {{"seq", 1024}, {"dtype", "fp32"}, {"param_dtype", "fp32"}, {"grad_dtype", "fp32"},
-        {"attention", "eager"}, {"recompute", "full"}, {"dp", 3}, {"micro_batches", 5}}},
+       {{"seq", 1024},
+        {"dtype", "fp32"},
+        {"param_dtype", "fp32"},
+        {"grad_dtype", "fp32"},
+        {"attention", "eager"},
+        {"recompute", "full"},
+        {"dp", 3},
+        {"micro_batches", 5}}},
       {"mixtral-8x7b",
-       {{"seq", 4096}, {"tp", 2}, {"sp", true}, {"pp", 2}, {"dp", 4}, {"ep", 4}, {"zero", 1},
-        {"micro_batches", 8}, {"attention", "flash"}, {"grad_dtype", "fp32"}}},
+       {{"seq", 4096},
+        {"tp", 2},
+        {"sp", true},
+        {"pp", 2},
+        {"dp", 4},
+        {"ep", 4},
+        {"zero", 1},
+        {"micro_batches", 8},
+        {"attention", "flash"},
+        {"grad_dtype", "fp32"}}},
   };
   for (const Case& c : cases) {
     INFO(c.preset << " " << c.config.dump());
@@ -54,12 +90,14 @@ TEST_CASE("Megatron-LM arguments read back to the same estimate, layout by layou
     json with_gpu = c.config;
     with_gpu["gpu"] = "h100-80gb";
     const json direct = run({{"preset", c.preset}, {"config", with_gpu}, {"summary", true}});
-    const json back = run({{"preset", c.preset}, {"config", cfg}, {"megatron_args", text},
-                           {"summary", true}});
+    const json back =
+        run({{"preset", c.preset}, {"config", cfg}, {"megatron_args", text}, {"summary", true}});
     CHECK(back["peak"] == direct["peak"]);
     CHECK(back["headroom_bytes"] == direct["headroom_bytes"]);
     // Written again from what was read: the same text.
-    CHECK(run({{"preset", c.preset}, {"config", {{"dp", cfg["dp"]}}}, {"megatron_args", text},
+    CHECK(run({{"preset", c.preset},
+               {"config", {{"dp", cfg["dp"]}}},
+               {"megatron_args", text},
                {"emit", "megatron"}})["text"] == text);
   }
 }
@@ -76,22 +114,29 @@ TEST_CASE("Megatron-LM arguments: the recompute arguments of each policy (transf
   CHECK(text({{"recompute", "full"}})
             .find("--recompute-granularity full \\\n--recompute-method uniform \\\n"
                   "--recompute-num-layers 1") != std::string::npos);
-  CHECK(text({{"recompute", "layers:CCKK"}}).find("--recompute-method block \\\n"
-                                                  "--recompute-num-layers 2") != std::string::npos);
+  CHECK(text({{"recompute", "layers:CCKK"}})
+            .find("--recompute-method block \\\n"
+                  "--recompute-num-layers 2") != std::string::npos);
   // What Megatron-LM cannot say is refused by name.
-  CHECK(refuse({{"preset", "llama-3.1-8b"}, {"config", {{"recompute", "layers:KSCR"}}},
+  CHECK(refuse({{"preset", "llama-3.1-8b"},
+                {"config", {{"recompute", "layers:KSCR"}}},
                 {"emit", "megatron"}})["field"] == "emit");
-  CHECK(refuse({{"preset", "llama-3.1-8b"}, {"config", {{"attention", "sdpa_math"}}},
+  CHECK(refuse({{"preset", "llama-3.1-8b"},
+                {"config", {{"attention", "sdpa_math"}}},
                 {"emit", "megatron"}})["field"] == "emit");
-  CHECK(refuse({{"preset", "llama-3.1-8b"}, {"config", {{"offload", true}}}, {"emit", "megatron"}})
-            ["field"] == "emit");
+  CHECK(refuse({{"preset", "llama-3.1-8b"},
+                {"config", {{"offload", true}}},
+                {"emit", "megatron"}})["field"] == "emit");
   CHECK(refuse({{"preset", "llama-3.1-8b"}, {"emit", "torchtitan"}})["field"] == "emit");
-  CHECK(refuse({{"command", "timeline"}, {"preset", "llama-3.1-8b"}, {"emit", "megatron"}})
-            ["field"] == "emit");
+  CHECK(refuse(
+            {{"command", "timeline"}, {"preset", "llama-3.1-8b"}, {"emit", "megatron"}})["field"] ==
+        "emit");
 }
 
-TEST_CASE("Megatron-LM arguments: uneven stages, virtual stages, sharding and precision as Megatron-LM reads them",
-          "[emit]") {
+TEST_CASE(
+    "Megatron-LM arguments: uneven stages, virtual stages, sharding and precision as Megatron-LM "
+    "reads them",
+    "[emit]") {
   auto cfg_of = [](const std::string& args, const json& config = json::object()) {
     // The estimate's own config echo: what the arguments were read as.
     json r = run({{"preset", "llama-3.1-8b"}, {"config", config}, {"megatron_args", args}});
@@ -119,7 +164,8 @@ TEST_CASE("Megatron-LM arguments: uneven stages, virtual stages, sharding and pr
   CHECK(cfg_of("--micro-batch-size 2 --global-batch-size 64", {{"dp", 4}})["micro_batches"] == 8);
 }
 
-TEST_CASE("Megatron-LM arguments: refusals name the argument, unknown ones are reported", "[emit]") {
+TEST_CASE("Megatron-LM arguments: refusals name the argument, unknown ones are reported",
+          "[emit]") {
   auto err = [](const std::string& args, const json& config = json::object()) {
     return refuse({{"preset", "llama-3.1-8b"}, {"config", config}, {"megatron_args", args}});
   };
@@ -143,16 +189,18 @@ TEST_CASE("Megatron-LM arguments: refusals name the argument, unknown ones are r
         std::string::npos);
   CHECK(err("--seq-length")["message"] == "megatron_args: \"--seq-length\" needs a value");
   const json r = run({{"preset", "llama-3.1-8b"},
-                      {"megatron_args", "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
-                                        "  --lr 3e-4 --my-new-flag 3 # a comment\n  --bf16"}});
+                      {"megatron_args",
+                       "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+                       "  --lr 3e-4 --my-new-flag 3 # a comment\n  --bf16"}});
   bool reported = false;
   for (const auto& w : r["warnings"])
-    reported = reported || w.get<std::string>().find("\"--my-new-flag\" is not read") !=
-                               std::string::npos;
+    reported =
+        reported || w.get<std::string>().find("\"--my-new-flag\" is not read") != std::string::npos;
   CHECK(reported);
 }
 
-TEST_CASE("advise --emit megatron: every listed layout's arguments read back to its peak", "[emit]") {
+TEST_CASE("advise --emit megatron: every listed layout's arguments read back to its peak",
+          "[emit]") {
   const json base = {{"gpu", "h100-80gb"}, {"seq", 4096}, {"attention", "flash"}};
   const json r = run({{"command", "advise"},
                       {"preset", "llama-3.1-8b"},
@@ -162,7 +210,9 @@ TEST_CASE("advise --emit megatron: every listed layout's arguments read back to 
   REQUIRE(r["layouts"].size() == 4);
   for (const json& l : r["layouts"]) {
     json c = {{"gpu", "h100-80gb"}, {"dp", l["dp"]}};
-    const json e = run({{"preset", "llama-3.1-8b"}, {"config", c}, {"megatron_args", l["emit"]},
+    const json e = run({{"preset", "llama-3.1-8b"},
+                        {"config", c},
+                        {"megatron_args", l["emit"]},
                         {"summary", true}});
     CHECK(e["peak"]["bytes"] == l["peak_bytes"]);
     CHECK(e["headroom_bytes"] == l["headroom_bytes"]);
@@ -186,7 +236,8 @@ TEST_CASE("Selective-checkpointing policy text: the policy's letters per layer",
 TEST_CASE("pipeline_split: middle stages equal, the ends share the rest", "[emit]") {
   CHECK(pipeline_split(32, 4).empty());
   CHECK(pipeline_split(126, 8) == std::vector<std::uint64_t>{15, 16, 16, 16, 16, 16, 16, 15});
-  CHECK(pipeline_split(126, 16) == std::vector<std::uint64_t>{7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7});
+  CHECK(pipeline_split(126, 16) ==
+        std::vector<std::uint64_t>{7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7});
   CHECK(pipeline_split(10, 8) == std::vector<std::uint64_t>{2, 1, 1, 1, 1, 1, 1, 2});
   CHECK(pipeline_split(33, 2) == std::vector<std::uint64_t>{16, 17});
 }

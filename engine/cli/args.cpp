@@ -223,8 +223,9 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
     // advise's search: the GPU count (or MIN:MAX), the global batch, the layouts listed.
     if (a == "--num-gpus" || a == "--global-batch" || a == "--limit") {
       if (o->command != "advise") return a + ": read only by the advise command";
-      const char* key = a == "--num-gpus" ? "num_gpus" : a == "--global-batch" ? "global_batch"
-                                                                                : "limit";
+      const char* key = a == "--num-gpus"       ? "num_gpus"
+                        : a == "--global-batch" ? "global_batch"
+                                                : "limit";
       if (!value(&v)) return a + ": needs a value" + missing;
       if (o->request.contains("advise") && o->request["advise"].contains(key))
         return a + ": given twice; give it once";

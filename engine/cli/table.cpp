@@ -362,23 +362,23 @@ std::string render_advice(const json& r) {
   std::ostringstream o;
   const json& n = r["num_gpus"];
   o << "global batch " << u(r["global_batch"]) << " sequences on "
-    << (u(n["min"]) == u(n["max"]) ? std::to_string(u(n["min"]))
-                                   : std::to_string(u(n["min"])) + " to " +
-                                         std::to_string(u(n["max"])))
+    << (u(n["min"]) == u(n["max"])
+            ? std::to_string(u(n["min"]))
+            : std::to_string(u(n["min"])) + " to " + std::to_string(u(n["max"])))
     << " GPUs of " << format_bytes(u(r["capacity_bytes"])) << "\n";
-  o << u(r["enumerated"]) << " layouts, " << u(r["screened_fit"])
-    << " fit on their tensor peak, " << u(r["front_size"])
-    << " on the front (none beaten on every criterion); " << u(r["device_checks"])
-    << " replayed on the device, " << u(r["device_refused"]) << " refused there\n";
+  o << u(r["enumerated"]) << " layouts, " << u(r["screened_fit"]) << " fit on their tensor peak, "
+    << u(r["front_size"]) << " on the front (none beaten on every criterion); "
+    << u(r["device_checks"]) << " replayed on the device, " << u(r["device_refused"])
+    << " refused there\n";
   if (r["layouts"].empty()) {
     o << "no layout fits\n";
     return o.str();
   }
   o << "\nranked: lost compute (bubble + recompute), then bytes sent per GPU, GPUs, headroom\n";
   o << pad("#", 4) << pad("gpus", 6) << pad("tp", 4) << pad("pp", 4) << pad("vpp", 5)
-    << pad("cp", 4) << pad("dp", 6) << pad("ep", 4) << pad("zero", 5) << pad("mb", 4)
-    << pad("m", 6) << pad("recompute", 11) << pad("bubble", 8) << pad("recomp", 8)
-    << pad("sent/GPU", 12) << pad("device", 12) << "headroom\n";
+    << pad("cp", 4) << pad("dp", 6) << pad("ep", 4) << pad("zero", 5) << pad("mb", 4) << pad("m", 6)
+    << pad("recompute", 11) << pad("bubble", 8) << pad("recomp", 8) << pad("sent/GPU", 12)
+    << pad("device", 12) << "headroom\n";
   int i = 0;
   char pct[2][32];
   for (const auto& l : r["layouts"]) {

@@ -187,7 +187,8 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     const Bytes peak = ev.worst_stage().peak_bytes;
                     // A policy that changes nothing here (selective under flash attention keeps
                     // what none keeps) is the simpler one's duplicate: not listed twice.
-                    const bool same = peak == prev_peak && ev.recompute_overhead_pct == prev_overhead;
+                    const bool same =
+                        peak == prev_peak && ev.recompute_overhead_pct == prev_overhead;
                     prev_peak = peak;
                     prev_overhead = ev.recompute_overhead_pct;
                     if (peak > budget || same) continue;
@@ -259,7 +260,8 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
   }
   out.notes.push_back(
       "sequence parallelism is on wherever tp > 1: its all-gather and reduce-scatter send the "
-      "bytes of the all-reduce they replace, and it keeps less (Korthikanti et al. 2022, Sec. 4.2.2)");
+      "bytes of the all-reduce they replace, and it keeps less (Korthikanti et al. 2022, Sec. "
+      "4.2.2)");
   out.notes.push_back("tp stays within a node (at most gpus_per_node = " +
                       std::to_string(base.gpus_per_node) + ")");
   out.notes.push_back(

@@ -20,8 +20,7 @@ Bytes ring_share(Bytes n, std::uint64_t g) {
 // A layer re-runs its forward in backward (full, every:K, custom and pattern segments): its
 // tensor-parallel collectives and all-to-alls run again.
 bool reruns_forward(LayerChoice c) {
-  return c == LayerChoice::kCheckpoint || c == LayerChoice::kRecompute ||
-         c == LayerChoice::kCustom;
+  return c == LayerChoice::kCheckpoint || c == LayerChoice::kRecompute || c == LayerChoice::kCustom;
 }
 
 }  // namespace
@@ -35,8 +34,8 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
   Checked ck;
   // One micro-batch's hidden states on a CP rank: b·(s/cp)·h elements (Korthikanti et al. 2022,
   // Sec. 4.2.2: the tensor each TP all-reduce, or SP all-gather / reduce-scatter pair, moves).
-  const Bytes hidden = ck.mul(ck.mul(ck.mul(c.micro_batch, tok, "comm"), s.model.hidden, "comm"),
-                              act, "comm");
+  const Bytes hidden =
+      ck.mul(ck.mul(ck.mul(c.micro_batch, tok, "comm"), s.model.hidden, "comm"), act, "comm");
   // An all-reduce and an SP all-gather + reduce-scatter pair send the same bytes per rank.
   const Bytes tp_msg = ck.mul(ring_share(hidden, p.tp), 2, "comm.tp");
   CommBytes best;
@@ -73,13 +72,14 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
         // GShard Sec. 2.2; Megatron-LM's all-to-all token dispatcher); (ep-1)/ep of them leave
         // the GPU. Under sequence parallelism a TP rank holds s/(cp·tp) of the tokens.
         if (p.ep > 1 && k.is_moe()) {
-          const Bytes routed = ck.mul(ck.mul(ck.mul(c.micro_batch, sp ? tok / p.tp : tok, "comm.ep"),
-                                             k.moe.top_k, "comm.ep"),
-                                      ck.mul(s.model.hidden, act, "comm.ep"), "comm.ep");
-          cb.ep = ck.add(cb.ep,
-                         ck.mul(ck.mul(ring_share(routed, p.ep), 2 * (2 + again), "comm.ep"), m,
-                                "comm.ep"),
-                         "comm.ep");
+          const Bytes routed =
+              ck.mul(ck.mul(ck.mul(c.micro_batch, sp ? tok / p.tp : tok, "comm.ep"), k.moe.top_k,
+                            "comm.ep"),
+                     ck.mul(s.model.hidden, act, "comm.ep"), "comm.ep");
+          cb.ep = ck.add(
+              cb.ep,
+              ck.mul(ck.mul(ring_share(routed, p.ep), 2 * (2 + again), "comm.ep"), m, "comm.ep"),
+              "comm.ep");
         }
       }
     // Pipeline parallelism: every chunk sends its output forward and its input's gradient back,
@@ -108,10 +108,18 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
       const Bytes rg = ring_share(grad, groups[g]), rp = ring_share(par, groups[g]);
       Bytes d = 0;
       switch (p.zero) {
-        case 0: d = ck.mul(rg, 2, "comm.dp"); break;
-        case 1: d = ck.add(rg, rp, "comm.dp"); break;
-        case 2: d = ck.add(ck.mul(rg, m, "comm.dp"), rp, "comm.dp"); break;
-        default: d = ck.mul(ck.add(ck.mul(rp, 2, "comm.dp"), rg, "comm.dp"), m, "comm.dp"); break;
+        case 0:
+          d = ck.mul(rg, 2, "comm.dp");
+          break;
+        case 1:
+          d = ck.add(rg, rp, "comm.dp");
+          break;
+        case 2:
+          d = ck.add(ck.mul(rg, m, "comm.dp"), rp, "comm.dp");
+          break;
+        default:
+          d = ck.mul(ck.add(ck.mul(rp, 2, "comm.dp"), rg, "comm.dp"), m, "comm.dp");
+          break;
       }
       cb.dp = ck.add(cb.dp, d, "comm.dp");
     }

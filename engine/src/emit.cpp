@@ -38,8 +38,8 @@ Result<std::vector<std::string>> recompute_args(const Recompute& r) {
                                       "--recompute-num-layers " + std::to_string(r.every_k)};
     case RecomputeKind::kPattern: {
       const std::string& p = r.pattern;
-      const std::size_t n = std::find_if(p.begin(), p.end(), [](char ch) { return ch != 'C'; }) -
-                            p.begin();
+      const std::size_t n =
+          std::find_if(p.begin(), p.end(), [](char ch) { return ch != 'C'; }) - p.begin();
       const bool block = std::all_of(p.begin() + static_cast<std::ptrdiff_t>(n), p.end(),
                                      [](char ch) { return ch == 'K'; });
       if (block && n == 0) return std::vector<std::string>{};
@@ -84,7 +84,8 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
     // Megatron-LM gives the first and last stages' layers and splits the rest evenly.
     const auto& s = c.layer_split;
     const bool middle_even =
-        s.size() < 3 || std::all_of(s.begin() + 1, s.end() - 1, [&](std::uint64_t x) { return x == s[1]; });
+        s.size() < 3 ||
+        std::all_of(s.begin() + 1, s.end() - 1, [&](std::uint64_t x) { return x == s[1]; });
     if (!middle_even)
       return cannot(
           "megatron: layer_split has unequal middle stages; Megatron-LM's "
@@ -107,8 +108,7 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
                 (p.zero == 2 ? "optim_grads" : "optim_grads_params"));
   }
   a.push_back("--micro-batch-size " + std::to_string(c.micro_batch));
-  a.push_back("--global-batch-size " +
-              std::to_string(c.micro_batch * c.grad_accum * p.dp));
+  a.push_back("--global-batch-size " + std::to_string(c.micro_batch * c.grad_accum * p.dp));
   a.push_back("--seq-length " + std::to_string(c.seq));
   if (c.param_dtype != c.act_dtype)
     return cannot("megatron: parameters in " + std::string(dtype_name(c.param_dtype)) +
@@ -166,13 +166,15 @@ Result<std::string> sac_policy(const ModelSpec& m, const TrainConfig& c) {
       "    torch.ops.aten._scaled_dot_product_flash_attention.default,\n"
       "}\n\n\n"
       "def _selective(ctx, op, *args, **kwargs):\n"
-      "    return CheckpointPolicy.PREFER_RECOMPUTE if op in _CORE else CheckpointPolicy.MUST_SAVE\n\n\n"
+      "    return CheckpointPolicy.PREFER_RECOMPUTE if op in _CORE else "
+      "CheckpointPolicy.MUST_SAVE\n\n\n"
       "class _Checkpointed(torch.nn.Module):\n"
       "    def __init__(self, layer, selective):\n"
       "        super().__init__()\n"
       "        self.layer, self.selective = layer, selective\n\n"
       "    def forward(self, *args, **kwargs):\n"
-      "        ctx = partial(create_selective_checkpoint_contexts, _selective) if self.selective else None\n"
+      "        ctx = partial(create_selective_checkpoint_contexts, _selective) if self.selective "
+      "else None\n"
       "        extra = {'context_fn': ctx} if ctx else {}\n"
       "        return checkpoint(self.layer, *args, use_reentrant=False, **extra, **kwargs)\n\n\n";
   // One letter per layer of a chunk, as layers:PATTERN writes it (repeated over the chunk): K keep,
@@ -180,16 +182,28 @@ Result<std::string> sac_policy(const ModelSpec& m, const TrainConfig& c) {
   // C before it (a chunk's first layer starts a segment: R there is C, policy.cpp choice_at).
   std::string letters;
   switch (r.kind) {
-    case RecomputeKind::kNone: letters = "K"; break;
-    case RecomputeKind::kSelective: letters = "S"; break;
-    case RecomputeKind::kFull: letters = "C"; break;
-    case RecomputeKind::kEveryK: letters = "C" + std::string(r.every_k - 1, 'R'); break;
-    case RecomputeKind::kPattern: letters = r.pattern; break;
-    case RecomputeKind::kCustom: break;
+    case RecomputeKind::kNone:
+      letters = "K";
+      break;
+    case RecomputeKind::kSelective:
+      letters = "S";
+      break;
+    case RecomputeKind::kFull:
+      letters = "C";
+      break;
+    case RecomputeKind::kEveryK:
+      letters = "C" + std::string(r.every_k - 1, 'R');
+      break;
+    case RecomputeKind::kPattern:
+      letters = r.pattern;
+      break;
+    case RecomputeKind::kCustom:
+      break;
   }
   if (letters.find('X') != std::string::npos)
     return cannot("sac: a custom keep list (X) names actmem records, not PyTorch ops");
-  s += "POLICY = '" + letters + "'  # one letter per layer, repeated over a chunk's layers\n\n\n"
+  s += "POLICY = '" + letters +
+       "'  # one letter per layer, repeated over a chunk's layers\n\n\n"
        "class _Segment(torch.nn.Module):\n"
        "    \"\"\"Layers run in a row; a tuple output passes its first element on.\"\"\"\n\n"
        "    def __init__(self, layers):\n"
@@ -201,7 +215,8 @@ Result<std::string> sac_policy(const ModelSpec& m, const TrainConfig& c) {
        "            x = x[0] if isinstance(x, tuple) else x\n"
        "        return x\n\n\n"
        "def apply(layers):\n"
-       "    \"\"\"One pipeline chunk's transformer layers, in order -> the modules to run instead.\"\"\"\n"
+       "    \"\"\"One pipeline chunk's transformer layers, in order -> the modules to run "
+       "instead.\"\"\"\n"
        "    letter = lambda i: 'C' if i == 0 and POLICY[0] == 'R' else POLICY[i % len(POLICY)]\n"
        "    out, i = [], 0\n"
        "    while i < len(layers):\n"
@@ -212,7 +227,8 @@ Result<std::string> sac_policy(const ModelSpec& m, const TrainConfig& c) {
        "            out.append(_Checkpointed(_Segment(layers[i:j]), selective=False))\n"
        "            i = j\n"
        "            continue\n"
-       "        out.append(_Checkpointed(layers[i], selective=True) if letter(i) == 'S' else layers[i])\n"
+       "        out.append(_Checkpointed(layers[i], selective=True) if letter(i) == 'S' else "
+       "layers[i])\n"
        "        i += 1\n"
        "    return torch.nn.ModuleList(out)\n";
   return s;

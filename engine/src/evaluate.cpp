@@ -21,10 +21,10 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kRequestKeys[] = {
-    "command", "preset",  "model",   "model_text",     "config", "gpu",  "sweep",
-    "events",  "summary", "example", "compact_events", "stages", "stats", "advise",
-    "emit",    "megatron_args"};
+const char* const kRequestKeys[] = {"command", "preset",  "model",          "model_text",
+                                    "config",  "gpu",     "sweep",          "events",
+                                    "summary", "example", "compact_events", "stages",
+                                    "stats",   "advise",  "emit",           "megatron_args"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -117,9 +117,9 @@ Result<AdviseRequest> advise_request(const json& req) {
                       "advise: give {\"num_gpus\": N or \"MIN:MAX\", \"global_batch\": B}");
   const json& a = req["advise"];
   if (!a.is_object())
-    return make_error("wrong_type", "advise",
-                      "advise: must be an object with num_gpus and global_batch, got " +
-                          detail::kind_of(a));
+    return make_error(
+        "wrong_type", "advise",
+        "advise: must be an object with num_gpus and global_batch, got " + detail::kind_of(a));
   static const char* const kKeys[] = {"num_gpus", "global_batch", "limit"};
   ACTMEM_TRY(detail::check_keys(a, "advise", kKeys, 3));
   for (const char* k : {"num_gpus", "global_batch"})
@@ -135,8 +135,7 @@ Result<AdviseRequest> advise_request(const json& req) {
       return !d.empty() && d.size() <= 7 &&
              std::all_of(d.begin(), d.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
     };
-    if (colon == std::string::npos || !digits(t.substr(0, colon)) ||
-        !digits(t.substr(colon + 1)))
+    if (colon == std::string::npos || !digits(t.substr(0, colon)) || !digits(t.substr(colon + 1)))
       return make_error("invalid_value", "advise.num_gpus",
                         "advise.num_gpus: '" + detail::key_text(t) +
                             "' is not a count or a range; allowed: N or MIN:MAX (e.g. 8:64)");
@@ -148,12 +147,11 @@ Result<AdviseRequest> advise_request(const json& req) {
   }
   if (r.gpus_min == 0 || r.gpus_min > r.gpus_max || r.gpus_max > kMaxAdviseGpus ||
       r.gpus_max - r.gpus_min >= kMaxAdviseRange)
-    return make_error("invalid_value", "advise.num_gpus",
-                      "advise.num_gpus: " + std::to_string(r.gpus_min) + ":" +
-                          std::to_string(r.gpus_max) +
-                          " is not allowed; allowed: 1 <= MIN <= MAX <= " +
-                          std::to_string(kMaxAdviseGpus) + ", at most " +
-                          std::to_string(kMaxAdviseRange) + " counts in a range");
+    return make_error(
+        "invalid_value", "advise.num_gpus",
+        "advise.num_gpus: " + std::to_string(r.gpus_min) + ":" + std::to_string(r.gpus_max) +
+            " is not allowed; allowed: 1 <= MIN <= MAX <= " + std::to_string(kMaxAdviseGpus) +
+            ", at most " + std::to_string(kMaxAdviseRange) + " counts in a range");
   ACTMEM_TRY(detail::read_uint(a["global_batch"], "advise.global_batch", &r.global_batch));
   if (r.global_batch > kMaxFitMicroBatch)
     return make_error("invalid_value", "advise.global_batch",
@@ -306,15 +304,16 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     if (!ma.ok()) return error_to_json(ma.error());
     if (cfg_json.is_null()) cfg_json = json::object();
     if (!cfg_json.is_object())
-      return error_to_json(make_error("wrong_type", "config",
-                                      "config: must be a JSON object, got " + detail::kind_of(cfg_json)));
+      return error_to_json(
+          make_error("wrong_type", "config",
+                     "config: must be a JSON object, got " + detail::kind_of(cfg_json)));
     for (auto it = ma.value().config.begin(); it != ma.value().config.end(); ++it) {
       if (cfg_json.contains(it.key()) && cfg_json[it.key()] != it.value())
-        return error_to_json(make_error(
-            "invalid_value", "config." + it.key(),
-            "config." + it.key() + ": " + detail::short_dump(cfg_json[it.key()]) +
-                " conflicts with megatron_args, which gives " + detail::short_dump(it.value()) +
-                "; give one"));
+        return error_to_json(make_error("invalid_value", "config." + it.key(),
+                                        "config." + it.key() + ": " +
+                                            detail::short_dump(cfg_json[it.key()]) +
+                                            " conflicts with megatron_args, which gives " +
+                                            detail::short_dump(it.value()) + "; give one"));
       cfg_json[it.key()] = it.value();
     }
     if (const std::uint64_t g = ma.value().global_batch) {
@@ -326,19 +325,19 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       };
       const std::uint64_t per = num("micro_batch") * num("dp");
       if (per == 0 || g % per != 0)
-        return error_to_json(make_error(
-            "invalid_value", "megatron_args",
-            "megatron_args: --global-batch-size " + std::to_string(g) +
-                " is not a multiple of micro-batch x dp = " + std::to_string(per) +
-                " (Megatron-LM takes dp from the job's size: give config.dp)"));
+        return error_to_json(
+            make_error("invalid_value", "megatron_args",
+                       "megatron_args: --global-batch-size " + std::to_string(g) +
+                           " is not a multiple of micro-batch x dp = " + std::to_string(per) +
+                           " (Megatron-LM takes dp from the job's size: give config.dp)"));
       const json mbs = g / per;
       for (const char* k : {"micro_batches", "grad_accum"})
         if (cfg_json.contains(k) && cfg_json[k] != mbs)
-          return error_to_json(make_error(
-              "invalid_value", std::string("config.") + k,
-              std::string("config.") + k + ": " + detail::short_dump(cfg_json[k]) +
-                  " conflicts with megatron_args' --global-batch-size " + std::to_string(g) +
-                  " (" + mbs.dump() + " micro-batches); give one"));
+          return error_to_json(
+              make_error("invalid_value", std::string("config.") + k,
+                         std::string("config.") + k + ": " + detail::short_dump(cfg_json[k]) +
+                             " conflicts with megatron_args' --global-batch-size " +
+                             std::to_string(g) + " (" + mbs.dump() + " micro-batches); give one"));
       if (!cfg_json.contains("grad_accum")) cfg_json["micro_batches"] = mbs;
     }
     warnings.insert(warnings.end(), ma.value().warnings.begin(), ma.value().warnings.end());
@@ -376,8 +375,7 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
           make_error("invalid_value", "gpu", "gpu: empty; allowed: " + preset_ids("gpus")));
     // The same setting twice (the request's gpu and its config's): equal is fine, different is
     // a conflict, never last-one-wins.
-    if (cfg_json.is_object() && cfg_json.contains("gpu") &&
-        id != c.gpu_id)
+    if (cfg_json.is_object() && cfg_json.contains("gpu") && id != c.gpu_id)
       return error_to_json(make_error("invalid_value", "gpu",
                                       "gpu: '" + detail::key_text(id) +
                                           "' conflicts with config.gpu '" +
@@ -478,12 +476,12 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     if (!emit.empty()) {
       // The chosen policy on the request's config.
       if (!p.value().found)
-        return error_to_json(make_error("invalid_value", "emit",
-                                        "emit: no recompute policy fits, so there is none to emit"));
+        return error_to_json(make_error(
+            "invalid_value", "emit", "emit: no recompute policy fits, so there is none to emit"));
       TrainConfig chosen = c;
       if (!parse_recompute(p.value().best.policy, &chosen.recompute))
-        return error_to_json(make_error("invalid_value", "emit",
-                                        "emit: the chosen policy cannot be written back"));
+        return error_to_json(
+            make_error("invalid_value", "emit", "emit: the chosen policy cannot be written back"));
       chosen.recompute.offload = p.value().best.offload;
       auto s = make_setup(mv, chosen);
       if (!s.ok()) return error_to_json(s.error());

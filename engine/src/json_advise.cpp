@@ -51,12 +51,13 @@ json layout_json(const Layout& l) {
             {"bubble_pct", l.bubble_pct},
             {"recompute_overhead_pct", l.recompute_overhead_pct},
             {"comm_bytes", l.comm.total},
-            {"comm", {{"tp", l.comm.tp},
-                      {"cp", l.comm.cp},
-                      {"pp", l.comm.pp},
-                      {"dp", l.comm.dp},
-                      {"ep", l.comm.ep},
-                      {"stage", l.comm.stage}}},
+            {"comm",
+             {{"tp", l.comm.tp},
+              {"cp", l.comm.cp},
+              {"pp", l.comm.pp},
+              {"dp", l.comm.dp},
+              {"ep", l.comm.ep},
+              {"stage", l.comm.stage}}},
             {"config", layout_config(c)}};
   if (l.device_checked) {
     j["fits"] = l.fits;
@@ -76,24 +77,24 @@ json advice_to_json(const Advice& a) {
   constexpr std::size_t kMaxFrontListed = 200;
   for (std::size_t i = 0; i < a.front.size() && i < kMaxFrontListed; ++i)
     front.push_back(layout_json(a.front[i]));
-  return json{{"ok", true},
-              {"capacity_bytes", a.capacity},
-              {"global_batch", a.global_batch},
-              {"num_gpus", {{"min", a.gpus_min}, {"max", a.gpus_max}}},
-              {"enumerated", a.enumerated},
-              {"simulated", a.simulated},
-              {"screened_fit", a.screened_fit},
-              {"device_checks", a.device_checks},
-              {"device_refused", a.device_refused},
-              {"front_size", a.front.size()},
-              {"criteria",
-               json::array({"bubble_pct + recompute_overhead_pct (lost compute, % of the ideal "
-                            "step)",
-                            "comm_bytes (sent per GPU per step)", "num_gpus",
-                            "headroom (most first)"})},
-              {"layouts", layouts},
-              {"front", front},
-              {"notes", a.notes}};
+  return json{
+      {"ok", true},
+      {"capacity_bytes", a.capacity},
+      {"global_batch", a.global_batch},
+      {"num_gpus", {{"min", a.gpus_min}, {"max", a.gpus_max}}},
+      {"enumerated", a.enumerated},
+      {"simulated", a.simulated},
+      {"screened_fit", a.screened_fit},
+      {"device_checks", a.device_checks},
+      {"device_refused", a.device_refused},
+      {"front_size", a.front.size()},
+      {"criteria",
+       json::array({"bubble_pct + recompute_overhead_pct (lost compute, % of the ideal "
+                    "step)",
+                    "comm_bytes (sent per GPU per step)", "num_gpus", "headroom (most first)"})},
+      {"layouts", layouts},
+      {"front", front},
+      {"notes", a.notes}};
 }
 
 }  // namespace actmem

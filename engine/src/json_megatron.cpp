@@ -61,12 +61,14 @@ Result<std::vector<std::string>> tokens(const std::string& text) {
       const char c = text[i];
       if (c == '\'' || c == '"') {
         const std::size_t close = text.find(c, i + 1);
-        if (close == std::string::npos) return bad("a quote (" + std::string(1, c) + ") is not closed");
+        if (close == std::string::npos)
+          return bad("a quote (" + std::string(1, c) + ") is not closed");
         t += text.substr(i + 1, close - i - 1);
         i = close + 1;
         continue;
       }
-      if (c == '$') return bad("a shell variable (" + shown(text.substr(i, 20)) + "): write its value");
+      if (c == '$')
+        return bad("a shell variable (" + shown(text.substr(i, 20)) + "): write its value");
       t += c;
       ++i;
     }
@@ -78,90 +80,263 @@ Result<std::vector<std::string>> tokens(const std::string& text) {
 }
 
 // Arguments that change memory in ways the engine does not model yet: refused, never ignored.
-const char* const kUnmodelled[] = {
-    "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp8", "--fp4-format",
-    "--cpu-offloading", "--cpu-offloading-num-layers", "--optimizer-cpu-offload",
-    "--optimizer-offload-fraction", "--use-precision-aware-optimizer", "--main-params-dtype",
-    "--exp-avg-dtype", "--exp-avg-sq-dtype", "--cross-entropy-loss-fusion",
-    "--cross-entropy-fusion-impl", "--pipeline-model-parallel-layout", "--tp-comm-overlap",
-    "--distribute-saved-activations", "--account-for-embedding-in-pipeline-split",
-    "--account-for-loss-in-pipeline-split", "--moe-expert-capacity-factor",
-    "--moe-pad-expert-input-to-capacity", "--use-torch-fsdp2", "--num-layers-per-virtual-pipeline-stage-with-mtp",
-    "--mtp-num-layers", "--decoder-num-layers", "--encoder-num-layers", "--num-experts-per-tok",
-    "--moe-layer-freq", "--hybrid-override-pattern", "--moe-shared-expert-intermediate-size",
-    "--multi-latent-attention", "--kv-lora-rank", "--q-lora-rank", "--calculate-per-token-loss",
-    "--fp16-lm-cross-entropy", "--output-logit-dtype"};
+const char* const kUnmodelled[] = {"--fp8-format",
+                                   "--fp8-recipe",
+                                   "--fp8-param-gather",
+                                   "--fp8",
+                                   "--fp4-format",
+                                   "--cpu-offloading",
+                                   "--cpu-offloading-num-layers",
+                                   "--optimizer-cpu-offload",
+                                   "--optimizer-offload-fraction",
+                                   "--use-precision-aware-optimizer",
+                                   "--main-params-dtype",
+                                   "--exp-avg-dtype",
+                                   "--exp-avg-sq-dtype",
+                                   "--cross-entropy-loss-fusion",
+                                   "--cross-entropy-fusion-impl",
+                                   "--pipeline-model-parallel-layout",
+                                   "--tp-comm-overlap",
+                                   "--distribute-saved-activations",
+                                   "--account-for-embedding-in-pipeline-split",
+                                   "--account-for-loss-in-pipeline-split",
+                                   "--moe-expert-capacity-factor",
+                                   "--moe-pad-expert-input-to-capacity",
+                                   "--use-torch-fsdp2",
+                                   "--num-layers-per-virtual-pipeline-stage-with-mtp",
+                                   "--mtp-num-layers",
+                                   "--decoder-num-layers",
+                                   "--encoder-num-layers",
+                                   "--num-experts-per-tok",
+                                   "--moe-layer-freq",
+                                   "--hybrid-override-pattern",
+                                   "--moe-shared-expert-intermediate-size",
+                                   "--multi-latent-attention",
+                                   "--kv-lora-rank",
+                                   "--q-lora-rank",
+                                   "--calculate-per-token-loss",
+                                   "--fp16-lm-cross-entropy",
+                                   "--output-logit-dtype"};
 
 // Arguments that do not change what a GPU holds during a step (learning rate, logging, data,
 // checkpoints, fusions that keep the same tensors) or that define the model the request already
 // gives (checked where the engine knows the value, below).
-const char* const kHarmless[] = {
-    "--lr", "--min-lr", "--lr-decay-style", "--lr-decay-iters", "--lr-decay-samples",
-    "--lr-warmup-iters", "--lr-warmup-samples", "--lr-warmup-fraction", "--lr-warmup-init",
-    "--weight-decay", "--start-weight-decay", "--end-weight-decay", "--weight-decay-incr-style",
-    "--clip-grad", "--adam-beta1", "--adam-beta2", "--adam-eps", "--sgd-momentum",
-    "--init-method-std", "--train-iters", "--train-samples", "--log-interval", "--save",
-    "--load", "--save-interval", "--eval-interval", "--eval-iters", "--data-path", "--split",
-    "--train-data-path", "--valid-data-path", "--test-data-path", "--data-cache-path",
-    "--tokenizer-type", "--tokenizer-model", "--vocab-file", "--merge-file", "--seed",
-    "--distributed-backend", "--distributed-timeout-minutes", "--position-embedding-type",
-    "--rotary-base", "--rotary-percent", "--rotary-seq-len-interpolation-factor",
-    "--normalization", "--norm-epsilon", "--swiglu", "--untie-embeddings-and-output-weights",
-    "--disable-bias-linear", "--add-qkv-bias", "--group-query-attention", "--qk-layernorm",
-    "--transformer-impl", "--use-mcore-models", "--overlap-grad-reduce",
-    "--overlap-param-gather", "--overlap-param-gather-with-optimizer-step",
-    "--no-overlap-p2p-communication", "--ddp-bucket-size", "--ddp-num-buckets",
-    "--manual-gc", "--manual-gc-interval", "--tensorboard-dir", "--tensorboard-log-interval",
-    "--wandb-project", "--wandb-exp-name", "--wandb-save-dir", "--log-throughput",
-    "--log-timers-to-tensorboard", "--log-validation-ppl-to-tensorboard",
-    "--log-memory-to-tensorboard", "--log-params-norm", "--log-num-zeros-in-grad", "--timing-log-level",
-    "--exit-interval", "--exit-duration-in-mins", "--exit-signal-handler", "--ckpt-format",
-    "--use-dist-ckpt", "--dist-ckpt-format", "--auto-detect-ckpt-format", "--no-load-optim",
-    "--no-load-rng", "--no-save-optim", "--no-save-rng", "--finetune", "--num-workers",
-    "--dataloader-type", "--mock-data", "--make-vocab-size-divisible-by", "--no-masked-softmax-fusion",
-    "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-bias-dropout-fusion",
-    "--no-rope-fusion", "--no-gradient-accumulation-fusion", "--attention-softmax-in-fp32",
-    "--apply-layernorm-1p", "--no-persist-layer-norm", "--use-flash-attn", "--eod-mask-loss",
-    "--reset-position-ids", "--reset-attention-mask", "--optimizer", "--loss-scale",
-    "--initial-loss-scale", "--min-loss-scale", "--loss-scale-window", "--hysteresis",
-    "--use-cpu-initialization", "--profile", "--profile-step-start", "--profile-step-end",
-    "--profile-ranks", "--deterministic-mode", "--check-for-nan-in-loss-and-grad",
-    "--no-check-for-nan-in-loss-and-grad", "--moe-router-load-balancing-type",
-    "--moe-aux-loss-coeff", "--moe-z-loss-coeff", "--moe-token-dispatcher-type",
-    "--moe-grouped-gemm", "--moe-router-dtype", "--moe-router-score-function",
-    "--moe-router-pre-softmax", "--moe-router-topk-scaling-factor",
-    "--moe-router-enable-expert-bias", "--moe-router-bias-update-rate", "--moe-permute-fusion",
-    "--rerun-mode", "--bf16-main-grads",
-    "--tokenizer-hf-include-special-tokens", "--legacy-tokenizer", "--max-position-embeddings",
-    "--vocab-size", "--padded-vocab-size", "--nproc_per_node", "--nnodes", "--node_rank",
-    "--master_addr", "--master_port"};
+const char* const kHarmless[] = {"--lr",
+                                 "--min-lr",
+                                 "--lr-decay-style",
+                                 "--lr-decay-iters",
+                                 "--lr-decay-samples",
+                                 "--lr-warmup-iters",
+                                 "--lr-warmup-samples",
+                                 "--lr-warmup-fraction",
+                                 "--lr-warmup-init",
+                                 "--weight-decay",
+                                 "--start-weight-decay",
+                                 "--end-weight-decay",
+                                 "--weight-decay-incr-style",
+                                 "--clip-grad",
+                                 "--adam-beta1",
+                                 "--adam-beta2",
+                                 "--adam-eps",
+                                 "--sgd-momentum",
+                                 "--init-method-std",
+                                 "--train-iters",
+                                 "--train-samples",
+                                 "--log-interval",
+                                 "--save",
+                                 "--load",
+                                 "--save-interval",
+                                 "--eval-interval",
+                                 "--eval-iters",
+                                 "--data-path",
+                                 "--split",
+                                 "--train-data-path",
+                                 "--valid-data-path",
+                                 "--test-data-path",
+                                 "--data-cache-path",
+                                 "--tokenizer-type",
+                                 "--tokenizer-model",
+                                 "--vocab-file",
+                                 "--merge-file",
+                                 "--seed",
+                                 "--distributed-backend",
+                                 "--distributed-timeout-minutes",
+                                 "--position-embedding-type",
+                                 "--rotary-base",
+                                 "--rotary-percent",
+                                 "--rotary-seq-len-interpolation-factor",
+                                 "--normalization",
+                                 "--norm-epsilon",
+                                 "--swiglu",
+                                 "--untie-embeddings-and-output-weights",
+                                 "--disable-bias-linear",
+                                 "--add-qkv-bias",
+                                 "--group-query-attention",
+                                 "--qk-layernorm",
+                                 "--transformer-impl",
+                                 "--use-mcore-models",
+                                 "--overlap-grad-reduce",
+                                 "--overlap-param-gather",
+                                 "--overlap-param-gather-with-optimizer-step",
+                                 "--no-overlap-p2p-communication",
+                                 "--ddp-bucket-size",
+                                 "--ddp-num-buckets",
+                                 "--manual-gc",
+                                 "--manual-gc-interval",
+                                 "--tensorboard-dir",
+                                 "--tensorboard-log-interval",
+                                 "--wandb-project",
+                                 "--wandb-exp-name",
+                                 "--wandb-save-dir",
+                                 "--log-throughput",
+                                 "--log-timers-to-tensorboard",
+                                 "--log-validation-ppl-to-tensorboard",
+                                 "--log-memory-to-tensorboard",
+                                 "--log-params-norm",
+                                 "--log-num-zeros-in-grad",
+                                 "--timing-log-level",
+                                 "--exit-interval",
+                                 "--exit-duration-in-mins",
+                                 "--exit-signal-handler",
+                                 "--ckpt-format",
+                                 "--use-dist-ckpt",
+                                 "--dist-ckpt-format",
+                                 "--auto-detect-ckpt-format",
+                                 "--no-load-optim",
+                                 "--no-load-rng",
+                                 "--no-save-optim",
+                                 "--no-save-rng",
+                                 "--finetune",
+                                 "--num-workers",
+                                 "--dataloader-type",
+                                 "--mock-data",
+                                 "--make-vocab-size-divisible-by",
+                                 "--no-masked-softmax-fusion",
+                                 "--no-bias-gelu-fusion",
+                                 "--no-bias-swiglu-fusion",
+                                 "--no-bias-dropout-fusion",
+                                 "--no-rope-fusion",
+                                 "--no-gradient-accumulation-fusion",
+                                 "--attention-softmax-in-fp32",
+                                 "--apply-layernorm-1p",
+                                 "--no-persist-layer-norm",
+                                 "--use-flash-attn",
+                                 "--eod-mask-loss",
+                                 "--reset-position-ids",
+                                 "--reset-attention-mask",
+                                 "--optimizer",
+                                 "--loss-scale",
+                                 "--initial-loss-scale",
+                                 "--min-loss-scale",
+                                 "--loss-scale-window",
+                                 "--hysteresis",
+                                 "--use-cpu-initialization",
+                                 "--profile",
+                                 "--profile-step-start",
+                                 "--profile-step-end",
+                                 "--profile-ranks",
+                                 "--deterministic-mode",
+                                 "--check-for-nan-in-loss-and-grad",
+                                 "--no-check-for-nan-in-loss-and-grad",
+                                 "--moe-router-load-balancing-type",
+                                 "--moe-aux-loss-coeff",
+                                 "--moe-z-loss-coeff",
+                                 "--moe-token-dispatcher-type",
+                                 "--moe-grouped-gemm",
+                                 "--moe-router-dtype",
+                                 "--moe-router-score-function",
+                                 "--moe-router-pre-softmax",
+                                 "--moe-router-topk-scaling-factor",
+                                 "--moe-router-enable-expert-bias",
+                                 "--moe-router-bias-update-rate",
+                                 "--moe-permute-fusion",
+                                 "--rerun-mode",
+                                 "--bf16-main-grads",
+                                 "--tokenizer-hf-include-special-tokens",
+                                 "--legacy-tokenizer",
+                                 "--max-position-embeddings",
+                                 "--vocab-size",
+                                 "--padded-vocab-size",
+                                 "--nproc_per_node",
+                                 "--nnodes",
+                                 "--node_rank",
+                                 "--master_addr",
+                                 "--master_port"};
 
 // Arguments that take no value (store_true / store_false).
-const char* const kFlags[] = {
-    "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp", "--bf16",
-    "--fp16", "--accumulate-allreduce-grads-in-fp32", "--recompute-activations", "--swiglu",
-    "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--add-qkv-bias",
-    "--group-query-attention", "--qk-layernorm", "--use-mcore-models", "--overlap-grad-reduce",
-    "--overlap-param-gather", "--overlap-param-gather-with-optimizer-step",
-    "--no-overlap-p2p-communication", "--manual-gc", "--log-throughput",
-    "--log-timers-to-tensorboard", "--log-validation-ppl-to-tensorboard",
-    "--log-memory-to-tensorboard", "--log-params-norm", "--log-num-zeros-in-grad",
-    "--exit-signal-handler", "--use-dist-ckpt", "--auto-detect-ckpt-format", "--no-load-optim",
-    "--no-load-rng", "--no-save-optim", "--no-save-rng", "--finetune", "--mock-data",
-    "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion",
-    "--no-bias-dropout-fusion", "--no-rope-fusion", "--no-gradient-accumulation-fusion",
-    "--attention-softmax-in-fp32", "--apply-layernorm-1p", "--no-persist-layer-norm",
-    "--use-flash-attn", "--eod-mask-loss", "--reset-position-ids", "--reset-attention-mask",
-    "--use-cpu-initialization", "--profile", "--deterministic-mode",
-    "--check-for-nan-in-loss-and-grad", "--no-check-for-nan-in-loss-and-grad",
-    "--moe-grouped-gemm", "--moe-router-pre-softmax", "--moe-router-enable-expert-bias",
-    "--moe-permute-fusion", "--bf16-main-grads", "--legacy-tokenizer",
-    "--tokenizer-hf-include-special-tokens", "--fp8-param-gather", "--cpu-offloading",
-    "--optimizer-cpu-offload", "--use-precision-aware-optimizer", "--cross-entropy-loss-fusion",
-    "--tp-comm-overlap", "--distribute-saved-activations",
-    "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-    "--moe-pad-expert-input-to-capacity", "--use-torch-fsdp2", "--multi-latent-attention",
-    "--calculate-per-token-loss", "--fp16-lm-cross-entropy"};
+const char* const kFlags[] = {"--sequence-parallel",
+                              "--use-distributed-optimizer",
+                              "--use-megatron-fsdp",
+                              "--bf16",
+                              "--fp16",
+                              "--accumulate-allreduce-grads-in-fp32",
+                              "--recompute-activations",
+                              "--swiglu",
+                              "--untie-embeddings-and-output-weights",
+                              "--disable-bias-linear",
+                              "--add-qkv-bias",
+                              "--group-query-attention",
+                              "--qk-layernorm",
+                              "--use-mcore-models",
+                              "--overlap-grad-reduce",
+                              "--overlap-param-gather",
+                              "--overlap-param-gather-with-optimizer-step",
+                              "--no-overlap-p2p-communication",
+                              "--manual-gc",
+                              "--log-throughput",
+                              "--log-timers-to-tensorboard",
+                              "--log-validation-ppl-to-tensorboard",
+                              "--log-memory-to-tensorboard",
+                              "--log-params-norm",
+                              "--log-num-zeros-in-grad",
+                              "--exit-signal-handler",
+                              "--use-dist-ckpt",
+                              "--auto-detect-ckpt-format",
+                              "--no-load-optim",
+                              "--no-load-rng",
+                              "--no-save-optim",
+                              "--no-save-rng",
+                              "--finetune",
+                              "--mock-data",
+                              "--no-masked-softmax-fusion",
+                              "--no-bias-gelu-fusion",
+                              "--no-bias-swiglu-fusion",
+                              "--no-bias-dropout-fusion",
+                              "--no-rope-fusion",
+                              "--no-gradient-accumulation-fusion",
+                              "--attention-softmax-in-fp32",
+                              "--apply-layernorm-1p",
+                              "--no-persist-layer-norm",
+                              "--use-flash-attn",
+                              "--eod-mask-loss",
+                              "--reset-position-ids",
+                              "--reset-attention-mask",
+                              "--use-cpu-initialization",
+                              "--profile",
+                              "--deterministic-mode",
+                              "--check-for-nan-in-loss-and-grad",
+                              "--no-check-for-nan-in-loss-and-grad",
+                              "--moe-grouped-gemm",
+                              "--moe-router-pre-softmax",
+                              "--moe-router-enable-expert-bias",
+                              "--moe-permute-fusion",
+                              "--bf16-main-grads",
+                              "--legacy-tokenizer",
+                              "--tokenizer-hf-include-special-tokens",
+                              "--fp8-param-gather",
+                              "--cpu-offloading",
+                              "--optimizer-cpu-offload",
+                              "--use-precision-aware-optimizer",
+                              "--cross-entropy-loss-fusion",
+                              "--tp-comm-overlap",
+                              "--distribute-saved-activations",
+                              "--account-for-embedding-in-pipeline-split",
+                              "--account-for-loss-in-pipeline-split",
+                              "--moe-pad-expert-input-to-capacity",
+                              "--use-torch-fsdp2",
+                              "--multi-latent-attention",
+                              "--calculate-per-token-loss",
+                              "--fp16-lm-cross-entropy"};
 
 bool in(const char* const* list, std::size_t n, const std::string& a) {
   return std::any_of(list, list + n, [&](const char* k) { return a == k; });
@@ -264,8 +439,8 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     if (!k.known)
       return bad(std::string(k.arg) + " " + args[k.arg] + ": the model has no such layer");
     if (x != k.model)
-      return bad(std::string(k.arg) + " " + args[k.arg] + " describes another model: this one has " +
-                 k.key + "=" + std::to_string(k.model));
+      return bad(std::string(k.arg) + " " + args[k.arg] +
+                 " describes another model: this one has " + k.key + "=" + std::to_string(k.model));
   }
   // The layout.
   const std::pair<const char*, const char*> sizes[] = {
@@ -289,7 +464,8 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     if (x != tp)
       return bad("--expert-tensor-parallel-size " + args["--expert-tensor-parallel-size"] +
                  ": experts split over other ranks than the dense layers is not modelled; "
-                 "allowed: the tensor-parallel size (" + std::to_string(tp) + ")");
+                 "allowed: the tensor-parallel size (" +
+                 std::to_string(tp) + ")");
   }
   if (has("--num-layers-per-virtual-pipeline-stage")) {
     std::uint64_t x = 0;
@@ -300,8 +476,9 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
                  " ranks of chunks of that many");
     const std::uint64_t v = m.layers / (pp * x);
     if (c.contains("vpp") && c["vpp"] != v)
-      return bad("--num-layers-per-virtual-pipeline-stage and "
-                 "--num-virtual-stages-per-pipeline-rank disagree");
+      return bad(
+          "--num-layers-per-virtual-pipeline-stage and "
+          "--num-virtual-stages-per-pipeline-rank disagree");
     c["vpp"] = v;
   }
   if (has("--sequence-parallel")) c["sp"] = true;
@@ -369,7 +546,8 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     else if (b == "unfused" || b == "local")
       c["attention"] = "eager";
     else
-      return bad("--attention-backend " + shown(b) + ": allowed: flash, fused, unfused, local, auto");
+      return bad("--attention-backend " + shown(b) +
+                 ": allowed: flash, fused, unfused, local, auto");
   } else if (has("--use-flash-attn")) {
     c["attention"] = "flash";
   } else {
@@ -378,9 +556,9 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
         "megatron_args: no --attention-backend: Megatron-LM's default (auto) runs a fused "
         "attention kernel where one exists, read as flash");
   }
-  for (const auto& [a, key] : {std::pair<const char*, const char*>{"--attention-dropout",
-                                                                   "attention_dropout"},
-                               {"--hidden-dropout", "hidden_dropout"}}) {
+  for (const auto& [a, key] :
+       {std::pair<const char*, const char*>{"--attention-dropout", "attention_dropout"},
+        {"--hidden-dropout", "hidden_dropout"}}) {
     if (!has(a)) continue;
     char* end = nullptr;
     const std::string& v = args[a];
@@ -392,14 +570,16 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
   // Recompute (transformer_config.py): selective recomputes the modules listed (core_attn by
   // default); full with uniform K recomputes units of K layers, with block N the first N layers
   // of each chunk; full without a method recomputes every layer.
-  const bool selective = has("--recompute-activations") ||
-                         (has("--recompute-granularity") && args["--recompute-granularity"] == "selective");
+  const bool selective =
+      has("--recompute-activations") ||
+      (has("--recompute-granularity") && args["--recompute-granularity"] == "selective");
   if (has("--recompute-granularity") && args["--recompute-granularity"] != "selective" &&
       args["--recompute-granularity"] != "full")
     return bad("--recompute-granularity " + shown(args["--recompute-granularity"]) +
                ": allowed: full, selective");
   if (has("--recompute-modules")) {
-    if (!selective) return bad("--recompute-modules is read with --recompute-granularity selective");
+    if (!selective)
+      return bad("--recompute-modules is read with --recompute-granularity selective");
     if (args["--recompute-modules"] != "core_attn")
       return bad("--recompute-modules " + shown(args["--recompute-modules"]) +
                  ": only core_attn (the attention core, Korthikanti et al. 2022) is modelled");
@@ -431,27 +611,53 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
       return bad("--recompute-method " + shown(method) + ": allowed: uniform, block");
     }
   } else if (has("--recompute-method") || has("--recompute-num-layers")) {
-    return bad("--recompute-method and --recompute-num-layers are read with "
-               "--recompute-granularity full");
+    return bad(
+        "--recompute-method and --recompute-num-layers are read with "
+        "--recompute-granularity full");
   }
   if (has("--global-batch-size")) ACTMEM_TRY(uint_of("--global-batch-size", &out.global_batch));
-  static const char* const kRead[] = {
-      "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
-      "--expert-model-parallel-size", "--expert-tensor-parallel-size",
-      "--num-virtual-stages-per-pipeline-rank", "--num-layers-per-virtual-pipeline-stage",
-      "--micro-batch-size", "--global-batch-size", "--seq-length", "--sequence-parallel",
-      "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
-      "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--use-distributed-optimizer",
-      "--bf16", "--fp16", "--accumulate-allreduce-grads-in-fp32", "--attention-backend",
-      "--attention-dropout", "--hidden-dropout", "--recompute-granularity", "--recompute-method",
-      "--recompute-num-layers", "--recompute-modules", "--recompute-activations", "--optimizer",
-      "--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups",
-      "--kv-channels", "--ffn-hidden-size", "--num-experts", "--moe-router-topk",
-      "--moe-ffn-hidden-size"};
+  static const char* const kRead[] = {"--tensor-model-parallel-size",
+                                      "--pipeline-model-parallel-size",
+                                      "--context-parallel-size",
+                                      "--expert-model-parallel-size",
+                                      "--expert-tensor-parallel-size",
+                                      "--num-virtual-stages-per-pipeline-rank",
+                                      "--num-layers-per-virtual-pipeline-stage",
+                                      "--micro-batch-size",
+                                      "--global-batch-size",
+                                      "--seq-length",
+                                      "--sequence-parallel",
+                                      "--decoder-first-pipeline-num-layers",
+                                      "--decoder-last-pipeline-num-layers",
+                                      "--use-megatron-fsdp",
+                                      "--data-parallel-sharding-strategy",
+                                      "--use-distributed-optimizer",
+                                      "--bf16",
+                                      "--fp16",
+                                      "--accumulate-allreduce-grads-in-fp32",
+                                      "--attention-backend",
+                                      "--attention-dropout",
+                                      "--hidden-dropout",
+                                      "--recompute-granularity",
+                                      "--recompute-method",
+                                      "--recompute-num-layers",
+                                      "--recompute-modules",
+                                      "--recompute-activations",
+                                      "--optimizer",
+                                      "--num-layers",
+                                      "--hidden-size",
+                                      "--num-attention-heads",
+                                      "--num-query-groups",
+                                      "--kv-channels",
+                                      "--ffn-hidden-size",
+                                      "--num-experts",
+                                      "--moe-router-topk",
+                                      "--moe-ffn-hidden-size"};
   for (const std::string& a : order) {
     if (in(kRead, a) || in(kHarmless, a)) continue;
     if (in(kUnmodelled, a))
-      return bad(a + " changes what the GPUs hold in a way actmem does not model yet; remove it "
+      return bad(a +
+                 " changes what the GPUs hold in a way actmem does not model yet; remove it "
                  "to estimate the run without it");
     out.warnings.push_back("megatron_args: " + shown(a) +
                            " is not read by actmem; check that it does not change memory");

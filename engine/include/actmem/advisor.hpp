@@ -31,7 +31,7 @@ constexpr std::uint64_t kMaxAdviseSetups = 50000;  // configurations set up per 
 
 struct Layout {
   std::uint64_t num_gpus = 0;
-  TrainConfig config;  // the base config with the layout written into it (estimate reads it back)
+  TrainConfig config;    // the base config with the layout written into it (estimate reads it back)
   Bytes peak_bytes = 0;  // the most loaded stage's simulated tensor peak (estimate's peak_bytes)
   std::int64_t screen_headroom_bytes = 0;  // capacity less fixed costs less peak_bytes
   double bubble_pct = 0;                   // pipeline bubble over the ideal step, %
@@ -47,13 +47,13 @@ struct Layout {
 struct Advice {
   Bytes capacity = 0;  // the GPU's capacity the device verdict compares with
   std::uint64_t global_batch = 0, gpus_min = 0, gpus_max = 0;
-  std::uint64_t enumerated = 0;     // layouts the search considered (each with a policy)
-  std::uint64_t simulated = 0;      // step evaluations (setups x policies)
-  std::uint64_t screened_fit = 0;   // layouts whose tensor peak fits the capacity less fixed costs
-  std::uint64_t device_checks = 0;  // layouts replayed through the allocator model
+  std::uint64_t enumerated = 0;      // layouts the search considered (each with a policy)
+  std::uint64_t simulated = 0;       // step evaluations (setups x policies)
+  std::uint64_t screened_fit = 0;    // layouts whose tensor peak fits the capacity less fixed costs
+  std::uint64_t device_checks = 0;   // layouts replayed through the allocator model
   std::uint64_t device_refused = 0;  // of those, layouts the device figure did not fit
-  std::vector<Layout> front;    // every screened layout no other beats on all criteria, ranked
-  std::vector<Layout> layouts;  // the first `limit` of the front confirmed on the device
+  std::vector<Layout> front;         // every screened layout no other beats on all criteria, ranked
+  std::vector<Layout> layouts;       // the first `limit` of the front confirmed on the device
   std::vector<std::string> notes;
 };
 

@@ -51,6 +51,9 @@ struct Plan {
   std::uint64_t device_checks = 0;  // candidates whose device figure was simulated
   bool found = false;
   PlanPoint best;  // the least extra FLOPs among candidates whose peak fits
+  // The least extra FLOPs among candidates whose tensor peak passes the screen, before the device
+  // figure decides (best, when the device takes it).
+  PlanPoint screened_best;
   std::vector<PlanPoint>
       pareto;  // non-dominated on-GPU (peak, overhead) points, by increasing overhead
   std::vector<PlanPoint> offload;  // offload variants (no extra FLOPs; PCIe traffic instead)
