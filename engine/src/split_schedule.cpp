@@ -1,0 +1,139 @@
+// Split-backward pipeline schedules (split_schedule.hpp): ZB-H1, ZB-V, DualPipe, DualPipeV.
+#include "actmem/split_schedule.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+#include <utility>
+
+namespace actmem {
+
+namespace {
+
+// One rank's ops with per-chunk counters and the FIFO queue of weight gradients (DualPipe's
+// WeightGradStore: one entry per input-only backward, popped oldest first).
+struct Builder {
+  std::vector<SplitOp> ops;
+  std::uint32_t f[2] = {0, 0}, b[2] = {0, 0}, w[2] = {0, 0};
+  std::deque<std::pair<std::uint32_t, std::uint32_t>> queue;
+  void F(std::uint32_t c) { ops.push_back({SplitOp::kF, c, f[c]++}); }
+  void I(std::uint32_t c) {
+    queue.emplace_back(c, b[c]);
+    ops.push_back({SplitOp::kI, c, b[c]++});
+  }
+  void B(std::uint32_t c) { ops.push_back({SplitOp::kB, c, b[c]++}); }
+  // Either a whole backward or, once the zero-bubble switch is on, an input-only one.
+  void back(std::uint32_t c, bool zb) { zb ? I(c) : B(c); }
+  void W_queued() {
+    const auto [c, mb] = queue.front();
+    queue.pop_front();
+    ops.push_back({SplitOp::kW, c, mb});
+  }
+  void W_next(std::uint32_t c) { ops.push_back({SplitOp::kW, c, w[c]++}); }
+};
+
+Error bad_m(const char* what) {
+  return make_error("invalid_value", "config.micro_batches",
+                    std::string("config.micro_batches: ") + what);
+}
+
+// DualPipe and DualPipeV share their steps 1-8 (DualPipe.step / DualPipeV.step): `h` ranks on the
+// rank's side, `hr` its distance from its end, `n` micro-batches per direction (DualPipe) or in
+// all (DualPipeV, whose step 4 count is n - 2h + hr + 1), `phase` maps a phase to a chunk.
+std::vector<SplitOp> dual_steps(std::uint64_t h, std::uint64_t hr, std::uint64_t steady,
+                                std::uint32_t flip) {
+  Builder s;
+  auto c = [&](std::uint32_t phase) { return phase ^ flip; };
+  for (std::uint64_t i = 0; i < (h - hr - 1) * 2; ++i) s.F(c(0));                     // step 1
+  for (std::uint64_t i = 0; i < hr + 1; ++i) s.F(c(0)), s.F(c(1));                    // step 2
+  for (std::uint64_t i = 0; i < h - hr - 1; ++i) s.I(c(1)), s.W_queued(), s.F(c(1));  // step 3
+  // Step 4: overlapped forward-and-backward pairs; the forward's activation exists before the
+  // backward frees its own (the pair is one op).
+  for (std::uint64_t i = 0; i < steady; ++i) s.F(c(0)), s.B(c(1)), s.F(c(1)), s.B(c(0));
+  for (std::uint64_t i = 0; i < h - hr - 1; ++i) s.B(c(1)), s.F(c(1)), s.B(c(0));  // step 5
+  // Step 6: backwards of both phases; the zero-bubble switch turns on halfway, before the first
+  // phase's backward when hr is odd, between the two when even.
+  bool zb = false;
+  const std::uint64_t n6 = hr + 1;
+  for (std::uint64_t i = 0; i < n6; ++i) {
+    if (i == n6 / 2 && hr % 2 == 1) zb = true;
+    s.back(c(1), zb);
+    if (i == n6 / 2 && hr % 2 == 0) zb = true;
+    s.back(c(0), zb);
+  }
+  for (std::uint64_t i = 0; i < h - hr - 1; ++i) s.W_queued(), s.I(c(0));  // step 7
+  for (std::uint64_t i = 0; i < hr + 1; ++i) s.W_queued();                 // step 8
+  return s.ops;
+}
+
+}  // namespace
+
+std::vector<SplitOp> zb_h1_ops(std::uint64_t r, std::uint64_t p, std::uint64_t m) {
+  Builder s;
+  const std::uint64_t warm = std::min(p - 1 - r, m);
+  for (std::uint64_t i = 0; i < warm; ++i) s.F(0);
+  std::uint64_t done = 0;  // input backwards so far
+  auto input_then_weight = [&] {
+    s.I(0);
+    if (done++ >= r) s.W_next(0);  // W lags its I by r backwards
+  };
+  for (std::uint64_t k = 0; k < m - warm; ++k) s.F(0), input_then_weight();
+  for (std::uint64_t k = m - warm; k < m; ++k) input_then_weight();
+  while (s.w[0] < m) s.W_next(0);
+  return s.ops;
+}
+
+std::vector<SplitOp> zb_v_ops(std::uint64_t r, std::uint64_t p, std::uint64_t m) {
+  // PyTorch pads the step to n = max(2p-1, m) micro-batches and drops the ops of the padding.
+  const std::uint64_t n = std::max(2 * p - 1, m);
+  Builder s;
+  auto IW = [&](std::uint32_t c) { s.I(c), s.W_next(c); };
+  for (std::uint64_t i = 0; i < 2 * (p - r) - 1; ++i) s.F(0);
+  for (std::uint64_t i = 0; i < r; ++i) s.F(1), s.F(0);
+  for (std::uint64_t i = 0; i < p - r; ++i) s.F(1), IW(1);
+  while (s.f[1] < s.f[0] || s.f[0] < n) {
+    if (s.f[0] < n) s.F(0);
+    IW(0);
+    s.F(1);
+    IW(1);
+  }
+  // Cool-down: r pairs of input backwards with their weights deferred, then p-r with them.
+  for (std::uint64_t i = 0; i < r; ++i) s.I(0), s.I(1);
+  for (std::uint64_t i = 0; i < p - r; ++i) IW(0);
+  while (s.w[1] < s.b[1]) s.W_next(1);
+  while (s.w[0] < s.b[0]) s.W_next(0);
+  std::vector<SplitOp> out;
+  for (const SplitOp& o : s.ops)
+    if (o.mb < m) out.push_back(o);
+  return out;
+}
+
+Result<std::vector<SplitOp>> dualpipe_ops(std::uint64_t r, std::uint64_t p, std::uint64_t m) {
+  if (p < 2 || p % 2 != 0)
+    return make_error("invalid_value", "config.pp", "config.pp: DualPipe needs an even pp");
+  if (m % 2 != 0 || m < 2 * p)
+    return bad_m("DualPipe needs an even number of micro-batches, at least 2 x pp");
+  const std::uint64_t h = p / 2, hr = std::min(r, p - 1 - r);
+  return dual_steps(h, hr, m / 2 - p + hr + 1, r >= h ? 1 : 0);
+}
+
+Result<std::vector<SplitOp>> dualpipev_ops(std::uint64_t r, std::uint64_t p, std::uint64_t m) {
+  if (m < 2 * p) return bad_m("DualPipeV needs at least 2 x pp micro-batches");
+  return dual_steps(p, r, m - 2 * p + r + 1, 0);
+}
+
+std::uint64_t peak_alive(const std::vector<SplitOp>& ops, bool until_input) {
+  std::set<std::pair<std::uint32_t, std::uint32_t>> alive;
+  std::uint64_t peak = 0;
+  for (const SplitOp& o : ops) {
+    const auto key = std::make_pair(o.chunk, o.mb);
+    if (o.kind == SplitOp::kF) alive.insert(key);
+    const bool ends =
+        o.kind == SplitOp::kB || (until_input ? o.kind == SplitOp::kI : o.kind == SplitOp::kW);
+    peak = std::max<std::uint64_t>(peak, alive.size());
+    if (ends) alive.erase(key);
+  }
+  return peak;
+}
+
+}  // namespace actmem
