@@ -445,3 +445,38 @@ TEST_CASE(
     for (std::uint64_t f : {1, 2, 3, 4}) plan_no_worse(m, c, 3, f);
   }
 }
+
+TEST_CASE(
+    "Offload timing: each layer's kept bytes over the host link against its neighbour's forward "
+    "(GPT-2 on an H100, by hand)",
+    "[advisor][offload]") {
+  using actmem::test::run;
+  // Selective recompute keeps 34·s·b·h bytes per layer (Korthikanti et al. 2022, Table 2); the
+  // H100's PCIe Gen5 x16 link carries 63.0 GB/s each way; a layer's forward is
+  // 24·b·s·h² + 4·b·s²·h FLOPs (Narayanan et al. 2021, Sec. 5.1) at 40% of 989.4 TFLOP/s.
+  const json r =
+      run({{"preset", "gpt2"},
+           {"config",
+            {{"gpu", "h100-80gb"}, {"seq", 1024}, {"recompute", "selective"}, {"offload", true}}}});
+  const json& t = r["offload_timing"];
+  REQUIRE(t["known"] == true);
+  const double s = 1024, b = 1, h = 768;
+  const double copy = 12 * 34 * s * b * h / 63e9;
+  const double fwd = 12 * (24 * b * s * h * h + 4 * b * s * s * h) / (0.4 * 989.4e12);
+  CHECK(t["copy_out_s"].get<double>() == Approx(copy).epsilon(1e-12));
+  CHECK(t["forward_s"].get<double>() == Approx(fwd).epsilon(1e-12));
+  CHECK(t["exposed_s"].get<double>() == Approx(copy - fwd).epsilon(1e-9));
+  CHECK(t["hidden"] == false);
+  // Full recompute offloads only each layer's input (2·s·b·h bytes): a copy shorter than a
+  // forward, hidden.
+  const json f =
+      run({{"preset", "llama-3.1-8b"},
+           {"config",
+            {{"gpu", "h100-80gb"}, {"seq", 8192}, {"recompute", "full"}, {"offload", true}}}});
+  CHECK(f["offload_timing"]["hidden"] == true);
+  CHECK(f["offload_timing"]["exposed_s"] == 0.0);
+  // A GPU without a known host link: said, not guessed.
+  const json u =
+      run({{"preset", "gpt2"}, {"config", {{"gpu", "b200"}, {"seq", 1024}, {"offload", true}}}});
+  CHECK(u["offload_timing"]["known"] == false);
+}

@@ -180,6 +180,29 @@ std::string render_estimate(const json& r) {
   if (u(a["host_bytes"]) > 0) line("offloaded to host", a["host_bytes"]);
   write_device(o, r);
   write_gpu_verdict(o, r);
+  if (r.contains("offload_timing")) {
+    const json& t = r["offload_timing"];
+    if (!t["known"].get<bool>()) {
+      o << "offload timing: unknown (" << text(t["why_unknown"]) << ")\n";
+    } else {
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "offload timing: %.3f s of copies out per step beside %.3f s of forwards "
+                    "(%.0f%% MFU assumed), %s\n",
+                    t["copy_out_s"].get<double>(), t["forward_s"].get<double>(),
+                    100 * t["assumed_mfu"].get<double>(),
+                    t["hidden"].get<bool>() ? "hidden" : "not hidden:");
+      o << buf;
+      if (!t["hidden"].get<bool>()) {
+        std::snprintf(buf, sizeof buf,
+                      "  %.3f s per step exposed; layer %llu copies %.4f s against a %.4f s "
+                      "forward\n",
+                      t["exposed_s"].get<double>(), u(t["worst_layer"]),
+                      t["worst_copy_s"].get<double>(), t["worst_forward_s"].get<double>());
+        o << buf;
+      }
+    }
+  }
   o << "\nclosed form (Korthikanti et al. 2022: activations at the in-flight maximum, no "
        "transients): layers "
     << commas(u(a["layers_bytes"])) << " + input " << commas(u(a["input_layer_bytes"]))
@@ -352,9 +375,18 @@ std::string render_plan(const json& r) {
       << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
   }
   o << "offload (no extra FLOPs, PCIe traffic instead):\n";
-  for (const auto& p : r["offload_points"])
+  for (const auto& p : r["offload_points"]) {
     o << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << text(p["policy"]) << " + offload"
-      << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
+      << (p["fits"].get<bool>() ? "" : "  (over budget)");
+    if (p.contains("offload_hidden")) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3f s", p["offload_exposed_s"].get<double>());
+      o << (p["offload_hidden"].get<bool>()
+                ? std::string("  (copies hide behind the forwards)")
+                : std::string("  (copies not hidden: ") + buf + " per step)");
+    }
+    o << "\n";
+  }
   return o.str();
 }
 

@@ -122,6 +122,10 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
       e.headroom_bytes = e.device.headroom_bytes;
     }
   }
+  if (e.has_gpu && c.recompute.offload) {
+    e.offload = offload_timing(e, c.recompute, e.worst_stage, e.gpu);
+    e.has_offload_timing = true;
+  }
   if (!explain) return e;
   // Explanations, all built from the records and the numbers above.
   using detail::explain_product;

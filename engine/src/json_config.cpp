@@ -264,7 +264,9 @@ Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {
                                       "driver_reserved_bytes",
                                       "reported_memory_source",
                                       "context_bytes",
-                                      "context_source"};
+                                      "context_source",
+                                      "host_link_gbs",
+                                      "host_link_source"};
   ACTMEM_TRY(detail::check_keys(j, "gpu", kKeys, sizeof(kKeys) / sizeof(kKeys[0])));
   GpuSpec g;
   g.id = id;
@@ -296,6 +298,17 @@ Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {
                                    &g.reported_source));
   if (j.contains("context_source"))
     ACTMEM_TRY(detail::read_string(j["context_source"], "gpu.context_source", &g.context_source));
+  for (auto [k, out] : {std::pair<const char*, double*>{"bf16_dense_tflops", &g.bf16_tflops},
+                        {"host_link_gbs", &g.host_link_gbs}}) {
+    if (!j.contains(k)) continue;
+    ACTMEM_TRY(detail::read_double(j[k], std::string("gpu.") + k, out));
+    if (!(*out > 0 && *out < 1e6))
+      return make_error("invalid_value", std::string("gpu.") + k,
+                        std::string("gpu.") + k + ": must be a positive number below 10^6");
+  }
+  if (j.contains("host_link_source"))
+    ACTMEM_TRY(
+        detail::read_string(j["host_link_source"], "gpu.host_link_source", &g.host_link_source));
   return g;
 }
 

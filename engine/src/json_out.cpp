@@ -16,6 +16,28 @@ namespace {
 
 // The device figure (device.hpp): the allocator model's peaks per stage, the fixed costs, the
 // total nvidia-smi would show and the verdict on it.
+void write_offload(JsonWriter& w, const OffloadTiming& t) {
+  w.key("offload_timing");
+  w.begin_object();
+  w.field("known", t.known);
+  if (!t.known) {
+    w.field("why_unknown", t.why_unknown);
+  } else {
+    w.field("assumed_mfu", kAssumedMfu);
+    w.field("copy_out_s", t.copy_out_s);
+    w.field("exposed_s", t.exposed_s);
+    w.field("flops_per_s", t.flops_per_s);
+    w.field("forward_s", t.forward_s);
+    w.field("hidden", t.hidden);
+    w.field("link_bytes_per_s", t.link_bytes_per_s);
+    w.field("link_source", t.link_source);
+    w.field("worst_copy_s", t.worst_copy_s);
+    w.field("worst_forward_s", t.worst_forward_s);
+    w.field("worst_layer", t.worst_layer);
+  }
+  w.end_object();
+}
+
 void write_device(JsonWriter& w, const DeviceMemory& d) {
   w.key("device");
   w.begin_object();
@@ -207,6 +229,7 @@ std::string estimate_text(const Estimate& e) {
   w.end_object();
 
   if (e.has_device) write_device(w, e.device);
+  if (e.has_offload_timing) write_offload(w, e.offload);
 
   w.key("explain");
   w.begin_array();

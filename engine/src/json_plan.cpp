@@ -18,11 +18,16 @@ json event_json(const TimelineEvent& ev) {
 }
 
 json point_json(const PlanPoint& p) {
-  return json{{"policy", p.policy},
-              {"offload", p.offload},
-              {"peak_bytes", p.peak_bytes},
-              {"recompute_overhead_pct", p.recompute_overhead_pct},
-              {"fits", p.fits}};
+  json j{{"policy", p.policy},
+         {"offload", p.offload},
+         {"peak_bytes", p.peak_bytes},
+         {"recompute_overhead_pct", p.recompute_overhead_pct},
+         {"fits", p.fits}};
+  if (p.offload && p.offload_timing_known) {
+    j["offload_hidden"] = p.offload_hidden;
+    j["offload_exposed_s"] = p.offload_exposed_s;
+  }
+  return j;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "actmem/planner.hpp"
 
 #include "actmem/device.hpp"
+#include "actmem/offload.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -226,6 +227,12 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
     ++out.evaluated;
     const Bytes peak = ev.worst_stage().peak_bytes;
     PlanPoint pt{recompute_name(r), r.offload, peak, ev.recompute_overhead_pct, peak <= budget};
+    if (r.offload) {
+      const OffloadTiming t = offload_timing(e, r, ev.worst, gpu);
+      pt.offload_timing_known = t.known;
+      pt.offload_hidden = t.hidden;
+      pt.offload_exposed_s = t.exposed_s;
+    }
     seen.push_back(pt);
     policies.push_back(r);
     return &seen.back();
@@ -325,6 +332,9 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     const PlanPoint &x = seen[a], &y = seen[b];
     if (x.offload != y.offload) return !x.offload;
+    // Among offload points, those whose copies hide behind compute, then the least exposed.
+    if (x.offload && x.offload_exposed_s != y.offload_exposed_s)
+      return x.offload_exposed_s < y.offload_exposed_s;
     return x.recompute_overhead_pct < y.recompute_overhead_pct ||
            (x.recompute_overhead_pct == y.recompute_overhead_pct && x.peak_bytes < y.peak_bytes);
   });

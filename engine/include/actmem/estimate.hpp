@@ -11,6 +11,7 @@
 #include "actmem/device.hpp"
 #include "actmem/error.hpp"
 #include "actmem/evaluation.hpp"
+#include "actmem/offload.hpp"
 #include "actmem/setup.hpp"
 
 namespace actmem {
@@ -28,6 +29,11 @@ struct GpuSpec {
   // The CUDA context and PyTorch's start-up on this GPU (0: not measured for this GPU).
   Bytes context_bytes = 0;
   std::string context_source;
+  // Dense bf16 tensor FLOPs (TFLOP/s) and the host link's bandwidth per direction (GB/s, 10^9
+  // B/s), for the offload timing (offload.hpp); 0 when the preset does not give them.
+  double bf16_tflops = 0;
+  double host_link_gbs = 0;
+  std::string host_link_source;
 };
 
 // One pipeline rank as the report shows it: its layers and per-layer recompute choices (from the
@@ -82,6 +88,9 @@ struct Estimate : Setup {
   // with explain).
   bool has_device = false;
   DeviceMemory device;
+  // With offload and a GPU: whether the copies hide behind compute (offload.hpp).
+  bool has_offload_timing = false;
+  OffloadTiming offload;
   std::vector<Explanation> explain;
   std::vector<std::string> warnings;
 

@@ -42,6 +42,11 @@ struct PlanPoint {
   Bytes peak_bytes = 0;
   double recompute_overhead_pct = 0;
   bool fits = false;
+  // Offload points on a GPU whose FLOPs and host link are known (offload.hpp): whether the copies
+  // hide behind the forwards, and the copy time per step they do not hide.
+  bool offload_timing_known = false;
+  bool offload_hidden = false;
+  double offload_exposed_s = 0;
 };
 
 struct Plan {

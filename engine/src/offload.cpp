@@ -1,0 +1,54 @@
+// Offload timing (offload.hpp): per layer, its kept bytes over the host link against the forward
+// of the layer that runs while they leave.
+#include "actmem/offload.hpp"
+
+#include "actmem/estimate.hpp"  // GpuSpec
+#include "actmem/policy.hpp"
+#include "actmem/setup.hpp"
+
+namespace actmem {
+
+OffloadTiming offload_timing(const Setup& s, const Recompute& r, std::size_t rank,
+                             const GpuSpec& gpu) {
+  OffloadTiming t;
+  const TrainConfig& c = s.config;
+  if (gpu.host_link_gbs <= 0 || gpu.bf16_tflops <= 0) {
+    t.why_unknown = "the GPU's host link or dense bf16 FLOPs are not in its preset";
+    return t;
+  }
+  if (c.act_dtype != DType::kBf16 && c.act_dtype != DType::kFp16) {
+    t.why_unknown = std::string("the step runs in ") + dtype_name(c.act_dtype) +
+                    ", whose tensor-core rate the GPU presets do not give";
+    return t;
+  }
+  t.known = true;
+  t.link_bytes_per_s = gpu.host_link_gbs * 1e9;
+  t.link_source = gpu.host_link_source;
+  t.flops_per_s = gpu.bf16_tflops * 1e12 * kAssumedMfu;
+  const RankSetup& rk = s.ranks[rank];
+  const double m = static_cast<double>(c.grad_accum);
+  double worst_gap = 0;
+  bool any = false;
+  for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
+    for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
+      const std::uint64_t g = rk.chunk_first[ci] + j;
+      const KindEstimate& k = s.kind_at(g);
+      const double copy =
+          static_cast<double>(kept_bytes(choice_at(r, j), k.costs)) / t.link_bytes_per_s;
+      // The copy of layer j's kept bytes runs beside the forward of the layer after it (the
+      // chunk's last layer's beside the next op: its own forward stands in).
+      const std::uint64_t next = j + 1 < rk.chunk_sizes[ci] ? g + 1 : g;
+      const double fwd = s.kind_at(next).costs.flops_fwd / t.flops_per_s;
+      t.copy_out_s += copy * m;
+      t.forward_s += k.costs.flops_fwd / t.flops_per_s * m;
+      if (copy > fwd) t.exposed_s += (copy - fwd) * m;
+      if (!any || copy - fwd > worst_gap) {
+        worst_gap = copy - fwd, any = true;
+        t.worst_layer = g, t.worst_copy_s = copy, t.worst_forward_s = fwd;
+      }
+    }
+  t.hidden = t.exposed_s == 0;
+  return t;
+}
+
+}  // namespace actmem
