@@ -12,6 +12,7 @@
 #include "actmem/device.hpp"
 #include "actmem/emit.hpp"
 #include "actmem/evaluation.hpp"
+#include "actmem/offload.hpp"
 #include "actmem/planner.hpp"
 #include "actmem/schedule.hpp"
 #include "actmem/setup.hpp"
@@ -169,6 +170,7 @@ std::vector<Layout> brute_force(const ModelSpec& m, const TrainConfig& base, con
   std::vector<Layout> out;
   Evaluation ev;
   const Bytes capacity = device_capacity(gpu, nullptr);
+  const bool link = gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0;  // offload variants searched
   for (std::uint64_t n = req.gpus_min; n <= req.gpus_max; ++n)
     for (std::uint64_t tp = 1; tp <= n; ++tp)
       for (std::uint64_t cp = 1; cp <= n; ++cp)
@@ -182,44 +184,50 @@ std::vector<Layout> brute_force(const ModelSpec& m, const TrainConfig& base, con
                 for (std::uint64_t b = 1; b <= req.global_batch / dp; ++b)
                   for (int sp = 0; sp < (tp > 1 ? 2 : 1); ++sp)
                     for (Schedule sch : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved})
-                      for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective,
-                                              RecomputeKind::kFull}) {
-                        if ((req.global_batch / dp) % b != 0) continue;
-                        if ((sch == Schedule::kInterleaved) != (vpp > 1)) continue;
-                        TrainConfig c = base;
-                        c.par = Parallel{tp, sp == 1, pp, vpp, cp, dp, zero, ep};
-                        c.micro_batch = b;
-                        c.grad_accum = req.global_batch / dp / b;
-                        c.schedule = sch;
-                        c.recompute = Recompute{};
-                        c.recompute.kind = k;
-                        if (vpp == 1) c.layer_split = pipeline_split(m.layers, pp);
-                        auto s = make_setup(m, c);
-                        if (!s.ok()) continue;
-                        if (evaluate(s.value(), c.recompute, &ev)) continue;
-                        const Bytes over = device_overhead_bytes(s.value(), &gpu);
-                        const Bytes budget = capacity > over ? capacity - over : 0;
-                        const Bytes peak = ev.worst_stage().peak_bytes;
-                        if (peak > budget) continue;
-                        Layout l;
-                        l.num_gpus = n;
-                        l.config = s.value().config;
-                        l.peak_bytes = peak;
-                        l.screen_headroom_bytes = static_cast<std::int64_t>(budget - peak);
-                        l.bubble_pct = 100.0 * bubble_fraction(sch, pp, vpp, c.grad_accum);
-                        l.recompute_overhead_pct = ev.recompute_overhead_pct;
-                        auto cb = comm_per_step(s.value(), c.recompute);
-                        REQUIRE(cb.ok());
-                        l.comm = cb.value();
-                        out.push_back(l);
-                      }
+                      for (int off = 0; off < (link ? 2 : 1); ++off)
+                        for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective,
+                                                RecomputeKind::kFull}) {
+                          if ((req.global_batch / dp) % b != 0) continue;
+                          if ((sch == Schedule::kInterleaved) != (vpp > 1)) continue;
+                          TrainConfig c = base;
+                          c.par = Parallel{tp, sp == 1, pp, vpp, cp, dp, zero, ep};
+                          c.micro_batch = b;
+                          c.grad_accum = req.global_batch / dp / b;
+                          c.schedule = sch;
+                          c.recompute = Recompute{};
+                          c.recompute.kind = k;
+                          c.recompute.offload = off == 1;
+                          if (vpp == 1) c.layer_split = pipeline_split(m.layers, pp);
+                          auto s = make_setup(m, c);
+                          if (!s.ok()) continue;
+                          if (evaluate(s.value(), c.recompute, &ev)) continue;
+                          const Bytes over = device_overhead_bytes(s.value(), &gpu);
+                          const Bytes budget = capacity > over ? capacity - over : 0;
+                          const Bytes peak = ev.worst_stage().peak_bytes;
+                          if (peak > budget) continue;
+                          Layout l;
+                          l.num_gpus = n;
+                          l.config = s.value().config;
+                          l.peak_bytes = peak;
+                          l.screen_headroom_bytes = static_cast<std::int64_t>(budget - peak);
+                          l.bubble_pct = 100.0 * bubble_fraction(sch, pp, vpp, c.grad_accum);
+                          l.recompute_overhead_pct = ev.recompute_overhead_pct;
+                          if (off)
+                            l.offload_exposed_pct = offload_exposed_pct(
+                                offload_timing(s.value(), c.recompute, ev.worst, gpu));
+                          auto cb = comm_per_step(s.value(), c.recompute);
+                          REQUIRE(cb.ok());
+                          l.comm = cb.value();
+                          out.push_back(l);
+                        }
         }
   return out;
 }
 
 bool same_criteria(const Layout& a, const Layout& b) {
   return a.num_gpus == b.num_gpus && a.bubble_pct == b.bubble_pct &&
-         a.recompute_overhead_pct == b.recompute_overhead_pct && a.comm.total == b.comm.total &&
+         a.recompute_overhead_pct == b.recompute_overhead_pct &&
+         a.offload_exposed_pct == b.offload_exposed_pct && a.comm.total == b.comm.total &&
          a.screen_headroom_bytes == b.screen_headroom_bytes;
 }
 
@@ -318,6 +326,22 @@ TEST_CASE("advise: the front equals a brute-force search's on small cases (GPT-2
     TrainConfig base;
     base.seq = 4096;
     cross_check(m, base, budget_gpu(Bytes{70} << 30), request(16, 16, 16, 1));
+  }
+  {
+    // An H100's FLOPs and host link, 6 GiB of it: offload variants join the search.
+    const ModelSpec m = preset("gpt2-medium");
+    TrainConfig base;
+    base.seq = 1024;
+    auto g = gpu_preset("h100-80gb");
+    REQUIRE(g.ok());
+    GpuSpec gpu = g.value();
+    gpu.memory_bytes = gpu.reported_bytes = Bytes{6} << 30;
+    gpu.driver_reserved_bytes = 0;
+    auto a = advise(m, base, gpu, request(1, 4, 8, 1));
+    REQUIRE(a.ok());
+    CHECK(std::any_of(a.value().front.begin(), a.value().front.end(),
+                      [](const Layout& l) { return l.config.recompute.offload; }));
+    cross_check(m, base, gpu, request(1, 4, 8, 1));
   }
 }
 

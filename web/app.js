@@ -921,7 +921,7 @@
       const tr = document.createElement('tr');
       tr.appendChild(el('td', String(i + 1)));
       tr.appendChild(el('td', layoutLabel(l)));
-      tr.appendChild(el('td', l.recompute));
+      tr.appendChild(el('td', l.recompute + (l.offload ? ' + offload (' + l.offload_exposed_pct.toFixed(2) + '% exposed)' : '')));
       tr.appendChild(el('td', l.bubble_pct.toFixed(2) + '%', 'num'));
       tr.appendChild(el('td', l.recompute_overhead_pct.toFixed(2) + '%', 'num'));
       tr.appendChild(tip(el('td', fmt(l.comm_bytes), 'num'), commas(l.comm_bytes) + ' bytes sent per GPU per step: TP ' + fmt(l.comm.tp) + ', CP ' + fmt(l.comm.cp) + ', PP ' + fmt(l.comm.pp) + ', DP ' + fmt(l.comm.dp) + ', EP ' + fmt(l.comm.ep)));

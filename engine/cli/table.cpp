@@ -406,23 +406,28 @@ std::string render_advice(const json& r) {
     o << "no layout fits\n";
     return o.str();
   }
-  o << "\nranked: lost compute (bubble + recompute), then bytes sent per GPU, GPUs, headroom\n";
+  o << "\nranked: lost compute (bubble + recompute + exposed offload copies), then bytes sent per "
+       "GPU, GPUs, headroom\n";
   o << pad("#", 4) << pad("gpus", 6) << pad("tp", 4) << pad("pp", 4) << pad("vpp", 5)
     << pad("cp", 4) << pad("dp", 6) << pad("ep", 4) << pad("zero", 5) << pad("mb", 4) << pad("m", 6)
-    << pad("recompute", 11) << pad("bubble", 8) << pad("recomp", 8) << pad("sent/GPU", 12)
-    << pad("device", 12) << "headroom\n";
+    << pad("recompute", 20) << pad("bubble", 8) << pad("recomp", 8) << pad("offload", 8)
+    << pad("sent/GPU", 12) << pad("device", 12) << "headroom\n";
   int i = 0;
-  char pct[2][32];
+  char pct[3][32];
   for (const auto& l : r["layouts"]) {
+    const bool off = l["offload"].get<bool>();
     std::snprintf(pct[0], sizeof pct[0], "%.2f%%", l["bubble_pct"].get<double>());
     std::snprintf(pct[1], sizeof pct[1], "%.2f%%", l["recompute_overhead_pct"].get<double>());
+    std::snprintf(pct[2], sizeof pct[2], "%.2f%%", l["offload_exposed_pct"].get<double>());
     o << pad(std::to_string(++i), 4) << pad(std::to_string(u(l["num_gpus"])), 6)
       << pad(std::to_string(u(l["tp"])), 4) << pad(std::to_string(u(l["pp"])), 4)
       << pad(std::to_string(u(l["vpp"])), 5) << pad(std::to_string(u(l["cp"])), 4)
       << pad(std::to_string(u(l["dp"])), 6) << pad(std::to_string(u(l["ep"])), 4)
       << pad(std::to_string(u(l["zero"])), 5) << pad(std::to_string(u(l["micro_batch"])), 4)
-      << pad(std::to_string(u(l["micro_batches"])), 6) << pad(text(l["recompute"]), 11)
-      << pad(pct[0], 8) << pad(pct[1], 8) << pad(human(static_cast<double>(u(l["comm_bytes"]))), 12)
+      << pad(std::to_string(u(l["micro_batches"])), 6)
+      << pad(text(l["recompute"]) + (off ? " + offload" : ""), 20) << pad(pct[0], 8)
+      << pad(pct[1], 8) << pad(off ? pct[2] : "-", 8)
+      << pad(human(static_cast<double>(u(l["comm_bytes"]))), 12)
       << pad(human(static_cast<double>(u(l["device_total_bytes"]))), 12)
       << human(static_cast<double>(l["headroom_bytes"].get<long long>())) << "\n";
   }

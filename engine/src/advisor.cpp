@@ -10,6 +10,7 @@
 #include "actmem/device.hpp"
 #include "actmem/emit.hpp"
 #include "actmem/evaluation.hpp"
+#include "actmem/offload.hpp"
 #include "actmem/schedule.hpp"
 #include "actmem/setup.hpp"
 
@@ -29,7 +30,7 @@ std::vector<std::uint64_t> divisors(std::uint64_t n) {
 }
 
 double lost_pct(const Layout& l) {
-  return l.bubble_pct + l.recompute_overhead_pct;
+  return l.bubble_pct + l.recompute_overhead_pct + l.offload_exposed_pct;
 }
 
 // The layout's fields in a fixed order: the last tie-break, so equal criteria rank the same way
@@ -37,7 +38,7 @@ double lost_pct(const Layout& l) {
 auto layout_key(const Layout& l) {
   const Parallel& p = l.config.par;
   return std::make_tuple(p.tp, p.pp, p.vpp, p.cp, p.dp, p.ep, p.zero, l.config.micro_batch,
-                         static_cast<int>(l.config.recompute.kind));
+                         static_cast<int>(l.config.recompute.kind), l.config.recompute.offload);
 }
 
 std::vector<std::size_t> pareto(const std::vector<Layout>& all, const std::vector<bool>& out) {
@@ -49,8 +50,8 @@ std::vector<std::size_t> pareto(const std::vector<Layout>& all, const std::vecto
     if (!out[i]) idx.push_back(i);
   auto crit = [&](std::size_t i) {
     const Layout& l = all[i];
-    return std::make_tuple(l.num_gpus, l.bubble_pct, l.recompute_overhead_pct, l.comm.total,
-                           -l.screen_headroom_bytes);
+    return std::make_tuple(l.num_gpus, l.bubble_pct, l.recompute_overhead_pct,
+                           l.offload_exposed_pct, l.comm.total, -l.screen_headroom_bytes);
   };
   std::stable_sort(idx.begin(), idx.end(),
                    [&](std::size_t a, std::size_t b) { return crit(a) < crit(b); });
@@ -69,10 +70,12 @@ std::vector<std::size_t> pareto(const std::vector<Layout>& all, const std::vecto
 bool dominates(const Layout& a, const Layout& b) {
   const bool no_worse = a.num_gpus <= b.num_gpus && a.bubble_pct <= b.bubble_pct &&
                         a.recompute_overhead_pct <= b.recompute_overhead_pct &&
+                        a.offload_exposed_pct <= b.offload_exposed_pct &&
                         a.comm.total <= b.comm.total &&
                         a.screen_headroom_bytes >= b.screen_headroom_bytes;
   const bool better = a.num_gpus < b.num_gpus || a.bubble_pct < b.bubble_pct ||
                       a.recompute_overhead_pct < b.recompute_overhead_pct ||
+                      a.offload_exposed_pct < b.offload_exposed_pct ||
                       a.comm.total < b.comm.total ||
                       a.screen_headroom_bytes > b.screen_headroom_bytes;
   return no_worse && better;
@@ -105,8 +108,20 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
   std::uint64_t expert_gcd = 0;  // experts of every MoE kind: ep must divide each
   for (const LayerKind& k : m.kinds)
     if (k.is_moe()) expert_gcd = std::gcd(expert_gcd, k.moe.experts);
-  const RecomputeKind policies[] = {RecomputeKind::kNone, RecomputeKind::kSelective,
-                                    RecomputeKind::kFull};
+  // The policies: none, selective, full, and each with its kept bytes offloaded to host memory
+  // when the GPU's FLOPs and host link give the copies a time (offload.hpp).
+  const bool offload = !req.megatron_only && gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0 &&
+                       (base.act_dtype == DType::kBf16 || base.act_dtype == DType::kFp16);
+  std::vector<Recompute> policies;
+  for (bool off : {false, true})
+    for (RecomputeKind k :
+         {RecomputeKind::kNone, RecomputeKind::kSelective, RecomputeKind::kFull}) {
+      if (off && !offload) continue;
+      Recompute r;
+      r.kind = k;
+      r.offload = off;
+      policies.push_back(r);
+    }
   std::vector<Layout> all;
   std::vector<Recompute> all_policy;
   Evaluation ev;
@@ -167,7 +182,7 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                             "global batch with fewer divisors");
                   auto s = make_setup(m, c);
                   if (!s.ok()) {  // a split the model does not allow
-                    out.enumerated += sizeof(policies) / sizeof(policies[0]);
+                    out.enumerated += policies.size();
                     continue;
                   }
                   if (!have_budget) {
@@ -178,9 +193,8 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                   bool any = false;
                   Bytes prev_peak = kMaxBytes;
                   double prev_overhead = -1;
-                  for (RecomputeKind k : policies) {
-                    Recompute r;
-                    r.kind = k;
+                  for (const Recompute& r : policies) {
+                    if (r.kind == RecomputeKind::kNone) prev_peak = kMaxBytes, prev_overhead = -1;
                     ++out.enumerated;
                     if (actmem::evaluate(s.value(), r, &ev)) continue;
                     ++out.simulated;
@@ -204,6 +218,9 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     l.bubble_pct =
                         100.0 * bubble_fraction(c.schedule, pp, vpp, s.value().config.grad_accum);
                     l.recompute_overhead_pct = ev.recompute_overhead_pct;
+                    if (r.offload)
+                      l.offload_exposed_pct =
+                          offload_exposed_pct(offload_timing(s.value(), r, ev.worst, gpu));
                     l.comm = comm.value();
                     all.push_back(l);
                     all_policy.push_back(r);
@@ -269,8 +286,16 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
       "reduce-scatters; elsewhere micro-batch 1 is no worse on any criterion (GEMM efficiency is "
       "not ranked)");
   out.notes.push_back(
-      "GPipe is not listed: 1F1B has its bubble and keeps fewer micro-batches; offload and the "
-      "zero-bubble schedules are not searched yet");
+      "GPipe is not listed: 1F1B has its bubble and keeps fewer micro-batches; the zero-bubble "
+      "and DualPipe schedules are not searched yet");
+  out.notes.push_back(
+      offload ? "offload variants are searched; their copies' exposed time assumes " +
+                    std::to_string(static_cast<int>(kAssumedMfu * 100)) +
+                    "% MFU and the GPU's host link (offload_exposed_pct)"
+              : std::string("offload variants are not searched: ") +
+                    (req.megatron_only ? "Megatron-LM has no argument for them"
+                                       : "the GPU's host link or bf16 FLOPs are not known, or "
+                                         "the step is not bf16/fp16"));
   return out;
 }
 

@@ -446,6 +446,7 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
               preset_ids("gpus")));
     auto r = advise_request(req);
     if (!r.ok()) return error_to_json(r.error());
+    r.value().megatron_only = emit == "megatron";
     auto a = advise(mv, c, gpu, r.value());
     if (!a.ok()) return error_to_json(a.error());
     json out = advice_to_json(a.value());

@@ -26,6 +26,7 @@ json layout_config(const TrainConfig& c) {
             {"recompute", recompute_name(c.recompute)},
             {"seq", c.seq}};
   if (!c.layer_split.empty()) j["layer_split"] = c.layer_split;
+  if (c.recompute.offload) j["offload"] = true;
   return j;
 }
 
@@ -50,6 +51,7 @@ json layout_json(const Layout& l) {
             {"screen_headroom_bytes", l.screen_headroom_bytes},
             {"bubble_pct", l.bubble_pct},
             {"recompute_overhead_pct", l.recompute_overhead_pct},
+            {"offload_exposed_pct", l.offload_exposed_pct},
             {"comm_bytes", l.comm.total},
             {"comm",
              {{"tp", l.comm.tp},

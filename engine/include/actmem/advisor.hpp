@@ -21,6 +21,8 @@ struct AdviseRequest {
   std::uint64_t gpus_min = 0, gpus_max = 0;  // the GPU counts searched (inclusive)
   std::uint64_t global_batch = 0;            // sequences per optimizer step
   std::uint64_t limit = 10;                  // layouts listed, each confirmed on the device
+  // Only what Megatron-LM's arguments can express (emit: megatron): no offload variants.
+  bool megatron_only = false;
 };
 
 // Bounds that keep one request's search finite (docs/advisor.md).
@@ -36,6 +38,7 @@ struct Layout {
   std::int64_t screen_headroom_bytes = 0;  // capacity less fixed costs less peak_bytes
   double bubble_pct = 0;                   // pipeline bubble over the ideal step, %
   double recompute_overhead_pct = 0;       // recompute FLOPs over the step's, %
+  double offload_exposed_pct = 0;          // offload copies no forward hides, % of the ideal step
   CommBytes comm;
   // The device figure (listed layouts only): reserved peak plus fixed costs, against capacity.
   bool device_checked = false;
@@ -58,10 +61,11 @@ struct Advice {
 };
 
 // The criteria, smaller is better except headroom: num_gpus, bubble_pct, recompute_overhead_pct,
-// comm.total, and -screen_headroom_bytes. a dominates b when no worse on all and better on one.
+// offload_exposed_pct, comm.total, and -screen_headroom_bytes. a dominates b when no worse on all
+// and better on one.
 bool dominates(const Layout& a, const Layout& b);
-// The ranking of the front: lost compute (bubble + recompute, % of the ideal step) first, then
-// bytes sent, GPUs, and headroom (most first).
+// The ranking of the front: lost compute (bubble + recompute + exposed offload, % of the ideal
+// step) first, then bytes sent, GPUs, and headroom (most first).
 bool ranks_before(const Layout& a, const Layout& b);
 
 Result<Advice> advise(const ModelSpec& m, const TrainConfig& base, const GpuSpec& gpu,

@@ -35,6 +35,13 @@ struct OffloadTiming {
   double worst_copy_s = 0, worst_forward_s = 0;  // that layer's, one micro-batch
 };
 
+// The exposed copy time as a share of the stage's ideal step (its forwards and backwards, three
+// times the forwards: Narayanan et al. 2021, Sec. 5.1), %: the advisor's offload cost, beside the
+// pipeline bubble and the recompute overhead.
+inline double offload_exposed_pct(const OffloadTiming& t) {
+  return t.known && t.forward_s > 0 ? 100.0 * t.exposed_s / (3.0 * t.forward_s) : 0.0;
+}
+
 // The timing of offloading `r`'s kept bytes on pipeline rank `rank` of `s` on `gpu`.
 OffloadTiming offload_timing(const Setup& s, const Recompute& r, std::size_t rank,
                              const GpuSpec& gpu);
