@@ -241,3 +241,77 @@ TEST_CASE("pipeline_split: middle stages equal, the ends share the rest", "[emit
   CHECK(pipeline_split(10, 8) == std::vector<std::uint64_t>{2, 1, 1, 1, 1, 1, 1, 2});
   CHECK(pipeline_split(33, 2) == std::vector<std::uint64_t>{16, 17});
 }
+
+TEST_CASE("Megatron-LM arguments: Megatron-LM's own defaults for what a launch leaves out",
+          "[emit]") {
+  auto read = [](const std::string& preset, const std::string& args,
+                 const json& config = json::object()) {
+    return run({{"preset", preset}, {"config", config}, {"megatron_args", args}});
+  };
+  // Dropout 0.1 (transformer_config.py) whatever the model's config says (Llama: 0).
+  const json r = read("llama-3.1-8b", "--bf16 --seq-length 4096");
+  CHECK(r["config"]["attention_dropout"] == 0.1);
+  CHECK(r["config"]["hidden_dropout"] == 0.1);
+  // The layout a launch without parallel arguments runs: a config key saying otherwise is a
+  // conflict, not an override.
+  CHECK(refuse({{"preset", "llama-3.1-8b"},
+                {"config", {{"pp", 2}}},
+                {"megatron_args", "--bf16 --seq-length 4096"}})["field"] == "config.pp");
+  CHECK(refuse({{"preset", "llama-3.1-8b"},
+                {"config", {{"recompute", "full"}}},
+                {"megatron_args", "--bf16"}})["field"] == "config.recompute");
+  // An unknown argument without a value is a flag it does not read: reported, not refused.
+  bool reported = false;
+  const json flag = read("llama-3.1-8b", "--frobnicate --bf16");
+  for (const auto& w : flag["warnings"])
+    reported =
+        reported || w.get<std::string>().find("\"--frobnicate\" is not read") != std::string::npos;
+  CHECK(reported);
+  // Without dense layers --ffn-hidden-size is the experts' width (moe_ffn_hidden_size's default).
+  CHECK(read("mixtral-8x7b", "--ffn-hidden-size 14336 --num-experts 8")["ok"] == true);
+  CHECK(refuse({{"preset", "mixtral-8x7b"},
+                {"megatron_args", "--ffn-hidden-size 4096"}})["field"] == "megatron_args");
+  // --sgd-momentum 0: plain SGD, no momentum buffer.
+  CHECK(read("gpt2", "--optimizer sgd --sgd-momentum 0")["config"]["optimizer"] == "sgd");
+  CHECK(read("gpt2", "--optimizer sgd")["config"]["optimizer"] == "sgd_momentum");
+  // A middle stage left without a layer names the arguments.
+  CHECK(refuse({{"preset", "llama-3.1-8b"},
+                {"megatron_args",
+                 "--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 31 "
+                 "--decoder-last-pipeline-num-layers 1"}})["message"]
+            .get<std::string>()
+            .rfind("megatron_args: --decoder-first/last-pipeline-num-layers leave no layer", 0) ==
+        0);
+  // The global batch without a dp is read at dp = 1, and said.
+  bool dp_said = false;
+  const json no_dp = read("gpt2", "--global-batch-size 8");
+  for (const auto& w : no_dp["warnings"])
+    dp_said = dp_said || w.get<std::string>().find("dp = 1") != std::string::npos;
+  CHECK(dp_said);
+}
+
+TEST_CASE("Megatron-LM arguments: optimizers and schedules written only as Megatron-LM runs them",
+          "[emit]") {
+  for (const char* opt : {"sgd", "sgd_momentum"}) {
+    const json cfg = {{"optimizer", opt}, {"dp", 2}};
+    const std::string text = emit_of("llama-3.1-8b", cfg, "megatron")["text"];
+    const json back = run({{"preset", "llama-3.1-8b"},
+                           {"config", {{"dp", 2}}},
+                           {"megatron_args", text},
+                           {"summary", true}});
+    const json direct = run({{"preset", "llama-3.1-8b"}, {"config", cfg}, {"summary", true}});
+    CHECK(back["peak"] == direct["peak"]);
+  }
+  for (const json& cfg : {json{{"optimizer", "adam8bit"}}, json{{"optimizer", "adafactor"}},
+                          json{{"optimizer_dtype", "bf16"}, {"master_weights", false}},
+                          json{{"pp", 2}, {"schedule", "gpipe"}}})
+    CHECK(refuse({{"preset", "llama-3.1-8b"}, {"config", cfg}, {"emit", "megatron"}})["field"] ==
+          "emit");
+  // advise --emit sac lists no offload layout (a checkpointing policy cannot say it).
+  const json a = run({{"command", "advise"},
+                      {"preset", "gpt2"},
+                      {"config", {{"gpu", "h100-80gb"}}},
+                      {"emit", "sac"},
+                      {"advise", {{"num_gpus", 8}, {"global_batch", 8}, {"limit", 3}}}});
+  for (const json& l : a["layouts"]) CHECK(l["offload"] == false);
+}

@@ -152,7 +152,7 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     // The emitted text alone (estimate, plan), or after advise's table for its first layout: what
     // a launch script or a training file takes.
     if (opt.command == "advise") {
-      out << render_advice(r);
+      out << render_advice(r) << render_warnings(r);
       if (!r["layouts"].empty())
         out << "\n# layout 1 (" << opt.request["emit"].get<std::string>() << "):\n"
             << printable_lines(r["layouts"][0]["emit"].get<std::string>());
@@ -166,10 +166,11 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
         << "\n";
   } else if (opt.command == "timeline") {
     out << (opt.csv ? render_timeline_csv(r) : render_timeline(r));
+    if (!opt.csv) out << render_warnings(r);
   } else if (opt.command == "fit") {
-    out << render_fit(r);
+    out << render_fit(r) << render_warnings(r);
   } else if (opt.command == "plan") {
-    out << render_plan(r);
+    out << render_plan(r) << render_warnings(r);
   } else if (opt.command == "sweep") {
     out << render_sweep(r);
   } else if (opt.command == "presets") {
@@ -179,7 +180,7 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   } else if (opt.command == "compare") {
     out << render_compare(r);
   } else if (opt.command == "advise") {
-    out << render_advice(r);
+    out << render_advice(r) << render_warnings(r);
   } else {
     out << render_estimate(r);
   }

@@ -390,6 +390,13 @@ std::string render_plan(const json& r) {
   return o.str();
 }
 
+std::string render_warnings(const json& r) {
+  std::string o;
+  if (r.contains("warnings"))
+    for (const auto& w : r["warnings"]) o += "note: " + text(w) + "\n";
+  return o;
+}
+
 std::string render_advice(const json& r) {
   std::ostringstream o;
   const json& n = r["num_gpus"];
@@ -403,7 +410,10 @@ std::string render_advice(const json& r) {
     << u(r["device_checks"]) << " replayed on the device, " << u(r["device_refused"])
     << " refused there\n";
   if (r["layouts"].empty()) {
-    o << "no layout fits\n";
+    o << (u(r["enumerated"]) == 0
+              ? "no layout to try: no split of these GPU counts into tp (at most gpus_per_node), "
+                "cp, pp and a dp dividing the global batch suits this model\n"
+              : "no layout fits\n");
     return o.str();
   }
   o << "\nranked: lost compute (bubble + recompute + exposed offload copies), then bytes sent per "

@@ -3,6 +3,7 @@
 #include "actmem/emit.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "actmem/policy.hpp"
 
@@ -75,6 +76,10 @@ std::vector<std::uint64_t> pipeline_split(std::uint64_t layers, std::uint64_t pp
 
 Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
   const Parallel& p = c.par;
+  if (p.pp > 1 && effective_schedule(c) == Schedule::kGpipe)
+    return cannot(
+        "megatron: Megatron-LM runs 1F1B or its interleaved schedule, not GPipe; allowed "
+        "schedules: 1f1b, interleaved");
   std::vector<std::string> a;
   a.push_back("--tensor-model-parallel-size " + std::to_string(p.tp));
   if (p.sp && p.tp > 1) a.push_back("--sequence-parallel");
@@ -132,10 +137,37 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
           "megatron: attention sdpa_math is PyTorch's math backend, which Megatron-LM does not "
           "use; allowed: eager (--attention-backend unfused), flash");
   }
-  if (c.attention_dropout >= 0 && c.attention_dropout != m.attention_dropout)
-    a.push_back("--attention-dropout " + std::to_string(c.attention_dropout));
-  if (c.hidden_dropout >= 0 && c.hidden_dropout != m.hidden_dropout)
-    a.push_back("--hidden-dropout " + std::to_string(c.hidden_dropout));
+  // Megatron-LM's dropouts default to 0.1 whatever the model's config says: always written.
+  auto prob = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return std::string(buf);
+  };
+  a.push_back("--attention-dropout " +
+              prob(c.attention_dropout >= 0 ? c.attention_dropout : m.attention_dropout));
+  a.push_back("--hidden-dropout " +
+              prob(c.hidden_dropout >= 0 ? c.hidden_dropout : m.hidden_dropout));
+  // The optimizer: Megatron-LM's adam is AdamW with fp32 main parameters and states; its sgd
+  // has momentum 0.9 unless told 0.
+  switch (c.optimizer) {
+    case Optimizer::kAdamW:
+      break;
+    case Optimizer::kSgdMomentum:
+      a.push_back("--optimizer sgd");
+      break;
+    case Optimizer::kSgd:
+      a.push_back("--optimizer sgd");
+      a.push_back("--sgd-momentum 0");
+      break;
+    default:
+      return cannot(std::string("megatron: the ") + optimizer_name(c.optimizer) +
+                    " optimizer has no Megatron-LM argument; allowed: adamw, sgd, sgd_momentum");
+  }
+  if (c.act_dtype != DType::kFp32 && (!c.master_weights || c.optimizer_dtype != DType::kFp32))
+    return cannot(
+        "megatron: Megatron-LM keeps fp32 main parameters and optimizer states with --bf16 or "
+        "--fp16 (other dtypes need --use-precision-aware-optimizer, not modelled); allowed: "
+        "master weights with fp32 optimizer states");
   auto rc = recompute_args(c.recompute);
   if (!rc.ok()) return rc.error();
   for (const std::string& s : rc.value()) a.push_back(s);

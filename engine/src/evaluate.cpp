@@ -339,6 +339,10 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
                              " conflicts with megatron_args' --global-batch-size " +
                              std::to_string(g) + " (" + mbs.dump() + " micro-batches); give one"));
       if (!cfg_json.contains("grad_accum")) cfg_json["micro_batches"] = mbs;
+      if (!cfg_json.contains("dp"))
+        warnings.push_back(
+            "megatron_args: --global-batch-size read with dp = 1 (no config.dp given; Megatron-LM "
+            "takes dp from the job's size)");
     }
     warnings.insert(warnings.end(), ma.value().warnings.begin(), ma.value().warnings.end());
   }
@@ -446,7 +450,9 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
               preset_ids("gpus")));
     auto r = advise_request(req);
     if (!r.ok()) return error_to_json(r.error());
-    r.value().megatron_only = emit == "megatron";
+    // Emitted layouts are ones the framework can run: no offload variants (neither Megatron-LM
+    // nor a checkpointing policy says it).
+    r.value().megatron_only = !emit.empty();
     auto a = advise(mv, c, gpu, r.value());
     if (!a.ok()) return error_to_json(a.error());
     json out = advice_to_json(a.value());
@@ -469,7 +475,9 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     if (command == "fit") {
       auto f = fit(mv, c, gpu);
       if (!f.ok()) return error_to_json(f.error());
-      return fit_to_json(f.value());
+      json out = fit_to_json(f.value());
+      if (!warnings.empty()) out["warnings"] = warnings;
+      return out;
     }
     auto p = plan(mv, c, gpu, emit == "megatron");
     if (!p.ok()) return error_to_json(p.error());
@@ -635,7 +643,9 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     if (req.contains("compact_events"))
       if (auto err = detail::read_bool(req["compact_events"], "compact_events", &compact))
         return error_to_json(*err);
-    return timeline_to_json(e, tl.value(), compact);
+    json out = timeline_to_json(e, tl.value(), compact);
+    if (!e.warnings.empty()) out["warnings"] = e.warnings;
+    return out;
   }
   return streamed(estimate_text(e), text);
 }

@@ -103,20 +103,10 @@ const char* const kUnmodelled[] = {"--fp8-format",
                                    "--moe-expert-capacity-factor",
                                    "--moe-pad-expert-input-to-capacity",
                                    "--use-torch-fsdp2",
-                                   "--num-layers-per-virtual-pipeline-stage-with-mtp",
-                                   "--mtp-num-layers",
-                                   "--decoder-num-layers",
-                                   "--encoder-num-layers",
-                                   "--num-experts-per-tok",
-                                   "--moe-layer-freq",
-                                   "--hybrid-override-pattern",
-                                   "--moe-shared-expert-intermediate-size",
-                                   "--multi-latent-attention",
-                                   "--kv-lora-rank",
-                                   "--q-lora-rank",
                                    "--calculate-per-token-loss",
                                    "--fp16-lm-cross-entropy",
-                                   "--output-logit-dtype"};
+                                   "--output-logit-dtype",
+                                   "--use-custom-fsdp"};
 
 // Arguments that do not change what a GPU holds during a step (learning rate, logging, data,
 // checkpoints, fusions that keep the same tensors) or that define the model the request already
@@ -138,7 +128,6 @@ const char* const kHarmless[] = {"--lr",
                                  "--adam-beta1",
                                  "--adam-beta2",
                                  "--adam-eps",
-                                 "--sgd-momentum",
                                  "--init-method-std",
                                  "--train-iters",
                                  "--train-samples",
@@ -261,7 +250,31 @@ const char* const kHarmless[] = {"--lr",
                                  "--nnodes",
                                  "--node_rank",
                                  "--master_addr",
-                                 "--master_port"};
+                                 "--master_port",
+                                 "--nproc-per-node",
+                                 "--node-rank",
+                                 "--master-addr",
+                                 "--master-port",
+                                 "--rdzv-backend",
+                                 "--rdzv-endpoint",
+                                 "--rdzv-id",
+                                 "--standalone",
+                                 "--moe-layer-freq",
+                                 "--hybrid-override-pattern",
+                                 "--moe-shared-expert-intermediate-size",
+                                 "--multi-latent-attention",
+                                 "--kv-lora-rank",
+                                 "--q-lora-rank",
+                                 "--qk-head-dim",
+                                 "--qk-pos-emb-head-dim",
+                                 "--v-head-dim",
+                                 "--num-experts-per-tok",
+                                 "--decoder-num-layers",
+                                 "--encoder-num-layers",
+                                 "--rotary-scaling-factor",
+                                 "--mamba-state-dim",
+                                 "--mamba-head-dim",
+                                 "--mamba-num-groups"};
 
 // Arguments that take no value (store_true / store_false).
 const char* const kFlags[] = {"--sequence-parallel",
@@ -336,7 +349,9 @@ const char* const kFlags[] = {"--sequence-parallel",
                               "--use-torch-fsdp2",
                               "--multi-latent-attention",
                               "--calculate-per-token-loss",
-                              "--fp16-lm-cross-entropy"};
+                              "--fp16-lm-cross-entropy",
+                              "--standalone",
+                              "--use-custom-fsdp"};
 
 bool in(const char* const* list, std::size_t n, const std::string& a) {
   return std::any_of(list, list + n, [&](const char* k) { return a == k; });
@@ -344,6 +359,51 @@ bool in(const char* const* list, std::size_t n, const std::string& a) {
 template <std::size_t N>
 bool in(const char* const (&list)[N], const std::string& a) {
   return in(list, N, a);
+}
+
+// The arguments read into the config or checked against the model.
+const char* const kRead[] = {"--tensor-model-parallel-size",
+                             "--pipeline-model-parallel-size",
+                             "--context-parallel-size",
+                             "--expert-model-parallel-size",
+                             "--expert-tensor-parallel-size",
+                             "--num-virtual-stages-per-pipeline-rank",
+                             "--num-layers-per-virtual-pipeline-stage",
+                             "--micro-batch-size",
+                             "--global-batch-size",
+                             "--seq-length",
+                             "--sequence-parallel",
+                             "--decoder-first-pipeline-num-layers",
+                             "--decoder-last-pipeline-num-layers",
+                             "--use-megatron-fsdp",
+                             "--data-parallel-sharding-strategy",
+                             "--use-distributed-optimizer",
+                             "--bf16",
+                             "--fp16",
+                             "--accumulate-allreduce-grads-in-fp32",
+                             "--attention-backend",
+                             "--attention-dropout",
+                             "--hidden-dropout",
+                             "--recompute-granularity",
+                             "--recompute-method",
+                             "--recompute-num-layers",
+                             "--recompute-modules",
+                             "--recompute-activations",
+                             "--optimizer",
+                             "--num-layers",
+                             "--hidden-size",
+                             "--num-attention-heads",
+                             "--num-query-groups",
+                             "--kv-channels",
+                             "--ffn-hidden-size",
+                             "--num-experts",
+                             "--moe-router-topk",
+                             "--moe-ffn-hidden-size",
+                             "--sgd-momentum",
+                             "--mtp-num-layers"};
+
+bool known(const std::string& a) {
+  return in(kRead, a) || in(kHarmless, a) || in(kUnmodelled, a);
 }
 
 // A non-negative decimal integer of at most 15 digits (no sign, no exponent).
@@ -383,8 +443,13 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
       v = a.substr(eq + 1);
       a = a.substr(0, eq);
     } else if (!in(kFlags, a)) {
-      if (i + 1 >= t.size() || t[i + 1].rfind("--", 0) == 0)
-        return bad(shown(a) + " needs a value");
+      if (i + 1 >= t.size() || t[i + 1].rfind("--", 0) == 0) {
+        // An argument actmem reads or knows takes a value; an unknown one may be a flag.
+        if (known(a)) return bad(shown(a) + " needs a value");
+        if (args.count(a) == 0) order.push_back(a);
+        args[a] = "";
+        continue;
+      }
       v = t[++i];
       // --recompute-modules takes a list (nargs='*'): the values up to the next argument.
       if (a == "--recompute-modules" || a == "--data-path")
@@ -427,13 +492,21 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
       {"--num-attention-heads", attn != nullptr, attn ? attn->heads : 0, "num_attention_heads"},
       {"--num-query-groups", attn != nullptr, attn ? attn->kv_heads : 0, "num_key_value_heads"},
       {"--kv-channels", attn != nullptr && !attn->is_mla(), attn ? attn->head_dim : 0, "head_dim"},
-      {"--ffn-hidden-size", dense != nullptr, dense ? dense->ffn_hidden : 0, "intermediate_size"},
+      // Without dense layers, --ffn-hidden-size is the experts' width unless
+      // --moe-ffn-hidden-size gives it (Megatron-LM: moe_ffn_hidden_size defaults to it).
+      {"--ffn-hidden-size", dense != nullptr || (moe != nullptr && !has("--moe-ffn-hidden-size")),
+       dense ? dense->ffn_hidden : (moe ? moe->moe.expert_ffn : 0),
+       dense ? "intermediate_size" : "moe_intermediate_size"},
       {"--num-experts", moe != nullptr, moe ? moe->moe.experts : 0, "num_local_experts"},
       {"--moe-router-topk", moe != nullptr, moe ? moe->moe.top_k : 0, "num_experts_per_tok"},
       {"--moe-ffn-hidden-size", moe != nullptr, moe ? moe->moe.expert_ffn : 0,
        "moe_intermediate_size"}};
   for (const Check& k : checks) {
     if (!has(k.arg)) continue;
+    // An MoE-only model's --ffn-hidden-size next to --moe-ffn-hidden-size sizes no layer.
+    if (std::string(k.arg) == "--ffn-hidden-size" && dense == nullptr && moe != nullptr &&
+        has("--moe-ffn-hidden-size"))
+      continue;
     std::uint64_t x = 0;
     ACTMEM_TRY(uint_of(k.arg, &x));
     if (!k.known)
@@ -457,6 +530,12 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     ACTMEM_TRY(uint_of(a, &x));
     c[key] = x;
   }
+  // What Megatron-LM runs without an argument (sizes 1, no sequence parallelism, one chunk per
+  // rank): written out, so a config key that says otherwise is a conflict, not an override.
+  for (const char* key : {"tp", "pp", "cp", "vpp"})
+    if (!c.contains(key)) c[key] = 1;
+  if (moe != nullptr && !c.contains("ep")) c["ep"] = 1;
+  if (!has("--sequence-parallel")) c["sp"] = false;
   const std::uint64_t tp = c.value("tp", std::uint64_t{1}), pp = c.value("pp", std::uint64_t{1});
   if (has("--expert-tensor-parallel-size")) {
     std::uint64_t x = 0;
@@ -475,7 +554,7 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
                  std::to_string(m.layers) + " layers are not pp=" + std::to_string(pp) +
                  " ranks of chunks of that many");
     const std::uint64_t v = m.layers / (pp * x);
-    if (c.contains("vpp") && c["vpp"] != v)
+    if (has("--num-virtual-stages-per-pipeline-rank") && c["vpp"] != v)
       return bad(
           "--num-layers-per-virtual-pipeline-stage and "
           "--num-virtual-stages-per-pipeline-rank disagree");
@@ -498,6 +577,9 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     if (middle == 0 ? rest != 0 : rest % middle != 0)
       return bad("--decoder-first/last-pipeline-num-layers leave " + std::to_string(rest) +
                  " layers for " + std::to_string(middle) + " other stages: not an even split");
+    if (middle > 0 && rest / middle == 0)
+      return bad("--decoder-first/last-pipeline-num-layers leave no layer for the " +
+                 std::to_string(middle) + " other stages of " + std::to_string(m.layers));
     std::vector<std::uint64_t> split(pp, middle ? rest / middle : 0);
     if (f) split.front() = first;
     if (l) split.back() = last;
@@ -519,7 +601,13 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     return bad("--data-parallel-sharding-strategy is read with --use-megatron-fsdp");
   } else if (has("--use-distributed-optimizer")) {
     c["zero"] = 1;
+  } else {
+    c["zero"] = 0;
   }
+  if (has("--use-megatron-fsdp") && has("--use-distributed-optimizer"))
+    return bad(
+        "--use-megatron-fsdp and --use-distributed-optimizer: Megatron-FSDP's sharding "
+        "strategy decides what is sharded; give one");
   // Precision: --bf16, --fp16 or neither (fp32); parameters in the same dtype with fp32 master
   // weights; gradients in the parameters' dtype unless reduced in fp32.
   if (has("--bf16") && has("--fp16")) return bad("--bf16 and --fp16: give one");
@@ -531,8 +619,11 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     const std::string o = args["--optimizer"];
     if (o == "adam")
       c["optimizer"] = "adamw";  // Megatron's adam is AdamW (decoupled weight decay)
-    else if (o == "sgd")
-      c["optimizer"] = "sgd_momentum";
+    else if (o == "sgd")         // momentum 0.9 unless --sgd-momentum 0: then no momentum buffer
+      c["optimizer"] =
+          has("--sgd-momentum") && std::strtod(args["--sgd-momentum"].c_str(), nullptr) == 0
+              ? "sgd"
+              : "sgd_momentum";
     else
       return bad("--optimizer " + shown(o) + ": allowed: adam, sgd");
   }
@@ -559,7 +650,12 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
   for (const auto& [a, key] :
        {std::pair<const char*, const char*>{"--attention-dropout", "attention_dropout"},
         {"--hidden-dropout", "hidden_dropout"}}) {
-    if (!has(a)) continue;
+    // Megatron-LM's default is 0.1 for both (transformer_config.py), whatever the model's
+    // Hugging Face config says.
+    if (!has(a)) {
+      c[key] = 0.1;
+      continue;
+    }
     char* end = nullptr;
     const std::string& v = args[a];
     const double d = std::strtod(v.c_str(), &end);
@@ -614,45 +710,20 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     return bad(
         "--recompute-method and --recompute-num-layers are read with "
         "--recompute-granularity full");
+  } else {
+    c["recompute"] = "none";
+  }
+  // Multi-token prediction: Megatron-LM trains the depths --mtp-num-layers gives.
+  if (has("--mtp-num-layers")) {
+    std::uint64_t x = 0;
+    ACTMEM_TRY(uint_of("--mtp-num-layers", &x));
+    if (x != m.mtp_layers)
+      return bad("--mtp-num-layers " + std::to_string(x) + ": this model has " +
+                 std::to_string(m.mtp_layers) + " multi-token-prediction depths");
+    c["mtp"] = true;
   }
   if (has("--global-batch-size")) ACTMEM_TRY(uint_of("--global-batch-size", &out.global_batch));
-  static const char* const kRead[] = {"--tensor-model-parallel-size",
-                                      "--pipeline-model-parallel-size",
-                                      "--context-parallel-size",
-                                      "--expert-model-parallel-size",
-                                      "--expert-tensor-parallel-size",
-                                      "--num-virtual-stages-per-pipeline-rank",
-                                      "--num-layers-per-virtual-pipeline-stage",
-                                      "--micro-batch-size",
-                                      "--global-batch-size",
-                                      "--seq-length",
-                                      "--sequence-parallel",
-                                      "--decoder-first-pipeline-num-layers",
-                                      "--decoder-last-pipeline-num-layers",
-                                      "--use-megatron-fsdp",
-                                      "--data-parallel-sharding-strategy",
-                                      "--use-distributed-optimizer",
-                                      "--bf16",
-                                      "--fp16",
-                                      "--accumulate-allreduce-grads-in-fp32",
-                                      "--attention-backend",
-                                      "--attention-dropout",
-                                      "--hidden-dropout",
-                                      "--recompute-granularity",
-                                      "--recompute-method",
-                                      "--recompute-num-layers",
-                                      "--recompute-modules",
-                                      "--recompute-activations",
-                                      "--optimizer",
-                                      "--num-layers",
-                                      "--hidden-size",
-                                      "--num-attention-heads",
-                                      "--num-query-groups",
-                                      "--kv-channels",
-                                      "--ffn-hidden-size",
-                                      "--num-experts",
-                                      "--moe-router-topk",
-                                      "--moe-ffn-hidden-size"};
+
   for (const std::string& a : order) {
     if (in(kRead, a) || in(kHarmless, a)) continue;
     if (in(kUnmodelled, a))

@@ -21,7 +21,7 @@ struct AdviseRequest {
   std::uint64_t gpus_min = 0, gpus_max = 0;  // the GPU counts searched (inclusive)
   std::uint64_t global_batch = 0;            // sequences per optimizer step
   std::uint64_t limit = 10;                  // layouts listed, each confirmed on the device
-  // Only what Megatron-LM's arguments can express (emit: megatron): no offload variants.
+  // Only layouts a framework's launch input can say (emit): no offload variants.
   bool megatron_only = false;
 };
 
