@@ -170,7 +170,8 @@ std::vector<Layout> brute_force(const ModelSpec& m, const TrainConfig& base, con
   std::vector<Layout> out;
   Evaluation ev;
   const Bytes capacity = device_capacity(gpu, nullptr);
-  const bool link = gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0;  // offload variants searched
+  // Offload variants are searched when the GPU's FLOPs, host link and host memory are known.
+  const bool link = gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0 && gpu.host_memory_bytes > 0;
   for (std::uint64_t n = req.gpus_min; n <= req.gpus_max; ++n)
     for (std::uint64_t tp = 1; tp <= n; ++tp)
       for (std::uint64_t cp = 1; cp <= n; ++cp)
@@ -212,9 +213,13 @@ std::vector<Layout> brute_force(const ModelSpec& m, const TrainConfig& base, con
                           l.screen_headroom_bytes = static_cast<std::int64_t>(budget - peak);
                           l.bubble_pct = 100.0 * bubble_fraction(sch, pp, vpp, c.grad_accum);
                           l.recompute_overhead_pct = ev.recompute_overhead_pct;
-                          if (off)
-                            l.offload_exposed_pct = offload_exposed_pct(
-                                offload_timing(s.value(), c.recompute, ev.worst, gpu));
+                          if (off) {
+                            const OffloadTiming t =
+                                offload_timing(s.value(), c.recompute, ev.worst, gpu,
+                                               ev.worst_stage().host_peak_bytes);
+                            if (!t.host_fits) continue;
+                            l.offload_exposed_pct = offload_exposed_pct(t);
+                          }
                           auto cb = comm_per_step(s.value(), c.recompute);
                           REQUIRE(cb.ok());
                           l.comm = cb.value();

@@ -111,6 +111,7 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
   // The policies: none, selective, full, and each with its kept bytes offloaded to host memory
   // when the GPU's FLOPs and host link give the copies a time (offload.hpp).
   const bool offload = !req.megatron_only && gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0 &&
+                       gpu.host_memory_bytes > 0 &&
                        (base.act_dtype == DType::kBf16 || base.act_dtype == DType::kFp16);
   std::vector<Recompute> policies;
   for (bool off : {false, true})
@@ -176,7 +177,9 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                   if (++setups > kMaxAdviseSetups)
                     return make_error(
                         "invalid_value", "advise.num_gpus",
-                        "advise.num_gpus: the search would set up more than " +
+                        "advise.num_gpus: " + std::to_string(req.gpus_min) + ":" +
+                            std::to_string(req.gpus_max) + " with a global batch of " +
+                            std::to_string(req.global_batch) + " would set up more than " +
                             std::to_string(kMaxAdviseSetups) +
                             " configurations; give fewer GPU counts (a narrower range) or a "
                             "global batch with fewer divisors");
@@ -218,9 +221,13 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     l.bubble_pct =
                         100.0 * bubble_fraction(c.schedule, pp, vpp, s.value().config.grad_accum);
                     l.recompute_overhead_pct = ev.recompute_overhead_pct;
-                    if (r.offload)
-                      l.offload_exposed_pct =
-                          offload_exposed_pct(offload_timing(s.value(), r, ev.worst, gpu));
+                    if (r.offload) {
+                      // The offloaded bytes must fit the host's memory for this GPU too.
+                      const OffloadTiming t = offload_timing(s.value(), r, ev.worst, gpu,
+                                                             ev.worst_stage().host_peak_bytes);
+                      if (!t.host_fits) continue;
+                      l.offload_exposed_pct = offload_exposed_pct(t);
+                    }
                     l.comm = comm.value();
                     all.push_back(l);
                     all_policy.push_back(r);
@@ -294,8 +301,8 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     "% MFU and the GPU's host link (offload_exposed_pct)"
               : std::string("offload variants are not searched: ") +
                     (req.megatron_only ? "Megatron-LM has no argument for them"
-                                       : "the GPU's host link or bf16 FLOPs are not known, or "
-                                         "the step is not bf16/fp16"));
+                                       : "the GPU's host link, bf16 FLOPs or host memory are not "
+                                         "known, or the step is not bf16/fp16"));
   return out;
 }
 

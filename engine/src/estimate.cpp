@@ -123,7 +123,8 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     }
   }
   if (e.has_gpu && c.recompute.offload) {
-    e.offload = offload_timing(e, c.recompute, e.worst_stage, e.gpu);
+    e.offload = offload_timing(e, c.recompute, e.worst_stage, e.gpu,
+                               e.eval.stages[e.worst_stage].host_peak_bytes);
     e.has_offload_timing = true;
   }
   if (!explain) return e;

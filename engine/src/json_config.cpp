@@ -266,7 +266,9 @@ Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {
                                       "context_bytes",
                                       "context_source",
                                       "host_link_gbs",
-                                      "host_link_source"};
+                                      "host_link_source",
+                                      "host_memory_per_gpu_bytes",
+                                      "host_memory_source"};
   ACTMEM_TRY(detail::check_keys(j, "gpu", kKeys, sizeof(kKeys) / sizeof(kKeys[0])));
   GpuSpec g;
   g.id = id;
@@ -306,6 +308,16 @@ Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {
       return make_error("invalid_value", std::string("gpu.") + k,
                         std::string("gpu.") + k + ": must be a positive number below 10^6");
   }
+  if (j.contains("host_memory_per_gpu_bytes")) {
+    ACTMEM_TRY(detail::read_uint(j["host_memory_per_gpu_bytes"], "gpu.host_memory_per_gpu_bytes",
+                                 &g.host_memory_bytes));
+    if (g.host_memory_bytes > kMaxBytes)
+      return make_error("invalid_value", "gpu.host_memory_per_gpu_bytes",
+                        "gpu.host_memory_per_gpu_bytes: exceeds 2^63-1");
+  }
+  if (j.contains("host_memory_source"))
+    ACTMEM_TRY(detail::read_string(j["host_memory_source"], "gpu.host_memory_source",
+                                   &g.host_memory_source));
   if (j.contains("host_link_source"))
     ACTMEM_TRY(
         detail::read_string(j["host_link_source"], "gpu.host_link_source", &g.host_link_source));

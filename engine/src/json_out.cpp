@@ -29,6 +29,9 @@ void write_offload(JsonWriter& w, const OffloadTiming& t) {
     w.field("flops_per_s", t.flops_per_s);
     w.field("forward_s", t.forward_s);
     w.field("hidden", t.hidden);
+    w.field("host_fits", t.host_fits);
+    w.field("host_memory_bytes", t.host_memory_bytes);
+    w.field("host_peak_bytes", t.host_peak_bytes);
     w.field("link_bytes_per_s", t.link_bytes_per_s);
     w.field("link_source", t.link_source);
     w.field("worst_copy_s", t.worst_copy_s);

@@ -27,6 +27,7 @@ json point_json(const PlanPoint& p) {
     j["offload_hidden"] = p.offload_hidden;
     j["offload_exposed_s"] = p.offload_exposed_s;
   }
+  if (p.offload && p.offload_host_known) j["offload_host_fits"] = p.offload_host_fits;
   return j;
 }
 

@@ -9,8 +9,11 @@
 namespace actmem {
 
 OffloadTiming offload_timing(const Setup& s, const Recompute& r, std::size_t rank,
-                             const GpuSpec& gpu) {
+                             const GpuSpec& gpu, Bytes host_peak) {
   OffloadTiming t;
+  t.host_peak_bytes = host_peak;
+  t.host_memory_bytes = gpu.host_memory_bytes;
+  t.host_fits = gpu.host_memory_bytes > 0 && host_peak <= gpu.host_memory_bytes;
   const TrainConfig& c = s.config;
   if (gpu.host_link_gbs <= 0 || gpu.bf16_tflops <= 0) {
     t.why_unknown = "the GPU's host link or dense bf16 FLOPs are not in its preset";

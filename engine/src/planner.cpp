@@ -228,10 +228,14 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
     const Bytes peak = ev.worst_stage().peak_bytes;
     PlanPoint pt{recompute_name(r), r.offload, peak, ev.recompute_overhead_pct, peak <= budget};
     if (r.offload) {
-      const OffloadTiming t = offload_timing(e, r, ev.worst, gpu);
+      const OffloadTiming t = offload_timing(e, r, ev.worst, gpu, ev.worst_stage().host_peak_bytes);
       pt.offload_timing_known = t.known;
       pt.offload_hidden = t.hidden;
       pt.offload_exposed_s = t.exposed_s;
+      pt.offload_host_known = t.host_memory_bytes > 0;
+      pt.offload_host_fits = t.host_fits;
+      // Offloaded bytes past the host's memory for this GPU: it cannot run.
+      if (pt.offload_host_known && !t.host_fits) pt.fits = false;
     }
     seen.push_back(pt);
     policies.push_back(r);

@@ -27,8 +27,8 @@ struct AdviseRequest {
 
 // Bounds that keep one request's search finite (docs/advisor.md).
 constexpr std::uint64_t kMaxAdviseGpus = 1u << 20;
-constexpr std::uint64_t kMaxAdviseRange = 4096;  // GPU counts in one range
-constexpr std::uint64_t kMaxAdviseLimit = 100;
+constexpr std::uint64_t kMaxAdviseRange = 4096;    // GPU counts in one range
+constexpr std::uint64_t kMaxAdviseLimit = 50;      // each listed layout is replayed on the device
 constexpr std::uint64_t kMaxAdviseSetups = 50000;  // configurations set up per request
 
 struct Layout {

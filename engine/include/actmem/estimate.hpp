@@ -34,6 +34,9 @@ struct GpuSpec {
   double bf16_tflops = 0;
   double host_link_gbs = 0;
   std::string host_link_source;
+  // Host memory an offloading job has per GPU (the reference system's over its GPUs; 0: unknown).
+  Bytes host_memory_bytes = 0;
+  std::string host_memory_source;
 };
 
 // One pipeline rank as the report shows it: its layers and per-layer recompute choices (from the

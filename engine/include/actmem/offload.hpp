@@ -33,6 +33,10 @@ struct OffloadTiming {
   bool hidden = false;
   std::uint64_t worst_layer = 0;  // global index of the layer whose copy exceeds its forward most
   double worst_copy_s = 0, worst_forward_s = 0;  // that layer's, one micro-batch
+  // Host memory: the offloaded bytes resident at once on the stage, against what the host has per
+  // GPU (0: unknown, then host_fits is false).
+  Bytes host_peak_bytes = 0, host_memory_bytes = 0;
+  bool host_fits = false;
 };
 
 // The exposed copy time as a share of the stage's ideal step (its forwards and backwards, three
@@ -42,8 +46,9 @@ inline double offload_exposed_pct(const OffloadTiming& t) {
   return t.known && t.forward_s > 0 ? 100.0 * t.exposed_s / (3.0 * t.forward_s) : 0.0;
 }
 
-// The timing of offloading `r`'s kept bytes on pipeline rank `rank` of `s` on `gpu`.
+// The timing of offloading `r`'s kept bytes on pipeline rank `rank` of `s` on `gpu`;
+// `host_peak` the stage's offloaded bytes resident at once (the walk's host_peak_bytes).
 OffloadTiming offload_timing(const Setup& s, const Recompute& r, std::size_t rank,
-                             const GpuSpec& gpu);
+                             const GpuSpec& gpu, Bytes host_peak);
 
 }  // namespace actmem

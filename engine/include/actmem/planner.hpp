@@ -47,6 +47,9 @@ struct PlanPoint {
   bool offload_timing_known = false;
   bool offload_hidden = false;
   double offload_exposed_s = 0;
+  // Its offloaded bytes against the host memory per GPU, when the GPU preset gives it.
+  bool offload_host_known = false;
+  bool offload_host_fits = false;
 };
 
 struct Plan {
