@@ -47,7 +47,7 @@ fuzz actmem-fuzz-cli 50000 fuzz/cli.dict fuzz/corpus-cli             # actmem's 
 fuzz actmem-fuzz-requests 1500 fuzz/json.dict fuzz/corpus-requests   # `requests -` streams
 fuzz actmem-fuzz-validate 50000 fuzz/cli.dict fuzz/corpus-validate   # actmem-validate's argv
 fuzz actmem-fuzz-snapshot 10000 fuzz/pickle.dict fuzz/corpus-snapshot # compare's snapshot file
-fuzz actmem-fuzz-megatron 20000 fuzz/megatron.dict fuzz/corpus-megatron # --megatron-args FILE
+fuzz actmem-fuzz-megatron 10000 fuzz/megatron.dict fuzz/corpus-megatron # --megatron-args FILE
 
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then
