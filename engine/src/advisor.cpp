@@ -124,7 +124,6 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
       policies.push_back(r);
     }
   std::vector<Layout> all;
-  std::vector<Recompute> all_policy;
   Evaluation ev;
   std::uint64_t setups = 0;
   for (std::uint64_t n = req.gpus_min; n <= req.gpus_max; ++n) {
@@ -230,7 +229,6 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     }
                     l.comm = comm.value();
                     all.push_back(l);
-                    all_policy.push_back(r);
                     any = true;
                   }
                   // Larger micro-batches only grow the peak: none of them fits either.
@@ -259,7 +257,7 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
         ++out.device_checks;
         auto s = make_setup(m, l.config);
         if (s.ok()) {
-          auto d = device_memory(s.value(), &gpu, &all_policy[i], false);
+          auto d = device_memory(s.value(), &gpu, &l.config.recompute, false);
           if (d.ok()) {
             l.device_checked = true;
             l.fits = d.value().fits;

@@ -32,35 +32,28 @@ json layout_config(const TrainConfig& c) {
 
 json layout_json(const Layout& l) {
   const TrainConfig& c = l.config;
-  json j = {{"num_gpus", l.num_gpus},
-            {"tp", c.par.tp},
-            {"sp", c.par.sp},
-            {"pp", c.par.pp},
-            {"vpp", c.par.vpp},
-            {"layer_split", c.layer_split},
-            {"cp", c.par.cp},
-            {"dp", c.par.dp},
-            {"ep", c.par.ep},
-            {"zero", static_cast<std::uint64_t>(c.par.zero)},
-            {"micro_batch", c.micro_batch},
-            {"micro_batches", c.grad_accum},
-            {"schedule", schedule_name(effective_schedule(c))},
-            {"recompute", recompute_name(c.recompute)},
-            {"offload", c.recompute.offload},
-            {"peak_bytes", l.peak_bytes},
-            {"screen_headroom_bytes", l.screen_headroom_bytes},
-            {"bubble_pct", l.bubble_pct},
-            {"recompute_overhead_pct", l.recompute_overhead_pct},
-            {"offload_exposed_pct", l.offload_exposed_pct},
-            {"comm_bytes", l.comm.total},
-            {"comm",
-             {{"tp", l.comm.tp},
-              {"cp", l.comm.cp},
-              {"pp", l.comm.pp},
-              {"dp", l.comm.dp},
-              {"ep", l.comm.ep},
-              {"stage", l.comm.stage}}},
-            {"config", layout_config(c)}};
+  // The config's keys at the top level too (layer_split and offload always, seq only in config),
+  // with the criteria and figures beside them.
+  const json config = layout_config(c);
+  json j = config;
+  j.erase("seq");
+  j["layer_split"] = c.layer_split;
+  j["offload"] = c.recompute.offload;
+  j.update(json{{"num_gpus", l.num_gpus},
+                {"peak_bytes", l.peak_bytes},
+                {"screen_headroom_bytes", l.screen_headroom_bytes},
+                {"bubble_pct", l.bubble_pct},
+                {"recompute_overhead_pct", l.recompute_overhead_pct},
+                {"offload_exposed_pct", l.offload_exposed_pct},
+                {"comm_bytes", l.comm.total},
+                {"comm",
+                 {{"tp", l.comm.tp},
+                  {"cp", l.comm.cp},
+                  {"pp", l.comm.pp},
+                  {"dp", l.comm.dp},
+                  {"ep", l.comm.ep},
+                  {"stage", l.comm.stage}}},
+                {"config", config}});
   if (l.device_checked) {
     j["fits"] = l.fits;
     j["device_total_bytes"] = l.device_total_bytes;

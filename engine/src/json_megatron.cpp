@@ -108,9 +108,9 @@ const char* const kUnmodelled[] = {"--fp8-format",
                                    "--output-logit-dtype",
                                    "--use-custom-fsdp"};
 
-// Arguments that do not change what a GPU holds during a step (learning rate, logging, data,
-// checkpoints, fusions that keep the same tensors) or that define the model the request already
-// gives (checked where the engine knows the value, below).
+// Arguments taking a value that do not change what a GPU holds during a step (learning rate,
+// logging, data, checkpoints) or that define the model the request already gives (checked where
+// the engine knows the value, below). Flags of the same kind are in kFlags only.
 const char* const kHarmless[] = {"--lr",
                                  "--min-lr",
                                  "--lr-decay-style",
@@ -156,93 +156,41 @@ const char* const kHarmless[] = {"--lr",
                                  "--rotary-seq-len-interpolation-factor",
                                  "--normalization",
                                  "--norm-epsilon",
-                                 "--swiglu",
-                                 "--untie-embeddings-and-output-weights",
-                                 "--disable-bias-linear",
-                                 "--add-qkv-bias",
-                                 "--group-query-attention",
-                                 "--qk-layernorm",
                                  "--transformer-impl",
-                                 "--use-mcore-models",
-                                 "--overlap-grad-reduce",
-                                 "--overlap-param-gather",
-                                 "--overlap-param-gather-with-optimizer-step",
-                                 "--no-overlap-p2p-communication",
                                  "--ddp-bucket-size",
                                  "--ddp-num-buckets",
-                                 "--manual-gc",
                                  "--manual-gc-interval",
                                  "--tensorboard-dir",
                                  "--tensorboard-log-interval",
                                  "--wandb-project",
                                  "--wandb-exp-name",
                                  "--wandb-save-dir",
-                                 "--log-throughput",
-                                 "--log-timers-to-tensorboard",
-                                 "--log-validation-ppl-to-tensorboard",
-                                 "--log-memory-to-tensorboard",
-                                 "--log-params-norm",
-                                 "--log-num-zeros-in-grad",
                                  "--timing-log-level",
                                  "--exit-interval",
                                  "--exit-duration-in-mins",
-                                 "--exit-signal-handler",
                                  "--ckpt-format",
-                                 "--use-dist-ckpt",
                                  "--dist-ckpt-format",
-                                 "--auto-detect-ckpt-format",
-                                 "--no-load-optim",
-                                 "--no-load-rng",
-                                 "--no-save-optim",
-                                 "--no-save-rng",
-                                 "--finetune",
                                  "--num-workers",
                                  "--dataloader-type",
-                                 "--mock-data",
                                  "--make-vocab-size-divisible-by",
-                                 "--no-masked-softmax-fusion",
-                                 "--no-bias-gelu-fusion",
-                                 "--no-bias-swiglu-fusion",
-                                 "--no-bias-dropout-fusion",
-                                 "--no-rope-fusion",
-                                 "--no-gradient-accumulation-fusion",
-                                 "--attention-softmax-in-fp32",
-                                 "--apply-layernorm-1p",
-                                 "--no-persist-layer-norm",
-                                 "--use-flash-attn",
-                                 "--eod-mask-loss",
-                                 "--reset-position-ids",
-                                 "--reset-attention-mask",
                                  "--optimizer",
                                  "--loss-scale",
                                  "--initial-loss-scale",
                                  "--min-loss-scale",
                                  "--loss-scale-window",
                                  "--hysteresis",
-                                 "--use-cpu-initialization",
-                                 "--profile",
                                  "--profile-step-start",
                                  "--profile-step-end",
                                  "--profile-ranks",
-                                 "--deterministic-mode",
-                                 "--check-for-nan-in-loss-and-grad",
-                                 "--no-check-for-nan-in-loss-and-grad",
                                  "--moe-router-load-balancing-type",
                                  "--moe-aux-loss-coeff",
                                  "--moe-z-loss-coeff",
                                  "--moe-token-dispatcher-type",
-                                 "--moe-grouped-gemm",
                                  "--moe-router-dtype",
                                  "--moe-router-score-function",
-                                 "--moe-router-pre-softmax",
                                  "--moe-router-topk-scaling-factor",
-                                 "--moe-router-enable-expert-bias",
                                  "--moe-router-bias-update-rate",
-                                 "--moe-permute-fusion",
                                  "--rerun-mode",
-                                 "--bf16-main-grads",
-                                 "--tokenizer-hf-include-special-tokens",
-                                 "--legacy-tokenizer",
                                  "--max-position-embeddings",
                                  "--vocab-size",
                                  "--padded-vocab-size",
@@ -258,11 +206,9 @@ const char* const kHarmless[] = {"--lr",
                                  "--rdzv-backend",
                                  "--rdzv-endpoint",
                                  "--rdzv-id",
-                                 "--standalone",
                                  "--moe-layer-freq",
                                  "--hybrid-override-pattern",
                                  "--moe-shared-expert-intermediate-size",
-                                 "--multi-latent-attention",
                                  "--kv-lora-rank",
                                  "--q-lora-rank",
                                  "--qk-head-dim",
@@ -276,7 +222,9 @@ const char* const kHarmless[] = {"--lr",
                                  "--mamba-head-dim",
                                  "--mamba-num-groups"};
 
-// Arguments that take no value (store_true / store_false).
+// Arguments that take no value (store_true / store_false): those neither read (kRead) nor
+// refused (kUnmodelled) change nothing actmem counts (fusions that keep the same tensors,
+// logging, checkpoint switches).
 const char* const kFlags[] = {"--sequence-parallel",
                               "--use-distributed-optimizer",
                               "--use-megatron-fsdp",
@@ -402,8 +350,13 @@ const char* const kRead[] = {"--tensor-model-parallel-size",
                              "--sgd-momentum",
                              "--mtp-num-layers"};
 
+// Skipped without a warning: a harmless argument, or a flag neither read nor refused.
+bool harmless(const std::string& a) {
+  return in(kHarmless, a) || (in(kFlags, a) && !in(kRead, a) && !in(kUnmodelled, a));
+}
+
 bool known(const std::string& a) {
-  return in(kRead, a) || in(kHarmless, a) || in(kUnmodelled, a);
+  return in(kRead, a) || harmless(a) || in(kUnmodelled, a);
 }
 
 // A non-negative decimal integer of at most 15 digits (no sign, no exponent).
@@ -725,7 +678,7 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
   if (has("--global-batch-size")) ACTMEM_TRY(uint_of("--global-batch-size", &out.global_batch));
 
   for (const std::string& a : order) {
-    if (in(kRead, a) || in(kHarmless, a)) continue;
+    if (in(kRead, a) || harmless(a)) continue;
     if (in(kUnmodelled, a))
       return bad(a +
                  " changes what the GPUs hold in a way actmem does not model yet; remove it "
