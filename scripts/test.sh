@@ -5,8 +5,12 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 export NODE_PATH=/usr/share/nodejs
 
-echo "== native build and tests"
-cmake --preset native >/dev/null
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+cuda=()  # with nvcc present the native build also compiles the CUDA executor (one engine build, not two)
+[ -x "$NVCC" ] && cuda=(-DACTMEM_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC")
+
+echo "== native build and tests${cuda:+ (actmem-validate with the CUDA executor, sm_90; its GPU test skips without a GPU)}"
+cmake --preset native "${cuda[@]}" >/dev/null
 cmake --build --preset native
 ctest --preset native
 
@@ -21,14 +25,12 @@ cmake --build --preset wasm
 (cd tests/web && npm ci --no-audit --no-fund >/dev/null)
 (cd tests/web && node --test page.test.mjs)
 
-echo "== sanitizers: the native Catch2 suite and CLI contract under ASan + UBSan"
+echo "== sanitizers: the native Catch2 suite, CLI contract and fuzz targets, one clang ASan + UBSan build"
 cmake --preset asan >/dev/null
 cmake --build --preset asan
 ctest --preset asan
 
 echo "== fuzz: deterministic libFuzzer runs over every client path (docs/reliability.md, Fuzzing)"
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz
 # Each target stops at its run count or after 240 s, whichever comes first, so a slow path cannot
 # stretch CI (2026-12-01: the CLI zeroed a 16 MiB buffer per file read, and actmem-fuzz-cli's
 # 50,000 runs took 1,426 s; fixed in engine/cli/args.cpp, actmem-fuzz-validate went from 48 to
@@ -39,7 +41,7 @@ fuzz() {  # target, runs, dictionary, corpus folders...
   rm -rf "build/fuzz-ci/$t" && mkdir -p "build/fuzz-ci/$t"
   local len=()  # the command-line targets' seeds hold 12 KB files; keep mutations near that size
   [ "$t" = actmem-fuzz ] || len=(-max_len=16384)
-  "build/fuzz/$t" -seed=1 -runs="$runs" -max_total_time=240 -timeout=10 -rss_limit_mb=4096 "${len[@]}" \
+  "build/asan/$t" -seed=1 -runs="$runs" -max_total_time=240 -timeout=10 -rss_limit_mb=4096 "${len[@]}" \
     -dict="$dict" -artifact_prefix="build/fuzz-ci/$t-" "build/fuzz-ci/$t" "$@" 2>&1 | tail -n 2
 }
 fuzz actmem-fuzz 100000 fuzz/json.dict fuzz/corpus fuzz/regressions  # the JSON entry point
@@ -48,15 +50,6 @@ fuzz actmem-fuzz-requests 1500 fuzz/json.dict fuzz/corpus-requests   # `requests
 fuzz actmem-fuzz-validate 50000 fuzz/cli.dict fuzz/corpus-validate   # actmem-validate's argv
 fuzz actmem-fuzz-snapshot 10000 fuzz/pickle.dict fuzz/corpus-snapshot # compare's snapshot file
 fuzz actmem-fuzz-megatron 10000 fuzz/megatron.dict fuzz/corpus-megatron # --megatron-args FILE
-
-NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-if [ -x "$NVCC" ]; then
-  echo "== CUDA executor: compile and link actmem-validate with ACTMEM_CUDA (sm_90); its test skips without a GPU"
-  cmake -S . -B build/cuda -DCMAKE_BUILD_TYPE=Release -DACTMEM_CUDA=ON -DACTMEM_BENCH=OFF \
-    -DCMAKE_CUDA_COMPILER="$NVCC" >/dev/null
-  cmake --build build/cuda -j2 --target actmem-validate
-  ctest --test-dir build/cuda -R validate_cli --output-on-failure
-fi
 
 echo "== clang-format"
 files=$(git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null || find engine tests bench -name '*.[ch]pp')
