@@ -38,6 +38,8 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
       ck.mul(ck.mul(ck.mul(c.micro_batch, tok, "comm"), s.model.hidden, "comm"), act, "comm");
   // An all-reduce and an SP all-gather + reduce-scatter pair send the same bytes per rank.
   const Bytes tp_msg = ck.mul(ring_share(hidden, p.tp), 2, "comm.tp");
+  // Micro-batches through each chunk: all m, or half under DualPipe (a chunk is a direction).
+  const std::uint64_t mc = effective_schedule(c) == Schedule::kDualPipe ? m / 2 : m;
   CommBytes best;
   bool first = true;
   for (const RankSetup& rs : s.ranks) {
@@ -52,8 +54,9 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
         // (the mixer's output and the FFN's; Narayanan et al. 2021, Sec. 3.3 and Fig. 4), the
         // forward's again when backward re-runs it.
         const std::uint64_t blocks = (k.mixer != Mixer::kNone ? 1 : 0) + (k.has_ffn ? 1 : 0);
-        cb.tp = ck.add(cb.tp, ck.mul(ck.mul(tp_msg, blocks * (2 + again), "comm.tp"), m, "comm.tp"),
-                       "comm.tp");
+        cb.tp =
+            ck.add(cb.tp, ck.mul(ck.mul(tp_msg, blocks * (2 + again), "comm.tp"), mc, "comm.tp"),
+                   "comm.tp");
         // Context parallelism: the ring passes each rank's K and V chunk cp-1 times in the forward,
         // and K, V and their gradients cp-1 times each in the backward (Megatron-LM
         // transformer_engine attention with cp_comm_type p2p, Liu et al. 2023 "Ring Attention");
@@ -64,7 +67,7 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
                                          ck.mul(kvh, k.head_dim + k.v_dim(), "comm.cp"), "comm.cp"),
                                   act, "comm.cp");
           const std::uint64_t rings = 3 + (again || choice == LayerChoice::kSelective ? 1 : 0);
-          cb.cp = ck.add(cb.cp, ck.mul(ck.mul(kv, (p.cp - 1) * rings, "comm.cp"), m, "comm.cp"),
+          cb.cp = ck.add(cb.cp, ck.mul(ck.mul(kv, (p.cp - 1) * rings, "comm.cp"), mc, "comm.cp"),
                          "comm.cp");
         }
         // Expert parallelism: each GPU's routed token copies (top-k per token) go out in the
@@ -78,7 +81,7 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
                      ck.mul(s.model.hidden, act, "comm.ep"), "comm.ep");
           cb.ep = ck.add(
               cb.ep,
-              ck.mul(ck.mul(ring_share(routed, p.ep), 2 * (2 + again), "comm.ep"), m, "comm.ep"),
+              ck.mul(ck.mul(ring_share(routed, p.ep), 2 * (2 + again), "comm.ep"), mc, "comm.ep"),
               "comm.ep");
         }
       }
@@ -86,11 +89,15 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
     // each micro-batch, except the model's last chunk forward and its first backward (Narayanan
     // et al. 2021, Sec. 2.2); under SP the tensor is the rank's s/tp share (Megatron-LM p2p
     // communication sends the sequence-parallel shard).
+    // A chunk on stage 0 sends no gradient back and one on the last stage no output forward,
+    // wherever the schedule places them (a V puts both on rank 0). DualPipe's chunks are its two
+    // directions, each carrying half the micro-batches.
     if (p.pp > 1) {
       const Bytes msg = sp ? hidden / p.tp : hidden;
       const std::uint64_t v = rs.chunk_sizes.size();
-      const std::uint64_t sends = (rs.index + 1 == p.pp ? v - 1 : v) + (rs.index == 0 ? v - 1 : v);
-      cb.pp = ck.mul(ck.mul(msg, sends, "comm.pp"), m, "comm.pp");
+      const std::uint64_t sends = 2 * v - (rs.embed_chunk != RankSetup::kNoChunk ? 1 : 0) -
+                                  (rs.head_chunk != RankSetup::kNoChunk ? 1 : 0);
+      cb.pp = ck.mul(ck.mul(msg, sends, "comm.pp"), mc, "comm.pp");
     }
     // Data parallelism: weights are replicated over dp x cp ranks (Megatron-LM reduces gradients
     // over the data-and-context-parallel group), routed experts over dp x cp / ep. Plain DP
@@ -115,10 +122,10 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
           d = ck.add(rg, rp, "comm.dp");
           break;
         case 2:
-          d = ck.add(ck.mul(rg, m, "comm.dp"), rp, "comm.dp");
+          d = ck.add(ck.mul(rg, mc, "comm.dp"), rp, "comm.dp");
           break;
         default:
-          d = ck.mul(ck.add(ck.mul(rp, 2, "comm.dp"), rg, "comm.dp"), m, "comm.dp");
+          d = ck.mul(ck.add(ck.mul(rp, 2, "comm.dp"), rg, "comm.dp"), mc, "comm.dp");
           break;
       }
       cb.dp = ck.add(cb.dp, d, "comm.dp");

@@ -22,6 +22,7 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
   const TrainConfig& c = s.config;
   const ParamShards shards{c.par.tp, c.par.ep};
   const bool zero_grads = c.par.zero >= 2;
+  split_ = is_split_backward(effective_schedule(c));
   // Per kind: each record's bytes, which records each choice keeps, the backward's gradient
   // buffers phase by phase, and the layer's parameter-gradient tensors.
   for (std::size_t ki = 0; ki < s.kinds.size(); ++ki) {
@@ -46,6 +47,8 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
       for (const TensorRecord& b : ph.buffers) bufs.emplace_back(b.id, b.bytes);
       k.phases.push_back(std::move(bufs));
     }
+    for (const TensorRecord& t : inv.tensors) k.wgrad.push_back(t.wgrad_input);
+    for (const TensorRecord& t : inv.wgrad_dy) k.dy.push_back(t.bytes);
     if (!zero_grads)
       for (const ParamRecord& p : layer_params(s.model, s.model.kinds[ki], shards))
         for (std::uint64_t i = 0; i < p.copies; ++i)
@@ -57,11 +60,11 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
   // The embedding's and the head's gradients, made at their backward.
   const Bytes gw = dtype_bytes(c.grad_dtype);
   if (!zero_grads) {
-    if (rank == 0)
+    if (s.ranks[rank].embed_chunk != RankSetup::kNoChunk)
       for (const ParamRecord& p : embedding_params(s.model, shards))
         for (std::uint64_t i = 0; i < p.copies; ++i)
           embed_grads_.push_back(tensor(p.rows, p.cols, gw));
-    if (rank + 1 == s.ranks.size())
+    if (s.ranks[rank].head_chunk != RankSetup::kNoChunk)
       for (const ParamRecord& p : head_params(s.model, shards, s.ranks.size() > 1))
         for (std::uint64_t i = 0; i < p.copies; ++i)
           head_grads_.push_back(tensor(p.rows, p.cols, gw));
@@ -115,7 +118,8 @@ void AllocStream::allocate_static() {
         const auto lp = layer_params(s_.model, s_.model.kind_of(rk.chunk_first[ci] + j), shards);
         ps.insert(ps.end(), lp.begin(), lp.end());
       }
-    const bool first = rank_ == 0, last = rank_ + 1 == s_.ranks.size();
+    const bool first = rk.embed_chunk != RankSetup::kNoChunk,
+               last = rk.head_chunk != RankSetup::kNoChunk;
     if (first) {
       const auto e = embedding_params(s_.model, shards);
       ps.insert(ps.end(), e.begin(), e.end());
@@ -182,7 +186,7 @@ void AllocStream::forward_layer(const StepEvent& at) {
   const KindEstimate& ke = s_.kinds[ki];
   const LayerChoice ch = choice_at(r_, j);
   // The chunk's first layer: the stage's input arrives (rank 0: the embedding side's records).
-  if (j == 0 && rank_ == 0 && at.chunk == 0) {
+  if (j == 0 && at.chunk == s_.ranks[rank_].embed_chunk) {
     Held& in = held(at, kInputLayer);
     for (Bytes b : in_records_) in.push_back(take(b));
   }
@@ -194,7 +198,7 @@ void AllocStream::forward_layer(const StepEvent& at) {
   const auto& mask = k.kept[static_cast<std::size_t>(ch)];
   for (std::size_t i = 0; i < made.size(); ++i) {
     if (mask[i] && !r_.offload)
-      h.push_back(made[i]);
+      (split_ && k.wgrad[i] ? held(at, g | kWgradStore) : h).push_back(made[i]);
     else
       drop(made[i]);  // not kept (or moved to host memory)
   }
@@ -208,11 +212,12 @@ void AllocStream::recompute(const StepEvent& at) {
     const auto& mask = k.kept[static_cast<std::size_t>(choice_at(r_, in_chunk(at, g)))];
     Held& h = held(at, g);
     for (std::size_t i = 0; i < k.records.size(); ++i)
-      if (!mask[i]) h.push_back(take(k.records[i]));
+      if (!mask[i])
+        (split_ && k.wgrad[i] ? held(at, g | kWgradStore) : h).push_back(take(k.records[i]));
   }
 }
 
-void AllocStream::backward_layer(const StepEvent& at) {
+void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   const std::uint64_t g = at.lo, j = in_chunk(at, g);
   const std::size_t ki = s_.model.kind_index(g);
   const Kind& k = kinds_[ki];
@@ -259,10 +264,16 @@ void AllocStream::backward_layer(const StepEvent& at) {
   drop(trans);
   (void)h;
   release(Key{at.mb, at.chunk, g});
+  if (input_part) {
+    Held& w = held(at, g | kWgradStore);
+    for (Bytes b : k.dy) w.push_back(take(b));
+  } else {
+    release(Key{at.mb, at.chunk, g | kWgradStore});
+  }
   // The chunk's last backward (its first layer): the stage's input side is freed, and the
   // gradient flowing down leaves for the previous stage.
   if (j == 0) {
-    if (rank_ == 0 && at.chunk == 0) {
+    if (at.chunk == s_.ranks[rank_].embed_chunk) {
       if (!grads_static_ && grads_made_.insert(kInputLayer).second)
         for (Bytes b : embed_grads_) step_grads_.push_back(take(b));
       release(Key{at.mb, at.chunk, kInputLayer});
@@ -272,8 +283,18 @@ void AllocStream::backward_layer(const StepEvent& at) {
   }
 }
 
+void AllocStream::weight_layer(const StepEvent& at) {
+  release(Key{at.mb, at.chunk, at.lo | kWgradStore});
+}
+
 void AllocStream::event(const StepEvent& at, const LiveBytes&) {
   switch (at.kind) {
+    case StepEvent::kBwdInput:
+      backward_layer(at, true);
+      break;
+    case StepEvent::kBwdWeight:
+      weight_layer(at);
+      break;
     case StepEvent::kFwd:
       forward_layer(at);
       break;

@@ -40,7 +40,12 @@ class AllocStream final : public Recorder {
     Bytes extra[5] = {};         // the checkpoint record a choice keeps besides them
     std::vector<std::vector<std::pair<std::string_view, Bytes>>> phases;  // backward buffers
     std::vector<Bytes> grads;  // the layer's parameter gradients
+    std::vector<bool> wgrad;   // split backward: records a linear's weight gradient reads
+    std::vector<Bytes> dy;     // ... and the linears' output gradients kept from I to W
   };
+  // A layer's weight-gradient store under a split-backward schedule is held under its layer
+  // index with this bit set (global layer indices stay far below it).
+  static constexpr std::uint64_t kWgradStore = std::uint64_t{1} << 62;
 
   Handle take(Bytes bytes);
   void drop(Handle h);
@@ -52,7 +57,10 @@ class AllocStream final : public Recorder {
   std::uint64_t in_chunk(const StepEvent& at, std::uint64_t g) const;
   void forward_layer(const StepEvent& at);
   void recompute(const StepEvent& at);
-  void backward_layer(const StepEvent& at);
+  // B, or a split backward's input part (I) when `input_part`: the layer's records go but its
+  // weight-gradient store stays, with its linears' output gradients, until weight_layer (W).
+  void backward_layer(const StepEvent& at, bool input_part = false);
+  void weight_layer(const StepEvent& at);
   void release(const Key& k);
 
   const Setup& s_;
@@ -68,6 +76,7 @@ class AllocStream final : public Recorder {
   std::map<Key, Held> live_;
   Handle dy_ = CachingAllocator::kNoHandle;
   bool static_done_ = false, grads_static_ = false, states_done_ = false;
+  bool split_ = false;  // a split-backward schedule: linear inputs are held apart
   std::uint64_t allocations_ = 0;
 };
 

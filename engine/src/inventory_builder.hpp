@@ -80,6 +80,10 @@ void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
                   RecordBuilder& rb);
 std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind& k,
                                             const LayerGeometry& g, Checked& ck);
+// Split-backward schedules: marks the linear inputs and adds their output gradients
+// (inventory_wgrad.cpp); false when the kind is not split.
+bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                           LayerInventory& inv, Checked& ck);
 void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile p, RecordBuilder& in,
                      RecordBuilder& out);
 

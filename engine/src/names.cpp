@@ -35,7 +35,11 @@ const EnumName<Optimizer> kOptimizers[] = {{Optimizer::kAdamW, "adamw"},
                                            {Optimizer::kAdamW, "adam", false}};
 const EnumName<Schedule> kSchedules[] = {{Schedule::kGpipe, "gpipe"},
                                          {Schedule::k1F1B, "1f1b"},
-                                         {Schedule::kInterleaved, "interleaved"}};
+                                         {Schedule::kInterleaved, "interleaved"},
+                                         {Schedule::kZbH1, "zb-h1"},
+                                         {Schedule::kZbV, "zb-v"},
+                                         {Schedule::kDualPipe, "dualpipe"},
+                                         {Schedule::kDualPipeV, "dualpipev"}};
 const EnumName<FfnType> kFfn[] = {{FfnType::kGelu, "gelu"},
                                   {FfnType::kSwiglu, "swiglu"},
                                   {FfnType::kGeglu, "geglu"},

@@ -120,6 +120,20 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     auto inv = build_inventory(m, lk, ke.geometry, c.profile);
     if (!inv.ok()) return inv.error();
     ke.inventory = std::move(inv.value());
+    if (is_split_backward(effective_schedule(c))) {
+      if (ke.inventory.wgrad_dy.empty())
+        return make_error(
+            "invalid_value", "config.schedule",
+            "config.schedule: " + std::string(schedule_name(effective_schedule(c))) +
+                " splits each backward into input and weight gradients, which the engine models "
+                "for dense attention layers only; layer kind " +
+                std::to_string(ki) +
+                " is MoE, MLA or Mamba; allowed for this model: gpipe, 1f1b, interleaved");
+      for (const TensorRecord& t : ke.inventory.tensors)
+        if (t.wgrad_input) ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
+      for (const TensorRecord& t : ke.inventory.wgrad_dy)
+        ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
+    }
     ke.flops = layer_flops(lk, ke.geometry);
     ke.layers = model_counts[ki];
     kind_params.push_back(layer_params(m, lk, shards));
@@ -144,23 +158,41 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   // Training with MTP: its depths live on the last pipeline stage with the head they share.
   const auto mtp_p = c.mtp ? mtp_param_records(m, shards) : std::vector<ParamRecord>{};
   e.ranks.resize(p.pp);
+  const Schedule sched = effective_schedule(c);
+  // DualPipe runs every stage on two ranks (DeepSeek-V3 report, Sec. 3.2.1: "two copies of the
+  // model parameters"): rank r holds stage r for the micro-batches entering at rank 0 and stage
+  // p-1-r for those entering at rank p-1; the model is cut into p stages.
+  const bool dual = sched == Schedule::kDualPipe;
+  const std::uint64_t chunks = dual ? 2 : p.vpp, stages = p.pp * p.vpp;
   for (std::uint64_t r = 0; r < p.pp; ++r) {
     RankSetup& s = e.ranks[r];
     s.index = r;
-    s.layers = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
+    const std::uint64_t per = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
+    s.layers = dual ? 2 * per : per;
     // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
     // extra).
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
-      s.chunk_sizes.push_back(s.layers / p.vpp + (ci < s.layers % p.vpp ? 1 : 0));
+    for (std::uint64_t ci = 0; ci < chunks; ++ci)
+      s.chunk_sizes.push_back(dual ? per : per / p.vpp + (ci < per % p.vpp ? 1 : 0));
+    for (std::uint64_t ci = 0; ci < chunks; ++ci) {
+      std::uint64_t st = ci * p.pp + r;  // Megatron-LM: model chunk c·p + r
+      if (is_v_shape(sched) && ci == 1) st = 2 * p.pp - 1 - r;
+      if (dual) st = ci == 0 ? r : p.pp - 1 - r;
+      s.chunk_stage.push_back(st);
+      if (st == 0) s.embed_chunk = static_cast<std::uint32_t>(ci);
+      if (st == stages - 1) s.head_chunk = static_cast<std::uint32_t>(ci);
+    }
+    s.chunk_first.assign(chunks, 0);
   }
-  // Model chunk c·p + r sits on rank r as its chunk c (Megatron-LM); its first global layer is the
-  // sum of the sizes of the model chunks before it.
-  std::uint64_t next = 0;
-  for (std::uint64_t mc = 0; mc < p.pp * p.vpp; ++mc) {
-    RankSetup& s = e.ranks[mc % p.pp];
-    s.chunk_first.push_back(next);
-    next += s.chunk_sizes[mc / p.pp];
-  }
+  // Each chunk's first global layer is the sum of the sizes of the stages before its stage.
+  std::vector<std::uint64_t> stage_size(stages, 0);
+  for (const RankSetup& s : e.ranks)
+    for (std::uint64_t ci = 0; ci < chunks; ++ci) stage_size[s.chunk_stage[ci]] = s.chunk_sizes[ci];
+  std::vector<std::uint64_t> stage_first(stages, 0);
+  for (std::uint64_t st = 1; st < stages; ++st)
+    stage_first[st] = stage_first[st - 1] + stage_size[st - 1];
+  for (RankSetup& s : e.ranks)
+    for (std::uint64_t ci = 0; ci < chunks; ++ci)
+      s.chunk_first[ci] = stage_first[s.chunk_stage[ci]];
   // A rank's static memory depends only on how many layers of each kind it holds and whether it
   // holds the embedding or the head, so ranks alike (the middle ranks of an even split) share one
   // computation.
@@ -173,7 +205,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   for (RankSetup& s : e.ranks) {
     // One set of parameters per layer the rank holds, per kind.
     std::vector<std::uint64_t> counts(m.kinds.size(), 0);
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci) {
+    for (std::uint64_t ci = 0; ci < s.chunk_sizes.size(); ++ci) {
       if (m.kinds.size() == 1) {
         counts[0] += s.chunk_sizes[ci];
         continue;
@@ -181,7 +213,8 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
       const auto n = m.kind_counts(s.chunk_first[ci], s.chunk_sizes[ci]);
       for (std::size_t ki = 0; ki < n.size(); ++ki) counts[ki] += n[ki];
     }
-    const bool first = s.index == 0, last = s.index == p.pp - 1;
+    const bool first = s.embed_chunk != RankSetup::kNoChunk,
+               last = s.head_chunk != RankSetup::kNoChunk;
     const Seen* hit = nullptr;
     for (const Seen& x : seen)
       if (x.first == first && x.last == last && x.counts == counts) hit = &x;

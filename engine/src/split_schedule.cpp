@@ -122,6 +122,30 @@ Result<std::vector<SplitOp>> dualpipev_ops(std::uint64_t r, std::uint64_t p, std
   return dual_steps(p, r, m - 2 * p + r + 1, 0);
 }
 
+void split_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t m,
+               std::vector<SplitOp>* out) {
+  switch (s) {
+    case Schedule::kZbH1:
+      *out = zb_h1_ops(r, p, m);
+      return;
+    case Schedule::kZbV:
+      *out = zb_v_ops(r, p, m);
+      return;
+    case Schedule::kDualPipe: {
+      auto ops = dualpipe_ops(r, p, m);
+      *out = ops.ok() ? std::move(ops.value()) : std::vector<SplitOp>{};
+      return;
+    }
+    case Schedule::kDualPipeV: {
+      auto ops = dualpipev_ops(r, p, m);
+      *out = ops.ok() ? std::move(ops.value()) : std::vector<SplitOp>{};
+      return;
+    }
+    default:
+      out->clear();
+  }
+}
+
 std::uint64_t peak_alive(const std::vector<SplitOp>& ops, bool until_input) {
   std::set<std::pair<std::uint32_t, std::uint32_t>> alive;
   std::uint64_t peak = 0;

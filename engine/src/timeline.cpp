@@ -17,6 +17,10 @@ std::string event_label(const StepEvent& k) {
       return "F" + where + " L" + std::to_string(k.lo);
     case StepEvent::kBwd:
       return "B" + where + " L" + std::to_string(k.lo);
+    case StepEvent::kBwdInput:
+      return "I" + where + " L" + std::to_string(k.lo);
+    case StepEvent::kBwdWeight:
+      return "W" + where + " L" + std::to_string(k.lo);
     case StepEvent::kRecompute:
       return "R" + where + " L" + std::to_string(k.lo) +
              (k.hi != k.lo ? "-L" + std::to_string(k.hi) : "");
@@ -121,6 +125,10 @@ std::string event_words(const StepEvent& k, bool chunks) {
       return "forward of layer " + std::to_string(k.lo) + mb + chunk;
     case StepEvent::kBwd:
       return "backward of layer " + std::to_string(k.lo) + mb + chunk;
+    case StepEvent::kBwdInput:
+      return "input-gradient backward of layer " + std::to_string(k.lo) + mb + chunk;
+    case StepEvent::kBwdWeight:
+      return "weight-gradient backward of layer " + std::to_string(k.lo) + mb + chunk;
     case StepEvent::kRecompute:
       return (k.hi != k.lo
                   ? "recompute of layers " + std::to_string(k.lo) + " to " + std::to_string(k.hi)

@@ -150,6 +150,47 @@ std::optional<Error> validate_kind_split(const LayerKind& k, const Parallel& p, 
 
 }  // namespace
 
+// The split-backward schedules' shapes (split_schedule.hpp): what each one's code accepts.
+static std::optional<Error> validate_split_schedule(const TrainConfig& c) {
+  const Parallel& p = c.par;
+  const Schedule s = c.schedule;
+  if (!is_split_backward(s)) return std::nullopt;
+  const std::string name = schedule_name(s);
+  auto bad = [&](const char* field, const std::string& what) {
+    return make_error("invalid_value", field, std::string(field) + ": " + what);
+  };
+  if ((s == Schedule::kZbH1 || s == Schedule::kDualPipe) && p.vpp != 1)
+    return bad("config.vpp", name + " runs one stage per rank (vpp=1); got vpp=" +
+                                 std::to_string(p.vpp) + ". allowed with vpp=2: zb-v, dualpipev");
+  if (is_v_shape(s) && p.vpp != 2)
+    return bad("config.vpp", name + " places two chunks per rank in a V: vpp must be 2; got vpp=" +
+                                 std::to_string(p.vpp));
+  if (s == Schedule::kDualPipe && (p.pp < 2 || p.pp % 2 != 0))
+    return bad("config.pp",
+               "dualpipe needs an even pp of at least 2 (half the micro-batches enter "
+               "at each end); got pp=" +
+                   std::to_string(p.pp));
+  const std::uint64_t m = c.grad_accum;
+  if (s == Schedule::kDualPipe && m != 0 && (m % 2 != 0 || m < 2 * p.pp))
+    return bad("config.grad_accum",
+               "dualpipe needs an even number of micro-batches, at least 2 x "
+               "pp=" +
+                   std::to_string(2 * p.pp) + "; got " + std::to_string(m));
+  if (s == Schedule::kDualPipeV && m != 0 && m < 2 * p.pp)
+    return bad("config.grad_accum", "dualpipev needs at least 2 x pp=" + std::to_string(2 * p.pp) +
+                                        " micro-batches; got " + std::to_string(m));
+  if (s != Schedule::kZbH1 && !c.layer_split.empty())
+    return bad("config.layer_split",
+               name +
+                   " places stages by an even split; a layer_split is read with gpipe, 1f1b, "
+                   "interleaved and zb-h1");
+  if (c.recompute.offload)
+    return bad("config.offload", name +
+                                     ": offloading under a split backward (when W's inputs "
+                                     "come back) is not modelled; allowed: offload false");
+  return std::nullopt;
+}
+
 std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   struct Positive {
     const char* field;
@@ -255,7 +296,8 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
       !(rc.kind == RecomputeKind::kPattern && rc.pattern.find('X') != std::string::npos))
     return bad("config.custom_keep",
                "is read only with recompute \"custom\" or a layers: pattern holding X");
-  if (p.vpp > 1 && c.grad_accum != 0 && c.grad_accum % p.pp != 0)
+  if (auto err = validate_split_schedule(c)) return err;
+  if (p.vpp > 1 && !is_split_backward(c.schedule) && c.grad_accum != 0 && c.grad_accum % p.pp != 0)
     return bad("config.grad_accum", "the interleaved schedule needs micro-batches (" +
                                         std::to_string(c.grad_accum) +
                                         ") to be a multiple of pp=" + std::to_string(p.pp));

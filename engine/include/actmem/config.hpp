@@ -95,11 +95,12 @@ inline Schedule effective_schedule(const TrainConfig& c) {
 }
 
 // Micro-batches per step: the configured count, or (0 = auto) the fewest that reach the
-// schedule's steady state: p for 1F1B, 2p for the interleaved schedule (Megatron-LM runs
-// all-forward-then-backward when m == p). The one definition every caller uses.
+// schedule's steady state: p for 1F1B and ZB-H1, 2p for the interleaved schedule (Megatron-LM
+// runs all-forward-then-backward when m == p), ZB-V, DualPipeV and DualPipe (the least DualPipe
+// and DualPipeV accept). The one definition every caller uses.
 inline std::uint64_t default_micro_batches(const TrainConfig& c) {
   if (c.grad_accum != 0) return c.grad_accum;
-  return c.par.vpp > 1 ? 2 * c.par.pp : c.par.pp;
+  return c.par.vpp > 1 || c.schedule == Schedule::kDualPipe ? 2 * c.par.pp : c.par.pp;
 }
 
 const char* profile_name(Profile p);

@@ -12,6 +12,7 @@
 #include "actmem/error.hpp"
 #include "actmem/policy.hpp"
 #include "actmem/setup.hpp"
+#include "actmem/split_schedule.hpp"
 
 namespace actmem {
 
@@ -21,6 +22,8 @@ struct StepEvent {
     kFwd = 'F',
     kRecompute = 'R',
     kBwd = 'B',
+    kBwdInput = 'I',   // split-backward schedules: a layer's input-gradient part
+    kBwdWeight = 'W',  // ... and its weight-gradient part, run later
     kLossFwd = 'l',
     kLossBwd = 'L',
     kOptimizer = 'O'
@@ -70,6 +73,7 @@ struct Evaluation {
     bool compact = false;  // arrays hold one chunk's layers (one-kind stacks), else every layer
     std::vector<LayerChoice> choice;
     std::vector<Bytes> kept, regen, full, trans_f, trans_b;
+    std::vector<Bytes> wkeep;   // split backward: what each layer keeps from its I to its W
     std::vector<double> extra;  // recompute FLOPs of each layer
     std::vector<std::uint64_t> per_chunk, best_per_chunk;
     // One chunk's forward and backward reduced to their highest events, and its sums.
@@ -79,11 +83,17 @@ struct Evaluation {
       std::uint64_t f_j = 0;
       StepEvent b_key;
       Bytes kept = 0, max_layer_kept = 0, regen_alive = 0;
+      // Split backward: the chunk's input-gradient part's highest event (as b_*), and what its
+      // layers keep for their weight-gradient part.
+      Bytes i_rec = 0, i_trans = 0, wkeep = 0;
+      std::int64_t i_act = 0;
+      StepEvent i_key;
     };
     std::vector<Chunk> chunks;
     // One-kind stacks: a chunk's summary depends only on its length; computed once per length.
     std::vector<std::uint64_t> memo_n;
     std::vector<Chunk> memo;
+    std::vector<SplitOp> split_ops;  // a split-backward schedule's ops on the rank being walked
   } scratch;
 };
 

@@ -49,8 +49,11 @@ struct TensorRecord {
   Shape shape;
   DType dtype = DType::kBf16;
   Bytes bytes = 0;
-  bool quadratic = false;     // scales with s^2 (the attention score family)
-  bool attn_core = false;     // dropped by selective recompute (Korthikanti et al. 2022, Sec. 5)
+  bool quadratic = false;  // scales with s^2 (the attention score family)
+  bool attn_core = false;  // dropped by selective recompute (Korthikanti et al. 2022, Sec. 5)
+  // A linear layer's input, which its weight gradient reads (dW = X^T dY): a split-backward
+  // schedule keeps it from the input-gradient part (I) until the weight part (W) runs.
+  bool wgrad_input = false;
   std::string_view backward;  // the backward op that reads it
   std::string_view why;       // why that backward needs it
   std::string_view source;    // citation for the record
@@ -112,6 +115,10 @@ struct LayerInventory {
   std::vector<TensorRecord> input_layer;   // embedding side (first pipeline stage)
   std::vector<TensorRecord> output_layer;  // final norm, logits and loss (last pipeline stage)
   std::vector<GradPhase> backward_grads;   // the backward working set, step by step
+  // Split-backward schedules (zero-bubble, DualPipe): each linear's output gradient dY, kept from
+  // the layer's I to its W beside the wgrad_input records. Empty for kinds the engine does not
+  // split (split_backward_supported).
+  std::vector<TensorRecord> wgrad_dy;
 };
 
 // The geometry of one layer of kind `k` (its heads, widths and experts) on one GPU.
@@ -122,6 +129,11 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
 // named).
 Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
                                        const LayerGeometry& g, Profile profile);
+
+// Whether the engine splits this kind's backward into I and W: a dense layer (attention, not
+// MLA, and a dense FFN). MoE experts, MLA and Mamba mixers have not had their weight-gradient
+// inputs named yet; a split-backward schedule over them is refused.
+bool split_backward_supported(const LayerKind& k);
 
 // "b·s·h" for a shape; "2·b·s·h" when prefixed with the element width.
 std::string shape_symbol(const Shape& shape);

@@ -1,4 +1,5 @@
-// Pipeline schedules as per-stage op sequences (GPipe, 1F1B, Megatron-LM interleaved 1F1B).
+// Pipeline schedules as per-stage op sequences (GPipe, 1F1B, Megatron-LM interleaved 1F1B); the
+// split-backward ones (zero-bubble, DualPipe) list their ops in split_schedule.hpp.
 #pragma once
 
 #include <algorithm>
@@ -8,18 +9,46 @@
 
 namespace actmem {
 
-enum class Schedule { kGpipe, k1F1B, kInterleaved };
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kZbH1, kZbV, kDualPipe, kDualPipeV };
+
+// Schedules that split each backward into its input-gradient (I) and weight-gradient (W) parts.
+inline bool is_split_backward(Schedule s) {
+  return s == Schedule::kZbH1 || s == Schedule::kZbV || s == Schedule::kDualPipe ||
+         s == Schedule::kDualPipeV;
+}
+// Schedules whose rank holds two chunks in a V: chunk 0 = stage r, chunk 1 = stage 2p-1-r.
+inline bool is_v_shape(Schedule s) {
+  return s == Schedule::kZbV || s == Schedule::kDualPipeV;
+}
 
 const char* schedule_name(Schedule s);
 bool parse_schedule(const std::string& s, Schedule* out);
 
 // The pipeline bubble as a fraction of the ideal step (the time of m micro-batches' forwards and
 // backwards with no idle rank): (p - 1) / m for GPipe and 1F1B (Narayanan et al. 2021, Sec. 2.2.1),
-// (p - 1) / (v·m) for the interleaved schedule (Sec. 2.2.2). 0 without pipelining.
+// (p - 1) / (v·m) for the interleaved schedule (Sec. 2.2.2). The split-backward schedules follow
+// the bubbles deepseek-ai/DualPipe's README tabulates (3da1bbea; F a forward, B a whole backward,
+// W its weight part, F&B an overlapped pair): ZB-H1 (p-1)(F+B-2W), DualPipe (p/2-1)(F&B+B-3W),
+// DualPipeV the same with 2p stages on p ranks, and ZB-V none (the ZB authors' README table,
+// zero-bubble-pipeline-parallelism main@39f2c18). Assumed, as both READMEs do: B = 2F, W = F, and
+// F&B = F + B (no credit for overlapping the pair). So ZB-H1 (p-1)/(3m), DualPipe (p-2)/(3m),
+// DualPipeV (p-1)/(3m). 0 without pipelining.
 inline double bubble_fraction(Schedule s, std::uint64_t p, std::uint64_t v, std::uint64_t m) {
   if (p <= 1 || m == 0) return 0.0;
   const double b = static_cast<double>(p - 1) / static_cast<double>(m);
-  return s == Schedule::kInterleaved ? b / static_cast<double>(v) : b;
+  switch (s) {
+    case Schedule::kInterleaved:
+      return b / static_cast<double>(v);
+    case Schedule::kZbH1:
+    case Schedule::kDualPipeV:
+      return b / 3.0;
+    case Schedule::kZbV:
+      return 0.0;
+    case Schedule::kDualPipe:
+      return static_cast<double>(p - 2) / (3.0 * static_cast<double>(m));
+    default:
+      return b;
+  }
 }
 
 // One forward or backward of one micro-batch through one model chunk on one pipeline rank.

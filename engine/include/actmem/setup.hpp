@@ -28,6 +28,9 @@ struct KindEstimate {
   Bytes largest_param = 0;   // elements of its largest parameter tensor on one GPU
   Bytes trans_fwd = 0;       // transients alive while one layer of the kind runs forward
   Bytes trans_bwd = 0;       // ... and backward (gradient buffers, DDP bucket)
+  // Split-backward schedules: what one layer keeps from its I to its W (the wgrad_input records
+  // and the wgrad_dy output gradients); 0 for a kind the engine does not split.
+  Bytes wgrad_keep = 0;
 };
 
 // The layers and static memory of one pipeline rank.
@@ -36,6 +39,13 @@ struct RankSetup {
   std::uint64_t layers = 0;                // all of its virtual chunks
   std::vector<std::uint64_t> chunk_sizes;  // layers of each of the rank's v chunks
   std::vector<std::uint64_t> chunk_first;  // global index of each chunk's first layer
+  // The pipeline stage (model chunk) each chunk runs: c·p + r (Megatron-LM), r and 2p-1-r for a
+  // V (ZB-V, DualPipeV), r and p-1-r for DualPipe's two directions.
+  std::vector<std::uint64_t> chunk_stage;
+  // The chunk that holds the embedding side (stage 0) and the one that holds the head and loss
+  // (the last stage); kNoChunk when the rank holds neither. DualPipe's end ranks hold both.
+  static constexpr std::uint32_t kNoChunk = ~std::uint32_t{0};
+  std::uint32_t embed_chunk = kNoChunk, head_chunk = kNoChunk;
   StaticMemory stat;
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actmem/error.hpp"
+#include "actmem/schedule.hpp"
 
 namespace actmem {
 
@@ -35,6 +36,11 @@ std::vector<SplitOp> zb_v_ops(std::uint64_t r, std::uint64_t p, std::uint64_t m)
 Result<std::vector<SplitOp>> dualpipe_ops(std::uint64_t r, std::uint64_t p, std::uint64_t m);
 // DualPipeV: DualPipe cut in half; p ranks hold 2p stages in a V; m >= 2p micro-batches.
 Result<std::vector<SplitOp>> dualpipev_ops(std::uint64_t r, std::uint64_t p, std::uint64_t m);
+
+// Rank r's ops under split-backward schedule `s` into `out` (reusing its storage), for the step
+// walker; the config was validated (validate.cpp), so DualPipe's and DualPipeV's shapes hold.
+void split_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t m,
+               std::vector<SplitOp>* out);
 
 // The most (chunk, micro-batch) pairs alive at once on a rank: forward done, weight gradient (W or
 // B) not yet; `until_input` counts until the input gradient (I or B) instead.

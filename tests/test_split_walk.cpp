@@ -1,0 +1,255 @@
+// Split-backward schedules in the step walk (--schedule zb-h1|zb-v|dualpipe|dualpipev): what a
+// layer keeps between its input-gradient part (I) and weight-gradient part (W) equals the ZB
+// authors' 32h per token (zero-bubble-pipeline-parallelism runtime.py, main@39f2c186), stage 0's
+// micro-batches in flight equal each schedule's table (ZB authors' README; deepseek-ai/DualPipe
+// README and DeepSeek-V3 Table 2), DualPipe holds two copies of its stages' parameters, exact
+// bytes on the docs/schedules.md toy model computed by hand, the allocator replay agrees with the
+// walk, and every shape a schedule's code refuses is refused by field.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "actmem/comm.hpp"
+#include "actmem/estimate.hpp"
+#include "actmem/evaluation.hpp"
+#include "actmem/json_io.hpp"
+#include "actmem/schedule.hpp"
+#include "actmem/setup.hpp"
+#include "helpers.hpp"
+
+using namespace actmem;
+using actmem::test::run;
+using actmem::test::u;
+using nlohmann::json;
+
+namespace {
+
+// docs/schedules.md's toy model (h = 64, 4 heads, f = 256, GELU, LayerNorm, V = 128), `layers`
+// deep.
+json toy(std::uint64_t layers) {
+  return {{"metadata", {{"name", "toy (docs/schedules.md)"}}},
+          {"hidden_size", 64},
+          {"num_attention_heads", 4},
+          {"num_hidden_layers", layers},
+          {"vocab_size", 128},
+          {"intermediate_size", 256},
+          {"ffn_type", "gelu"},
+          {"norm_type", "layernorm"},
+          {"position_embedding", "learned"},
+          {"max_position_embeddings", 16}};
+}
+
+json toy_config(json extra) {
+  json c = {{"seq", 16},          {"dtype", "fp32"}, {"pp", 2},
+            {"micro_batches", 3}, {"dropout", 0.0},  {"cublas_workspace_bytes", 0}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) c[it.key()] = it.value();
+  return c;
+}
+
+json request(const char* command, std::uint64_t layers, const json& extra) {
+  return json{{"command", command}, {"model", toy(layers)}, {"config", toy_config(extra)}};
+}
+
+// The setup a request's model and config build.
+Setup setup_of(const json& req) {
+  std::vector<std::string> warnings;
+  auto m = model_from_json(req["model"], "toy", &warnings);
+  REQUIRE(m.ok());
+  auto c = config_from_json(req["config"], TrainConfig{});
+  REQUIRE(c.ok());
+  auto s = make_setup(m.value(), c.value());
+  INFO((s.ok() ? std::string() : s.error().message));
+  REQUIRE(s.ok());
+  return s.value();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "A layer's weight-gradient store is 32sbh in bf16 (ZB authors' runtime.py: W frees 32h "
+    "per token), its linear inputs plus their output gradients",
+    "[schedule][split]") {
+  // Korthikanti et al.'s GPT layer (GELU, f = 4h, MHA, no TP): linear inputs 2+2+2+8 = 14sbh,
+  // output gradients 6+2+8+2 = 18sbh in bf16.
+  const Setup s = setup_of(request("estimate", 4, {{"dtype", "bf16"}, {"schedule", "zb-h1"}}));
+  const std::uint64_t sbh = 16 * 64;
+  CHECK(s.kinds[0].wgrad_keep == 32 * sbh);
+  Bytes inputs = 0, dy = 0;
+  for (const TensorRecord& t : s.kinds[0].inventory.tensors)
+    if (t.wgrad_input) inputs += t.bytes;
+  for (const TensorRecord& t : s.kinds[0].inventory.wgrad_dy) dy += t.bytes;
+  CHECK(inputs == 14 * sbh);
+  CHECK(dy == 18 * sbh);
+  // The same four linear inputs are marked in every profile.
+  for (const char* profile : {"megatron", "textbook", "pytorch", "hf"}) {
+    const Setup sp = setup_of(
+        request("estimate", 4, {{"dtype", "bf16"}, {"schedule", "zb-h1"}, {"profile", profile}}));
+    std::string ids;
+    for (const TensorRecord& t : sp.kinds[0].inventory.tensors)
+      if (t.wgrad_input) ids += std::string(t.id) + " ";
+    INFO(profile);
+    CHECK(ids == "attn.qkv_in attn.proj_in mlp.fc1_in mlp.fc2_in ");
+    CHECK(sp.kinds[0].wgrad_keep == 32 * sbh);
+  }
+}
+
+TEST_CASE("ZB-H1 on the docs/schedules.md toy model, p = 2, m = 3: exact bytes by hand",
+          "[schedule][split]") {
+  const json r = run(request("timeline", 4, {{"schedule", "zb-h1"}}));
+  REQUIRE(r["ok"] == true);
+  // Stage 0 (r = 0: each W right after its I) is 1F1B's: 2 micro-batches of 2 layers kept.
+  CHECK(u(r["stages"][0]["peak_bytes"]) == 2031616);
+  CHECK(r["stages"][0]["peak_at"] == "I mb0 c0 L1");
+  // Stage 1 runs F0 I0 F1 I1 W0 F2 I2 W1 W2: at the loss backward of mb1, mb0's two layers wait
+  // for W (2 x 65,536 = 2 x 32sbh in fp32) beside mb1's kept layers (2 x 69,632), the output
+  // layer (16,384) and the logits buffer and its gradient (2 x 8,192).
+  CHECK(u(r["stages"][1]["peak_bytes"]) == 1714176 + 2 * 65536 + 2 * 69632 + 16384 + 16384);
+  CHECK(r["stages"][1]["peak_at"] == "loss bwd mb1");
+  // 1F1B's stage 1 holds one micro-batch: ZB-H1 trades 2 x 32sbh for the smaller bubble.
+  const json f = run(request("timeline", 4, {}));
+  CHECK(u(f["stages"][1]["peak_bytes"]) == 1886208);
+}
+
+TEST_CASE("Stage 0's micro-batches in flight equal each schedule's table, p = 4, m = 8",
+          "[schedule][split]") {
+  // 1F1B p (Narayanan et al. 2021); ZB-H1 p (ZB README: 1x 1F1B); ZB-V 2p chunks of half a stage
+  // (1x); DualPipe p + 1 stages (README: PP + 1); DualPipeV 2p + 1 chunks (PP + 1 with PP = 2p).
+  struct Row {
+    const char* schedule;
+    std::uint64_t vpp, in_flight;
+  } rows[] = {
+      {"1f1b", 1, 4}, {"zb-h1", 1, 4}, {"zb-v", 2, 8}, {"dualpipe", 1, 5}, {"dualpipev", 2, 9}};
+  for (const Row& row : rows) {
+    const json r = run(
+        request("estimate", 16,
+                {{"pp", 4}, {"vpp", row.vpp}, {"micro_batches", 8}, {"schedule", row.schedule}}));
+    INFO(row.schedule);
+    REQUIRE(r["ok"] == true);
+    CHECK(u(r["stages"][0]["in_flight_chunks"]) == row.in_flight);
+  }
+}
+
+TEST_CASE(
+    "Placement: a V puts the embedding and the loss on rank 0, DualPipe holds two stages "
+    "(two copies of the parameters) on every rank",
+    "[schedule][split]") {
+  const Setup v = setup_of(
+      request("estimate", 16, {{"pp", 4}, {"vpp", 2}, {"micro_batches", 8}, {"schedule", "zb-v"}}));
+  CHECK(v.ranks[0].chunk_stage == std::vector<std::uint64_t>{0, 7});
+  CHECK(v.ranks[3].chunk_stage == std::vector<std::uint64_t>{3, 4});
+  CHECK(v.ranks[0].chunk_first == std::vector<std::uint64_t>{0, 14});
+  CHECK(v.ranks[0].embed_chunk == 0);
+  CHECK(v.ranks[0].head_chunk == 1);
+  CHECK(v.ranks[3].head_chunk == RankSetup::kNoChunk);
+  const Setup d = setup_of(
+      request("estimate", 16, {{"pp", 4}, {"micro_batches", 8}, {"schedule", "dualpipe"}}));
+  const Setup one = setup_of(request("estimate", 16, {{"pp", 4}, {"micro_batches", 8}}));
+  CHECK(d.ranks[1].chunk_stage == std::vector<std::uint64_t>{1, 2});
+  CHECK(d.ranks[1].layers == 8);
+  // A middle rank's parameters: its two stages' layers, twice 1F1B's.
+  CHECK(d.ranks[1].stat.params_bytes == 2 * one.ranks[1].stat.params_bytes);
+  // The end ranks hold the embedding and the head both.
+  CHECK(d.ranks[0].embed_chunk == 0);
+  CHECK(d.ranks[0].head_chunk == 1);
+  CHECK(d.ranks[3].embed_chunk == 1);
+  CHECK(d.ranks[3].head_chunk == 0);
+}
+
+TEST_CASE("The allocator replay of a split-backward step agrees with the walk on every stage",
+          "[schedule][split][device]") {
+  struct Row {
+    const char* schedule;
+    std::uint64_t vpp, m;
+  } rows[] = {{"zb-h1", 1, 3}, {"zb-v", 2, 4}, {"dualpipe", 1, 4}, {"dualpipev", 2, 4}};
+  for (const Row& row : rows) {
+    json req = request("estimate", 4,
+                       {{"vpp", row.vpp},
+                        {"micro_batches", row.m},
+                        {"schedule", row.schedule},
+                        {"device_stages", "all"}});
+    const json r = run(req);
+    INFO(row.schedule);
+    REQUIRE(r["ok"] == true);
+    REQUIRE(r["device"]["stages"].size() == 2);
+    for (std::size_t st = 0; st < 2; ++st) {
+      const std::uint64_t walk = u(r["stages"][st]["peak_bytes"]);
+      const std::uint64_t alloc = u(r["device"]["stages"][st]["allocated_peak_bytes"]);
+      INFO("stage " << st << " walk " << walk << " allocated " << alloc);
+      // Every toy tensor is a multiple of 512 B except the logits-side records, which round up.
+      CHECK(alloc >= walk);
+      CHECK(alloc - walk <= 1024);
+    }
+  }
+}
+
+TEST_CASE("Bubble fractions of the split-backward schedules (DualPipe README, B = 2F, W = F)",
+          "[schedule][split]") {
+  CHECK(bubble_fraction(Schedule::k1F1B, 4, 1, 8) == Approx(3.0 / 8));
+  CHECK(bubble_fraction(Schedule::kZbH1, 4, 1, 8) == Approx(1.0 / 8));
+  CHECK(bubble_fraction(Schedule::kZbV, 4, 2, 8) == 0.0);
+  CHECK(bubble_fraction(Schedule::kDualPipe, 4, 1, 8) == Approx(2.0 / 24));
+  CHECK(bubble_fraction(Schedule::kDualPipeV, 4, 2, 8) == Approx(3.0 / 24));
+}
+
+TEST_CASE(
+    "Pipeline sends of the busiest GPU follow the placement (a V crosses each rank twice, "
+    "DualPipe's directions carry half the micro-batches each)",
+    "[schedule][split][comm]") {
+  auto sends = [&](const json& extra) {
+    Setup s = setup_of(request("estimate", 16, extra));
+    auto cb = comm_per_step(s, Recompute{});
+    REQUIRE(cb.ok());
+    return cb.value().pp;
+  };
+  // One message is b·s·h activations (fp32: 16 x 64 x 4 = 4,096 B) per micro-batch per send.
+  const Bytes msg = 16 * 64 * 4;
+  // 1F1B: a middle rank sends one forward and one back per micro-batch.
+  CHECK(sends({{"pp", 4}, {"micro_batches", 8}}) == msg * 2 * 8);
+  // ZB-V: a middle rank's two chunks each send both ways.
+  CHECK(sends({{"pp", 4}, {"vpp", 2}, {"micro_batches", 8}, {"schedule", "zb-v"}}) == msg * 4 * 8);
+  // DualPipe: a middle rank's two directions send both ways, m/2 micro-batches each.
+  CHECK(sends({{"pp", 4}, {"micro_batches", 8}, {"schedule", "dualpipe"}}) == msg * 4 * 4);
+}
+
+TEST_CASE("Shapes the split-backward schedules' code refuses are refused by field",
+          "[schedule][split][errors]") {
+  struct Row {
+    json extra;
+    const char* field;
+  } rows[] = {
+      {{{"schedule", "zb-h1"}, {"vpp", 2}, {"micro_batches", 4}}, "config.vpp"},
+      {{{"schedule", "zb-v"}}, "config.vpp"},
+      {{{"schedule", "dualpipev"}, {"vpp", 2}, {"micro_batches", 3}}, "config.grad_accum"},
+      {{{"schedule", "dualpipe"}, {"micro_batches", 3}}, "config.grad_accum"},
+      {{{"schedule", "dualpipe"}, {"micro_batches", 6}, {"pp", 3}}, "config.pp"},
+      {{{"schedule", "zb-v"}, {"vpp", 2}, {"micro_batches", 4}, {"layer_split", {1, 3}}},
+       "config.layer_split"},
+      {{{"schedule", "zb-h1"}, {"recompute", "full"}, {"offload", true}}, "config.offload"},
+  };
+  for (const Row& row : rows) {
+    const json r = evaluate_json(request("estimate", 4, row.extra));
+    INFO(row.extra.dump());
+    CHECK(r["ok"] == false);
+    CHECK(r["error"]["field"] == row.field);
+  }
+  // A mixture-of-experts model: its experts' weight-gradient inputs are not named yet.
+  const json moe = evaluate_json(
+      json{{"preset", "mixtral-8x7b"}, {"config", {{"pp", 4}, {"schedule", "zb-h1"}}}});
+  CHECK(moe["ok"] == false);
+  CHECK(moe["error"]["field"] == "config.schedule");
+  // ZB-H1 takes an uneven split like 1F1B.
+  CHECK(run(request("estimate", 4, {{"schedule", "zb-h1"}, {"layer_split", {1, 3}}}))["ok"] ==
+        true);
+}
+
+TEST_CASE("Recompute under a split backward: W's inputs are regenerated by I and wait for W",
+          "[schedule][split]") {
+  // Full recompute: each layer keeps only its 4,096 B input, but I regenerates the layer and its
+  // weight-gradient store (65,536 B) stays until W. ZB-H1 stage 1 at p = 2, m = 3 runs
+  // F0 I0 F1 I1 W0 F2 I2 W1 W2: at mb1's input part mb0's two layers' stores are alive.
+  const json z = run(request("timeline", 4, {{"schedule", "zb-h1"}, {"recompute", "full"}}));
+  const json o = run(request("timeline", 4, {{"recompute", "full"}}));
+  REQUIRE(z["ok"] == true);
+  CHECK(u(z["stages"][1]["peak_bytes"]) > u(o["stages"][1]["peak_bytes"]));
+  CHECK(u(z["stages"][1]["peak_bytes"]) - u(o["stages"][1]["peak_bytes"]) >= 2 * 65536 - 2 * 4096);
+}
