@@ -164,8 +164,9 @@ AdviseRequest request(std::uint64_t lo, std::uint64_t hi, std::uint64_t batch,
 }
 
 // Every layout the advisor's dimensions allow, without its shortcuts: sp off and on, GPipe beside
-// 1F1B, every micro-batch under every ZeRO stage, every recompute policy it names; each screened
-// on its tensor peak against the capacity less its own fixed costs.
+// 1F1B and the split-backward schedules (ZB-H1, ZB-V, DualPipe, DualPipeV) at every micro-batch
+// count their code accepts, every micro-batch under every ZeRO stage, every recompute policy it
+// names; each screened on its tensor peak against the capacity less its own fixed costs.
 std::vector<Layout> brute_force(const ModelSpec& m, const TrainConfig& base, const GpuSpec& gpu,
                                 const AdviseRequest& req) {
   std::vector<Layout> out;
@@ -185,12 +186,16 @@ std::vector<Layout> brute_force(const ModelSpec& m, const TrainConfig& base, con
               for (int zero = 0; zero < 4; ++zero)
                 for (std::uint64_t b = 1; b <= req.global_batch / dp; ++b)
                   for (int sp = 0; sp < (tp > 1 ? 2 : 1); ++sp)
-                    for (Schedule sch : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved})
+                    for (Schedule sch : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved,
+                                         Schedule::kZbH1, Schedule::kZbV, Schedule::kDualPipe,
+                                         Schedule::kDualPipeV})
                       for (int off = 0; off < (link ? 2 : 1); ++off)
                         for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective,
                                                 RecomputeKind::kFull}) {
                           if ((req.global_batch / dp) % b != 0) continue;
-                          if ((sch == Schedule::kInterleaved) != (vpp > 1)) continue;
+                          const bool chunked = sch == Schedule::kInterleaved ||
+                                               sch == Schedule::kZbV || sch == Schedule::kDualPipeV;
+                          if (chunked != (vpp > 1)) continue;
                           TrainConfig c = base;
                           c.par = Parallel{tp, sp == 1, pp, vpp, cp, dp, zero, ep};
                           c.micro_batch = b;
@@ -199,7 +204,8 @@ std::vector<Layout> brute_force(const ModelSpec& m, const TrainConfig& base, con
                           c.recompute = Recompute{};
                           c.recompute.kind = k;
                           c.recompute.offload = off == 1;
-                          if (vpp == 1) c.layer_split = pipeline_split(m.layers, pp);
+                          if (vpp == 1 && sch != Schedule::kDualPipe)
+                            c.layer_split = pipeline_split(m.layers, pp);
                           auto s = make_setup(m, c);
                           if (!s.ok()) continue;
                           if (evaluate(s.value(), c.recompute, &ev)) continue;
@@ -254,7 +260,8 @@ void cross_check(const ModelSpec& m, const TrainConfig& base, const GpuSpec& gpu
     o << "tp " << x.config.par.tp << " pp " << x.config.par.pp << " vpp " << x.config.par.vpp
       << " cp " << x.config.par.cp << " dp " << x.config.par.dp << " zero " << x.config.par.zero
       << " b " << x.config.micro_batch << " sp " << x.config.par.sp << " "
-      << recompute_name(x.config.recompute) << (x.config.recompute.offload ? " + offload" : "");
+      << schedule_name(x.config.schedule) << " " << recompute_name(x.config.recompute)
+      << (x.config.recompute.offload ? " + offload" : "");
     return o.str();
   };
   // No fitting layout beats a front layout on every criterion...

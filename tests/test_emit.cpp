@@ -302,9 +302,11 @@ TEST_CASE("Megatron-LM arguments: optimizers and schedules written only as Megat
     const json direct = run({{"preset", "llama-3.1-8b"}, {"config", cfg}, {"summary", true}});
     CHECK(back["peak"] == direct["peak"]);
   }
-  for (const json& cfg : {json{{"optimizer", "adam8bit"}}, json{{"optimizer", "adafactor"}},
-                          json{{"optimizer_dtype", "bf16"}, {"master_weights", false}},
-                          json{{"pp", 2}, {"schedule", "gpipe"}}})
+  for (const json& cfg :
+       {json{{"optimizer", "adam8bit"}}, json{{"optimizer", "adafactor"}},
+        json{{"optimizer_dtype", "bf16"}, {"master_weights", false}},
+        json{{"pp", 2}, {"schedule", "gpipe"}}, json{{"pp", 2}, {"schedule", "zb-h1"}},
+        json{{"pp", 2}, {"micro_batches", 4}, {"schedule", "dualpipe"}}})
     CHECK(refuse({{"preset", "llama-3.1-8b"}, {"config", cfg}, {"emit", "megatron"}})["field"] ==
           "emit");
   // advise --emit sac lists no offload layout (a checkpointing policy cannot say it).

@@ -105,6 +105,8 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
   const std::uint64_t seq = base.seq, layers = m.layers;
   const bool mamba =
       std::any_of(m.kinds.begin(), m.kinds.end(), [](const LayerKind& k) { return k.is_mamba(); });
+  // Split-backward schedules need every layer kind's weight-gradient inputs named (inventory.hpp).
+  const bool splittable = std::all_of(m.kinds.begin(), m.kinds.end(), split_backward_supported);
   std::uint64_t expert_gcd = 0;  // experts of every MoE kind: ep must divide each
   for (const LayerKind& k : m.kinds)
     if (k.is_moe()) expert_gcd = std::gcd(expert_gcd, k.moe.experts);
@@ -157,79 +159,100 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                   // sent, the same recompute share, no more bubble and no higher peak.
                   if (b > 1 && zero < 2) break;
                   const std::uint64_t mbs = per_dp / b;
-                  if (vpp > 1 && mbs % pp != 0) continue;
-                  TrainConfig c = base;
-                  c.par.tp = tp;
-                  c.par.sp = sp;
-                  c.par.cp = cp;
-                  c.par.pp = pp;
-                  c.par.vpp = vpp;
-                  c.par.dp = dp;
-                  c.par.ep = ep;
-                  c.par.zero = zero;
-                  c.micro_batch = b;
-                  c.grad_accum = mbs;
-                  c.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
-                  c.layer_split.clear();
-                  if (vpp == 1) c.layer_split = pipeline_split(layers, pp);
-                  c.recompute = Recompute{};
-                  if (++setups > kMaxAdviseSetups)
-                    return make_error(
-                        "invalid_value", "advise.num_gpus",
-                        "advise.num_gpus: " + std::to_string(req.gpus_min) + ":" +
-                            std::to_string(req.gpus_max) + " with a global batch of " +
-                            std::to_string(req.global_batch) + " would set up more than " +
-                            std::to_string(kMaxAdviseSetups) +
-                            " configurations; give fewer GPU counts (a narrower range) or a "
-                            "global batch with fewer divisors");
-                  auto s = make_setup(m, c);
-                  if (!s.ok()) {  // a split the model does not allow
-                    out.enumerated += policies.size();
-                    continue;
-                  }
-                  if (!have_budget) {
-                    const Bytes over = device_overhead_bytes(s.value(), &gpu);
-                    budget = out.capacity > over ? out.capacity - over : 0;
-                    have_budget = true;
+                  // The schedules this shape can run: 1F1B, or interleaved (Megatron-LM needs
+                  // the micro-batches a multiple of pp), and for dense models the split-backward
+                  // ones (zero-bubble, DualPipe), which Megatron-LM does not run (megatron_only
+                  // leaves them out).
+                  Schedule scheds[3];
+                  std::size_t n_sched = 0;
+                  if (vpp == 1 || mbs % pp == 0)
+                    scheds[n_sched++] = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+                  if (pp > 1 && splittable && !req.megatron_only) {
+                    if (vpp == 1) {
+                      scheds[n_sched++] = Schedule::kZbH1;
+                      if (pp % 2 == 0 && mbs % 2 == 0 && mbs >= 2 * pp && layers % pp == 0)
+                        scheds[n_sched++] = Schedule::kDualPipe;
+                    } else if (vpp == 2) {
+                      scheds[n_sched++] = Schedule::kZbV;
+                      if (mbs >= 2 * pp) scheds[n_sched++] = Schedule::kDualPipeV;
+                    }
                   }
                   bool any = false;
-                  Bytes prev_peak = kMaxBytes;
-                  double prev_overhead = -1;
-                  for (const Recompute& r : policies) {
-                    if (r.kind == RecomputeKind::kNone) prev_peak = kMaxBytes, prev_overhead = -1;
-                    ++out.enumerated;
-                    if (actmem::evaluate(s.value(), r, &ev)) continue;
-                    ++out.simulated;
-                    const Bytes peak = ev.worst_stage().peak_bytes;
-                    // A policy that changes nothing here (selective under flash attention keeps
-                    // what none keeps) is the simpler one's duplicate: not listed twice.
-                    const bool same =
-                        peak == prev_peak && ev.recompute_overhead_pct == prev_overhead;
-                    prev_peak = peak;
-                    prev_overhead = ev.recompute_overhead_pct;
-                    if (peak > budget || same) continue;
-                    auto comm = comm_per_step(s.value(), r);
-                    if (!comm.ok()) continue;
-                    Layout l;
-                    l.num_gpus = n;
-                    l.config = s.value().config;
-                    l.config.recompute = r;
-                    l.peak_bytes = peak;
-                    l.screen_headroom_bytes =
-                        static_cast<std::int64_t>(budget) - static_cast<std::int64_t>(peak);
-                    l.bubble_pct =
-                        100.0 * bubble_fraction(c.schedule, pp, vpp, s.value().config.grad_accum);
-                    l.recompute_overhead_pct = ev.recompute_overhead_pct;
-                    if (r.offload) {
-                      // The offloaded bytes must fit the host's memory for this GPU too.
-                      const OffloadTiming t = offload_timing(s.value(), r, ev.worst, gpu,
-                                                             ev.worst_stage().host_peak_bytes);
-                      if (!t.host_fits) continue;
-                      l.offload_exposed_pct = offload_exposed_pct(t);
+                  for (std::size_t si = 0; si < n_sched; ++si) {
+                    const Schedule sched = scheds[si];
+                    TrainConfig c = base;
+                    c.par.tp = tp;
+                    c.par.sp = sp;
+                    c.par.cp = cp;
+                    c.par.pp = pp;
+                    c.par.vpp = vpp;
+                    c.par.dp = dp;
+                    c.par.ep = ep;
+                    c.par.zero = zero;
+                    c.micro_batch = b;
+                    c.grad_accum = mbs;
+                    c.schedule = sched;
+                    c.layer_split.clear();
+                    if (vpp == 1 && sched != Schedule::kDualPipe)
+                      c.layer_split = pipeline_split(layers, pp);
+                    c.recompute = Recompute{};
+                    if (++setups > kMaxAdviseSetups)
+                      return make_error(
+                          "invalid_value", "advise.num_gpus",
+                          "advise.num_gpus: " + std::to_string(req.gpus_min) + ":" +
+                              std::to_string(req.gpus_max) + " with a global batch of " +
+                              std::to_string(req.global_batch) + " would set up more than " +
+                              std::to_string(kMaxAdviseSetups) +
+                              " configurations; give fewer GPU counts (a narrower range) or a "
+                              "global batch with fewer divisors");
+                    auto s = make_setup(m, c);
+                    if (!s.ok()) {  // a split the model does not allow
+                      out.enumerated += policies.size();
+                      continue;
                     }
-                    l.comm = comm.value();
-                    all.push_back(l);
-                    any = true;
+                    if (!have_budget) {
+                      const Bytes over = device_overhead_bytes(s.value(), &gpu);
+                      budget = out.capacity > over ? out.capacity - over : 0;
+                      have_budget = true;
+                    }
+                    Bytes prev_peak = kMaxBytes;
+                    double prev_overhead = -1;
+                    for (const Recompute& r : policies) {
+                      if (r.kind == RecomputeKind::kNone) prev_peak = kMaxBytes, prev_overhead = -1;
+                      ++out.enumerated;
+                      if (actmem::evaluate(s.value(), r, &ev)) continue;
+                      ++out.simulated;
+                      const Bytes peak = ev.worst_stage().peak_bytes;
+                      // A policy that changes nothing here (selective under flash attention keeps
+                      // what none keeps) is the simpler one's duplicate: not listed twice.
+                      const bool same =
+                          peak == prev_peak && ev.recompute_overhead_pct == prev_overhead;
+                      prev_peak = peak;
+                      prev_overhead = ev.recompute_overhead_pct;
+                      if (peak > budget || same) continue;
+                      auto comm = comm_per_step(s.value(), r);
+                      if (!comm.ok()) continue;
+                      Layout l;
+                      l.num_gpus = n;
+                      l.config = s.value().config;
+                      l.config.recompute = r;
+                      l.peak_bytes = peak;
+                      l.screen_headroom_bytes =
+                          static_cast<std::int64_t>(budget) - static_cast<std::int64_t>(peak);
+                      l.bubble_pct =
+                          100.0 * bubble_fraction(c.schedule, pp, vpp, s.value().config.grad_accum);
+                      l.recompute_overhead_pct = ev.recompute_overhead_pct;
+                      if (r.offload) {
+                        // The offloaded bytes must fit the host's memory for this GPU too.
+                        const OffloadTiming t = offload_timing(s.value(), r, ev.worst, gpu,
+                                                               ev.worst_stage().host_peak_bytes);
+                        if (!t.host_fits) continue;
+                        l.offload_exposed_pct = offload_exposed_pct(t);
+                      }
+                      l.comm = comm.value();
+                      all.push_back(l);
+                      any = true;
+                    }
                   }
                   // Larger micro-batches only grow the peak: none of them fits either.
                   if (!any) break;

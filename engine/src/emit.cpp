@@ -76,10 +76,10 @@ std::vector<std::uint64_t> pipeline_split(std::uint64_t layers, std::uint64_t pp
 
 Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
   const Parallel& p = c.par;
-  if (p.pp > 1 && effective_schedule(c) == Schedule::kGpipe)
-    return cannot(
-        "megatron: Megatron-LM runs 1F1B or its interleaved schedule, not GPipe; allowed "
-        "schedules: 1f1b, interleaved");
+  if ((p.pp > 1 && effective_schedule(c) == Schedule::kGpipe) || is_split_backward(c.schedule))
+    return cannot(std::string("megatron: Megatron-LM (main@d98e8a64) runs 1F1B or its "
+                              "interleaved schedule, not ") +
+                  schedule_name(c.schedule) + "; allowed schedules: 1f1b, interleaved");
   std::vector<std::string> a;
   a.push_back("--tensor-model-parallel-size " + std::to_string(p.tp));
   if (p.sp && p.tp > 1) a.push_back("--sequence-parallel");

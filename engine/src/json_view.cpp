@@ -106,8 +106,8 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   const Stage& worst = e.worst();
   const StageEval& we = e.eval.worst_stage();
   const Parallel& par = e.config.par;
-  const bool chunks = par.vpp > 1;
   const Schedule sched = effective_schedule(e.config);
+  const bool chunks = par.vpp > 1 || sched == Schedule::kDualPipe;  // DualPipe: its directions
   JsonWriter w;
   w.begin_object();
   w.field("ok", true);

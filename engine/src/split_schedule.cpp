@@ -69,18 +69,23 @@ std::vector<SplitOp> dual_steps(std::uint64_t h, std::uint64_t hr, std::uint64_t
 }  // namespace
 
 std::vector<SplitOp> zb_h1_ops(std::uint64_t r, std::uint64_t p, std::uint64_t m) {
-  Builder s;
+  // Written without the Builder's weight queue: W(k) runs right after I(k + r), so the step walk
+  // (which lists these ops for every evaluation it has not cached) pays 3m appends and nothing
+  // else.
+  std::vector<SplitOp> ops;
+  ops.reserve(3 * m);
+  auto u32 = [](std::uint64_t x) { return static_cast<std::uint32_t>(x); };
   const std::uint64_t warm = std::min(p - 1 - r, m);
-  for (std::uint64_t i = 0; i < warm; ++i) s.F(0);
-  std::uint64_t done = 0;  // input backwards so far
+  std::uint64_t f = 0, i = 0, w = 0;
+  for (; f < warm; ++f) ops.push_back({SplitOp::kF, 0, u32(f)});
   auto input_then_weight = [&] {
-    s.I(0);
-    if (done++ >= r) s.W_next(0);  // W lags its I by r backwards
+    ops.push_back({SplitOp::kI, 0, u32(i)});
+    if (i++ >= r) ops.push_back({SplitOp::kW, 0, u32(w++)});  // W lags its I by r backwards
   };
-  for (std::uint64_t k = 0; k < m - warm; ++k) s.F(0), input_then_weight();
-  for (std::uint64_t k = m - warm; k < m; ++k) input_then_weight();
-  while (s.w[0] < m) s.W_next(0);
-  return s.ops;
+  while (f < m) ops.push_back({SplitOp::kF, 0, u32(f++)}), input_then_weight();
+  while (i < m) input_then_weight();
+  while (w < m) ops.push_back({SplitOp::kW, 0, u32(w++)});
+  return ops;
 }
 
 std::vector<SplitOp> zb_v_ops(std::uint64_t r, std::uint64_t p, std::uint64_t m) {
@@ -144,6 +149,104 @@ void split_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t m,
     default:
       out->clear();
   }
+}
+
+std::vector<SplitRun> split_runs(const std::vector<SplitOp>& ops) {
+  std::vector<SplitRun> runs;
+  std::size_t i = 0;
+  while (i < ops.size()) {
+    SplitRun best{i, 1, 1};
+    // The schedules' repeating patterns: forwards (1), F I or I W pairs (2), ZB-H1's F I W (3),
+    // DualPipe's F B F B (4), ZB-V's F I W F I W (6).
+    for (std::size_t period = 1; period <= 6; ++period) {
+      std::size_t j = i;  // ops[k + period] repeats ops[k] for k in [i, j)
+      while (j + period < ops.size()) {
+        const SplitOp &a = ops[j], &b = ops[j + period];
+        if (a.kind != b.kind || a.chunk != b.chunk || b.mb != a.mb + 1) break;
+        ++j;
+      }
+      const std::size_t reps = (j - i) / period + 1;
+      if (reps >= 3 && reps * period > best.reps * best.period) best = SplitRun{i, period, reps};
+    }
+    if (best.reps < 3) best = SplitRun{i, 1, 1};
+    runs.push_back(best);
+    i += best.period * best.reps;
+  }
+  return runs;
+}
+
+namespace {
+int kind_index(SplitOp::Kind k) {
+  return k == SplitOp::kF ? 0 : k == SplitOp::kB ? 1 : k == SplitOp::kI ? 2 : 3;
+}
+}  // namespace
+
+std::uint32_t SplitPlan::later_mb(const SplitOp& o) const {
+  return static_cast<std::uint32_t>(o.mb + extra * shift[kind_index(o.kind)][o.chunk & 1]);
+}
+
+std::uint64_t split_plan_m0(Schedule s, std::uint64_t p, std::uint64_t m) {
+  const std::uint64_t unit = s == Schedule::kDualPipe ? 2 : 1;
+  // Long enough for every schedule's steady state to hold three periods (warm-up and cool-down
+  // take at most 2p micro-batches per direction).
+  std::uint64_t m0 = 4 * p + 8;
+  if (m0 % unit != m % unit) ++m0;
+  return m0;
+}
+
+SplitPlan split_plan(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t m) {
+  SplitPlan plan;
+  const std::uint64_t unit = s == Schedule::kDualPipe ? 2 : 1;
+  const std::uint64_t m0 = split_plan_m0(s, p, m);
+  plan.m0 = m0;
+  plan.unit = unit;
+  auto whole = [&] {
+    split_ops(s, r, p, m, &plan.ops);
+    plan.runs = split_runs(plan.ops);
+    return plan;
+  };
+  if (m <= m0 + unit) return whole();
+  std::vector<SplitOp> a, b;
+  split_ops(s, r, p, m0, &a);
+  split_ops(s, r, p, m0 + unit, &b);
+  const std::vector<SplitRun> ra = split_runs(a), rb = split_runs(b);
+  if (ra.size() != rb.size()) return whole();
+  std::size_t grow = ra.size();
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    if (ra[i].period != rb[i].period) return whole();
+    if (ra[i].reps == rb[i].reps) continue;
+    if (rb[i].reps != ra[i].reps + 1 || grow != ra.size()) return whole();
+    grow = i;
+  }
+  if (grow == ra.size()) return whole();
+  // Ops up to the grown run's end are equal; each later op of b is a's with its micro-batch moved
+  // by the micro-batches one more period starts in its chunk (its forwards): every later op, of
+  // whatever kind, names a micro-batch after the added ones (DualPipe's queued W and its I share
+  // the backward's counter, so a period of F and B moves later I and W ops too).
+  const SplitRun& g = ra[grow];
+  std::uint32_t starts[2] = {0, 0};
+  for (std::size_t k = 0; k < g.period; ++k) {
+    const SplitOp& o = a[g.start + k];
+    if (o.chunk > 1) return whole();
+    if (o.kind == SplitOp::kF) ++starts[o.chunk];
+  }
+  std::uint32_t shift[4][2] = {};
+  for (auto& row : shift) row[0] = starts[0], row[1] = starts[1];
+  const std::size_t end_a = g.start + g.period * g.reps;
+  if (b.size() != a.size() + g.period) return whole();
+  for (std::size_t i = 0; i < end_a; ++i)
+    if (a[i].kind != b[i].kind || a[i].chunk != b[i].chunk || a[i].mb != b[i].mb) return whole();
+  for (std::size_t i = end_a; i < a.size(); ++i) {
+    const SplitOp &x = a[i], &y = b[i + g.period];
+    if (x.kind != y.kind || x.chunk != y.chunk || y.mb != x.mb + shift[kind_index(x.kind)][x.chunk])
+      return whole();
+  }
+  plan.ops = std::move(a);
+  plan.runs = ra;
+  plan.grow = grow;
+  plan.set_m(m);
+  std::copy(&shift[0][0], &shift[0][0] + 8, &plan.shift[0][0]);
+  return plan;
 }
 
 std::uint64_t peak_alive(const std::vector<SplitOp>& ops, bool until_input) {

@@ -377,8 +377,7 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
   };
 
   if (split) {
-    split_ops(sched, r, p, m, &sc.split_ops);
-    for (const SplitOp& o : sc.split_ops) {
+    auto one = [&](const SplitOp& o) {
       const PipeOp op{o.kind == SplitOp::kF, o.mb, o.chunk};
       if (o.kind == SplitOp::kI)
         input_op(op);
@@ -388,6 +387,69 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
         op_layers(op);
       else
         op_summary(op);
+    };
+    if (rec) {
+      // Every op (the timeline, the allocator replay).
+      split_ops(sched, r, p, m, &sc.split_list);
+      for (const SplitOp& o : sc.split_list) one(o);
+    } else {
+      // The peak walk, from a cached plan: for a long step, a shorter step's runs with its
+      // steady run repeated more (split_schedule.hpp, split_plan). A step longer than the plan's
+      // m0 shares the plan of every m of its residue: only `extra` differs.
+      const std::uint64_t m0 = split_plan_m0(sched, p, m);
+      const std::uint64_t unit = sched == Schedule::kDualPipe ? 2 : 1;
+      const std::uint64_t key = m > m0 + unit ? ~(m % unit) : m;
+      Evaluation::Scratch::SplitOps* hit = nullptr;
+      for (auto& e : sc.split)
+        if (e.schedule == sched && e.p == p && e.m == key) hit = &e;
+      if (!hit) {
+        if (sc.split.size() < Evaluation::Scratch::kSplitCache) sc.split.emplace_back();
+        hit = &sc.split[sc.split_next++ % sc.split.size()];
+        hit->schedule = sched, hit->p = p, hit->m = key;
+        hit->plans.assign(p, SplitPlan{});
+      }
+      SplitPlan& plan = hit->plans[r];
+      if (plan.ops.empty()) plan = split_plan(sched, r, p, m);
+      if (plan.grows()) plan.set_m(m);
+      // A run's first and last periods are walked, the ones between applied in bulk (the state
+      // moves by the same step each period: split_runs).
+      for (std::size_t ri = 0; ri < plan.runs.size(); ++ri) {
+        const SplitRun& run = plan.runs[ri];
+        const SplitOp* o = plan.ops.data() + run.start;
+        const bool later = plan.grows() && ri > plan.grow;
+        auto walk = [&](const SplitOp& x, bool moved) {
+          SplitOp y = x;
+          if (moved) y.mb = plan.later_mb(x);
+          one(y);
+        };
+        const std::uint64_t reps = run.reps + (plan.grows() && ri == plan.grow ? plan.extra : 0);
+        if (reps < 3) {
+          for (std::size_t k = 0; k < run.period * run.reps; ++k) walk(o[k], later);
+          continue;
+        }
+        const Bytes act0 = st.act;
+        const std::uint64_t chunks0 = fl.chunks, weight0 = fl.weight;
+        const std::uint64_t per0[2] = {fl.per_chunk[0], v > 1 ? fl.per_chunk[1] : 0};
+        for (std::size_t k = 0; k < run.period; ++k) walk(o[k], later);
+        const std::uint64_t mid = reps - 2;
+        auto step = [&](std::uint64_t now, std::uint64_t before) {
+          return static_cast<std::int64_t>(now - before);  // wraps back to the signed step
+        };
+        auto move = [&](std::uint64_t x, std::int64_t d) {
+          const std::int64_t t = ck.mul_signed(d, static_cast<std::int64_t>(mid), kPeakField);
+          return static_cast<std::uint64_t>(
+              ck.add_signed(static_cast<std::int64_t>(x), t, kPeakField));
+        };
+        st.act = move(st.act, step(st.act, act0));
+        fl.weight = move(fl.weight, step(fl.weight, weight0));
+        fl.chunks = move(fl.chunks, step(fl.chunks, chunks0));
+        for (std::size_t c2 = 0; c2 < v && c2 < 2; ++c2)
+          fl.per_chunk[c2] = move(fl.per_chunk[c2], step(fl.per_chunk[c2], per0[c2]));
+        // The last period: the run's last listed one, moved by the extra periods when it grew.
+        o += (run.reps - 1) * run.period;
+        const bool grown = plan.grows() && ri == plan.grow;
+        for (std::size_t k = 0; k < run.period; ++k) walk(o[k], later || grown);
+      }
     }
   } else if (!rec) {
     // The collapsed op walk (schedule.hpp): O(p·v) ops whatever the number of micro-batches.

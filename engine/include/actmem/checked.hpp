@@ -35,6 +35,12 @@ class Checked {
     if (__builtin_add_overflow(a, b, &out)) return static_cast<std::int64_t>(fail(field));
     return out;
   }
+  // a · b for signed steps (a run of repeated schedule periods applied in bulk).
+  std::int64_t mul_signed(std::int64_t a, std::int64_t b, const char* field) {
+    std::int64_t out = 0;
+    if (__builtin_mul_overflow(a, b, &out)) return static_cast<std::int64_t>(fail(field));
+    return out;
+  }
   bool overflowed() const { return !field_.empty(); }
   const std::string& field() const { return field_; }
 

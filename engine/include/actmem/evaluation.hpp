@@ -93,7 +93,18 @@ struct Evaluation {
     // One-kind stacks: a chunk's summary depends only on its length; computed once per length.
     std::vector<std::uint64_t> memo_n;
     std::vector<Chunk> memo;
-    std::vector<SplitOp> split_ops;  // a split-backward schedule's ops on the rank being walked
+    // A split-backward schedule's ops per rank and their steady state, for the last few
+    // (schedule, pipeline size, micro-batch count) walked: the advisor evaluates several policies,
+    // ZeRO stages and expert layouts on each, and the ops depend on none of them.
+    struct SplitOps {
+      Schedule schedule = Schedule::k1F1B;
+      std::uint64_t p = 0, m = 0;    // m: the micro-batches, or ~(m % unit) for a growable plan
+      std::vector<SplitPlan> plans;  // per rank; empty ops until that rank is walked
+    };
+    static constexpr std::size_t kSplitCache = 32;
+    std::vector<SplitOps> split;
+    std::size_t split_next = 0;       // the entry the next new key replaces
+    std::vector<SplitOp> split_list;  // a recorded walk's whole op list
   } scratch;
 };
 

@@ -42,6 +42,42 @@ Result<std::vector<SplitOp>> dualpipev_ops(std::uint64_t r, std::uint64_t p, std
 void split_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t m,
                std::vector<SplitOp>* out);
 
+// A split-backward op list cut into runs: ops[start .. start + period·reps) is one period of
+// `period` ops repeated `reps` times (each repeat the same kinds and chunks, every micro-batch one
+// higher). Along a run the live bytes and the in-flight counts move in a straight line (each
+// period changes them by the same amount), so a walk tracking a first maximum walks a run's first
+// and last periods and applies the ones between in bulk. Ops in no run of 3 or more periods are
+// runs of one period, reps 1. Cut once per op list: O(n) times the longest period tried (6).
+struct SplitRun {
+  std::size_t start = 0, period = 1, reps = 1;
+};
+std::vector<SplitRun> split_runs(const std::vector<SplitOp>& ops);
+
+// A split-backward step for the peak walk without listing all m micro-batches' ops: the runs of
+// a shorter step (m0, congruent to m modulo the schedule's unit u: 2 for DualPipe, whose steady
+// state takes one micro-batch from each end, else 1) with one run, `grow`, repeated `extra` more
+// times. It is used only after checking, on the lists for m0 and m0 + u, that one more unit adds
+// exactly one period to that run and moves every later op's micro-batch by the forwards that
+// period holds in its chunk; otherwise (and for m at most m0 + u) the plan is the whole list.
+struct SplitPlan {
+  std::vector<SplitOp> ops;  // m0's ops (or all of m's)
+  std::vector<SplitRun> runs;
+  std::size_t grow = ~std::size_t{0};  // the run index that repeats `extra` more times
+  std::uint64_t extra = 0;
+  std::uint64_t m0 = 0, unit = 1;  // the shorter step and the micro-batches one period adds
+  std::uint32_t shift[4][2] = {};  // per kind (F, B, I, W) and chunk: one grow period's move
+  bool grows() const { return grow != ~std::size_t{0}; }
+  // The plan of the same schedule, rank and p at m micro-batches (m congruent to m0 modulo
+  // unit, above m0 + unit): only `extra` changes.
+  void set_m(std::uint64_t m) { extra = (m - m0) / unit; }
+  // The true micro-batch of ops[i] for an op after the grown run.
+  std::uint32_t later_mb(const SplitOp& o) const;
+};
+SplitPlan split_plan(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t m);
+// The m above which split_plan can grow a shorter step (the plan then depends on m only
+// through `extra`), and the unit.
+std::uint64_t split_plan_m0(Schedule s, std::uint64_t p, std::uint64_t m);
+
 // The most (chunk, micro-batch) pairs alive at once on a rank: forward done, weight gradient (W or
 // B) not yet; `until_input` counts until the input gradient (I or B) instead.
 std::uint64_t peak_alive(const std::vector<SplitOp>& ops, bool until_input = false);
