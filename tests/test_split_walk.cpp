@@ -316,3 +316,28 @@ TEST_CASE("split_runs cuts each schedule's op list into its repeating runs", "[s
   REQUIRE(dv.ok());
   check_cover(dv.value());
 }
+
+TEST_CASE(
+    "ZB-H1 holds at least what 1F1B holds on every stage (the advisor skips a policy for "
+    "ZB-H1 that does not fit under 1F1B)",
+    "[schedule][split][advisor]") {
+  std::size_t compared = 0;
+  for (const char* profile : {"megatron", "pytorch"})
+    for (const char* rc : {"none", "selective", "full", "every:2"})
+      for (std::uint64_t p : {2, 4})
+        for (std::uint64_t m : {4, 9, 40}) {
+          const json base = {{"pp", p},
+                             {"micro_batches", m},
+                             {"recompute", rc},
+                             {"profile", profile},
+                             {"layer_split", p == 4 ? json{3, 5, 4, 4} : json{7, 9}}};
+          json zb = base;
+          zb["schedule"] = "zb-h1";
+          const json a = run(request("estimate", 16, base));
+          const json z = run(request("estimate", 16, zb));
+          INFO(zb.dump());
+          for (std::size_t st = 0; st < p; ++st, ++compared)
+            CHECK(u(z["stages"][st]["peak_bytes"]) >= u(a["stages"][st]["peak_bytes"]));
+        }
+  CHECK(compared == 2 * 4 * (2 + 4) * 3);
+}

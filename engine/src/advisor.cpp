@@ -127,6 +127,7 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
     }
   std::vector<Layout> all;
   Evaluation ev;
+  std::vector<char> fits_1f1b;  // per policy, for the layout's ZB-H1 variant
   std::uint64_t setups = 0;
   for (std::uint64_t n = req.gpus_min; n <= req.gpus_max; ++n) {
     for (std::uint64_t tp : divisors(n)) {
@@ -178,6 +179,10 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     }
                   }
                   bool any = false;
+                  // ZB-H1 keeps everything 1F1B keeps at every event of the same placement, and
+                  // more (each I's weight-gradient store until its W): a policy that does not fit
+                  // under 1F1B does not fit under ZB-H1, and is not walked again.
+                  fits_1f1b.assign(policies.size(), 1);
                   for (std::size_t si = 0; si < n_sched; ++si) {
                     const Schedule sched = scheds[si];
                     TrainConfig c = base;
@@ -217,12 +222,26 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     }
                     Bytes prev_peak = kMaxBytes;
                     double prev_overhead = -1;
-                    for (const Recompute& r : policies) {
+                    // Static memory alone over the budget (DualPipe's two copies): no policy fits.
+                    Bytes most_static = 0;
+                    for (const RankSetup& rs : s.value().ranks)
+                      most_static = std::max(most_static, rs.stat.total_bytes);
+                    if (most_static > budget) {
+                      out.enumerated += policies.size();
+                      continue;
+                    }
+                    for (std::size_t pi = 0; pi < policies.size(); ++pi) {
+                      const Recompute& r = policies[pi];
                       if (r.kind == RecomputeKind::kNone) prev_peak = kMaxBytes, prev_overhead = -1;
                       ++out.enumerated;
+                      if (sched == Schedule::kZbH1 && !fits_1f1b[pi]) {
+                        prev_peak = kMaxBytes;
+                        continue;
+                      }
                       if (actmem::evaluate(s.value(), r, &ev)) continue;
                       ++out.simulated;
                       const Bytes peak = ev.worst_stage().peak_bytes;
+                      if (sched == Schedule::k1F1B) fits_1f1b[pi] = peak <= budget;
                       // A policy that changes nothing here (selective under flash attention keeps
                       // what none keeps) is the simpler one's duplicate: not listed twice.
                       const bool same =
