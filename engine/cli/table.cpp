@@ -420,8 +420,8 @@ std::string render_advice(const json& r) {
        "GPU, GPUs, headroom\n";
   o << pad("#", 4) << pad("gpus", 6) << pad("tp", 4) << pad("pp", 4) << pad("vpp", 5)
     << pad("cp", 4) << pad("dp", 6) << pad("ep", 4) << pad("zero", 5) << pad("mb", 4) << pad("m", 6)
-    << pad("recompute", 20) << pad("bubble", 8) << pad("recomp", 8) << pad("offload", 8)
-    << pad("sent/GPU", 12) << pad("device", 12) << "headroom\n";
+    << pad("schedule", 12) << pad("recompute", 20) << pad("bubble", 8) << pad("recomp", 8)
+    << pad("offload", 8) << pad("sent/GPU", 12) << pad("device", 12) << "headroom\n";
   int i = 0;
   char pct[3][32];
   for (const auto& l : r["layouts"]) {
@@ -434,7 +434,7 @@ std::string render_advice(const json& r) {
       << pad(std::to_string(u(l["vpp"])), 5) << pad(std::to_string(u(l["cp"])), 4)
       << pad(std::to_string(u(l["dp"])), 6) << pad(std::to_string(u(l["ep"])), 4)
       << pad(std::to_string(u(l["zero"])), 5) << pad(std::to_string(u(l["micro_batch"])), 4)
-      << pad(std::to_string(u(l["micro_batches"])), 6)
+      << pad(std::to_string(u(l["micro_batches"])), 6) << pad(text(l["schedule"]), 12)
       << pad(text(l["recompute"]) + (off ? " + offload" : ""), 20) << pad(pct[0], 8)
       << pad(pct[1], 8) << pad(off ? pct[2] : "-", 8)
       << pad(human(static_cast<double>(u(l["comm_bytes"]))), 12)

@@ -234,7 +234,9 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                       const Recompute& r = policies[pi];
                       if (r.kind == RecomputeKind::kNone) prev_peak = kMaxBytes, prev_overhead = -1;
                       ++out.enumerated;
-                      if (sched == Schedule::kZbH1 && !fits_1f1b[pi]) {
+                      // Offloading under a split backward is not modelled (validate.cpp).
+                      if ((sched == Schedule::kZbH1 && !fits_1f1b[pi]) ||
+                          (r.offload && is_split_backward(sched))) {
                         prev_peak = kMaxBytes;
                         continue;
                       }
@@ -333,8 +335,9 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
       "reduce-scatters; elsewhere micro-batch 1 is no worse on any criterion (GEMM efficiency is "
       "not ranked)");
   out.notes.push_back(
-      "GPipe is not listed: 1F1B has its bubble and keeps fewer micro-batches; the zero-bubble "
-      "and DualPipe schedules are not searched yet");
+      "GPipe is not listed: 1F1B has its bubble and keeps fewer micro-batches; ZB-H1, ZB-V, "
+      "DualPipe and DualPipeV are searched for dense models (not with --emit megatron), their "
+      "bubbles assuming a weight-gradient backward as long as a forward (docs/schedules.md)");
   out.notes.push_back(
       offload ? "offload variants are searched; their copies' exposed time assumes " +
                     std::to_string(static_cast<int>(kAssumedMfu * 100)) +
