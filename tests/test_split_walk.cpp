@@ -341,3 +341,16 @@ TEST_CASE(
         }
   CHECK(compared == 2 * 4 * (2 + 4) * 3);
 }
+
+TEST_CASE("plan under a split-backward schedule offers no offload (refused there)",
+          "[schedule][split][plan]") {
+  const json r = run(request("plan", 16,
+                             {{"pp", 2},
+                              {"vpp", 2},
+                              {"micro_batches", 40},
+                              {"schedule", "zb-v"},
+                              {"gpu_memory_bytes", 8000000}}));
+  CHECK(r["offload_points"].empty());
+  CHECK(u(r["evaluated"]) > 3);
+  for (const json& pt : r["pareto"]) CHECK(pt["offload"] == false);
+}

@@ -254,7 +254,10 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
     r.every_k = k;
     uniform.push_back(r);
   }
-  for (std::size_t i = 0, end = uniform.size(); i < end && i < 3 && !megatron_only; ++i) {
+  // Offload variants, except under a split-backward schedule (when W's inputs come back from the
+  // host is not modelled; the config refuses offload there).
+  const bool no_offload = megatron_only || is_split_backward(effective_schedule(e.config));
+  for (std::size_t i = 0, end = uniform.size(); i < end && i < 3 && !no_offload; ++i) {
     Recompute r = uniform[i];
     r.offload = true;
     uniform.push_back(r);
