@@ -354,3 +354,48 @@ TEST_CASE("plan under a split-backward schedule offers no offload (refused there
   CHECK(u(r["evaluated"]) > 3);
   for (const json& pt : r["pareto"]) CHECK(pt["offload"] == false);
 }
+
+TEST_CASE("split_plan expanded is the whole op list: the grown run repeated, later ops moved",
+          "[schedule][split]") {
+  std::size_t plans = 0, grown = 0;
+  struct Row {
+    Schedule s;
+    std::uint64_t p;
+  } rows[] = {{Schedule::kZbH1, 2},      {Schedule::kZbH1, 5},     {Schedule::kZbV, 3},
+              {Schedule::kZbV, 4},       {Schedule::kDualPipe, 2}, {Schedule::kDualPipe, 6},
+              {Schedule::kDualPipeV, 3}, {Schedule::kDualPipeV, 4}};
+  for (const Row& row : rows)
+    for (std::uint64_t r = 0; r < row.p; ++r) {
+      const std::uint64_t m0 = split_plan_m0(row.s, row.p, 0);
+      for (std::uint64_t m : {m0 + 2, m0 + 6, 3 * m0 + 4, 2 * row.p}) {
+        std::vector<SplitOp> want;
+        split_ops(row.s, r, row.p, m, &want);
+        const SplitPlan plan = split_plan(row.s, r, row.p, m);
+        std::vector<SplitOp> got;
+        for (std::size_t ri = 0; ri < plan.runs.size(); ++ri) {
+          const SplitRun& run = plan.runs[ri];
+          const bool later = plan.grows() && ri > plan.grow;
+          const std::uint64_t reps = run.reps + (plan.grows() && ri == plan.grow ? plan.extra : 0);
+          for (std::uint64_t k = 0; k < reps; ++k)
+            for (std::size_t j = 0; j < run.period; ++j) {
+              SplitOp o = plan.ops[run.start + j];
+              if (later) o.mb = plan.later_mb(o);
+              o.mb += static_cast<std::uint32_t>(k);
+              got.push_back(o);
+            }
+        }
+        INFO("schedule " << schedule_name(row.s) << " p " << row.p << " r " << r << " m " << m);
+        REQUIRE(got.size() == want.size());
+        bool same = true;
+        for (std::size_t i = 0; i < got.size(); ++i)
+          same = same && got[i].kind == want[i].kind && got[i].chunk == want[i].chunk &&
+                 got[i].mb == want[i].mb;
+        CHECK(same);
+        ++plans;
+        grown += plan.grows() ? 1 : 0;
+      }
+    }
+  CHECK(plans == 4 * (2 + 5 + 3 + 4 + 2 + 6 + 3 + 4));
+  // Every m above m0 + unit grows: all but the 2·p steps and DualPipe's m0 + 2 (= m0 + unit).
+  CHECK(grown == 3 * (2 + 5 + 3 + 4 + 2 + 6 + 3 + 4) - (2 + 6));
+}

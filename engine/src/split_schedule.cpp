@@ -201,6 +201,7 @@ SplitPlan split_plan(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t
   plan.m0 = m0;
   plan.unit = unit;
   auto whole = [&] {
+    plan.listed_m = m;
     split_ops(s, r, p, m, &plan.ops);
     plan.runs = split_runs(plan.ops);
     return plan;

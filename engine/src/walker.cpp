@@ -409,7 +409,9 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
         hit->plans.assign(p, SplitPlan{});
       }
       SplitPlan& plan = hit->plans[r];
-      if (plan.ops.empty()) plan = split_plan(sched, r, p, m);
+      // A plan that could not grow lists one step only: another m of its residue lists anew.
+      if (plan.ops.empty() || (!plan.grows() && plan.listed_m != m))
+        plan = split_plan(sched, r, p, m);
       if (plan.grows()) plan.set_m(m);
       // A run's first and last periods are walked, the ones between applied in bulk (the state
       // moves by the same step each period: split_runs).

@@ -65,6 +65,7 @@ struct SplitPlan {
   std::size_t grow = ~std::size_t{0};  // the run index that repeats `extra` more times
   std::uint64_t extra = 0;
   std::uint64_t m0 = 0, unit = 1;  // the shorter step and the micro-batches one period adds
+  std::uint64_t listed_m = 0;      // a plan that does not grow lists exactly this step
   std::uint32_t shift[4][2] = {};  // per kind (F, B, I, W) and chunk: one grow period's move
   bool grows() const { return grow != ~std::size_t{0}; }
   // The plan of the same schedule, rank and p at m micro-batches (m congruent to m0 modulo
