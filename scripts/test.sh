@@ -4,33 +4,35 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 export NODE_PATH=/usr/share/nodejs
+# Each section's start in minutes since the script began, so a slow CI names its slow part.
+section() { echo "== [$((SECONDS / 60)) min $((SECONDS % 60)) s] $*"; }
 
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 cuda=()  # with nvcc present the native build also compiles the CUDA executor (one engine build, not two)
 [ -x "$NVCC" ] && cuda=(-DACTMEM_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC")
 
-echo "== native build and tests${cuda:+ (actmem-validate with the CUDA executor, sm_90; its GPU test skips without a GPU)}"
+section "native build and tests${cuda:+ (actmem-validate with the CUDA executor, sm_90; its GPU test skips without a GPU)}"
 cmake --preset native "${cuda[@]}" >/dev/null
 cmake --build --preset native
 ctest --preset native
 
-echo "== WebAssembly build of the same Catch2 suite, run by Node"
+section "WebAssembly build of the same Catch2 suite, run by Node"
 cmake --preset wasm-test >/dev/null
 cmake --build --preset wasm-test
 ctest --preset wasm-test
 
-echo "== the page: WebAssembly build into dist/, then real-browser tests (Debian's Chromium)"
+section "the page: WebAssembly build into dist/, then real-browser tests (Debian's Chromium)"
 cmake --preset wasm >/dev/null
 cmake --build --preset wasm
 (cd tests/web && npm ci --no-audit --no-fund >/dev/null)
 (cd tests/web && node --test page.test.mjs)
 
-echo "== sanitizers: the native Catch2 suite, CLI contract and fuzz targets, one clang ASan + UBSan build"
+section "sanitizers: the native Catch2 suite, CLI contract and fuzz targets, one clang ASan + UBSan build"
 cmake --preset asan >/dev/null
 cmake --build --preset asan
 ctest --preset asan
 
-echo "== fuzz: deterministic libFuzzer runs over every client path (docs/reliability.md, Fuzzing)"
+section "fuzz: deterministic libFuzzer runs over every client path (docs/reliability.md, Fuzzing)"
 # Each target stops at its run count or after 240 s, whichever comes first, so a slow path cannot
 # stretch CI (2026-12-01: the CLI zeroed a 16 MiB buffer per file read, and actmem-fuzz-cli's
 # 50,000 runs took 1,426 s; fixed in engine/cli/args.cpp, actmem-fuzz-validate went from 48 to
@@ -51,12 +53,12 @@ fuzz actmem-fuzz-validate 50000 fuzz/cli.dict fuzz/corpus-validate   # actmem-va
 fuzz actmem-fuzz-snapshot 10000 fuzz/pickle.dict fuzz/corpus-snapshot # compare's snapshot file
 fuzz actmem-fuzz-megatron 10000 fuzz/megatron.dict fuzz/corpus-megatron # --megatron-args FILE
 
-echo "== clang-format"
+section "clang-format"
 files=$(git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null || find engine tests bench -name '*.[ch]pp')
 clang-format --dry-run -Werror $files
 
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-  echo "== PyTorch saved-tensor reference (python3-torch present): re-measure and compare"
+  section "PyTorch saved-tensor reference (python3-torch present): re-measure and compare"
   /usr/bin/python3 tests/reference/measure_saved.py > build/pytorch_saved.json
   /usr/bin/python3 tests/reference/check_formulas.py build/pytorch_saved.json
   cmp build/pytorch_saved.json tests/reference/pytorch_saved.json && echo "reference JSON reproduced byte for byte"

@@ -266,7 +266,7 @@ TEST_CASE(
   std::size_t compared = 0;
   for (const Row& row : rows)
     for (std::uint64_t p : {2, 4})
-      for (std::uint64_t m : {8, 12, 32, 64, 202})
+      for (std::uint64_t m : {8, 32, 202})  // a listed step, grown plans (m0 = 16, 24)
         for (const char* rc : {"none", "full", "selective"}) {
           const json extra = {{"pp", p},
                               {"vpp", row.vpp},
@@ -283,7 +283,7 @@ TEST_CASE(
             ++compared;
           }
         }
-  CHECK(compared == 4 * (2 + 4) * 5 * 3);
+  CHECK(compared == 4 * (2 + 4) * 3 * 3);
 }
 
 TEST_CASE("split_runs cuts each schedule's op list into its repeating runs", "[schedule][split]") {
