@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -23,6 +24,16 @@ inline json run(const json& request) {
 
 inline json run_preset(const std::string& preset, const json& config) {
   return run(json{{"preset", preset}, {"config", config}});
+}
+
+// docs/schedules.md's toy model (docs/examples/toy-model.json: h = 64, 4 heads, f = 256, GELU,
+// LayerNorm, V = 128), `layers` deep: the worked examples' one definition.
+inline json toy_model(std::uint64_t layers = 4) {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/docs/examples/toy-model.json");
+  REQUIRE(in.good());
+  json m = json::parse(in);
+  m["num_hidden_layers"] = layers;
+  return m;
 }
 
 inline std::uint64_t u(const json& j) {

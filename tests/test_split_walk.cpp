@@ -25,21 +25,6 @@ using nlohmann::json;
 
 namespace {
 
-// docs/schedules.md's toy model (h = 64, 4 heads, f = 256, GELU, LayerNorm, V = 128), `layers`
-// deep.
-json toy(std::uint64_t layers) {
-  return {{"metadata", {{"name", "toy (docs/schedules.md)"}}},
-          {"hidden_size", 64},
-          {"num_attention_heads", 4},
-          {"num_hidden_layers", layers},
-          {"vocab_size", 128},
-          {"intermediate_size", 256},
-          {"ffn_type", "gelu"},
-          {"norm_type", "layernorm"},
-          {"position_embedding", "learned"},
-          {"max_position_embeddings", 16}};
-}
-
 json toy_config(json extra) {
   json c = {{"seq", 16},          {"dtype", "fp32"}, {"pp", 2},
             {"micro_batches", 3}, {"dropout", 0.0},  {"cublas_workspace_bytes", 0}};
@@ -48,7 +33,9 @@ json toy_config(json extra) {
 }
 
 json request(const char* command, std::uint64_t layers, const json& extra) {
-  return json{{"command", command}, {"model", toy(layers)}, {"config", toy_config(extra)}};
+  return json{{"command", command},
+              {"model", actmem::test::toy_model(layers)},
+              {"config", toy_config(extra)}};
 }
 
 // The setup a request's model and config build.

@@ -322,16 +322,7 @@ TEST_CASE(
 TEST_CASE(
     "docs/schedules.md worked example: toy model, p = 2, m = 3 (numbers as printed in the doc)",
     "[timeline][docs]") {
-  const json model = {{"metadata", {{"name", "toy (docs/schedules.md)"}}},
-                      {"hidden_size", 64},
-                      {"num_attention_heads", 4},
-                      {"num_hidden_layers", 4},
-                      {"vocab_size", 128},
-                      {"intermediate_size", 256},
-                      {"ffn_type", "gelu"},
-                      {"norm_type", "layernorm"},
-                      {"position_embedding", "learned"},
-                      {"max_position_embeddings", 16}};
+  const json model = actmem::test::toy_model();
   const json cfg = {{"seq", 16},          {"dtype", "fp32"}, {"pp", 2},
                     {"micro_batches", 3}, {"dropout", 0.0},  {"cublas_workspace_bytes", 0}};
   auto tl = [&](json c) {

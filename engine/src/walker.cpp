@@ -248,8 +248,10 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
   };
   auto global = [&](std::uint32_t chunk, std::uint64_t j) { return rk.chunk_first[chunk] + j; };
 
-  // One op from its chunk's summary (the peak path, and the per-op recorded path).
-  auto op_summary = [&](const PipeOp& op) {
+  // One op from its chunk's summary (the peak path, and the per-op recorded path). A backward with
+  // `input_part` is a split schedule's I: the chunk's backward, after which each layer's
+  // weight-gradient store (linear inputs and output gradients) stays until its W.
+  auto op_summary = [&](const PipeOp& op, bool input_part = false) {
     const Evaluation::Scratch::Chunk& q = sc.chunks[op.chunk];
     if (op.forward) {
       if (first_of(op.chunk)) st.act = add(st.act, s.in_bytes);
@@ -261,29 +263,36 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
       if (last_of(op.chunk)) loss_forward(op);
     } else {
       if (last_of(op.chunk)) loss_backward(op);
-      StepEvent key = q.b_key;
+      StepEvent key = input_part ? q.i_key : q.b_key;
       key.mb = op.micro_batch;
       key.chunk = op.chunk;
       key.lo = global(op.chunk, key.lo);
       if (key.kind == StepEvent::kRecompute) key.hi = global(op.chunk, key.hi);
+      const std::int64_t top = input_part ? q.i_act : q.b_act;
       st.event(
           key,
-          static_cast<Bytes>(ck.add_signed(static_cast<std::int64_t>(st.act), q.b_act, kPeakField)),
-          q.b_rec, q.b_trans);
+          static_cast<Bytes>(ck.add_signed(static_cast<std::int64_t>(st.act), top, kPeakField)),
+          input_part ? q.i_rec : q.b_rec, input_part ? q.i_trans : q.b_trans);
       st.host -= q.kept_host;
       st.act -= q.kept_gpu;
+      if (input_part) st.act = add(st.act, q.wkeep);
       if (first_of(op.chunk)) st.act -= s.in_bytes;
     }
-    fl.apply(op.forward, op.chunk, 1, sc.chunks[op.chunk].kept);
+    if (input_part)
+      fl.input_part(q.kept, q.wkeep);
+    else
+      fl.apply(op.forward, op.chunk, 1, q.kept);
     fl.consider();
   };
 
-  // One op layer by layer (the recorded timeline at layer granularity).
-  auto op_layers = [&](const PipeOp& op) {
+  // One op layer by layer (the recorded timeline at layer granularity); `input_part` as above.
+  auto op_layers = [&](const PipeOp& op, bool input_part = false) {
     const std::uint64_t g0 = rk.chunk_first[op.chunk], n = rk.chunk_sizes[op.chunk];
     const LayerChoice* ch = sc.choice.data() + g0;
     const Bytes* kp = sc.kept.data() + g0;
     const Bytes* rg = sc.regen.data() + g0;
+    const Bytes* wk = sc.wkeep.data() + g0;
+    const StepEvent::Kind bwd = input_part ? StepEvent::kBwdInput : StepEvent::kBwd;
     if (op.forward) {
       if (first_of(op.chunk)) st.act = add(st.act, s.in_bytes);
       for (std::uint64_t j = 0; j < n; ++j) {
@@ -305,57 +314,23 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
                    st.act, st.rec_bytes, sc.trans_f[g0 + j]);
         }
         if (off) st.host -= kp[j], st.act = add(st.act, kp[j]);  // back for its backward
-        st.event(StepEvent{StepEvent::kBwd, op.micro_batch, op.chunk, g0 + j, 0}, st.act,
-                 st.rec_bytes, sc.trans_b[g0 + j]);
+        st.event(StepEvent{bwd, op.micro_batch, op.chunk, g0 + j, 0}, st.act, st.rec_bytes,
+                 sc.trans_b[g0 + j]);
         st.act -= kp[j];
+        if (input_part) st.act = add(st.act, wk[j]);
         st.rec_bytes -= rg[j];
       }
       if (first_of(op.chunk)) st.act -= s.in_bytes;
     }
-    fl.apply(op.forward, op.chunk, 1, sc.chunks[op.chunk].kept);
+    const Evaluation::Scratch::Chunk& q = sc.chunks[op.chunk];
+    if (input_part)
+      fl.input_part(q.kept, q.wkeep);
+    else
+      fl.apply(op.forward, op.chunk, 1, q.kept);
     fl.consider();
   };
 
-  // Split-backward schedules (split_schedule.hpp): I runs a chunk's backward like B but each
-  // layer leaves its weight-gradient store (linear inputs and output gradients) behind, which W
-  // frees. Every op is walked: these orders do not collapse into runs.
-  auto input_op = [&](const PipeOp& op) {
-    const Evaluation::Scratch::Chunk& q = sc.chunks[op.chunk];
-    if (last_of(op.chunk)) loss_backward(op);
-    if (rec && layer_events) {
-      const std::uint64_t g0 = rk.chunk_first[op.chunk], n = rk.chunk_sizes[op.chunk];
-      const LayerChoice* ch = sc.choice.data() + g0;
-      const Bytes* kp = sc.kept.data() + g0;
-      const Bytes* rg = sc.regen.data() + g0;
-      const Bytes* wk = sc.wkeep.data() + g0;
-      for (std::uint64_t j = n; j-- > 0;) {
-        std::size_t s0 = 0;
-        if (regenerates_before(ch, rg, n, j, &s0)) {
-          for (std::size_t i = s0; i <= j; ++i) st.rec_bytes = add(st.rec_bytes, rg[i]);
-          st.event(StepEvent{StepEvent::kRecompute, op.micro_batch, op.chunk, g0 + s0, g0 + j},
-                   st.act, st.rec_bytes, sc.trans_f[g0 + j]);
-        }
-        st.event(StepEvent{StepEvent::kBwdInput, op.micro_batch, op.chunk, g0 + j, 0}, st.act,
-                 st.rec_bytes, sc.trans_b[g0 + j]);
-        st.act = add(st.act - kp[j], wk[j]);
-        st.rec_bytes -= rg[j];
-      }
-    } else {
-      StepEvent key = q.i_key;
-      key.mb = op.micro_batch;
-      key.chunk = op.chunk;
-      key.lo = global(op.chunk, key.lo);
-      if (key.kind == StepEvent::kRecompute) key.hi = global(op.chunk, key.hi);
-      st.event(
-          key,
-          static_cast<Bytes>(ck.add_signed(static_cast<std::int64_t>(st.act), q.i_act, kPeakField)),
-          q.i_rec, q.i_trans);
-      st.act = add(st.act - q.kept_gpu, q.wkeep);
-    }
-    if (first_of(op.chunk)) st.act -= s.in_bytes;
-    fl.input_part(q.kept, q.wkeep);
-    fl.consider();
-  };
+  // A split schedule's W: the chunk's weight gradients, freeing each layer's store.
   auto weight_op = [&](const PipeOp& op) {
     const Evaluation::Scratch::Chunk& q = sc.chunks[op.chunk];
     const std::uint64_t g0 = rk.chunk_first[op.chunk], n = rk.chunk_sizes[op.chunk];
@@ -379,14 +354,12 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
   if (split) {
     auto one = [&](const SplitOp& o) {
       const PipeOp op{o.kind == SplitOp::kF, o.mb, o.chunk};
-      if (o.kind == SplitOp::kI)
-        input_op(op);
-      else if (o.kind == SplitOp::kW)
+      if (o.kind == SplitOp::kW)
         weight_op(op);
       else if (rec && layer_events)
-        op_layers(op);
+        op_layers(op, o.kind == SplitOp::kI);
       else
-        op_summary(op);
+        op_summary(op, o.kind == SplitOp::kI);
     };
     if (rec) {
       // Every op (the timeline, the allocator replay).
