@@ -47,6 +47,9 @@ const char* const kUsage =
     "  tokens over the mean, dropless MoE, 1..ep) --mtp (train with the model's MTP depths)\n"
     "  --optimizer-dtype fp32|bf16|fp16 (AdamW/SGD states; bf16 when torch.optim runs on bf16\n"
     "  parameters without master weights)\n"
+    "framework: --framework plain|megatron-lm|torchtitan (its documented defaults for the keys\n"
+    "  you leave out; the answer lists them) --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
+    "  --reshard-after-forward true|false --accumulate-unsharded true|false (FSDP, zero 3)\n"
     "device:  --alloc-conf TEXT (PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True)\n"
     "  --cuda-context-bytes N --nccl-comm-bytes N (fixed costs per GPU / per communicator)\n"
     "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"
@@ -85,7 +88,8 @@ constexpr auto kReplace = json::error_handler_t::replace;
 // else is passed as a string and rejected there with the same field-named message.
 json number_or_string(const std::string& v) {
   json j = json::parse(v, nullptr, false);
-  if (!j.is_discarded() && j.is_number()) return j;
+  // true/false stay JSON booleans for the switches that take them (--reshard-after-forward).
+  if (!j.is_discarded() && (j.is_number() || j.is_boolean())) return j;
   return v;
 }
 
@@ -157,7 +161,11 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--cuda-context-bytes", "cuda_context_bytes"},
       {"--nccl-comm-bytes", "nccl_comm_bytes"},
       {"--gpus-per-node", "gpus_per_node"},
-      {"--device-stages", "device_stages"}};
+      {"--device-stages", "device_stages"},
+      {"--framework", "framework"},
+      {"--shard-group", "shard_group"},
+      {"--reshard-after-forward", "reshard_after_forward"},
+      {"--accumulate-unsharded", "accumulate_unsharded"}};
   for (; i < argv.size(); ++i) {
     // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
     const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;

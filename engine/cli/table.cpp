@@ -172,6 +172,10 @@ std::string render_estimate(const json& r) {
   line("gradients", pk["grads_bytes"]);
   line("master weights", pk["master_bytes"]);
   line("optimizer states", pk["optimizer_bytes"]);
+  // FSDP residency lines, shown only when a switch holds them (config.reshard_after_forward,
+  // config.accumulate_unsharded).
+  if (u(pk["gathered_params_bytes"]) > 0) line("gathered parameters", pk["gathered_params_bytes"]);
+  if (u(pk["unsharded_grads_bytes"]) > 0) line("unsharded gradients", pk["unsharded_grads_bytes"]);
   line("kept activations", pk["kept_activations_bytes"]);
   line("recomputed (working set)", pk["recomputed_bytes"]);
   line("transients", pk["transient_bytes"]);

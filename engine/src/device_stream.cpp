@@ -109,6 +109,10 @@ void AllocStream::allocate_static() {
     grads_static_ = true;
     statics_.push_back(take(st.master_bytes));
     statics_.push_back(take(st.optimizer_bytes));
+    // FSDP residency (config.reshard_after_forward / accumulate_unsharded): the stage's gathered
+    // parameters and unsharded gradient accumulators, counted for the whole step as the walk does.
+    statics_.push_back(take(st.gathered_params_bytes));
+    statics_.push_back(take(st.unsharded_grads_bytes));
   } else {
     const ParamShards shards{c.par.tp, c.par.ep};
     std::vector<ParamRecord> ps;

@@ -189,7 +189,9 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   const StaticMemory& sm = w.stat;
   // Static lines: params on this GPU × bytes per param, ÷ the ZeRO group when the stage applies
   // (routed experts partition over dp/ep).
-  const std::uint64_t edp = expert_dp(p.dp, p.ep);
+  const std::uint64_t group = shard_ranks(p);
+  const std::string group_name = p.shard_group == ShardGroup::kDpCp ? "dp·cp" : "dp";
+  const std::uint64_t edp = expert_dp(group, p.ep);
   auto static_line = [&](const char* id, const std::string& title, const std::string& per,
                          Bytes width, int stage, Bytes value, const char* source) {
     Explanation x;
@@ -198,16 +200,17 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     x.bytes = value;
     x.source = source;
     const std::uint64_t dense = sm.params - sm.expert_params;
-    const bool part = p.zero >= stage && p.dp > 1;
-    auto term = [&](const std::string& who, std::uint64_t n, std::uint64_t group) {
-      x.formula += who + " × " + per +
-                   (part && group > 1
-                        ? " ÷ " + std::string(group == p.dp ? "dp" : "(dp/ep)") + " (rounded up)"
-                        : "");
+    const bool part = p.zero >= stage && group > 1;
+    auto term = [&](const std::string& who, std::uint64_t n, std::uint64_t ranks) {
+      x.formula +=
+          who + " × " + per +
+          (part && ranks > 1
+               ? " ÷ " + (ranks == group ? group_name : "(" + group_name + "/ep)") + " (rounded up)"
+               : "");
       x.substituted += std::to_string(n) + " × " + std::to_string(width) +
-                       (part && group > 1 ? " ÷ " + std::to_string(group) : "");
+                       (part && ranks > 1 ? " ÷ " + std::to_string(ranks) : "");
     };
-    term(sm.expert_params ? "dense params on this GPU" : "params on this GPU", dense, p.dp);
+    term(sm.expert_params ? "dense params on this GPU" : "params on this GPU", dense, group);
     if (sm.expert_params) {
       x.formula += " + ";
       x.substituted += " + ";
@@ -242,7 +245,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     x.formula = c.optimizer == Optimizer::kAdam8bit
                     ? "Σ over parameter tensors of 2n + 8⌈n/2048⌉ (8n below 4096 elements)"
                     : "Σ over parameter tensors of 4(r + c) for matrices, 4n for vectors";
-    if (p.zero >= 1 && p.dp > 1) x.formula += ", ÷ dp (rounded up)";
+    if (p.zero >= 1 && group > 1) x.formula += ", ÷ " + group_name + " (rounded up)";
     x.substituted = std::to_string(sm.optimizer_bytes);
     x.bytes = sm.optimizer_bytes;
     x.source = c.optimizer == Optimizer::kAdam8bit
@@ -250,30 +253,61 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
                    : "Shazeer & Stern 2018, Adafactor, Sec. 3";
     e.explain.push_back(x);
   }
+  if (sm.gathered_params_bytes > 0)
+    e.explain.push_back(explain_product(
+        "static.gathered_params_bytes",
+        std::string("FSDP: the stage's parameters held gathered (") +
+            (c.accumulate_unsharded ? "accumulate_unsharded: between micro-batches"
+                                    : "reshard_after_forward = false: from forward to backward") +
+            ", in " + dtype_name(gather_dtype(c)) + ")",
+        {{"params on this GPU", sm.params}, {"bytes/param", dtype_bytes(gather_dtype(c))}},
+        sm.gathered_params_bytes,
+        "PyTorch FSDP2 fully_shard(reshard_after_forward=...); torch.distributed.pipelining "
+        "stage.py: set_reshard_after_backward(False) before a non-last backward"));
+  if (sm.unsharded_grads_bytes > 0)
+    e.explain.push_back(explain_product(
+        "static.unsharded_grads_bytes",
+        std::string("FSDP: unsharded gradients accumulated between micro-batches (") +
+            dtype_name(c.grad_dtype) + ", reduce-scattered at the last)",
+        {{"params on this GPU", sm.params}, {"bytes/grad", dtype_bytes(c.grad_dtype)}},
+        sm.unsharded_grads_bytes,
+        "PyTorch FSDP2 _fsdp_param.py unsharded_accumulated_grad (reduce_dtype); "
+        "torch.distributed.pipelining stage.py: set_requires_gradient_sync(False) before a "
+        "non-last backward"));
+  // The FSDP residency lines join the sums only when a switch holds them.
+  std::vector<std::pair<std::string, Bytes>> resident;
+  if (sm.gathered_params_bytes > 0)
+    resident.push_back({"gathered parameters (FSDP)", sm.gathered_params_bytes});
+  if (sm.unsharded_grads_bytes > 0)
+    resident.push_back({"unsharded gradients (FSDP)", sm.unsharded_grads_bytes});
+  std::vector<std::pair<std::string, Bytes>> total_parts = {{"activations", w.act.total_bytes},
+                                                            {"parameters", sm.params_bytes},
+                                                            {"gradients", sm.grads_bytes},
+                                                            {"master weights", sm.master_bytes},
+                                                            {"optimizer", sm.optimizer_bytes}};
+  total_parts.insert(total_parts.end(), resident.begin(), resident.end());
   e.explain.push_back(explain_sum(
       "total_bytes",
       "Closed-form sum of stage " + std::to_string(w.index) +
           " (activations at the in-flight maximum + static; no transients: a bound the papers "
           "print, not what must fit)",
-      {{"activations", w.act.total_bytes},
-       {"parameters", sm.params_bytes},
-       {"gradients", sm.grads_bytes},
-       {"master weights", sm.master_bytes},
-       {"optimizer", sm.optimizer_bytes}},
-      w.total_bytes, "sum of the parts above (Korthikanti et al. 2022, Sec. 4)"));
-  e.explain.push_back(explain_sum(
-      "peak_bytes",
-      "Peak of the most loaded GPU (stage " + std::to_string(w.index) + ", at " + w.peak_at +
-          "): what must fit",
-      {{"parameters", sm.params_bytes},
-       {"gradients", sm.grads_bytes},
-       {"master weights", sm.master_bytes},
-       {"optimizer states", sm.optimizer_bytes},
-       {"kept activations", w.peak_activations},
-       {"recomputed (working set)", w.peak_recompute},
-       {"transients", w.peak_transients},
-       {"fragmentation allowance", w.peak_fragmentation}},
-      w.peak_bytes, "the simulated step (docs/schedules.md); the figure that decides fits"));
+      total_parts, w.total_bytes, "sum of the parts above (Korthikanti et al. 2022, Sec. 4)"));
+  std::vector<std::pair<std::string, Bytes>> peak_parts = {
+      {"parameters", sm.params_bytes},
+      {"gradients", sm.grads_bytes},
+      {"master weights", sm.master_bytes},
+      {"optimizer states", sm.optimizer_bytes}};
+  peak_parts.insert(peak_parts.end(), resident.begin(), resident.end());
+  peak_parts.insert(peak_parts.end(), {{"kept activations", w.peak_activations},
+                                       {"recomputed (working set)", w.peak_recompute},
+                                       {"transients", w.peak_transients},
+                                       {"fragmentation allowance", w.peak_fragmentation}});
+  e.explain.push_back(
+      explain_sum("peak_bytes",
+                  "Peak of the most loaded GPU (stage " + std::to_string(w.index) + ", at " +
+                      w.peak_at + "): what must fit",
+                  peak_parts, w.peak_bytes,
+                  "the simulated step (docs/schedules.md); the figure that decides fits"));
   if (m.kinds.size() == 1 && k0_kind.is_mla()) {
     e.explain.push_back(explain_product(
         "kv_cache.total_bytes",

@@ -55,16 +55,20 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "cuda_context_bytes",
                                    "nccl_comm_bytes",
                                    "gpus_per_node",
-                                   "device_stages"};
+                                   "device_stages",
+                                   "framework",
+                                   "shard_group",
+                                   "reshard_after_forward",
+                                   "accumulate_unsharded"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
 
-Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
-  if (!j.is_object())
-    return make_error("wrong_type", "config",
-                      "config: must be a JSON object, got " + detail::kind_of(j));
-  ACTMEM_TRY(detail::check_keys(j, "config", kConfigKeys, kNumConfigKeys));
+namespace {
+
+// Every key of one config object read into c (config_from_json applies a framework's defaults
+// around it).
+Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
   auto u = [&](const char* k, std::uint64_t* out, bool allow_zero = false) -> std::optional<Error> {
     if (!j.contains(k)) return std::nullopt;
     return detail::read_uint(j[k], std::string("config.") + k, out, allow_zero);
@@ -131,6 +135,11 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
         "config.zero: " + std::to_string(zero) + " is not a ZeRO stage; allowed: 0, 1, 2, 3");
   c.par.zero = static_cast<int>(zero);
   ACTMEM_TRY(u("ep", &c.par.ep));
+  ACTMEM_TRY(choice("framework", parse_framework, &c.framework, framework_table().list()));
+  ACTMEM_TRY(
+      choice("shard_group", parse_shard_group, &c.par.shard_group, shard_group_table().list()));
+  ACTMEM_TRY(b("reshard_after_forward", &c.reshard_after_forward));
+  ACTMEM_TRY(b("accumulate_unsharded", &c.accumulate_unsharded));
   ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, recompute_names()));
   ACTMEM_TRY(b("offload", &c.recompute.offload));
   ACTMEM_TRY(b("mtp", &c.mtp));
@@ -250,6 +259,32 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
     }
   }
   return c;
+}
+
+}  // namespace
+
+Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
+  if (!j.is_object())
+    return make_error("wrong_type", "config",
+                      "config: must be a JSON object, got " + detail::kind_of(j));
+  ACTMEM_TRY(detail::check_keys(j, "config", kConfigKeys, kNumConfigKeys));
+  auto first = read_config_keys(j, c);
+  if (!first.ok()) return first;
+  // A framework fills the keys the user left out with its documented defaults (framework.cpp),
+  // read by the same reader; the user's keys win.
+  const auto defaults =
+      framework_defaults(first.value(), [&](const char* k) { return j.contains(k); });
+  if (defaults.empty()) return first;
+  json merged = j;
+  std::vector<std::string> filled;
+  for (const FrameworkDefault& d : defaults)
+    if (!j.contains(d.key)) {
+      merged[d.key] = json::parse(d.value);
+      filled.push_back(d.key);
+    }
+  auto out = read_config_keys(merged, c);
+  if (out.ok()) out.value().framework_filled = filled;
+  return out;
 }
 
 Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {

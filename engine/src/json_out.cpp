@@ -1,5 +1,9 @@
 // Writes an estimate as JSON: the schema the CLI's --json, the page and the tests all read.
 #include "actmem/json_io.hpp"
+
+#include <algorithm>
+
+#include "actmem/names.hpp"
 #include "json_writer.hpp"
 
 namespace actmem {
@@ -146,12 +150,14 @@ void write_activations(JsonWriter& w, const StageActivations& a) {
 }
 
 void write_static(JsonWriter& w, const StaticMemory& m) {
+  w.field("gathered_params_bytes", m.gathered_params_bytes);
   w.field("grads_bytes", m.grads_bytes);
   w.field("master_bytes", m.master_bytes);
   w.field("optimizer_bytes", m.optimizer_bytes);
   w.field("params", m.params);
   w.field("params_bytes", m.params_bytes);
   w.field("total_bytes", m.total_bytes);
+  w.field("unsharded_grads_bytes", m.unsharded_grads_bytes);
 }
 
 // What the most loaded GPU holds at its peak, line by line: the lines add up to `bytes`, the
@@ -161,6 +167,7 @@ void write_peak(JsonWriter& w, const Stage& st) {
   w.field("at", st.peak_at);
   w.field("bytes", st.peak_bytes);
   w.field("fragmentation_bytes", st.peak_fragmentation);
+  w.field("gathered_params_bytes", st.stat.gathered_params_bytes);
   w.field("grads_bytes", st.stat.grads_bytes);
   w.field("kept_activations_bytes", st.peak_activations);
   w.field("master_bytes", st.stat.master_bytes);
@@ -170,6 +177,7 @@ void write_peak(JsonWriter& w, const Stage& st) {
   w.field("stage", st.index);
   w.field("static_bytes", st.stat.total_bytes);
   w.field("transient_bytes", st.peak_transients);
+  w.field("unsharded_grads_bytes", st.stat.unsharded_grads_bytes);
   w.end_object();
 }
 
@@ -201,6 +209,7 @@ std::string estimate_text(const Estimate& e) {
 
   w.key("config");
   w.begin_object();
+  w.field("accumulate_unsharded", c.accumulate_unsharded);
   w.field("attention", attention_name(c.attention));
   w.field("attention_dropout", c.attention_dropout);
   w.field("cp", c.par.cp);
@@ -209,6 +218,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("dtype", dtype_name(c.act_dtype));
   w.field("ep", c.par.ep);
   w.field("fragmentation_pct", c.fragmentation_pct);
+  w.field("framework", framework_name(c.framework));
   w.field("grad_accum", c.grad_accum);
   w.field("grad_dtype", dtype_name(c.grad_dtype));
   w.field("hidden_dropout", c.hidden_dropout);
@@ -222,14 +232,35 @@ std::string estimate_text(const Estimate& e) {
   w.field("optimizer", optimizer_name(c.optimizer));
   w.field("param_dtype", dtype_name(c.param_dtype));
   w.field("pp", c.par.pp);
+  w.field("profile", profile_name(c.profile));
   w.field("recompute", recompute_name(c.recompute));
+  w.field("reshard_after_forward", c.reshard_after_forward);
   w.field("schedule", schedule_name(effective_schedule(c)));
   w.field("seq", c.seq);
+  w.field("shard_group", shard_group_name(c.par.shard_group));
   w.field("sp", c.par.sp);
   w.field("tp", c.par.tp);
   w.field("vpp", c.par.vpp);
   w.field("zero", c.par.zero);
   w.end_object();
+
+  // The keys the framework filled, each with its value and the code it follows (framework.cpp).
+  w.key("framework_defaults");
+  w.begin_array();
+  for (const FrameworkDefault& d : framework_defaults(c, [&](const char* k) {
+         return std::find(c.framework_filled.begin(), c.framework_filled.end(), k) ==
+                c.framework_filled.end();
+       }))
+    if (std::find(c.framework_filled.begin(), c.framework_filled.end(), d.key) !=
+        c.framework_filled.end()) {
+      w.begin_object();
+      w.field("key", d.key);
+      w.field("source", d.source);
+      w.key("value");
+      w.raw(d.value);  // JSON text the config reader read (framework.cpp)
+      w.end_object();
+    }
+  w.end_array();
 
   if (e.has_device) write_device(w, e.device);
   if (e.has_offload_timing) write_offload(w, e.offload);

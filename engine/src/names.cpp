@@ -40,6 +40,10 @@ const EnumName<Schedule> kSchedules[] = {{Schedule::kGpipe, "gpipe"},
                                          {Schedule::kZbV, "zb-v"},
                                          {Schedule::kDualPipe, "dualpipe"},
                                          {Schedule::kDualPipeV, "dualpipev"}};
+const EnumName<Framework> kFrameworks[] = {{Framework::kPlain, "plain"},
+                                           {Framework::kMegatronLm, "megatron-lm"},
+                                           {Framework::kTorchtitan, "torchtitan"}};
+const EnumName<ShardGroup> kShardGroups[] = {{ShardGroup::kDp, "dp"}, {ShardGroup::kDpCp, "dp-cp"}};
 const EnumName<FfnType> kFfn[] = {{FfnType::kGelu, "gelu"},
                                   {FfnType::kSwiglu, "swiglu"},
                                   {FfnType::kGeglu, "geglu"},
@@ -78,6 +82,12 @@ EnumTable<Optimizer> optimizer_table() {
 }
 EnumTable<Schedule> schedule_table() {
   return table(kSchedules);
+}
+EnumTable<Framework> framework_table() {
+  return table(kFrameworks);
+}
+EnumTable<ShardGroup> shard_group_table() {
+  return table(kShardGroups);
 }
 EnumTable<FfnType> ffn_table() {
   return table(kFfn);
@@ -133,6 +143,18 @@ const char* optimizer_name(Optimizer o) {
 }
 const char* schedule_name(Schedule s) {
   return schedule_table().name(s);
+}
+const char* framework_name(Framework f) {
+  return framework_table().name(f);
+}
+bool parse_framework(const std::string& s, Framework* out) {
+  return framework_table().parse(s, out);
+}
+const char* shard_group_name(ShardGroup g) {
+  return shard_group_table().name(g);
+}
+bool parse_shard_group(const std::string& s, ShardGroup* out) {
+  return shard_group_table().parse(s, out);
 }
 bool parse_profile(const std::string& s, Profile* out) {
   return profile_table().parse(s, out);

@@ -248,9 +248,9 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
       dense_opt = ck.add(dense_opt, o, "static.optimizer_bytes");
   }
   const std::uint64_t dense = s.params - s.expert_params;
-  // ZeRO partitions over the data-parallel group; routed experts are already split by EP, so
-  // their ZeRO group is the expert-data-parallel group of dp/ep ranks.
-  const std::uint64_t dp = c.par.dp;
+  // ZeRO partitions over its shard group (dp, or dp x cp); routed experts are already split by
+  // EP, so their ZeRO group is that group's ranks over ep.
+  const std::uint64_t dp = shard_ranks(c.par);
   const std::uint64_t edp = expert_dp(dp, c.par.ep);
   const int z = c.par.zero;
   auto part = [&](Bytes dense_b, Bytes expert_b, int stage) {
@@ -267,9 +267,19 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
                                  ck.mul(s.expert_params, 4, "static.master_bytes"), 1)
                           : 0;
   s.optimizer_bytes = part(dense_opt, expert_opt, 1);
-  s.total_bytes =
+  // Gathered in gather_dtype (sharding.hpp); with gradient sync off FSDP2 accumulates an
+  // unsharded gradient in reduce_dtype, the gradients' dtype (_fsdp_param.py
+  // unsharded_accumulated_grad).
+  if (gathers_resident(c))
+    s.gathered_params_bytes =
+        ck.mul(s.params, dtype_bytes(gather_dtype(c)), "static.gathered_params_bytes");
+  if (z == 3 && c.accumulate_unsharded)
+    s.unsharded_grads_bytes = ck.mul(s.params, gw, "static.unsharded_grads_bytes");
+  s.total_bytes = ck.add(
       ck.add(ck.add(s.params_bytes, s.grads_bytes, "static.total_bytes"),
-             ck.add(s.master_bytes, s.optimizer_bytes, "static.total_bytes"), "static.total_bytes");
+             ck.add(s.master_bytes, s.optimizer_bytes, "static.total_bytes"), "static.total_bytes"),
+      ck.add(s.gathered_params_bytes, s.unsharded_grads_bytes, "static.total_bytes"),
+      "static.total_bytes");
   if (ck.overflowed())
     return make_error("overflow", "model",
                       "model: static memory (parameters, gradients, optimizer states) would exceed "

@@ -3,6 +3,8 @@
 // the step's transient sizes (docs/architecture.md).
 #include "actmem/setup.hpp"
 
+#include "actmem/sharding.hpp"
+
 #include <algorithm>
 
 #include "inventory_builder.hpp"
@@ -140,7 +142,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     for (const auto& q : kind_params.back()) {
       const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
       ke.param_bytes =
-          ck.add(ke.param_bytes, ck.mul(n, dtype_bytes(c.param_dtype), "static"), "static");
+          ck.add(ke.param_bytes, ck.mul(n, dtype_bytes(gather_dtype(c)), "static"), "static");
       ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
     }
     e.kinds.push_back(std::move(ke));
@@ -255,7 +257,8 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   Bytes largest_param = 0;
   for (const KindEstimate& ke : e.kinds) {
     largest_param = std::max<Bytes>(largest_param, ke.largest_param);
-    if (p.zero >= 3) e.zero3_gather = std::max(e.zero3_gather, ke.param_bytes);
+    if (p.zero >= 3 && !gathers_resident(c))
+      e.zero3_gather = std::max(e.zero3_gather, ke.param_bytes);
     if (e.grad_peak_at.empty() || ke.costs.grad_peak > e.grad_peak)
       e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
   }
@@ -266,12 +269,16 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   // adds nothing. The CPU executor's in-place SGD measured this: a vocabulary-dominated model
   // peaks at the loss backward, not at a step temporary (docs/validation.md section 5).
   const bool in_place = c.optimizer == Optimizer::kSgd || c.optimizer == Optimizer::kSgdMomentum;
-  e.opt_temp = in_place ? 0
-                        : ck.mul(p.zero >= 1 ? ceil_div(largest_param, p.dp) : largest_param, 4,
-                                 "timeline.optimizer_step");
+  e.opt_temp = in_place
+                   ? 0
+                   : ck.mul(p.zero >= 1 ? ceil_div(largest_param, shard_ranks(p)) : largest_param,
+                            4, "timeline.optimizer_step");
   for (KindEstimate& ke : e.kinds) {
     const char* f = "timeline.peak_bytes";
-    ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), p.zero >= 3 ? ke.param_bytes : 0, f);
+    // ZeRO-3 gathers a layer for its forward and again for its backward, unless FSDP keeps the
+    // stage gathered (a static line then: params.cpp gathered_params_bytes).
+    ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f),
+                          p.zero >= 3 && !gathers_resident(c) ? ke.param_bytes : 0, f);
     ke.trans_bwd =
         ck.add(ck.add(ke.trans_fwd, ke.costs.grad_peak, f), p.dp > 1 ? c.grad_bucket : 0, f);
   }

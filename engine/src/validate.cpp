@@ -301,6 +301,22 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.grad_accum", "the interleaved schedule needs micro-batches (" +
                                         std::to_string(c.grad_accum) +
                                         ") to be a multiple of pp=" + std::to_string(p.pp));
+  // dp and cp are each at most 2^40; their product must stay a count (sharding.hpp shard_ranks).
+  if (p.shard_group == ShardGroup::kDpCp && p.cp > kMaxDim / p.dp)
+    return bad("config.shard_group", "dp-cp: dp x cp = " + std::to_string(p.dp) + " x " +
+                                         std::to_string(p.cp) + " is more than the supported 2^40");
+  // FSDP's residency switches change what ZeRO-3 gathers; without ZeRO-3 they would be ignored.
+  if (!c.reshard_after_forward && p.zero != 3)
+    return bad("config.reshard_after_forward",
+               "false needs zero 3 (FSDP / ZeRO-3 gathers parameters per layer); zero is " +
+                   std::to_string(p.zero));
+  if (c.accumulate_unsharded && p.zero != 3)
+    return bad("config.accumulate_unsharded",
+               "true needs zero 3 (FSDP / ZeRO-3 shards the gradients it would defer); zero is " +
+                   std::to_string(p.zero));
+  if (c.accumulate_unsharded && default_micro_batches(c) < 2)
+    return bad("config.accumulate_unsharded",
+               "true needs 2 or more micro-batches per step (it holds what passes between them)");
   if (p.ep > 1 && !m.any_moe())
     return bad("config.ep", "expert parallelism needs a mixture-of-experts model");
   if (p.ep > 1 && p.dp % p.ep != 0)

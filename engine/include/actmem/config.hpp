@@ -8,6 +8,7 @@
 #include "actmem/allocator.hpp"
 #include "actmem/checked.hpp"
 #include "actmem/dtype.hpp"
+#include "actmem/framework.hpp"
 #include "actmem/schedule.hpp"
 
 namespace actmem {
@@ -31,6 +32,8 @@ struct Parallel {
   std::uint64_t dp = 1;
   int zero = 0;  // ZeRO stage 0..3
   std::uint64_t ep = 1;
+  // Which ranks ZeRO/FSDP shard over (framework.hpp): dp, or dp × cp.
+  ShardGroup shard_group = ShardGroup::kDp;
 };
 
 struct Recompute {
@@ -45,6 +48,10 @@ struct Recompute {
 constexpr Bytes kDefaultBytes = ~Bytes{0};
 
 struct TrainConfig {
+  // The framework whose documented defaults filled the keys the user left out (framework.cpp).
+  Framework framework = Framework::kPlain;
+  // The keys the framework's defaults filled (framework_defaults), for the answer to cite.
+  std::vector<std::string> framework_filled;
   std::uint64_t micro_batch = 1;
   std::uint64_t seq = 0;  // 0: 2048, or the learned position table if shorter
   // Micro-batches per step per pipeline (gradient accumulation). 0 = auto: just enough to fill
@@ -74,6 +81,13 @@ struct TrainConfig {
   // Train with the model's multi-token-prediction depths (DeepSeek-V3 Sec. 2.2): their layers,
   // heads and losses on the last pipeline stage. Off: inference and plain next-token training.
   bool mtp = false;
+  // FSDP (ZeRO-3) residency, named as FSDP2's fully_shard names it. reshard_after_forward = false:
+  // each layer's gathered parameters stay from its forward to its backward. accumulate_unsharded:
+  // between micro-batches every layer keeps its gathered parameters and accumulates an unsharded
+  // gradient, reduce-scattered only at the last micro-batch (torch.distributed.pipelining's
+  // non-last backward: set_reshard_after_backward(False), set_requires_gradient_sync(False)).
+  bool reshard_after_forward = true;
+  bool accumulate_unsharded = false;
   Bytes cublas_workspace = 32ull << 20;  // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
   Bytes grad_bucket = 25ull << 20;       // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
   // PYTORCH_CUDA_ALLOC_CONF's size settings, for the allocator model (device.hpp).

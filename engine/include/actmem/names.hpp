@@ -58,6 +58,8 @@ enum class NormType;
 enum class PosEncoding;
 enum class BlockLayout;
 enum class DType;
+enum class Framework;
+enum class ShardGroup;
 
 EnumTable<Profile> profile_table();
 EnumTable<Attention> attention_table();
@@ -68,6 +70,8 @@ EnumTable<NormType> norm_table();
 EnumTable<PosEncoding> pos_table();
 EnumTable<BlockLayout> block_table();
 EnumTable<DType> float_dtype_table();  // the dtypes a config may name
+EnumTable<Framework> framework_table();
+EnumTable<ShardGroup> shard_group_table();
 
 // The recompute policies as a user writes them (config.recompute), for listings.
 std::string recompute_names();

@@ -52,6 +52,10 @@ struct StaticMemory {
   Bytes grads_bytes = 0;
   Bytes master_bytes = 0;
   Bytes optimizer_bytes = 0;
+  // FSDP residency (config.reshard_after_forward, config.accumulate_unsharded): the stage's
+  // parameters gathered in the compute dtype, and its unsharded gradient accumulators.
+  Bytes gathered_params_bytes = 0;
+  Bytes unsharded_grads_bytes = 0;
   Bytes total_bytes = 0;
 };
 

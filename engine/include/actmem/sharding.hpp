@@ -26,6 +26,25 @@ constexpr std::uint64_t vocab_shard(std::uint64_t v, std::uint64_t t) {
   return t > 1 ? ceil_div(v, t) : v;
 }
 
+// The ranks ZeRO/FSDP shard over: dp, or dp × cp (config.shard_group). The one definition the
+// static memory, the optimizer step's transient and their explanations use.
+constexpr std::uint64_t shard_ranks(const Parallel& p) {
+  return p.shard_group == ShardGroup::kDpCp ? p.dp * p.cp : p.dp;
+}
+
+// The dtype ZeRO-3 / FSDP gathers a layer's parameters in: FSDP2 (torchtitan) casts the sharded
+// fp32 parameters to MixedPrecisionPolicy.param_dtype, the compute dtype, before its all-gather;
+// ZeRO-3 elsewhere gathers the stored parameters.
+inline DType gather_dtype(const TrainConfig& c) {
+  return c.framework == Framework::kTorchtitan ? c.act_dtype : c.param_dtype;
+}
+
+// FSDP keeps every layer of the stage gathered through the step (config.reshard_after_forward =
+// false, or config.accumulate_unsharded): no per-layer gather transient, a static line instead.
+inline bool gathers_resident(const TrainConfig& c) {
+  return c.par.zero == 3 && (!c.reshard_after_forward || c.accumulate_unsharded);
+}
+
 // Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the
 // expert-data-parallel group of dp/ep ranks.
 constexpr std::uint64_t expert_dp(std::uint64_t dp, std::uint64_t ep) {

@@ -1,0 +1,43 @@
+// The training framework a run uses and the switches through which it changes memory: which ranks
+// ZeRO/FSDP shard over, what FSDP keeps gathered, how the loss is computed. A framework is a set
+// of documented defaults for these switches (framework.cpp cites each); every default is also a
+// config key of its own that a user may override.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace actmem {
+
+// plain: today's accounting, no framework defaults applied.
+enum class Framework { kPlain, kMegatronLm, kTorchtitan };
+
+// The ranks ZeRO / FSDP shard parameters, gradients and optimizer states over: the data-parallel
+// ranks, or data × context parallel ranks (Megatron-LM's distributed optimizer and torchtitan's
+// FSDP mesh both flatten dp and cp).
+enum class ShardGroup { kDp, kDpCp };
+
+struct TrainConfig;
+
+// One documented default of a framework: the config key it fills when the user leaves it out,
+// its value as JSON text (read by the same parser as the user's keys), and the framework's code
+// it follows, at a named version.
+struct FrameworkDefault {
+  const char* key;
+  std::string value;
+  const char* source;
+};
+
+// The defaults c.framework sets, given the keys the user gave (`given`) and their values in `c`:
+// some depend on the layout (torchtitan shards with FSDP only when dp x cp > 1). Plain: none.
+std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
+                                                 const std::function<bool(const char*)>& given);
+
+const char* framework_name(Framework f);
+bool parse_framework(const std::string& s, Framework* out);
+const char* shard_group_name(ShardGroup g);
+bool parse_shard_group(const std::string& s, ShardGroup* out);
+
+}  // namespace actmem

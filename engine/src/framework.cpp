@@ -1,0 +1,82 @@
+// Each framework's documented defaults (framework.hpp): the config keys it fills when a user
+// leaves them out, each cited to the framework's code at a named version. A default is applied
+// through the same config reader as a user's key, so it is checked exactly as one would be.
+#include "actmem/framework.hpp"
+
+#include "actmem/config.hpp"
+
+namespace actmem {
+
+namespace {
+
+constexpr const char* kMegatronArgs =
+    "Megatron-LM megatron/training/arguments.py (bf16 branch): 'bfloat16 requires gradient "
+    "accumulation and all-reduce to be done in fp32', accumulate_allreduce_grads_in_fp32 = True";
+constexpr const char* kMegatronGroups =
+    "Megatron-LM 0011998 megatron/core/distributed/distributed_data_parallel.py: dense "
+    "parameters' grad buffers (and the distributed optimizer's shards) over intra_dp_cp_group = "
+    "get_data_parallel_group(with_context_parallel=True)";
+
+}  // namespace
+
+std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
+                                                 const std::function<bool(const char*)>& given) {
+  std::vector<FrameworkDefault> d;
+  switch (c.framework) {
+    case Framework::kPlain:
+      break;
+    case Framework::kMegatronLm:
+      d.push_back({"profile", "\"megatron\"",
+                   "Megatron-LM's transformer layer: the activations Korthikanti et al. 2022 "
+                   "count (docs/formulas.md, megatron profile)"});
+      d.push_back({"grad_dtype", "\"fp32\"", kMegatronArgs});
+      d.push_back({"shard_group", "\"dp-cp\"", kMegatronGroups});
+      break;
+    case Framework::kTorchtitan: {
+      // torchtitan at 9dec370 (2024-12-26), the commit of its Llama 3.1 H100 benchmark tables;
+      // torch.distributed at 2.6.0 (branch cut December 2024).
+      d.push_back({"profile", "\"pytorch\"",
+                   "torchtitan 9dec370 torchtitan/models/llama/model.py: plain PyTorch modules "
+                   "under autograd (the pytorch profile's records)"});
+      d.push_back({"attention", "\"flash\"",
+                   "torchtitan 9dec370 torchtitan/models/llama/model.py l.209: "
+                   "F.scaled_dot_product_attention(xq, xk, xv, is_causal=True), the flash "
+                   "backend in bf16 on sm80+"});
+      // FSDP2's mixed precision: fp32 sharded parameters (the model is built in fp32), computed
+      // in bf16, gradients reduced and kept in fp32.
+      const char* mp =
+          "torchtitan 9dec370 parallelize_llama.py l.320: MixedPrecisionPolicy(param_dtype="
+          "bfloat16, reduce_dtype=float32) (config_manager.py l.378-392 defaults) over the "
+          "fp32 parameters train.py l.110-111 builds on meta and never casts";
+      d.push_back({"dtype", "\"bf16\"", mp});
+      d.push_back({"param_dtype", "\"fp32\"", mp});
+      d.push_back({"grad_dtype", "\"fp32\"", mp});
+      d.push_back({"master_weights", "false", mp});
+      d.push_back({"recompute", "\"layers:KC\"",
+                   "torchtitan 9dec370 config_manager.py l.515-524: activation_checkpoint.mode "
+                   "'selective', selective_ac_option '2' (parallelize_llama.py l.277-285: every "
+                   "second block fully checkpointed, the others keep everything)"});
+      const char* fsdp =
+          "torchtitan 9dec370 parallelize_llama.py l.79-85: fully_shard when dp_shard > 1 or "
+          "cp > 1, over the dp_shard_cp mesh (parallel_dims.py l.68-88 flattens dp_shard x cp)";
+      d.push_back({"shard_group", "\"dp-cp\"", fsdp});
+      // dp and cp are at least 1 (validate.cpp); their product is more than 1 when either is.
+      const bool sharded = c.par.dp > 1 || c.par.cp > 1;
+      const int zero = given("zero") ? c.par.zero : (sharded ? 3 : 0);
+      d.push_back({"zero", sharded ? "3" : "0", fsdp});
+      if (zero == 3 && c.par.pp > 1) {
+        d.push_back({"reshard_after_forward", "false",
+                     "torchtitan 9dec370 parallelize_llama.py l.325-339: reshard_after_forward = "
+                     "False when pipeline parallel ('avoid per-microbatch all-gathers')"});
+        d.push_back({"accumulate_unsharded", "true",
+                     "torch 2.6.0 distributed/pipelining/stage.py l.636-646: every micro-batch's "
+                     "backward runs set_reshard_after_backward(False) and "
+                     "set_requires_gradient_sync(False); only the last syncs"});
+      }
+      break;
+    }
+  }
+  return d;
+}
+
+}  // namespace actmem

@@ -1,0 +1,154 @@
+// Framework defaults and switches (issue 16): each default pinned to the code it cites
+// (engine/src/framework.cpp), each switch to the static line or group size it changes.
+#include "helpers.hpp"
+
+namespace actmem::test {
+
+namespace {
+
+// Llama 3.1 8B (the preset's published 8,030,261,248 parameters): 32 layers of 218,112,000
+// (q, o 4096²; k, v 4096x1024; three 4096x14336 MLP weights; two norms), embedding and head
+// 128,256 x 4096 each, final norm 4096.
+constexpr std::uint64_t kParams8b = 8'030'261'248;
+constexpr std::uint64_t kLayer8b = 218'112'000;
+constexpr std::uint64_t kEmbed8b = 525'336'576;
+
+json framework_answer(const json& config) {
+  json c = config;
+  c["seq"] = 8192;
+  return run_preset("llama-3.1-8b", c);
+}
+
+bool filled(const json& r, const std::string& key) {
+  for (const auto& d : r["framework_defaults"])
+    if (d["key"] == key) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("torchtitan 9dec370: FSDP over 8 GPUs keeps fp32 params, fp32 grads and AdamW over 8") {
+  // parallelize_llama.py l.320 MixedPrecisionPolicy(bf16, fp32) over fp32 parameters:
+  // 4 + 4 + 8 = 16 bytes per parameter, sharded over dp_shard_cp = 8 ranks.
+  const json r = framework_answer({{"framework", "torchtitan"}, {"dp", 8}, {"micro_batch", 2}});
+  CHECK(u(r["peak"]["static_bytes"]) == 16 * kParams8b / 8);
+  CHECK(u(r["peak"]["params_bytes"]) == 4 * kParams8b / 8);
+  CHECK(u(r["peak"]["master_bytes"]) == 0);
+  const json& c = r["config"];
+  CHECK(c["zero"] == 3);
+  CHECK(c["profile"] == "pytorch");
+  CHECK(c["attention"] == "flash");
+  CHECK(c["param_dtype"] == "fp32");
+  CHECK(c["grad_dtype"] == "fp32");
+  CHECK(c["dtype"] == "bf16");
+  CHECK(c["shard_group"] == "dp-cp");
+  CHECK(c["recompute"] == "layers:KC");  // selective_ac_option '2': every second block
+  CHECK(c["reshard_after_forward"] == true);
+  CHECK(c["accumulate_unsharded"] == false);
+  for (const char* k : {"profile", "attention", "dtype", "param_dtype", "grad_dtype",
+                        "master_weights", "recompute", "shard_group", "zero"})
+    CHECK(filled(r, k));
+  // The echoed config re-estimates to the same peak with no defaults left to fill.
+  json again = c;
+  const json r2 = framework_answer(again);
+  CHECK(u(r2["peak_bytes"]) == u(r["peak_bytes"]));
+  CHECK(r2["framework_defaults"].empty());
+}
+
+TEST_CASE("framework defaults fill only what the user left out") {
+  const json r = framework_answer({{"framework", "torchtitan"},
+                                   {"dp", 8},
+                                   {"zero", 1},
+                                   {"profile", "hf"},
+                                   {"recompute", "full"}});
+  CHECK(r["config"]["zero"] == 1);
+  CHECK(r["config"]["profile"] == "hf");
+  CHECK(r["config"]["recompute"] == "full");
+  CHECK_FALSE(filled(r, "zero"));
+  CHECK_FALSE(filled(r, "profile"));
+  CHECK(filled(r, "param_dtype"));
+  // torchtitan without data or context parallelism applies no FSDP (parallelize_llama.py l.79).
+  const json one = framework_answer({{"framework", "torchtitan"}});
+  CHECK(one["config"]["zero"] == 0);
+  // plain fills nothing: today's defaults.
+  CHECK(framework_answer({{"framework", "plain"}})["framework_defaults"].empty());
+}
+
+TEST_CASE("shard_group dp-cp shards ZeRO over dp x cp (Megatron-LM intra_dp_cp_group)") {
+  // Megatron-LM 0011998 distributed_data_parallel.py: dense grad buffers over
+  // get_data_parallel_group(with_context_parallel=True). ZeRO-1 AdamW fp32: 8 B/param.
+  const json base = {{"dp", 4}, {"cp", 2}, {"zero", 1}, {"master_weights", false}};
+  json dp = base, dpcp = base;
+  dpcp["shard_group"] = "dp-cp";
+  CHECK(u(framework_answer(dp)["peak"]["optimizer_bytes"]) == 8 * kParams8b / 4);
+  CHECK(u(framework_answer(dpcp)["peak"]["optimizer_bytes"]) == 8 * kParams8b / 8);
+  // megatron-lm fills dp-cp and fp32 main gradients (arguments.py, bf16 branch).
+  json mg = base;
+  mg["framework"] = "megatron-lm";
+  const json r = framework_answer(mg);
+  CHECK(r["config"]["shard_group"] == "dp-cp");
+  CHECK(r["config"]["profile"] == "megatron");
+  CHECK(u(r["peak"]["optimizer_bytes"]) == 8 * kParams8b / 8);
+  CHECK(u(r["peak"]["grads_bytes"]) == 4 * kParams8b);
+}
+
+TEST_CASE("FSDP under pipeline parallelism holds the stage gathered and its gradients unsharded") {
+  // torchtitan 9dec370 parallelize_llama.py l.325-339 (reshard_after_forward = False with PP)
+  // and torch 2.6.0 pipelining/stage.py l.636-646 (no reshard, no gradient sync before the last
+  // backward): the last of pp = 2 stages, the most loaded (it computes the loss), holds 16
+  // layers, the final norm and the head, gathered in bf16 (2 B) with fp32 unsharded gradient
+  // accumulators (4 B).
+  const std::uint64_t stage1 = 16 * kLayer8b + kEmbed8b + 4096;
+  const json r = framework_answer({{"framework", "torchtitan"},
+                                   {"dp", 4},
+                                   {"pp", 2},
+                                   {"micro_batches", 4},
+                                   {"recompute", "full"}});
+  CHECK(r["config"]["reshard_after_forward"] == false);
+  CHECK(r["config"]["accumulate_unsharded"] == true);
+  const json& pk = r["peak"];
+  REQUIRE(pk["stage"] == 1);
+  CHECK(u(pk["gathered_params_bytes"]) == 2 * stage1);
+  CHECK(u(pk["unsharded_grads_bytes"]) == 4 * stage1);
+  CHECK(u(pk["static_bytes"]) == 16 * stage1 / 4 + 6 * stage1);
+  // The lines add up to the peak, and the explanation names them.
+  CHECK(u(pk["params_bytes"]) + u(pk["grads_bytes"]) + u(pk["master_bytes"]) +
+            u(pk["optimizer_bytes"]) + u(pk["gathered_params_bytes"]) +
+            u(pk["unsharded_grads_bytes"]) + u(pk["kept_activations_bytes"]) +
+            u(pk["recomputed_bytes"]) + u(pk["transient_bytes"]) + u(pk["fragmentation_bytes"]) ==
+        u(r["peak_bytes"]));
+  bool named = false;
+  for (const auto& x : r["explain"]) named = named || x["id"] == "static.unsharded_grads_bytes";
+  CHECK(named);
+  // Each switch on its own: reshard_after_forward = false alone keeps the gathered parameters
+  // (and drops the per-layer gather transient), not the gradient accumulators.
+  json only = r["config"];
+  only["accumulate_unsharded"] = false;
+  const json r2 = framework_answer(only);
+  CHECK(u(r2["peak"]["gathered_params_bytes"]) == 2 * stage1);
+  CHECK(u(r2["peak"]["unsharded_grads_bytes"]) == 0);
+  only["reshard_after_forward"] = true;
+  const json r3 = framework_answer(only);
+  CHECK(u(r3["peak"]["gathered_params_bytes"]) == 0);
+  CHECK(u(r3["peak_bytes"]) < u(r2["peak_bytes"]));
+}
+
+TEST_CASE("framework switches refuse what they cannot change, naming the field") {
+  auto err = [](const json& config) {
+    const json r = evaluate_json({{"preset", "llama-3.1-8b"}, {"config", config}});
+    REQUIRE_FALSE(r.value("ok", true));
+    return r["error"];
+  };
+  CHECK(err({{"reshard_after_forward", false}, {"dp", 8}, {"zero", 2}})["field"] ==
+        "config.reshard_after_forward");
+  CHECK(err({{"accumulate_unsharded", true}, {"dp", 8}, {"zero", 3}})["field"] ==
+        "config.accumulate_unsharded");  // one micro-batch: nothing passes between them
+  const json bad = err({{"framework", "deepspeed-9"}});
+  CHECK(bad["field"] == "config.framework");
+  CHECK(bad["message"].get<std::string>().find("plain, megatron-lm, torchtitan") !=
+        std::string::npos);
+  CHECK(err({{"shard_group", "tp"}})["field"] == "config.shard_group");
+  CHECK(err({{"reshard_after_forward", "no"}})["field"] == "config.reshard_after_forward");
+}
+
+}  // namespace actmem::test
