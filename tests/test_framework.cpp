@@ -1,5 +1,7 @@
 // Framework defaults and switches (issue 16): each default pinned to the code it cites
 // (engine/src/framework.cpp), each switch to the static line or group size it changes.
+#include <fstream>
+
 #include "helpers.hpp"
 
 namespace actmem::test {
@@ -149,6 +151,127 @@ TEST_CASE("framework switches refuse what they cannot change, naming the field")
         std::string::npos);
   CHECK(err({{"shard_group", "tp"}})["field"] == "config.shard_group");
   CHECK(err({{"reshard_after_forward", "no"}})["field"] == "config.reshard_after_forward");
+}
+
+namespace {
+
+std::uint64_t record(const json& r, const std::string& name) {
+  for (const auto& t : r["output_layer"]["tensors"])
+    if (t["name"] == name) return u(t["bytes"]);
+  return 0;
+}
+
+std::uint64_t named_transient(const json& timeline, const std::string& name) {
+  for (const auto& t : timeline["stages"][0]["transients"])
+    if (t["name"] == name) return u(t["bytes"]);
+  FAIL("no transient " << name);
+  return 0;
+}
+
+// The loss's records (ids loss.*, and hf's held logits) of one answer.
+std::uint64_t loss_records(const json& r) {
+  std::uint64_t s = 0;
+  for (const auto& t : r["output_layer"]["tensors"]) {
+    const std::string n = t["name"];
+    if (n.rfind("loss.", 0) == 0) s += u(t["bytes"]);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("loss eager and compiled keep what torch 2.6 saves (tests/reference/loss_saved.json)") {
+  // Measured: F.cross_entropy(logits.float(), labels) on bf16 logits [64, 1000], eagerly (saved-
+  // tensor hooks, one entry per storage) and compiled (Inductor's decompositions, min-cut
+  // partitioner): the bytes of what each keeps equal the inventory's loss records.
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/loss_saved.json");
+  REQUIRE(in.good());
+  const json m = json::parse(in);
+  REQUIRE(m["N"] == 64);
+  REQUIRE(m["V"] == 1000);
+  auto measured = [&](const char* mode) {
+    std::uint64_t s = 0;
+    for (const auto& t : m[mode]) {
+      std::uint64_t n = 1;
+      for (const auto& d : t["shape"]) n *= u(d);
+      const std::string dt = t["dtype"];
+      s += n * (dt == "float32" ? 4 : dt == "bfloat16" ? 2 : dt == "int64" ? 8 : 0);
+    }
+    return s;
+  };
+  json model = toy_model(1);
+  model["vocab_size"] = 1000;
+  model["max_position_embeddings"] = 64;
+  for (const char* mode : {"eager", "compiled"}) {
+    const json r = run(
+        json{{"model", model},
+             {"config", {{"seq", 64}, {"dtype", "bf16"}, {"profile", "pytorch"}, {"loss", mode}}}});
+    INFO(mode);
+    CHECK(loss_records(r) == measured(mode));
+  }
+  CHECK(measured("eager") == 64 * 1000 * 4 + 64 * 8 + 4);
+  CHECK(measured("compiled") == 64 * 1000 * 2 + 64 * 8 + 2 * 64 * 4 + 4);
+}
+
+TEST_CASE("loss implementations on Llama 3.1 8B: exact bytes kept and the loss's buffers") {
+  // N = 2 x 8192 tokens, V = 128,256, h = 4096, bf16 compute (torchtitan's defaults).
+  constexpr std::uint64_t n = 2 * 8192, v = 128'256, h = 4096;
+  auto answer = [&](const char* loss, const char* command) {
+    return run(json{{"command", command},
+                    {"preset", "llama-3.1-8b"},
+                    {"config",
+                     {{"framework", "torchtitan"},
+                      {"dp", 8},
+                      {"seq", 8192},
+                      {"micro_batch", 2},
+                      {"loss", loss}}}});
+  };
+  const json eager = answer("eager", "estimate");
+  CHECK(record(eager, "loss.log_softmax_out") == 4 * n * v);  // derivatives.yaml _log_softmax
+  CHECK(named_transient(answer("eager", "timeline"), "loss.fp32_logits_buffer") == 4 * n * v);
+  // chunked:8 keeps the same log-softmax bytes (every chunk's waits for backward) and upcasts
+  // one chunk at a time (torchtune CEWithChunkedOutputLoss; PR #1390).
+  const json chunked = answer("chunked:8", "estimate");
+  CHECK(record(chunked, "loss.log_softmax_out") == 4 * n * v);
+  const json tl8 = answer("chunked:8", "timeline");
+  CHECK(named_transient(tl8, "loss.fp32_logits_buffer") == 4 * n * v / 8);
+  CHECK(named_transient(tl8, "loss.logits_grad") == 4 * n * v / 8);
+  // compiled keeps the bf16 logits and two fp32 numbers per token instead.
+  const json compiled = answer("compiled", "estimate");
+  CHECK(record(compiled, "loss.log_softmax_out") == 0);
+  CHECK(record(compiled, "loss.logits") == 2 * n * v);
+  CHECK(record(compiled, "loss.lse") == 4 * n);
+  CHECK(u(eager["activations"]["output_layer_bytes"]) -
+            u(compiled["activations"]["output_layer_bytes"]) ==
+        4 * n * v - 2 * n * v - 8 * n);
+  CHECK(named_transient(answer("compiled", "timeline"), "loss.logits_grad") == 2 * n * v);
+  // fused (Liger, 77ff1a9): the input's and weight's gradients, no logits, no lm_head input;
+  // one [512, V] bf16 logits chunk (next_power_of_2(ceil(16384 / ceil(128256 / 4096)))).
+  const json fused = answer("fused", "estimate");
+  CHECK(record(fused, "loss.grad_input") == 2 * n * h);
+  CHECK(record(fused, "loss.grad_weight") == 2 * v * h);
+  CHECK(record(fused, "lm_head.in") == 0);
+  CHECK(record(fused, "loss.log_softmax_out") == 0);
+  CHECK(named_transient(answer("fused", "timeline"), "loss.fp32_logits_buffer") == 512 * v * 2);
+  CHECK(u(fused["peak_bytes"]) < u(compiled["peak_bytes"]));
+  CHECK(u(compiled["peak_bytes"]) < u(eager["peak_bytes"]));
+}
+
+TEST_CASE("loss: refused where it is not a PyTorch loss or not modelled, naming config.loss") {
+  auto err = [](const json& config) {
+    const json r = evaluate_json({{"preset", "llama-3.1-8b"}, {"config", config}});
+    REQUIRE_FALSE(r.value("ok", true));
+    CHECK(r["error"]["field"] == "config.loss");
+    return r["error"]["message"].get<std::string>();
+  };
+  CHECK(err({{"loss", "compiled"}}).find("megatron") != std::string::npos);  // default profile
+  CHECK(err({{"loss", "fused"}, {"profile", "pytorch"}, {"tp", 2}}).find("tp") !=
+        std::string::npos);
+  for (const char* bad :
+       {"chunked:1", "chunked:", "chunked:08", "chunked:x", "liger", "chunked:9999999"})
+    CHECK(err({{"loss", bad}, {"profile", "pytorch"}}).find("allowed") != std::string::npos);
+  CHECK(err({{"loss", "chunked:4096"}, {"profile", "pytorch"}, {"seq", 2048}}).find("chunks") !=
+        std::string::npos);
 }
 
 }  // namespace actmem::test

@@ -50,6 +50,7 @@ const char* const kUsage =
     "framework: --framework plain|megatron-lm|torchtitan (its documented defaults for the keys\n"
     "  you leave out; the answer lists them) --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
     "  --reshard-after-forward true|false --accumulate-unsharded true|false (FSDP, zero 3)\n"
+    "  --loss eager|chunked:K|compiled|fused (PyTorch's loss as run: kept tensors, buffers)\n"
     "device:  --alloc-conf TEXT (PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True)\n"
     "  --cuda-context-bytes N --nccl-comm-bytes N (fixed costs per GPU / per communicator)\n"
     "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"
@@ -165,7 +166,8 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--framework", "framework"},
       {"--shard-group", "shard_group"},
       {"--reshard-after-forward", "reshard_after_forward"},
-      {"--accumulate-unsharded", "accumulate_unsharded"}};
+      {"--accumulate-unsharded", "accumulate_unsharded"},
+      {"--loss", "loss"}};
   for (; i < argv.size(); ++i) {
     // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
     const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;

@@ -207,7 +207,7 @@ std::vector<Candidate> candidates(const Estimate& e) {
     if (c.master_weights && c.param_dtype != DType::kFp32)
       out.push_back({"master weight " + id, ck.mul(n, 4, "compare")});
   }
-  out.push_back({"loss.fp32_logits_buffer", e.logits});
+  out.push_back({"loss.fp32_logits_buffer", e.loss_fwd_ws});
   out.push_back({"cublas.workspace", e.workspace});
   out.erase(std::remove_if(out.begin(), out.end(), [](const Candidate& x) { return x.bytes == 0; }),
             out.end());

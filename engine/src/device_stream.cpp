@@ -313,11 +313,11 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
       // the loss (the walker's loss forward).
       Held& h = held(at, kOutputLayer);
       for (Bytes b : out_records_) h.push_back(take(b));
-      drop(take(s_.logits));
+      drop(take(s_.loss_fwd_ws));
       break;
     }
     case StepEvent::kLossBwd: {
-      const auto g1 = take(s_.logits), g2 = take(s_.logits);
+      const auto g1 = take(s_.loss_bwd_bufs[0]), g2 = take(s_.loss_bwd_bufs[1]);
       // The head's gradients at its backward.
       if (!grads_static_ && grads_made_.insert(kOutputLayer).second)
         for (Bytes b : head_grads_) step_grads_.push_back(take(b));

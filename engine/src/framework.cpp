@@ -17,7 +17,46 @@ constexpr const char* kMegatronGroups =
     "parameters' grad buffers (and the distributed optimizer's shards) over intra_dp_cp_group = "
     "get_data_parallel_group(with_context_parallel=True)";
 
+constexpr std::uint64_t kMaxLossChunks = std::uint64_t{1} << 20;
+
 }  // namespace
+
+std::string loss_name(const Loss& l) {
+  switch (l.impl) {
+    case LossImpl::kEager:
+      return "eager";
+    case LossImpl::kChunked:
+      return "chunked:" + std::to_string(l.chunks);
+    case LossImpl::kCompiled:
+      return "compiled";
+    case LossImpl::kFused:
+      return "fused";
+  }
+  return "?";
+}
+
+bool parse_loss(const std::string& s, Loss* out) {
+  if (s == "eager" || s == "compiled" || s == "fused") {
+    *out = Loss{s == "eager"      ? LossImpl::kEager
+                : s == "compiled" ? LossImpl::kCompiled
+                                  : LossImpl::kFused,
+                1};
+    return true;
+  }
+  if (s.rfind("chunked:", 0) != 0 || s.size() == 8 || s.size() > 8 + 7) return false;
+  std::uint64_t k = 0;
+  for (std::size_t i = 8; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    k = k * 10 + static_cast<std::uint64_t>(s[i] - '0');
+  }
+  if (k < 2 || k > kMaxLossChunks || s[8] == '0') return false;
+  *out = Loss{LossImpl::kChunked, k};
+  return true;
+}
+
+const char* loss_names() {
+  return "eager, chunked:K (2 <= K <= 1048576), compiled, fused";
+}
 
 std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
                                                  const std::function<bool(const char*)>& given) {
@@ -52,6 +91,9 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
       d.push_back({"param_dtype", "\"fp32\"", mp});
       d.push_back({"grad_dtype", "\"fp32\"", mp});
       d.push_back({"master_weights", "false", mp});
+      d.push_back({"loss", "\"eager\"",
+                   "torchtitan 9dec370 train.py l.131-138: cross_entropy(pred.flatten(0, 1)"
+                   ".float(), labels.flatten(0, 1)); compiling the loss turned off (PR #755)"});
       d.push_back({"recompute", "\"layers:KC\"",
                    "torchtitan 9dec370 config_manager.py l.515-524: activation_checkpoint.mode "
                    "'selective', selective_ac_option '2' (parallelize_llama.py l.277-285: every "

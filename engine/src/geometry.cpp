@@ -13,6 +13,8 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
   const bool sp = p.sp && t > 1;
   LayerGeometry g;
   g.act = act;
+  g.weight = gather_dtype(c);
+  g.loss = c.loss;
   g.attn_dropout = attn_dropout > 0.0;
   g.hidden_dropout = hidden_dropout > 0.0;
   g.flash = c.attention == Attention::kFlash;
@@ -100,6 +102,15 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
     g.experts = {"E", e.experts};
   }
   return g;
+}
+
+std::uint64_t liger_chunk(const LayerGeometry& g) {
+  // b·s is bounded by the validated geometry (the loss's records hold it times V).
+  const std::uint64_t n = g.b.value * g.s_tp.value;
+  const std::uint64_t want = ceil_div(n, ceil_div(g.v.value, g.h.value));
+  std::uint64_t p = 1;
+  while (p < want) p <<= 1;
+  return p < n ? p : n;
 }
 
 }  // namespace actmem

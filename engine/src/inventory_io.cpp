@@ -58,6 +58,13 @@ void build_moe_mlp(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   }
 }
 
+constexpr const char* kLiger =
+    "Liger-Kernel 77ff1a9 src/liger_kernel/ops/fused_linear_cross_entropy.py: "
+    "ctx.save_for_backward(grad_input, grad_weight, ...); x, W and the logits are not saved";
+constexpr const char* kCompiledLoss =
+    "torch.compile of F.cross_entropy(logits.float()) (torch 2.6.0, Inductor's decompositions and "
+    "min-cut partitioner; measured: tests/reference/loss_saved.py, docs/validation.md)";
+
 constexpr const char* kGemma3Rope =
     "transformers 5.17 modeling_gemma3.py Gemma3TextModel (rotary_emb and rotary_emb_local); "
     "measured: tests/reference/gpu/hf_layers.json";
@@ -120,8 +127,37 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     out.add("final_norm.in", {g.b, g.s_rep, g.h}, p, "final norm backward",
             "normalization gradient needs the input", kK43);
   }
+  if (g.loss.impl == LossImpl::kFused) {
+    // The projection and the loss run chunk by chunk in the forward, which also computes both
+    // gradients; backward only scales them (validate.cpp: pytorch or hf profile, tp = 1).
+    out.add("loss.grad_input", {g.b, g.s_tp, g.h}, p, "fused linear cross entropy backward",
+            "the hidden states' gradient, computed in the forward and scaled in backward", kLiger);
+    out.add("loss.grad_weight", {g.v, g.h}, g.weight, "fused linear cross entropy backward",
+            "the output weight's gradient, computed in the forward (the weight's dtype)", kLiger);
+    return;
+  }
   out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
           "weight gradient needs its input", kK43);
+  if (torch_like && g.loss.impl == LossImpl::kCompiled) {
+    // The compiled loss keeps its bf16 input and recomputes the softmax from it; hf already
+    // keeps those logits (the returned ModelOutput), the same tensor.
+    if (prof != Profile::kHf)
+      out.add("loss.logits", {g.b, g.s_tp, g.v}, p, "compiled cross-entropy backward",
+              "the softmax is recomputed from the logits", kCompiledLoss);
+    else
+      out.add("logits", {g.b, g.s_tp, g.v}, p, "held by the returned ModelOutput",
+              "CausalLMOutput.logits, also what the compiled loss recomputes its softmax from",
+              kCompiledLoss);
+    out.add("loss.amax", {g.b, g.s_tp}, DType::kFp32, "compiled cross-entropy backward",
+            "each token's largest logit", kCompiledLoss);
+    out.add("loss.lse", {g.b, g.s_tp}, DType::kFp32, "compiled cross-entropy backward",
+            "each token's log-sum-exp", kCompiledLoss);
+    out.add("loss.labels", {g.b, g.s_tp}, DType::kInt64, "nll_loss backward",
+            "scatters -1/N into the target positions", kCompiledLoss);
+    out.add("loss.total_weight", {}, DType::kFp32, "nll_loss backward",
+            "the mean's divisor, the count of non-ignored targets", kCompiledLoss);
+    return;
+  }
   if (torch_like) {
     // F.cross_entropy on the upcast logits: log_softmax keeps its fp32 output. transformers also
     // returns the lm_head logits in the ModelOutput, which the caller holds until backward.

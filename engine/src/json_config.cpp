@@ -59,7 +59,8 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "framework",
                                    "shard_group",
                                    "reshard_after_forward",
-                                   "accumulate_unsharded"};
+                                   "accumulate_unsharded",
+                                   "loss"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -140,6 +141,7 @@ Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
       choice("shard_group", parse_shard_group, &c.par.shard_group, shard_group_table().list()));
   ACTMEM_TRY(b("reshard_after_forward", &c.reshard_after_forward));
   ACTMEM_TRY(b("accumulate_unsharded", &c.accumulate_unsharded));
+  ACTMEM_TRY(choice("loss", parse_loss, &c.loss, loss_names()));
   ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, recompute_names()));
   ACTMEM_TRY(b("offload", &c.recompute.offload));
   ACTMEM_TRY(b("mtp", &c.mtp));

@@ -223,6 +223,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("grad_dtype", dtype_name(c.grad_dtype));
   w.field("hidden_dropout", c.hidden_dropout);
   write_array(w, "layer_split", c.layer_split);
+  w.field("loss", loss_name(c.loss));
   w.field("master_weights", c.master_weights);
   w.field("micro_batch", c.micro_batch);
   w.field("micro_batches", c.grad_accum);

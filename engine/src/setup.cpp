@@ -252,8 +252,36 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   // The layer input is b·s·h for every kind; SP gathers it to the full sequence.
   e.sp_gather =
       p.sp && p.tp > 1 ? ck.mul(e.kinds[0].costs.checkpoint, p.tp, "timeline.sp_allgather") : 0;
-  e.logits = std::max(record_bytes(io.output_layer, "logits.fp32"),
-                      record_bytes(io.output_layer, "loss.log_softmax_out"));
+  {
+    // X: the fp32 logits (Megatron-LM's softmax, PyTorch's log-softmax) the eager loss keeps;
+    // each implementation's transients follow from it (docs/frameworks.md, "The loss").
+    const Bytes x = std::max(record_bytes(io.output_layer, "logits.fp32"),
+                             record_bytes(io.output_layer, "loss.log_softmax_out"));
+    const LayerGeometry& g0 = e.kinds[0].geometry;
+    const char* lf = "timeline.loss";
+    switch (c.loss.impl) {
+      case LossImpl::kEager:
+        e.loss_fwd_ws = x, e.loss_bwd_bufs[0] = x, e.loss_bwd_bufs[1] = x;
+        break;
+      case LossImpl::kChunked:
+        // One chunk upcast at a time (torchtune CEWithChunkedOutputLoss, PR #1390).
+        e.loss_fwd_ws = ceil_div(x, c.loss.chunks);
+        e.loss_bwd_bufs[0] = e.loss_bwd_bufs[1] = e.loss_fwd_ws;
+        break;
+      case LossImpl::kCompiled:
+        // The fused kernel's only large buffer is the bf16 logits' gradient (measured:
+        // tests/reference/loss_saved.py, docs/validation.md).
+        e.loss_bwd_bufs[0] = ck.mul(ck.mul(ck.mul(g0.b.value, g0.s_tp.value, lf), g0.v.value, lf),
+                                    dtype_bytes(c.act_dtype), lf);
+        break;
+      case LossImpl::kFused:
+        // One [chunk, V] logits chunk in the input's dtype (Liger-Kernel 77ff1a9
+        // fused_linear_cross_entropy.py: chunk_size = next_power_of_2(cdiv(BT, cdiv(V, H)))).
+        e.loss_fwd_ws =
+            ck.mul(ck.mul(liger_chunk(g0), g0.v.value, lf), dtype_bytes(c.act_dtype), lf);
+        break;
+    }
+  }
   Bytes largest_param = 0;
   for (const KindEstimate& ke : e.kinds) {
     largest_param = std::max<Bytes>(largest_param, ke.largest_param);

@@ -66,9 +66,11 @@ std::vector<Transient> named_transients(const Setup& s) {
       {"bwd.layer_grads", s.grad_peak, "each layer's backward, at " + s.grad_peak_at,
        "gradient buffers alive at the layer backward's fullest step (docs/formulas.md, backward "
        "working set)"},
-      {"loss.fp32_logits_buffer", s.logits, "loss forward and backward",
-       "cross-entropy works on fp32 logits (Korthikanti et al. 2022, Sec. 4.3)"},
-      {"loss.logits_grad", s.logits, "loss backward", "gradient of the fp32 logits"},
+      {"loss.fp32_logits_buffer", s.loss_fwd_ws, "loss forward and backward",
+       "cross-entropy works on fp32 logits (Korthikanti et al. 2022, Sec. 4.3); chunked: one "
+       "chunk's; fused: one [chunk, V] logits chunk (docs/frameworks.md, The loss)"},
+      {"loss.logits_grad", s.loss_bwd_bufs[0], "loss backward",
+       "gradient of the logits (fp32; compiled: bf16)"},
       {"grad.reduce_bucket", c.par.dp > 1 ? c.grad_bucket : 0, "backward (data parallel)",
        "PyTorch DDP bucket_cap_mb = 25"},
       {"optimizer.step_temp", s.opt_temp, "optimizer step",

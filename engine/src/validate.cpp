@@ -305,6 +305,26 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   if (p.shard_group == ShardGroup::kDpCp && p.cp > kMaxDim / p.dp)
     return bad("config.shard_group", "dp-cp: dp x cp = " + std::to_string(p.dp) + " x " +
                                          std::to_string(p.cp) + " is more than the supported 2^40");
+  // The loss implementations other than eager are PyTorch's (docs/frameworks.md, The loss).
+  if (c.loss.impl != LossImpl::kEager) {
+    const std::string l = "'" + loss_name(c.loss) + "'";
+    if (c.profile != Profile::kPytorch && c.profile != Profile::kHf)
+      return bad("config.loss", l + " is a PyTorch loss; the " +
+                                    std::string(profile_name(c.profile)) +
+                                    " profile keeps Megatron-LM's fp32 softmax (allowed: eager; "
+                                    "or profile pytorch or hf)");
+    if (c.loss.impl == LossImpl::kFused && p.tp > 1)
+      return bad("config.loss", l +
+                                    " (Liger's fused linear cross entropy) computes the whole "
+                                    "vocabulary on one GPU; tp is " +
+                                    std::to_string(p.tp) + " (allowed with tp = 1)");
+    if (c.loss.impl != LossImpl::kChunked && m.final_softcap > 0)
+      return bad("config.loss", l + " is not modelled with final logit soft-capping "
+                                    "(final_logit_softcapping); allowed: eager, chunked:K");
+    if (c.loss.impl == LossImpl::kChunked && c.loss.chunks > c.seq / p.cp)
+      return bad("config.loss", l + ": more chunks than the " + std::to_string(c.seq / p.cp) +
+                                    " tokens of a sequence on this GPU");
+  }
   // FSDP's residency switches change what ZeRO-3 gathers; without ZeRO-3 they would be ignored.
   if (!c.reshard_after_forward && p.zero != 3)
     return bad("config.reshard_after_forward",

@@ -234,16 +234,17 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
   const std::uint32_t last_chunk = rk.head_chunk;
   auto first_of = [first_chunk](std::uint32_t chunk) { return chunk == first_chunk; };
   auto last_of = [last_chunk](std::uint32_t chunk) { return chunk == last_chunk; };
-  // The last stage's loss: the output-layer records join the kept bytes with the fp32 logits
-  // buffer; its backward adds their gradient, then the output layer is freed.
+  // The last stage's loss: the output-layer records join the kept bytes with the loss's forward
+  // buffer (eager: the fp32 logits); its backward's buffers follow, then the output layer is
+  // freed.
   auto loss_forward = [&](const PipeOp& op) {
     st.act = add(st.act, s.out_bytes);
     st.event(StepEvent{StepEvent::kLossFwd, op.micro_batch, op.chunk, 0, 0}, st.act, st.rec_bytes,
-             add(ws, s.logits));
+             add(ws, s.loss_fwd_ws));
   };
   auto loss_backward = [&](const PipeOp& op) {
     st.event(StepEvent{StepEvent::kLossBwd, op.micro_batch, op.chunk, 0, 0}, st.act, st.rec_bytes,
-             add(ws, ck.mul(2, s.logits, kPeakField)));
+             add(ws, add(s.loss_bwd_bufs[0], s.loss_bwd_bufs[1])));
     st.act -= s.out_bytes;
   };
   auto global = [&](std::uint32_t chunk, std::uint64_t j) { return rk.chunk_first[chunk] + j; };

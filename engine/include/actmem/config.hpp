@@ -87,6 +87,7 @@ struct TrainConfig {
   // gradient, reduce-scattered only at the last micro-batch (torch.distributed.pipelining's
   // non-last backward: set_reshard_after_backward(False), set_requires_gradient_sync(False)).
   bool reshard_after_forward = true;
+  Loss loss;  // how the loss is computed (framework.hpp)
   bool accumulate_unsharded = false;
   Bytes cublas_workspace = 32ull << 20;  // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
   Bytes grad_bucket = 25ull << 20;       // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)

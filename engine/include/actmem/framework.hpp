@@ -19,6 +19,25 @@ enum class Framework { kPlain, kMegatronLm, kTorchtitan };
 // FSDP mesh both flatten dp and cp).
 enum class ShardGroup { kDp, kDpCp };
 
+// How the loss turns the last hidden states into a scalar (docs/frameworks.md, "The loss"):
+// eager: F.cross_entropy(logits.float()), keeping the fp32 log-softmax of every token;
+// chunked:K: torchtune's CEWithChunkedOutputLoss, K chunks each upcast and kept on its own (the
+// same kept bytes, a K-times smaller upcast); compiled: torch.compile of that loss, keeping its
+// bf16 logits input and two fp32 numbers per token; fused: Liger-Kernel's fused linear cross
+// entropy, keeping the input's and the weight's gradients computed in the forward instead.
+enum class LossImpl { kEager, kChunked, kCompiled, kFused };
+
+struct Loss {
+  LossImpl impl = LossImpl::kEager;
+  std::uint64_t chunks = 1;  // kChunked: K >= 2
+};
+
+std::string loss_name(const Loss& l);
+// "eager" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused".
+bool parse_loss(const std::string& s, Loss* out);
+// The listing error messages give.
+const char* loss_names();
+
 struct TrainConfig;
 
 // One documented default of a framework: the config key it fills when the user leaves it out,

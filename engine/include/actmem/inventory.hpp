@@ -95,11 +95,18 @@ struct LayerGeometry {
   Dim s_pad;    // ⌈s/Q⌉·Q tokens, the padded sequence
   Dim s_conv;   // s + K - 1: the convolution's output length before its causal slice
   DType act = DType::kBf16;
+  DType weight = DType::kBf16;  // the weights as the forward reads them (sharding.hpp gather_dtype)
+  Loss loss;                    // how the output layer computes the loss (framework.hpp)
   bool attn_dropout = false;
   bool hidden_dropout = false;
   bool flash = false;
   bool sdpa_math = false;  // only the pytorch/hf profiles distinguish it from eager
 };
+
+// Rows of Liger-Kernel's fused linear cross entropy chunk: next_power_of_2(ceil(N / ceil(V / h)))
+// for N = b·s tokens on this GPU, at most N (Liger-Kernel 77ff1a9
+// src/liger_kernel/ops/fused_linear_cross_entropy.py).
+std::uint64_t liger_chunk(const LayerGeometry& g);
 
 // One step of a layer's backward and the gradient buffers alive while it runs
 // (engine/src/inventory_grads.cpp).

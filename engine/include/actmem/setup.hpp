@@ -64,11 +64,14 @@ struct Setup {
   double logits_flops = 0;       // forward FLOPs of the output projection on one GPU
   KvCache kv_cache;
   // Step-wide sizes (docs/schedules.md, transients).
-  Bytes in_bytes = 0;      // input-layer records of one micro-batch (first rank)
-  Bytes out_bytes = 0;     // output-layer records of one micro-batch (last rank)
-  Bytes workspace = 0;     // cuBLAS workspace, all step long
-  Bytes sp_gather = 0;     // SP all-gather of the layer input before the TP GEMMs
-  Bytes logits = 0;        // the fp32 logits buffer of the loss
+  Bytes in_bytes = 0;   // input-layer records of one micro-batch (first rank)
+  Bytes out_bytes = 0;  // output-layer records of one micro-batch (last rank)
+  Bytes workspace = 0;  // cuBLAS workspace, all step long
+  Bytes sp_gather = 0;  // SP all-gather of the layer input before the TP GEMMs
+  // The loss's transients (config.loss, docs/frameworks.md): one buffer in its forward, up to two
+  // in its backward. Eager: the fp32 logits copy, then it again with its gradient.
+  Bytes loss_fwd_ws = 0;
+  Bytes loss_bwd_bufs[2] = {0, 0};
   Bytes opt_temp = 0;      // fp32 temporaries of the optimizer step
   Bytes zero3_gather = 0;  // the largest layer's gathered parameters (ZeRO-3)
   Bytes grad_peak = 0;     // the largest layer backward's gradient buffers
