@@ -274,4 +274,55 @@ TEST_CASE("loss: refused where it is not a PyTorch loss or not modelled, naming 
         std::string::npos);
 }
 
+TEST_CASE("op:torchtitan keeps every other matmul's output and flash SDPA's (9dec370 l.214-263)") {
+  // Llama 3.1 8B, b = 2, s = 8192 (N = 16,384 tokens), h = 4096, 32 heads of 128, 8 KV heads,
+  // f = 14,336, bf16. The layer's aten.mm calls in order: q, k, v, o, gate (w1), up (w3), down
+  // (w2); torchtitan saves the 1st, 3rd, 5th and 7th (q, v, gate, down) and flash attention's
+  // output and fp32 log-sum-exp [b, a, s], beside the block input its checkpoint keeps.
+  constexpr std::uint64_t n = 2 * 8192;
+  const std::uint64_t expect = 2 * n * 4096         // block input
+                               + 2 * n * 4096       // q_proj
+                               + 2 * n * 1024       // v_proj
+                               + 2 * n * 4096       // sdpa out
+                               + 4 * 2 * 32 * 8192  // sdpa lse
+                               + 2 * n * 14336      // gate_proj
+                               + 2 * n * 4096;      // down_proj
+  auto answer = [&](const char* recompute) {
+    return framework_answer(
+        {{"framework", "torchtitan"}, {"dp", 8}, {"micro_batch", 2}, {"recompute", recompute}});
+  };
+  const json tt = answer("op:torchtitan");
+  CHECK(u(tt["per_layer"]["activation_bytes"]) == expect);
+  CHECK(tt["config"]["recompute"] == "op:torchtitan");
+  // The same ops named by the user: the one mechanism, the same bytes.
+  const json listed = answer("op:attn.q_proj,attn.v_proj,attn.sdpa,mlp.gate_proj,mlp.down_proj");
+  CHECK(u(listed["per_layer"]["activation_bytes"]) == expect);
+  CHECK(u(listed["peak_bytes"]) == u(tt["peak_bytes"]));
+  // Its echoed config re-estimates to the same peak.
+  CHECK(u(framework_answer(listed["config"])["peak_bytes"]) == u(listed["peak_bytes"]));
+  // Saving ops spares their FLOPs in the recompute: less overhead than full checkpointing.
+  const json full = answer("full");
+  CHECK(tt["recompute_overhead_pct"].get<double>() < full["recompute_overhead_pct"].get<double>());
+  CHECK(u(answer("op:attn.sdpa")["per_layer"]["activation_bytes"]) ==
+        2 * n * 4096 + 2 * n * 4096 + 4 * 2 * 32 * 8192);
+}
+
+TEST_CASE("op policies are refused where the ops are not named, naming config.recompute") {
+  auto err = [](const json& config) {
+    const json r = evaluate_json({{"preset", "llama-3.1-8b"}, {"config", config}});
+    REQUIRE_FALSE(r.value("ok", true));
+    return r["error"];
+  };
+  const json unknown = err({{"recompute", "op:attn.qkv"}, {"profile", "pytorch"}});
+  CHECK(unknown["field"] == "config.recompute");
+  CHECK(unknown["message"].get<std::string>().find("attn.q_proj") != std::string::npos);
+  // The megatron profile names no op outputs (its records follow Korthikanti et al.).
+  CHECK(err({{"recompute", "op:torchtitan"}})["field"] == "config.recompute");
+  CHECK(err({{"recompute", "op:attn.sdpa"},
+             {"profile", "pytorch"},
+             {"custom_keep", {"ln1.in"}}})["field"] == "config.custom_keep");
+  for (const char* bad : {"op:", "op:a,,b", "op:,"})
+    CHECK(err({{"recompute", bad}, {"profile", "pytorch"}})["field"] == "config.recompute");
+}
+
 }  // namespace actmem::test

@@ -37,7 +37,9 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
         if (t >= inv.tensors.data() && t < inv.tensors.data() + inv.tensors.size())
           mask[static_cast<std::size_t>(t - inv.tensors.data())] = true;
         else
-          extra = t->bytes;  // the checkpoint record: the layer input, kept as its own tensor
+          // The checkpoint record (the layer input, kept as its own tensor) and the outputs an
+          // op-level policy saves: kept beside the layer's records.
+          extra += t->bytes;
       }
       k.kept[ch] = mask;
       k.extra[ch] = extra;

@@ -48,7 +48,11 @@ Result<std::vector<std::string>> recompute_args(const Recompute& r) {
         return std::vector<std::string>{"--recompute-granularity full", "--recompute-method block",
                                         "--recompute-num-layers " + std::to_string(n)};
       if (std::all_of(p.begin(), p.end(), [](char ch) { return ch == 'S'; }))
-        return recompute_args(Recompute{RecomputeKind::kSelective, 0, false, {}, ""});
+        return recompute_args([] {
+          Recompute sel;
+          sel.kind = RecomputeKind::kSelective;
+          return sel;
+        }());
       return cannot("megatron: the per-layer policy layers:" + p +
                     " has no Megatron-LM arguments (they choose selective for every layer, or "
                     "full for every layer, every unit of K layers or the first N of each chunk); "
@@ -179,6 +183,14 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
 Result<std::string> sac_policy(const ModelSpec& m, const TrainConfig& c) {
   const Recompute& r = c.recompute;
   if (r.offload) return cannot("sac: offload is not a checkpointing policy");
+  if (r.kind == RecomputeKind::kCustom && !r.op_policy.empty())
+    return cannot("sac: op:" + r.op_policy +
+                  " is torchtitan's own policy: activation_checkpoint.mode = 'selective', "
+                  "selective_ac_option = 'op' in its TOML");
+  if (r.kind == RecomputeKind::kCustom && r.ops)
+    return cannot(
+        "sac: an op list (op:...) names actmem's op ids; allowed: none, selective, "
+        "full, every:K, layers:PATTERN without X");
   if (r.kind == RecomputeKind::kCustom)
     return cannot("sac: a custom keep list names actmem records, not PyTorch ops");
   std::string s =

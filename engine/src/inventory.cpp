@@ -42,6 +42,7 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
   detail::build_io_layers(m, g, profile, in, out);
   inv.backward_grads = detail::build_backward_grads(m, k, g, ck);
   detail::add_weight_grad_store(m, k, g, inv, ck);
+  detail::add_op_outputs(m, k, g, profile, inv, ck);
   if (ck.overflowed())
     return make_error("overflow", "config.seq",
                       "config.seq: tensor '" + ck.field() +

@@ -84,6 +84,9 @@ std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind&
 // (inventory_wgrad.cpp); false when the kind is not split.
 bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                            LayerInventory& inv, Checked& ck);
+// Op-level policies: the op outputs of a dense layer's forward (inventory_ops.cpp).
+void add_op_outputs(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
+                    LayerInventory& inv, Checked& ck);
 void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile p, RecordBuilder& in,
                      RecordBuilder& out);
 

@@ -247,7 +247,12 @@ Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
       c.layer_split.push_back(n);
     }
   }
-  if (j.contains("custom_keep")) {
+  if (j.contains("custom_keep") && (c.recompute.ops || !c.recompute.op_policy.empty()) &&
+      !(j["custom_keep"].is_array() && j["custom_keep"].empty()))
+    return make_error("invalid_value", "config.custom_keep",
+                      "config.custom_keep: recompute " + detail::short_dump(j["recompute"]) +
+                          " names the ops it saves; give the ids there, not in custom_keep");
+  if (j.contains("custom_keep") && !c.recompute.ops && c.recompute.op_policy.empty()) {
     const json& a = j["custom_keep"];
     if (!a.is_array() || a.size() > kMaxCustomKeep)
       return make_error("wrong_type", "config.custom_keep",

@@ -213,7 +213,9 @@ std::string estimate_text(const Estimate& e) {
   w.field("attention", attention_name(c.attention));
   w.field("attention_dropout", c.attention_dropout);
   w.field("cp", c.par.cp);
-  write_array(w, "custom_keep", c.recompute.custom_keep);
+  // An op-level policy's ids are in its recompute name (op:ID,...), not in custom_keep.
+  write_array(w, "custom_keep",
+              c.recompute.ops ? std::vector<std::string>{} : c.recompute.custom_keep);
   w.field("dp", c.par.dp);
   w.field("dtype", dtype_name(c.act_dtype));
   w.field("ep", c.par.ep);

@@ -108,7 +108,7 @@ EnumTable<DType> float_dtype_table() {
 std::string recompute_names() {
   return std::string("none, selective, full, every:K (K >= 1), custom, layers:PATTERN (letters ") +
          kChoiceLetters[0] + " " + kChoiceLetters[1] + " " + kChoiceLetters[2] + " " +
-         kChoiceLetters[3] + " " + kChoiceLetters[4] + ")";
+         kChoiceLetters[3] + " " + kChoiceLetters[4] + "), op:torchtitan, op:ID,ID,...";
 }
 
 const char* dtype_name(DType t) {
@@ -179,8 +179,13 @@ std::string recompute_name(const Recompute& r) {
       return "full";
     case RecomputeKind::kEveryK:
       return "every:" + std::to_string(r.every_k);
-    case RecomputeKind::kCustom:
-      return "custom";
+    case RecomputeKind::kCustom: {
+      if (!r.op_policy.empty()) return "op:" + r.op_policy;
+      if (!r.ops) return "custom";
+      std::string s = "op:";
+      for (std::size_t i = 0; i < r.custom_keep.size(); ++i) s += (i ? "," : "") + r.custom_keep[i];
+      return s;
+    }
     case RecomputeKind::kPattern:
       return "layers:" + r.pattern;
   }
@@ -196,8 +201,24 @@ bool parse_recompute(const std::string& s, Recompute* out) {
   else if (s == "full")
     r.kind = RecomputeKind::kFull;
   else if (s == "custom")
-    r.kind = RecomputeKind::kCustom;
-  else if (s.rfind("layers:", 0) == 0 && s.size() > 7 && s.size() <= 7 + 4096) {
+    r.kind = RecomputeKind::kCustom, r.ops = false, r.op_policy.clear();
+  else if (s == "op:torchtitan")
+    r.kind = RecomputeKind::kCustom, r.ops = false, r.op_policy = "torchtitan",
+    r.custom_keep.clear();
+  else if (s.rfind("op:", 0) == 0 && s.size() > 3 && s.size() <= 3 + 4096) {
+    // op:ID,ID,...: the ops whose outputs are saved (validated against the layer's ops later).
+    std::vector<std::string> ids;
+    std::size_t start = 3;
+    while (true) {
+      const std::size_t comma = s.find(',', start);
+      const std::string id = s.substr(start, comma == std::string::npos ? comma : comma - start);
+      if (id.empty()) return false;
+      ids.push_back(id);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    r.kind = RecomputeKind::kCustom, r.ops = true, r.op_policy.clear(), r.custom_keep = ids;
+  } else if (s.rfind("layers:", 0) == 0 && s.size() > 7 && s.size() <= 7 + 4096) {
     for (std::size_t i = 7; i < s.size(); ++i)
       if (std::string(kChoiceLetters).find(s[i]) == std::string::npos) return false;
     r.kind = RecomputeKind::kPattern;

@@ -54,6 +54,12 @@ bool is_layer_input(const TensorRecord& t, const LayerInventory& inv) {
 }
 }  // namespace
 
+bool op_saved(const OpOutput& op, const Recompute& r) {
+  if (r.op_policy == "torchtitan") return op.torchtitan_saves;
+  return r.ops &&
+         std::find(r.custom_keep.begin(), r.custom_keep.end(), op.id) != r.custom_keep.end();
+}
+
 LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flops_fwd,
                        double flops_core) {
   LayerCosts k;
@@ -76,6 +82,18 @@ LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flo
       k.custom_drops_non_core = true;
     }
   }
+  // An op-level policy keeps the saved ops' outputs besides the layer input; its recompute runs
+  // the forward but those ops (a saved SDPA spares the attention core).
+  if (r.ops || !r.op_policy.empty()) {
+    k.by_ops = true;
+    double spared = 0;
+    for (const OpOutput& op : inv.ops) {
+      if (!op_saved(op, r)) continue;
+      for (const TensorRecord& t : op.outputs) k.custom_ops += t.bytes;
+      spared += op.outputs.size() > 1 ? flops_core : op.flops;
+    }
+    k.ops_regen_flops = flops_fwd > spared ? flops_fwd - spared : 0;
+  }
   return k;
 }
 
@@ -90,7 +108,7 @@ Bytes kept_bytes(LayerChoice c, const LayerCosts& k) {
     case LayerChoice::kRecompute:
       return 0;
     case LayerChoice::kCustom:
-      return k.custom + (k.custom_has_input ? 0 : k.checkpoint);
+      return k.custom + k.custom_ops + (k.custom_has_input ? 0 : k.checkpoint);
   }
   return 0;
 }
@@ -121,6 +139,7 @@ double regen_flops(LayerChoice c, const LayerCosts& k) {
     case LayerChoice::kRecompute:
       return k.flops_fwd;
     case LayerChoice::kCustom:
+      if (k.by_ops) return k.ops_regen_flops;
       return k.custom_drops_non_core ? k.flops_fwd : (k.core > 0 ? k.flops_core : 0);
   }
   return 0;
@@ -147,6 +166,10 @@ std::vector<const TensorRecord*> kept_tensors(const LayerInventory& inv, LayerCh
         break;
     }
   }
+  if (c == LayerChoice::kCustom)
+    for (const OpOutput& op : inv.ops)
+      if (op_saved(op, r))
+        for (const TensorRecord& t : op.outputs) out.push_back(&t);
   if (c == LayerChoice::kCheckpoint || (c == LayerChoice::kCustom && !input_named))
     out.push_back(&inv.checkpoint);
   return out;

@@ -69,6 +69,34 @@ std::uint64_t kv_tokens(const LayerKind& k, std::uint64_t tokens) {
 }
 
 std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
+  // An op-level policy needs every kind's ops named (inventory_ops.cpp), and op:LIST ids that
+  // name ops of some kind; a kind without them would silently keep only its input.
+  if (r.ops || !r.op_policy.empty()) {
+    for (std::size_t ki = 0; ki < s.kinds.size(); ++ki)
+      if (s.kinds[ki].inventory.ops.empty())
+        return make_error(
+            "invalid_value", "config.recompute",
+            "config.recompute: '" + detail::key_text(recompute_name(r)) +
+                "' saves op outputs, which the engine names for dense attention and MLP layers "
+                "under the pytorch and hf profiles; layer kind " +
+                std::to_string(ki) + " ('" + detail::key_text(s.model.kinds[ki].name) +
+                "') has none (allowed here: custom with record ids, or another policy)");
+    for (const std::string& id : r.ops ? r.custom_keep : std::vector<std::string>{}) {
+      bool known = false;
+      std::string ids;
+      for (const OpOutput& op : s.kinds[0].inventory.ops)
+        ids += (ids.empty() ? "" : ", ") + std::string(op.id);
+      for (const KindEstimate& ke : s.kinds)
+        for (const OpOutput& op : ke.inventory.ops) known = known || op.id == id;
+      if (!known)
+        return make_error("invalid_value", "config.recompute",
+                          "config.recompute: op '" + detail::key_text(id) +
+                              "' is not an op of this layer; allowed: " + ids);
+    }
+    for (KindEstimate& ke : s.kinds)
+      ke.costs = layer_costs(ke.inventory, r, ke.flops.total, ke.flops.attention_core);
+    return std::nullopt;
+  }
   // A custom-kept id must name a record of at least one layer kind; each kind keeps those it has.
   for (std::size_t i = 0; i < r.custom_keep.size(); ++i) {
     const std::string& id = r.custom_keep[i];

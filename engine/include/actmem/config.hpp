@@ -42,6 +42,10 @@ struct Recompute {
   bool offload = false;                  // kept activations live in host memory
   std::vector<std::string> custom_keep;  // kCustom: record ids kept besides the layer input
   std::string pattern;                   // kPattern: e.g. "CRRR" or "KKSS"
+  // Op-level policies (kCustom): "op:LIST" names op ids in custom_keep (ops = true);
+  // "op:torchtitan" is torchtitan's list (op_policy = "torchtitan"), resolved per layer kind.
+  bool ops = false;
+  std::string op_policy;
 };
 
 // A byte setting left at its documented default.

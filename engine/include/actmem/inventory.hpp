@@ -116,6 +116,19 @@ struct GradPhase {
   Bytes bytes = 0;
 };
 
+// One op of a layer's forward whose outputs an op-level selective-activation-checkpoint policy
+// may save (torch.utils.checkpoint's SAC policies decide per aten op), in call order. Its outputs
+// are not autograd's saved tensors: a policy that saves them keeps them beside the layer input.
+struct OpOutput {
+  std::string_view id;    // "attn.q_proj", "attn.sdpa", "mlp.down_proj", ...
+  std::string_view aten;  // the op the policy sees: "aten.mm", "aten.addmm" (a linear with a bias)
+  std::vector<TensorRecord> outputs;
+  double flops = 0;  // its forward FLOPs, which saving it spares the recompute
+  // torchtitan's op policy saves it: an odd-numbered aten.mm of the layer (1st, 3rd, ...), or
+  // flash / memory-efficient SDPA (torchtitan 9dec370 parallelize_llama.py l.214-263).
+  bool torchtitan_saves = false;
+};
+
 struct LayerInventory {
   std::vector<TensorRecord> tensors;       // everything one layer saves with no recompute
   TensorRecord checkpoint;                 // the layer input a full / every-k checkpoint keeps
@@ -126,6 +139,9 @@ struct LayerInventory {
   // the layer's I to its W beside the wgrad_input records. Empty for kinds the engine does not
   // split (split_backward_supported).
   std::vector<TensorRecord> wgrad_dy;
+  // The op outputs an op-level policy may save (recompute op:...), pytorch and hf profiles, dense
+  // attention and MLP layers (op_policy_supported); empty otherwise.
+  std::vector<OpOutput> ops;
 };
 
 // The geometry of one layer of kind `k` (its heads, widths and experts) on one GPU.
@@ -141,6 +157,10 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
 // MLA, and a dense FFN). MoE experts, MLA and Mamba mixers have not had their weight-gradient
 // inputs named yet; a split-backward schedule over them is refused.
 bool split_backward_supported(const LayerKind& k);
+
+// Whether the engine names this kind's op outputs for op-level policies: dense attention (not
+// MLA) and a dense FFN in sequential layout, under the pytorch and hf profiles.
+bool op_policy_supported(const ModelSpec& m, const LayerKind& k, Profile profile);
 
 // "b·s·h" for a shape; "2·b·s·h" when prefixed with the element width.
 std::string shape_symbol(const Shape& shape);

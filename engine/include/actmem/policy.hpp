@@ -36,11 +36,19 @@ struct LayerCosts {
   Bytes custom = 0;      // records named in custom_keep
   bool custom_has_input = false;
   bool custom_drops_non_core = false;
+  // Op-level policies (recompute op:...): the saved ops' outputs, and the recompute's FLOPs
+  // without the saved ops.
+  bool by_ops = false;
+  Bytes custom_ops = 0;
+  double ops_regen_flops = 0;
   Bytes grad_peak = 0;  // the most gradient bytes alive at one step of the layer's backward
   std::string_view grad_peak_at;  // that step (LayerInventory::backward_grads)
   double flops_fwd = 0;           // one forward of the layer (multiply-add = 2 FLOPs)
   double flops_core = 0;          // of which the attention core (QK^T, softmax-V)
 };
+
+// Whether an op-level policy saves this op's outputs (op:torchtitan, or named by op:LIST).
+bool op_saved(const OpOutput& op, const Recompute& r);
 
 LayerCosts layer_costs(const LayerInventory& inv, const Recompute& r, double flops_fwd,
                        double flops_core);
