@@ -256,14 +256,23 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   if (sm.gathered_params_bytes > 0)
     e.explain.push_back(explain_product(
         "static.gathered_params_bytes",
-        std::string("FSDP: the stage's parameters held gathered (") +
-            (c.accumulate_unsharded ? "accumulate_unsharded: between micro-batches"
-                                    : "reshard_after_forward = false: from forward to backward") +
+        std::string("FSDP: parameters held gathered (") +
+            (!gathers_resident(c)
+                 ? "FSDP2's root group (embedding, final norm, head) and torchtitan's last block, "
+                   "from forward to backward"
+             : c.accumulate_unsharded
+                 ? "the stage's, between micro-batches (accumulate_unsharded)"
+                 : "the stage's, from forward to backward (reshard_after_forward = false)") +
             ", in " + dtype_name(gather_dtype(c)) + ")",
-        {{"params on this GPU", sm.params}, {"bytes/param", dtype_bytes(gather_dtype(c))}},
+        {{"params held gathered", sm.gathered_params_bytes / dtype_bytes(gather_dtype(c))},
+         {"bytes/param", dtype_bytes(gather_dtype(c))}},
         sm.gathered_params_bytes,
-        "PyTorch FSDP2 fully_shard(reshard_after_forward=...); torch.distributed.pipelining "
-        "stage.py: set_reshard_after_backward(False) before a non-last backward"));
+        !gathers_resident(c)
+            ? "PyTorch FSDP2 _fsdp_state.py (the root's post_forward_mesh_info = None); torchtitan "
+              "9dec370 parallelize_llama.py l.325-339 (reshard_after_forward = layer_id < "
+              "n_layers - 1)"
+            : "PyTorch FSDP2 fully_shard(reshard_after_forward=...); torch.distributed.pipelining "
+              "stage.py: set_reshard_after_backward(False) before a non-last backward"));
   if (sm.unsharded_grads_bytes > 0)
     e.explain.push_back(explain_product(
         "static.unsharded_grads_bytes",

@@ -266,6 +266,28 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     auto st = static_memory(scaled, c);
     if (!st.ok()) return st.error();
     s.stat = st.value();
+    // FSDP2 never reshards its root group (the parameters outside the blocks: embedding, final
+    // norm, head) after forward (_fsdp_state.py: the root's post_forward_mesh_info = None), and
+    // torchtitan leaves the last block gathered (parallelize_llama.py l.325-339:
+    // reshard_after_forward = layer_id < n_layers - 1): both stay gathered from their forward
+    // to their backward, through the step's activation peak. The rank with the head holds the
+    // last layer in every placement.
+    if (c.framework == Framework::kTorchtitan && p.zero == 3 && !gathers_resident(c)) {
+      std::vector<ParamRecord> root;
+      if (first) root.insert(root.end(), embed_p.begin(), embed_p.end());
+      if (last) {
+        root.insert(root.end(), head_p.begin(), head_p.end());
+        root.insert(root.end(), mtp_p.begin(), mtp_p.end());
+        const auto& lp = kind_params[m.kind_index(m.layers - 1)];
+        root.insert(root.end(), lp.begin(), lp.end());
+      }
+      const char* f = "static.gathered_params_bytes";
+      Bytes n = 0;
+      for (const ParamRecord& q : root)
+        n = ck.add(n, ck.mul(ck.mul(q.rows, q.cols, f), q.copies, f), f);
+      s.stat.gathered_params_bytes = ck.mul(n, dtype_bytes(gather_dtype(c)), f);
+      s.stat.total_bytes = ck.add(s.stat.total_bytes, s.stat.gathered_params_bytes, f);
+    }
     seen.push_back(Seen{counts, first, last, s.stat});
   }
   if (auto err = set_policy_costs(e, c.recompute)) return *err;
@@ -313,7 +335,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   Bytes largest_param = 0;
   for (const KindEstimate& ke : e.kinds) {
     largest_param = std::max<Bytes>(largest_param, ke.largest_param);
-    if (p.zero >= 3 && !gathers_resident(c))
+    if (p.zero >= 3 && !gathers_resident(c) && c.framework != Framework::kTorchtitan)
       e.zero3_gather = std::max(e.zero3_gather, ke.param_bytes);
     if (e.grad_peak_at.empty() || ke.costs.grad_peak > e.grad_peak)
       e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
@@ -329,14 +351,40 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
                    ? 0
                    : ck.mul(p.zero >= 1 ? ceil_div(largest_param, shard_ranks(p)) : largest_param,
                             4, "timeline.optimizer_step");
+  // FSDP2 under torchtitan (docs/frameworks.md, "FSDP2's buffers"): forward keeps a group's flat
+  // all-gather result beside its per-parameter copies until the next group's copy-in
+  // (_fsdp_param_group.py all_gather_state); backward prefetches the previous group, holds the
+  // layer's unsharded gradients in the compute dtype until their copy into the fp32 reduce-scatter
+  // input, and drops the previous group's input only at the next post-backward
+  // (comm_ctx.reduce_scatter_state). The root group's unsharded gradients (head, final norm) wait
+  // for the root's post-backward at the end of backward (single stage; under pipelining they are
+  // accumulate_unsharded's static line).
+  const bool fsdp2 = c.framework == Framework::kTorchtitan && p.zero == 3 && !gathers_resident(c);
+  if (fsdp2 && p.pp == 1) {
+    const char* f = "timeline.fsdp2_root_grads";
+    Bytes n = 0;
+    for (const ParamRecord& q : head_p)
+      n = ck.add(n, ck.mul(ck.mul(q.rows, q.cols, f), q.copies, f), f);
+    e.fsdp_root_grads = ck.mul(n, dtype_bytes(gather_dtype(c)), f);
+  }
   for (KindEstimate& ke : e.kinds) {
     const char* f = "timeline.peak_bytes";
     // ZeRO-3 gathers a layer for its forward and again for its backward, unless FSDP keeps the
     // stage gathered (a static line then: params.cpp gathered_params_bytes).
-    ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f),
-                          p.zero >= 3 && !gathers_resident(c) ? ke.param_bytes : 0, f);
-    ke.trans_bwd =
-        ck.add(ck.add(ke.trans_fwd, ke.costs.grad_peak, f), p.dp > 1 ? c.grad_bucket : 0, f);
+    Bytes gather_fwd = p.zero >= 3 && !gathers_resident(c) ? ke.param_bytes : 0;
+    Bytes gather_bwd = gather_fwd;
+    if (fsdp2) {
+      const Bytes elems = ke.param_bytes / dtype_bytes(gather_dtype(c));
+      gather_fwd = ck.mul(2, ke.param_bytes, f);
+      gather_bwd = ck.add(ck.mul(3, ke.param_bytes, f),
+                          ck.mul(ck.mul(2, elems, f), dtype_bytes(c.grad_dtype), f), f);
+      gather_bwd = ck.add(gather_bwd, e.fsdp_root_grads, f);
+    }
+    ke.fsdp_fwd = gather_fwd;
+    ke.fsdp_bwd = gather_bwd;
+    ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), gather_fwd, f);
+    ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
+                          ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);
   }
 
   // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:

@@ -54,6 +54,18 @@ class EventList : public detail::Recorder {
 
 }  // namespace
 
+namespace {
+// FSDP2's per-layer buffers of the largest kind (0 unless torchtitan's FSDP2).
+Bytes fsdp2_layer(const Setup& s, bool backward) {
+  Bytes b = 0;
+  if (s.config.framework != Framework::kTorchtitan) return 0;
+  for (const KindEstimate& ke : s.kinds)
+    b = std::max(b,
+                 backward ? ke.fsdp_bwd - std::min(ke.fsdp_bwd, s.fsdp_root_grads) : ke.fsdp_fwd);
+  return b;
+}
+}  // namespace
+
 std::vector<Transient> named_transients(const Setup& s) {
   const TrainConfig& c = s.config;
   return {
@@ -63,6 +75,13 @@ std::vector<Transient> named_transients(const Setup& s) {
        "Korthikanti et al. 2022, Sec. 4.2.2: SP gathers the sequence before the TP GEMMs"},
       {"zero3.param_allgather", s.zero3_gather, "each layer's forward and backward",
        "Rajbhandari et al. 2020, Sec. 5.3: parameters gathered per layer"},
+      {"fsdp2.layer_forward_buffers", fsdp2_layer(s, false), "each layer's forward (FSDP2)",
+       "the gathered layer and its flat all-gather result, kept until the next group's copy-in"},
+      {"fsdp2.layer_backward_buffers", fsdp2_layer(s, true), "each layer's backward (FSDP2)",
+       "gathered layer, prefetched layer, unsharded gradients, two fp32 reduce-scatter inputs "
+       "(docs/frameworks.md)"},
+      {"fsdp2.root_grads", s.fsdp_root_grads, "loss backward to the end of backward (FSDP2)",
+       "the root group's unsharded gradients (head, final norm), reduce-scattered last"},
       {"bwd.layer_grads", s.grad_peak, "each layer's backward, at " + s.grad_peak_at,
        "gradient buffers alive at the layer backward's fullest step (docs/formulas.md, backward "
        "working set)"},

@@ -244,7 +244,7 @@ void walk_rank(const Setup& s, bool off, std::uint64_t r, Evaluation::Scratch& s
   };
   auto loss_backward = [&](const PipeOp& op) {
     st.event(StepEvent{StepEvent::kLossBwd, op.micro_batch, op.chunk, 0, 0}, st.act, st.rec_bytes,
-             add(ws, add(s.loss_bwd_bufs[0], s.loss_bwd_bufs[1])));
+             add(ws, add(add(s.loss_bwd_bufs[0], s.loss_bwd_bufs[1]), s.fsdp_root_grads)));
     st.act -= s.out_bytes;
   };
   auto global = [&](std::uint32_t chunk, std::uint64_t j) { return rk.chunk_first[chunk] + j; };

@@ -26,8 +26,11 @@ struct KindEstimate {
   std::uint64_t layers = 0;  // layers of this kind in the model
   Bytes param_bytes = 0;     // one layer's parameters on one GPU (what ZeRO-3 gathers per layer)
   Bytes largest_param = 0;   // elements of its largest parameter tensor on one GPU
-  Bytes trans_fwd = 0;       // transients alive while one layer of the kind runs forward
-  Bytes trans_bwd = 0;       // ... and backward (gradient buffers, DDP bucket)
+  // ZeRO-3 / FSDP buffers of one layer's forward and backward (setup.cpp: the gathered layer;
+  // FSDP2's all-gather, prefetch, gradient and reduce-scatter buffers).
+  Bytes fsdp_fwd = 0, fsdp_bwd = 0;
+  Bytes trans_fwd = 0;  // transients alive while one layer of the kind runs forward
+  Bytes trans_bwd = 0;  // ... and backward (gradient buffers, DDP bucket)
   // Split-backward schedules: what one layer keeps from its I to its W (the wgrad_input records
   // and the wgrad_dy output gradients); 0 for a kind the engine does not split.
   Bytes wgrad_keep = 0;
@@ -71,6 +74,9 @@ struct Setup {
   // The loss's transients (config.loss, docs/frameworks.md): one buffer in its forward, up to two
   // in its backward. Eager: the fp32 logits copy, then it again with its gradient.
   Bytes loss_fwd_ws = 0;
+  // FSDP2's root-group unsharded gradients (head, final norm), alive from the loss backward to
+  // the end of backward (setup.cpp).
+  Bytes fsdp_root_grads = 0;
   Bytes loss_bwd_bufs[2] = {0, 0};
   Bytes opt_temp = 0;      // fp32 temporaries of the optimizer step
   Bytes zero3_gather = 0;  // the largest layer's gathered parameters (ZeRO-3)
