@@ -156,6 +156,21 @@ TEST_CASE("framework switches refuse what they cannot change, naming the field")
   CHECK(bad["message"].get<std::string>().find("plain, megatron-lm, torchtitan") !=
         std::string::npos);
   CHECK(err({{"shard_group", "tp"}})["field"] == "config.shard_group");
+  // advise varies the layout: torchtitan's layout-dependent defaults and FSDP's residency
+  // switches (zero 3, which advise chooses) are refused there by name.
+  auto advise_err = [](const json& config) {
+    json c = config;
+    c["gpu"] = "h100-80gb";
+    const json r = evaluate_json({{"command", "advise"},
+                                  {"preset", "llama-2-7b"},
+                                  {"config", c},
+                                  {"advise", {{"num_gpus", 8}, {"global_batch", 16}}}});
+    REQUIRE_FALSE(r.value("ok", true));
+    return r["error"]["field"];
+  };
+  CHECK(advise_err({{"framework", "torchtitan"}}) == "config.framework");
+  CHECK(advise_err({{"reshard_after_forward", false}}) == "config.reshard_after_forward");
+  CHECK(advise_err({{"accumulate_unsharded", true}}) == "config.accumulate_unsharded");
   CHECK(err({{"reshard_after_forward", "no"}})["field"] == "config.reshard_after_forward");
 }
 

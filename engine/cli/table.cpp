@@ -136,7 +136,24 @@ std::string render_estimate(const json& r) {
   o << "shape    b=" << u(c["micro_batch"]) << " s=" << u(c["seq"]) << "   tp=" << u(c["tp"])
     << (c["sp"].get<bool>() ? "+sp" : "") << " pp=" << u(c["pp"]) << " vpp=" << u(c["vpp"])
     << " cp=" << u(c["cp"]) << " dp=" << u(c["dp"]) << " zero=" << c["zero"].get<int>()
-    << " ep=" << u(c["ep"]) << "   micro-batches/step=" << u(c["grad_accum"]) << "\n\n";
+    << " ep=" << u(c["ep"]) << "   micro-batches/step=" << u(c["grad_accum"]) << "\n";
+  // The framework's defaults the answer applied (their sources are in --json's
+  // framework_defaults), and the framework switches that are not at their plain values.
+  if (r.contains("framework_defaults") && !r["framework_defaults"].empty()) {
+    o << "framework " << text(c["framework"]) << " filled:";
+    for (const auto& d : r["framework_defaults"])
+      o << " " << text(d["key"]) << "="
+        << (d["value"].is_string() ? text(d["value"]) : d["value"].dump());
+    o << "\n";
+  }
+  if (c.contains("loss") &&
+      (c["loss"] != "eager" || c["shard_group"] != "dp" ||
+       !c["reshard_after_forward"].get<bool>() || c["accumulate_unsharded"].get<bool>()))
+    o << "loss " << text(c["loss"]) << "   shard group " << text(c["shard_group"])
+      << "   reshard after forward " << (c["reshard_after_forward"].get<bool>() ? "yes" : "no")
+      << "   accumulate unsharded " << (c["accumulate_unsharded"].get<bool>() ? "yes" : "no")
+      << "\n";
+  o << "\n";
   auto tensors = [&](const json& list) {
     o << "  " << pad("tensor", 26) << pad("shape", 22) << pad("dtype", 7) << "bytes\n";
     for (const auto& t : list)

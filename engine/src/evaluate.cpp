@@ -434,6 +434,10 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       {"advise", "recompute", kAdviseChooses},
       {"advise", "custom_keep", kAdviseChooses},
       {"advise", "offload", kAdviseChooses},
+      {"advise", "reshard_after_forward",
+       "FSDP's residency needs zero 3, which advise chooses; check a layout with estimate"},
+      {"advise", "accumulate_unsharded",
+       "FSDP's residency needs zero 3, which advise chooses; check a layout with estimate"},
       {"sweep", "seq", "sweep takes its sequences from sweep.seqs (--sweep-seqs)"},
       {"sweep", "micro_batch",
        "sweep takes its micro-batches from sweep.micro_batches (--sweep-micro-batches)"}};
@@ -443,6 +447,15 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
         return error_to_json(make_error("invalid_value", std::string("config.") + x.key,
                                         std::string("config.") + x.key + ": " + x.why));
   if (command == "advise") {
+    // torchtitan's defaults follow the layout (FSDP when dp x cp > 1, its residency under
+    // pipelining), which advise varies: filled once from the request's layout they would be
+    // wrong for the layouts it tries.
+    if (c.framework == Framework::kTorchtitan)
+      return error_to_json(make_error(
+          "invalid_value", "config.framework",
+          "config.framework: torchtitan's defaults depend on the layout advise chooses; give its "
+          "settings as keys (profile, attention, dtype, param_dtype, grad_dtype, master_weights, "
+          "shard_group, loss) with framework plain, or check a layout with estimate"));
     if (!has_gpu)
       return error_to_json(make_error(
           "missing_key", "config.gpu",
