@@ -346,4 +346,22 @@ TEST_CASE("op policies are refused where the ops are not named, naming config.re
     CHECK(err({{"recompute", bad}, {"profile", "pytorch"}})["field"] == "config.recompute");
 }
 
+TEST_CASE("optimizer_offload (ZeRO-Offload) moves the fp32 partition, its gradients and AdamW") {
+  // DeepSpeed stage_1_and_2.py initialize_optimizer_states (cpu_offload: a pinned fp32 gradient
+  // partition beside the fp32 parameter partition) and AdamW's two fp32 states: 16 B per
+  // parameter over dp = 8 on the host; the GPU keeps the bf16 parameters (ZeRO-2).
+  const json r = framework_answer({{"dp", 8}, {"zero", 2}, {"optimizer_offload", true}});
+  CHECK(u(r["static"]["host_bytes"]) == 16 * kParams8b / 8);
+  CHECK(u(r["peak"]["static_bytes"]) == 2 * kParams8b);
+  CHECK(u(r["peak"]["grads_bytes"]) + u(r["peak"]["master_bytes"]) +
+            u(r["peak"]["optimizer_bytes"]) ==
+        0);
+  const json off = framework_answer({{"dp", 8}, {"zero", 2}});
+  CHECK(u(off["static"]["host_bytes"]) == 0);
+  CHECK(u(off["peak_bytes"]) > u(r["peak_bytes"]));
+  const json bad = evaluate_json(
+      {{"preset", "llama-3.1-8b"}, {"config", {{"optimizer_offload", true}, {"zero", 1}}}});
+  CHECK(bad["error"]["field"] == "config.optimizer_offload");
+}
+
 }  // namespace actmem::test

@@ -51,6 +51,7 @@ const char* const kUsage =
     "  you leave out; the answer lists them) --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
     "  --reshard-after-forward true|false --accumulate-unsharded true|false (FSDP, zero 3)\n"
     "  --loss eager|chunked:K|compiled|fused (PyTorch's loss as run: kept tensors, buffers)\n"
+    "  --optimizer-offload true|false (ZeRO-Offload, zero 2/3: optimizer on the host)\n"
     "device:  --alloc-conf TEXT (PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True)\n"
     "  --cuda-context-bytes N --nccl-comm-bytes N (fixed costs per GPU / per communicator)\n"
     "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"
@@ -167,7 +168,8 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--shard-group", "shard_group"},
       {"--reshard-after-forward", "reshard_after_forward"},
       {"--accumulate-unsharded", "accumulate_unsharded"},
-      {"--loss", "loss"}};
+      {"--loss", "loss"},
+      {"--optimizer-offload", "optimizer_offload"}};
   for (; i < argv.size(); ++i) {
     // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
     const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;

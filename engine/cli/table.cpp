@@ -199,6 +199,8 @@ std::string render_estimate(const json& r) {
   if (u(pk["fragmentation_bytes"]) > 0) line("fragmentation allowance", pk["fragmentation_bytes"]);
   line("peak (sum of the above)", r["peak_bytes"]);
   if (u(a["host_bytes"]) > 0) line("offloaded to host", a["host_bytes"]);
+  if (r["static"].contains("host_bytes") && u(r["static"]["host_bytes"]) > 0)
+    line("optimizer on the host", r["static"]["host_bytes"]);
   write_device(o, r);
   write_gpu_verdict(o, r);
   if (r.contains("offload_timing")) {

@@ -273,6 +273,14 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
               "n_layers - 1)"
             : "PyTorch FSDP2 fully_shard(reshard_after_forward=...); torch.distributed.pipelining "
               "stage.py: set_reshard_after_backward(False) before a non-last backward"));
+  if (sm.host_bytes > 0)
+    e.explain.push_back(explain_sum(
+        "static.host_bytes",
+        "ZeRO-Offload: in host memory, not on the GPU (the fp32 parameter partition, its fp32 "
+        "gradients, the optimizer states)",
+        {{"host bytes", sm.host_bytes}}, sm.host_bytes,
+        "Ren et al. 2021 (ZeRO-Offload), Sec. 4; DeepSpeed stage_1_and_2.py "
+        "initialize_optimizer_states (cpu_offload: a pinned fp32 gradient partition)"));
   if (sm.unsharded_grads_bytes > 0)
     e.explain.push_back(explain_product(
         "static.unsharded_grads_bytes",

@@ -60,7 +60,8 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "shard_group",
                                    "reshard_after_forward",
                                    "accumulate_unsharded",
-                                   "loss"};
+                                   "loss",
+                                   "optimizer_offload"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -141,6 +142,7 @@ Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
       choice("shard_group", parse_shard_group, &c.par.shard_group, shard_group_table().list()));
   ACTMEM_TRY(b("reshard_after_forward", &c.reshard_after_forward));
   ACTMEM_TRY(b("accumulate_unsharded", &c.accumulate_unsharded));
+  ACTMEM_TRY(b("optimizer_offload", &c.optimizer_offload));
   ACTMEM_TRY(choice("loss", parse_loss, &c.loss, loss_names()));
   ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, recompute_names()));
   ACTMEM_TRY(b("offload", &c.recompute.offload));

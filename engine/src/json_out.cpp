@@ -152,6 +152,7 @@ void write_activations(JsonWriter& w, const StageActivations& a) {
 void write_static(JsonWriter& w, const StaticMemory& m) {
   w.field("gathered_params_bytes", m.gathered_params_bytes);
   w.field("grads_bytes", m.grads_bytes);
+  w.field("host_bytes", m.host_bytes);
   w.field("master_bytes", m.master_bytes);
   w.field("optimizer_bytes", m.optimizer_bytes);
   w.field("params", m.params);
@@ -233,6 +234,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("mtp", c.mtp);
   w.field("offload", c.recompute.offload);
   w.field("optimizer", optimizer_name(c.optimizer));
+  w.field("optimizer_offload", c.optimizer_offload);
   w.field("param_dtype", dtype_name(c.param_dtype));
   w.field("pp", c.par.pp);
   w.field("profile", profile_name(c.profile));

@@ -267,6 +267,19 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
                                  ck.mul(s.expert_params, 4, "static.master_bytes"), 1)
                           : 0;
   s.optimizer_bytes = part(dense_opt, expert_opt, 1);
+  if (c.optimizer_offload) {
+    // DeepSpeed stage_1_and_2.py initialize_optimizer_states: with cpu_offload the fp32
+    // partition's gradient is a pinned host tensor of partition_size fp32 elements, beside the
+    // fp32 partition and the optimizer's states; the GPU's gradients leave through the reduce
+    // buckets (grad_bucket, a transient).
+    const Bytes fp32 = part(ck.mul(dense, 4, "static.host_bytes"),
+                            ck.mul(s.expert_params, 4, "static.host_bytes"), 1);
+    s.host_bytes =
+        ck.add(ck.mul(fp32, 2, "static.host_bytes"), s.optimizer_bytes, "static.host_bytes");
+    s.grads_bytes = 0;
+    s.master_bytes = 0;
+    s.optimizer_bytes = 0;
+  }
   // Gathered in gather_dtype (sharding.hpp); with gradient sync off FSDP2 accumulates an
   // unsharded gradient in reduce_dtype, the gradients' dtype (_fsdp_param.py
   // unsharded_accumulated_grad).

@@ -346,7 +346,9 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   // _single_tensor_sgd: buf.mul_(momentum).add_(grad), param.add_(grad, alpha=-lr)), so its step
   // adds nothing. The CPU executor's in-place SGD measured this: a vocabulary-dominated model
   // peaks at the loss backward, not at a step temporary (docs/validation.md section 5).
-  const bool in_place = c.optimizer == Optimizer::kSgd || c.optimizer == Optimizer::kSgdMomentum;
+  // ZeRO-Offload steps on the CPU (DeepSpeedCPUAdam): no GPU temporaries.
+  const bool in_place = c.optimizer == Optimizer::kSgd || c.optimizer == Optimizer::kSgdMomentum ||
+                        c.optimizer_offload;
   e.opt_temp = in_place
                    ? 0
                    : ck.mul(p.zero >= 1 ? ceil_div(largest_param, shard_ranks(p)) : largest_param,

@@ -325,6 +325,12 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
       return bad("config.loss", l + ": more chunks than the " + std::to_string(c.seq / p.cp) +
                                     " tokens of a sequence on this GPU");
   }
+  // ZeRO-Offload moves the partitioned optimizer (ZeRO-2's gradients with it) to the host.
+  if (c.optimizer_offload && p.zero < 2)
+    return bad("config.optimizer_offload",
+               "true needs zero 2 or 3 (ZeRO-Offload offloads the partitioned gradients and "
+               "optimizer states); zero is " +
+                   std::to_string(p.zero));
   // FSDP's residency switches change what ZeRO-3 gathers; without ZeRO-3 they would be ignored.
   if (!c.reshard_after_forward && p.zero != 3)
     return bad("config.reshard_after_forward",

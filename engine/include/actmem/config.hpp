@@ -93,6 +93,10 @@ struct TrainConfig {
   bool reshard_after_forward = true;
   Loss loss;  // how the loss is computed (framework.hpp)
   bool accumulate_unsharded = false;
+  // ZeRO-Offload (zero 2 or 3): the fp32 parameter partition, its fp32 gradients and the
+  // optimizer states live in host memory and the optimizer steps on the CPU (DeepSpeed
+  // offload_optimizer.device = "cpu"); the GPU keeps the parameters.
+  bool optimizer_offload = false;
   Bytes cublas_workspace = 32ull << 20;  // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
   Bytes grad_bucket = 25ull << 20;       // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
   // PYTORCH_CUDA_ALLOC_CONF's size settings, for the allocator model (device.hpp).

@@ -56,7 +56,10 @@ struct StaticMemory {
   // parameters gathered in the compute dtype, and its unsharded gradient accumulators.
   Bytes gathered_params_bytes = 0;
   Bytes unsharded_grads_bytes = 0;
-  Bytes total_bytes = 0;
+  Bytes total_bytes = 0;  // on the GPU
+  // ZeRO-Offload (config.optimizer_offload): the fp32 parameter partition, its fp32 gradient
+  // partition and the optimizer states, in host memory (not in total_bytes).
+  Bytes host_bytes = 0;
 };
 
 // Static bytes on one GPU for the given parameter records (one pipeline stage's worth).
