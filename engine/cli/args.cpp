@@ -52,6 +52,8 @@ const char* const kUsage =
     "  --reshard-after-forward true|false --accumulate-unsharded true|false (FSDP, zero 3)\n"
     "  --loss eager|chunked:K|compiled|fused (PyTorch's loss as run: kept tensors, buffers)\n"
     "  --optimizer-offload true|false (ZeRO-Offload, zero 2/3: optimizer on the host)\n"
+    "  --lora-rank R --lora-targets q_proj,v_proj,... --lora-dropout P --lora-dtype fp32|bf16\n"
+    "  --qlora (LoRA as peft runs it; QLoRA's NF4 base weights)\n"
     "device:  --alloc-conf TEXT (PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True)\n"
     "  --cuda-context-bytes N --nccl-comm-bytes N (fixed costs per GPU / per communicator)\n"
     "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"
@@ -169,7 +171,10 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--reshard-after-forward", "reshard_after_forward"},
       {"--accumulate-unsharded", "accumulate_unsharded"},
       {"--loss", "loss"},
-      {"--optimizer-offload", "optimizer_offload"}};
+      {"--optimizer-offload", "optimizer_offload"},
+      {"--lora-rank", "lora_rank"},
+      {"--lora-dropout", "lora_dropout"},
+      {"--lora-dtype", "lora_dtype"}};
   for (; i < argv.size(); ++i) {
     // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
     const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;
@@ -207,7 +212,8 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
                                 {"--sp", nullptr, "sp", true},
                                 {"--offload", nullptr, "offload", true},
                                 {"--mtp", nullptr, "mtp", true},
-                                {"--no-master-weights", nullptr, "master_weights", false}};
+                                {"--no-master-weights", nullptr, "master_weights", false},
+                                {"--qlora", nullptr, "qlora", true}};
     const Boolean* boolean = nullptr;
     for (const Boolean& b : kBoolean)
       if (a == b.flag) boolean = &b;
@@ -298,7 +304,7 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
         cfg_from[it.key()] = v;
       }
     } else if (a == "--layer-split" || a == "--custom-keep" || a == "--sweep-micro-batches" ||
-               a == "--sweep-seqs") {
+               a == "--sweep-seqs" || a == "--lora-targets") {
       if (!value(&v)) return a + ": needs a comma-separated list" + missing;
       json list = json::array();
       std::size_t start = 0;
@@ -306,21 +312,22 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
         const std::size_t comma = v.find(',', start);
         const std::string item =
             v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        list.push_back(a == "--custom-keep" ? json(item) : number_or_string(item));
+        list.push_back(a == "--custom-keep" || a == "--lora-targets" ? json(item)
+                                                                     : number_or_string(item));
         if (comma == std::string::npos) break;
         start = comma + 1;
       }
+      const char* key = a == "--layer-split"    ? "layer_split"
+                        : a == "--custom-keep"  ? "custom_keep"
+                        : a == "--lora-targets" ? "lora_targets"
+                                                : nullptr;
       const bool given =
-          a == "--layer-split" ? cfg_flags.contains("layer_split")
-          : a == "--custom-keep"
-              ? cfg_flags.contains("custom_keep")
+          key ? cfg_flags.contains(key)
               : o->request.contains("sweep") &&
                     o->request["sweep"].contains(a == "--sweep-seqs" ? "seqs" : "micro_batches");
       if (given) return a + ": given twice; give it once";
-      if (a == "--layer-split")
-        cfg_flags["layer_split"] = list;
-      else if (a == "--custom-keep")
-        cfg_flags["custom_keep"] = list;
+      if (key)
+        cfg_flags[key] = list;
       else
         o->request["sweep"][a == "--sweep-seqs" ? "seqs" : "micro_batches"] = list;
     } else if (a == "--gpu-memory" || a == "--budget") {

@@ -15,6 +15,7 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
   g.act = act;
   g.weight = gather_dtype(c);
   g.loss = c.loss;
+  g.lora = c.lora;
   g.attn_dropout = attn_dropout > 0.0;
   g.hidden_dropout = hidden_dropout > 0.0;
   g.flash = c.attention == Attention::kFlash;

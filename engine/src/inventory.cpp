@@ -42,6 +42,8 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
   detail::build_io_layers(m, g, profile, in, out);
   inv.backward_grads = detail::build_backward_grads(m, k, g, ck);
   detail::add_weight_grad_store(m, k, g, inv, ck);
+  detail::apply_lora(m, k, g, profile, inv, ck);
+  detail::apply_lora_io(g, inv);
   detail::add_op_outputs(m, k, g, profile, inv, ck);
   if (ck.overflowed())
     return make_error("overflow", "config.seq",

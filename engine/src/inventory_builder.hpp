@@ -84,6 +84,12 @@ std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind&
 // (inventory_wgrad.cpp); false when the kind is not split.
 bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                            LayerInventory& inv, Checked& ck);
+// LoRA: frozen base weights' inputs dropped, the adapters' records added (inventory_lora.cpp);
+// the input and output layers' frozen embedding, final norm weight and head.
+void apply_lora(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
+                LayerInventory& inv, Checked& ck);
+void apply_lora_io(const LayerGeometry& g, LayerInventory& inv);
+bool lora_supported(const ModelSpec& m, const LayerKind& k, Profile profile);
 // Op-level policies: the op outputs of a dense layer's forward (inventory_ops.cpp).
 void add_op_outputs(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                     LayerInventory& inv, Checked& ck);

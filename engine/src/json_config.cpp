@@ -61,7 +61,12 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "reshard_after_forward",
                                    "accumulate_unsharded",
                                    "loss",
-                                   "optimizer_offload"};
+                                   "optimizer_offload",
+                                   "lora_rank",
+                                   "lora_targets",
+                                   "lora_dropout",
+                                   "lora_dtype",
+                                   "qlora"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -143,6 +148,40 @@ Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
   ACTMEM_TRY(b("reshard_after_forward", &c.reshard_after_forward));
   ACTMEM_TRY(b("accumulate_unsharded", &c.accumulate_unsharded));
   ACTMEM_TRY(b("optimizer_offload", &c.optimizer_offload));
+  // LoRA: the rank turns it on; the targets are linear names (docs/frameworks.md, LoRA).
+  ACTMEM_TRY(u("lora_rank", &c.lora.rank, true));
+  if (c.lora.rank > (std::uint64_t{1} << 20))
+    return make_error(
+        "invalid_value", "config.lora_rank",
+        "config.lora_rank: " + std::to_string(c.lora.rank) + " is more than the 1048576 allowed");
+  if (j.contains("lora_targets")) {
+    static const char* const kLinears[] = {"q_proj",  "k_proj",    "v_proj", "o_proj", "gate_proj",
+                                           "up_proj", "down_proj", "fc1",    "fc2"};
+    const json& a = j["lora_targets"];
+    if (!a.is_array() || a.size() > 9)
+      return make_error("wrong_type", "config.lora_targets",
+                        "config.lora_targets: must be an array of at most 9 linear names such as "
+                        "\"q_proj\"");
+    c.lora.targets.clear();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string field = "config.lora_targets[" + std::to_string(i) + "]";
+      std::string id;
+      ACTMEM_TRY(detail::read_string(a[i], field, &id));
+      bool known = false;
+      for (const char* k : kLinears) known = known || id == k;
+      if (!known)
+        return make_error("invalid_value", field,
+                          field + ": '" + detail::key_text(id) +
+                              "' is not allowed; allowed: q_proj, k_proj, v_proj, o_proj, "
+                              "gate_proj, up_proj, down_proj, fc1, fc2");
+      if (c.lora.targets_linear(id))
+        return make_error("invalid_value", field, field + ": '" + id + "' is listed twice");
+      c.lora.targets.push_back(id);
+    }
+  }
+  ACTMEM_TRY(prob("lora_dropout", &c.lora.dropout));
+  ACTMEM_TRY(choice("lora_dtype", parse_float_dtype, &c.lora.dtype, float_dtype_table().list()));
+  ACTMEM_TRY(b("qlora", &c.lora.qlora));
   ACTMEM_TRY(choice("loss", parse_loss, &c.loss, loss_names()));
   ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, recompute_names()));
   ACTMEM_TRY(b("offload", &c.recompute.offload));

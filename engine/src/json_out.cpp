@@ -226,6 +226,10 @@ std::string estimate_text(const Estimate& e) {
   w.field("grad_dtype", dtype_name(c.grad_dtype));
   w.field("hidden_dropout", c.hidden_dropout);
   write_array(w, "layer_split", c.layer_split);
+  w.field("lora_dropout", c.lora.dropout);
+  w.field("lora_dtype", dtype_name(c.lora.dtype));
+  w.field("lora_rank", c.lora.rank);
+  write_array(w, "lora_targets", c.lora.targets);
   w.field("loss", loss_name(c.loss));
   w.field("master_weights", c.master_weights);
   w.field("micro_batch", c.micro_batch);
@@ -238,6 +242,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("param_dtype", dtype_name(c.param_dtype));
   w.field("pp", c.par.pp);
   w.field("profile", profile_name(c.profile));
+  w.field("qlora", c.lora.qlora);
   w.field("recompute", recompute_name(c.recompute));
   w.field("reshard_after_forward", c.reshard_after_forward);
   w.field("schedule", schedule_name(effective_schedule(c)));

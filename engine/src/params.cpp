@@ -232,22 +232,90 @@ static Bytes one_tensor_state_bytes(Optimizer o, DType state, const ParamRecord&
   return 0;
 }
 
+void apply_lora_params(const ModelSpec& m, const LayerKind& k, const Lora& l,
+                       std::vector<ParamRecord>* v) {
+  // Every base tensor frozen (peft _mark_only_adapters_as_trainable; biases too, bias="none").
+  const std::uint64_t h = m.hidden, q = k.heads * k.head_dim, kv = k.kv_heads * k.head_dim,
+                      f = k.ffn_hidden;
+  const bool gated = is_gated(k.ffn);
+  for (ParamRecord& p : *v) {
+    p.frozen = true;
+    if (!l.qlora) continue;
+    // bitsandbytes quantizes each nn.Linear weight of the blocks on its own (transformers keeps
+    // norms, embeddings and lm_head unquantized); the merged records split back into them.
+    const std::string_view id = p.id;
+    if (id == "attn.qkv.weight")
+      p.nf4_bytes = nf4_bytes(h * q) + 2 * nf4_bytes(h * kv);
+    else if (id == "attn.o.weight")
+      p.nf4_bytes = nf4_bytes(q * h);
+    else if (id == "mlp.fc1.weight")
+      p.nf4_bytes = (gated ? 2 : 1) * nf4_bytes(h * f);
+    else if (id == "mlp.fc2.weight")
+      p.nf4_bytes = nf4_bytes(f * h);
+  }
+  // Each targeted linear's adapters: A [r, in] and B [out, r] (peft lora.Linear update_layer).
+  struct Linear {
+    const char* name;
+    const char* a_id;
+    const char* b_id;
+    std::uint64_t in, out;
+  };
+  const Linear linears[] = {
+      {"q_proj", "lora.q_proj.A", "lora.q_proj.B", h, q},
+      {"k_proj", "lora.k_proj.A", "lora.k_proj.B", h, kv},
+      {"v_proj", "lora.v_proj.A", "lora.v_proj.B", h, kv},
+      {"o_proj", "lora.o_proj.A", "lora.o_proj.B", q, h},
+      {"gate_proj", "lora.gate_proj.A", "lora.gate_proj.B", h, f},
+      {"up_proj", "lora.up_proj.A", "lora.up_proj.B", h, f},
+      {"down_proj", "lora.down_proj.A", "lora.down_proj.B", f, h},
+      {"fc1", "lora.fc1.A", "lora.fc1.B", h, f},
+      {"fc2", "lora.fc2.A", "lora.fc2.B", f, h},
+  };
+  for (const Linear& x : linears) {
+    if (!l.targets_linear(x.name)) continue;
+    ParamRecord a, b;
+    a.id = x.a_id, a.rows = l.rank, a.cols = x.in, a.adapter = true;
+    b.id = x.b_id, b.rows = x.out, b.cols = l.rank, b.adapter = true;
+    v->push_back(a);
+    v->push_back(b);
+  }
+}
+
+Bytes nf4_bytes(std::uint64_t n) {
+  const std::uint64_t blocks = ceil_div(n, 64);
+  return ceil_div(n, 2) + blocks + 4 * ceil_div(blocks, 256) + 4 + 16 * 4 + 256 * 4;
+}
+
 Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const TrainConfig& c) {
   Checked ck;
   StaticMemory s;
-  Bytes dense_opt = 0, expert_opt = 0;
+  // Bytes per category, dense and routed-expert apart (their ZeRO groups differ).
+  Bytes par_b[2] = {0, 0}, grad_b[2] = {0, 0}, master_b[2] = {0, 0}, opt_b[2] = {0, 0};
+  const Bytes pw = dtype_bytes(c.param_dtype), gw = dtype_bytes(c.grad_dtype);
+  const bool master = c.master_weights && c.param_dtype != DType::kFp32;
+  const DType aw = c.lora.dtype;
   for (const auto& p : params) {
     const std::uint64_t n =
         ck.mul(ck.mul(p.rows, p.cols, "static.params"), p.copies, "static.params");
     s.params = ck.add(s.params, n, "static.params");
     if (p.expert) s.expert_params = ck.add(s.expert_params, n, "static.params");
-    const Bytes o = optimizer_state_bytes(c.optimizer, c.optimizer_dtype, p, ck);
-    if (p.expert)
-      expert_opt = ck.add(expert_opt, o, "static.optimizer_bytes");
-    else
-      dense_opt = ck.add(dense_opt, o, "static.optimizer_bytes");
+    const int e = p.expert ? 1 : 0;
+    auto add = [&](Bytes* to, Bytes b, const char* f) { to[e] = ck.add(to[e], b, f); };
+    if (p.frozen) {
+      add(par_b,
+          p.nf4_bytes > 0 ? ck.mul(p.nf4_bytes, p.copies, "static.params_bytes")
+                          : ck.mul(n, pw, "static.params_bytes"),
+          "static.params_bytes");
+      continue;
+    }
+    const bool ad = p.adapter;
+    add(par_b, ck.mul(n, ad ? dtype_bytes(aw) : pw, "static.params_bytes"), "static.params_bytes");
+    add(grad_b, ck.mul(n, ad ? dtype_bytes(aw) : gw, "static.grads_bytes"), "static.grads_bytes");
+    if (ad ? (c.master_weights && aw != DType::kFp32) : master)
+      add(master_b, ck.mul(n, 4, "static.master_bytes"), "static.master_bytes");
+    add(opt_b, optimizer_state_bytes(c.optimizer, c.optimizer_dtype, p, ck),
+        "static.optimizer_bytes");
   }
-  const std::uint64_t dense = s.params - s.expert_params;
   // ZeRO partitions over its shard group (dp, or dp x cp); routed experts are already split by
   // EP, so their ZeRO group is that group's ranks over ep.
   const std::uint64_t dp = shard_ranks(c.par);
@@ -257,21 +325,16 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
     if (z < stage) return ck.add(dense_b, expert_b, "static");
     return ck.add(ceil_div(dense_b, dp), ceil_div(expert_b, edp), "static");
   };
-  const Bytes pw = dtype_bytes(c.param_dtype), gw = dtype_bytes(c.grad_dtype);
-  s.params_bytes = part(ck.mul(dense, pw, "static.params_bytes"),
-                        ck.mul(s.expert_params, pw, "static.params_bytes"), 3);
-  s.grads_bytes = part(ck.mul(dense, gw, "static.grads_bytes"),
-                       ck.mul(s.expert_params, gw, "static.grads_bytes"), 2);
-  const bool master = c.master_weights && c.param_dtype != DType::kFp32;
-  s.master_bytes = master ? part(ck.mul(dense, 4, "static.master_bytes"),
-                                 ck.mul(s.expert_params, 4, "static.master_bytes"), 1)
-                          : 0;
-  s.optimizer_bytes = part(dense_opt, expert_opt, 1);
+  s.params_bytes = part(par_b[0], par_b[1], 3);
+  s.grads_bytes = part(grad_b[0], grad_b[1], 2);
+  s.master_bytes = part(master_b[0], master_b[1], 1);
+  s.optimizer_bytes = part(opt_b[0], opt_b[1], 1);
   if (c.optimizer_offload) {
     // DeepSpeed stage_1_and_2.py initialize_optimizer_states: with cpu_offload the fp32
     // partition's gradient is a pinned host tensor of partition_size fp32 elements, beside the
     // fp32 partition and the optimizer's states; the GPU's gradients leave through the reduce
     // buckets (grad_bucket, a transient).
+    const std::uint64_t dense = s.params - s.expert_params;
     const Bytes fp32 = part(ck.mul(dense, 4, "static.host_bytes"),
                             ck.mul(s.expert_params, 4, "static.host_bytes"), 1);
     s.host_bytes =

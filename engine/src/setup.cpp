@@ -167,11 +167,14 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     ke.flops = layer_flops(lk, ke.geometry);
     ke.layers = model_counts[ki];
     kind_params.push_back(layer_params(m, lk, shards));
+    if (c.lora.on()) apply_lora_params(m, lk, c.lora, &kind_params.back());
     for (const auto& q : kind_params.back()) {
       const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
       ke.param_bytes =
           ck.add(ke.param_bytes, ck.mul(n, dtype_bytes(gather_dtype(c)), "static"), "static");
-      ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
+      // The optimizer step's temporaries follow the trainable tensors (LoRA: the adapters).
+      if (!q.frozen)
+        ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
     }
     e.kinds.push_back(std::move(ke));
   }
@@ -183,8 +186,13 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   auto mtp = mtp_params(m);
   if (!mtp.ok()) return mtp.error();
   e.mtp_params = mtp.value();
-  const auto embed_p = embedding_params(m, shards);
-  const auto head_p = head_params(m, shards, p.pp > 1);
+  auto embed_p = embedding_params(m, shards);
+  auto head_p = head_params(m, shards, p.pp > 1);
+  // LoRA freezes the embedding, the final norm and the head (peft
+  // _mark_only_adapters_as_trainable).
+  if (c.lora.on())
+    for (auto* v : {&embed_p, &head_p})
+      for (ParamRecord& q : *v) q.frozen = true;
   // Training with MTP: its depths live on the last pipeline stage with the head they share.
   const auto mtp_p = c.mtp ? mtp_param_records(m, shards) : std::vector<ParamRecord>{};
   e.ranks.resize(p.pp);
@@ -340,7 +348,8 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     if (e.grad_peak_at.empty() || ke.costs.grad_peak > e.grad_peak)
       e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
   }
-  for (const auto& q : embed_p) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
+  for (const auto& q : embed_p)
+    if (!q.frozen) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
   // AdamW, Adafactor and 8-bit Adam compute their update in fp32 temporaries of one tensor at a
   // time; SGD (with or without momentum) updates in place (torch/optim/sgd.py,
   // _single_tensor_sgd: buf.mul_(momentum).add_(grad), param.add_(grad, alpha=-lr)), so its step

@@ -325,6 +325,47 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
       return bad("config.loss", l + ": more chunks than the " + std::to_string(c.seq / p.cp) +
                                     " tokens of a sequence on this GPU");
   }
+  // LoRA: every key it reads needs a rank, and the rank needs what it is modelled for.
+  if (!c.lora.on() && (!c.lora.targets.empty() || c.lora.qlora || c.lora.dropout > 0.0))
+    return bad("config.lora_rank",
+               "0 (no LoRA), yet lora_targets, lora_dropout or qlora is given; "
+               "give lora_rank >= 1 or drop them");
+  if (c.lora.on()) {
+    if (c.lora.targets.empty())
+      return bad("config.lora_targets", "LoRA (lora_rank " + std::to_string(c.lora.rank) +
+                                            ") needs the linears it adapts, e.g. [\"q_proj\", "
+                                            "\"v_proj\"]");
+    if (c.profile != Profile::kPytorch && c.profile != Profile::kHf)
+      return bad("config.lora_rank",
+                 "LoRA is modelled under the pytorch and hf profiles (peft "
+                 "on PyTorch modules); profile is " +
+                     std::string(profile_name(c.profile)));
+    if (p.tp > 1) return bad("config.lora_rank", "LoRA is modelled with tp = 1");
+    if (p.zero == 3)
+      return bad("config.lora_rank",
+                 "LoRA is modelled with zero 0-2 (ZeRO-3 would shard the "
+                 "frozen and the adapter weights together)");
+    if (c.optimizer_offload)
+      return bad("config.lora_rank", "LoRA with optimizer_offload is not modelled");
+    if (is_split_backward(effective_schedule(c)))
+      return bad("config.lora_rank", "LoRA with a split-backward schedule is not modelled");
+    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+      const LayerKind& k = m.kinds[ki];
+      if (!(k.has_attention() && !k.is_mla() && k.has_ffn && !k.is_moe() &&
+            m.block == BlockLayout::kSequential))
+        return bad("config.lora_rank",
+                   "LoRA is modelled for dense attention and MLP layers; layer kind " +
+                       std::to_string(ki) + " is MoE, MLA, Mamba, mixer-only or parallel");
+      for (const std::string& t : c.lora.targets) {
+        const bool gated_name = t == "gate_proj" || t == "up_proj" || t == "down_proj";
+        const bool plain_name = t == "fc1" || t == "fc2";
+        if ((gated_name && !is_gated(k.ffn)) || (plain_name && is_gated(k.ffn)))
+          return bad("config.lora_targets",
+                     "'" + t + "' is not a linear of this model's MLP (" +
+                         (is_gated(k.ffn) ? "gate_proj, up_proj, down_proj" : "fc1, fc2") + ")");
+      }
+    }
+  }
   // ZeRO-Offload moves the partitioned optimizer (ZeRO-2's gradients with it) to the host.
   if (c.optimizer_offload && p.zero < 2)
     return bad("config.optimizer_offload",

@@ -92,6 +92,7 @@ struct TrainConfig {
   // non-last backward: set_reshard_after_backward(False), set_requires_gradient_sync(False)).
   bool reshard_after_forward = true;
   Loss loss;  // how the loss is computed (framework.hpp)
+  Lora lora;  // LoRA / QLoRA fine-tuning (framework.hpp)
   bool accumulate_unsharded = false;
   // ZeRO-Offload (zero 2 or 3): the fp32 parameter partition, its fp32 gradients and the
   // optimizer states live in host memory and the optimizer steps on the CPU (DeepSpeed

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "actmem/dtype.hpp"
+
 namespace actmem {
 
 // plain: today's accounting, no framework defaults applied.
@@ -37,6 +39,24 @@ std::string loss_name(const Loss& l);
 bool parse_loss(const std::string& s, Loss* out);
 // The listing error messages give.
 const char* loss_names();
+
+// LoRA fine-tuning (Hu et al. 2021) as huggingface/peft runs it: every base weight frozen, each
+// targeted linear given adapters A [r, in] and B [out, r]; QLoRA (Dettmers et al. 2023) stores the
+// block linears' frozen weights in 4-bit NF4 with double quantization (docs/frameworks.md, LoRA).
+struct Lora {
+  std::uint64_t rank = 0;            // r; 0: no LoRA
+  std::vector<std::string> targets;  // linear names: q_proj, k_proj, v_proj, o_proj, gate_proj,
+                                     // up_proj, down_proj (gated) or fc1, fc2
+  double dropout = 0.0;              // lora_dropout
+  DType dtype = DType::kFp32;        // the adapters' (peft autocast_adapter_dtype: fp32)
+  bool qlora = false;
+  bool on() const { return rank > 0; }
+  bool targets_linear(const std::string& name) const {
+    for (const std::string& t : targets)
+      if (t == name) return true;
+    return false;
+  }
+};
 
 struct TrainConfig;
 

@@ -97,6 +97,7 @@ struct LayerGeometry {
   DType act = DType::kBf16;
   DType weight = DType::kBf16;  // the weights as the forward reads them (sharding.hpp gather_dtype)
   Loss loss;                    // how the output layer computes the loss (framework.hpp)
+  Lora lora;                    // LoRA fine-tuning (off: full training)
   bool attn_dropout = false;
   bool hidden_dropout = false;
   bool flash = false;

@@ -25,7 +25,24 @@ struct ParamRecord {
   ParamPlace place = ParamPlace::kLayer;
   bool expert = false;       // routed-expert weights: sharded by EP, ZeRO over the expert-DP group
   std::uint64_t copies = 1;  // identical tensors it stands for (one per layer of a stage)
+  // LoRA (config.lora): a frozen base weight keeps no gradient, master copy or optimizer state;
+  // nf4_bytes > 0 stores it in QLoRA's 4-bit format, that many bytes per copy; an adapter is
+  // held, with its gradient, in the adapters' dtype.
+  bool frozen = false;
+  Bytes nf4_bytes = 0;
+  bool adapter = false;
 };
+
+// Bytes of one weight of n elements stored by bitsandbytes' 4-bit NF4 with double quantization
+// (quantize_4bit, blocksize 64; absmax quantized blockwise at 256): n/2 packed + one uint8
+// absmax per 64 + one fp32 nested absmax per 256 blocks + one fp32 offset + the 16-value NF4 and
+// 256-value nested code tables in fp32.
+Bytes nf4_bytes(std::uint64_t n);
+
+// LoRA (config.lora, validated: a dense attention and MLP layer, tp = 1): freezes one layer's
+// parameters (QLoRA: its linear weights in NF4) and adds each targeted linear's adapters.
+void apply_lora_params(const ModelSpec& m, const LayerKind& k, const Lora& l,
+                       std::vector<ParamRecord>* v);
 
 struct ParamShards {
   std::uint64_t tp = 1;
