@@ -67,7 +67,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("LoRA on Llama 3.1 8B: frozen weights keep no gradient or state; fp32 adapters do") {
+TEST_CASE("LoRA on Llama 3.1 8B: frozen weights keep no gradient or state, fp32 adapters do") {
   // peft: every base weight frozen (_mark_only_adapters_as_trainable), adapters upcast to fp32
   // (autocast_adapter_dtype=True): bf16 base 2 B/param; each adapter A [16, in], B [out, 16] with
   // fp32 weight, gradient and AdamW's two fp32 states (4 + 4 + 8 B).
