@@ -127,6 +127,18 @@ TEST_CASE("FSDP under pipeline parallelism holds the stage gathered and its grad
   bool named = false;
   for (const auto& x : r["explain"]) named = named || x["id"] == "static.unsharded_grads_bytes";
   CHECK(named);
+  // The page's bar holds them as segments of their own and still adds up to the peak.
+  json view_req = {{"command", "view"}, {"preset", "llama-3.1-8b"}, {"config", r["config"]}};
+  view_req["config"]["gpu"] = "h200-141gb";
+  const json v = run(view_req);
+  std::uint64_t bar = 0;
+  bool gathered = false;
+  for (const auto& seg : v["tensor_bar"]["segments"]) {
+    bar += u(seg["bytes"]);
+    gathered = gathered || seg["id"] == "gathered";
+  }
+  CHECK(gathered);
+  CHECK(bar == u(v["tensor_bar"]["total_bytes"]));
   // Each switch on its own: reshard_after_forward = false alone keeps the gathered parameters
   // (and drops the per-layer gather transient), not the gradient accumulators.
   json only = r["config"];

@@ -188,6 +188,9 @@ std::string view_text(const View& v, const std::string& estimate_answer,
       {"grads", "gradients", worst.stat.grads_bytes},
       {"master", "master weights", worst.stat.master_bytes},
       {"optimizer", "optimizer states", worst.stat.optimizer_bytes},
+      // FSDP residency (docs/frameworks.md): shown only when a switch or FSDP2 holds them.
+      {"gathered", "gathered parameters (FSDP)", worst.stat.gathered_params_bytes},
+      {"unsharded_grads", "unsharded gradients (FSDP)", worst.stat.unsharded_grads_bytes},
       {"activations", "kept activations", worst.peak_activations},
       {"recompute", "recomputed", worst.peak_recompute},
       {"transients", "transients (logits, gradients, buffers)", worst.peak_transients},
@@ -197,6 +200,9 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.key("segments");
   w.begin_array();
   for (const Part& p : parts) {
+    if (p.bytes == 0 &&
+        (std::string_view(p.id) == "gathered" || std::string_view(p.id) == "unsharded_grads"))
+      continue;
     w.begin_object();
     w.field("bytes", p.bytes);
     w.field("id", p.id);
