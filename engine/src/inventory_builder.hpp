@@ -89,7 +89,6 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
 void apply_lora(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                 LayerInventory& inv, Checked& ck);
 void apply_lora_io(const LayerGeometry& g, LayerInventory& inv);
-bool lora_supported(const ModelSpec& m, const LayerKind& k, Profile profile);
 // Op-level policies: the op outputs of a dense layer's forward (inventory_ops.cpp).
 void add_op_outputs(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                     LayerInventory& inv, Checked& ck);

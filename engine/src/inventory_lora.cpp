@@ -32,14 +32,11 @@ bool drop(std::vector<TensorRecord>& v, std::string_view id) {
 
 }  // namespace
 
-bool lora_supported(const ModelSpec& m, const LayerKind& k, Profile profile) {
-  return op_policy_supported(m, k, profile);
-}
-
 void apply_lora(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                 LayerInventory& inv, Checked& ck) {
   const Lora& l = g.lora;
-  if (!l.on() || !lora_supported(m, k, profile)) return;
+  // LoRA is modelled where op outputs are named: the same dense layers (validate.cpp).
+  if (!l.on() || !op_policy_supported(m, k, profile)) return;
   // Frozen norm weights: the multiply by the weight keeps nothing for it.
   drop(inv.tensors, "ln1.normed");
   drop(inv.tensors, "ln2.normed");

@@ -324,11 +324,11 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
       framework_defaults(first.value(), [&](const char* k) { return j.contains(k); });
   if (defaults.empty()) return first;
   json merged = j;
-  std::vector<std::string> filled;
+  std::vector<FrameworkDefault> filled;
   for (const FrameworkDefault& d : defaults)
     if (!j.contains(d.key)) {
       merged[d.key] = json::parse(d.value);
-      filled.push_back(d.key);
+      filled.push_back(d);
     }
   auto out = read_config_keys(merged, c);
   if (out.ok()) out.value().framework_filled = filled;

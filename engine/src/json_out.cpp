@@ -257,19 +257,14 @@ std::string estimate_text(const Estimate& e) {
   // The keys the framework filled, each with its value and the code it follows (framework.cpp).
   w.key("framework_defaults");
   w.begin_array();
-  for (const FrameworkDefault& d : framework_defaults(c, [&](const char* k) {
-         return std::find(c.framework_filled.begin(), c.framework_filled.end(), k) ==
-                c.framework_filled.end();
-       }))
-    if (std::find(c.framework_filled.begin(), c.framework_filled.end(), d.key) !=
-        c.framework_filled.end()) {
-      w.begin_object();
-      w.field("key", d.key);
-      w.field("source", d.source);
-      w.key("value");
-      w.raw(d.value);  // JSON text the config reader read (framework.cpp)
-      w.end_object();
-    }
+  for (const FrameworkDefault& d : c.framework_filled) {
+    w.begin_object();
+    w.field("key", d.key);
+    w.field("source", d.source);
+    w.key("value");
+    w.raw(d.value);  // JSON text the config reader read (framework.cpp)
+    w.end_object();
+  }
   w.end_array();
 
   if (e.has_device) write_device(w, e.device);

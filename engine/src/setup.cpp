@@ -21,6 +21,14 @@ Bytes record_bytes(const std::vector<TensorRecord>& v, const char* id) {
   return 0;
 }
 
+// Bytes of parameter records held at `width` bytes per element (every copy), overflow checked.
+Bytes params_bytes(const std::vector<ParamRecord>& v, Bytes width, const char* field, Checked& ck) {
+  Bytes n = 0;
+  for (const ParamRecord& q : v)
+    n = ck.add(n, ck.mul(ck.mul(q.rows, q.cols, field), q.copies, field), field);
+  return ck.mul(n, width, field);
+}
+
 // Training with MTP (DeepSeek-V3, Sec. 2.2): after the model's own head and loss, each depth
 // keeps, per micro-batch, the shifted tokens' embedding its enorm reads, the concatenation its
 // eh_proj reads (the other half, hnorm's input, is the hidden state the final norm already keeps),
@@ -280,7 +288,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     // reshard_after_forward = layer_id < n_layers - 1): both stay gathered from their forward
     // to their backward, through the step's activation peak. The rank with the head holds the
     // last layer in every placement.
-    if (c.framework == Framework::kTorchtitan && p.zero == 3 && !gathers_resident(c)) {
+    if (fsdp2_buffers(c)) {
       std::vector<ParamRecord> root;
       if (first) root.insert(root.end(), embed_p.begin(), embed_p.end());
       if (last) {
@@ -290,10 +298,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
         root.insert(root.end(), lp.begin(), lp.end());
       }
       const char* f = "static.gathered_params_bytes";
-      Bytes n = 0;
-      for (const ParamRecord& q : root)
-        n = ck.add(n, ck.mul(ck.mul(q.rows, q.cols, f), q.copies, f), f);
-      s.stat.gathered_params_bytes = ck.mul(n, dtype_bytes(gather_dtype(c)), f);
+      s.stat.gathered_params_bytes = params_bytes(root, dtype_bytes(gather_dtype(c)), f, ck);
       s.stat.total_bytes = ck.add(s.stat.total_bytes, s.stat.gathered_params_bytes, f);
     }
     seen.push_back(Seen{counts, first, last, s.stat});
@@ -343,7 +348,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   Bytes largest_param = 0;
   for (const KindEstimate& ke : e.kinds) {
     largest_param = std::max<Bytes>(largest_param, ke.largest_param);
-    if (p.zero >= 3 && !gathers_resident(c) && c.framework != Framework::kTorchtitan)
+    if (p.zero >= 3 && !gathers_resident(c) && !fsdp2_buffers(c))
       e.zero3_gather = std::max(e.zero3_gather, ke.param_bytes);
     if (e.grad_peak_at.empty() || ke.costs.grad_peak > e.grad_peak)
       e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
@@ -370,14 +375,10 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   // (comm_ctx.reduce_scatter_state). The root group's unsharded gradients (head, final norm) wait
   // for the root's post-backward at the end of backward (single stage; under pipelining they are
   // accumulate_unsharded's static line).
-  const bool fsdp2 = c.framework == Framework::kTorchtitan && p.zero == 3 && !gathers_resident(c);
-  if (fsdp2 && p.pp == 1) {
-    const char* f = "timeline.fsdp2_root_grads";
-    Bytes n = 0;
-    for (const ParamRecord& q : head_p)
-      n = ck.add(n, ck.mul(ck.mul(q.rows, q.cols, f), q.copies, f), f);
-    e.fsdp_root_grads = ck.mul(n, dtype_bytes(gather_dtype(c)), f);
-  }
+  const bool fsdp2 = fsdp2_buffers(c);
+  if (fsdp2 && p.pp == 1)
+    e.fsdp_root_grads =
+        params_bytes(head_p, dtype_bytes(gather_dtype(c)), "timeline.fsdp2_root_grads", ck);
   for (KindEstimate& ke : e.kinds) {
     const char* f = "timeline.peak_bytes";
     // ZeRO-3 gathers a layer for its forward and again for its backward, unless FSDP keeps the
@@ -389,10 +390,10 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
       gather_fwd = ck.mul(2, ke.param_bytes, f);
       gather_bwd = ck.add(ck.mul(3, ke.param_bytes, f),
                           ck.mul(ck.mul(2, elems, f), dtype_bytes(c.grad_dtype), f), f);
-      gather_bwd = ck.add(gather_bwd, e.fsdp_root_grads, f);
     }
     ke.fsdp_fwd = gather_fwd;
     ke.fsdp_bwd = gather_bwd;
+    gather_bwd = ck.add(gather_bwd, e.fsdp_root_grads, f);
     ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), gather_fwd, f);
     ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
                           ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "actmem/estimate.hpp"
+#include "actmem/sharding.hpp"
 #include "actmem/view.hpp"
 #include "walker.hpp"
 
@@ -58,10 +59,8 @@ namespace {
 // FSDP2's per-layer buffers of the largest kind (0 unless torchtitan's FSDP2).
 Bytes fsdp2_layer(const Setup& s, bool backward) {
   Bytes b = 0;
-  if (s.config.framework != Framework::kTorchtitan) return 0;
-  for (const KindEstimate& ke : s.kinds)
-    b = std::max(b,
-                 backward ? ke.fsdp_bwd - std::min(ke.fsdp_bwd, s.fsdp_root_grads) : ke.fsdp_fwd);
+  if (!fsdp2_buffers(s.config)) return 0;
+  for (const KindEstimate& ke : s.kinds) b = std::max(b, backward ? ke.fsdp_bwd : ke.fsdp_fwd);
   return b;
 }
 }  // namespace

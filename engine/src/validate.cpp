@@ -351,8 +351,7 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
       return bad("config.lora_rank", "LoRA with a split-backward schedule is not modelled");
     for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
       const LayerKind& k = m.kinds[ki];
-      if (!(k.has_attention() && !k.is_mla() && k.has_ffn && !k.is_moe() &&
-            m.block == BlockLayout::kSequential))
+      if (!op_policy_supported(m, k, c.profile))
         return bad("config.lora_rank",
                    "LoRA is modelled for dense attention and MLP layers; layer kind " +
                        std::to_string(ki) + " is MoE, MLA, Mamba, mixer-only or parallel");

@@ -54,8 +54,8 @@ constexpr Bytes kDefaultBytes = ~Bytes{0};
 struct TrainConfig {
   // The framework whose documented defaults filled the keys the user left out (framework.cpp).
   Framework framework = Framework::kPlain;
-  // The keys the framework's defaults filled (framework_defaults), for the answer to cite.
-  std::vector<std::string> framework_filled;
+  // The defaults the framework filled (framework_defaults), for the answer to cite.
+  std::vector<FrameworkDefault> framework_filled;
   std::uint64_t micro_batch = 1;
   std::uint64_t seq = 0;  // 0: 2048, or the learned position table if shorter
   // Micro-batches per step per pipeline (gradient accumulation). 0 = auto: just enough to fill

@@ -27,7 +27,8 @@ struct KindEstimate {
   Bytes param_bytes = 0;     // one layer's parameters on one GPU (what ZeRO-3 gathers per layer)
   Bytes largest_param = 0;   // elements of its largest parameter tensor on one GPU
   // ZeRO-3 / FSDP buffers of one layer's forward and backward (setup.cpp: the gathered layer;
-  // FSDP2's all-gather, prefetch, gradient and reduce-scatter buffers).
+  // FSDP2's all-gather, prefetch, gradient and reduce-scatter buffers; the backward transient
+  // adds Setup::fsdp_root_grads beside them).
   Bytes fsdp_fwd = 0, fsdp_bwd = 0;
   Bytes trans_fwd = 0;  // transients alive while one layer of the kind runs forward
   Bytes trans_bwd = 0;  // ... and backward (gradient buffers, DDP bucket)

@@ -45,6 +45,12 @@ inline bool gathers_resident(const TrainConfig& c) {
   return c.par.zero == 3 && (!c.reshard_after_forward || c.accumulate_unsharded);
 }
 
+// torchtitan's FSDP2 with its layers resharded (not resident): its root group and last block stay
+// gathered, and each layer's forward and backward hold FSDP2's buffers (setup.cpp).
+inline bool fsdp2_buffers(const TrainConfig& c) {
+  return c.framework == Framework::kTorchtitan && c.par.zero == 3 && !gathers_resident(c);
+}
+
 // Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the
 // expert-data-parallel group of dp/ep ranks.
 constexpr std::uint64_t expert_dp(std::uint64_t dp, std::uint64_t ep) {
