@@ -116,6 +116,30 @@ TEST_CASE(
   CHECK(by_zero[3] == 4 * (2 * share + share));  // gather twice, reduce-scatter, per micro-batch
 }
 
+TEST_CASE(
+    "Bytes sent per GPU: hybrid sharding reduces inside a replica, then all-reduces the shard "
+    "across replicas (PyTorch FSDP HYBRID_SHARD)",
+    "[advisor]") {
+  const ModelSpec m = preset("gpt2");
+  TrainConfig c;
+  c.seq = 1024;
+  c.grad_accum = 4;
+  c.par.dp = 8;
+  c.par.dp_replicate = 2;
+  for (int z = 1; z < 4; ++z) {
+    c.par.zero = z;
+    const Setup s = setup_of(m, c);
+    const Bytes g = s.ranks[0].stat.params * 2;          // bf16 gradients and parameters alike
+    const Bytes share = g - (g + 3) / 4;                 // inside a replica of 4 ranks: 3/4 leaves
+    const Bytes shard = (g + 3) / 4;                     // the reduced shard
+    const Bytes across = 2 * (shard - (shard + 1) / 2);  // ring all-reduce over 2 replicas
+    const Bytes dp = comm_of(s, RecomputeKind::kNone).dp;
+    if (z == 1) CHECK(dp == 2 * share + across);
+    if (z == 2) CHECK(dp == 4 * share + share + 4 * across);
+    if (z == 3) CHECK(dp == 4 * (2 * share + share) + 4 * across);
+  }
+}
+
 TEST_CASE("Bytes sent per GPU: context-parallel ring and expert all-to-all, by hand", "[advisor]") {
   {
     const ModelSpec m = preset("gpt2");

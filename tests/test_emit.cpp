@@ -71,6 +71,14 @@ TEST_CASE("Megatron-LM arguments read back to the same estimate, layout by layou
         {"recompute", "full"},
         {"dp", 3},
         {"micro_batches", 5}}},
+      // Hybrid sharding: two distributed-optimizer instances over dp = 8.
+      {"llama-3.1-8b",
+       {{"seq", 4096},
+        {"dp", 8},
+        {"zero", 1},
+        {"dp_replicate", 2},
+        {"micro_batches", 2},
+        {"attention", "flash"}}},
       {"mixtral-8x7b",
        {{"seq", 4096},
         {"tp", 2},
@@ -152,6 +160,14 @@ TEST_CASE(
   CHECK(cfg_of("--use-megatron-fsdp")["zero"] == 3);
   CHECK(cfg_of("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads")["zero"] == 2);
   CHECK(cfg_of("--use-distributed-optimizer")["zero"] == 1);
+  // Partial distributed optimizer (arguments.py --num-distributed-optimizer-instances): hybrid
+  // sharding, and emitted back as given.
+  CHECK(cfg_of("--use-distributed-optimizer --num-distributed-optimizer-instances 2",
+               {{"dp", 8}})["dp_replicate"] == 2);
+  CHECK(refuse({{"preset", "llama-3.1-8b"},
+                {"config", {{"dp", 8}}},
+                {"megatron_args", "--num-distributed-optimizer-instances 2"}})["field"] ==
+        "megatron_args");
   CHECK(cfg_of("--fp16 --accumulate-allreduce-grads-in-fp32")["grad_dtype"] == "fp32");
   CHECK(cfg_of("--bf16")["param_dtype"] == "bf16");
   CHECK(cfg_of("")["dtype"] == "fp32");  // neither --bf16 nor --fp16: Megatron-LM trains in fp32

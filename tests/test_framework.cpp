@@ -62,6 +62,35 @@ TEST_CASE("torchtitan 9dec370: FSDP over 8 GPUs keeps fp32 params, fp32 grads an
   CHECK(r2["framework_defaults"].empty());
 }
 
+TEST_CASE(
+    "Hybrid sharding (torchtitan parallel_dims.py dp_replicate x dp_shard): each replica shards "
+    "over dp / dp_replicate ranks") {
+  // 8 ranks as 2 replicas of 4 hold what 4 ranks of plain ZeRO-3 hold: params, gradients and
+  // optimizer states over 4 (16 bytes per parameter under torchtitan's fp32 MixedPrecisionPolicy).
+  const json hsdp = framework_answer({{"framework", "torchtitan"}, {"dp", 8}, {"dp_replicate", 2}});
+  const json four = framework_answer({{"framework", "torchtitan"}, {"dp", 4}});
+  CHECK(hsdp["config"]["zero"] == 3);
+  CHECK(hsdp["config"]["dp_replicate"] == 2);
+  CHECK(u(hsdp["peak"]["static_bytes"]) == u(four["peak"]["static_bytes"]));
+  CHECK(u(hsdp["peak"]["params_bytes"]) == 4 * kParams8b / 4);
+  // Two communicators where one group was: the shard group and the replicate group.
+  int shard = 0, replicate = 0;
+  for (const auto& o : hsdp["device"]["overheads"]) {
+    shard += o["name"] == "nccl.dp_shard";
+    replicate += o["name"] == "nccl.dp_replicate";
+  }
+  CHECK(shard == 1);
+  CHECK(replicate == 1);
+  // dp_shard = 1 with replicas is DDP in torchtitan (parallelize_llama.py l.79-95): no ZeRO.
+  const json ddp = framework_answer({{"framework", "torchtitan"}, {"dp", 8}, {"dp_replicate", 8}});
+  CHECK(ddp["config"]["zero"] == 0);
+  CHECK(u(ddp["peak"]["params_bytes"]) == 4 * kParams8b);
+  // With shard_group dp-cp the replica's shard group is dp / dp_replicate x cp.
+  const json cp =
+      framework_answer({{"framework", "torchtitan"}, {"dp", 4}, {"cp", 2}, {"dp_replicate", 2}});
+  CHECK(u(cp["peak"]["params_bytes"]) == 4 * kParams8b / 4);
+}
+
 TEST_CASE("framework defaults fill only what the user left out") {
   const json r = framework_answer({{"framework", "torchtitan"},
                                    {"dp", 8},
@@ -168,6 +197,11 @@ TEST_CASE("framework switches refuse what they cannot change, naming the field")
   CHECK(bad["message"].get<std::string>().find("plain, megatron-lm, torchtitan") !=
         std::string::npos);
   CHECK(err({{"shard_group", "tp"}})["field"] == "config.shard_group");
+  // Hybrid sharding: replicas must divide dp, shard something (zero >= 1 unless every rank is a
+  // replica) and leave experts alone.
+  CHECK(err({{"dp", 8}, {"zero", 3}, {"dp_replicate", 3}})["field"] == "config.dp_replicate");
+  CHECK(err({{"dp", 8}, {"dp_replicate", 2}})["field"] == "config.dp_replicate");
+  CHECK(err({{"dp", 8}, {"zero", 1}, {"dp_replicate", 0}})["field"] == "config.dp_replicate");
   // advise varies the layout: torchtitan's layout-dependent defaults and FSDP's residency
   // switches (zero 3, which advise chooses) are refused there by name.
   auto advise_err = [](const json& config) {
@@ -183,6 +217,7 @@ TEST_CASE("framework switches refuse what they cannot change, naming the field")
   CHECK(advise_err({{"framework", "torchtitan"}}) == "config.framework");
   CHECK(advise_err({{"reshard_after_forward", false}}) == "config.reshard_after_forward");
   CHECK(advise_err({{"accumulate_unsharded", true}}) == "config.accumulate_unsharded");
+  CHECK(advise_err({{"dp_replicate", 2}}) == "config.dp_replicate");
   CHECK(err({{"reshard_after_forward", "no"}})["field"] == "config.reshard_after_forward");
 }
 

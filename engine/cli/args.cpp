@@ -49,6 +49,7 @@ const char* const kUsage =
     "  parameters without master weights)\n"
     "framework: --framework plain|megatron-lm|torchtitan (its documented defaults for the keys\n"
     "  you leave out; the answer lists them) --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
+    "  --dp-replicate R (hybrid sharding: R replicas, each sharding over dp/R ranks)\n"
     "  --reshard-after-forward true|false --accumulate-unsharded true|false (FSDP, zero 3)\n"
     "  --loss eager|chunked:K|compiled|fused (PyTorch's loss as run: kept tensors, buffers)\n"
     "  --optimizer-offload true|false (ZeRO-Offload, zero 2/3: optimizer on the host)\n"
@@ -168,6 +169,7 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--device-stages", "device_stages"},
       {"--framework", "framework"},
       {"--shard-group", "shard_group"},
+      {"--dp-replicate", "dp_replicate"},
       {"--reshard-after-forward", "reshard_after_forward"},
       {"--accumulate-unsharded", "accumulate_unsharded"},
       {"--loss", "loss"},

@@ -135,8 +135,10 @@ std::string render_estimate(const json& r) {
     << "   recompute " << text(c["recompute"]) << "   dtype " << text(c["dtype"]) << "\n";
   o << "shape    b=" << u(c["micro_batch"]) << " s=" << u(c["seq"]) << "   tp=" << u(c["tp"])
     << (c["sp"].get<bool>() ? "+sp" : "") << " pp=" << u(c["pp"]) << " vpp=" << u(c["vpp"])
-    << " cp=" << u(c["cp"]) << " dp=" << u(c["dp"]) << " zero=" << c["zero"].get<int>()
-    << " ep=" << u(c["ep"]) << "   micro-batches/step=" << u(c["grad_accum"]) << "\n";
+    << " cp=" << u(c["cp"]) << " dp=" << u(c["dp"])
+    << (u(c["dp_replicate"]) > 1 ? " (" + std::to_string(u(c["dp_replicate"])) + " replicas)" : "")
+    << " zero=" << c["zero"].get<int>() << " ep=" << u(c["ep"])
+    << "   micro-batches/step=" << u(c["grad_accum"]) << "\n";
   // The framework's defaults the answer applied (their sources are in --json's
   // framework_defaults), and the framework switches that are not at their plain values.
   if (r.contains("framework_defaults") && !r["framework_defaults"].empty()) {

@@ -106,8 +106,12 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
     // micro-batch's gradients (it keeps only its shard); ZeRO-3 also gathers the parameters for
     // each micro-batch's forward and backward (Rajbhandari et al. 2020, Sec. 7: 2Ψ for DP and
     // ZeRO-1/2 at one micro-batch, 3Ψ for ZeRO-3).
+    // Hybrid sharding (dp_replicate = R > 1, zero >= 1): the stages above run inside each replica's
+    // dp x cp / R ranks, and the reduced gradient shard is then all-reduced across the R replicas
+    // as often as it is reduced (PyTorch FSDP HYBRID_SHARD; FSDP2's HSDP all_reduce_grads).
     const std::uint64_t expert = rs.stat.expert_params, dense = rs.stat.params - expert;
-    const std::uint64_t groups[2] = {p.dp * p.cp, p.ep > 0 ? p.dp * p.cp / p.ep : 1};
+    const std::uint64_t R = p.zero >= 1 && p.dp_replicate > 1 ? p.dp_replicate : 1;
+    const std::uint64_t groups[2] = {p.dp * p.cp / R, p.ep > 0 ? p.dp * p.cp / p.ep : 1};
     const std::uint64_t counts[2] = {dense, expert};
     for (int g = 0; g < 2; ++g) {
       const Bytes grad = ck.mul(counts[g], dtype_bytes(c.grad_dtype), "comm.dp");
@@ -127,6 +131,11 @@ Result<CommBytes> comm_per_step(const Setup& s, const Recompute& r) {
         default:
           d = ck.mul(ck.add(ck.mul(rp, 2, "comm.dp"), rg, "comm.dp"), mc, "comm.dp");
           break;
+      }
+      if (R > 1 && counts[g] > 0) {
+        const Bytes shard = ceil_div(grad, groups[g]);
+        const Bytes ar = ck.mul(ring_share(shard, R), 2, "comm.dp");
+        d = ck.add(d, p.zero == 1 ? ar : ck.mul(ar, mc, "comm.dp"), "comm.dp");
       }
       cb.dp = ck.add(cb.dp, d, "comm.dp");
     }

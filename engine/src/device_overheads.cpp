@@ -101,7 +101,15 @@ std::vector<DeviceOverhead> device_overheads(const Setup& e, const GpuSpec* gpu)
   if (p.tp > 1) collective("nccl.tp");
   // Gradients are reduced over data x context parallel ranks when cp > 1 (Megatron-LM's
   // dp-cp group); context parallelism itself exchanges K/V blocks around a ring (send/recv).
-  if (p.dp * p.cp > 1) collective(p.cp > 1 ? "nccl.dp_cp" : "nccl.dp");
+  // Hybrid sharding (dp_replicate > 1 with ZeRO) talks over two groups: the shard group inside a
+  // replica and the replicate group across them, one communicator each.
+  if (p.dp_replicate > 1 && p.zero >= 1) {
+    if (p.dp / p.dp_replicate * p.cp > 1)
+      collective(p.cp > 1 ? "nccl.dp_cp_shard" : "nccl.dp_shard");
+    collective("nccl.dp_replicate");
+  } else if (p.dp * p.cp > 1) {
+    collective(p.cp > 1 ? "nccl.dp_cp" : "nccl.dp");
+  }
   if (p.cp > 1) p2p("nccl.cp", 2, intra(p.tp, p.cp));
   if (p.ep > 1) {
     // The token all-to-all talks to every other rank of the expert group.

@@ -111,6 +111,14 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
   // ZeRO-1 is the distributed optimizer; ZeRO-2 and 3 are Megatron-FSDP's sharding strategies
   // (distributed_data_parallel_config.py: optim_grads, optim_grads_params).
   if (p.zero == 1) a.push_back("--use-distributed-optimizer");
+  // Hybrid sharding: arguments.py --num-distributed-optimizer-instances ("Number of Distributed
+  // Optimizer copies across Data Parallel domain").
+  if (p.zero == 1 && p.dp_replicate > 1)
+    a.push_back("--num-distributed-optimizer-instances " + std::to_string(p.dp_replicate));
+  if (p.zero >= 2 && p.dp_replicate > 1)
+    return cannot("megatron: dp_replicate " + std::to_string(p.dp_replicate) + " with zero " +
+                  std::to_string(p.zero) +
+                  ": hybrid sharding is emitted for the distributed optimizer (zero 1) only");
   if (p.zero >= 2) {
     a.push_back("--use-megatron-fsdp");
     a.push_back(std::string("--data-parallel-sharding-strategy ") +

@@ -190,7 +190,9 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   // Static lines: params on this GPU × bytes per param, ÷ the ZeRO group when the stage applies
   // (routed experts partition over dp/ep).
   const std::uint64_t group = shard_ranks(p);
-  const std::string group_name = p.shard_group == ShardGroup::kDpCp ? "dp·cp" : "dp";
+  const std::string ranks_name = p.shard_group == ShardGroup::kDpCp ? "dp·cp" : "dp";
+  const std::string group_name =
+      p.dp_replicate > 1 ? "(" + ranks_name + "/dp_replicate)" : ranks_name;
   const std::uint64_t edp = expert_dp(group, p.ep);
   auto static_line = [&](const char* id, const std::string& title, const std::string& per,
                          Bytes width, int stage, Bytes value, const char* source) {

@@ -436,6 +436,8 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       {"advise", "offload", kAdviseChooses},
       {"advise", "reshard_after_forward",
        "FSDP's residency needs zero 3, which advise chooses; check a layout with estimate"},
+      {"advise", "dp_replicate",
+       "hybrid sharding splits the dp that advise chooses; check a layout with estimate"},
       {"advise", "accumulate_unsharded",
        "FSDP's residency needs zero 3, which advise chooses; check a layout with estimate"},
       {"sweep", "seq", "sweep takes its sequences from sweep.seqs (--sweep-seqs)"},

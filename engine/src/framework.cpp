@@ -100,10 +100,14 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
                    "second block fully checkpointed, the others keep everything)"});
       const char* fsdp =
           "torchtitan 9dec370 parallelize_llama.py l.79-85: fully_shard when dp_shard > 1 or "
-          "cp > 1, over the dp_shard_cp mesh (parallel_dims.py l.68-88 flattens dp_shard x cp)";
+          "cp > 1, over the dp_shard_cp mesh (parallel_dims.py l.68-88 flattens dp_shard x cp; "
+          "with dp_replicate > 1 the mesh is (dp_replicate, dp_shard_cp), HSDP), else DDP";
       d.push_back({"shard_group", "\"dp-cp\"", fsdp});
-      // dp and cp are at least 1 (validate.cpp); their product is more than 1 when either is.
-      const bool sharded = c.par.dp > 1 || c.par.cp > 1;
+      // dp_shard = dp / dp_replicate (validate.cpp refuses one that does not divide dp); dp and
+      // cp are at least 1, so dp_shard x cp is more than 1 when either is.
+      const std::uint64_t dp_shard =
+          c.par.dp_replicate > 1 ? c.par.dp / c.par.dp_replicate : c.par.dp;
+      const bool sharded = dp_shard > 1 || c.par.cp > 1;
       const int zero = given("zero") ? c.par.zero : (sharded ? 3 : 0);
       d.push_back({"zero", sharded ? "3" : "0", fsdp});
       if (zero == 3 && c.par.pp > 1) {

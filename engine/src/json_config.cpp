@@ -58,6 +58,7 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "device_stages",
                                    "framework",
                                    "shard_group",
+                                   "dp_replicate",
                                    "reshard_after_forward",
                                    "accumulate_unsharded",
                                    "loss",
@@ -145,6 +146,7 @@ Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
   ACTMEM_TRY(choice("framework", parse_framework, &c.framework, framework_table().list()));
   ACTMEM_TRY(
       choice("shard_group", parse_shard_group, &c.par.shard_group, shard_group_table().list()));
+  ACTMEM_TRY(u("dp_replicate", &c.par.dp_replicate));
   ACTMEM_TRY(b("reshard_after_forward", &c.reshard_after_forward));
   ACTMEM_TRY(b("accumulate_unsharded", &c.accumulate_unsharded));
   ACTMEM_TRY(b("optimizer_offload", &c.optimizer_offload));

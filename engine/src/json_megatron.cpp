@@ -326,6 +326,7 @@ const char* const kRead[] = {"--tensor-model-parallel-size",
                              "--use-megatron-fsdp",
                              "--data-parallel-sharding-strategy",
                              "--use-distributed-optimizer",
+                             "--num-distributed-optimizer-instances",
                              "--bf16",
                              "--fp16",
                              "--accumulate-allreduce-grads-in-fp32",
@@ -554,9 +555,18 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     return bad("--data-parallel-sharding-strategy is read with --use-megatron-fsdp");
   } else if (has("--use-distributed-optimizer")) {
     c["zero"] = 1;
+    // Partial distributed optimizer: copies of the sharded optimizer across the data-parallel
+    // domain, each sharding over dp / instances ranks (arguments.py).
+    if (has("--num-distributed-optimizer-instances")) {
+      std::uint64_t n = 0;
+      ACTMEM_TRY(uint_of("--num-distributed-optimizer-instances", &n));
+      c["dp_replicate"] = n;
+    }
   } else {
     c["zero"] = 0;
   }
+  if (has("--num-distributed-optimizer-instances") && !has("--use-distributed-optimizer"))
+    return bad("--num-distributed-optimizer-instances is read with --use-distributed-optimizer");
   if (has("--use-megatron-fsdp") && has("--use-distributed-optimizer"))
     return bad(
         "--use-megatron-fsdp and --use-distributed-optimizer: Megatron-FSDP's sharding "

@@ -383,6 +383,22 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   if (c.accumulate_unsharded && default_micro_batches(c) < 2)
     return bad("config.accumulate_unsharded",
                "true needs 2 or more micro-batches per step (it holds what passes between them)");
+  // Hybrid sharding: replicas of whole shard groups (torchtitan parallel_dims.py: dp_replicate x
+  // dp_shard = dp). Without ZeRO every dp rank is already a replica.
+  if (p.dp_replicate > 1 && p.dp % p.dp_replicate != 0)
+    return bad("config.dp_replicate", std::to_string(p.dp_replicate) +
+                                          " must divide dp=" + std::to_string(p.dp) +
+                                          " (each replica shards over dp / dp_replicate ranks)");
+  if (p.dp_replicate > 1 && p.zero == 0 && p.dp_replicate != p.dp)
+    return bad("config.dp_replicate",
+               std::to_string(p.dp_replicate) +
+                   " needs zero 1, 2 or 3 (hybrid sharding shards inside each replica); with "
+                   "zero 0 every dp rank is a replica (allowed: 1 or dp=" +
+                   std::to_string(p.dp) + ")");
+  if (p.dp_replicate > 1 && p.ep > 1)
+    return bad("config.dp_replicate",
+               std::to_string(p.dp_replicate) +
+                   " with ep > 1: hybrid sharding of experts is not modelled (allowed: 1)");
   if (p.ep > 1 && !m.any_moe())
     return bad("config.ep", "expert parallelism needs a mixture-of-experts model");
   if (p.ep > 1 && p.dp % p.ep != 0)

@@ -34,6 +34,10 @@ struct Parallel {
   std::uint64_t ep = 1;
   // Which ranks ZeRO/FSDP shard over (framework.hpp): dp, or dp × cp.
   ShardGroup shard_group = ShardGroup::kDp;
+  // Hybrid sharding (FSDP's HYBRID_SHARD / torchtitan's HSDP, Megatron-LM's
+  // --num-distributed-optimizer-instances): the dp ranks form dp_replicate replicas, each
+  // sharding over dp / dp_replicate ranks (× cp with shard_group dp-cp). 1: one shard group.
+  std::uint64_t dp_replicate = 1;
 };
 
 struct Recompute {

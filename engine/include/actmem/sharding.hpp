@@ -26,10 +26,12 @@ constexpr std::uint64_t vocab_shard(std::uint64_t v, std::uint64_t t) {
   return t > 1 ? ceil_div(v, t) : v;
 }
 
-// The ranks ZeRO/FSDP shard over: dp, or dp × cp (config.shard_group). The one definition the
-// static memory, the optimizer step's transient and their explanations use.
+// The ranks ZeRO/FSDP shard over: dp, or dp × cp (config.shard_group), inside one of
+// dp_replicate replicas (hybrid sharding; validate.cpp checks it divides dp). The one definition
+// the static memory, the optimizer step's transient, the communication and their explanations use.
 constexpr std::uint64_t shard_ranks(const Parallel& p) {
-  return p.shard_group == ShardGroup::kDpCp ? p.dp * p.cp : p.dp;
+  const std::uint64_t dp = p.dp_replicate > 1 ? p.dp / p.dp_replicate : p.dp;
+  return p.shard_group == ShardGroup::kDpCp ? dp * p.cp : dp;
 }
 
 // The dtype ZeRO-3 / FSDP gathers a layer's parameters in: FSDP2 (torchtitan) casts the sharded
