@@ -148,6 +148,8 @@ std::string render_estimate(const json& r) {
         << (d["value"].is_string() ? text(d["value"]) : d["value"].dump());
     o << "\n";
   }
+  if (c.contains("float8") && c["float8"] != "none")
+    o << "float8   " << text(c["float8"]) << " linears (torchao Float8Linear)\n";
   if (c.contains("loss") &&
       (c["loss"] != "eager" || c["shard_group"] != "dp" ||
        !c["reshard_after_forward"].get<bool>() || c["accumulate_unsharded"].get<bool>()))

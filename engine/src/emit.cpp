@@ -133,7 +133,7 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
                   ": Megatron-LM keeps both in the training dtype (--bf16, --fp16 or neither)");
   if (c.act_dtype == DType::kBf16) a.push_back("--bf16");
   if (c.act_dtype == DType::kFp16) a.push_back("--fp16");
-  if (c.act_dtype == DType::kFp8)
+  if (c.act_dtype == DType::kFp8 || c.float8 != Float8::kNone)
     return cannot("megatron: fp8 training (--fp8-format) is not modelled yet");
   if (c.act_dtype != DType::kFp32 && c.grad_dtype == DType::kFp32)
     a.push_back("--accumulate-allreduce-grads-in-fp32");

@@ -44,6 +44,7 @@ Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
   detail::add_weight_grad_store(m, k, g, inv, ck);
   detail::apply_lora(m, k, g, profile, inv, ck);
   detail::apply_lora_io(g, inv);
+  detail::apply_float8(m, k, g, profile, inv, ck);
   detail::add_op_outputs(m, k, g, profile, inv, ck);
   if (ck.overflowed())
     return make_error("overflow", "config.seq",

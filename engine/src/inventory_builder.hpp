@@ -89,6 +89,10 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
 void apply_lora(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                 LayerInventory& inv, Checked& ck);
 void apply_lora_io(const LayerGeometry& g, LayerInventory& inv);
+// Float8 block linears (engine/src/inventory_float8.cpp): tensorwise saves float8 copies of each
+// linear's input and weight in place of the high-precision input.
+void apply_float8(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
+                  LayerInventory& inv, Checked& ck);
 // Op-level policies: the op outputs of a dense layer's forward (inventory_ops.cpp).
 void add_op_outputs(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                     LayerInventory& inv, Checked& ck);

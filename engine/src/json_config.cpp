@@ -67,7 +67,8 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "lora_targets",
                                    "lora_dropout",
                                    "lora_dtype",
-                                   "qlora"};
+                                   "qlora",
+                                   "float8"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -150,6 +151,7 @@ Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
   ACTMEM_TRY(b("reshard_after_forward", &c.reshard_after_forward));
   ACTMEM_TRY(b("accumulate_unsharded", &c.accumulate_unsharded));
   ACTMEM_TRY(b("optimizer_offload", &c.optimizer_offload));
+  ACTMEM_TRY(choice("float8", parse_float8, &c.float8, float8_table().list()));
   // LoRA: the rank turns it on; the targets are linear names (docs/frameworks.md, LoRA).
   ACTMEM_TRY(u("lora_rank", &c.lora.rank, true));
   if (c.lora.rank > (std::uint64_t{1} << 20))

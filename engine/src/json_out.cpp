@@ -249,6 +249,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("seq", c.seq);
   w.field("shard_group", shard_group_name(c.par.shard_group));
   w.field("dp_replicate", c.par.dp_replicate);
+  w.field("float8", float8_name(c.float8));
   w.field("sp", c.par.sp);
   w.field("tp", c.par.tp);
   w.field("vpp", c.par.vpp);

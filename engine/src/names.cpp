@@ -44,6 +44,8 @@ const EnumName<Framework> kFrameworks[] = {{Framework::kPlain, "plain"},
                                            {Framework::kMegatronLm, "megatron-lm"},
                                            {Framework::kTorchtitan, "torchtitan"}};
 const EnumName<ShardGroup> kShardGroups[] = {{ShardGroup::kDp, "dp"}, {ShardGroup::kDpCp, "dp-cp"}};
+const EnumName<Float8> kFloat8s[] = {
+    {Float8::kNone, "none"}, {Float8::kTensorwise, "tensorwise"}, {Float8::kRowwise, "rowwise"}};
 const EnumName<FfnType> kFfn[] = {{FfnType::kGelu, "gelu"},
                                   {FfnType::kSwiglu, "swiglu"},
                                   {FfnType::kGeglu, "geglu"},
@@ -88,6 +90,9 @@ EnumTable<Framework> framework_table() {
 }
 EnumTable<ShardGroup> shard_group_table() {
   return table(kShardGroups);
+}
+EnumTable<Float8> float8_table() {
+  return table(kFloat8s);
 }
 EnumTable<FfnType> ffn_table() {
   return table(kFfn);
@@ -155,6 +160,12 @@ const char* shard_group_name(ShardGroup g) {
 }
 bool parse_shard_group(const std::string& s, ShardGroup* out) {
   return shard_group_table().parse(s, out);
+}
+const char* float8_name(Float8 f) {
+  return float8_table().name(f);
+}
+bool parse_float8(const std::string& s, Float8* out) {
+  return float8_table().parse(s, out);
 }
 bool parse_profile(const std::string& s, Profile* out) {
   return profile_table().parse(s, out);

@@ -365,6 +365,41 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
       }
     }
   }
+  // Float8 linears as torchao swaps them in (docs/frameworks.md, "Float8"): measured on the
+  // pytorch profile's dense block in bf16 (tests/reference/float8_saved.json).
+  if (c.float8 != Float8::kNone) {
+    const std::string f = std::string("'") + float8_name(c.float8) + "'";
+    if (c.profile != Profile::kPytorch)
+      return bad("config.float8", f +
+                                      " is torchao's Float8Linear, measured under the pytorch "
+                                      "profile (torchtitan's); profile is " +
+                                      std::string(profile_name(c.profile)));
+    if (c.act_dtype != DType::kBf16)
+      return bad("config.float8", f +
+                                      " runs beside bf16 compute (torchtitan's "
+                                      "MixedPrecisionPolicy); dtype is " +
+                                      std::string(dtype_name(c.act_dtype)));
+    if (p.tp > 1)
+      return bad("config.float8",
+                 f + " with tp > 1 (torchtitan's Float8ColwiseParallel) is not modelled");
+    if (c.lora.on()) return bad("config.float8", f + " with LoRA is not modelled");
+    if (c.recompute.kind == RecomputeKind::kCustom ||
+        (c.recompute.kind == RecomputeKind::kPattern &&
+         c.recompute.pattern.find('X') != std::string::npos))
+      return bad("config.float8",
+                 f + " with a custom or op-level keep list is not modelled (torchtitan's op "
+                     "policy also saves float8's aten.abs and aten.max outputs); allowed "
+                     "recompute: none, selective, full, every:K, layers: without X");
+    if (is_split_backward(effective_schedule(c)))
+      return bad("config.float8", f + " with a split-backward schedule is not modelled");
+    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki)
+      if (!op_policy_supported(m, m.kinds[ki], c.profile))
+        return bad("config.float8", f +
+                                        " is modelled for dense attention and MLP layers; layer "
+                                        "kind " +
+                                        std::to_string(ki) +
+                                        " is MoE, MLA, Mamba, mixer-only or parallel");
+  }
   // ZeRO-Offload moves the partitioned optimizer (ZeRO-2's gradients with it) to the host.
   if (c.optimizer_offload && p.zero < 2)
     return bad("config.optimizer_offload",

@@ -95,8 +95,9 @@ struct TrainConfig {
   // gradient, reduce-scattered only at the last micro-batch (torch.distributed.pipelining's
   // non-last backward: set_reshard_after_backward(False), set_requires_gradient_sync(False)).
   bool reshard_after_forward = true;
-  Loss loss;  // how the loss is computed (framework.hpp)
-  Lora lora;  // LoRA / QLoRA fine-tuning (framework.hpp)
+  Loss loss;                      // how the loss is computed (framework.hpp)
+  Lora lora;                      // LoRA / QLoRA fine-tuning (framework.hpp)
+  Float8 float8 = Float8::kNone;  // float8 block linears (framework.hpp)
   bool accumulate_unsharded = false;
   // ZeRO-Offload (zero 2 or 3): the fp32 parameter partition, its fp32 gradients and the
   // optimizer states live in host memory and the optimizer steps on the CPU (DeepSpeed

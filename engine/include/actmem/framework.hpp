@@ -21,6 +21,12 @@ enum class Framework { kPlain, kMegatronLm, kTorchtitan };
 // FSDP mesh both flatten dp and cp).
 enum class ShardGroup { kDp, kDpCp };
 
+// Float8 training of the block linears as torchao runs it (pytorch/ao eab345c2, the torchao of
+// torchtitan's December 2024 tables; docs/frameworks.md, "Float8"): tensorwise dynamic scaling
+// saves each linear's input and weight cast to float8 (e4m3, 1 byte) with an fp32 scale; the
+// rowwise recipe (ALL_AXISWISE) saves the high-precision input and weight, as bf16 does.
+enum class Float8 { kNone, kTensorwise, kRowwise };
+
 // How the loss turns the last hidden states into a scalar (docs/frameworks.md, "The loss"):
 // eager: F.cross_entropy(logits.float()), keeping the fp32 log-softmax of every token;
 // chunked:K: torchtune's CEWithChunkedOutputLoss, K chunks each upcast and kept on its own (the
@@ -77,6 +83,8 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
 const char* framework_name(Framework f);
 bool parse_framework(const std::string& s, Framework* out);
 const char* shard_group_name(ShardGroup g);
+const char* float8_name(Float8 f);
+bool parse_float8(const std::string& s, Float8* out);
 bool parse_shard_group(const std::string& s, ShardGroup* out);
 
 }  // namespace actmem

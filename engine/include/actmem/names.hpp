@@ -60,6 +60,7 @@ enum class BlockLayout;
 enum class DType;
 enum class Framework;
 enum class ShardGroup;
+enum class Float8;
 
 EnumTable<Profile> profile_table();
 EnumTable<Attention> attention_table();
@@ -72,6 +73,7 @@ EnumTable<BlockLayout> block_table();
 EnumTable<DType> float_dtype_table();  // the dtypes a config may name
 EnumTable<Framework> framework_table();
 EnumTable<ShardGroup> shard_group_table();
+EnumTable<Float8> float8_table();
 
 // The recompute policies as a user writes them (config.recompute), for listings.
 std::string recompute_names();

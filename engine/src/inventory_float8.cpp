@@ -1,0 +1,109 @@
+// Float8 training's records (docs/frameworks.md, "Float8"): torchao's Float8Linear under
+// tensorwise dynamic scaling casts each linear's input and weight to float8 and saves the casts
+// (each an fp8 tensor and a 0-d fp32 scale) for its backward, not the high-precision input; the
+// rowwise recipe saves the high-precision input and weight and changes no record.
+// Measured: tests/reference/float8_saved.json (tests/reference/measure_float8.py, torch 2.6).
+#include "inventory_builder.hpp"
+
+namespace actmem::detail {
+
+namespace {
+
+constexpr const char* kTorchao =
+    "pytorch/ao eab345c2 torchao/float8/float8_linear.py: manual_float8_matmul_with_args_in_float8 "
+    "ctx.save_for_backward(input_fp8, weight_fp8_t); measured: tests/reference/float8_saved.json";
+
+// One linear: its records' ids (literals: records keep views of them) and its weight [out, in].
+struct Linear {
+  const char* in_fp8;
+  const char* in_scale;
+  const char* weight_fp8;
+  const char* weight_scale;
+  Dim out;
+  Dim in;
+};
+
+// One high-precision input record and the linears that read it, in the forward's order.
+struct Reader {
+  const char* input;
+  Linear linears[3];
+  int n;
+};
+
+}  // namespace
+
+void apply_float8(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
+                  LayerInventory& inv, Checked& ck) {
+  // The rowwise recipe saves input_hp and weight_hp_t (float8_linear.py
+  // manual_float8_matmul_with_args_in_hp): the bf16 records stand as they are.
+  if (g.float8 != Float8::kTensorwise || !op_policy_supported(m, k, profile)) return;
+  const Dim qd{"a·d", g.a.value * g.d.value};
+  const Dim kd{"kv·d", g.kv.value * g.d.value};
+  const Dim vd{"kv·dv", g.kv.value * g.dv.value};
+  const Dim od{"a·dv", g.a.value * g.dv.value};
+  const bool gated = is_gated(k.ffn);
+  const Reader readers[] = {
+      {"attn.qkv_in",
+       {{"attn.q_proj.in_fp8", "attn.q_proj.in_scale", "attn.q_proj.weight_fp8",
+         "attn.q_proj.weight_scale", qd, g.h},
+        {"attn.k_proj.in_fp8", "attn.k_proj.in_scale", "attn.k_proj.weight_fp8",
+         "attn.k_proj.weight_scale", kd, g.h},
+        {"attn.v_proj.in_fp8", "attn.v_proj.in_scale", "attn.v_proj.weight_fp8",
+         "attn.v_proj.weight_scale", vd, g.h}},
+       3},
+      {"attn.proj_in",
+       {{"attn.o_proj.in_fp8", "attn.o_proj.in_scale", "attn.o_proj.weight_fp8",
+         "attn.o_proj.weight_scale", g.h, od}},
+       1},
+      gated ? Reader{"mlp.fc1_in",
+                     {{"mlp.gate_proj.in_fp8", "mlp.gate_proj.in_scale", "mlp.gate_proj.weight_fp8",
+                       "mlp.gate_proj.weight_scale", g.f, g.h},
+                      {"mlp.up_proj.in_fp8", "mlp.up_proj.in_scale", "mlp.up_proj.weight_fp8",
+                       "mlp.up_proj.weight_scale", g.f, g.h}},
+                     2}
+            : Reader{"mlp.fc1_in",
+                     {{"mlp.fc1.in_fp8", "mlp.fc1.in_scale", "mlp.fc1.weight_fp8",
+                       "mlp.fc1.weight_scale", g.f, g.h}},
+                     1},
+      gated ? Reader{"mlp.fc2_in",
+                     {{"mlp.down_proj.in_fp8", "mlp.down_proj.in_scale", "mlp.down_proj.weight_fp8",
+                       "mlp.down_proj.weight_scale", g.h, g.f}},
+                     1}
+            : Reader{"mlp.fc2_in",
+                     {{"mlp.fc2.in_fp8", "mlp.fc2.in_scale", "mlp.fc2.weight_fp8",
+                       "mlp.fc2.weight_scale", g.h, g.f}},
+                     1},
+  };
+  const Dim one{"1", 1};
+  std::vector<TensorRecord> added;
+  RecordBuilder rb(&added, &ck);
+  for (const Reader& r : readers) {
+    auto it = inv.tensors.begin();
+    while (it != inv.tensors.end() && it->id != r.input) ++it;
+    if (it == inv.tensors.end()) continue;
+    const Shape shape = it->shape;
+    // Each Float8Linear casts its own input (cast_input_to_float8), so linears sharing an input
+    // keep one float8 copy each.
+    for (int i = 0; i < r.n; ++i) {
+      const Linear& l = r.linears[i];
+      rb.add(l.in_fp8, shape, DType::kFp8, "linear weight gradient (float8 mm)",
+             "the linear's input cast to float8 e4m3 (tensorwise dynamic scale)", kTorchao);
+      rb.add(l.in_scale, {one}, DType::kFp32, "linear weight gradient (float8 mm)",
+             "the input cast's scale: one fp32 amax-derived number", kTorchao);
+      // The weight is cast on every forward and its transpose saved; with FSDP the cast is of
+      // the gathered bf16 weight, a new unsharded float8 tensor (torchao's config.py comment on
+      // force_recompute_fp8_weight_in_bwd; measured unchanged by that flag in eager).
+      rb.add(l.weight_fp8, {l.out, l.in}, DType::kFp8, "linear input gradient (float8 mm)",
+             "the weight cast to float8 e4m3, saved transposed", kTorchao);
+      rb.add(l.weight_scale, {one}, DType::kFp32, "linear input gradient (float8 mm)",
+             "the weight cast's scale", kTorchao);
+    }
+    // No backward reads the high-precision input any more, except flash attention's saved output
+    // (attn.proj_in's storage).
+    const bool flash_out = std::string_view(r.input) == "attn.proj_in" && g.flash;
+    if (!flash_out) inv.tensors.erase(it);
+  }
+  inv.tensors.insert(inv.tensors.end(), added.begin(), added.end());
+}
+
+}  // namespace actmem::detail

@@ -1,0 +1,107 @@
+// Float8 block linears (issue 16; docs/frameworks.md, "Float8"): the records torchao's Float8Linear
+// saves, checked against the saved tensors measured with torchao eab345c2's own code under
+// torch 2.6 (tests/reference/float8_saved.json from tests/reference/measure_float8.py), by hand on
+// Llama 3.1 8B, and the refusals.
+#include <fstream>
+
+#include "helpers.hpp"
+
+namespace actmem::test {
+
+namespace {
+
+json float8_block(const json& c, const std::string& float8) {
+  const json model = {{"hidden_size", c["h"]},
+                      {"num_attention_heads", c["a"]},
+                      {"num_key_value_heads", c["kv"]},
+                      {"intermediate_size", c["f"]},
+                      {"num_hidden_layers", 1},
+                      {"vocab_size", 16},
+                      {"max_position_embeddings", c["s"]},
+                      {"ffn_type", "swiglu"},
+                      {"norm_type", "rmsnorm"},
+                      {"position_embedding", "rope"}};
+  const std::string a = c["attention"];
+  const json config = {{"micro_batch", c["b"]},
+                       {"seq", c["s"]},
+                       {"dtype", "bf16"},
+                       {"profile", "pytorch"},
+                       {"attention", a == "sdpa_flash" ? "flash" : a},
+                       {"attention_dropout", 0.0},
+                       {"hidden_dropout", 0.0},
+                       {"float8", float8}};
+  return {{"model", model}, {"config", config}};
+}
+
+json llama8b(const std::string& float8, const json& extra = json::object()) {
+  json c = {{"profile", "pytorch"},
+            {"attention", "flash"},
+            {"seq", 8192},
+            {"micro_batch", 2},
+            {"float8", float8}};
+  c.update(extra);
+  return run_preset("llama-3.1-8b", c);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "Float8 linears: what one Llama block keeps equals torchao eab345c2's saved tensors, 12 "
+    "measured configurations (tests/reference/float8_saved.json)") {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/float8_saved.json");
+  REQUIRE(in.good());
+  const json ref = json::parse(in);
+  REQUIRE(ref["configs"].size() == 12);
+  for (const auto& c : ref["configs"]) {
+    INFO(c["id"].get<std::string>());
+    CHECK(u(run(float8_block(c, "none"))["per_layer"]["full_bytes"]) == u(c["bf16_cuda_bytes"]));
+    CHECK(u(run(float8_block(c, c["float8"]))["per_layer"]["full_bytes"]) == u(c["cuda_bytes"]));
+  }
+}
+
+TEST_CASE(
+    "Float8 tensorwise on Llama 3.1 8B, b 2, s 8192, flash: float8 inputs and weights in place of "
+    "the bf16 linear inputs, by hand") {
+  // N = 16,384 tokens. Gone: attn.qkv_in and mlp.fc1_in (N x 4096 x 2 B each) and mlp.fc2_in
+  // (N x 14336 x 2 B); attn.proj_in stays, flash attention's saved output. Added: one e4m3 copy
+  // of its input per linear (q, k, v, o, gate, up: N x 4096 B each; down: N x 14336 B), each
+  // linear's weight in e4m3 (the block's 218,103,808 linear parameters) and 14 fp32 scales.
+  const std::uint64_t n = 16384, h = 4096, f = 14336;
+  const std::uint64_t gone = 2 * (n * h * 2) + n * f * 2;
+  const std::uint64_t added = 6 * n * h + n * f + 218'103'808 + 14 * 4;
+  const json bf16 = llama8b("none");
+  const json tw = llama8b("tensorwise");
+  CHECK(u(tw["per_layer"]["full_bytes"]) + gone == u(bf16["per_layer"]["full_bytes"]) + added);
+  CHECK(added - gone == 117'440'568);
+  // The rowwise recipe saves input_hp and weight_hp_t (float8_linear.py
+  // manual_float8_matmul_with_args_in_hp): the same records as bf16.
+  CHECK(u(llama8b("rowwise")["per_layer"]["full_bytes"]) == u(bf16["per_layer"]["full_bytes"]));
+  // Full recompute keeps only each layer's input: float8 changes nothing kept.
+  CHECK(u(llama8b("tensorwise", {{"recompute", "full"}})["per_layer"]["activation_bytes"]) ==
+        u(llama8b("none", {{"recompute", "full"}})["per_layer"]["activation_bytes"]));
+  bool named = false;
+  for (const auto& t : tw["per_layer"]["tensors"])
+    named = named || (t["name"] == "attn.q_proj.weight_fp8" && t["dtype"] == "fp8");
+  CHECK(named);
+  CHECK(tw["config"]["float8"] == "tensorwise");
+}
+
+TEST_CASE("Float8 refuses what it does not model, naming config.float8") {
+  auto field = [](const json& config) {
+    json c = {{"profile", "pytorch"}, {"float8", "tensorwise"}};
+    c.update(config);
+    const json r = evaluate_json({{"preset", "llama-3.1-8b"}, {"config", c}});
+    REQUIRE_FALSE(r.value("ok", true));
+    return r["error"]["field"].get<std::string>();
+  };
+  CHECK(field({{"profile", "megatron"}}) == "config.float8");
+  CHECK(field({{"dtype", "fp32"}}) == "config.float8");
+  CHECK(field({{"tp", 2}}) == "config.float8");
+  CHECK(field({{"recompute", "op:torchtitan"}}) == "config.float8");
+  CHECK(field({{"float8", "mxfp8"}}) == "config.float8");
+  const json moe = evaluate_json(
+      {{"preset", "mixtral-8x7b"}, {"config", {{"profile", "pytorch"}, {"float8", "tensorwise"}}}});
+  CHECK(moe["error"]["field"] == "config.float8");
+}
+
+}  // namespace actmem::test
