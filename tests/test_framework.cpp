@@ -91,6 +91,46 @@ TEST_CASE(
   CHECK(u(cp["peak"]["params_bytes"]) == 4 * kParams8b / 4);
 }
 
+TEST_CASE(
+    "DeepSpeed v0.16.0: bf16 under ZeRO-2 keeps bf16 parameters, an fp32 master and bf16 gradient "
+    "partitions, and a 5e8-element bucket") {
+  const json r =
+      framework_answer({{"framework", "deepspeed"}, {"dtype", "bf16"}, {"dp", 8}, {"zero", 2}});
+  // engine.py l.1157 module.bfloat16(); stage_1_and_2.py l.393-394 fp32 partition; l.1345
+  // grads_in_partition in bf16; FusedAdam's two fp32 moments over the fp32 partition.
+  CHECK(u(r["peak"]["params_bytes"]) == 2 * kParams8b);
+  CHECK(u(r["peak"]["grads_bytes"]) == 2 * kParams8b / 8);
+  CHECK(u(r["peak"]["master_bytes"]) == 4 * kParams8b / 8);
+  CHECK(u(r["peak"]["optimizer_bytes"]) == 8 * kParams8b / 8);
+  const json& c = r["config"];
+  CHECK(c["profile"] == "hf");
+  CHECK(c["param_dtype"] == "bf16");
+  CHECK(c["grad_dtype"] == "bf16");
+  CHECK(c["master_weights"] == true);
+  CHECK(c["grad_bucket_bytes"] == 1'000'000'000);  // reduce_bucket_size 5e8 x 2 B
+  CHECK_FALSE(filled(r, "zero"));
+  // DeepSpeed's own default is fp32 training: bf16 and fp16 off (constants.py l.127, l.154).
+  const json fp32 = framework_answer({{"framework", "deepspeed"}});
+  CHECK(fp32["config"]["dtype"] == "fp32");
+  CHECK(fp32["config"]["param_dtype"] == "fp32");
+  CHECK(fp32["config"]["master_weights"] == false);
+  CHECK(fp32["config"]["zero"] == 0);
+  CHECK(fp32["config"]["grad_bucket_bytes"] == 2'000'000'000);
+  // The echoed config re-estimates to the same peak.
+  json again = c;
+  CHECK(u(framework_answer(again)["peak_bytes"]) == u(r["peak_bytes"]));
+  // bf16 without ZeRO (BF16_Optimizer) and fp16 are refused by field.
+  auto err = [](const json& config) {
+    json cfg = config;
+    cfg["framework"] = "deepspeed";
+    const json e = evaluate_json({{"preset", "llama-3.1-8b"}, {"config", cfg}});
+    REQUIRE_FALSE(e.value("ok", true));
+    return e["error"]["field"].get<std::string>();
+  };
+  CHECK(err({{"dtype", "bf16"}}) == "config.zero");
+  CHECK(err({{"dtype", "fp16"}, {"zero", 1}}) == "config.dtype");
+}
+
 TEST_CASE("framework defaults fill only what the user left out") {
   const json r = framework_answer({{"framework", "torchtitan"},
                                    {"dp", 8},

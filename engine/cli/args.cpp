@@ -47,7 +47,7 @@ const char* const kUsage =
     "  tokens over the mean, dropless MoE, 1..ep) --mtp (train with the model's MTP depths)\n"
     "  --optimizer-dtype fp32|bf16|fp16 (AdamW/SGD states; bf16 when torch.optim runs on bf16\n"
     "  parameters without master weights)\n"
-    "framework: --framework plain|megatron-lm|torchtitan (its documented defaults for the keys\n"
+    "framework: --framework plain|megatron-lm|torchtitan|deepspeed (documented defaults for keys\n"
     "  you leave out; the answer lists them) --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
     "  --dp-replicate R (hybrid sharding: R replicas, each sharding over dp/R ranks)\n"
     "  --reshard-after-forward true|false --accumulate-unsharded true|false (FSDP, zero 3)\n"

@@ -121,6 +121,48 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
       }
       break;
     }
+    case Framework::kDeepspeed: {
+      // DeepSpeed v0.16.0 (e5570b10, 2024-11-25) running the user's module as it is.
+      d.push_back({"profile", "\"hf\"",
+                   "DeepSpeed v0.16.0 runtime/engine.py: the engine calls the user's module "
+                   "unchanged (most often a transformers model through its Trainer integration)"});
+      // bf16 and fp16 are off unless the DeepSpeed config enables them: fp32 training.
+      const bool bf16 = given("dtype") && c.act_dtype == DType::kBf16;
+      if (!given("dtype"))
+        d.push_back({"dtype", "\"fp32\"",
+                     "DeepSpeed v0.16.0 runtime/constants.py l.127 BFLOAT16_ENABLED_DEFAULT = "
+                     "False, l.154 FP16_ENABLED_DEFAULT = False"});
+      d.push_back({"param_dtype", bf16 ? "\"bf16\"" : "\"fp32\"",
+                   bf16 ? "DeepSpeed v0.16.0 runtime/engine.py l.1154-1157: bf16 enabled casts "
+                          "the module, self.module.bfloat16()"
+                        : "DeepSpeed v0.16.0 runtime/engine.py: without bf16 or fp16 the module "
+                          "stays in fp32"});
+      d.push_back({"master_weights", bf16 ? "true" : "false",
+                   bf16 ? "DeepSpeed v0.16.0 runtime/zero/stage_1_and_2.py l.393-394 and "
+                          "stage3.py l.900-901: an fp32 copy of this rank's partition"
+                        : "DeepSpeed v0.16.0: fp32 parameters are the optimizer's own"});
+      const int zero = given("zero") ? c.par.zero : 0;
+      d.push_back({"grad_dtype", bf16 ? "\"bf16\"" : "\"fp32\"",
+                   "DeepSpeed v0.16.0 runtime/engine.py l.943-947 get_data_types: "
+                   "grad_accum_dtype None is the model's dtype under ZeRO (fp32 only for bf16 "
+                   "without ZeRO)"});
+      d.push_back(
+          {"zero", "0", "DeepSpeed v0.16.0 runtime/zero/config.py l.89: stage: ZeroStageEnum = 0"});
+      d.push_back({"shard_group", "\"dp\"",
+                   "DeepSpeed v0.16.0 utils/groups.py l.517-523: ZeRO shards over "
+                   "seq_data_parallel_group, the data-parallel ranks"});
+      // The gradient bucket: reduce_bucket_size 5e8 elements in the gradients' dtype, one buffer
+      // (overlap_comm is off below stage 3), or 5e8-element all-reduce chunks without ZeRO.
+      d.push_back({"grad_bucket_bytes", bf16 ? "1000000000" : "2000000000",
+                   zero >= 1 ? "DeepSpeed v0.16.0 runtime/zero/config.py l.107 "
+                               "reduce_bucket_size 5e8, l.336 overlap_comm only for stage 3; "
+                               "stage_1_and_2.py l.2040-2051 and stage3.py l.528-531: a bucket "
+                               "of reduce_bucket_size elements in the gradients' dtype"
+                             : "DeepSpeed v0.16.0 runtime/engine.py l.110 "
+                               "MEMORY_OPT_ALLREDUCE_SIZE = 500000000: gradients flattened and "
+                               "all-reduced in chunks of 5e8 elements"});
+      break;
+    }
   }
   return d;
 }

@@ -218,11 +218,14 @@ std::string estimate_text(const Estimate& e) {
   write_array(w, "custom_keep",
               c.recompute.ops ? std::vector<std::string>{} : c.recompute.custom_keep);
   w.field("dp", c.par.dp);
+  w.field("dp_replicate", c.par.dp_replicate);
   w.field("dtype", dtype_name(c.act_dtype));
   w.field("ep", c.par.ep);
+  w.field("float8", float8_name(c.float8));
   w.field("fragmentation_pct", c.fragmentation_pct);
   w.field("framework", framework_name(c.framework));
   w.field("grad_accum", c.grad_accum);
+  w.field("grad_bucket_bytes", c.grad_bucket);
   w.field("grad_dtype", dtype_name(c.grad_dtype));
   w.field("hidden_dropout", c.hidden_dropout);
   write_array(w, "layer_split", c.layer_split);
@@ -248,8 +251,6 @@ std::string estimate_text(const Estimate& e) {
   w.field("schedule", schedule_name(effective_schedule(c)));
   w.field("seq", c.seq);
   w.field("shard_group", shard_group_name(c.par.shard_group));
-  w.field("dp_replicate", c.par.dp_replicate);
-  w.field("float8", float8_name(c.float8));
   w.field("sp", c.par.sp);
   w.field("tp", c.par.tp);
   w.field("vpp", c.par.vpp);

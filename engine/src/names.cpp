@@ -42,7 +42,8 @@ const EnumName<Schedule> kSchedules[] = {{Schedule::kGpipe, "gpipe"},
                                          {Schedule::kDualPipeV, "dualpipev"}};
 const EnumName<Framework> kFrameworks[] = {{Framework::kPlain, "plain"},
                                            {Framework::kMegatronLm, "megatron-lm"},
-                                           {Framework::kTorchtitan, "torchtitan"}};
+                                           {Framework::kTorchtitan, "torchtitan"},
+                                           {Framework::kDeepspeed, "deepspeed"}};
 const EnumName<ShardGroup> kShardGroups[] = {{ShardGroup::kDp, "dp"}, {ShardGroup::kDpCp, "dp-cp"}};
 const EnumName<Float8> kFloat8s[] = {
     {Float8::kNone, "none"}, {Float8::kTensorwise, "tensorwise"}, {Float8::kRowwise, "rowwise"}};

@@ -365,6 +365,19 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
       }
     }
   }
+  // DeepSpeed's paths the deepspeed framework's defaults follow (docs/frameworks.md): bf16 under
+  // ZeRO 1-3, or fp32. Without ZeRO, bf16 runs BF16_Optimizer, which shards its fp32 master and
+  // keeps both bf16 and fp32 gradients (bf16_optimizer.py l.156-172); fp16 runs its loss scaler.
+  if (c.framework == Framework::kDeepspeed) {
+    if (c.act_dtype == DType::kFp16 || c.act_dtype == DType::kFp8)
+      return bad("config.dtype", std::string(dtype_name(c.act_dtype)) +
+                                     " under framework deepspeed is not modelled (allowed: fp32, "
+                                     "bf16)");
+    if (c.act_dtype == DType::kBf16 && p.zero == 0)
+      return bad("config.zero",
+                 "0 with bf16 under framework deepspeed: DeepSpeed's BF16_Optimizer shards its "
+                 "fp32 master and keeps bf16 and fp32 gradients, not modelled (allowed: 1, 2, 3)");
+  }
   // Float8 linears as torchao swaps them in (docs/frameworks.md, "Float8"): measured on the
   // pytorch profile's dense block in bf16 (tests/reference/float8_saved.json).
   if (c.float8 != Float8::kNone) {
