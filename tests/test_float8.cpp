@@ -46,12 +46,12 @@ json llama8b(const std::string& float8, const json& extra = json::object()) {
 }  // namespace
 
 TEST_CASE(
-    "Float8 linears: what one Llama block keeps equals torchao eab345c2's saved tensors, 12 "
+    "Float8 linears: what one Llama block keeps equals torchao eab345c2's saved tensors, 15 "
     "measured configurations (tests/reference/float8_saved.json)") {
   std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/float8_saved.json");
   REQUIRE(in.good());
   const json ref = json::parse(in);
-  REQUIRE(ref["configs"].size() == 12);
+  REQUIRE(ref["configs"].size() == 15);
   for (const auto& c : ref["configs"]) {
     INFO(c["id"].get<std::string>());
     CHECK(u(run(float8_block(c, "none"))["per_layer"]["full_bytes"]) == u(c["bf16_cuda_bytes"]));
@@ -84,6 +84,13 @@ TEST_CASE(
     named = named || (t["name"] == "attn.q_proj.weight_fp8" && t["dtype"] == "fp8");
   CHECK(named);
   CHECK(tw["config"]["float8"] == "tensorwise");
+  // MXFP8 (torchao's prototype MXLinear): the same e4m3 inputs and weights, each with one e8m0
+  // byte per 32 in-features instead of one fp32 scale.
+  const std::uint64_t mx_added =
+      6 * n * h + n * f + 218'103'808 + (6 * n * h + n * f) / 32 + 218'103'808 / 32;
+  CHECK(u(llama8b("mxfp8")["per_layer"]["full_bytes"]) + gone ==
+        u(bf16["per_layer"]["full_bytes"]) + mx_added);
+  CHECK(mx_added - gone == 144'179'200);
 }
 
 TEST_CASE("Float8 refuses what it does not model, naming config.float8") {
@@ -98,7 +105,20 @@ TEST_CASE("Float8 refuses what it does not model, naming config.float8") {
   CHECK(field({{"dtype", "fp32"}}) == "config.float8");
   CHECK(field({{"tp", 2}}) == "config.float8");
   CHECK(field({{"recompute", "op:torchtitan"}}) == "config.float8");
-  CHECK(field({{"float8", "mxfp8"}}) == "config.float8");
+  CHECK(field({{"float8", "fp4"}}) == "config.float8");
+  // MX blocks of 32 in-features: GPT-2's 768 divide, a 100-wide toy does not.
+  const json odd = evaluate_json({{"model",
+                                   {{"hidden_size", 100},
+                                    {"num_attention_heads", 4},
+                                    {"intermediate_size", 400},
+                                    {"num_hidden_layers", 1},
+                                    {"vocab_size", 16},
+                                    {"max_position_embeddings", 64},
+                                    {"ffn_type", "swiglu"},
+                                    {"norm_type", "rmsnorm"},
+                                    {"position_embedding", "rope"}}},
+                                  {"config", {{"profile", "pytorch"}, {"float8", "mxfp8"}}}});
+  CHECK(odd["error"]["field"] == "config.float8");
   const json moe = evaluate_json(
       {{"preset", "mixtral-8x7b"}, {"config", {{"profile", "pytorch"}, {"float8", "tensorwise"}}}});
   CHECK(moe["error"]["field"] == "config.float8");

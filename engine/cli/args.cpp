@@ -55,7 +55,7 @@ const char* const kUsage =
     "  --optimizer-offload true|false (ZeRO-Offload, zero 2/3: optimizer on the host)\n"
     "  --lora-rank R --lora-targets q_proj,v_proj,... --lora-dropout P --lora-dtype fp32|bf16\n"
     "  --qlora (LoRA as peft runs it; QLoRA's NF4 base weights)\n"
-    "  --float8 none|tensorwise|rowwise (torchao's float8 block linears: what they save)\n"
+    "  --float8 none|tensorwise|rowwise|mxfp8 (torchao's float8 linears: what they save)\n"
     "device:  --alloc-conf TEXT (PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True)\n"
     "  --cuda-context-bytes N --nccl-comm-bytes N (fixed costs per GPU / per communicator)\n"
     "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"

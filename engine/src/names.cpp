@@ -45,8 +45,10 @@ const EnumName<Framework> kFrameworks[] = {{Framework::kPlain, "plain"},
                                            {Framework::kTorchtitan, "torchtitan"},
                                            {Framework::kDeepspeed, "deepspeed"}};
 const EnumName<ShardGroup> kShardGroups[] = {{ShardGroup::kDp, "dp"}, {ShardGroup::kDpCp, "dp-cp"}};
-const EnumName<Float8> kFloat8s[] = {
-    {Float8::kNone, "none"}, {Float8::kTensorwise, "tensorwise"}, {Float8::kRowwise, "rowwise"}};
+const EnumName<Float8> kFloat8s[] = {{Float8::kNone, "none"},
+                                     {Float8::kTensorwise, "tensorwise"},
+                                     {Float8::kRowwise, "rowwise"},
+                                     {Float8::kMxfp8, "mxfp8"}};
 const EnumName<FfnType> kFfn[] = {{FfnType::kGelu, "gelu"},
                                   {FfnType::kSwiglu, "swiglu"},
                                   {FfnType::kGeglu, "geglu"},

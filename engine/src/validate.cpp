@@ -405,6 +405,15 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                      "recompute: none, selective, full, every:K, layers: without X");
     if (is_split_backward(effective_schedule(c)))
       return bad("config.float8", f + " with a split-backward schedule is not modelled");
+    // MX scales one block of 32 in-features (torchao mx_formats to_mx reshapes to (-1, 32)).
+    if (c.float8 == Float8::kMxfp8)
+      for (const LayerKind& k : m.kinds)
+        for (std::uint64_t in : {m.hidden, k.heads * k.head_dim, k.ffn_hidden})
+          if (in % 32 != 0)
+            return bad("config.float8", f +
+                                            " needs every linear's in-features to divide into "
+                                            "blocks of 32; this model has " +
+                                            std::to_string(in));
     for (std::size_t ki = 0; ki < m.kinds.size(); ++ki)
       if (!op_policy_supported(m, m.kinds[ki], c.profile))
         return bad("config.float8", f +

@@ -25,6 +25,7 @@ import torch
 import measure_saved as ms
 from torchao.float8.config import Float8LinearConfig, Float8LinearRecipeName, recipe_name_to_linear_config
 from torchao.float8.float8_linear import Float8Linear
+from torchao.prototype.mx_formats.mx_linear import MXLinear
 
 LINEARS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate", "up", "down"]
 
@@ -32,7 +33,10 @@ LINEARS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate", "up", "down"]
 def unwrap(t):
     inner = getattr(t, "_data", None)
     if inner is not None:
-        return [inner, t._scale]
+        # Float8Tensor: e4m3 _data and a 0-d fp32 _scale; MXTensor: e4m3 _data and one e8m0
+        # (uint8) scale per block of 32 elements.
+        scale = getattr(t, "_scale", None)
+        return [inner, scale if scale is not None else t._scale_e8m0]
     return [t]
 
 
@@ -82,21 +86,25 @@ def main():
         base_cuda = ms.measure(blk, [x])[1]
         blk, x, dims = build(attention)
         base_packed, _ = packed_bytes(blk, x)
-        for recipe in ("tensorwise", "rowwise"):
-            for recompute_weight in (False, True):
-                blk, x, dims = build(attention)
-                cfg = float8_config(recipe, recompute_weight)
-                for name in LINEARS:
+        for recipe, recompute_weight in (("tensorwise", False), ("tensorwise", True),
+                                         ("rowwise", False), ("rowwise", True), ("mxfp8", False)):
+            blk, x, dims = build(attention)
+            for name in LINEARS:
+                if recipe == "mxfp8":
+                    # torchao's prototype MX training linear: e4m3 elements, blocks of 32.
+                    MXLinear.from_float(getattr(blk, name), torch.float8_e4m3fn, 32)
+                else:
+                    cfg = float8_config(recipe, recompute_weight)
                     setattr(blk, name, Float8Linear.from_float(getattr(blk, name), config=cfg))
-                f8_packed, items = packed_bytes(blk, x)
-                cid = "float8-%s-%s%s" % (attention, recipe, "-recompute-weight" if recompute_weight else "")
-                configs.append(dict(id=cid, attention=attention, dtype="bf16", float8=recipe,
-                                    recompute_weight=recompute_weight,
-                                    bf16_cuda_bytes=base_cuda, bf16_packed_bytes=base_packed,
-                                    float8_packed_bytes=f8_packed,
-                                    cuda_bytes=base_cuda + f8_packed - base_packed,
-                                    packed=[dict(dtype=d, shape=sh, bytes=n) for d, sh, n in items], **dims))
-                sys.stderr.write("%-50s bf16=%d float8=%d\n" % (cid, base_cuda, base_cuda + f8_packed - base_packed))
+            f8_packed, items = packed_bytes(blk, x)
+            cid = "float8-%s-%s%s" % (attention, recipe, "-recompute-weight" if recompute_weight else "")
+            configs.append(dict(id=cid, attention=attention, dtype="bf16", float8=recipe,
+                                recompute_weight=recompute_weight,
+                                bf16_cuda_bytes=base_cuda, bf16_packed_bytes=base_packed,
+                                float8_packed_bytes=f8_packed,
+                                cuda_bytes=base_cuda + f8_packed - base_packed,
+                                packed=[dict(dtype=d, shape=sh, bytes=n) for d, sh, n in items], **dims))
+            sys.stderr.write("%-50s bf16=%d float8=%d\n" % (cid, base_cuda, base_cuda + f8_packed - base_packed))
     json.dump({"generator": "tests/reference/measure_float8.py", "torch_version": torch.__version__,
                "torchao": "pytorch/ao eab345c2268a7506355d506ebfc27b5d28e5e7d0", "configs": configs},
               sys.stdout, indent=1)

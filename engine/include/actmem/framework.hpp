@@ -24,8 +24,10 @@ enum class ShardGroup { kDp, kDpCp };
 // Float8 training of the block linears as torchao runs it (pytorch/ao eab345c2, the torchao of
 // torchtitan's December 2024 tables; docs/frameworks.md, "Float8"): tensorwise dynamic scaling
 // saves each linear's input and weight cast to float8 (e4m3, 1 byte) with an fp32 scale; the
-// rowwise recipe (ALL_AXISWISE) saves the high-precision input and weight, as bf16 does.
-enum class Float8 { kNone, kTensorwise, kRowwise };
+// rowwise recipe (ALL_AXISWISE) saves the high-precision input and weight, as bf16 does; mxfp8
+// (torchao's prototype MXLinear) saves both cast to MX: e4m3 elements with one e8m0 (uint8) scale
+// per block of 32 along the in-features.
+enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8 };
 
 // How the loss turns the last hidden states into a scalar (docs/frameworks.md, "The loss"):
 // eager: F.cross_entropy(logits.float()), keeping the fp32 log-softmax of every token;
