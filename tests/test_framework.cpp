@@ -131,6 +131,51 @@ TEST_CASE(
   CHECK(err({{"dtype", "fp16"}, {"zero", 1}}) == "config.dtype");
 }
 
+TEST_CASE(
+    "HF Trainer (transformers 9feae5fb, accelerate 1.2.1): fp32 by default, and DDP's buckets "
+    "keep a second copy of the gradients") {
+  const json r = framework_answer({{"framework", "hf-trainer"}, {"dp", 4}});
+  const json& c = r["config"];
+  CHECK(c["profile"] == "hf");
+  CHECK(c["dtype"] == "fp32");  // TrainingArguments bf16 = False, fp16 = False
+  CHECK(c["param_dtype"] == "fp32");
+  CHECK(c["optimizer_dtype"] == "fp32");
+  CHECK(c["recompute"] == "none");
+  CHECK(c["ddp_bucket_view"] == false);
+  // fp32 parameters, gradients and AdamW's two fp32 moments (4 + 4 + 8 B per parameter), plus
+  // DDP's buckets: gradient_as_bucket_view = False allocates a flat copy of every gradient.
+  const json& pk = r["peak"];
+  CHECK(u(pk["params_bytes"]) == 4 * kParams8b);
+  CHECK(u(pk["grads_bytes"]) == 4 * kParams8b);
+  CHECK(u(pk["ddp_buckets_bytes"]) == 4 * kParams8b);
+  CHECK(u(pk["optimizer_bytes"]) == 8 * kParams8b);
+  CHECK(u(pk["params_bytes"]) + u(pk["grads_bytes"]) + u(pk["master_bytes"]) +
+            u(pk["optimizer_bytes"]) + u(pk["ddp_buckets_bytes"]) +
+            u(pk["kept_activations_bytes"]) + u(pk["recomputed_bytes"]) + u(pk["transient_bytes"]) +
+            u(pk["fragmentation_bytes"]) ==
+        u(r["peak_bytes"]));
+  // The echoed config re-estimates to the same peak with nothing left to fill.
+  const json again = framework_answer(c);
+  CHECK(u(again["peak_bytes"]) == u(r["peak_bytes"]));
+  CHECK(again["framework_defaults"].empty());
+  // One GPU: no DDP, no buckets.
+  CHECK(u(framework_answer({{"framework", "hf-trainer"}})["peak"]["ddp_buckets_bytes"]) == 0);
+  // A model loaded in bf16 (torch_dtype=torch.bfloat16): bf16 gradients and AdamW states
+  // (zeros_like(p)); bf16 over fp32 weights is the Trainer's autocast, refused by field.
+  const json b = framework_answer(
+      {{"framework", "hf-trainer"}, {"dtype", "bf16"}, {"param_dtype", "bf16"}, {"dp", 2}});
+  CHECK(u(b["peak"]["optimizer_bytes"]) == 4 * kParams8b);
+  CHECK(u(b["peak"]["ddp_buckets_bytes"]) == 2 * kParams8b);
+  auto err = [](const json& config) {
+    const json e = evaluate_json({{"preset", "llama-3.1-8b"}, {"config", config}});
+    REQUIRE_FALSE(e.value("ok", true));
+    return e["error"]["field"].get<std::string>();
+  };
+  CHECK(err({{"framework", "hf-trainer"}, {"dtype", "bf16"}}) == "config.param_dtype");
+  CHECK(err({{"ddp_bucket_view", false}, {"dp", 2}, {"zero", 1}}) == "config.ddp_bucket_view");
+  CHECK(err({{"ddp_bucket_view", false}, {"profile", "megatron"}}) == "config.ddp_bucket_view");
+}
+
 TEST_CASE("framework defaults fill only what the user left out") {
   const json r = framework_answer({{"framework", "torchtitan"},
                                    {"dp", 8},

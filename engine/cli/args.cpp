@@ -47,8 +47,9 @@ const char* const kUsage =
     "  tokens over the mean, dropless MoE, 1..ep) --mtp (train with the model's MTP depths)\n"
     "  --optimizer-dtype fp32|bf16|fp16 (AdamW/SGD states; bf16 when torch.optim runs on bf16\n"
     "  parameters without master weights)\n"
-    "framework: --framework plain|megatron-lm|torchtitan|deepspeed (documented defaults for keys\n"
-    "  you leave out; the answer lists them) --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
+    "framework: --framework plain|megatron-lm|torchtitan|deepspeed|hf-trainer (documented\n"
+    "  defaults for the keys you leave out; the answer lists them)\n"
+    "  --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
     "  --dp-replicate R (hybrid sharding: R replicas, each sharding over dp/R ranks)\n"
     "  --reshard-after-forward true|false --accumulate-unsharded true|false (FSDP, zero 3)\n"
     "  --loss eager|chunked:K|compiled|fused (PyTorch's loss as run: kept tensors, buffers)\n"
@@ -56,6 +57,8 @@ const char* const kUsage =
     "  --lora-rank R --lora-targets q_proj,v_proj,... --lora-dropout P --lora-dtype fp32|bf16\n"
     "  --qlora (LoRA as peft runs it; QLoRA's NF4 base weights)\n"
     "  --float8 none|tensorwise|rowwise|mxfp8 (torchao's float8 linears: what they save)\n"
+    "  --ddp-bucket-view true|false (PyTorch DDP's gradient_as_bucket_view; false keeps a\n"
+    "  gradient copy in its buckets)\n"
     "device:  --alloc-conf TEXT (PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True)\n"
     "  --cuda-context-bytes N --nccl-comm-bytes N (fixed costs per GPU / per communicator)\n"
     "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"
@@ -172,6 +175,7 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--shard-group", "shard_group"},
       {"--dp-replicate", "dp_replicate"},
       {"--float8", "float8"},
+      {"--ddp-bucket-view", "ddp_bucket_view"},
       {"--reshard-after-forward", "reshard_after_forward"},
       {"--accumulate-unsharded", "accumulate_unsharded"},
       {"--loss", "loss"},

@@ -116,6 +116,8 @@ void AllocStream::allocate_static() {
     statics_.push_back(take(st.gathered_params_bytes));
     statics_.push_back(take(st.unsharded_grads_bytes));
   } else {
+    // DDP's buckets are allocated when DDP wraps the model, before the first step.
+    statics_.push_back(take(st.ddp_buckets_bytes));
     const ParamShards shards{c.par.tp, c.par.ep};
     std::vector<ParamRecord> ps;
     const RankSetup& rk = s_.ranks[rank_];

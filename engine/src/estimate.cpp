@@ -293,12 +293,23 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
         "PyTorch FSDP2 _fsdp_param.py unsharded_accumulated_grad (reduce_dtype); "
         "torch.distributed.pipelining stage.py: set_requires_gradient_sync(False) before a "
         "non-last backward"));
+  if (sm.ddp_buckets_bytes > 0)
+    e.explain.push_back(explain_product(
+        "static.ddp_buckets_bytes",
+        std::string("DDP's reduce buckets: a copy of the gradients (") + dtype_name(c.grad_dtype) +
+            "; gradient_as_bucket_view = False)",
+        {{"gradient bytes on this GPU", sm.grads_bytes}, {"copies", 1}}, sm.ddp_buckets_bytes,
+        "PyTorch torch/nn/parallel/distributed.py DistributedDataParallel(gradient_as_bucket_view="
+        "False): 'gradients will be views pointing to different offsets of allreduce "
+        "communication buckets. This can reduce peak memory usage, where the saved memory size "
+        "will be equal to the total gradients size' (when True)"));
   // The FSDP residency lines join the sums only when a switch holds them.
   std::vector<std::pair<std::string, Bytes>> resident;
   if (sm.gathered_params_bytes > 0)
     resident.push_back({"gathered parameters (FSDP)", sm.gathered_params_bytes});
   if (sm.unsharded_grads_bytes > 0)
     resident.push_back({"unsharded gradients (FSDP)", sm.unsharded_grads_bytes});
+  if (sm.ddp_buckets_bytes > 0) resident.push_back({"DDP buckets", sm.ddp_buckets_bytes});
   std::vector<std::pair<std::string, Bytes>> total_parts = {{"activations", w.act.total_bytes},
                                                             {"parameters", sm.params_bytes},
                                                             {"gradients", sm.grads_bytes},

@@ -163,6 +163,44 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
                                "all-reduced in chunks of 5e8 elements"});
       break;
     }
+    case Framework::kHfTrainer: {
+      // transformers' Trainer (training_args.py and trainer.py at 9feae5fb, 4.48.0.dev0) with
+      // accelerate 1.2.1, on a model as from_pretrained loads it.
+      constexpr const char* kArgs =
+          "transformers 9feae5fb training_args.py TrainingArguments: bf16 = False, fp16 = False";
+      const bool bf16 = given("dtype") && c.act_dtype == DType::kBf16;
+      d.push_back(
+          {"profile", "\"hf\"", "transformers' eager modules (the hf profile's measured records)"});
+      if (!given("dtype")) d.push_back({"dtype", "\"fp32\"", kArgs});
+      // from_pretrained without torch_dtype loads fp32; dtype bf16 with fp32 parameters is the
+      // Trainer's bf16 = True autocast, which validate.cpp refuses by name.
+      d.push_back({"param_dtype", "\"fp32\"",
+                   "transformers 9feae5fb modeling_utils.py from_pretrained: torch_dtype None "
+                   "loads the model in torch.float (fp32)"});
+      const bool bf16_params = bf16 && given("param_dtype") && c.param_dtype == DType::kBf16;
+      const char* w = bf16_params ? "\"bf16\"" : "\"fp32\"";
+      d.push_back({"grad_dtype", w, "torch autograd: a parameter's gradient has its dtype"});
+      d.push_back({"master_weights", "false",
+                   "the Trainer's torch.optim optimizer updates the parameters themselves"});
+      d.push_back({"optimizer_dtype", w,
+                   "transformers 9feae5fb TrainingArguments optim = 'adamw_torch': torch AdamW's "
+                   "exp_avg and exp_avg_sq are zeros_like(p), in the parameters' dtype"});
+      d.push_back({"loss", "\"eager\"",
+                   "transformers loss_utils.py ForCausalLMLoss: cross_entropy on "
+                   "logits.float()"});
+      d.push_back({"recompute", "\"none\"",
+                   "transformers 9feae5fb TrainingArguments gradient_checkpointing = False"});
+      d.push_back({"zero", "0",
+                   "the Trainer wraps the model in DDP unless DeepSpeed or FSDP is "
+                   "configured"});
+      const char* ddp =
+          "accelerate 1.2.1 DistributedDataParallelKwargs gradient_as_bucket_view = False (the "
+          "Trainer never sets it; trainer.py _wrap_model passes bucket_cap_mb only)";
+      d.push_back({"ddp_bucket_view", "false", ddp});
+      // DDP reduces inside its buckets, which static.ddp_buckets_bytes already counts.
+      d.push_back({"grad_bucket_bytes", "0", ddp});
+      break;
+    }
   }
   return d;
 }

@@ -150,6 +150,7 @@ void write_activations(JsonWriter& w, const StageActivations& a) {
 }
 
 void write_static(JsonWriter& w, const StaticMemory& m) {
+  w.field("ddp_buckets_bytes", m.ddp_buckets_bytes);
   w.field("gathered_params_bytes", m.gathered_params_bytes);
   w.field("grads_bytes", m.grads_bytes);
   w.field("host_bytes", m.host_bytes);
@@ -167,6 +168,7 @@ void write_peak(JsonWriter& w, const Stage& st) {
   w.begin_object();
   w.field("at", st.peak_at);
   w.field("bytes", st.peak_bytes);
+  w.field("ddp_buckets_bytes", st.stat.ddp_buckets_bytes);
   w.field("fragmentation_bytes", st.peak_fragmentation);
   w.field("gathered_params_bytes", st.stat.gathered_params_bytes);
   w.field("grads_bytes", st.stat.grads_bytes);
@@ -214,6 +216,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("attention", attention_name(c.attention));
   w.field("attention_dropout", c.attention_dropout);
   w.field("cp", c.par.cp);
+  w.field("ddp_bucket_view", c.ddp_bucket_view);
   // An op-level policy's ids are in its recompute name (op:ID,...), not in custom_keep.
   write_array(w, "custom_keep",
               c.recompute.ops ? std::vector<std::string>{} : c.recompute.custom_keep);
@@ -241,6 +244,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("mtp", c.mtp);
   w.field("offload", c.recompute.offload);
   w.field("optimizer", optimizer_name(c.optimizer));
+  w.field("optimizer_dtype", dtype_name(c.optimizer_dtype));
   w.field("optimizer_offload", c.optimizer_offload);
   w.field("param_dtype", dtype_name(c.param_dtype));
   w.field("pp", c.par.pp);

@@ -191,6 +191,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
       // FSDP residency (docs/frameworks.md): shown only when a switch or FSDP2 holds them.
       {"gathered", "gathered parameters (FSDP)", worst.stat.gathered_params_bytes},
       {"unsharded_grads", "unsharded gradients (FSDP)", worst.stat.unsharded_grads_bytes},
+      {"ddp_buckets", "DDP buckets (a gradient copy)", worst.stat.ddp_buckets_bytes},
       {"activations", "kept activations", worst.peak_activations},
       {"recompute", "recomputed", worst.peak_recompute},
       {"transients", "transients (logits, gradients, buffers)", worst.peak_transients},
@@ -201,7 +202,8 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.begin_array();
   for (const Part& p : parts) {
     if (p.bytes == 0 &&
-        (std::string_view(p.id) == "gathered" || std::string_view(p.id) == "unsharded_grads"))
+        (std::string_view(p.id) == "gathered" || std::string_view(p.id) == "unsharded_grads" ||
+         std::string_view(p.id) == "ddp_buckets"))
       continue;
     w.begin_object();
     w.field("bytes", p.bytes);

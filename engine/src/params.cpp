@@ -351,10 +351,15 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
         ck.mul(s.params, dtype_bytes(gather_dtype(c)), "static.gathered_params_bytes");
   if (z == 3 && c.accumulate_unsharded)
     s.unsharded_grads_bytes = ck.mul(s.params, gw, "static.unsharded_grads_bytes");
+  // DDP's buckets (torch/nn/parallel/distributed.py gradient_as_bucket_view=False: the Reducer
+  // allocates each bucket's flat gradient buffer when it wraps the model; only trainable
+  // parameters are bucketed, as grads_bytes counts them).
+  if (!c.ddp_bucket_view && z == 0 && c.par.dp > 1) s.ddp_buckets_bytes = s.grads_bytes;
   s.total_bytes = ck.add(
       ck.add(ck.add(s.params_bytes, s.grads_bytes, "static.total_bytes"),
              ck.add(s.master_bytes, s.optimizer_bytes, "static.total_bytes"), "static.total_bytes"),
-      ck.add(s.gathered_params_bytes, s.unsharded_grads_bytes, "static.total_bytes"),
+      ck.add(ck.add(s.gathered_params_bytes, s.unsharded_grads_bytes, "static.total_bytes"),
+             s.ddp_buckets_bytes, "static.total_bytes"),
       "static.total_bytes");
   if (ck.overflowed())
     return make_error("overflow", "model",

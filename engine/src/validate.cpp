@@ -378,6 +378,27 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                  "0 with bf16 under framework deepspeed: DeepSpeed's BF16_Optimizer shards its "
                  "fp32 master and keeps bf16 and fp32 gradients, not modelled (allowed: 1, 2, 3)");
   }
+  // The HF Trainer's bf16 = True runs torch.autocast over the fp32 parameters from_pretrained
+  // loads (accelerate 1.2.1): mixed activation dtypes and autocast's cached bf16 weight copies
+  // that no profile models.
+  if (c.framework == Framework::kHfTrainer) {
+    if (c.act_dtype == DType::kFp16 || c.act_dtype == DType::kFp8)
+      return bad("config.dtype", std::string(dtype_name(c.act_dtype)) +
+                                     " under framework hf-trainer is not modelled (allowed: fp32, "
+                                     "bf16 with param_dtype bf16)");
+    if (c.act_dtype == DType::kBf16 && c.param_dtype != DType::kBf16)
+      return bad("config.param_dtype",
+                 std::string(dtype_name(c.param_dtype)) +
+                     " with dtype bf16 under framework hf-trainer is the Trainer's bf16=True "
+                     "autocast over fp32 weights, not modelled; give param_dtype bf16 for a model "
+                     "loaded with torch_dtype=torch.bfloat16, or dtype fp32");
+  }
+  // PyTorch DDP's buckets exist only where torch DDP wraps the model.
+  if (!c.ddp_bucket_view &&
+      (p.zero != 0 || (c.profile != Profile::kPytorch && c.profile != Profile::kHf)))
+    return bad("config.ddp_bucket_view",
+               "false is PyTorch DDP's (zero 0, profile pytorch or hf); zero is " +
+                   std::to_string(p.zero) + ", profile " + profile_name(c.profile));
   // Float8 linears as torchao swaps them in (docs/frameworks.md, "Float8"): measured on the
   // pytorch profile's dense block in bf16 (tests/reference/float8_saved.json).
   if (c.float8 != Float8::kNone) {

@@ -103,6 +103,10 @@ struct TrainConfig {
   // optimizer states live in host memory and the optimizer steps on the CPU (DeepSpeed
   // offload_optimizer.device = "cpu"); the GPU keeps the parameters.
   bool optimizer_offload = false;
+  // PyTorch DDP's gradient_as_bucket_view (zero 0, dp > 1, the PyTorch profiles): false, DDP's
+  // default, keeps its reduce buckets as a second copy of every gradient for the whole run
+  // (static.ddp_buckets_bytes); true makes the gradients views of the buckets.
+  bool ddp_bucket_view = true;
   Bytes cublas_workspace = 32ull << 20;  // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
   Bytes grad_bucket = 25ull << 20;       // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
   // PYTORCH_CUDA_ALLOC_CONF's size settings, for the allocator model (device.hpp).

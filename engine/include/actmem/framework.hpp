@@ -14,7 +14,7 @@
 namespace actmem {
 
 // plain: today's accounting, no framework defaults applied.
-enum class Framework { kPlain, kMegatronLm, kTorchtitan, kDeepspeed };
+enum class Framework { kPlain, kMegatronLm, kTorchtitan, kDeepspeed, kHfTrainer };
 
 // The ranks ZeRO / FSDP shard parameters, gradients and optimizer states over: the data-parallel
 // ranks, or data × context parallel ranks (Megatron-LM's distributed optimizer and torchtitan's

@@ -73,6 +73,9 @@ struct StaticMemory {
   // parameters gathered in the compute dtype, and its unsharded gradient accumulators.
   Bytes gathered_params_bytes = 0;
   Bytes unsharded_grads_bytes = 0;
+  // PyTorch DDP without gradient_as_bucket_view (config.ddp_bucket_view = false): its reduce
+  // buckets, a copy of this GPU's gradients allocated when DDP wraps the model.
+  Bytes ddp_buckets_bytes = 0;
   Bytes total_bytes = 0;  // on the GPU
   // ZeRO-Offload (config.optimizer_offload): the fp32 parameter partition, its fp32 gradient
   // partition and the optimizer states, in host memory (not in total_bytes).
