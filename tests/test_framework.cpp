@@ -176,6 +176,47 @@ TEST_CASE(
   CHECK(err({{"ddp_bucket_view", false}, {"profile", "megatron"}}) == "config.ddp_bucket_view");
 }
 
+TEST_CASE(
+    "Async TP: Megatron-LM's userbuffers (TransformerEngine v1.13) and torchtitan's "
+    "symmetric-memory workspace (PyTorch 2.6), by hand") {
+  auto overhead = [](const json& r, const std::string& name) {
+    for (const auto& o : r["device"]["overheads"])
+      if (o["name"] == name) return u(o["bytes"]);
+    return std::uint64_t{0};
+  };
+  const json base = {{"seq", 8192}, {"tp", 8}, {"sp", true}, {"gpu", "h100-80gb"}};
+  json on = base;
+  on["async_tp"] = true;
+  const json m0 = run_preset("llama-3.1-70b", base);
+  const json m1 = run_preset("llama-3.1-70b", on);
+  // Ten userbuffers of [s·b/cp, h] = 8192 x 8192 bf16 elements (128 MiB each, already a multiple
+  // of the 2 MiB granularity); not in the caching allocator.
+  CHECK(overhead(m1, "tp_comm_overlap.userbuffers") == 10 * 8192ull * 8192 * 2);
+  CHECK(overhead(m0, "tp_comm_overlap.userbuffers") == 0);
+  // TransformerEngine's overlap GEMMs: three cuBLAS workspaces of 32 MiB where there was one.
+  CHECK(u(m1["peak_bytes"]) - u(m0["peak_bytes"]) == 2 * 32ull * 1048576);
+  // torchtitan: one workspace per TP group, the matmul reduce-scatter's two output chunks
+  // (2 x 8192 x 4096 / 4 bf16 elements = 32 MiB) + the 2048-byte signal pad, rounded to 2 MiB.
+  const json t = run_preset(
+      "llama-3.1-8b",
+      {{"seq", 8192}, {"tp", 4}, {"profile", "pytorch"}, {"async_tp", true}, {"gpu", "h100-80gb"}});
+  CHECK(overhead(t, "async_tp.symm_mem_workspace") == 34ull * 1048576);
+  // Read from and written to Megatron-LM's arguments.
+  const json read = run(
+      {{"preset", "llama-3.1-8b"},
+       {"config", {{"dp", 1}}},
+       {"megatron_args", "--tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap"}});
+  CHECK(read["config"]["async_tp"] == true);
+  auto err = [](const json& config) {
+    const json e = evaluate_json({{"preset", "llama-3.1-8b"}, {"config", config}});
+    REQUIRE_FALSE(e.value("ok", true));
+    return e["error"]["field"].get<std::string>();
+  };
+  CHECK(err({{"async_tp", true}}) == "config.async_tp");             // tp 1
+  CHECK(err({{"async_tp", true}, {"tp", 2}}) == "config.async_tp");  // megatron without sp
+  CHECK(err({{"async_tp", true}, {"tp", 2}, {"profile", "hf"}}) == "config.async_tp");
+}
+
 TEST_CASE("framework defaults fill only what the user left out") {
   const json r = framework_answer({{"framework", "torchtitan"},
                                    {"dp", 8},

@@ -59,6 +59,7 @@ const char* const kUsage =
     "  --float8 none|tensorwise|rowwise|mxfp8 (torchao's float8 linears: what they save)\n"
     "  --ddp-bucket-view true|false (PyTorch DDP's gradient_as_bucket_view; false keeps a\n"
     "  gradient copy in its buckets)\n"
+    "  --async-tp true|false (Megatron-LM --tp-comm-overlap / torchtitan async TP buffers)\n"
     "device:  --alloc-conf TEXT (PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True)\n"
     "  --cuda-context-bytes N --nccl-comm-bytes N (fixed costs per GPU / per communicator)\n"
     "  --gpus-per-node N (default 8: which NCCL groups stay inside a node)\n"
@@ -176,6 +177,7 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--dp-replicate", "dp_replicate"},
       {"--float8", "float8"},
       {"--ddp-bucket-view", "ddp_bucket_view"},
+      {"--async-tp", "async_tp"},
       {"--reshard-after-forward", "reshard_after_forward"},
       {"--accumulate-unsharded", "accumulate_unsharded"},
       {"--loss", "loss"},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "actmem/checked.hpp"
 #include "actmem/device.hpp"
 #include "actmem/estimate.hpp"
 
@@ -118,6 +119,49 @@ std::vector<DeviceOverhead> device_overheads(const Setup& e, const GpuSpec* gpu)
   if (p.pp > 1) {
     // A middle stage sends to and receives from both neighbours.
     p2p("nccl.pp", p.pp > 2 ? 2 : 1, intra(p.tp * p.cp * p.dp, p.pp));
+  }
+  if (c.async_tp) {
+    // Both are mapped with cuMemCreate, outside PyTorch's caching allocator, and rounded to the
+    // allocation granularity (taken as 2 MiB, cuMem's on these GPUs, as for NCCL above).
+    // Sizes are checked; one that overflows saturates, and the device sum then reports it.
+    Checked ck;
+    const Bytes row = ck.mul(c.micro_batch * (c.seq / p.cp), e.model.hidden, "async_tp");
+    const Bytes el = dtype_bytes(c.act_dtype);
+    auto round = [&](Bytes n) { return ck.mul(ceil_div(n, kG), kG, "async_tp"); };
+    auto sat = [&](Bytes n) { return ck.overflowed() ? ~Bytes{0} : n; };
+    if (c.profile == Profile::kMegatron) {
+      // Megatron-LM 2da43ef initialize_tp_communicators with TransformerEngine v1.13: ten named
+      // userbuffers of [s·b/cp, h] each (qkv/proj/fc1/fc2 fprop, dgrad, wgrad), in the
+      // activations' dtype; with fp8, the six all-gather buffers are one byte.
+      const bool fp8 = c.act_dtype == DType::kFp8;
+      const Bytes bytes =
+          fp8 ? ck.add(ck.mul(round(row), 6, "async_tp"),
+                       ck.mul(round(ck.mul(row, 2, "async_tp")), 4, "async_tp"), "async_tp")
+              : ck.mul(round(ck.mul(row, el, "async_tp")), 10, "async_tp");
+      out.push_back({"tp_comm_overlap.userbuffers", sat(bytes),
+                     "10 buffers of b·s/cp·h = " + std::to_string(row) + " elements x " +
+                         (fp8 ? std::string("(6 x 1 B + 4 x 2 B)") : std::to_string(el) + " B") +
+                         ", each rounded to 2 MiB",
+                     "Megatron-LM 2da43ef megatron/training/initialize.py _initialize_tp_"
+                     "communicators (input_shape [seq_length * micro_batch_size / cp, hidden]) "
+                     "with TransformerEngine v1.13 initialize_ub; cuMemCreate, not in the caching "
+                     "allocator; not measured"});
+    } else {
+      // PyTorch 2.6 _symmetric_memory: one workspace per TP group, grown to the largest request,
+      // the matmul reduce-scatter's two output chunks (2·b·s·h/tp elements), plus its 2048-byte
+      // signal pad.
+      const Bytes req =
+          ck.add(ceil_div(ck.mul(ck.mul(row, 2, "async_tp") / p.tp, el, "async_tp"), 16) * 16, 2048,
+                 "async_tp");
+      const Bytes bytes = round(req);
+      out.push_back({"async_tp.symm_mem_workspace", sat(bytes),
+                     "2 x b·s/cp·h/tp = " + std::to_string(2 * row / p.tp) + " elements x " +
+                         std::to_string(el) + " B + 2048 B signal pad, rounded to 2 MiB",
+                     "torchtitan 9dec370 parallelize_llama.py (enable_symm_mem_for_group, "
+                     "_micro_pipeline_tp; needs torch.compile) and PyTorch 2.6.0 "
+                     "distributed/_symmetric_memory/__init__.py get_symm_mem_workspace; "
+                     "cuMemCreate, not in the caching allocator; not measured"});
+    }
   }
   return out;
 }

@@ -87,6 +87,7 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
   std::vector<std::string> a;
   a.push_back("--tensor-model-parallel-size " + std::to_string(p.tp));
   if (p.sp && p.tp > 1) a.push_back("--sequence-parallel");
+  if (c.async_tp) a.push_back("--tp-comm-overlap");
   a.push_back("--pipeline-model-parallel-size " + std::to_string(p.pp));
   if (p.vpp > 1) a.push_back("--num-virtual-stages-per-pipeline-rank " + std::to_string(p.vpp));
   if (!c.layer_split.empty()) {

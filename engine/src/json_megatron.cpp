@@ -96,7 +96,6 @@ const char* const kUnmodelled[] = {"--fp8-format",
                                    "--cross-entropy-loss-fusion",
                                    "--cross-entropy-fusion-impl",
                                    "--pipeline-model-parallel-layout",
-                                   "--tp-comm-overlap",
                                    "--distribute-saved-activations",
                                    "--account-for-embedding-in-pipeline-split",
                                    "--account-for-loss-in-pipeline-split",
@@ -327,6 +326,7 @@ const char* const kRead[] = {"--tensor-model-parallel-size",
                              "--data-parallel-sharding-strategy",
                              "--use-distributed-optimizer",
                              "--num-distributed-optimizer-instances",
+                             "--tp-comm-overlap",
                              "--bf16",
                              "--fp16",
                              "--accumulate-allreduce-grads-in-fp32",
@@ -565,6 +565,8 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
   } else {
     c["zero"] = 0;
   }
+  // TransformerEngine userbuffers for TP communication overlap (device overhead lines).
+  if (has("--tp-comm-overlap")) c["async_tp"] = true;
   if (has("--num-distributed-optimizer-instances") && !has("--use-distributed-optimizer"))
     return bad("--num-distributed-optimizer-instances is read with --use-distributed-optimizer");
   if (has("--use-megatron-fsdp") && has("--use-distributed-optimizer"))

@@ -213,6 +213,7 @@ std::string estimate_text(const Estimate& e) {
   w.key("config");
   w.begin_object();
   w.field("accumulate_unsharded", c.accumulate_unsharded);
+  w.field("async_tp", c.async_tp);
   w.field("attention", attention_name(c.attention));
   w.field("attention_dropout", c.attention_dropout);
   w.field("cp", c.par.cp);

@@ -311,7 +311,11 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   const LayerInventory& io = e.io();
   for (const auto& r : io.input_layer) e.in_bytes = ck.add(e.in_bytes, r.bytes, "timeline");
   for (const auto& r : io.output_layer) e.out_bytes = ck.add(e.out_bytes, r.bytes, "timeline");
-  e.workspace = c.cublas_workspace;
+  // TransformerEngine's comm-overlap GEMMs take their own cuBLAS workspaces: three where there was
+  // one (Megatron-LM --tp-comm-overlap with TE v1.13; docs/frameworks.md, "Async TP").
+  e.workspace = c.async_tp && c.profile == Profile::kMegatron
+                    ? ck.mul(c.cublas_workspace, 3, "config.cublas_workspace_bytes")
+                    : c.cublas_workspace;
   // The layer input is b·s·h for every kind; SP gathers it to the full sequence.
   e.sp_gather =
       p.sp && p.tp > 1 ? ck.mul(e.kinds[0].costs.checkpoint, p.tp, "timeline.sp_allgather") : 0;

@@ -393,6 +393,20 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                      "autocast over fp32 weights, not modelled; give param_dtype bf16 for a model "
                      "loaded with torch_dtype=torch.bfloat16, or dtype fp32");
   }
+  // Async TP: Megatron-LM's userbuffers (megatron profile; arguments.py asserts sequence
+  // parallelism) or torchtitan's symmetric-memory workspace (pytorch profile).
+  if (c.async_tp) {
+    if (p.tp < 2) return bad("config.async_tp", "true needs tp > 1; tp is " + std::to_string(p.tp));
+    if (c.profile != Profile::kMegatron && c.profile != Profile::kPytorch)
+      return bad("config.async_tp",
+                 std::string("true is Megatron-LM's --tp-comm-overlap (profile megatron) or "
+                             "torchtitan's async TP (profile pytorch); profile is ") +
+                     profile_name(c.profile));
+    if (c.profile == Profile::kMegatron && !p.sp)
+      return bad("config.async_tp",
+                 "true under the megatron profile is --tp-comm-overlap, which needs sequence "
+                 "parallelism (sp)");
+  }
   // PyTorch DDP's buckets exist only where torch DDP wraps the model.
   if (!c.ddp_bucket_view &&
       (p.zero != 0 || (c.profile != Profile::kPytorch && c.profile != Profile::kHf)))

@@ -107,6 +107,11 @@ struct TrainConfig {
   // default, keeps its reduce buckets as a second copy of every gradient for the whole run
   // (static.ddp_buckets_bytes); true makes the gradients views of the buckets.
   bool ddp_bucket_view = true;
+  // Asynchronous tensor parallelism (docs/frameworks.md, "Async TP"): Megatron-LM's
+  // --tp-comm-overlap (TransformerEngine userbuffers, the megatron profile) or torchtitan's
+  // micro-pipelined TP over symmetric memory (the pytorch profile); buffers outside the caching
+  // allocator, device overhead lines.
+  bool async_tp = false;
   Bytes cublas_workspace = 32ull << 20;  // cuBLAS workspace (PyTorch default on sm90: 4096 KiB x 8)
   Bytes grad_bucket = 25ull << 20;       // gradient reduce bucket (PyTorch DDP bucket_cap_mb = 25)
   // PYTORCH_CUDA_ALLOC_CONF's size settings, for the allocator model (device.hpp).
