@@ -93,6 +93,32 @@ TEST_CASE(
   CHECK(mx_added - gone == 144'179'200);
 }
 
+TEST_CASE(
+    "Float8 all-gather under torchtitan's FSDP2: e4m3 block weights gathered, no saved weight "
+    "copies (torchao eab345c2 fsdp_utils.py)") {
+  auto answer = [](bool ag) {
+    return run_preset("llama-3.1-8b", {{"framework", "torchtitan"},
+                                       {"dp", 8},
+                                       {"seq", 8192},
+                                       {"micro_batch", 2},
+                                       {"recompute", "full"},
+                                       {"float8", "tensorwise"},
+                                       {"float8_all_gather", ag}});
+  };
+  const json off = answer(false), on = answer(true);
+  // FSDP2's root group (embedding, head: 128,256 x 4096 each; final norm 4096) stays bf16; the
+  // last block's linears (218,103,808 weights) arrive in e4m3, its two norms (8,192) in bf16.
+  const std::uint64_t embed = 525'336'576, linears = 218'103'808;
+  CHECK(u(off["peak"]["gathered_params_bytes"]) == 2 * (2 * embed + 4096) + 2 * (linears + 8192));
+  CHECK(u(on["peak"]["gathered_params_bytes"]) == 2 * (2 * embed + 4096) + linears + 2 * 8192);
+  // The float8 matmul saves a view of the gathered weight: the e4m3 weight copies are gone.
+  CHECK(u(off["per_layer"]["full_bytes"]) - u(on["per_layer"]["full_bytes"]) == linears);
+  const json bad = evaluate_json(
+      {{"preset", "llama-3.1-8b"},
+       {"config", {{"profile", "pytorch"}, {"float8", "rowwise"}, {"float8_all_gather", true}}}});
+  CHECK(bad["error"]["field"] == "config.float8_all_gather");
+}
+
 TEST_CASE("Float8 refuses what it does not model, naming config.float8") {
   auto field = [](const json& config) {
     json c = {{"profile", "pytorch"}, {"float8", "tensorwise"}};

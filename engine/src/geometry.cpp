@@ -17,6 +17,7 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
   g.loss = c.loss;
   g.lora = c.lora;
   g.float8 = c.float8;
+  g.float8_all_gather = c.float8_all_gather;
   g.attn_dropout = attn_dropout > 0.0;
   g.hidden_dropout = hidden_dropout > 0.0;
   g.flash = c.attention == Attention::kFlash;

@@ -117,10 +117,13 @@ void apply_float8(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
       // The weight is cast on every forward and its transpose saved; with FSDP the cast is of
       // the gathered bf16 weight, a new unsharded float8 tensor (torchao's config.py comment on
       // force_recompute_fp8_weight_in_bwd; measured unchanged by that flag in eager).
-      rb.add(l.weight_fp8, {l.out, l.in}, DType::kFp8, "linear input gradient (float8 mm)",
-             mx ? "the weight cast to MX: e4m3 elements"
-                : "the weight cast to float8 e4m3, saved transposed",
-             src);
+      // With FSDP's float8 all-gather the weight is already e4m3 and the saved transpose is a view
+      // of FSDP's gathered buffer (float8_linear.py cast_weight_to_float8_t: weight.t()).
+      if (!g.float8_all_gather)
+        rb.add(l.weight_fp8, {l.out, l.in}, DType::kFp8, "linear input gradient (float8 mm)",
+               mx ? "the weight cast to MX: e4m3 elements"
+                  : "the weight cast to float8 e4m3, saved transposed",
+               src);
       if (mx)
         rb.add(l.weight_scale, {l.out, l.in_blocks}, DType::kInt8,
                "linear input gradient (float8 mm)",

@@ -70,7 +70,8 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "qlora",
                                    "float8",
                                    "ddp_bucket_view",
-                                   "async_tp"};
+                                   "async_tp",
+                                   "float8_all_gather"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -155,6 +156,7 @@ Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
   ACTMEM_TRY(b("optimizer_offload", &c.optimizer_offload));
   ACTMEM_TRY(b("ddp_bucket_view", &c.ddp_bucket_view));
   ACTMEM_TRY(b("async_tp", &c.async_tp));
+  ACTMEM_TRY(b("float8_all_gather", &c.float8_all_gather));
   ACTMEM_TRY(choice("float8", parse_float8, &c.float8, float8_table().list()));
   // LoRA: the rank turns it on; the targets are linear names (docs/frameworks.md, LoRA).
   ACTMEM_TRY(u("lora_rank", &c.lora.rank, true));

@@ -226,6 +226,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("dtype", dtype_name(c.act_dtype));
   w.field("ep", c.par.ep);
   w.field("float8", float8_name(c.float8));
+  w.field("float8_all_gather", c.float8_all_gather);
   w.field("fragmentation_pct", c.fragmentation_pct);
   w.field("framework", framework_name(c.framework));
   w.field("grad_accum", c.grad_accum);

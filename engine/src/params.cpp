@@ -286,6 +286,23 @@ Bytes nf4_bytes(std::uint64_t n) {
   return ceil_div(n, 2) + blocks + 4 * ceil_div(blocks, 256) + 4 + 16 * 4 + 256 * 4;
 }
 
+Bytes gather_width(const ParamRecord& q, const TrainConfig& c) {
+  return c.float8_all_gather && q.place == ParamPlace::kLayer && q.cols > 1
+             ? 1
+             : dtype_bytes(gather_dtype(c));
+}
+
+Bytes gathered_bytes(const std::vector<ParamRecord>& v, const TrainConfig& c, const char* field,
+                     Checked& ck) {
+  Bytes n = 0;
+  for (const ParamRecord& q : v)
+    n = ck.add(
+        n,
+        ck.mul(ck.mul(ck.mul(q.rows, q.cols, field), q.copies, field), gather_width(q, c), field),
+        field);
+  return n;
+}
+
 Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const TrainConfig& c) {
   Checked ck;
   StaticMemory s;
@@ -347,8 +364,7 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
   // unsharded gradient in reduce_dtype, the gradients' dtype (_fsdp_param.py
   // unsharded_accumulated_grad).
   if (gathers_resident(c))
-    s.gathered_params_bytes =
-        ck.mul(s.params, dtype_bytes(gather_dtype(c)), "static.gathered_params_bytes");
+    s.gathered_params_bytes = gathered_bytes(params, c, "static.gathered_params_bytes", ck);
   if (z == 3 && c.accumulate_unsharded)
     s.unsharded_grads_bytes = ck.mul(s.params, gw, "static.unsharded_grads_bytes");
   // DDP's buckets (torch/nn/parallel/distributed.py gradient_as_bucket_view=False: the Reducer

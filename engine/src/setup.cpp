@@ -178,8 +178,8 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     if (c.lora.on()) apply_lora_params(m, lk, c.lora, &kind_params.back());
     for (const auto& q : kind_params.back()) {
       const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
-      ke.param_bytes =
-          ck.add(ke.param_bytes, ck.mul(n, dtype_bytes(gather_dtype(c)), "static"), "static");
+      ke.param_bytes = ck.add(ke.param_bytes, ck.mul(n, gather_width(q, c), "static"), "static");
+      ke.param_elems = ck.add(ke.param_elems, n, "static");
       // The optimizer step's temporaries follow the trainable tensors (LoRA: the adapters).
       if (!q.frozen)
         ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
@@ -298,7 +298,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
         root.insert(root.end(), lp.begin(), lp.end());
       }
       const char* f = "static.gathered_params_bytes";
-      s.stat.gathered_params_bytes = params_bytes(root, dtype_bytes(gather_dtype(c)), f, ck);
+      s.stat.gathered_params_bytes = gathered_bytes(root, c, f, ck);
       s.stat.total_bytes = ck.add(s.stat.total_bytes, s.stat.gathered_params_bytes, f);
     }
     seen.push_back(Seen{counts, first, last, s.stat});
@@ -390,7 +390,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     Bytes gather_fwd = p.zero >= 3 && !gathers_resident(c) ? ke.param_bytes : 0;
     Bytes gather_bwd = gather_fwd;
     if (fsdp2) {
-      const Bytes elems = ke.param_bytes / dtype_bytes(gather_dtype(c));
+      const Bytes elems = ke.param_elems;
       gather_fwd = ck.mul(2, ke.param_bytes, f);
       gather_bwd = ck.add(ck.mul(3, ke.param_bytes, f),
                           ck.mul(ck.mul(2, elems, f), dtype_bytes(c.grad_dtype), f), f);

@@ -413,6 +413,12 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.ddp_bucket_view",
                "false is PyTorch DDP's (zero 0, profile pytorch or hf); zero is " +
                    std::to_string(p.zero) + ", profile " + profile_name(c.profile));
+  // torchao asserts tensorwise scaling for the float8 all-gather (config.py __post_init__); it is
+  // FSDP's (fsdp_utils.py fsdp_pre_all_gather).
+  if (c.float8_all_gather && (c.float8 != Float8::kTensorwise || p.zero != 3))
+    return bad("config.float8_all_gather",
+               std::string("true needs float8 tensorwise and zero 3 (FSDP); float8 is ") +
+                   float8_name(c.float8) + ", zero " + std::to_string(p.zero));
   // Float8 linears as torchao swaps them in (docs/frameworks.md, "Float8"): measured on the
   // pytorch profile's dense block in bf16 (tests/reference/float8_saved.json).
   if (c.float8 != Float8::kNone) {

@@ -98,6 +98,9 @@ struct TrainConfig {
   Loss loss;                      // how the loss is computed (framework.hpp)
   Lora lora;                      // LoRA / QLoRA fine-tuning (framework.hpp)
   Float8 float8 = Float8::kNone;  // float8 block linears (framework.hpp)
+  // torchao's enable_fsdp_float8_all_gather (tensorwise, zero 3): FSDP gathers the block linears'
+  // weights in e4m3, and the float8 matmul saves a view of the gathered weight.
+  bool float8_all_gather = false;
   bool accumulate_unsharded = false;
   // ZeRO-Offload (zero 2 or 3): the fp32 parameter partition, its fp32 gradients and the
   // optimizer states live in host memory and the optimizer steps on the CPU (DeepSpeed

@@ -98,7 +98,8 @@ struct LayerGeometry {
   DType weight = DType::kBf16;  // the weights as the forward reads them (sharding.hpp gather_dtype)
   Loss loss;                    // how the output layer computes the loss (framework.hpp)
   Lora lora;                    // LoRA fine-tuning (off: full training)
-  Float8 float8 = Float8::kNone;  // float8 block linears (framework.hpp)
+  Float8 float8 = Float8::kNone;   // float8 block linears (framework.hpp)
+  bool float8_all_gather = false;  // the weights arrive in e4m3 from FSDP's all-gather
   bool attn_dropout = false;
   bool hidden_dropout = false;
   bool flash = false;

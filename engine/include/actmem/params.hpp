@@ -84,6 +84,13 @@ struct StaticMemory {
 
 // Static bytes on one GPU for the given parameter records (one pipeline stage's worth).
 Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const TrainConfig& c);
+// Bytes per element ZeRO-3 / FSDP gathers a parameter in: gather_dtype (sharding.hpp), or one byte
+// for a block linear's weight under torchao's float8 all-gather (config.float8_all_gather:
+// fsdp_utils.py WeightWithDynamicFloat8CastTensor all-gathers the e4m3 _data).
+Bytes gather_width(const ParamRecord& q, const TrainConfig& c);
+// The gathered bytes of these records, each in its gather_width.
+Bytes gathered_bytes(const std::vector<ParamRecord>& v, const TrainConfig& c, const char* field,
+                     Checked& ck);
 
 // Bytes of optimizer state for one tensor of n elements (shape rows x cols), element-wise states
 // in `state` (8-bit Adam and Adafactor keep their own formats).

@@ -25,7 +25,8 @@ struct KindEstimate {
   LayerFlops flops;          // one layer's forward FLOPs on one GPU
   std::uint64_t layers = 0;  // layers of this kind in the model
   Bytes param_bytes = 0;     // one layer's parameters on one GPU (what ZeRO-3 gathers per layer)
-  Bytes largest_param = 0;   // elements of its largest parameter tensor on one GPU
+  std::uint64_t param_elems = 0;  // their elements
+  Bytes largest_param = 0;        // elements of its largest parameter tensor on one GPU
   // ZeRO-3 / FSDP buffers of one layer's forward and backward (setup.cpp: the gathered layer;
   // FSDP2's all-gather, prefetch, gradient and reduce-scatter buffers; the backward transient
   // adds Setup::fsdp_root_grads beside them).
