@@ -71,6 +71,17 @@ TEST_CASE("Megatron-LM arguments read back to the same estimate, layout by layou
         {"recompute", "full"},
         {"dp", 3},
         {"micro_batches", 5}}},
+      // TransformerEngine fp8 (--fp8-format hybrid, delayed scaling) with a 16-step history.
+      {"llama-3.1-8b",
+       {{"seq", 4096},
+        {"tp", 2},
+        {"sp", true},
+        {"dp", 2},
+        {"zero", 1},
+        {"micro_batches", 2},
+        {"attention", "flash"},
+        {"float8", "delayed"},
+        {"fp8_amax_history", 16}}},
       // Hybrid sharding: two distributed-optimizer instances over dp = 8.
       {"llama-3.1-8b",
        {{"seq", 4096},
@@ -188,8 +199,12 @@ TEST_CASE("Megatron-LM arguments: refusals name the argument, unknown ones are r
   CHECK(err("--num-layers 80")["message"] ==
         "megatron_args: --num-layers 80 describes another model: this one has "
         "num_hidden_layers=32");
-  CHECK(err("--fp8-format hybrid")["message"].get<std::string>().rfind(
-            "megatron_args: --fp8-format changes what the GPUs hold", 0) == 0);
+  CHECK(err("--fp8-param-gather")["message"].get<std::string>().rfind(
+            "megatron_args: --fp8-param-gather changes what the GPUs hold", 0) == 0);
+  // TransformerEngine fp8 is read under the delayed recipe only, with the megatron profile.
+  CHECK(err("--bf16 --fp8-format hybrid --fp8-recipe mxfp8")["message"].get<std::string>().find(
+            "only TransformerEngine's delayed scaling") != std::string::npos);
+  CHECK(err("--fp8-amax-history-len 16")["field"] == "megatron_args");
   CHECK(err("--recompute-granularity selective --recompute-modules mlp")["message"]
             .get<std::string>()
             .find("only core_attn") != std::string::npos);

@@ -119,6 +119,42 @@ TEST_CASE(
   CHECK(bad["error"]["field"] == "config.float8_all_gather");
 }
 
+TEST_CASE(
+    "TransformerEngine fp8 under the megatron profile (delayed scaling, TE v1.13): fp8 linear "
+    "inputs per micro-batch, cached fp8 weights and transposes per run, by hand") {
+  auto answer = [](const std::string& f, const json& extra = json::object()) {
+    json c = {{"seq", 4096}, {"tp", 2}, {"sp", true}, {"attention", "flash"}, {"float8", f}};
+    c.update(extra);
+    return run_preset("llama-3.1-8b", c);
+  };
+  const json bf16 = answer("none"), fp8 = answer("delayed");
+  // b = 1, s = 4096, t = 2 with SP. The qkv and fc1 LayerNormLinears' norm outputs
+  // (1 x 2048 x 4096) and fc2's input (1 x 4096 x 7168) go from 2 B to 1 B per element; flash
+  // attention keeps its bf16 output and proj saves an fp8 copy (1 x 4096 x 2048).
+  const std::uint64_t saved = 2048ull * 4096 * 2 + 4096ull * 7168 - 4096ull * 2048;
+  CHECK(u(bf16["per_layer"]["full_bytes"]) - u(fp8["per_layer"]["full_bytes"]) == saved);
+  // Per layer: 218,103,808 / 2 linear weights on this TP rank, an fp8 weight and its transpose
+  // each (2 B per weight), and four modules' fp8_meta of 4 x (5 x 1 + 10) B.
+  const std::uint64_t per_layer = 218'103'808 / 2 * 2 + 4 * 4 * (5 + 10);
+  CHECK(u(fp8["peak"]["fp8_weights_bytes"]) == 32 * per_layer);
+  CHECK(u(answer("delayed", {{"fp8_amax_history", 1024}})["peak"]["fp8_weights_bytes"]) ==
+        32 * (per_layer + 4 * 4 * 5 * 1023));
+  // Megatron-LM's arguments read it, and write it back.
+  const json read = run({{"preset", "llama-3.1-8b"},
+                         {"config", {{"dp", 1}}},
+                         {"megatron_args", "--bf16 --fp8-format hybrid --fp8-amax-history-len 4"}});
+  CHECK(read["config"]["float8"] == "delayed");
+  CHECK(read["config"]["fp8_amax_history"] == 4);
+  auto field = [](const json& config) {
+    const json r = evaluate_json({{"preset", "llama-3.1-8b"}, {"config", config}});
+    REQUIRE_FALSE(r.value("ok", true));
+    return r["error"]["field"].get<std::string>();
+  };
+  CHECK(field({{"float8", "delayed"}, {"profile", "pytorch"}}) == "config.float8");
+  CHECK(field({{"fp8_amax_history", 16}}) == "config.fp8_amax_history");
+  CHECK(field({{"float8", "delayed"}, {"dp", 2}, {"zero", 3}}) == "config.float8");
+}
+
 TEST_CASE("Float8 refuses what it does not model, naming config.float8") {
   auto field = [](const json& config) {
     json c = {{"profile", "pytorch"}, {"float8", "tensorwise"}};

@@ -57,6 +57,8 @@ const char* const kUsage =
     "  --lora-rank R --lora-targets q_proj,v_proj,... --lora-dropout P --lora-dtype fp32|bf16\n"
     "  --qlora (LoRA as peft runs it; QLoRA's NF4 base weights)\n"
     "  --float8 none|tensorwise|rowwise|mxfp8 (torchao's float8 linears: what they save)\n"
+    "  --float8 delayed --fp8-amax-history L (TransformerEngine's fp8 under the megatron\n"
+    "  profile: fp8 linear inputs, cached fp8 weights and transposes)\n"
     "  --float8-all-gather true|false (tensorwise, zero 3: FSDP gathers e4m3 weights)\n"
     "  --ddp-bucket-view true|false (PyTorch DDP's gradient_as_bucket_view; false keeps a\n"
     "  gradient copy in its buckets)\n"
@@ -180,6 +182,7 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--ddp-bucket-view", "ddp_bucket_view"},
       {"--async-tp", "async_tp"},
       {"--float8-all-gather", "float8_all_gather"},
+      {"--fp8-amax-history", "fp8_amax_history"},
       {"--reshard-after-forward", "reshard_after_forward"},
       {"--accumulate-unsharded", "accumulate_unsharded"},
       {"--loss", "loss"},

@@ -198,6 +198,7 @@ std::string render_estimate(const json& r) {
   if (u(pk["gathered_params_bytes"]) > 0) line("gathered parameters", pk["gathered_params_bytes"]);
   if (u(pk["unsharded_grads_bytes"]) > 0) line("unsharded gradients", pk["unsharded_grads_bytes"]);
   if (u(pk["ddp_buckets_bytes"]) > 0) line("DDP buckets", pk["ddp_buckets_bytes"]);
+  if (u(pk["fp8_weights_bytes"]) > 0) line("fp8 weight caches", pk["fp8_weights_bytes"]);
   line("kept activations", pk["kept_activations_bytes"]);
   line("recomputed (working set)", pk["recomputed_bytes"]);
   line("transients", pk["transient_bytes"]);

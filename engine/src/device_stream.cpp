@@ -115,6 +115,7 @@ void AllocStream::allocate_static() {
     // parameters and unsharded gradient accumulators, counted for the whole step as the walk does.
     statics_.push_back(take(st.gathered_params_bytes));
     statics_.push_back(take(st.unsharded_grads_bytes));
+    statics_.push_back(take(st.fp8_weights_bytes));
   } else {
     // DDP's buckets are allocated when DDP wraps the model, before the first step.
     statics_.push_back(take(st.ddp_buckets_bytes));

@@ -134,8 +134,13 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
                   ": Megatron-LM keeps both in the training dtype (--bf16, --fp16 or neither)");
   if (c.act_dtype == DType::kBf16) a.push_back("--bf16");
   if (c.act_dtype == DType::kFp16) a.push_back("--fp16");
-  if (c.act_dtype == DType::kFp8 || c.float8 != Float8::kNone)
-    return cannot("megatron: fp8 training (--fp8-format) is not modelled yet");
+  if (c.act_dtype == DType::kFp8 || (c.float8 != Float8::kNone && c.float8 != Float8::kDelayed))
+    return cannot(std::string("megatron: float8 ") + float8_name(c.float8) +
+                  " is torchao's; Megatron-LM's fp8 is TransformerEngine's (float8 delayed)");
+  if (c.float8 == Float8::kDelayed) {
+    a.push_back("--fp8-format hybrid");
+    a.push_back("--fp8-amax-history-len " + std::to_string(c.fp8_amax_history));
+  }
   if (c.act_dtype != DType::kFp32 && c.grad_dtype == DType::kFp32)
     a.push_back("--accumulate-allreduce-grads-in-fp32");
   switch (c.attention) {

@@ -303,6 +303,15 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
         "False): 'gradients will be views pointing to different offsets of allreduce "
         "communication buckets. This can reduce peak memory usage, where the saved memory size "
         "will be equal to the total gradients size' (when True)"));
+  if (sm.fp8_weights_bytes > 0)
+    e.explain.push_back(explain_product(
+        "static.fp8_weights_bytes",
+        "TransformerEngine fp8: each linear's cached fp8 weight and transpose (2 B per weight), "
+        "and 4 modules' fp8_meta per layer (4 x (5 x amax history + 10) fp32 numbers each)",
+        {{"bytes", sm.fp8_weights_bytes}}, sm.fp8_weights_bytes,
+        "TransformerEngine v1.13 module/linear.py and layernorm_linear.py (weight_fp8 and "
+        "weight_t_fp8 cached while is_first_microbatch is False; Megatron-LM passes it), "
+        "module/base.py fp8_meta (amax_history [L, n], scale, scale_inv); not measured"));
   // The FSDP residency lines join the sums only when a switch holds them.
   std::vector<std::pair<std::string, Bytes>> resident;
   if (sm.gathered_params_bytes > 0)
@@ -310,6 +319,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   if (sm.unsharded_grads_bytes > 0)
     resident.push_back({"unsharded gradients (FSDP)", sm.unsharded_grads_bytes});
   if (sm.ddp_buckets_bytes > 0) resident.push_back({"DDP buckets", sm.ddp_buckets_bytes});
+  if (sm.fp8_weights_bytes > 0) resident.push_back({"fp8 weight caches", sm.fp8_weights_bytes});
   std::vector<std::pair<std::string, Bytes>> total_parts = {{"activations", w.act.total_bytes},
                                                             {"parameters", sm.params_bytes},
                                                             {"gradients", sm.grads_bytes},

@@ -18,6 +18,10 @@ constexpr const char* kMx =
     "F.linear(MXTensor.to_mx(x), MXTensor.to_mx(weight)) saves both MX tensors (mx_tensor.py: "
     "_data e4m3, _scale_e8m0 one byte per 32 elements); measured: tests/reference/"
     "float8_saved.json";
+constexpr const char* kTe =
+    "TransformerEngine v1.13 module/layernorm_linear.py and linear.py _Linear.forward: the fp8 "
+    "ln_out / inputmat saved for the weight gradient (Megatron-LM core_v0.10.0 TE layer specs); "
+    "not measured";
 // MX block size (torchao mx_formats constants.py; MXLinear.from_float(mod, e4m3, 32)).
 constexpr std::uint64_t kMxBlock = 32;
 
@@ -43,6 +47,31 @@ struct Reader {
 
 void apply_float8(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                   LayerInventory& inv, Checked& ck) {
+  // TransformerEngine under Megatron-LM (delayed scaling): the qkv and fc1 LayerNormLinears keep
+  // their norm output in fp8, the proj and fc2 Linears their input in fp8, in place of the bf16
+  // copies; the activation function and the attention core keep bf16 (TE v1.13 module/
+  // linear.py, layernorm_linear.py; Megatron-LM core_v0.10.0 TE specs; fp8_dpa off).
+  if (g.float8 == Float8::kDelayed) {
+    if (profile != Profile::kMegatron) return;
+    std::vector<TensorRecord> added;
+    RecordBuilder rb(&added, &ck);
+    for (TensorRecord& t : inv.tensors) {
+      const bool proj = t.id == "attn.proj_in";
+      if (!(proj || t.id == "attn.qkv_in" || t.id == "mlp.fc1_in" || t.id == "mlp.fc2_in"))
+        continue;
+      // Flash attention keeps its output, attn.proj_in's storage, in bf16 besides.
+      if (proj && g.flash) {
+        rb.add("attn.proj_in_fp8", t.shape, DType::kFp8, "linear weight gradient (fp8 GEMM)",
+               "TERowParallelLinear's input cast to fp8", kTe);
+        continue;
+      }
+      t.bytes /= dtype_bytes(t.dtype);
+      t.dtype = DType::kFp8;
+      t.source = kTe;
+    }
+    inv.tensors.insert(inv.tensors.end(), added.begin(), added.end());
+    return;
+  }
   // The rowwise recipe saves input_hp and weight_hp_t (float8_linear.py
   // manual_float8_matmul_with_args_in_hp): the bf16 records stand as they are.
   if (g.float8 == Float8::kNone || g.float8 == Float8::kRowwise ||

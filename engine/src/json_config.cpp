@@ -71,7 +71,8 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "float8",
                                    "ddp_bucket_view",
                                    "async_tp",
-                                   "float8_all_gather"};
+                                   "float8_all_gather",
+                                   "fp8_amax_history"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -157,6 +158,11 @@ Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
   ACTMEM_TRY(b("ddp_bucket_view", &c.ddp_bucket_view));
   ACTMEM_TRY(b("async_tp", &c.async_tp));
   ACTMEM_TRY(b("float8_all_gather", &c.float8_all_gather));
+  ACTMEM_TRY(u("fp8_amax_history", &c.fp8_amax_history));
+  if (c.fp8_amax_history > (std::uint64_t{1} << 20))
+    return make_error("invalid_value", "config.fp8_amax_history",
+                      "config.fp8_amax_history: " + std::to_string(c.fp8_amax_history) +
+                          " is more than the 1048576 allowed");
   ACTMEM_TRY(choice("float8", parse_float8, &c.float8, float8_table().list()));
   // LoRA: the rank turns it on; the targets are linear names (docs/frameworks.md, LoRA).
   ACTMEM_TRY(u("lora_rank", &c.lora.rank, true));

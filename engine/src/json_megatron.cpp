@@ -80,9 +80,7 @@ Result<std::vector<std::string>> tokens(const std::string& text) {
 }
 
 // Arguments that change memory in ways the engine does not model yet: refused, never ignored.
-const char* const kUnmodelled[] = {"--fp8-format",
-                                   "--fp8-recipe",
-                                   "--fp8-param-gather",
+const char* const kUnmodelled[] = {"--fp8-param-gather",
                                    "--fp8",
                                    "--fp4-format",
                                    "--cpu-offloading",
@@ -327,6 +325,9 @@ const char* const kRead[] = {"--tensor-model-parallel-size",
                              "--use-distributed-optimizer",
                              "--num-distributed-optimizer-instances",
                              "--tp-comm-overlap",
+                             "--fp8-format",
+                             "--fp8-recipe",
+                             "--fp8-amax-history-len",
                              "--bf16",
                              "--fp16",
                              "--accumulate-allreduce-grads-in-fp32",
@@ -564,6 +565,24 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     }
   } else {
     c["zero"] = 0;
+  }
+  // TransformerEngine fp8: --fp8-format hybrid or e4m3 with the delayed recipe (its default).
+  if (has("--fp8-format")) {
+    const std::string f = args["--fp8-format"];
+    if (f != "hybrid" && f != "e4m3")
+      return bad("--fp8-format " + shown(f) + ": allowed: hybrid, e4m3");
+    const std::string r = has("--fp8-recipe") ? args["--fp8-recipe"] : "delayed";
+    if (r != "delayed")
+      return bad("--fp8-recipe " + shown(r) +
+                 ": only TransformerEngine's delayed scaling is modelled (allowed: delayed)");
+    c["float8"] = "delayed";
+    if (has("--fp8-amax-history-len")) {
+      std::uint64_t n = 0;
+      ACTMEM_TRY(uint_of("--fp8-amax-history-len", &n));
+      c["fp8_amax_history"] = n;
+    }
+  } else if (has("--fp8-recipe") || has("--fp8-amax-history-len")) {
+    return bad("--fp8-recipe and --fp8-amax-history-len are read with --fp8-format");
   }
   // TransformerEngine userbuffers for TP communication overlap (device overhead lines).
   if (has("--tp-comm-overlap")) c["async_tp"] = true;

@@ -151,6 +151,7 @@ void write_activations(JsonWriter& w, const StageActivations& a) {
 
 void write_static(JsonWriter& w, const StaticMemory& m) {
   w.field("ddp_buckets_bytes", m.ddp_buckets_bytes);
+  w.field("fp8_weights_bytes", m.fp8_weights_bytes);
   w.field("gathered_params_bytes", m.gathered_params_bytes);
   w.field("grads_bytes", m.grads_bytes);
   w.field("host_bytes", m.host_bytes);
@@ -169,6 +170,7 @@ void write_peak(JsonWriter& w, const Stage& st) {
   w.field("at", st.peak_at);
   w.field("bytes", st.peak_bytes);
   w.field("ddp_buckets_bytes", st.stat.ddp_buckets_bytes);
+  w.field("fp8_weights_bytes", st.stat.fp8_weights_bytes);
   w.field("fragmentation_bytes", st.peak_fragmentation);
   w.field("gathered_params_bytes", st.stat.gathered_params_bytes);
   w.field("grads_bytes", st.stat.grads_bytes);
@@ -227,6 +229,7 @@ std::string estimate_text(const Estimate& e) {
   w.field("ep", c.par.ep);
   w.field("float8", float8_name(c.float8));
   w.field("float8_all_gather", c.float8_all_gather);
+  w.field("fp8_amax_history", c.fp8_amax_history);
   w.field("fragmentation_pct", c.fragmentation_pct);
   w.field("framework", framework_name(c.framework));
   w.field("grad_accum", c.grad_accum);

@@ -192,6 +192,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
       {"gathered", "gathered parameters (FSDP)", worst.stat.gathered_params_bytes},
       {"unsharded_grads", "unsharded gradients (FSDP)", worst.stat.unsharded_grads_bytes},
       {"ddp_buckets", "DDP buckets (a gradient copy)", worst.stat.ddp_buckets_bytes},
+      {"fp8_weights", "fp8 weight caches (TransformerEngine)", worst.stat.fp8_weights_bytes},
       {"activations", "kept activations", worst.peak_activations},
       {"recompute", "recomputed", worst.peak_recompute},
       {"transients", "transients (logits, gradients, buffers)", worst.peak_transients},
@@ -203,7 +204,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   for (const Part& p : parts) {
     if (p.bytes == 0 &&
         (std::string_view(p.id) == "gathered" || std::string_view(p.id) == "unsharded_grads" ||
-         std::string_view(p.id) == "ddp_buckets"))
+         std::string_view(p.id) == "ddp_buckets" || std::string_view(p.id) == "fp8_weights"))
       continue;
     w.begin_object();
     w.field("bytes", p.bytes);

@@ -49,7 +49,8 @@ const EnumName<ShardGroup> kShardGroups[] = {{ShardGroup::kDp, "dp"}, {ShardGrou
 const EnumName<Float8> kFloat8s[] = {{Float8::kNone, "none"},
                                      {Float8::kTensorwise, "tensorwise"},
                                      {Float8::kRowwise, "rowwise"},
-                                     {Float8::kMxfp8, "mxfp8"}};
+                                     {Float8::kMxfp8, "mxfp8"},
+                                     {Float8::kDelayed, "delayed"}};
 const EnumName<FfnType> kFfn[] = {{FfnType::kGelu, "gelu"},
                                   {FfnType::kSwiglu, "swiglu"},
                                   {FfnType::kGeglu, "geglu"},

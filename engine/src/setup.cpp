@@ -282,6 +282,24 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     auto st = static_memory(scaled, c);
     if (!st.ok()) return st.error();
     s.stat = st.value();
+    // TransformerEngine fp8 (docs/frameworks.md, "Float8"): each block linear's fp8 weight and
+    // transpose, cached for the run (1 B each per weight), and four TE modules per layer (qkv
+    // and fc1 LayerNormLinear, proj and fc2 Linear), each with fp8_meta of 4 x (5L + 10) bytes.
+    if (c.float8 == Float8::kDelayed) {
+      const char* f = "static.fp8_weights_bytes";
+      const Bytes meta = ck.mul(4 * 4, ck.add(ck.mul(5, c.fp8_amax_history, f), 10, f), f);
+      Bytes fp8 = 0;
+      for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+        if (counts[ki] == 0) continue;
+        Bytes layer = meta;
+        for (const ParamRecord& q : kind_params[ki])
+          if (q.place == ParamPlace::kLayer && q.cols > 1)
+            layer = ck.add(layer, ck.mul(2, ck.mul(q.rows, q.cols, f), f), f);
+        fp8 = ck.add(fp8, ck.mul(layer, counts[ki], f), f);
+      }
+      s.stat.fp8_weights_bytes = fp8;
+      s.stat.total_bytes = ck.add(s.stat.total_bytes, fp8, f);
+    }
     // FSDP2 never reshards its root group (the parameters outside the blocks: embedding, final
     // norm, head) after forward (_fsdp_state.py: the root's post_forward_mesh_info = None), and
     // torchtitan leaves the last block gathered (parallelize_llama.py l.325-339:

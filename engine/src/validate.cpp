@@ -419,9 +419,38 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.float8_all_gather",
                std::string("true needs float8 tensorwise and zero 3 (FSDP); float8 is ") +
                    float8_name(c.float8) + ", zero " + std::to_string(p.zero));
+  // TransformerEngine's delayed-scaling fp8 (Megatron-LM's --fp8-format) under the megatron
+  // profile, dense layers; torchao's recipes under the pytorch profile (below).
+  if (c.float8 == Float8::kDelayed) {
+    if (c.profile != Profile::kMegatron)
+      return bad("config.float8", std::string("'delayed' is TransformerEngine's fp8 as "
+                                              "Megatron-LM runs it (profile megatron); profile "
+                                              "is ") +
+                                      profile_name(c.profile));
+    if (c.act_dtype != DType::kBf16)
+      return bad("config.float8", std::string("'delayed' runs beside bf16 (--bf16); dtype is ") +
+                                      dtype_name(c.act_dtype));
+    if (p.zero >= 2)
+      return bad("config.float8", "'delayed' with Megatron-FSDP (zero 2 or 3) is not modelled");
+    if (c.recompute.kind == RecomputeKind::kCustom || is_split_backward(effective_schedule(c)))
+      return bad("config.float8",
+                 "'delayed' with a custom keep list or a split-backward schedule is not "
+                 "modelled");
+    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+      const LayerKind& k = m.kinds[ki];
+      if (!k.has_attention() || k.is_mla() || !k.has_ffn || k.is_moe() ||
+          m.block != BlockLayout::kSequential)
+        return bad("config.float8",
+                   "'delayed' is modelled for dense attention and MLP layers; "
+                   "layer kind " +
+                       std::to_string(ki) + " is MoE, MLA, Mamba, mixer-only or parallel");
+    }
+  } else if (c.fp8_amax_history != 1) {
+    return bad("config.fp8_amax_history", "is read with float8 'delayed' (TransformerEngine)");
+  }
   // Float8 linears as torchao swaps them in (docs/frameworks.md, "Float8"): measured on the
   // pytorch profile's dense block in bf16 (tests/reference/float8_saved.json).
-  if (c.float8 != Float8::kNone) {
+  if (c.float8 != Float8::kNone && c.float8 != Float8::kDelayed) {
     const std::string f = std::string("'") + float8_name(c.float8) + "'";
     if (c.profile != Profile::kPytorch)
       return bad("config.float8", f +

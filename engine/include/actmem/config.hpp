@@ -101,6 +101,8 @@ struct TrainConfig {
   // torchao's enable_fsdp_float8_all_gather (tensorwise, zero 3): FSDP gathers the block linears'
   // weights in e4m3, and the float8 matmul saves a view of the gathered weight.
   bool float8_all_gather = false;
+  // TransformerEngine's amax history length (Megatron-LM --fp8-amax-history-len, default 1).
+  std::uint64_t fp8_amax_history = 1;
   bool accumulate_unsharded = false;
   // ZeRO-Offload (zero 2 or 3): the fp32 parameter partition, its fp32 gradients and the
   // optimizer states live in host memory and the optimizer steps on the CPU (DeepSpeed

@@ -27,7 +27,9 @@ enum class ShardGroup { kDp, kDpCp };
 // rowwise recipe (ALL_AXISWISE) saves the high-precision input and weight, as bf16 does; mxfp8
 // (torchao's prototype MXLinear) saves both cast to MX: e4m3 elements with one e8m0 (uint8) scale
 // per block of 32 along the in-features.
-enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8 };
+// delayed: TransformerEngine's DelayedScaling recipe as Megatron-LM runs it (--fp8-format, the
+// megatron profile): each linear keeps its input in fp8 and a cached fp8 weight and transpose.
+enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8, kDelayed };
 
 // How the loss turns the last hidden states into a scalar (docs/frameworks.md, "The loss"):
 // eager: F.cross_entropy(logits.float()), keeping the fp32 log-softmax of every token;

@@ -76,6 +76,9 @@ struct StaticMemory {
   // PyTorch DDP without gradient_as_bucket_view (config.ddp_bucket_view = false): its reduce
   // buckets, a copy of this GPU's gradients allocated when DDP wraps the model.
   Bytes ddp_buckets_bytes = 0;
+  // TransformerEngine fp8 (config.float8 delayed): each linear's cached fp8 weight and its
+  // transpose, and each module's fp8_meta (amax histories, scales).
+  Bytes fp8_weights_bytes = 0;
   Bytes total_bytes = 0;  // on the GPU
   // ZeRO-Offload (config.optimizer_offload): the fp32 parameter partition, its fp32 gradient
   // partition and the optimizer states, in host memory (not in total_bytes).
