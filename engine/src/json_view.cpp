@@ -182,6 +182,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
     const char* id;
     const char* label;
     Bytes bytes;
+    bool optional = false;  // shown only when held (a framework switch's line)
   };
   const Part parts[] = {
       {"params", "parameters", worst.stat.params_bytes},
@@ -189,10 +190,10 @@ std::string view_text(const View& v, const std::string& estimate_answer,
       {"master", "master weights", worst.stat.master_bytes},
       {"optimizer", "optimizer states", worst.stat.optimizer_bytes},
       // FSDP residency (docs/frameworks.md): shown only when a switch or FSDP2 holds them.
-      {"gathered", "gathered parameters (FSDP)", worst.stat.gathered_params_bytes},
-      {"unsharded_grads", "unsharded gradients (FSDP)", worst.stat.unsharded_grads_bytes},
-      {"ddp_buckets", "DDP buckets (a gradient copy)", worst.stat.ddp_buckets_bytes},
-      {"fp8_weights", "fp8 weight caches (TransformerEngine)", worst.stat.fp8_weights_bytes},
+      {"gathered", "gathered parameters (FSDP)", worst.stat.gathered_params_bytes, true},
+      {"unsharded_grads", "unsharded gradients (FSDP)", worst.stat.unsharded_grads_bytes, true},
+      {"ddp_buckets", "DDP buckets (a gradient copy)", worst.stat.ddp_buckets_bytes, true},
+      {"fp8_weights", "fp8 weight caches (TransformerEngine)", worst.stat.fp8_weights_bytes, true},
       {"activations", "kept activations", worst.peak_activations},
       {"recompute", "recomputed", worst.peak_recompute},
       {"transients", "transients (logits, gradients, buffers)", worst.peak_transients},
@@ -202,10 +203,7 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.key("segments");
   w.begin_array();
   for (const Part& p : parts) {
-    if (p.bytes == 0 &&
-        (std::string_view(p.id) == "gathered" || std::string_view(p.id) == "unsharded_grads" ||
-         std::string_view(p.id) == "ddp_buckets" || std::string_view(p.id) == "fp8_weights"))
-      continue;
+    if (p.optional && p.bytes == 0) continue;
     w.begin_object();
     w.field("bytes", p.bytes);
     w.field("id", p.id);

@@ -287,9 +287,7 @@ Bytes nf4_bytes(std::uint64_t n) {
 }
 
 Bytes gather_width(const ParamRecord& q, const TrainConfig& c) {
-  return c.float8_all_gather && q.place == ParamPlace::kLayer && q.cols > 1
-             ? 1
-             : dtype_bytes(gather_dtype(c));
+  return c.float8_all_gather && is_block_linear(q) ? 1 : dtype_bytes(gather_dtype(c));
 }
 
 Bytes gathered_bytes(const std::vector<ParamRecord>& v, const TrainConfig& c, const char* field,

@@ -293,8 +293,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
         if (counts[ki] == 0) continue;
         Bytes layer = meta;
         for (const ParamRecord& q : kind_params[ki])
-          if (q.place == ParamPlace::kLayer && q.cols > 1)
-            layer = ck.add(layer, ck.mul(2, ck.mul(q.rows, q.cols, f), f), f);
+          if (is_block_linear(q)) layer = ck.add(layer, ck.mul(2, ck.mul(q.rows, q.cols, f), f), f);
         fp8 = ck.add(fp8, ck.mul(layer, counts[ki], f), f);
       }
       s.stat.fp8_weights_bytes = fp8;

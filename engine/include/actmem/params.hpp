@@ -87,6 +87,11 @@ struct StaticMemory {
 
 // Static bytes on one GPU for the given parameter records (one pipeline stage's worth).
 Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const TrainConfig& c);
+// A transformer block's linear weight (a matrix of a layer): what float8 recipes cast, torchao's
+// float8 all-gather gathers in e4m3 and TransformerEngine caches in fp8.
+inline bool is_block_linear(const ParamRecord& q) {
+  return q.place == ParamPlace::kLayer && q.cols > 1;
+}
 // Bytes per element ZeRO-3 / FSDP gathers a parameter in: gather_dtype (sharding.hpp), or one byte
 // for a block linear's weight under torchao's float8 all-gather (config.float8_all_gather:
 // fsdp_utils.py WeightWithDynamicFloat8CastTensor all-gathers the e4m3 _data).
