@@ -52,6 +52,7 @@ fuzz actmem-fuzz-requests 1500 fuzz/json.dict fuzz/corpus-requests   # `requests
 fuzz actmem-fuzz-validate 50000 fuzz/cli.dict fuzz/corpus-validate   # actmem-validate's argv
 fuzz actmem-fuzz-snapshot 10000 fuzz/pickle.dict fuzz/corpus-snapshot # compare's snapshot file
 fuzz actmem-fuzz-megatron 10000 fuzz/megatron.dict fuzz/corpus-megatron # --megatron-args FILE
+fuzz actmem-fuzz-torchtitan 50000 fuzz/torchtitan.dict fuzz/corpus-torchtitan # --torchtitan-toml FILE
 
 section "clang-format"
 files=$(git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null || find engine tests bench -name '*.[ch]pp')

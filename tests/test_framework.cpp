@@ -92,6 +92,26 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "torchtitan 9dec370 without FSDP: fp32 throughout (mixed precision is FSDP2's policy, "
+    "parallelize_llama.py l.79-110) and DDP's buckets beside the gradients (l.342-356)") {
+  // One rank: no FSDP, no MixedPrecisionPolicy, no autocast; the fp32 model train.py builds.
+  const json one = framework_answer({{"framework", "torchtitan"}});
+  CHECK(one["config"]["dtype"] == "fp32");
+  CHECK(one["config"]["param_dtype"] == "fp32");
+  CHECK(u(one["peak"]["params_bytes"]) == 4 * kParams8b);
+  CHECK(u(one["peak"]["ddp_buckets_bytes"]) == 0);
+  // DDP (8 replicas, dp_shard 1): replicate(bucket_cap_mb=100) over gradient_as_bucket_view
+  // False keeps a second fp32 copy of every gradient in its buckets, and reduces inside them.
+  const json ddp = framework_answer({{"framework", "torchtitan"}, {"dp", 8}, {"dp_replicate", 8}});
+  CHECK(ddp["config"]["dtype"] == "fp32");
+  CHECK(ddp["config"]["ddp_bucket_view"] == false);
+  CHECK(filled(ddp, "ddp_bucket_view"));
+  CHECK(u(ddp["peak"]["ddp_buckets_bytes"]) == 4 * kParams8b);
+  // FSDP (dp_shard 8) computes in bf16 under MixedPrecisionPolicy(param_dtype=bfloat16).
+  CHECK(framework_answer({{"framework", "torchtitan"}, {"dp", 8}})["config"]["dtype"] == "bf16");
+}
+
+TEST_CASE(
     "DeepSpeed v0.16.0: bf16 under ZeRO-2 keeps bf16 parameters, an fp32 master and bf16 gradient "
     "partitions, and a 5e8-element bucket") {
   const json r =

@@ -69,8 +69,9 @@ const char* const kUsage =
     "  --device-stages worst|all (replay the most loaded pipeline stage, or every one)\n"
     "  --csv (timeline events), --sweep-micro-batches 1,2,4 --sweep-seqs 1024,2048 (sweep)\n"
     "run:     --megatron-args FILE (a Megatron-LM launch's arguments, read as the config)\n"
-    "  --emit megatron|sac (estimate, plan, advise: the configuration as Megatron-LM arguments\n"
-    "  or a PyTorch selective-checkpointing policy)\n"
+    "  --torchtitan-toml FILE (a torchtitan job config, 9dec370 layout, read as the config)\n"
+    "  --emit megatron|torchtitan|sac (estimate, plan; advise: megatron, sac): the configuration\n"
+    "  as Megatron-LM arguments, a torchtitan TOML or a PyTorch selective-checkpointing policy\n"
     "output:  --json (machine-readable; the schema is docs/schema.md)\n"
     "exit codes: 0 ok, 2 bad input\n";
 
@@ -267,7 +268,7 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       continue;
     }
     if (a == "--emit") {
-      if (!value(&v)) return "--emit: needs megatron or sac" + missing;
+      if (!value(&v)) return "--emit: needs megatron, torchtitan or sac" + missing;
       if (o->request.contains("emit")) return "--emit: given twice; give it once";
       o->request["emit"] = v;
       continue;
@@ -278,6 +279,15 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       std::string text;
       if (!read_file(v, &text)) return "--megatron-args: cannot read " + shown(v);
       o->request["megatron_args"] = text;
+      continue;
+    }
+    if (a == "--torchtitan-toml") {
+      if (!value(&v)) return "--torchtitan-toml: needs a torchtitan job config TOML file" + missing;
+      if (o->request.contains("torchtitan_toml"))
+        return "--torchtitan-toml: given twice; give it once";
+      std::string text;
+      if (!read_file(v, &text)) return "--torchtitan-toml: cannot read " + shown(v);
+      o->request["torchtitan_toml"] = text;
       continue;
     }
     if (a == "--stats") {
@@ -363,7 +373,9 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
              "--tp --sp --pp --vpp --cp "
              "--dp --zero --ep --attention --dropout --attention-dropout --hidden-dropout "
              "--profile --recompute --offload "
-             "--schedule --gpu --gpu-memory --budget --json --csv --megatron-args --emit "
+             "--schedule --gpu --gpu-memory --budget --json --csv --megatron-args "
+             "--torchtitan-toml "
+             "--emit "
              "(advise: --num-gpus --global-batch --limit)";
     }
   }

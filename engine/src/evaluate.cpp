@@ -1,6 +1,7 @@
 // The single request -> response entry point shared by the CLI, the page (through Embind) and the
 // fuzzer.
 #include <cstring>
+#include <optional>
 
 #include "actmem/json_io.hpp"
 
@@ -21,10 +22,10 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kRequestKeys[] = {"command", "preset",  "model",          "model_text",
-                                    "config",  "gpu",     "sweep",          "events",
-                                    "summary", "example", "compact_events", "stages",
-                                    "stats",   "advise",  "emit",           "megatron_args"};
+const char* const kRequestKeys[] = {
+    "command", "preset", "model",   "model_text",    "config",         "gpu",
+    "sweep",   "events", "summary", "example",       "compact_events", "stages",
+    "stats",   "advise", "emit",    "megatron_args", "torchtitan_toml"};
 
 json presets_listing() {
   json out = {{"ok", true},
@@ -293,29 +294,36 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
   }
   if (!model.ok()) return error_to_json(model.error());
 
-  // A Megatron-LM launch's arguments: config keys beside the request's own (the same setting
-  // given both ways with two values is a conflict), the global batch turned into micro-batches.
+  // A launch's own configuration (Megatron-LM's arguments, a torchtitan TOML): config keys beside
+  // the request's own (the same setting given both ways with two values is a conflict).
   json cfg_json = req.contains("config") ? req["config"] : json();
+  if (req.contains("megatron_args") && req.contains("torchtitan_toml"))
+    return error_to_json(make_error("invalid_value", "torchtitan_toml",
+                                    "torchtitan_toml: given with megatron_args; a run has one "
+                                    "framework's configuration, give one"));
+  auto merge = [&](const json& keys, const char* source) -> std::optional<Error> {
+    if (cfg_json.is_null()) cfg_json = json::object();
+    if (!cfg_json.is_object())
+      return make_error("wrong_type", "config",
+                        "config: must be a JSON object, got " + detail::kind_of(cfg_json));
+    for (auto it = keys.begin(); it != keys.end(); ++it) {
+      if (cfg_json.contains(it.key()) && cfg_json[it.key()] != it.value())
+        return make_error("invalid_value", "config." + it.key(),
+                          "config." + it.key() + ": " + detail::short_dump(cfg_json[it.key()]) +
+                              " conflicts with " + source + ", which gives " +
+                              detail::short_dump(it.value()) + "; give one");
+      cfg_json[it.key()] = it.value();
+    }
+    return std::nullopt;
+  };
   if (req.contains("megatron_args")) {
     std::string args_text;
     if (auto err = detail::read_string(req["megatron_args"], "megatron_args", &args_text))
       return error_to_json(*err);
     auto ma = read_megatron_args(args_text, model.value());
     if (!ma.ok()) return error_to_json(ma.error());
-    if (cfg_json.is_null()) cfg_json = json::object();
-    if (!cfg_json.is_object())
-      return error_to_json(
-          make_error("wrong_type", "config",
-                     "config: must be a JSON object, got " + detail::kind_of(cfg_json)));
-    for (auto it = ma.value().config.begin(); it != ma.value().config.end(); ++it) {
-      if (cfg_json.contains(it.key()) && cfg_json[it.key()] != it.value())
-        return error_to_json(make_error("invalid_value", "config." + it.key(),
-                                        "config." + it.key() + ": " +
-                                            detail::short_dump(cfg_json[it.key()]) +
-                                            " conflicts with megatron_args, which gives " +
-                                            detail::short_dump(it.value()) + "; give one"));
-      cfg_json[it.key()] = it.value();
-    }
+    if (auto err = merge(ma.value().config, "megatron_args")) return error_to_json(*err);
+    // The global batch turned into micro-batches.
     if (const std::uint64_t g = ma.value().global_batch) {
       auto num = [&](const char* k) {
         // A value that is not a positive integer is the config reader's to refuse, by name.
@@ -346,19 +354,45 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     }
     warnings.insert(warnings.end(), ma.value().warnings.begin(), ma.value().warnings.end());
   }
+  if (req.contains("torchtitan_toml")) {
+    std::string toml;
+    if (auto err = detail::read_string(req["torchtitan_toml"], "torchtitan_toml", &toml))
+      return error_to_json(*err);
+    auto tt = read_torchtitan_toml(toml, model.value());
+    if (!tt.ok()) return error_to_json(tt.error());
+    // A micro-batch count given as grad_accum is the same setting.
+    if (cfg_json.is_object() && cfg_json.contains("grad_accum") &&
+        tt.value().config.contains("micro_batches") &&
+        cfg_json["grad_accum"] != tt.value().config["micro_batches"])
+      return error_to_json(make_error(
+          "invalid_value", "config.grad_accum",
+          "config.grad_accum: " + detail::short_dump(cfg_json["grad_accum"]) +
+              " conflicts with torchtitan_toml, which gives " +
+              detail::short_dump(tt.value().config["micro_batches"]) + " micro-batches; give one"));
+    if (auto err = merge(tt.value().config, "torchtitan_toml")) return error_to_json(*err);
+    if (cfg_json.contains("grad_accum")) cfg_json.erase("micro_batches");
+    // data_parallel_shard_degree -1 (torchtitan's default): the ranks the job leaves, which the
+    // TOML alone does not say.
+    if (tt.value().dp_from_job && !cfg_json.contains("dp"))
+      return error_to_json(make_error(
+          "missing_key", "config.dp",
+          "config.dp: torchtitan_toml's data_parallel_shard_degree -1 takes the ranks the job "
+          "leaves; give dp (--dp), the GPUs over tp x pp x cp"));
+    warnings.insert(warnings.end(), tt.value().warnings.begin(), tt.value().warnings.end());
+  }
   // emit: the configuration as a framework's launch input (estimate, plan, advise).
   std::string emit;
   if (req.contains("emit")) {
     if (auto err = detail::read_string(req["emit"], "emit", &emit)) return error_to_json(*err);
-    if (emit != "megatron" && emit != "sac")
-      return error_to_json(make_error(
-          "invalid_value", "emit",
-          "emit: '" + detail::key_text(emit) +
-              "' is not allowed; allowed: megatron, sac (torchtitan comes with the frameworks "
-              "work)"));
+    if (emit != "megatron" && emit != "torchtitan" && emit != "sac")
+      return error_to_json(make_error("invalid_value", "emit",
+                                      "emit: '" + detail::key_text(emit) +
+                                          "' is not allowed; allowed: megatron, torchtitan, sac"));
   }
   auto emitted = [&](const TrainConfig& tc) -> Result<std::string> {
-    return emit == "megatron" ? megatron_args(model.value(), tc) : sac_policy(model.value(), tc);
+    if (emit == "megatron") return megatron_args(model.value(), tc);
+    if (emit == "torchtitan") return torchtitan_toml(model.value(), tc);
+    return sac_policy(model.value(), tc);
   };
 
   TrainConfig base;
@@ -463,6 +497,11 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
           "missing_key", "config.gpu",
           "config.gpu: advise needs a GPU preset or a budget (gpu_memory_bytes); allowed GPUs: " +
               preset_ids("gpus")));
+    if (emit == "torchtitan")
+      return error_to_json(make_error(
+          "invalid_value", "emit",
+          "emit: torchtitan on advise: torchtitan's defaults follow the layout advise chooses; "
+          "emit it from estimate or plan for a layout"));
     auto r = advise_request(req);
     if (!r.ok()) return error_to_json(r.error());
     // Emitted layouts are ones the framework can run: no offload variants (neither Megatron-LM
@@ -494,7 +533,10 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       if (!warnings.empty()) out["warnings"] = warnings;
       return out;
     }
-    auto p = plan(mv, c, gpu, emit == "megatron");
+    auto p = plan(mv, c, gpu,
+                  emit == "megatron"     ? PolicyFamily::kMegatronLm
+                  : emit == "torchtitan" ? PolicyFamily::kTorchtitan
+                                         : PolicyFamily::kAny);
     if (!p.ok()) return error_to_json(p.error());
     json out = plan_to_json(p.value());
     if (!emit.empty()) {

@@ -81,13 +81,23 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
                    "torchtitan 9dec370 torchtitan/models/llama/model.py l.209: "
                    "F.scaled_dot_product_attention(xq, xk, xv, is_causal=True), the flash "
                    "backend in bf16 on sm80+"});
+      // dp_shard = dp / dp_replicate (validate.cpp refuses one that does not divide dp); dp and
+      // cp are at least 1, so dp_shard x cp is more than 1 when either is.
+      const std::uint64_t dp_shard =
+          c.par.dp_replicate > 1 ? c.par.dp / c.par.dp_replicate : c.par.dp;
+      const bool sharded = dp_shard > 1 || c.par.cp > 1;
       // FSDP2's mixed precision: fp32 sharded parameters (the model is built in fp32), computed
-      // in bf16, gradients reduced and kept in fp32.
+      // in bf16, gradients reduced and kept in fp32. Without FSDP there is no mixed precision
+      // policy and no autocast: fp32 throughout.
       const char* mp =
-          "torchtitan 9dec370 parallelize_llama.py l.320: MixedPrecisionPolicy(param_dtype="
-          "bfloat16, reduce_dtype=float32) (config_manager.py l.378-392 defaults) over the "
-          "fp32 parameters train.py l.110-111 builds on meta and never casts";
-      d.push_back({"dtype", "\"bf16\"", mp});
+          sharded
+              ? "torchtitan 9dec370 parallelize_llama.py l.320: MixedPrecisionPolicy(param_dtype="
+                "bfloat16, reduce_dtype=float32) (config_manager.py l.378-392 defaults) over the "
+                "fp32 parameters train.py l.110-111 builds on meta and never casts"
+              : "torchtitan 9dec370 parallelize_llama.py l.79-110: mixed precision is FSDP2's "
+                "MixedPrecisionPolicy, applied only when dp_shard x cp > 1; DDP and a single "
+                "rank run the fp32 model train.py l.110-111 builds, with no autocast";
+      d.push_back({"dtype", sharded ? "\"bf16\"" : "\"fp32\"", mp});
       d.push_back({"param_dtype", "\"fp32\"", mp});
       d.push_back({"grad_dtype", "\"fp32\"", mp});
       d.push_back({"master_weights", "false", mp});
@@ -103,13 +113,24 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
           "cp > 1, over the dp_shard_cp mesh (parallel_dims.py l.68-88 flattens dp_shard x cp; "
           "with dp_replicate > 1 the mesh is (dp_replicate, dp_shard_cp), HSDP), else DDP";
       d.push_back({"shard_group", "\"dp-cp\"", fsdp});
-      // dp_shard = dp / dp_replicate (validate.cpp refuses one that does not divide dp); dp and
-      // cp are at least 1, so dp_shard x cp is more than 1 when either is.
-      const std::uint64_t dp_shard =
-          c.par.dp_replicate > 1 ? c.par.dp / c.par.dp_replicate : c.par.dp;
-      const bool sharded = dp_shard > 1 || c.par.cp > 1;
+      if (c.par.tp > 1)
+        d.push_back({"sp", "true",
+                     "torchtitan 9dec370 parallelize_llama.py apply_tp l.117-190: the norms run "
+                     "SequenceParallel() and the blocks' inputs are Shard(1) (sequence "
+                     "parallelism whenever tp > 1)"});
       const int zero = given("zero") ? c.par.zero : (sharded ? 3 : 0);
       d.push_back({"zero", sharded ? "3" : "0", fsdp});
+      if (!sharded && c.par.dp > 1) {
+        // DDP: composable replicate() with bucket_cap_mb=100 over DDP's default
+        // gradient_as_bucket_view=False: its buckets copy every gradient for the whole run, and
+        // the reduction happens inside them (no further bucket).
+        const char* ddp =
+            "torchtitan 9dec370 parallelize_llama.py l.342-356: replicate(model, "
+            "device_mesh=dp_mesh, bucket_cap_mb=100), DistributedDataParallel's "
+            "gradient_as_bucket_view=False";
+        d.push_back({"ddp_bucket_view", "false", ddp});
+        d.push_back({"grad_bucket_bytes", "0", ddp});
+      }
       if (zero == 3 && c.par.pp > 1) {
         d.push_back({"reshard_after_forward", "false",
                      "torchtitan 9dec370 parallelize_llama.py l.325-339: reshard_after_forward = "

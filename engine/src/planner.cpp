@@ -175,7 +175,8 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& g
 }
 
 Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
-                  bool megatron_only) {
+                  PolicyFamily family) {
+  const bool launcher = family != PolicyFamily::kAny;
   auto base = make_setup(m, c);
   if (!base.ok()) return base.error();
   Setup& e = base.value();
@@ -244,11 +245,13 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
   // Uniform policies first: they span the front from no recompute to full recompute.
   std::vector<Recompute> uniform;
   for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective, RecomputeKind::kFull}) {
+    // torchtitan has no attention-core recompute (Korthikanti's selective).
+    if (family == PolicyFamily::kTorchtitan && k == RecomputeKind::kSelective) continue;
     Recompute r;
     r.kind = k;
     uniform.push_back(r);
   }
-  for (std::uint64_t k = 2; k <= n_layers; ++k) {
+  for (std::uint64_t k = 2; k <= n_layers && family != PolicyFamily::kTorchtitan; ++k) {
     Recompute r;
     r.kind = RecomputeKind::kEveryK;
     r.every_k = k;
@@ -256,20 +259,36 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
   }
   // Offload variants, except under a split-backward schedule (when W's inputs come back from the
   // host is not modelled; the config refuses offload there).
-  const bool no_offload = megatron_only || is_split_backward(effective_schedule(e.config));
+  const bool no_offload = launcher || is_split_backward(effective_schedule(e.config));
   for (std::size_t i = 0, end = uniform.size(); i < end && i < 3 && !no_offload; ++i) {
     Recompute r = uniform[i];
     r.offload = true;
     uniform.push_back(r);
   }
   for (const Recompute& r : uniform) candidate(r);
-  if (megatron_only) {
+  if (family == PolicyFamily::kMegatronLm) {
     // What Megatron-LM's arguments can say besides the uniform policies: full recompute of the
     // first k layers of each chunk (--recompute-method block), the rest kept.
     for (std::uint64_t k = 1; k < n_layers; ++k) {
       Recompute r;
       r.kind = RecomputeKind::kPattern;
       r.pattern = std::string(k, 'C') + std::string(n_layers - k, 'K');
+      candidate(r);
+    }
+  }
+  if (family == PolicyFamily::kTorchtitan) {
+    // torchtitan's selective modes (parallelize_llama.py l.225-292, 9dec370): its op list, and
+    // every N-th block checkpointed, counted on across a rank's chunks (a pattern repeats per
+    // chunk only when N divides the chunk's layers under interleaving).
+    // An op policy's kept bytes are set on the setup's kinds (set_policy_costs); the other
+    // candidates read no custom costs, and the configured policy was evaluated above.
+    Recompute ops;
+    if (parse_recompute("op:torchtitan", &ops) && !set_policy_costs(e, ops)) candidate(ops);
+    for (std::uint64_t k = 2; k <= n_layers; ++k) {
+      if (par.vpp > 1 && n_layers % k != 0) continue;
+      Recompute r;
+      r.kind = RecomputeKind::kPattern;
+      r.pattern = std::string(k - 1, 'K') + "C";
       candidate(r);
     }
   }
@@ -280,7 +299,7 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
   // fewest selective layers b that fit. That is O(n log n) simulations.
   const LayerCosts& k = e.kinds[0].costs;  // the segment-count heuristic reads layer 0's kind
   for (const std::uint64_t n : sizes) {
-    if (megatron_only) break;
+    if (launcher) break;
     auto make = [&](std::uint64_t r, std::uint64_t b, std::uint64_t g) {
       std::vector<LayerChoice> pat(n - r - b, LayerChoice::kKeep);
       pat.insert(pat.end(), b, LayerChoice::kSelective);

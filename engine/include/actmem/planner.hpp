@@ -73,10 +73,13 @@ struct Plan {
 // per (a, b) as Griewank & Walther's binomial/Revolve analysis suggests for one recompute level),
 // simulated in order of increasing recompute FLOPs until one fits.
 // The chosen policy's device figure fits (at most kMaxPlanDeviceChecks candidates are checked).
-// megatron_only: only policies Megatron-LM's arguments can express (none, selective, full,
-// every:K, and the first k layers of each chunk fully recomputed: --recompute-method block).
+// Which recompute policies a plan may choose: any, or only those a launcher can say.
+// kMegatronLm: Megatron-LM's arguments (none, selective, full, every:K, and the first k layers of
+// each chunk fully recomputed: --recompute-method block). kTorchtitan: torchtitan's
+// activation_checkpoint (none, full, every N-th block: layers:K..KC, and its op list).
+enum class PolicyFamily { kAny, kMegatronLm, kTorchtitan };
 Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
-                  bool megatron_only = false);
+                  PolicyFamily family = PolicyFamily::kAny);
 
 struct Sweep {
   std::vector<std::uint64_t> micro_batches;

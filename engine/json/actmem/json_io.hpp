@@ -67,6 +67,19 @@ struct MegatronArgs {
 };
 Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec& m);
 
+// A torchtitan job config TOML (the request's "torchtitan_toml"; the layout of torchtitan 9dec370's
+// train_configs/*.toml, the version whose defaults framework torchtitan follows) as config keys
+// (`config`, with framework torchtitan). data_parallel_shard_degree -1, torchtitan's default,
+// takes the ranks the job leaves: then `dp_from_job` is set and the caller needs config.dp.
+// Model-defining keys must match `m`; keys that change memory in ways not modelled are errors
+// naming them; keys not read are `warnings`.
+struct TorchtitanToml {
+  nlohmann::json config = nlohmann::json::object();
+  bool dp_from_job = false;
+  std::vector<std::string> warnings;
+};
+Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const ModelSpec& m);
+
 // evaluate() (api.hpp) on a parsed request.
 nlohmann::json evaluate_json(const nlohmann::json& request);
 
