@@ -348,8 +348,8 @@ TEST_CASE("framework switches refuse what they cannot change, naming the field")
   CHECK(err({{"dp", 8}, {"zero", 3}, {"dp_replicate", 3}})["field"] == "config.dp_replicate");
   CHECK(err({{"dp", 8}, {"dp_replicate", 2}})["field"] == "config.dp_replicate");
   CHECK(err({{"dp", 8}, {"zero", 1}, {"dp_replicate", 0}})["field"] == "config.dp_replicate");
-  // advise varies the layout: torchtitan's layout-dependent defaults and FSDP's residency
-  // switches (zero 3, which advise chooses) are refused there by name.
+  // advise varies the layout: FSDP's residency switches (zero 3, which advise chooses) are
+  // refused there by name.
   auto advise_err = [](const json& config) {
     json c = config;
     c["gpu"] = "h100-80gb";
@@ -360,7 +360,9 @@ TEST_CASE("framework switches refuse what they cannot change, naming the field")
     REQUIRE_FALSE(r.value("ok", true));
     return r["error"]["field"];
   };
-  CHECK(advise_err({{"framework", "torchtitan"}}) == "config.framework");
+  // Under torchtitan advise sets DDP's buckets per layout (advisor.cpp).
+  CHECK(advise_err({{"framework", "torchtitan"}, {"ddp_bucket_view", false}}) ==
+        "config.ddp_bucket_view");
   CHECK(advise_err({{"reshard_after_forward", false}}) == "config.reshard_after_forward");
   CHECK(advise_err({{"accumulate_unsharded", true}}) == "config.accumulate_unsharded");
   CHECK(advise_err({{"dp_replicate", 2}}) == "config.dp_replicate");

@@ -314,3 +314,38 @@ TEST_CASE("plan --emit torchtitan chooses among torchtitan's policies and reads 
     if (mb == 2) CHECK(policy == "op:torchtitan");  // 8.8% extra FLOPs against full's 31.5%
   }
 }
+
+TEST_CASE(
+    "advise under torchtitan: each layout takes torchtitan's settings for it, and its TOML reads "
+    "back to its peak",
+    "[torchtitan]") {
+  const json base = {{"framework", "torchtitan"}, {"gpu", "h100-80gb"}, {"seq", 8192}};
+  const json r = run({{"command", "advise"},
+                      {"preset", "llama-3.1-8b"},
+                      {"config", base},
+                      {"emit", "torchtitan"},
+                      {"advise", {{"num_gpus", "4:8"}, {"global_batch", 32}, {"limit", 8}}}});
+  REQUIRE(r["layouts"].size() == 8);
+  for (const json& l : r["layouts"]) {
+    INFO(l.dump().substr(0, 300));
+    // parallelize_llama.py l.79-110: FSDP2 (zero 3) when dp x cp > 1; no gradient accumulation
+    // without pipelining; torchtitan's activation checkpointing modes only.
+    const bool fsdp = l["dp"].get<int>() * l["cp"].get<int>() > 1;
+    CHECK(l["zero"] == (fsdp ? 3 : 0));
+    if (l["pp"] == 1) CHECK(l["micro_batches"] == 1);
+    CHECK((l["recompute"] == "none" || l["recompute"] == "full" ||
+           l["recompute"] == "op:torchtitan"));
+    CHECK((l["schedule"] == "1f1b" || l["schedule"] == "interleaved"));
+    const json e = summary("llama-3.1-8b", {{"gpu", "h100-80gb"}}, l["emit"]);
+    CHECK(e["peak_bytes"] == l["peak_bytes"]);
+    CHECK(e["headroom_bytes"] == l["headroom_bytes"]);
+    CHECK(e["fits"] == true);
+  }
+  // torchtitan's TOML is written only with torchtitan's own settings per layout.
+  const json no_framework = refuse({{"command", "advise"},
+                                    {"preset", "llama-3.1-8b"},
+                                    {"config", {{"gpu", "h100-80gb"}}},
+                                    {"emit", "torchtitan"},
+                                    {"advise", {{"num_gpus", 8}, {"global_batch", 32}}}});
+  CHECK(no_framework["field"] == "emit");
+}

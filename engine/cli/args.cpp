@@ -70,7 +70,7 @@ const char* const kUsage =
     "  --csv (timeline events), --sweep-micro-batches 1,2,4 --sweep-seqs 1024,2048 (sweep)\n"
     "run:     --megatron-args FILE (a Megatron-LM launch's arguments, read as the config)\n"
     "  --torchtitan-toml FILE (a torchtitan job config, 9dec370 layout, read as the config)\n"
-    "  --emit megatron|torchtitan|sac (estimate, plan; advise: megatron, sac): the configuration\n"
+    "  --emit megatron|torchtitan|sac (estimate, plan, advise): the configuration\n"
     "  as Megatron-LM arguments, a torchtitan TOML or a PyTorch selective-checkpointing policy\n"
     "output:  --json (machine-readable; the schema is docs/schema.md)\n"
     "exit codes: 0 ok, 2 bad input\n";

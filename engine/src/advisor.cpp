@@ -110,9 +110,16 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
   std::uint64_t expert_gcd = 0;  // experts of every MoE kind: ep must divide each
   for (const LayerKind& k : m.kinds)
     if (k.is_moe()) expert_gcd = std::gcd(expert_gcd, k.moe.experts);
+  // torchtitan (9dec370) runs what its layout implies: the advisor sets it per layout.
+  const bool titan = base.framework == Framework::kTorchtitan;
+  const bool launcher = req.launcher != PolicyFamily::kAny || titan;
+  bool dtype_filled = false;
+  for (const FrameworkDefault& d : base.framework_filled)
+    dtype_filled |= std::string(d.key) == "dtype";
   // The policies: none, selective, full, and each with its kept bytes offloaded to host memory
-  // when the GPU's FLOPs and host link give the copies a time (offload.hpp).
-  const bool offload = !req.megatron_only && gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0 &&
+  // when the GPU's FLOPs and host link give the copies a time (offload.hpp). torchtitan's
+  // activation_checkpoint modes instead: none, its op list, full.
+  const bool offload = !launcher && gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0 &&
                        gpu.host_memory_bytes > 0 &&
                        (base.act_dtype == DType::kBf16 || base.act_dtype == DType::kFp16);
   std::vector<Recompute> policies;
@@ -123,6 +130,8 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
       Recompute r;
       r.kind = k;
       r.offload = off;
+      if (titan && k == RecomputeKind::kSelective && !parse_recompute("op:torchtitan", &r))
+        continue;
       policies.push_back(r);
     }
   std::vector<Layout> all;
@@ -152,23 +161,32 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
           for (std::uint64_t ep : eps) {
             Bytes budget = 0;
             bool have_budget = false;
+            // torchtitan: FSDP2 when dp x cp > 1, else DDP, which runs on a 1-D mesh only
+            // (parallelize_llama.py l.79-110).
+            const bool fsdp = dp > 1 || cp > 1;
+            if (titan && !fsdp && dp > 1 && (tp > 1 || pp > 1)) continue;
+            // torchtitan 9dec370 accumulates no gradients without pipelining: the local batch
+            // is the micro-batch.
+            const std::vector<std::uint64_t> bs =
+                titan && pp == 1 ? std::vector<std::uint64_t>{per_dp} : divisors(per_dp);
             for (std::uint64_t vpp : vpps)
               for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
-                for (std::uint64_t b : divisors(per_dp)) {
+                for (std::uint64_t b : bs) {
+                  if (titan && zero != (fsdp ? 3 : 0)) break;
                   // A larger micro-batch only saves bytes sent under ZeRO-2/3 (one gradient
                   // reduce-scatter per micro-batch): elsewhere micro-batch 1 has the same bytes
                   // sent, the same recompute share, no more bubble and no higher peak.
-                  if (b > 1 && zero < 2) break;
+                  if (b > 1 && zero < 2 && !(titan && pp == 1)) break;
                   const std::uint64_t mbs = per_dp / b;
                   // The schedules this shape can run: 1F1B, or interleaved (Megatron-LM needs
                   // the micro-batches a multiple of pp), and for dense models the split-backward
-                  // ones (zero-bubble, DualPipe), which Megatron-LM does not run (megatron_only
+                  // ones (zero-bubble, DualPipe), which Megatron-LM does not run (a launcher
                   // leaves them out).
                   Schedule scheds[3];
                   std::size_t n_sched = 0;
                   if (vpp == 1 || mbs % pp == 0)
                     scheds[n_sched++] = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
-                  if (pp > 1 && splittable && !req.megatron_only) {
+                  if (pp > 1 && splittable && !launcher) {
                     if (vpp == 1) {
                       scheds[n_sched++] = Schedule::kZbH1;
                       if (pp % 2 == 0 && mbs % 2 == 0 && mbs >= 2 * pp && layers % pp == 0)
@@ -201,6 +219,16 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     if (vpp == 1 && sched != Schedule::kDualPipe)
                       c.layer_split = pipeline_split(layers, pp);
                     c.recompute = Recompute{};
+                    if (titan) {
+                      // FSDP2's mixed precision (bf16 compute unless given) or fp32; its
+                      // residency under pipelining; DDP's buckets (framework.cpp).
+                      if (!fsdp || dtype_filled) c.act_dtype = fsdp ? DType::kBf16 : DType::kFp32;
+                      c.reshard_after_forward = !(fsdp && pp > 1);
+                      c.accumulate_unsharded = fsdp && pp > 1;
+                      const bool ddp = !fsdp && dp > 1;
+                      c.ddp_bucket_view = !ddp;
+                      c.grad_bucket = ddp ? 0 : base.grad_bucket;
+                    }
                     if (++setups > kMaxAdviseSetups)
                       return make_error(
                           "invalid_value", "advise.num_gpus",
@@ -230,12 +258,16 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                       out.enumerated += policies.size();
                       continue;
                     }
+                    // torchtitan's op list keeps per-op outputs: its costs set on this setup
+                    // (the other policies read none of them).
+                    const bool ops_ok = !titan || !set_policy_costs(s.value(), policies[1]);
                     for (std::size_t pi = 0; pi < policies.size(); ++pi) {
                       const Recompute& r = policies[pi];
                       if (r.kind == RecomputeKind::kNone) prev_peak = kMaxBytes, prev_overhead = -1;
                       ++out.enumerated;
                       // Offloading under a split backward is not modelled (validate.cpp).
-                      if ((sched == Schedule::kZbH1 && !fits_1f1b[pi]) ||
+                      if ((titan && pi == 1 && !ops_ok) ||
+                          (sched == Schedule::kZbH1 && !fits_1f1b[pi]) ||
                           (r.offload && is_split_backward(sched))) {
                         prev_peak = kMaxBytes;
                         continue;
@@ -271,6 +303,10 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                         l.offload_exposed_pct = offload_exposed_pct(t);
                       }
                       l.comm = comm.value();
+                      // What torchtitan's TOML cannot say is not a layout it can run.
+                      if (req.launcher == PolicyFamily::kTorchtitan &&
+                          !torchtitan_toml(m, l.config).ok())
+                        continue;
                       all.push_back(l);
                       any = true;
                     }
@@ -343,9 +379,17 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     std::to_string(static_cast<int>(kAssumedMfu * 100)) +
                     "% MFU and the GPU's host link (offload_exposed_pct)"
               : std::string("offload variants are not searched: ") +
-                    (req.megatron_only ? "Megatron-LM has no argument for them"
-                                       : "the GPU's host link, bf16 FLOPs or host memory are not "
-                                         "known, or the step is not bf16/fp16"));
+                    (titan      ? "torchtitan 9dec370 has no activation offload"
+                     : launcher ? "the framework's launch input has no argument for them"
+                                : "the GPU's host link, bf16 FLOPs or host memory are not "
+                                  "known, or the step is not bf16/fp16"));
+  if (titan)
+    out.notes.push_back(
+        "torchtitan 9dec370's settings per layout: FSDP2 (zero 3, bf16 compute unless dtype is "
+        "given, parameters kept gathered under pipelining) when dp x cp > 1, else fp32 with DDP's "
+        "buckets (DDP only without tp or pp); the local batch as one micro-batch without "
+        "pipelining; activation checkpointing none, op:torchtitan (its op list) or full; 1F1B and "
+        "interleaved 1F1B");
   return out;
 }
 

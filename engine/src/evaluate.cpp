@@ -483,30 +483,34 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
         return error_to_json(make_error("invalid_value", std::string("config.") + x.key,
                                         std::string("config.") + x.key + ": " + x.why));
   if (command == "advise") {
-    // torchtitan's defaults follow the layout (FSDP when dp x cp > 1, its residency under
-    // pipelining), which advise varies: filled once from the request's layout they would be
-    // wrong for the layouts it tries.
+    // torchtitan's defaults follow the layout, which advise sets per layout (advisor.cpp); the
+    // keys it sets that way cannot also be given.
     if (c.framework == Framework::kTorchtitan)
+      for (const char* k : {"ddp_bucket_view", "grad_bucket_bytes"})
+        if (cfg_json.is_object() && cfg_json.contains(k))
+          return error_to_json(make_error(
+              "invalid_value", std::string("config.") + k,
+              std::string("config.") + k +
+                  ": under framework torchtitan advise sets it per layout (DDP's buckets where "
+                  "dp_shard x cp = 1); check a layout with estimate"));
+    if (emit == "torchtitan" && c.framework != Framework::kTorchtitan)
       return error_to_json(make_error(
-          "invalid_value", "config.framework",
-          "config.framework: torchtitan's defaults depend on the layout advise chooses; give its "
-          "settings as keys (profile, attention, dtype, param_dtype, grad_dtype, master_weights, "
-          "shard_group, loss) with framework plain, or check a layout with estimate"));
+          "invalid_value", "emit",
+          "emit: torchtitan on advise needs config.framework torchtitan: its FSDP, precision and "
+          "residency follow each layout, which the search then sets"));
     if (!has_gpu)
       return error_to_json(make_error(
           "missing_key", "config.gpu",
           "config.gpu: advise needs a GPU preset or a budget (gpu_memory_bytes); allowed GPUs: " +
               preset_ids("gpus")));
-    if (emit == "torchtitan")
-      return error_to_json(make_error(
-          "invalid_value", "emit",
-          "emit: torchtitan on advise: torchtitan's defaults follow the layout advise chooses; "
-          "emit it from estimate or plan for a layout"));
     auto r = advise_request(req);
     if (!r.ok()) return error_to_json(r.error());
     // Emitted layouts are ones the framework can run: no offload variants (neither Megatron-LM
     // nor a checkpointing policy says it).
-    r.value().megatron_only = !emit.empty();
+    r.value().launcher = emit == "megatron"     ? PolicyFamily::kMegatronLm
+                         : emit == "torchtitan" ? PolicyFamily::kTorchtitan
+                         : emit == "sac"        ? PolicyFamily::kMegatronLm
+                                                : PolicyFamily::kAny;
     auto a = advise(mv, c, gpu, r.value());
     if (!a.ok()) return error_to_json(a.error());
     json out = advice_to_json(a.value());

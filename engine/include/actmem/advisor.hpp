@@ -2,7 +2,9 @@
 // (or a range), every layout (tp, sp, pp, vpp, layer split, cp, dp, ep, ZeRO stage, micro-batch,
 // schedule, recompute policy) whose simulated peak fits, ranked by named criteria, and the front
 // no other fitting layout beats on all of them. The listed layouts are confirmed on the device
-// figure (device.hpp). docs/advisor.md explains the search and the criteria's sources.
+// figure (device.hpp). Under framework torchtitan each layout takes torchtitan's own settings for
+// it (FSDP2 or DDP, precision, residency, one micro-batch without pipelining, its checkpointing
+// modes). docs/advisor.md explains the search and the criteria's sources.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include "actmem/error.hpp"
 #include "actmem/estimate.hpp"
 #include "actmem/model.hpp"
+#include "actmem/planner.hpp"
 
 namespace actmem {
 
@@ -21,8 +24,9 @@ struct AdviseRequest {
   std::uint64_t gpus_min = 0, gpus_max = 0;  // the GPU counts searched (inclusive)
   std::uint64_t global_batch = 0;            // sequences per optimizer step
   std::uint64_t limit = 10;                  // layouts listed, each confirmed on the device
-  // Only layouts a framework's launch input can say (emit): no offload variants.
-  bool megatron_only = false;
+  // Only layouts a framework's launch input can say (emit): no offload variants and no
+  // split-backward schedules; kTorchtitan also keeps only the layouts torchtitan_toml writes.
+  PolicyFamily launcher = PolicyFamily::kAny;
 };
 
 // Bounds that keep one request's search finite (docs/advisor.md).
