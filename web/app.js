@@ -632,7 +632,7 @@
     if (!v.plan) plan.textContent = 'Choose a GPU for the planner.';
     else if (!v.plan.ok) plan.textContent = 'Planner: ' + v.plan.message;
     else {
-      plan.textContent = v.plan.found ? 'Planner: the cheapest policy that fits is ' + v.plan.policy + (v.plan.offload ? ' with offload' : '') + ', peak ' +
+      plan.textContent = v.plan.found ? 'Planner: the cheapest policy that fits is ' + v.plan.policy + (v.plan.offload ? ' with offload' : v.plan.host_layers ? ' (lower-case layers offloaded)' : '') + ', peak ' +
         fmt(v.plan.peak_bytes) + ', +' + pct(v.plan.recompute_overhead_pct) + ' FLOPs (' + v.plan.evaluated + ' policies simulated).'
         : 'Planner: no recompute policy fits this GPU (' + v.plan.evaluated + ' simulated).';
       if (v.plan.found) tip(plan, policyTip(v, v.plan.policy));

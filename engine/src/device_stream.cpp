@@ -206,12 +206,12 @@ void AllocStream::forward_layer(const StepEvent& at) {
   drop(trans);
   const auto& mask = k.kept[static_cast<std::size_t>(ch)];
   for (std::size_t i = 0; i < made.size(); ++i) {
-    if (mask[i] && !r_.offload)
+    if (mask[i] && !offloaded_at(r_, j))
       (split_ && k.wgrad[i] ? held(at, g | kWgradStore) : h).push_back(made[i]);
     else
       drop(made[i]);  // not kept (or moved to host memory)
   }
-  if (k.extra[static_cast<std::size_t>(ch)] > 0 && !r_.offload)
+  if (k.extra[static_cast<std::size_t>(ch)] > 0 && !offloaded_at(r_, j))
     h.push_back(take(k.extra[static_cast<std::size_t>(ch)]));
 }
 
@@ -232,7 +232,7 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   const Kind& k = kinds_[ki];
   const KindEstimate& ke = s_.kinds[ki];
   Held& h = held(at, g);
-  if (r_.offload) {
+  if (offloaded_at(r_, j)) {
     // Offloaded records come back for the layer's backward.
     const auto& mask = k.kept[static_cast<std::size_t>(choice_at(r_, j))];
     for (std::size_t i = 0; i < k.records.size(); ++i)

@@ -21,7 +21,7 @@ Error cannot(const std::string& what) {
 // of K layers of a block and re-runs the unit (every:K; K = 1 is full); block with N recomputes
 // the first N layers of each pipeline chunk, each from its own input (layers:C..CK..K).
 Result<std::vector<std::string>> recompute_args(const Recompute& r) {
-  if (r.offload)
+  if (any_offload(r))
     return cannot(
         "megatron: offload (kept activations in host memory) has no Megatron-LM argument that "
         "keeps the same tensors; allowed: without offload");
@@ -196,7 +196,7 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
 
 Result<std::string> sac_policy(const ModelSpec& m, const TrainConfig& c) {
   const Recompute& r = c.recompute;
-  if (r.offload) return cannot("sac: offload is not a checkpointing policy");
+  if (any_offload(r)) return cannot("sac: offload is not a checkpointing policy");
   if (r.kind == RecomputeKind::kCustom && !r.op_policy.empty())
     return cannot("sac: op:" + r.op_policy +
                   " is torchtitan's own policy: activation_checkpoint.mode = 'selective', "

@@ -8,6 +8,7 @@
 
 #include "actmem/emit.hpp"
 #include "actmem/names.hpp"
+#include "actmem/policy.hpp"
 
 namespace actmem {
 
@@ -48,7 +49,7 @@ Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
   if (c.optimizer != Optimizer::kAdamW)
     return cannot(std::string("optimizer ") + optimizer_name(c.optimizer) +
                   ": torchtitan 9dec370 builds Adam or AdamW (allowed: adamw)");
-  if (c.optimizer_offload || c.recompute.offload)
+  if (c.optimizer_offload || any_offload(c.recompute))
     return cannot("offload: torchtitan 9dec370 has no activation or optimizer offload");
   if (c.async_tp)
     return cannot("async_tp: torchtitan's async TP needs torch.compile, which is not modelled");

@@ -122,7 +122,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
       e.headroom_bytes = e.device.headroom_bytes;
     }
   }
-  if (e.has_gpu && c.recompute.offload) {
+  if (e.has_gpu && any_offload(c.recompute)) {
     e.offload = offload_timing(e, c.recompute, e.worst_stage, e.gpu,
                                e.eval.stages[e.worst_stage].host_peak_bytes);
     e.has_offload_timing = true;
@@ -155,7 +155,8 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   }
   // Kept bytes of all in-flight chunks at the stage's activation peak (offload: in host memory).
   const Bytes layers_total = c.recompute.offload ? w.act.host_bytes : w.act.layers_bytes;
-  const bool uniform_layers = m.kinds.size() == 1 &&
+  const bool some_offload = any_offload(c.recompute) && !c.recompute.offload;
+  const bool uniform_layers = !some_offload && m.kinds.size() == 1 &&
                               std::all_of(w.chunk_sizes.begin(), w.chunk_sizes.end(),
                                           [&](std::uint64_t n) { return n == w.chunk_sizes[0]; }) &&
                               std::all_of(w.choices.begin(), w.choices.end(),
@@ -168,6 +169,21 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
                                          {"layers per chunk", w.chunk_layers},
                                          {"per-layer", e.per_layer_kept_bytes}},
                                         layers_total, kKorthikantiPP));
+  } else if (some_offload) {
+    // Per-layer offload (lower-case pattern letters): the offloaded layers' kept bytes of every
+    // in-flight chunk live in host memory; the GPU holds the others and the layer in transit.
+    e.explain.push_back(explain_sum(
+        "activations.layers_bytes",
+        "Layers of stage " + std::to_string(w.index) +
+            " on the GPU (kept bytes of every in-flight chunk's layers that do not offload, and "
+            "the largest offloaded layer, stored or prefetched)",
+        {{"on the GPU", w.act.layers_bytes}}, w.act.layers_bytes,
+        "Chen et al. 2016, Sec. 4; pipeline op order (docs/schedules.md)"));
+    e.explain.push_back(explain_sum(
+        "activations.host_bytes",
+        "Offloaded layers' kept bytes in host memory (stage " + std::to_string(w.index) + ")",
+        {{"Σ over in-flight chunks of their offloaded layers' kept bytes", w.act.host_bytes}},
+        w.act.host_bytes, "PipeOffload, Wan et al. 2025: selective offload of some layers"));
   } else {
     e.explain.push_back(explain_sum(
         "activations.layers_bytes",

@@ -552,7 +552,7 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
       if (!parse_recompute(p.value().best.policy, &chosen.recompute))
         return error_to_json(
             make_error("invalid_value", "emit", "emit: the chosen policy cannot be written back"));
-      chosen.recompute.offload = p.value().best.offload;
+      chosen.recompute.offload = p.value().best.offload_all;
       auto s = make_setup(mv, chosen);
       if (!s.ok()) return error_to_json(s.error());
       auto t = emitted(s.value().config);

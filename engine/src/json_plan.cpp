@@ -18,14 +18,18 @@ json event_json(const TimelineEvent& ev) {
 }
 
 json point_json(const PlanPoint& p) {
+  // offload: the config switch (every layer) that, with policy as recompute, re-estimates the
+  // point; host_layers: whether any layer offloads (the switch or lower-case pattern letters).
   json j{{"policy", p.policy},
-         {"offload", p.offload},
+         {"offload", p.offload_all},
+         {"host_layers", p.offload},
          {"peak_bytes", p.peak_bytes},
          {"recompute_overhead_pct", p.recompute_overhead_pct},
          {"fits", p.fits}};
   if (p.offload && p.offload_timing_known) {
     j["offload_hidden"] = p.offload_hidden;
     j["offload_exposed_s"] = p.offload_exposed_s;
+    j["offload_exposed_pct"] = p.offload_exposed_pct;
   }
   if (p.offload && p.offload_host_known) j["offload_host_fits"] = p.offload_host_fits;
   return j;
@@ -111,7 +115,10 @@ json plan_to_json(const Plan& p) {
               {"device_checks", p.device_checks}};
   if (p.found) {
     out["policy"] = p.best.policy;
-    out["offload"] = p.best.offload;
+    out["offload"] = p.best.offload_all;
+    out["host_layers"] = p.best.offload;
+    if (p.best.offload && p.best.offload_timing_known)
+      out["offload_exposed_pct"] = p.best.offload_exposed_pct;
     out["peak_bytes"] = p.best.peak_bytes;
     out["recompute_overhead_pct"] = p.best.recompute_overhead_pct;
   } else {

@@ -118,7 +118,8 @@ EnumTable<DType> float_dtype_table() {
 std::string recompute_names() {
   return std::string("none, selective, full, every:K (K >= 1), custom, layers:PATTERN (letters ") +
          kChoiceLetters[0] + " " + kChoiceLetters[1] + " " + kChoiceLetters[2] + " " +
-         kChoiceLetters[3] + " " + kChoiceLetters[4] + "), op:torchtitan, op:ID,ID,...";
+         kChoiceLetters[3] + " " + kChoiceLetters[4] +
+         "; lower-case k s c x offload that layer's kept bytes), op:torchtitan, op:ID,ID,...";
 }
 
 const char* dtype_name(DType t) {
@@ -236,7 +237,9 @@ bool parse_recompute(const std::string& s, Recompute* out) {
     r.kind = RecomputeKind::kCustom, r.ops = true, r.op_policy.clear(), r.custom_keep = ids;
   } else if (s.rfind("layers:", 0) == 0 && s.size() > 7 && s.size() <= 7 + 4096) {
     for (std::size_t i = 7; i < s.size(); ++i)
-      if (std::string(kChoiceLetters).find(s[i]) == std::string::npos) return false;
+      if (std::string(kChoiceLetters).find(s[i]) == std::string::npos &&
+          std::string(kOffloadLetters).find(s[i]) == std::string::npos)
+        return false;
     r.kind = RecomputeKind::kPattern;
     r.pattern = s.substr(7);
   } else if (s.rfind("every:", 0) == 0 && s.size() > 6 && s.size() <= 15) {

@@ -1,5 +1,5 @@
-// Offload timing (offload.hpp): per layer, its kept bytes over the host link against the forward
-// of the layer that runs while they leave.
+// Offload timing (offload.hpp): per offloaded layer, its kept bytes over the host link against the
+// forwards that run while they leave.
 #include "actmem/offload.hpp"
 
 #include "actmem/estimate.hpp"  // GpuSpec
@@ -32,24 +32,34 @@ OffloadTiming offload_timing(const Setup& s, const Recompute& r, std::size_t ran
   const double m = static_cast<double>(c.grad_accum);
   double worst_gap = 0;
   bool any = false;
-  for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
-    for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
-      const std::uint64_t g = rk.chunk_first[ci] + j;
+  for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci) {
+    const std::uint64_t n = rk.chunk_sizes[ci], g0 = rk.chunk_first[ci];
+    for (std::uint64_t j = 0; j < n; ++j) {
+      const std::uint64_t g = g0 + j;
       const KindEstimate& k = s.kind_at(g);
+      t.forward_s += k.costs.flops_fwd / t.flops_per_s * m;
+      if (!offloaded_at(r, j)) continue;
       const double copy =
           static_cast<double>(kept_bytes(choice_at(r, j), k.costs)) / t.link_bytes_per_s;
-      // The copy of layer j's kept bytes runs beside the forward of the layer after it (the
-      // chunk's last layer's beside the next op: its own forward stands in).
-      const std::uint64_t next = j + 1 < rk.chunk_sizes[ci] ? g + 1 : g;
-      const double fwd = s.kind_at(next).costs.flops_fwd / t.flops_per_s;
+      // The copy of layer j's kept bytes runs beside the forwards of the layers after it, up to
+      // and including the next offloaded one (whose own copy starts when its forward ends): one
+      // layer when every layer offloads. The chunk's last offloaded layer has the rest of the
+      // chunk; the chunk's last layer the next op, for which its own forward stands in.
+      double fwd = 0;
+      std::uint64_t i = j + 1;
+      for (; i < n; ++i) {
+        fwd += s.kind_at(g0 + i).costs.flops_fwd / t.flops_per_s;
+        if (offloaded_at(r, i)) break;
+      }
+      if (j + 1 == n) fwd = k.costs.flops_fwd / t.flops_per_s;
       t.copy_out_s += copy * m;
-      t.forward_s += k.costs.flops_fwd / t.flops_per_s * m;
       if (copy > fwd) t.exposed_s += (copy - fwd) * m;
       if (!any || copy - fwd > worst_gap) {
         worst_gap = copy - fwd, any = true;
         t.worst_layer = g, t.worst_copy_s = copy, t.worst_forward_s = fwd;
       }
     }
+  }
   t.hidden = t.exposed_s == 0;
   return t;
 }

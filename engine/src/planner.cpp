@@ -219,20 +219,26 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
   std::vector<Recompute> policies;  // each seen point's policy, for the device check
   std::unordered_map<std::string, std::size_t> patterns;  // pattern -> index in seen
   auto candidate = [&](const Recompute& r) -> const PlanPoint* {
-    // A pattern equal to a uniform policy is that policy: simulate it once, under its own name.
-    const std::string pat = (r.offload ? "o:" : "") + pattern_string(layer_choices(r, n_layers));
+    // A pattern equal to a uniform policy is that policy: simulate it once, under its own name
+    // (offloaded layers in lower case, whether the whole policy or a pattern letter says so).
+    std::string pat = pattern_string(layer_choices(r, n_layers));
+    for (std::uint64_t j = 0; j < n_layers; ++j)
+      if (offloaded_at(r, j)) pat[j] = static_cast<char>(pat[j] - 'A' + 'a');
     const auto hit = patterns.find(pat);
     if (hit != patterns.end()) return &seen[hit->second];
     if (actmem::evaluate(e, r, &ev)) return nullptr;
     patterns[pat] = seen.size();
     ++out.evaluated;
     const Bytes peak = ev.worst_stage().peak_bytes;
-    PlanPoint pt{recompute_name(r), r.offload, peak, ev.recompute_overhead_pct, peak <= budget};
-    if (r.offload) {
+    PlanPoint pt{recompute_name(r), any_offload(r), peak, ev.recompute_overhead_pct,
+                 peak <= budget};
+    pt.offload_all = r.offload;
+    if (pt.offload) {
       const OffloadTiming t = offload_timing(e, r, ev.worst, gpu, ev.worst_stage().host_peak_bytes);
       pt.offload_timing_known = t.known;
       pt.offload_hidden = t.hidden;
       pt.offload_exposed_s = t.exposed_s;
+      pt.offload_exposed_pct = offload_exposed_pct(t);
       pt.offload_host_known = t.host_memory_bytes > 0;
       pt.offload_host_fits = t.host_fits;
       // Offloaded bytes past the host's memory for this GPU: it cannot run.
@@ -348,19 +354,45 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
     }
   }
 
-  // Offload costs PCIe traffic instead of FLOPs, so it is chosen only when no on-GPU policy fits:
-  // the screened candidates in that order (least overhead, then lowest peak), the first whose
-  // device figure fits. Allocator fragmentation can refuse a few; kMaxPlanDeviceChecks bounds
-  // the checks.
+  // Keep, recompute and offload per layer, jointly: every q-th layer of a chunk keeps its bytes
+  // in host memory (its copy hides behind the forwards of the q layers after it: PipeOffload's
+  // selective offload, Wan et al. 2025), the others keep everything, their selective set or
+  // their input (kK..K, kS..S, kC..C). Which q hides its copies depends on the host link against
+  // the layers' compute; the bytes they save on each event of the step, on the walk.
+  const bool timed = !no_offload && gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0 &&
+                     (e.config.act_dtype == DType::kBf16 || e.config.act_dtype == DType::kFp16);
+  if (timed && family == PolicyFamily::kAny)
+    for (std::uint64_t q = 2; q <= std::min<std::uint64_t>(n_layers, kMaxOffloadStride); ++q)
+      for (const char x : {'K', 'S', 'C'}) {
+        Recompute r;
+        r.kind = RecomputeKind::kPattern;
+        r.pattern = std::string(1, static_cast<char>(x - 'A' + 'a')) + std::string(q - 1, x);
+        candidate(r);
+      }
+
+  // The screened candidates in order of lost compute: recompute FLOPs plus offload copy time no
+  // forward hides, as shares of the step (the advisor's criterion); an on-GPU policy before an
+  // offload one of the same cost (no PCIe traffic, no host memory); then the lowest peak. Offload
+  // whose copy time is unknown (the GPU's host link or FLOPs not in its preset) comes after every
+  // on-GPU policy. The first whose device figure fits is chosen: allocator fragmentation can
+  // refuse a few; kMaxPlanDeviceChecks bounds the checks.
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < seen.size(); ++i)
     if (seen[i].fits) order.push_back(i);
+  auto lost = [](const PlanPoint& x) {
+    return x.recompute_overhead_pct + (x.offload ? x.offload_exposed_pct : 0.0);
+  };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     const PlanPoint &x = seen[a], &y = seen[b];
+    const bool xu = x.offload && !x.offload_timing_known, yu = y.offload && !y.offload_timing_known;
+    if (xu != yu) return !xu;
+    if (xu && yu) {
+      if (x.offload_exposed_s != y.offload_exposed_s)
+        return x.offload_exposed_s < y.offload_exposed_s;
+    } else if (lost(x) != lost(y)) {
+      return lost(x) < lost(y);
+    }
     if (x.offload != y.offload) return !x.offload;
-    // Among offload points, those whose copies hide behind compute, then the least exposed.
-    if (x.offload && x.offload_exposed_s != y.offload_exposed_s)
-      return x.offload_exposed_s < y.offload_exposed_s;
     return x.recompute_overhead_pct < y.recompute_overhead_pct ||
            (x.recompute_overhead_pct == y.recompute_overhead_pct && x.peak_bytes < y.peak_bytes);
   });

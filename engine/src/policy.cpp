@@ -8,7 +8,28 @@ namespace actmem {
 LayerChoice pattern_choice(char letter) {
   for (int i = 0; i < 5; ++i)
     if (kChoiceLetters[i] == letter) return static_cast<LayerChoice>(i);
-  return LayerChoice::kKeep;
+  switch (letter) {
+    case 's':
+      return LayerChoice::kSelective;
+    case 'c':
+      return LayerChoice::kCheckpoint;
+    case 'x':
+      return LayerChoice::kCustom;
+    default:
+      return LayerChoice::kKeep;
+  }
+}
+
+bool offloaded_at(const Recompute& r, std::uint64_t j) {
+  if (r.offload) return true;
+  if (r.kind != RecomputeKind::kPattern || r.pattern.empty()) return false;
+  const char ch = r.pattern[j % r.pattern.size()];
+  return ch >= 'a' && ch <= 'z';
+}
+
+bool any_offload(const Recompute& r) {
+  return r.offload || (r.kind == RecomputeKind::kPattern &&
+                       r.pattern.find_first_of(kOffloadLetters) != std::string::npos);
 }
 
 LayerChoice choice_at(const Recompute& r, std::uint64_t j) {

@@ -184,10 +184,11 @@ static std::optional<Error> validate_split_schedule(const TrainConfig& c) {
                name +
                    " places stages by an even split; a layer_split is read with gpipe, 1f1b, "
                    "interleaved and zb-h1");
-  if (c.recompute.offload)
-    return bad("config.offload", name +
-                                     ": offloading under a split backward (when W's inputs "
-                                     "come back) is not modelled; allowed: offload false");
+  if (any_offload(c.recompute))
+    return bad(c.recompute.offload ? "config.offload" : "config.recompute",
+               name +
+                   ": offloading under a split backward (when W's inputs "
+                   "come back) is not modelled; allowed: offload false");
   return std::nullopt;
 }
 

@@ -47,7 +47,7 @@ Suggestion from_plan(const char* kind, const PlanPoint& best) {
   Suggestion s;
   s.kind = kind;
   s.recompute = best.policy;
-  s.offload = best.offload;
+  s.offload = best.offload_all;
   s.peak_bytes = best.peak_bytes;
   s.fits = true;
   s.recompute_overhead_pct = best.recompute_overhead_pct;

@@ -16,8 +16,8 @@ class Recorder {
 
 // Walks rank `rank` of the step. With `rec`, every op is walked and recorded (one event per layer
 // when `layer_events`, else each op's highest); without, the collapsed walk (schedule.hpp).
-void walk_rank(const Setup& s, bool offload, std::uint64_t rank, Evaluation::Scratch& sc,
-               Checked& ck, Recorder* rec, bool layer_events, StageEval* out);
+void walk_rank(const Setup& s, std::uint64_t rank, Evaluation::Scratch& sc, Checked& ck,
+               Recorder* rec, bool layer_events, StageEval* out);
 
 // The whole step: every rank walked, the most loaded found, the recompute overhead. `recorders`
 // (one per rank, null entries for ranks not recorded) turns on the recorded walk; null, the

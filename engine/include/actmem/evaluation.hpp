@@ -72,6 +72,7 @@ struct Evaluation {
   struct Scratch {
     bool compact = false;  // arrays hold one chunk's layers (one-kind stacks), else every layer
     std::vector<LayerChoice> choice;
+    std::vector<char> offl;  // 1 where the layer's kept bytes live in host memory
     std::vector<Bytes> kept, regen, full, trans_f, trans_b;
     std::vector<Bytes> wkeep;   // split backward: what each layer keeps from its I to its W
     std::vector<double> extra;  // recompute FLOPs of each layer
@@ -83,6 +84,7 @@ struct Evaluation {
       std::uint64_t f_j = 0;
       StepEvent b_key;
       Bytes kept = 0, max_layer_kept = 0, regen_alive = 0;
+      Bytes max_host_layer = 0;  // the largest kept bytes of an offloaded layer
       // Split backward: the chunk's input-gradient part's highest event (as b_*), and what its
       // layers keep for their weight-gradient part.
       Bytes i_rec = 0, i_trans = 0, wkeep = 0;

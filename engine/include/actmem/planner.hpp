@@ -34,11 +34,13 @@ struct FitResult {
 Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu);
 
 constexpr std::size_t kMaxPlanDeviceChecks = 16;
+// The longest stride of per-layer offload plan tries (every q-th layer of a chunk offloaded).
+constexpr std::uint64_t kMaxOffloadStride = 8;
 
 struct PlanPoint {
   std::string
       policy;  // a recompute string estimate accepts ("selective", "every:4", "layers:KKSCRR")
-  bool offload = false;
+  bool offload = false;  // some layer's kept bytes live in host memory
   Bytes peak_bytes = 0;
   double recompute_overhead_pct = 0;
   bool fits = false;
@@ -47,6 +49,10 @@ struct PlanPoint {
   bool offload_timing_known = false;
   bool offload_hidden = false;
   double offload_exposed_s = 0;
+  double offload_exposed_pct = 0;  // offload_exposed_pct (offload.hpp): of the stage's ideal step
+  // Every layer offloads (the config's offload switch; policy then names the recompute alone);
+  // else a lower-case pattern in policy says which layers do.
+  bool offload_all = false;
   // Its offloaded bytes against the host memory per GPU, when the GPU preset gives it.
   bool offload_host_known = false;
   bool offload_host_fits = false;

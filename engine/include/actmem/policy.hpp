@@ -17,15 +17,22 @@ namespace actmem {
 // kRecompute: nothing, regenerated with the segment of the nearest checkpoint below it;
 // kCustom: the layer input plus a named set of records (Recompute::custom_keep).
 enum class LayerChoice : std::uint8_t { kKeep, kSelective, kCheckpoint, kRecompute, kCustom };
-// The letter of each choice in layers:PATTERN, in LayerChoice order.
+// The letter of each choice in layers:PATTERN, in LayerChoice order. The lower-case k, s, c, x
+// are the same choices with the layer's kept bytes offloaded to host memory (R keeps nothing).
 constexpr const char kChoiceLetters[] = "KSCRX";
+constexpr const char kOffloadLetters[] = "kscx";
 
 // The choice of layer j of a chunk under a policy (a chunk's first layer starts a recompute
 // segment: kRecompute there becomes kCheckpoint), and the choices of a chunk of n layers.
 LayerChoice choice_at(const Recompute& r, std::uint64_t j);
 std::vector<LayerChoice> layer_choices(const Recompute& r, std::uint64_t n);
-// The letter of K S C R X (config's layers:PATTERN) as a choice.
+// The letter of K S C R X (config's layers:PATTERN) as a choice; k s c x as K S C X.
 LayerChoice pattern_choice(char letter);
+// Whether layer j of a chunk keeps its bytes in host memory: every layer under the policy-wide
+// offload, or a lower-case letter of layers:PATTERN (per-layer offload).
+bool offloaded_at(const Recompute& r, std::uint64_t j);
+// Whether any layer offloads (the policy-wide switch or a lower-case pattern letter).
+bool any_offload(const Recompute& r);
 
 // One layer's byte and FLOP accounting, from its inventory.
 struct LayerCosts {
