@@ -168,6 +168,9 @@ TEST_CASE(
         "full");
   CHECK(cfg("llama-3.1-8b",
             "[activation_checkpoint]\nselective_ac_option = \"0\"\n")["recompute"] == "full");
+  // Every 100th block of 32: the count never gets there, so no block is checkpointed.
+  CHECK(cfg("llama-3.1-8b",
+            "[activation_checkpoint]\nselective_ac_option = '100'\n")["recompute"] == "none");
   // Without FSDP (dp 1, cp 1) the run is fp32.
   CHECK(cfg("llama-3.1-8b", "")["dtype"] == "fp32");
   CHECK(cfg("llama-3.1-8b", "[training]\nmixed_precision_param = 'float32'\n")["dtype"] == "fp32");

@@ -428,13 +428,20 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
         // The count runs on from one chunk of a rank to its next: the pattern restarts with each
         // chunk only when a chunk's layers are a multiple of k.
         const std::uint64_t vpp = c.value("vpp", std::uint64_t{1});
-        const std::uint64_t chunk = m.layers / (static_cast<std::uint64_t>(pp) * vpp);
-        if (vpp > 1 && chunk % k != 0)
+        std::uint64_t chunk = m.layers / (static_cast<std::uint64_t>(pp) * vpp);
+        if (c.contains("layer_split"))
+          for (const json& x : c["layer_split"]) chunk = std::max(chunk, x.get<std::uint64_t>());
+        if (vpp == 1 && k > chunk) {
+          // The count never reaches k on any rank: no block is checkpointed.
+          c["recompute"] = "none";
+        } else if (vpp > 1 && chunk % k != 0) {
           return bad("activation_checkpoint.selective_ac_option \"" + option + "\" with " +
                      std::to_string(vpp) + " chunks of " + std::to_string(chunk) +
                      " layers per rank: the block count runs on across chunks, a pattern "
                      "layers:PATTERN cannot repeat it");
-        c["recompute"] = "layers:" + std::string(k - 1, 'K') + "C";
+        } else {
+          c["recompute"] = "layers:" + std::string(k - 1, 'K') + "C";
+        }
       }
     } else {
       return bad("activation_checkpoint.selective_ac_option " + detail::short_dump(json(option)) +
