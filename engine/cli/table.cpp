@@ -383,6 +383,14 @@ std::string render_fit(const json& r) {
   return o.str();
 }
 
+namespace {
+std::string pct_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", x);
+  return buf;
+}
+}  // namespace
+
 std::string render_plan(const json& r) {
   std::ostringstream o;
   char pct[32];
@@ -392,7 +400,13 @@ std::string render_plan(const json& r) {
     std::snprintf(pct, sizeof pct, "%.2f%%", r["recompute_overhead_pct"].get<double>());
     o << "cheapest policy that fits: " << text(r["policy"])
       << (r["offload"].get<bool>() ? " + offload" : "") << ", peak "
-      << format_bytes(u(r["peak_bytes"])) << ", recompute overhead " << pct << "\n";
+      << format_bytes(u(r["peak_bytes"])) << ", recompute overhead " << pct;
+    // Lost compute is what plan ranks by: recompute plus offload copies no forward hides.
+    if (r.contains("offload_exposed_pct")) {
+      std::snprintf(pct, sizeof pct, "%.2f%%", r["offload_exposed_pct"].get<double>());
+      o << ", offload copies exposed " << pct << " of the step";
+    }
+    o << "\n";
   } else {
     o << "no policy fits the budget\n";
   }
@@ -403,16 +417,20 @@ std::string render_plan(const json& r) {
       << (p["offload"].get<bool>() ? " + offload" : "")
       << (p["fits"].get<bool>() ? "" : "  (over budget)") << "\n";
   }
-  o << "offload (no extra FLOPs, PCIe traffic instead):\n";
+  o << "offload (host memory and PCIe traffic; recompute overhead, peak, policy):\n";
   for (const auto& p : r["offload_points"]) {
-    o << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << text(p["policy"]) << " + offload"
+    // A lower-case pattern says which layers offload; the switch offloads every layer.
+    std::snprintf(pct, sizeof pct, "%7.2f%%", p["recompute_overhead_pct"].get<double>());
+    o << "  " << pct << "  " << pad(format_bytes(u(p["peak_bytes"])), 34) << text(p["policy"])
+      << (p["offload"].get<bool>() ? " + offload" : "")
       << (p["fits"].get<bool>() ? "" : "  (over budget)");
     if (p.contains("offload_hidden")) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", p["offload_exposed_s"].get<double>());
       o << (p["offload_hidden"].get<bool>()
                 ? std::string("  (copies hide behind the forwards)")
-                : std::string("  (copies not hidden: ") + buf + " per step)");
+                : std::string("  (copies not hidden: ") + buf + " per step, " +
+                      pct_text(p["offload_exposed_pct"].get<double>()) + " of the step)");
     }
     o << "\n";
   }
