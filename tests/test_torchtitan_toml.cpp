@@ -352,3 +352,77 @@ TEST_CASE(
                                     {"advise", {{"num_gpus", 8}, {"global_batch", 32}}}});
   CHECK(no_framework["field"] == "emit");
 }
+
+TEST_CASE(
+    "torchtitan's own code reads actmem's TOMLs as actmem does: JobConfig, ParallelDims, the AC "
+    "checks and the pipeline split of 9dec370 under torch 2.6 (tests/reference/"
+    "torchtitan_parsed.json)",
+    "[torchtitan]") {
+  auto load = [](const std::string& rel) {
+    std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/" + rel);
+    REQUIRE(in.good());
+    return json::parse(in);
+  };
+  const json cases = load("torchtitan_cases.json");
+  const json parsed = load("torchtitan_parsed.json");
+  REQUIRE(cases.size() == parsed.size());
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const json& c = cases[i];
+    const json& t = parsed[i];
+    INFO(c["name"].get<std::string>());
+    REQUIRE(t["name"] == c["name"]);
+    const std::string toml = data(c["toml"].get<std::string>());
+    // The TOMLs actmem wrote are what it writes today for their configs.
+    if (c.contains("config"))
+      CHECK(
+          run({{"preset", c["preset"]}, {"config", c["config"]}, {"emit", "torchtitan"}})["text"] ==
+          toml);
+    // actmem's reading, with the data-parallel size torchtitan resolved for the world size.
+    const std::uint64_t dp =
+        t["dp_replicate"].get<std::uint64_t>() * t["dp_shard"].get<std::uint64_t>();
+    const json cfg = run(
+        {{"preset", c["preset"]}, {"config", {{"dp", dp}}}, {"torchtitan_toml", toml}})["config"];
+    CHECK(cfg["tp"] == t["tp"]);
+    CHECK(cfg["pp"] == t["pp"]);
+    CHECK(cfg["cp"] == t["cp"]);
+    CHECK(cfg["dp_replicate"] == t["dp_replicate"]);
+    CHECK(cfg["seq"] == t["seq_len"]);
+    CHECK(cfg["micro_batch"].get<std::uint64_t>() * cfg["micro_batches"].get<std::uint64_t>() ==
+          t["batch_size"].get<std::uint64_t>());
+    CHECK(cfg["dtype"] == (t["dp_shard"].get<int>() * t["cp"].get<int>() > 1 &&
+                                   t["mixed_precision_param"] == "bfloat16"
+                               ? "bf16"
+                               : "fp32"));
+    if (t["pp"].get<int>() > 1) {
+      CHECK(cfg["micro_batches"] == t["n_microbatches"]);
+      const std::uint64_t stages = t["stage_layers"].size();
+      const std::uint64_t pp = t["pp"].get<std::uint64_t>();
+      CHECK(cfg["vpp"].get<std::uint64_t>() * pp == stages);
+      const std::string sched = t["schedule"];
+      CHECK(cfg["schedule"] == (sched == "ScheduleInterleaved1F1B" ? "interleaved"
+                                : sched == "ScheduleGPipe"         ? "gpipe"
+                                                                   : "1f1b"));
+      // Each rank's layers: torchtitan's stages on that rank against actmem's chunks.
+      const json layers = cfg.contains("layer_split") && !cfg["layer_split"].empty()
+                              ? cfg["layer_split"]
+                              : json(std::vector<std::uint64_t>(
+                                    pp, t["stage_layers"][0].get<std::uint64_t>() * stages / pp));
+      for (std::uint64_t r = 0; r < pp; ++r) {
+        std::uint64_t on_rank = 0;
+        for (const json& s : t["rank_stages"][r])
+          on_rank += t["stage_layers"][s.get<std::size_t>()].get<std::uint64_t>();
+        CHECK(layers[r] == on_rank);
+      }
+    }
+    const std::string mode = t["ac_mode"], option = t["ac_option"];
+    const std::string want = mode == "none"   ? "none"
+                             : mode == "full" ? "full"
+                             : option == "op" ? "op:torchtitan"
+                             : std::stoi(option) <= 1
+                                 ? "full"
+                                 : "layers:" + std::string(std::stoi(option) - 1, 'K') + "C";
+    CHECK(cfg["recompute"] == want);
+    CHECK(cfg["float8"] == (t["float8"] == true ? "tensorwise" : "none"));
+    CHECK(cfg["float8_all_gather"] == (t["float8"] == true && t["float8_all_gather"] == true));
+  }
+}
