@@ -9,15 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "actmem/json_io.hpp"
+#include "fuzz_answer.hpp"
 
-namespace {
-
-void check(const nlohmann::json& r) {
-  if (!r.is_object() || !r.contains("ok")) std::abort();
-  if (r["ok"] == false && !(r.contains("error") && r["error"].contains("field"))) std::abort();
-}
-
-}  // namespace
+using actmem::fuzz::check_answer;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
@@ -26,11 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                         {"megatron_args", text},
                         {"summary", true}};
   const nlohmann::json r = actmem::evaluate_json(req);
-  check(r);
+  check_answer(r);
   if (r["ok"] == true) {
     req.erase("summary");
     req["emit"] = "megatron";
-    check(actmem::evaluate_json(req));
+    check_answer(actmem::evaluate_json(req));
   }
   return 0;
 }

@@ -212,7 +212,15 @@ TEST_CASE("torchtitan TOML refusals name the field, the key and what is allowed"
   CHECK(starts(msg("[model]\nname = 'llama3'\nflavor = '70B'\n"),
                "torchtitan_toml: model.flavor \"70B\" describes another model"));
   CHECK(starts(err("", {{"dp", 8}}, "mixtral-8x7b")["message"].get<std::string>(),
-               "torchtitan_toml: torchtitan 9dec370 trains Llama 2 and 3 models"));
+               "torchtitan_toml: torchtitan 9dec370 trains Llama 3 models"));
+  CHECK(starts(msg("[model]\nname = 'llama2'\n"),
+               "torchtitan_toml: model.name \"llama2\": torchtitan 9dec370 builds llama3 only"));
+  CHECK(starts(msg("[model]\nflavor = 'debugmodel'\n"),
+               "torchtitan_toml: model.flavor \"debugmodel\" describes another model"));
+  CHECK(starts(msg("[model]\nflavor = ''\n"), "torchtitan_toml: model.flavor \"\": not a flavor"));
+  CHECK(starts(msg("[experimental]\npipeline_parallel_degree = 2\n"
+                   "pipeline_parallel_split_points = ['layers.08']\n"),
+               "torchtitan_toml: experimental.pipeline_parallel_split_points \"layers.08\""));
   // Types, values and TOML syntax, by line.
   CHECK(starts(msg("[training]\nbatch_size = \"2\"\n"),
                "torchtitan_toml: training.batch_size \"2\": must be an integer"));
@@ -237,6 +245,18 @@ TEST_CASE("torchtitan TOML refusals name the field, the key and what is allowed"
   CHECK(starts(msg("[experimental]\npipeline_parallel_degree = 2\n"
                    "pipeline_parallel_split_points = ['layers.20', 'layers.10']\n"),
                "torchtitan_toml: experimental.pipeline_parallel_split_points \"layers.10\""));
+  // TOML is UTF-8 without a byte-order mark, with no control characters in comments or strings
+  // (Python's tomllib, which torchtitan reads with, refuses each).
+  CHECK(starts(msg("[job]\ndescription = \"\xff\xfe\"\n"),
+               "torchtitan_toml: line 2: the text is not valid UTF-8"));
+  CHECK(starts(msg("\xEF\xBB\xBF[training]\n"),
+               "torchtitan_toml: line 1: the text starts with a UTF-8 byte-order mark"));
+  CHECK(starts(msg("# bell \x07\n"), "torchtitan_toml: line 1: a control character in a comment"));
+  CHECK(starts(msg("[job]\ndescription = \"a\x1b[31m\"\n"),
+               "torchtitan_toml: line 2: a control character in a string"));
+  // The offending token, not the lines after it.
+  CHECK(msg("[training] x\nbatch_size = 1\n") ==
+        "torchtitan_toml: line 1: expected the end of the line at \"x\"");
   // dp_shard -1 takes the job's ranks: the request must say how many.
   const json no_dp = err("", json::object());
   CHECK(no_dp["field"] == "config.dp");
@@ -425,4 +445,48 @@ TEST_CASE(
     CHECK(cfg["float8"] == (t["float8"] == true ? "tensorwise" : "none"));
     CHECK(cfg["float8_all_gather"] == (t["float8"] == true && t["float8_all_gather"] == true));
   }
+}
+
+TEST_CASE(
+    "torchtitan TOML with the request's other keys: what torchtitan would not run is refused, "
+    "plan chooses the checkpointing, advise takes the framework instead",
+    "[torchtitan]") {
+  const std::string toml = data("llama3_8b.toml");
+  auto err = [&](const json& config) {
+    return refuse({{"preset", "llama-3.1-8b"}, {"config", config}, {"torchtitan_toml", toml}});
+  };
+  // FSDP2 computes in mixed_precision_param (bfloat16 here); without FSDP torchtitan runs fp32.
+  const json fp32 = err({{"dp", 8}, {"dtype", "fp32"}});
+  CHECK(fp32["field"] == "config.dtype");
+  CHECK(fp32["message"].get<std::string>().rfind(
+            "config.dtype: fp32 conflicts with torchtitan_toml: FSDP2 computes in "
+            "training.mixed_precision_param, bf16",
+            0) == 0);
+  CHECK(err({{"dp", 1}, {"dtype", "bf16"}})["field"] == "config.dtype");
+  // Settings torchtitan's TOML cannot say, given beside it: the emitter's reasons.
+  for (const json& extra : {json{{"zero", 1}}, json{{"loss", "chunked:4"}},
+                            json{{"attention", "eager"}}, json{{"param_dtype", "bf16"}}}) {
+    json c = extra;
+    c["dp"] = 8;
+    const json e = err(c);
+    INFO(e.dump());
+    CHECK(e["field"] == "torchtitan_toml");
+    CHECK(e["message"].get<std::string>().rfind(
+              "torchtitan_toml: with the request's other keys this is not a run torchtitan "
+              "9dec370 runs: ",
+              0) == 0);
+  }
+  // plan chooses the checkpointing the TOML's [activation_checkpoint] would fix, and says so.
+  const json p = run({{"command", "plan"},
+                      {"preset", "llama-3.1-8b"},
+                      {"config", {{"dp", 8}, {"gpu", "h100-80gb"}}},
+                      {"torchtitan_toml", toml}});
+  CHECK(p["found"] == true);
+  CHECK(p["warnings"].dump().find("[activation_checkpoint] is not used") != std::string::npos);
+  // advise chooses the layout the TOML fixes.
+  CHECK(refuse({{"command", "advise"},
+                {"preset", "llama-3.1-8b"},
+                {"config", {{"gpu", "h100-80gb"}}},
+                {"advise", {{"num_gpus", 8}, {"global_batch", 16}}},
+                {"torchtitan_toml", toml}})["field"] == "torchtitan_toml");
 }

@@ -28,7 +28,7 @@ Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
   const Parallel& p = c.par;
   for (const LayerKind& k : m.kinds)
     if (!k.has_attention() || k.is_moe() || k.is_mla())
-      return cannot("torchtitan 9dec370 trains Llama 2 and 3 models; " + m.name +
+      return cannot("torchtitan 9dec370 trains Llama 3 models; " + m.name +
                     " has MoE, latent-attention or Mamba layers");
   if (c.profile != Profile::kPytorch)
     return cannot(std::string("profile ") + profile_name(c.profile) +

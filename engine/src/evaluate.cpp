@@ -354,7 +354,15 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     }
     warnings.insert(warnings.end(), ma.value().warnings.begin(), ma.value().warnings.end());
   }
+  std::optional<TorchtitanToml> titan;  // a torchtitan TOML read: the run is checked against it
   if (req.contains("torchtitan_toml")) {
+    // advise chooses the layout a TOML fixes; framework torchtitan gives its settings per layout.
+    if (command == "advise")
+      return error_to_json(make_error(
+          "invalid_value", "torchtitan_toml",
+          "torchtitan_toml: advise chooses the degrees, batch split and checkpointing a job "
+          "config fixes; give config.framework torchtitan (--framework torchtitan) for "
+          "torchtitan's settings per layout"));
     std::string toml;
     if (auto err = detail::read_string(req["torchtitan_toml"], "torchtitan_toml", &toml))
       return error_to_json(*err);
@@ -369,6 +377,13 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
           "config.grad_accum: " + detail::short_dump(cfg_json["grad_accum"]) +
               " conflicts with torchtitan_toml, which gives " +
               detail::short_dump(tt.value().config["micro_batches"]) + " micro-batches; give one"));
+    // plan chooses the checkpointing; the TOML's activation_checkpoint is what it replaces.
+    if (command == "plan") {
+      tt.value().config.erase("recompute");
+      warnings.push_back(
+          "torchtitan_toml: plan chooses the activation checkpointing; the TOML's "
+          "[activation_checkpoint] is not used");
+    }
     if (auto err = merge(tt.value().config, "torchtitan_toml")) return error_to_json(*err);
     if (cfg_json.contains("grad_accum")) cfg_json.erase("micro_batches");
     // data_parallel_shard_degree -1 (torchtitan's default): the ranks the job leaves, which the
@@ -379,6 +394,7 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
           "config.dp: torchtitan_toml's data_parallel_shard_degree -1 takes the ranks the job "
           "leaves; give dp (--dp), the GPUs over tp x pp x cp"));
     warnings.insert(warnings.end(), tt.value().warnings.begin(), tt.value().warnings.end());
+    titan = tt.value();
   }
   // emit: the configuration as a framework's launch input (estimate, plan, advise).
   std::string emit;
@@ -438,6 +454,39 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
   }
   const ModelSpec& mv = model.value();
   if (auto err = check_pattern_fits(mv, c)) return error_to_json(*err);
+  // A torchtitan TOML with the request's other keys must still be a run torchtitan runs: the
+  // configuration its TOML writer accepts (emit_torchtitan.cpp, the one definition), computing
+  // in the TOML's mixed_precision_param where FSDP applies (fp32 elsewhere).
+  if (titan) {
+    auto s = make_setup(mv, c);
+    if (s.ok()) {
+      const TrainConfig& n = s.value().config;
+      const std::uint64_t shard = n.par.dp / std::max<std::uint64_t>(1, n.par.dp_replicate);
+      const bool fsdp = shard > 1 || n.par.cp > 1;
+      const std::string want = fsdp ? titan->mixed_precision : "fp32";
+      if (dtype_name(n.act_dtype) != want)
+        return error_to_json(
+            make_error("invalid_value", "config.dtype",
+                       std::string("config.dtype: ") + dtype_name(n.act_dtype) +
+                           " conflicts with torchtitan_toml: " +
+                           (fsdp ? "FSDP2 computes in training.mixed_precision_param, " + want
+                                 : std::string("without FSDP torchtitan runs fp32")) +
+                           "; give one"));
+      if (command != "plan") {
+        auto t = torchtitan_toml(mv, n);
+        if (!t.ok()) {
+          std::string why = t.error().message;
+          const std::string prefix = "emit: torchtitan: ";
+          if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+          return error_to_json(
+              make_error("invalid_value", "torchtitan_toml",
+                         "torchtitan_toml: with the request's other keys this is not a run "
+                         "torchtitan 9dec370 runs: " +
+                             why));
+        }
+      }
+    }
+  }
   // Settings a command chooses itself are refused in its request's config, not ignored: plan
   // searches the recompute policy and offload; sweep takes micro-batches and sequences from its
   // grid.

@@ -153,12 +153,14 @@ bool has_type(const json& v, Type t) {
   return false;
 }
 
-// Llama 3's flavors at 9dec370 (torchtitan/models/llama/__init__.py l.15-41): hidden size, layers.
+// Llama 3's flavors at 9dec370 (torchtitan/models/llama/__init__.py l.13-42), the only model
+// torchtitan/models/__init__.py builds: hidden size, layers.
 struct Flavor {
   const char* name;
   std::uint64_t dim, layers;
 };
-const Flavor kLlama3Flavors[] = {{"8B", 4096, 32}, {"70B", 8192, 80}, {"405B", 16384, 126}};
+const Flavor kLlama3Flavors[] = {
+    {"debugmodel", 256, 8}, {"8B", 4096, 32}, {"70B", 8192, 80}, {"405B", 16384, 126}};
 
 }  // namespace
 
@@ -233,25 +235,35 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
         "experimental.pipeline_parallel_schedule_csv: a schedule read from a CSV file is not "
         "modelled; allowed: empty, with pipeline_parallel_schedule naming the schedule");
 
-  // The model: torchtitan 9dec370 builds Llama 2 and 3 (models/llama); its flavor must be this one.
+  // The model: torchtitan 9dec370 builds Llama 3 (models/llama); its flavor must be this one.
   for (const LayerKind& k : m.kinds)
     if (!k.has_attention() || k.is_moe() || k.is_mla())
       return bad(
-          "torchtitan 9dec370 trains Llama 2 and 3 models (torchtitan/models/llama); this model "
+          "torchtitan 9dec370 trains Llama 3 models (torchtitan/models/llama); this model "
           "has " +
           std::string(k.is_moe()   ? "MoE"
                       : k.is_mla() ? "multi-head latent attention"
                                    : "Mamba") +
           " layers");
-  const std::string model_name = str("model.name", "llama");
-  if (model_name == "llama3" && has("model.flavor")) {
+  // A name or flavor given must be one torchtitan builds (models/__init__.py models_config:
+  // llama3 only) and describe the request's model.
+  if (has("model.name") && v["model.name"] != "llama3")
+    return bad("model.name " + detail::short_dump(v["model.name"]) +
+               ": torchtitan 9dec370 builds llama3 only (models/__init__.py); allowed: llama3");
+  if (has("model.flavor")) {
     const std::string fl = v["model.flavor"].get<std::string>();
+    const Flavor* hit = nullptr;
     for (const Flavor& f : kLlama3Flavors)
-      if (fl == f.name && (f.dim != m.hidden || f.layers != m.layers))
-        return bad("model.flavor \"" + fl + "\" describes another model: Llama 3 " + fl +
-                   " has dim " + std::to_string(f.dim) + " and " + std::to_string(f.layers) +
-                   " layers, this one hidden_size=" + std::to_string(m.hidden) +
-                   " and num_hidden_layers=" + std::to_string(m.layers));
+      if (fl == f.name) hit = &f;
+    if (hit == nullptr)
+      return bad("model.flavor " + detail::short_dump(v["model.flavor"]) +
+                 ": not a flavor of torchtitan 9dec370's llama3; allowed: debugmodel, 8B, 70B, "
+                 "405B");
+    if (hit->dim != m.hidden || hit->layers != m.layers)
+      return bad("model.flavor \"" + fl + "\" describes another model: Llama 3 " + fl +
+                 " has dim " + std::to_string(hit->dim) + " and " + std::to_string(hit->layers) +
+                 " layers, this one hidden_size=" + std::to_string(m.hidden) +
+                 " and num_hidden_layers=" + std::to_string(m.layers));
   }
   // norms.py build_norm: rmsnorm is the eager RMSNorm the pytorch profile measures.
   const std::string norm = str("model.norm_type", "rmsnorm");
@@ -352,7 +364,8 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
         const std::string s = p.get<std::string>();
         const std::string digits = s.size() > 7 && s.rfind("layers.", 0) == 0 ? s.substr(7) : "";
         std::uint64_t n = 0;
-        const bool num = !digits.empty() && digits.size() <= 9 &&
+        // Module names: layers.8, never layers.08 (no module is named so).
+        const bool num = !digits.empty() && digits.size() <= 9 && digits[0] != '0' &&
                          std::all_of(digits.begin(), digits.end(),
                                      [](char ch) { return ch >= '0' && ch <= '9'; });
         if (num) n = std::stoull(digits);
@@ -455,6 +468,7 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
   // Precision (parallelize_llama.py l.79-94): FSDP's MixedPrecisionPolicy; without FSDP the run
   // is fp32 (framework torchtitan's defaults). Only the parameter dtype is a choice.
   const std::string mp = str("training.mixed_precision_param", "bfloat16");
+  out.mixed_precision = mp == "float32" ? "fp32" : "bf16";
   if (mp == "float32")
     c["dtype"] = "fp32";
   else if (mp != "bfloat16")

@@ -2,6 +2,7 @@
 // for the values config files hold, every number checked, every refusal naming its line.
 #include "toml_read.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -23,6 +24,45 @@ bool bare_key_char(char c) {
 bool digit(char c) {
   return c >= '0' && c <= '9';
 }
+// TOML bans control characters other than tab in comments and strings.
+bool control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return (u < 0x20 && c != '\t') || u == 0x7F;
+}
+
+// The offset of the first byte that does not start or continue a well-formed UTF-8 sequence
+// (no overlong forms, surrogates or code points past U+10FFFF), or npos.
+std::size_t bad_utf8(const std::string& s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF)
+      n = 1, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+      n = 2, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+      n = 3, cp = c & 0x07;
+    else
+      return i;
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return i;
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return i;
+    i += n + 1;
+  }
+  return std::string::npos;
+}
 
 class Parser {
  public:
@@ -32,6 +72,15 @@ class Parser {
     if (s_.size() > kMaxTomlBytes)
       return fail("the text has " + std::to_string(s_.size()) + " bytes; at most " +
                   std::to_string(kMaxTomlBytes));
+    // TOML is UTF-8 without a byte-order mark (Python's tomllib, which torchtitan reads with,
+    // refuses both).
+    if (s_.compare(0, 3, "\xEF\xBB\xBF") == 0)
+      return fail("the text starts with a UTF-8 byte-order mark (U+FEFF); save it without one");
+    if (const std::size_t at = bad_utf8(s_); at != std::string::npos) {
+      line_ = 1 + static_cast<std::size_t>(std::count(s_.begin(), s_.begin() + at, '\n'));
+      return fail("the text is not valid UTF-8 (byte " + std::to_string(at) +
+                  "); TOML files are UTF-8");
+    }
     json root = json::object();
     std::vector<std::string> table;  // the current table's path
     std::set<std::vector<std::string>> headers;
@@ -120,19 +169,25 @@ class Parser {
   std::optional<Error> end_of_line() {
     skip_ws();
     if (i_ < s_.size() && s_[i_] == '#')
-      while (i_ < s_.size() && s_[i_] != '\n' && s_[i_] != '\r') ++i_;
+      for (; i_ < s_.size() && s_[i_] != '\n' && s_[i_] != '\r'; ++i_)
+        if (control(s_[i_])) return fail("a control character in a comment");
     if (i_ >= s_.size()) return std::nullopt;
     if (s_[i_] == '\r') {
       if (i_ + 1 >= s_.size() || s_[i_ + 1] != '\n') return fail("a carriage return alone");
       ++i_;
     }
-    if (s_[i_] != '\n') return fail("expected the end of the line at " + shown(s_.substr(i_, 20)));
+    if (s_[i_] != '\n') {
+      const std::size_t eol = s_.find_first_of("\r\n", i_);
+      return fail("expected the end of the line at " +
+                  shown(s_.substr(
+                      i_, std::min<std::size_t>(eol == std::string::npos ? 20 : eol - i_, 20))));
+    }
     ++i_;
     ++line_;
     return std::nullopt;
   }
   // Blank space, newlines and comments inside an array.
-  void skip_array_space() {
+  std::optional<Error> skip_array_space() {
     while (i_ < s_.size()) {
       const char c = s_[i_];
       if (c == ' ' || c == '\t' || c == '\r') {
@@ -141,11 +196,13 @@ class Parser {
         ++i_;
         ++line_;
       } else if (c == '#') {
-        while (i_ < s_.size() && s_[i_] != '\n') ++i_;
+        for (; i_ < s_.size() && s_[i_] != '\n'; ++i_)
+          if (control(s_[i_]) && s_[i_] != '\r') return fail("a control character in a comment");
       } else {
         break;
       }
     }
+    return std::nullopt;
   }
 
   std::optional<Error> key_path(std::vector<std::string>* path) {
@@ -183,6 +240,7 @@ class Parser {
         return fail(std::string("a string is not closed (") + q + ")");
       const char c = s_[i_++];
       if (c == q) return std::nullopt;
+      if (control(c)) return fail("a control character in a string; write it as an escape");
       if (c != '\\' || q == '\'') {
         *out += c;
         continue;
@@ -268,7 +326,7 @@ class Parser {
       ++i_;
       *out = json::array();
       while (true) {
-        skip_array_space();
+        if (auto e = skip_array_space()) return e;
         if (i_ >= s_.size()) return fail("an array is not closed (])");
         if (s_[i_] == ']') {
           ++i_;
@@ -277,7 +335,7 @@ class Parser {
         json v;
         if (auto e = value(&v, depth + 1)) return e;
         out->push_back(std::move(v));
-        skip_array_space();
+        if (auto e = skip_array_space()) return e;
         if (i_ < s_.size() && s_[i_] == ',') {
           ++i_;
           continue;

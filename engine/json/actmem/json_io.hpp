@@ -76,6 +76,9 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
 struct TorchtitanToml {
   nlohmann::json config = nlohmann::json::object();
   bool dp_from_job = false;
+  // training.mixed_precision_param as a dtype ("bf16", "fp32"): FSDP2's compute dtype, which
+  // applies only when the layout shards (dp_shard x cp > 1); the caller checks it then.
+  std::string mixed_precision = "bf16";
   std::vector<std::string> warnings;
 };
 Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const ModelSpec& m);
