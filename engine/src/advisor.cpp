@@ -175,18 +175,28 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                   if (titan && zero != (fsdp ? 3 : 0)) break;
                   // A larger micro-batch only saves bytes sent under ZeRO-2/3 (one gradient
                   // reduce-scatter per micro-batch): elsewhere micro-batch 1 has the same bytes
-                  // sent, the same recompute share, no more bubble and no higher peak.
-                  if (b > 1 && zero < 2 && !(titan && pp == 1)) break;
+                  // sent, the same recompute share, no more bubble and no higher peak: the
+                  // schedules hold at most their warm-up's micro-batches (1F1B and ZB-H1 p,
+                  // DualPipe p + 1, which needs 2p micro-batches), so fewer, larger ones hold as
+                  // many tokens or more. Not ZB-V below 2p micro-batches: its V runs a shorter
+                  // warm-up there, and a larger micro-batch can peak lower (Mixtral 8x7B on 16
+                  // GPUs: tested), so ZB-V alone is searched at every micro-batch below 2p.
+                  const bool split_here = pp > 1 && splittable && !launcher;
+                  const bool only_zbv = b > 1 && zero < 2 && !(titan && pp == 1);
+                  if (only_zbv && !(split_here && vpp == 2)) break;
                   const std::uint64_t mbs = per_dp / b;
+                  if (only_zbv && mbs >= 2 * pp) continue;
                   // The schedules this shape can run: 1F1B, or interleaved (Megatron-LM needs
                   // the micro-batches a multiple of pp), and for dense models the split-backward
                   // ones (zero-bubble, DualPipe), which Megatron-LM does not run (a launcher
                   // leaves them out).
                   Schedule scheds[3];
                   std::size_t n_sched = 0;
-                  if (vpp == 1 || mbs % pp == 0)
+                  if (!only_zbv && (vpp == 1 || mbs % pp == 0))
                     scheds[n_sched++] = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
-                  if (pp > 1 && splittable && !launcher) {
+                  if (only_zbv) {
+                    scheds[n_sched++] = Schedule::kZbV;
+                  } else if (split_here) {
                     if (vpp == 1) {
                       scheds[n_sched++] = Schedule::kZbH1;
                       if (pp % 2 == 0 && mbs % 2 == 0 && mbs >= 2 * pp && layers % pp == 0)
@@ -311,8 +321,9 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                       any = true;
                     }
                   }
-                  // Larger micro-batches only grow the peak: none of them fits either.
-                  if (!any) break;
+                  // Larger micro-batches only grow the peak (but ZB-V's, above): none of them
+                  // fits either.
+                  if (!any && !(split_here && vpp == 2)) break;
                 }
           }
         }
@@ -367,9 +378,10 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
   out.notes.push_back("tp stays within a node (at most gpus_per_node = " +
                       std::to_string(base.gpus_per_node) + ")");
   out.notes.push_back(
-      "micro-batches above 1 are searched under ZeRO-2/3 only, where they save gradient "
-      "reduce-scatters; elsewhere micro-batch 1 is no worse on any criterion (GEMM efficiency is "
-      "not ranked)");
+      "micro-batches above 1 are searched under ZeRO-2/3, where they save gradient "
+      "reduce-scatters, and under ZB-V below 2p micro-batches, where its shorter warm-up can "
+      "keep less; elsewhere micro-batch 1 is no worse on any criterion (GEMM efficiency is not "
+      "ranked)");
   out.notes.push_back(
       "GPipe is not listed: 1F1B has its bubble and keeps fewer micro-batches; ZB-H1, ZB-V, "
       "DualPipe and DualPipeV are searched for dense models (not with --emit megatron), their "

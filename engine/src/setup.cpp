@@ -164,9 +164,11 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
             "invalid_value", "config.schedule",
             "config.schedule: " + std::string(schedule_name(effective_schedule(c))) +
                 " splits each backward into input and weight gradients, which the engine models "
-                "for dense attention layers only; layer kind " +
+                "for attention layers (not MLA) with a dense FFN, or MoE under the megatron and "
+                "pytorch profiles; layer kind " +
                 std::to_string(ki) +
-                " is MoE, MLA or Mamba; allowed for this model: gpipe, 1f1b, interleaved");
+                " is MLA, Mamba or the hf profile's MoE; allowed for this model: gpipe, 1f1b, "
+                "interleaved");
       for (const TensorRecord& t : ke.inventory.tensors)
         if (t.wgrad_input) ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
       for (const TensorRecord& t : ke.inventory.wgrad_dy)

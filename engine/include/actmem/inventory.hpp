@@ -156,9 +156,10 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
 Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
                                        const LayerGeometry& g, Profile profile);
 
-// Whether the engine splits this kind's backward into I and W: a dense layer (attention, not
-// MLA, and a dense FFN). MoE experts, MLA and Mamba mixers have not had their weight-gradient
-// inputs named yet; a split-backward schedule over them is refused.
+// Whether the engine splits this kind's backward into I and W: attention (not MLA) with a dense
+// or MoE FFN (MoE under the megatron and pytorch profiles, whose expert records carry the linear
+// inputs; setup refuses the hf profile's). MLA and Mamba mixers have not had their
+// weight-gradient inputs named yet; a split-backward schedule over them is refused.
 bool split_backward_supported(const LayerKind& k);
 
 // Whether the engine names this kind's op outputs for op-level policies: dense attention (not
