@@ -94,12 +94,13 @@ void write_glossary(JsonWriter& w) {
   static const std::string letters[] = {"K", "S", "C", "R", "X"};
   static_assert(sizeof(kChoiceLetters) == 6, "one meaning per recompute letter");
   for (std::size_t i = 0; i < 5; ++i) w.field(letters[i], meaning[i]);
-  // Lower case: the same choice with the layer's kept bytes in host memory (policy.hpp).
+  // Lower case: the same choice with the layer's kept bytes in host memory (policy.hpp). The
+  // writer keeps each key's view until the object closes: the keys are static.
   static_assert(sizeof(kOffloadLetters) == 5, "one meaning per offload letter");
+  static const std::string lower[] = {"k", "s", "c", "x"};
   for (std::size_t i = 0; i < 4; ++i)
-    w.field(std::string(1, kOffloadLetters[i]),
-            std::string("as ") + static_cast<char>(kOffloadLetters[i] - 'a' + 'A') +
-                ", with the layer's kept bytes offloaded to host memory");
+    w.field(lower[i], std::string("as ") + static_cast<char>(kOffloadLetters[i] - 'a' + 'A') +
+                          ", with the layer's kept bytes offloaded to host memory");
   w.end_object();
   w.end_object();
 }
