@@ -163,7 +163,10 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
             bool have_budget = false;
             // torchtitan: FSDP2 when dp x cp > 1, else DDP, which runs on a 1-D mesh only
             // (parallelize_llama.py l.79-110).
-            const bool fsdp = dp > 1 || cp > 1;
+            Parallel shape;  // advise searches no replicas: dp_replicate 1
+            shape.dp = dp;
+            shape.cp = cp;
+            const bool fsdp = torchtitan_fsdp(shape);
             if (titan && !fsdp && dp > 1 && (tp > 1 || pp > 1)) continue;
             // torchtitan 9dec370 accumulates no gradients without pipelining: the local batch
             // is the micro-batch.
@@ -270,13 +273,15 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     }
                     // torchtitan's op list keeps per-op outputs: its costs set on this setup
                     // (the other policies read none of them).
-                    const bool ops_ok = !titan || !set_policy_costs(s.value(), policies[1]);
+                    bool ops_ok = true;
+                    for (const Recompute& r : policies)
+                      if (!r.op_policy.empty()) ops_ok = !set_policy_costs(s.value(), r);
                     for (std::size_t pi = 0; pi < policies.size(); ++pi) {
                       const Recompute& r = policies[pi];
                       if (r.kind == RecomputeKind::kNone) prev_peak = kMaxBytes, prev_overhead = -1;
                       ++out.enumerated;
                       // Offloading under a split backward is not modelled (validate.cpp).
-                      if ((titan && pi == 1 && !ops_ok) ||
+                      if ((!r.op_policy.empty() && !ops_ok) ||
                           (sched == Schedule::kZbH1 && !fits_1f1b[pi]) ||
                           (r.offload && is_split_backward(sched))) {
                         prev_peak = kMaxBytes;

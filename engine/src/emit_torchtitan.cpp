@@ -58,7 +58,7 @@ Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
   // Which data parallelism torchtitan applies (parallelize_llama.py l.79-110): FSDP2 (HSDP with
   // replicas) when dp_shard x cp > 1, DDP when only replicas, nothing on one rank.
   const std::uint64_t rep = p.dp_replicate, shard = p.dp / p.dp_replicate;
-  const bool fsdp = shard > 1 || p.cp > 1;
+  const bool fsdp = torchtitan_fsdp(p);
   const std::string dp_words =
       fsdp ? "FSDP2 (dp_shard x cp = " + std::to_string(shard * p.cp) + ")"
            : std::string(p.dp > 1 ? "DDP (dp_shard x cp = 1)" : "one data-parallel rank");

@@ -461,8 +461,7 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
     auto s = make_setup(mv, c);
     if (s.ok()) {
       const TrainConfig& n = s.value().config;
-      const std::uint64_t shard = n.par.dp / std::max<std::uint64_t>(1, n.par.dp_replicate);
-      const bool fsdp = shard > 1 || n.par.cp > 1;
+      const bool fsdp = torchtitan_fsdp(n.par);
       const std::string want = fsdp ? titan->mixed_precision : "fp32";
       if (dtype_name(n.act_dtype) != want)
         return error_to_json(

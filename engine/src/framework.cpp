@@ -21,6 +21,12 @@ constexpr std::uint64_t kMaxLossChunks = std::uint64_t{1} << 20;
 
 }  // namespace
 
+bool torchtitan_fsdp(const Parallel& p) {
+  // validate.cpp refuses a dp_replicate that does not divide dp; dp and cp are at least 1.
+  const std::uint64_t dp_shard = p.dp_replicate > 1 ? p.dp / p.dp_replicate : p.dp;
+  return dp_shard > 1 || p.cp > 1;
+}
+
 std::string loss_name(const Loss& l) {
   switch (l.impl) {
     case LossImpl::kEager:
@@ -81,11 +87,7 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
                    "torchtitan 9dec370 torchtitan/models/llama/model.py l.209: "
                    "F.scaled_dot_product_attention(xq, xk, xv, is_causal=True), the flash "
                    "backend in bf16 on sm80+"});
-      // dp_shard = dp / dp_replicate (validate.cpp refuses one that does not divide dp); dp and
-      // cp are at least 1, so dp_shard x cp is more than 1 when either is.
-      const std::uint64_t dp_shard =
-          c.par.dp_replicate > 1 ? c.par.dp / c.par.dp_replicate : c.par.dp;
-      const bool sharded = dp_shard > 1 || c.par.cp > 1;
+      const bool sharded = torchtitan_fsdp(c.par);
       // FSDP2's mixed precision: fp32 sharded parameters (the model is built in fp32), computed
       // in bf16, gradients reduced and kept in fp32. Without FSDP there is no mixed precision
       // policy and no autocast: fp32 throughout.

@@ -79,6 +79,14 @@ struct FrameworkDefault {
   const char* source;
 };
 
+struct Parallel;
+
+// Whether torchtitan (9dec370 parallelize_llama.py l.79-110) applies FSDP2 to a layout: when
+// dp_shard x cp > 1, dp_shard = dp / dp_replicate (HSDP); else DDP across replicas, or one rank.
+// What it shards decides its precision, residency and buckets (framework defaults, its TOML
+// writer, the advisor's layouts).
+bool torchtitan_fsdp(const Parallel& p);
+
 // The defaults c.framework sets, given the keys the user gave (`given`) and their values in `c`:
 // some depend on the layout (torchtitan shards with FSDP only when dp x cp > 1). Plain: none.
 std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
