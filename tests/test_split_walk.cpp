@@ -5,7 +5,9 @@
 // README and DeepSeek-V3 Table 2), DualPipe holds two copies of its stages' parameters, exact
 // bytes on the docs/schedules.md toy model computed by hand, the allocator replay agrees with the
 // walk, and every shape a schedule's code refuses is refused by field.
+#include <map>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -220,18 +222,28 @@ TEST_CASE("Shapes the split-backward schedules' code refuses are refused by fiel
     CHECK(r["ok"] == false);
     CHECK(r["error"]["field"] == row.field);
   }
-  // Multi-head latent attention and Mamba-2 mixers: their weight-gradient inputs are not named
-  // yet.
-  for (const auto& [preset, split] : {std::pair<const char*, json>{"deepseek-v3", {30, 31}},
-                                      {"nemotron-3-nano-30b-a3b", {26, 26}}}) {
-    const json r = evaluate_json(
-        json{{"preset", preset},
-             {"config",
-              {{"pp", 2}, {"layer_split", split}, {"schedule", "zb-h1"}, {"micro_batches", 4}}}});
+  // Mamba's fused kernel computes out_proj's weight gradient in its own backward, so nothing can
+  // defer it (Mamba-Codestral under hf and Nemotron 3 under pytorch, both with flash).
+  for (const auto& [preset, extra] :
+       {std::pair<const char*, json>{"mamba-codestral-7b",
+                                     {{"profile", "hf"}, {"attention", "flash"}}},
+        {"nemotron-3-nano-30b-a3b", {{"profile", "pytorch"}, {"attention", "flash"}}}}) {
+    json cfg = {{"pp", 2}, {"schedule", "zb-h1"}, {"micro_batches", 4}};
+    cfg.update(extra);
+    const json r = evaluate_json(json{{"preset", preset}, {"config", cfg}});
     INFO(preset << " " << r.dump().substr(0, 300));
     CHECK(r["ok"] == false);
     CHECK(r["error"]["field"] == "config.schedule");
   }
+  CHECK(evaluate_json(json{{"preset", "nemotron-3-nano-30b-a3b"},
+                           {"config",
+                            {{"pp", 2},
+                             {"schedule", "zb-h1"},
+                             {"micro_batches", 4},
+                             {"profile", "pytorch"},
+                             {"attention", "flash"}}}})["error"]["message"]
+            .get<std::string>()
+            .find("mamba_split_conv1d_scan_combined") != std::string::npos);
   // ZB-H1 takes an uneven split like 1F1B.
   CHECK(run(request("estimate", 4, {{"schedule", "zb-h1"}, {"layer_split", {1, 3}}}))["ok"] ==
         true);
@@ -278,6 +290,30 @@ TEST_CASE(
           }
         }
   CHECK(compared == 4 * (2 + 4) * 3 * 3);
+  // Uneven splits: 17 layers over 4 ranks (DualPipe: stages r and 3 - r; the V schedules: each
+  // rank's layers over its two chunks, the first taking the extra).
+  compared = 0;
+  for (const Row& row : rows)
+    for (std::uint64_t m : {8, 32})
+      for (const char* rc : {"none", "full"}) {
+        const json extra = {{"pp", 4},
+                            {"vpp", row.vpp},
+                            {"micro_batches", m},
+                            {"schedule", row.schedule},
+                            {"recompute", rc},
+                            {"layer_split", {3, 5, 5, 4}}};
+        const json e = run(request("estimate", 17, extra));
+        const json t = run(request("timeline", 17, extra));
+        INFO(extra.dump());
+        for (std::size_t st = 0; st < 4; ++st) {
+          CHECK(e["stages"][st]["peak_bytes"] == t["stages"][st]["peak_bytes"]);
+          CHECK(e["stages"][st]["peak_at"] == t["stages"][st]["peak_at"]);
+          ++compared;
+        }
+        if (std::string(row.schedule) == "dualpipe")
+          CHECK(u(e["stages"][0]["layers"]) == 3 + 4);
+      }
+  CHECK(compared == 4 * 2 * 2 * 4);
 }
 
 TEST_CASE("split_runs cuts each schedule's op list into its repeating runs", "[schedule][split]") {
@@ -485,4 +521,131 @@ TEST_CASE(
         }
       }
     }
+}
+
+namespace {
+
+// The marked linear inputs and the stored output gradients of layer kind `ki`.
+std::pair<Bytes, Bytes> wgrad_store(const json& model, const json& config, std::size_t ki = 0) {
+  const Setup s = setup_of(json{{"model", model}, {"config", config}});
+  Bytes marked = 0, stored = 0;
+  for (const TensorRecord& t : s.kinds[ki].inventory.tensors)
+    if (t.wgrad_input) marked += t.bytes;
+  for (const TensorRecord& t : s.kinds[ki].inventory.wgrad_dy) stored += t.bytes;
+  CHECK(s.kinds[ki].wgrad_keep == marked + stored);
+  return {marked, stored};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "An MLA layer's weight-gradient store: the down projections over the latents' tokens, the up "
+    "projections and o_proj over every token and local head (DeepSeek-V2 shape, by hand)",
+    "[schedule][split][deepseek]") {
+  // h 256, 4 heads, q latent 96, kv latent 64, nope 32, rope 16, v 40, SwiGLU f 512; b 2, s 64,
+  // bf16 (the test_hf_families MLA model).
+  const json model = {
+      {"model_type", "deepseek_v2"}, {"hidden_size", 256},       {"intermediate_size", 512},
+      {"num_hidden_layers", 4},      {"num_attention_heads", 4}, {"vocab_size", 1024},
+      {"q_lora_rank", 96},           {"kv_lora_rank", 64},       {"qk_nope_head_dim", 32},
+      {"qk_rope_head_dim", 16},      {"v_head_dim", 40},         {"n_routed_experts", nullptr}};
+  const Bytes b = 2, sq = 64, h = 256, rq = 96, rkv = 64, dr = 16, d = 48, dv = 40, nope = 32,
+              f = 512, a = 4;
+  for (const char* profile : {"megatron", "pytorch"}) {
+    INFO(profile);
+    const json cfg = {{"micro_batch", 2},    {"seq", 64},          {"pp", 2},
+                      {"micro_batches", 4},  {"schedule", "zb-h1"}, {"profile", profile},
+                      {"attention", "flash"}};
+    const auto [marked, stored] = wgrad_store(model, cfg);
+    // qkv_in (q_a_proj and kv_a_proj read it), q_up_in, kv_up_in, proj_in, fc1_in, fc2_in.
+    CHECK(marked == 2 * b * sq * (h + rq + rkv + a * dv + h + f));
+    // q_a (r_q), q_b (a·d), kv_a (r_kv + d_r), kv_b (a·(nope + d_v)), o (h), gate/up (2f), down.
+    CHECK(stored == 2 * b * sq * (rq + a * d + rkv + dr + a * (nope + dv) + h + 2 * f + h));
+  }
+  // Megatron-LM, tp 2 with sequence parallelism: the duplicated down projections run on the s/2
+  // shard (multi_latent_attention.py @ 003b4ce), so their outputs, the latents' norms and the up
+  // projections' kept inputs hold s/2 tokens; column-parallel outputs every token, 2 heads.
+  const json sp = {{"micro_batch", 2},   {"seq", 64},          {"pp", 2},
+                   {"micro_batches", 4}, {"schedule", "zb-h1"}, {"profile", "megatron"},
+                   {"attention", "flash"}, {"tp", 2},           {"sp", true}};
+  const auto [marked, stored] = wgrad_store(model, sp);
+  const Bytes half = sq / 2, at = a / 2, ft = f / 2;
+  CHECK(marked == 2 * b * (half * h + half * rq + half * rkv + sq * at * dv + half * h + sq * ft));
+  CHECK(stored == 2 * b *
+                      (half * rq + sq * at * d + half * (rkv + dr) + sq * at * (nope + dv) +
+                       sq * h + sq * 2 * ft + sq * h));
+  const json r = run(json{{"model", model}, {"config", sp}});
+  std::map<std::string, std::uint64_t> got;
+  for (const json& t : r["per_layer"]["all_tensors"]) got[t["name"]] = u(t["bytes"]);
+  CHECK(got["attn.q_latent_norm.in"] == 2 * b * half * rq);
+  CHECK(got["attn.kv_up_in"] == 2 * b * half * rkv);
+  // DeepSeek-V2-Lite's shape: no query latent, q_proj reads the normed input (a·d per token).
+  json lite = model;
+  lite["q_lora_rank"] = nullptr;
+  const json cfg = {{"micro_batch", 2},   {"seq", 64},          {"pp", 2},
+                    {"micro_batches", 4}, {"schedule", "zb-h1"}, {"profile", "megatron"},
+                    {"attention", "flash"}};
+  const auto [lm, ls] = wgrad_store(lite, cfg);
+  CHECK(lm == 2 * b * sq * (h + rkv + a * dv + h + f));
+  CHECK(ls == 2 * b * sq * (a * d + rkv + dr + a * (nope + dv) + h + 2 * f + h));
+}
+
+TEST_CASE(
+    "A Mamba-2 layer's weight-gradient store: in_proj's and out_proj's inputs and output "
+    "gradients, under the PyTorch path and Megatron-LM's mixer (by hand)",
+    "[schedule][split][mamba]") {
+  // h 256, 16 heads of 32 (I = 512), state 16, 2 groups: in_proj 2I + 2GN + H = 1,104 wide.
+  const json model = {{"model_type", "mamba2"}, {"hidden_size", 256}, {"num_hidden_layers", 4},
+                      {"num_heads", 16},        {"head_dim", 32},     {"state_size", 16},
+                      {"n_groups", 2},          {"vocab_size", 1024}};
+  const Bytes b = 2, sq = 64, h = 256, I = 512, in = 2 * 512 + 2 * 2 * 16 + 16;
+  for (const auto& [profile, attention] : {std::pair<const char*, const char*>{"pytorch", "eager"},
+                                           {"megatron", "flash"}}) {
+    INFO(profile << " " << attention);
+    const json cfg = {{"micro_batch", 2},    {"seq", 64},          {"pp", 2},
+                      {"micro_batches", 4},  {"schedule", "zb-h1"}, {"profile", profile},
+                      {"attention", attention}};
+    const auto [marked, stored] = wgrad_store(model, cfg);
+    CHECK(marked == 2 * b * sq * (h + I));
+    CHECK(stored == 2 * b * sq * (in + h));
+  }
+}
+
+TEST_CASE(
+    "DualPipe with a layer_split: rank r holds stage r and stage p-1-r (DeepSeek-V3's 61 layers "
+    "on 4 ranks), the walk and the allocator replay agree on every rank",
+    "[schedule][split][deepseek]") {
+  const json cfg = {{"seq", 1024},          {"pp", 4},
+                    {"layer_split", {14, 16, 16, 15}}, {"micro_batches", 8},
+                    {"schedule", "dualpipe"}, {"profile", "megatron"},
+                    {"attention", "flash"},   {"device_stages", "all"}};
+  const json r = run(json{{"preset", "deepseek-v3"}, {"config", cfg}});
+  const std::uint64_t want[] = {14 + 15, 16 + 16, 16 + 16, 15 + 14};
+  for (std::size_t st = 0; st < 4; ++st) {
+    CHECK(u(r["stages"][st]["layers"]) == want[st]);
+    const std::uint64_t walk = u(r["stages"][st]["peak_bytes"]);
+    const std::uint64_t alloc = u(r["device"]["stages"][st]["allocated_peak_bytes"]);
+    INFO("stage " << st << " walk " << walk << " allocated " << alloc);
+    CHECK(alloc >= walk);
+    CHECK(alloc - walk <= walk / 10000);
+  }
+  // Rank 0's chunks: stage 0 (layers 0-13, with the embedding) and stage 3 (layers 46-60, with
+  // the head); rank 1's: stage 1 (14-29) and stage 2 (30-45).
+  std::vector<std::string> warnings;
+  auto m = model_preset("deepseek-v3", &warnings);
+  REQUIRE(m.ok());
+  json plain = cfg;
+  plain.erase("device_stages");
+  auto c = config_from_json(plain, TrainConfig{});
+  REQUIRE(c.ok());
+  auto s = make_setup(m.value(), c.value());
+  REQUIRE(s.ok());
+  const RankSetup& r0 = s.value().ranks[0];
+  const RankSetup& r1 = s.value().ranks[1];
+  CHECK(r0.chunk_sizes == std::vector<std::uint64_t>{14, 15});
+  CHECK(r0.chunk_first == std::vector<std::uint64_t>{0, 46});
+  CHECK(r0.embed_chunk == 0);
+  CHECK(r0.head_chunk == 1);
+  CHECK(r1.chunk_sizes == std::vector<std::uint64_t>{16, 16});
+  CHECK(r1.chunk_first == std::vector<std::uint64_t>{14, 30});
 }

@@ -105,8 +105,13 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
   const std::uint64_t seq = base.seq, layers = m.layers;
   const bool mamba =
       std::any_of(m.kinds.begin(), m.kinds.end(), [](const LayerKind& k) { return k.is_mamba(); });
-  // Split-backward schedules need every layer kind's weight-gradient inputs named (inventory.hpp).
-  const bool splittable = std::all_of(m.kinds.begin(), m.kinds.end(), split_backward_supported);
+  // Split-backward schedules need every layer kind's weight-gradient inputs named (inventory.hpp:
+  // wgrad_dy is empty where they are not); which kinds split depends on the profile and attention
+  // only, which every layout shares with the base.
+  const auto& base_kinds = base_setup.value().kinds;
+  const bool splittable = std::all_of(base_kinds.begin(), base_kinds.end(), [](const auto& ke) {
+    return !ke.inventory.wgrad_dy.empty();
+  });
   std::uint64_t expert_gcd = 0;  // experts of every MoE kind: ep must divide each
   for (const LayerKind& k : m.kinds)
     if (k.is_moe()) expert_gcd = std::gcd(expert_gcd, k.moe.experts);
@@ -190,7 +195,7 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                   const std::uint64_t mbs = per_dp / b;
                   if (only_zbv && mbs >= 2 * pp) continue;
                   // The schedules this shape can run: 1F1B, or interleaved (Megatron-LM needs
-                  // the micro-batches a multiple of pp), and for dense models the split-backward
+                  // the micro-batches a multiple of pp), and where they split the split-backward
                   // ones (zero-bubble, DualPipe), which Megatron-LM does not run (a launcher
                   // leaves them out).
                   Schedule scheds[3];
@@ -202,7 +207,7 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                   } else if (split_here) {
                     if (vpp == 1) {
                       scheds[n_sched++] = Schedule::kZbH1;
-                      if (pp % 2 == 0 && mbs % 2 == 0 && mbs >= 2 * pp && layers % pp == 0)
+                      if (pp % 2 == 0 && mbs % 2 == 0 && mbs >= 2 * pp)
                         scheds[n_sched++] = Schedule::kDualPipe;
                     } else if (vpp == 2) {
                       scheds[n_sched++] = Schedule::kZbV;
@@ -229,8 +234,9 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                     c.grad_accum = mbs;
                     c.schedule = sched;
                     c.layer_split.clear();
-                    if (vpp == 1 && sched != Schedule::kDualPipe)
-                      c.layer_split = pipeline_split(layers, pp);
+                    // Smaller first and last stages (emit.cpp); under DualPipe rank 0 holds
+                    // both, with the embedding and the head.
+                    if (vpp == 1) c.layer_split = pipeline_split(layers, pp);
                     c.recompute = Recompute{};
                     if (titan) {
                       // FSDP2's mixed precision (bf16 compute unless given) or fp32; its
@@ -388,9 +394,13 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
       "keep less; elsewhere micro-batch 1 is no worse on any criterion (GEMM efficiency is not "
       "ranked)");
   out.notes.push_back(
-      "GPipe is not listed: 1F1B has its bubble and keeps fewer micro-batches; ZB-H1, ZB-V, "
-      "DualPipe and DualPipeV are searched for dense models (not with --emit megatron), their "
-      "bubbles assuming a weight-gradient backward as long as a forward (docs/schedules.md)");
+      std::string("GPipe is not listed: 1F1B has its bubble and keeps fewer micro-batches; ") +
+      (splittable ? "ZB-H1, ZB-V, DualPipe and DualPipeV are searched (not with --emit megatron or "
+                    "torchtitan), their bubbles assuming a weight-gradient backward as long as a "
+                    "forward (docs/schedules.md)"
+                  : "ZB-H1, ZB-V, DualPipe and DualPipeV are not searched: Mamba's fused kernel "
+                    "computes out_proj's weight gradient inside its own backward (attention "
+                    "eager or sdpa_math, or profile megatron, splits it)"));
   out.notes.push_back(
       offload ? "offload variants are searched; their copies' exposed time assumes " +
                     std::to_string(static_cast<int>(kAssumedMfu * 100)) +

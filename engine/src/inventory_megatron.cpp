@@ -13,8 +13,9 @@ constexpr const char* kQkNorm =
     "Megatron-LM megatron/core/transformer/attention.py (q_layernorm / k_layernorm on the "
     "[s, b, heads, d] query and key); input kept as Korthikanti et al. 2022, Sec. 4.1's layer norm";
 constexpr const char* kMla =
-    "Megatron-LM megatron/core/transformer/multi_latent_attention.py (MLA latents), kept by "
-    "Korthikanti et al. 2022, Sec. 4.1's norm and linear rules";
+    "Megatron-LM megatron/core/transformer/multi_latent_attention.py @ 003b4ce (MLA latents: "
+    "TELinear down projections, parallel_mode 'duplicated', on the sequence-parallel shard), kept "
+    "by Korthikanti et al. 2022, Sec. 4.1's norm and linear rules";
 constexpr const char* kRelu2Meg =
     "Megatron-LM megatron/core/activations.py squared_relu, kept by Korthikanti et al. 2022, "
     "Sec. 4.1's activation rule";
@@ -50,16 +51,20 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
     if (k.is_mla()) {
       // Megatron-LM multi_latent_attention.py: q_layernorm / kv_layernorm over the latents, then
       // the up projections; each norm keeps its input and each linear its input (Sec. 4.1's rules).
+      // The down projections are duplicated on every TP rank and run on the layer's input as it
+      // arrives, the s/t shard under sequence parallelism (_qkv_down_projection: "q_compressed:
+      // [s / TP, b, q_lora_rank]"), so the latents, their norms and the column-parallel up
+      // projections' kept inputs hold s/t tokens there, as LayerNorm inputs do.
       if (g.rq.value > 0) {
-        rb.add("attn.q_latent_norm.in", {g.b, g.s_tp, g.rq}, p, "q latent norm backward",
+        rb.add("attn.q_latent_norm.in", {g.b, g.s_rep, g.rq}, p, "q latent norm backward",
                "normalization gradient needs its input", kMla);
-        rb.add("attn.q_up_in", {g.b, g.s_tp, g.rq}, p, "query up-projection backward",
-               "weight gradient needs its input", kMla);
+        rb.add("attn.q_up_in", {g.b, g.s_rep, g.rq}, p, "query up-projection backward",
+               "weight gradient needs its input (gathered again in backward under SP)", kMla);
       }
-      rb.add("attn.kv_latent_norm.in", {g.b, g.s_tp, g.rkv}, p, "kv latent norm backward",
+      rb.add("attn.kv_latent_norm.in", {g.b, g.s_rep, g.rkv}, p, "kv latent norm backward",
              "normalization gradient needs its input", kMla);
-      rb.add("attn.kv_up_in", {g.b, g.s_tp, g.rkv}, p, "key/value up-projection backward",
-             "weight gradient needs its input", kMla);
+      rb.add("attn.kv_up_in", {g.b, g.s_rep, g.rkv}, p, "key/value up-projection backward",
+             "weight gradient needs its input (gathered again in backward under SP)", kMla);
     }
     rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "QK^T matmul backward",
            "gradient w.r.t. K needs Q", kK41Attn);

@@ -1,7 +1,8 @@
 // What a split backward keeps between a layer's input-gradient part (I) and its weight-gradient
 // part (W): each linear's input, already an inventory record, and its output gradient dY
 // (docs/schedules.md, "Split-backward schedules"). One place for every profile: the linear inputs
-// carry the same ids in each (attn.qkv_in, attn.proj_in, mlp.fc1_in, mlp.fc2_in; an MoE layer's
+// carry the same ids in each (attn.qkv_in, attn.proj_in, MLA's attn.q_up_in and attn.kv_up_in,
+// Mamba's mamba.in_proj_in and mamba.out_proj_in, mlp.fc1_in, mlp.fc2_in; an MoE layer's
 // moe.router_in, moe.expert_in, moe.fc2_in and moe.shared_fc2_in under the megatron and pytorch
 // profiles, whose expert records inventory_io.cpp builds).
 #include "actmem/inventory.hpp"
@@ -12,70 +13,111 @@ namespace actmem {
 namespace {
 // Qi et al. 2024's weight-gradient store keeps (input, grad_output) per linear until W runs
 // (sail-sg/zero-bubble-pipeline-parallelism, megatron/core/weight_grad_store.py at c5d50741;
-// deepseek-ai/DualPipe's WeightGradStore at 3da1bbea holds the same closures).
+// deepseek-ai/DualPipe's WeightGradStore at 3da1bbea holds the same closures). Only linear
+// layers defer: norms, convolutions, biases and MoE routers' score corrections take their
+// gradients in I.
 constexpr const char* kZb =
     "Qi et al. 2024 (zero-bubble-pipeline-parallelism weight_grad_store.py @ c5d50741): W "
     "computes dW = X^T dY from the stored input and output gradient";
+constexpr const char* kDy = "dW = X^T dY: the linear's output gradient waits for W";
 }  // namespace
-
-bool split_backward_supported(const LayerKind& k) {
-  return k.has_attention() && !k.is_mla() && k.has_ffn && k.v_dim() == k.head_dim;
-}
 
 namespace detail {
 
-// Marks the linear inputs and adds each linear's dY (its local output, before any TP reduction:
-// s_tp tokens) for a supported kind; returns false when a linear input the kind must have is not
-// among its records (then the kind's split is refused rather than counted short).
+// Marks the linear inputs and adds each linear's dY, shaped as the linear's output: its input
+// record's leading axes (tokens, routed copies, or every expert over every token) with the output
+// width last. Returns false when a linear input the kind must have is not among its records: the
+// hf profile's grouped experts (other ids) and Mamba's fused kernel (mamba_ssm's
+// mamba_split_conv1d_scan_combined takes out_proj's weight and computes its gradient inside its
+// own backward, so nothing can defer it). Then the kind's split is refused rather than counted
+// short.
 bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                            LayerInventory& inv, Checked& ck) {
-  if (!split_backward_supported(k)) return false;
+  auto find = [&](std::string_view id) -> const TensorRecord* {
+    for (const TensorRecord& t : inv.tensors)
+      if (t.id == id && t.scope.empty()) return &t;
+    return nullptr;
+  };
   auto mark = [&](std::string_view id) {
     bool found = false;
     for (TensorRecord& t : inv.tensors)
       if (t.id == id && t.scope.empty()) t.wgrad_input = found = true;
     return found;
   };
-  bool ok = mark("attn.qkv_in") && mark("attn.proj_in");
   // A parallel block's MLP (or router and shared expert) reads the layer's normed input,
   // attn.qkv_in's storage in every profile, so only a sequential block has an input of its own.
   const bool sequential = m.block == BlockLayout::kSequential;
-  if (k.is_moe()) {
-    // The router and shared expert read the normed tokens; each expert's GEMMs read its routed
-    // copies (inventory_io.cpp). The hf profile's grouped-experts records have other ids: its
-    // split is refused.
-    ok = ok && mark("moe.expert_in") && mark("moe.fc2_in");
-    if (sequential) ok = ok && mark("moe.router_in");
-    if (k.moe.shared_experts > 0) ok = ok && mark("moe.shared_fc2_in");
-  } else {
-    ok = ok && mark("mlp.fc2_in");
-    if (sequential) ok = ok && mark("mlp.fc1_in");
+  bool ok = true;
+  if (k.has_attention()) {
+    ok = mark("attn.qkv_in") && mark("attn.proj_in");
+    // MLA: the up projections read the normed latents (Megatron-LM multi_latent_attention.py
+    // linear_q_up_proj / linear_kv_up_proj; transformers q_b_proj / kv_b_proj).
+    if (k.is_mla()) ok = ok && mark("attn.kv_up_in") && (g.rq.value == 0 || mark("attn.q_up_in"));
+  } else if (k.is_mamba()) {
+    ok = mark("mamba.in_proj_in") && mark("mamba.out_proj_in");
   }
-  if (!ok) return false;
+  if (k.has_ffn && ok) {
+    if (k.is_moe()) {
+      // The router and shared expert read the normed tokens; each expert's GEMMs read its routed
+      // copies (inventory_io.cpp).
+      ok = mark("moe.expert_in") && mark("moe.fc2_in");
+      if (sequential) ok = ok && mark("moe.router_in");
+      if (k.moe.shared_experts > 0) ok = ok && mark("moe.shared_fc2_in");
+    } else {
+      ok = mark("mlp.fc2_in");
+      if (sequential) ok = ok && mark("mlp.fc1_in");
+    }
+  }
+  if (!ok) {
+    for (TensorRecord& t : inv.tensors) t.wgrad_input = false;
+    return false;
+  }
   RecordBuilder rb(&inv.wgrad_dy, &ck);
   const DType p = g.act;
-  const Dim qkv{"(a+2kv)·d", g.a.value * g.d.value + 2 * g.kv.value * g.d.value};
-  rb.add("attn.qkv.dY", {g.b, g.s_tp, qkv}, p, "QKV weight gradient (W)",
-         "dW_qkv = X^T dY: the QKV projection's output gradient waits for W", kZb);
-  rb.add("attn.proj.dY", {g.b, g.s_tp, g.h}, p, "output projection weight gradient (W)",
-         "dW_proj = X^T dY: the projection's output gradient (before the TP reduction)", kZb);
-  const bool glu = k.ffn == FfnType::kSwiglu || k.ffn == FfnType::kGeglu;
+  auto dy_of = [&](std::string_view input, std::initializer_list<Dim> out, const char* id,
+                   const char* what) {
+    const TensorRecord* t = find(input);
+    Shape sh;
+    for (std::size_t a = 0; a + 1 < t->shape.size(); ++a) sh.push_back(t->shape[a]);
+    for (const Dim& d : out) sh.push_back(d);
+    rb.add(id, sh, p, what, kDy, kZb);
+  };
   const Dim two{"2", 2};
+  if (k.is_mla()) {
+    // Down projections (replicated across TP) output the tokens their latents hold: the latent
+    // norms' inputs carry those axes in every profile (s/t under Megatron-LM's sequence
+    // parallelism). Up projections are column-parallel, every token over the local heads; the
+    // output projection row-parallel (its dY before the TP reduction).
+    const Dim qd{"a·d", g.a.value * g.d.value};
+    const Dim kv_up{"a·(d−d_r+d_v)", g.a.value * (g.d.value - g.dr.value + g.dv.value)};
+    if (g.rq.value > 0) {
+      dy_of("attn.q_latent_norm.in", {g.rq}, "attn.q_down.dY",
+            "query down-projection weight gradient (W)");
+      rb.add("attn.q_up.dY", {g.b, g.s_tp, qd}, p, "query up-projection weight gradient (W)", kDy,
+             kZb);
+    } else {
+      rb.add("attn.q_proj.dY", {g.b, g.s_tp, qd}, p, "query projection weight gradient (W)", kDy,
+             kZb);
+    }
+    dy_of("attn.kv_latent_norm.in", {Dim{"r_kv+d_r", g.rkv.value + g.dr.value}},
+          "attn.kv_down.dY", "key/value down-projection weight gradient (W, with the RoPE key)");
+    rb.add("attn.kv_up.dY", {g.b, g.s_tp, kv_up}, p, "key/value up-projection weight gradient (W)",
+           kDy, kZb);
+    rb.add("attn.proj.dY", {g.b, g.s_tp, g.h}, p, "output projection weight gradient (W)",
+           "dW_proj = X^T dY: the projection's output gradient (before the TP reduction)", kZb);
+  } else if (k.has_attention()) {
+    const Dim qkv{"(a+2kv)·d", g.a.value * g.d.value + 2 * g.kv.value * g.d.value};
+    rb.add("attn.qkv.dY", {g.b, g.s_tp, qkv}, p, "QKV weight gradient (W)",
+           "dW_qkv = X^T dY: the QKV projection's output gradient waits for W", kZb);
+    rb.add("attn.proj.dY", {g.b, g.s_tp, g.h}, p, "output projection weight gradient (W)",
+           "dW_proj = X^T dY: the projection's output gradient (before the TP reduction)", kZb);
+  } else if (k.is_mamba()) {
+    // in_proj is column-parallel over z, x, B, C and dt; out_proj row-parallel.
+    dy_of("mamba.out_proj_in", {g.min}, "mamba.in_proj.dY", "Mamba in_proj weight gradient (W)");
+    dy_of("mamba.out_proj_in", {g.h}, "mamba.out_proj.dY", "Mamba out_proj weight gradient (W)");
+  }
+  if (!k.has_ffn) return true;
   if (k.is_moe()) {
-    // Each output gradient has its linear's output shape: the input record's leading axes (per
-    // token, per routed copy, or every expert over every token where a family runs its experts
-    // as one batched matmul) with the output width last.
-    auto dy_of = [&](std::string_view input, std::initializer_list<Dim> out, const char* id,
-                     const char* what) {
-      for (const TensorRecord& t : inv.tensors)
-        if (t.id == input && t.scope.empty()) {
-          Shape sh;
-          for (std::size_t a = 0; a + 1 < t.shape.size(); ++a) sh.push_back(t.shape[a]);
-          for (const Dim& d : out) sh.push_back(d);
-          rb.add(id, sh, p, what, "dW = X^T dY: the linear's output gradient waits for W", kZb);
-          return;
-        }
-    };
     const std::string_view tokens_in = sequential ? "moe.router_in" : "attn.qkv_in";
     dy_of(tokens_in, {g.experts}, "moe.router.dY", "router weight gradient (W)");
     const bool gated = is_gated(k.ffn);
@@ -98,7 +140,7 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
     }
     return true;
   }
-  if (glu)
+  if (is_gated(k.ffn))
     rb.add("mlp.fc1.dY", {g.b, g.s_tp, two, g.f}, p, "gate/up weight gradient (W)",
            "dW = X^T dY for gate and up", kZb);
   else

@@ -163,12 +163,15 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
         return make_error(
             "invalid_value", "config.schedule",
             "config.schedule: " + std::string(schedule_name(effective_schedule(c))) +
-                " splits each backward into input and weight gradients, which the engine models "
-                "for attention layers (not MLA) with a dense FFN, or MoE under the megatron and "
-                "pytorch profiles; layer kind " +
+                " splits each backward into input and weight gradients, which needs every "
+                "linear's input as a record; layer kind " +
                 std::to_string(ki) +
-                " is MLA, Mamba or the hf profile's MoE; allowed for this model: gpipe, 1f1b, "
-                "interleaved");
+                (lk.is_mamba() ? " is Mamba under the fused kernel (mamba_split_conv1d_scan_"
+                                 "combined computes out_proj's weight gradient in its own "
+                                 "backward: attention eager or sdpa_math, or profile megatron, "
+                                 "splits it)"
+                               : " has a linear whose input is not a record of its own") +
+                "; allowed for this model: gpipe, 1f1b, interleaved");
       for (const TensorRecord& t : ke.inventory.tensors)
         if (t.wgrad_input) ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
       for (const TensorRecord& t : ke.inventory.wgrad_dy)
@@ -209,18 +212,23 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   const Schedule sched = effective_schedule(c);
   // DualPipe runs every stage on two ranks (DeepSeek-V3 report, Sec. 3.2.1: "two copies of the
   // model parameters"): rank r holds stage r for the micro-batches entering at rank 0 and stage
-  // p-1-r for those entering at rank p-1; the model is cut into p stages.
+  // p-1-r for those entering at rank p-1; the model is cut into p stages, layer_split giving each
+  // stage's layers (deepseek-ai/DualPipe takes any module per stage: DeepSeek-V3's 61 layers on
+  // 16 ranks cannot be cut evenly).
   const bool dual = sched == Schedule::kDualPipe;
   const std::uint64_t chunks = dual ? 2 : p.vpp, stages = p.pp * p.vpp;
   for (std::uint64_t r = 0; r < p.pp; ++r) {
     RankSetup& s = e.ranks[r];
     s.index = r;
     const std::uint64_t per = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
-    s.layers = dual ? 2 * per : per;
+    const std::uint64_t mirror =
+        c.layer_split.empty() ? m.layers / p.pp : c.layer_split[p.pp - 1 - r];
+    s.layers = dual ? per + mirror : per;
     // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
-    // extra).
+    // extra); DualPipe's two chunks are stage r and stage p-1-r.
     for (std::uint64_t ci = 0; ci < chunks; ++ci)
-      s.chunk_sizes.push_back(dual ? per : per / p.vpp + (ci < per % p.vpp ? 1 : 0));
+      s.chunk_sizes.push_back(dual ? (ci == 0 ? per : mirror)
+                                   : per / p.vpp + (ci < per % p.vpp ? 1 : 0));
     for (std::uint64_t ci = 0; ci < chunks; ++ci) {
       std::uint64_t st = ci * p.pp + r;  // Megatron-LM: model chunk c·p + r
       if (is_v_shape(sched) && ci == 1) st = 2 * p.pp - 1 - r;

@@ -179,11 +179,6 @@ static std::optional<Error> validate_split_schedule(const TrainConfig& c) {
   if (s == Schedule::kDualPipeV && m != 0 && m < 2 * p.pp)
     return bad("config.grad_accum", "dualpipev needs at least 2 x pp=" + std::to_string(2 * p.pp) +
                                         " micro-batches; got " + std::to_string(m));
-  if (s != Schedule::kZbH1 && !c.layer_split.empty())
-    return bad("config.layer_split",
-               name +
-                   " places stages by an even split; a layer_split is read with gpipe, 1f1b, "
-                   "interleaved and zb-h1");
   if (any_offload(c.recompute))
     return bad(c.recompute.offload ? "config.offload" : "config.recompute",
                name +

@@ -139,8 +139,9 @@ struct LayerInventory {
   std::vector<TensorRecord> output_layer;  // final norm, logits and loss (last pipeline stage)
   std::vector<GradPhase> backward_grads;   // the backward working set, step by step
   // Split-backward schedules (zero-bubble, DualPipe): each linear's output gradient dY, kept from
-  // the layer's I to its W beside the wgrad_input records. Empty for kinds the engine does not
-  // split (split_backward_supported).
+  // the layer's I to its W beside the wgrad_input records. Empty where a linear's input is not a
+  // record of its own (the hf profile's grouped experts; Mamba's fused kernel, whose backward
+  // computes out_proj's weight gradient itself): a split-backward schedule is refused there.
   std::vector<TensorRecord> wgrad_dy;
   // The op outputs an op-level policy may save (recompute op:...), pytorch and hf profiles, dense
   // attention and MLP layers (op_policy_supported); empty otherwise.
@@ -155,12 +156,6 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
 // named).
 Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
                                        const LayerGeometry& g, Profile profile);
-
-// Whether the engine splits this kind's backward into I and W: attention (not MLA) with a dense
-// or MoE FFN (MoE under the megatron and pytorch profiles, whose expert records carry the linear
-// inputs; setup refuses the hf profile's). MLA and Mamba mixers have not had their
-// weight-gradient inputs named yet; a split-backward schedule over them is refused.
-bool split_backward_supported(const LayerKind& k);
 
 // Whether the engine names this kind's op outputs for op-level policies: dense attention (not
 // MLA) and a dense FFN in sequential layout, under the pytorch and hf profiles.
