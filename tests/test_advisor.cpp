@@ -13,6 +13,7 @@
 #include "actmem/device.hpp"
 #include "actmem/emit.hpp"
 #include "actmem/evaluation.hpp"
+#include "actmem/json_io.hpp"
 #include "actmem/offload.hpp"
 #include "actmem/planner.hpp"
 #include "actmem/schedule.hpp"
@@ -228,8 +229,7 @@ std::vector<Layout> brute_force(const ModelSpec& m, const TrainConfig& base, con
                           c.recompute = Recompute{};
                           c.recompute.kind = k;
                           c.recompute.offload = off == 1;
-                          if (vpp == 1 && sch != Schedule::kDualPipe)
-                            c.layer_split = pipeline_split(m.layers, pp);
+                          if (vpp == 1) c.layer_split = pipeline_split(m.layers, pp);
                           auto s = make_setup(m, c);
                           if (!s.ok()) continue;
                           if (evaluate(s.value(), c.recompute, &ev)) continue;
@@ -389,6 +389,28 @@ TEST_CASE("advise: the front equals a brute-force search's on small cases (GPT-2
                       [](const Layout& l) { return l.config.recompute.offload; }));
     cross_check(m, base, gpu, request(1, 4, 8, 1));
   }
+}
+
+TEST_CASE(
+    "advise: the front equals a brute-force search's on an MLA model whose 6 layers pp 4 does not "
+    "divide (DualPipe and ZB-H1 on the smaller-ends split)",
+    "[advisor][deepseek]") {
+  // The DeepSeek-V2 shape of test_hf_families, 6 layers: pp 4 cuts 1 + 2 + 2 + 1.
+  const json cfg = {
+      {"model_type", "deepseek_v2"}, {"hidden_size", 256},       {"intermediate_size", 512},
+      {"num_hidden_layers", 6},      {"num_attention_heads", 4}, {"vocab_size", 1024},
+      {"q_lora_rank", 96},           {"kv_lora_rank", 64},       {"qk_nope_head_dim", 32},
+      {"qk_rope_head_dim", 16},      {"v_head_dim", 40},         {"n_routed_experts", nullptr}};
+  std::vector<std::string> w;
+  auto m = model_from_json(cfg, "mla", &w);
+  REQUIRE(m.ok());
+  TrainConfig base;
+  base.seq = 2048;
+  base.attention = Attention::kFlash;
+  // 2 GiB, most of it the fixed costs: pp 4's 1F1B fits with 169 MiB to spare and DualPipe's
+  // second copy with 81 MiB; a micro-batch of 16 at pp 1 does not.
+  const GpuSpec gpu = budget_gpu(Bytes{2} << 30);
+  cross_check(m.value(), base, gpu, request(4, 8, 16, 1));
 }
 
 TEST_CASE("advise: requests it cannot serve are refused by field", "[advisor]") {

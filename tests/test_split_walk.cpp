@@ -310,8 +310,7 @@ TEST_CASE(
           CHECK(e["stages"][st]["peak_at"] == t["stages"][st]["peak_at"]);
           ++compared;
         }
-        if (std::string(row.schedule) == "dualpipe")
-          CHECK(u(e["stages"][0]["layers"]) == 3 + 4);
+        if (std::string(row.schedule) == "dualpipe") CHECK(u(e["stages"][0]["layers"]) == 3 + 4);
       }
   CHECK(compared == 4 * 2 * 2 * 4);
 }
@@ -553,7 +552,7 @@ TEST_CASE(
               f = 512, a = 4;
   for (const char* profile : {"megatron", "pytorch"}) {
     INFO(profile);
-    const json cfg = {{"micro_batch", 2},    {"seq", 64},          {"pp", 2},
+    const json cfg = {{"micro_batch", 2},    {"seq", 64},           {"pp", 2},
                       {"micro_batches", 4},  {"schedule", "zb-h1"}, {"profile", profile},
                       {"attention", "flash"}};
     const auto [marked, stored] = wgrad_store(model, cfg);
@@ -565,9 +564,15 @@ TEST_CASE(
   // Megatron-LM, tp 2 with sequence parallelism: the duplicated down projections run on the s/2
   // shard (multi_latent_attention.py @ 003b4ce), so their outputs, the latents' norms and the up
   // projections' kept inputs hold s/2 tokens; column-parallel outputs every token, 2 heads.
-  const json sp = {{"micro_batch", 2},   {"seq", 64},          {"pp", 2},
-                   {"micro_batches", 4}, {"schedule", "zb-h1"}, {"profile", "megatron"},
-                   {"attention", "flash"}, {"tp", 2},           {"sp", true}};
+  const json sp = {{"micro_batch", 2},
+                   {"seq", 64},
+                   {"pp", 2},
+                   {"micro_batches", 4},
+                   {"schedule", "zb-h1"},
+                   {"profile", "megatron"},
+                   {"attention", "flash"},
+                   {"tp", 2},
+                   {"sp", true}};
   const auto [marked, stored] = wgrad_store(model, sp);
   const Bytes half = sq / 2, at = a / 2, ft = f / 2;
   CHECK(marked == 2 * b * (half * h + half * rq + half * rkv + sq * at * dv + half * h + sq * ft));
@@ -582,8 +587,8 @@ TEST_CASE(
   // DeepSeek-V2-Lite's shape: no query latent, q_proj reads the normed input (a·d per token).
   json lite = model;
   lite["q_lora_rank"] = nullptr;
-  const json cfg = {{"micro_batch", 2},   {"seq", 64},          {"pp", 2},
-                    {"micro_batches", 4}, {"schedule", "zb-h1"}, {"profile", "megatron"},
+  const json cfg = {{"micro_batch", 2},    {"seq", 64},           {"pp", 2},
+                    {"micro_batches", 4},  {"schedule", "zb-h1"}, {"profile", "megatron"},
                     {"attention", "flash"}};
   const auto [lm, ls] = wgrad_store(lite, cfg);
   CHECK(lm == 2 * b * sq * (h + rkv + a * dv + h + f));
@@ -599,11 +604,11 @@ TEST_CASE(
                       {"num_heads", 16},        {"head_dim", 32},     {"state_size", 16},
                       {"n_groups", 2},          {"vocab_size", 1024}};
   const Bytes b = 2, sq = 64, h = 256, I = 512, in = 2 * 512 + 2 * 2 * 16 + 16;
-  for (const auto& [profile, attention] : {std::pair<const char*, const char*>{"pytorch", "eager"},
-                                           {"megatron", "flash"}}) {
+  for (const auto& [profile, attention] :
+       {std::pair<const char*, const char*>{"pytorch", "eager"}, {"megatron", "flash"}}) {
     INFO(profile << " " << attention);
-    const json cfg = {{"micro_batch", 2},    {"seq", 64},          {"pp", 2},
-                      {"micro_batches", 4},  {"schedule", "zb-h1"}, {"profile", profile},
+    const json cfg = {{"micro_batch", 2},      {"seq", 64},           {"pp", 2},
+                      {"micro_batches", 4},    {"schedule", "zb-h1"}, {"profile", profile},
                       {"attention", attention}};
     const auto [marked, stored] = wgrad_store(model, cfg);
     CHECK(marked == 2 * b * sq * (h + I));
@@ -615,10 +620,14 @@ TEST_CASE(
     "DualPipe with a layer_split: rank r holds stage r and stage p-1-r (DeepSeek-V3's 61 layers "
     "on 4 ranks), the walk and the allocator replay agree on every rank",
     "[schedule][split][deepseek]") {
-  const json cfg = {{"seq", 1024},          {"pp", 4},
-                    {"layer_split", {14, 16, 16, 15}}, {"micro_batches", 8},
-                    {"schedule", "dualpipe"}, {"profile", "megatron"},
-                    {"attention", "flash"},   {"device_stages", "all"}};
+  const json cfg = {{"seq", 1024},
+                    {"pp", 4},
+                    {"layer_split", {14, 16, 16, 15}},
+                    {"micro_batches", 8},
+                    {"schedule", "dualpipe"},
+                    {"profile", "megatron"},
+                    {"attention", "flash"},
+                    {"device_stages", "all"}};
   const json r = run(json{{"preset", "deepseek-v3"}, {"config", cfg}});
   const std::uint64_t want[] = {14 + 15, 16 + 16, 16 + 16, 15 + 14};
   for (std::size_t st = 0; st < 4; ++st) {

@@ -99,8 +99,8 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
       rb.add("attn.q_proj.dY", {g.b, g.s_tp, qd}, p, "query projection weight gradient (W)", kDy,
              kZb);
     }
-    dy_of("attn.kv_latent_norm.in", {Dim{"r_kv+d_r", g.rkv.value + g.dr.value}},
-          "attn.kv_down.dY", "key/value down-projection weight gradient (W, with the RoPE key)");
+    dy_of("attn.kv_latent_norm.in", {Dim{"r_kv+d_r", g.rkv.value + g.dr.value}}, "attn.kv_down.dY",
+          "key/value down-projection weight gradient (W, with the RoPE key)");
     rb.add("attn.kv_up.dY", {g.b, g.s_tp, kv_up}, p, "key/value up-projection weight gradient (W)",
            kDy, kZb);
     rb.add("attn.proj.dY", {g.b, g.s_tp, g.h}, p, "output projection weight gradient (W)",
