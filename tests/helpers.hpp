@@ -36,6 +36,15 @@ inline json toy_model(std::uint64_t layers = 4) {
   return m;
 }
 
+// A small DeepSeek-V2 config (MLA, dense SwiGLU): h 256, 4 heads, q latent 96, kv latent 64, nope
+// 32, rope 16, v 40, f 512, V 1024; `layers` deep. The MLA tests' one definition.
+inline json mla_model(std::uint64_t layers) {
+  return {{"model_type", "deepseek_v2"}, {"hidden_size", 256},       {"intermediate_size", 512},
+          {"num_hidden_layers", layers}, {"num_attention_heads", 4}, {"vocab_size", 1024},
+          {"q_lora_rank", 96},           {"kv_lora_rank", 64},       {"qk_nope_head_dim", 32},
+          {"qk_rope_head_dim", 16},      {"v_head_dim", 40},         {"n_routed_experts", nullptr}};
+}
+
 inline std::uint64_t u(const json& j) {
   return j.get<std::uint64_t>();
 }

@@ -395,12 +395,8 @@ TEST_CASE(
     "advise: the front equals a brute-force search's on an MLA model whose 6 layers pp 4 does not "
     "divide (DualPipe and ZB-H1 on the smaller-ends split)",
     "[advisor][deepseek]") {
-  // The DeepSeek-V2 shape of test_hf_families, 6 layers: pp 4 cuts 1 + 2 + 2 + 1.
-  const json cfg = {
-      {"model_type", "deepseek_v2"}, {"hidden_size", 256},       {"intermediate_size", 512},
-      {"num_hidden_layers", 6},      {"num_attention_heads", 4}, {"vocab_size", 1024},
-      {"q_lora_rank", 96},           {"kv_lora_rank", 64},       {"qk_nope_head_dim", 32},
-      {"qk_rope_head_dim", 16},      {"v_head_dim", 40},         {"n_routed_experts", nullptr}};
+  // helpers.hpp's MLA model, 6 layers: pp 4 cuts 1 + 2 + 2 + 1.
+  const json cfg = actmem::test::mla_model(6);
   std::vector<std::string> w;
   auto m = model_from_json(cfg, "mla", &w);
   REQUIRE(m.ok());

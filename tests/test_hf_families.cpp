@@ -408,11 +408,7 @@ TEST_CASE(
     "MLA records in every profile: the latents' norm and up-projection inputs, V at v_head_dim",
     "[deepseek][profiles]") {
   // h = 256, 4 heads, q latent 96, kv latent 64, nope 32, rope 16, v 40; b = 2, s = 64, bf16.
-  const json model = {
-      {"model_type", "deepseek_v2"}, {"hidden_size", 256},       {"intermediate_size", 512},
-      {"num_hidden_layers", 2},      {"num_attention_heads", 4}, {"vocab_size", 1024},
-      {"q_lora_rank", 96},           {"kv_lora_rank", 64},       {"qk_nope_head_dim", 32},
-      {"qk_rope_head_dim", 16},      {"v_head_dim", 40},         {"n_routed_experts", nullptr}};
+  const json model = actmem::test::mla_model(2);
   for (const char* profile : {"megatron", "textbook", "pytorch", "hf"}) {
     INFO(profile);
     const json r = run(json{{"model", model},

@@ -542,12 +542,8 @@ TEST_CASE(
     "projections and o_proj over every token and local head (DeepSeek-V2 shape, by hand)",
     "[schedule][split][deepseek]") {
   // h 256, 4 heads, q latent 96, kv latent 64, nope 32, rope 16, v 40, SwiGLU f 512; b 2, s 64,
-  // bf16 (the test_hf_families MLA model).
-  const json model = {
-      {"model_type", "deepseek_v2"}, {"hidden_size", 256},       {"intermediate_size", 512},
-      {"num_hidden_layers", 4},      {"num_attention_heads", 4}, {"vocab_size", 1024},
-      {"q_lora_rank", 96},           {"kv_lora_rank", 64},       {"qk_nope_head_dim", 32},
-      {"qk_rope_head_dim", 16},      {"v_head_dim", 40},         {"n_routed_experts", nullptr}};
+  // bf16 (helpers.hpp's MLA model).
+  const json model = actmem::test::mla_model(4);
   const Bytes b = 2, sq = 64, h = 256, rq = 96, rkv = 64, dr = 16, d = 48, dv = 40, nope = 32,
               f = 512, a = 4;
   for (const char* profile : {"megatron", "pytorch"}) {
