@@ -68,20 +68,29 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
       if (sequential) ok = ok && mark("mlp.fc1_in");
     }
   }
-  if (!ok) {
+  // A kind whose store cannot be named whole is refused rather than counted short.
+  auto refuse = [&] {
+    inv.wgrad_dy.clear();
     for (TensorRecord& t : inv.tensors) t.wgrad_input = false;
     return false;
-  }
+  };
+  if (!ok) return refuse();
   RecordBuilder rb(&inv.wgrad_dy, &ck);
   const DType p = g.act;
+  bool shaped = true;  // every dY found the record whose leading axes it takes
   auto dy_of = [&](std::string_view input, std::initializer_list<Dim> out, const char* id,
                    const char* what) {
     const TensorRecord* t = find(input);
+    if (!t) {
+      shaped = false;
+      return;
+    }
     Shape sh;
     for (std::size_t a = 0; a + 1 < t->shape.size(); ++a) sh.push_back(t->shape[a]);
     for (const Dim& d : out) sh.push_back(d);
     rb.add(id, sh, p, what, kDy, kZb);
   };
+  auto finish = [&] { return shaped ? true : refuse(); };
   const Dim two{"2", 2};
   if (k.is_mla()) {
     // Down projections (replicated across TP) output the tokens their latents hold: the latent
@@ -116,7 +125,7 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
     dy_of("mamba.out_proj_in", {g.min}, "mamba.in_proj.dY", "Mamba in_proj weight gradient (W)");
     dy_of("mamba.out_proj_in", {g.h}, "mamba.out_proj.dY", "Mamba out_proj weight gradient (W)");
   }
-  if (!k.has_ffn) return true;
+  if (!k.has_ffn) return finish();
   if (k.is_moe()) {
     const std::string_view tokens_in = sequential ? "moe.router_in" : "attn.qkv_in";
     dy_of(tokens_in, {g.experts}, "moe.router.dY", "router weight gradient (W)");
@@ -138,7 +147,7 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
       dy_of("moe.shared_fc2_in", {g.h}, "moe.shared_fc2.dY",
             "shared expert second linear weight gradient (W)");
     }
-    return true;
+    return finish();
   }
   if (is_gated(k.ffn))
     rb.add("mlp.fc1.dY", {g.b, g.s_tp, two, g.f}, p, "gate/up weight gradient (W)",
@@ -148,7 +157,7 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
            "dW_fc1 = X^T dY", kZb);
   rb.add("mlp.fc2.dY", {g.b, g.s_tp, g.h}, p, "second MLP linear weight gradient (W)",
          "dW_fc2 = X^T dY (before the TP reduction)", kZb);
-  return true;
+  return finish();
 }
 
 }  // namespace detail
