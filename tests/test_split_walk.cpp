@@ -524,6 +524,16 @@ TEST_CASE(
 
 namespace {
 
+// ZB-H1 at b 2, s 64, pp 2 over 4 micro-batches under `profile` and `attention`, plus `extra`: the
+// weight-gradient store tests' one configuration.
+json zb_h1_config(const char* profile, const char* attention, const json& extra = json::object()) {
+  json c = {{"micro_batch", 2},      {"seq", 64},           {"pp", 2},
+            {"micro_batches", 4},    {"schedule", "zb-h1"}, {"profile", profile},
+            {"attention", attention}};
+  c.update(extra);
+  return c;
+}
+
 // The marked linear inputs and the stored output gradients of layer kind `ki`.
 std::pair<Bytes, Bytes> wgrad_store(const json& model, const json& config, std::size_t ki = 0) {
   const Setup s = setup_of(json{{"model", model}, {"config", config}});
@@ -548,10 +558,7 @@ TEST_CASE(
               f = 512, a = 4;
   for (const char* profile : {"megatron", "pytorch"}) {
     INFO(profile);
-    const json cfg = {{"micro_batch", 2},    {"seq", 64},           {"pp", 2},
-                      {"micro_batches", 4},  {"schedule", "zb-h1"}, {"profile", profile},
-                      {"attention", "flash"}};
-    const auto [marked, stored] = wgrad_store(model, cfg);
+    const auto [marked, stored] = wgrad_store(model, zb_h1_config(profile, "flash"));
     // qkv_in (q_a_proj and kv_a_proj read it), q_up_in, kv_up_in, proj_in, fc1_in, fc2_in.
     CHECK(marked == 2 * b * sq * (h + rq + rkv + a * dv + h + f));
     // q_a (r_q), q_b (a·d), kv_a (r_kv + d_r), kv_b (a·(nope + d_v)), o (h), gate/up (2f), down.
@@ -560,15 +567,7 @@ TEST_CASE(
   // Megatron-LM, tp 2 with sequence parallelism: the duplicated down projections run on the s/2
   // shard (multi_latent_attention.py @ 003b4ce), so their outputs, the latents' norms and the up
   // projections' kept inputs hold s/2 tokens; column-parallel outputs every token, 2 heads.
-  const json sp = {{"micro_batch", 2},
-                   {"seq", 64},
-                   {"pp", 2},
-                   {"micro_batches", 4},
-                   {"schedule", "zb-h1"},
-                   {"profile", "megatron"},
-                   {"attention", "flash"},
-                   {"tp", 2},
-                   {"sp", true}};
+  const json sp = zb_h1_config("megatron", "flash", {{"tp", 2}, {"sp", true}});
   const auto [marked, stored] = wgrad_store(model, sp);
   const Bytes half = sq / 2, at = a / 2, ft = f / 2;
   CHECK(marked == 2 * b * (half * h + half * rq + half * rkv + sq * at * dv + half * h + sq * ft));
@@ -583,10 +582,7 @@ TEST_CASE(
   // DeepSeek-V2-Lite's shape: no query latent, q_proj reads the normed input (a·d per token).
   json lite = model;
   lite["q_lora_rank"] = nullptr;
-  const json cfg = {{"micro_batch", 2},    {"seq", 64},           {"pp", 2},
-                    {"micro_batches", 4},  {"schedule", "zb-h1"}, {"profile", "megatron"},
-                    {"attention", "flash"}};
-  const auto [lm, ls] = wgrad_store(lite, cfg);
+  const auto [lm, ls] = wgrad_store(lite, zb_h1_config("megatron", "flash"));
   CHECK(lm == 2 * b * sq * (h + rkv + a * dv + h + f));
   CHECK(ls == 2 * b * sq * (a * d + rkv + dr + a * (nope + dv) + h + 2 * f + h));
 }
@@ -603,10 +599,7 @@ TEST_CASE(
   for (const auto& [profile, attention] :
        {std::pair<const char*, const char*>{"pytorch", "eager"}, {"megatron", "flash"}}) {
     INFO(profile << " " << attention);
-    const json cfg = {{"micro_batch", 2},      {"seq", 64},           {"pp", 2},
-                      {"micro_batches", 4},    {"schedule", "zb-h1"}, {"profile", profile},
-                      {"attention", attention}};
-    const auto [marked, stored] = wgrad_store(model, cfg);
+    const auto [marked, stored] = wgrad_store(model, zb_h1_config(profile, attention));
     CHECK(marked == 2 * b * sq * (h + I));
     CHECK(stored == 2 * b * sq * (in + h));
   }

@@ -109,9 +109,9 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
   // wgrad_dy is empty where they are not); which kinds split depends on the profile and attention
   // only, which every layout shares with the base.
   const auto& base_kinds = base_setup.value().kinds;
-  const bool splittable = std::all_of(base_kinds.begin(), base_kinds.end(), [](const auto& ke) {
-    return !ke.inventory.wgrad_dy.empty();
-  });
+  const auto unsplit = std::find_if(base_kinds.begin(), base_kinds.end(),
+                                    [](const auto& ke) { return ke.inventory.wgrad_dy.empty(); });
+  const bool splittable = unsplit == base_kinds.end();
   std::uint64_t expert_gcd = 0;  // experts of every MoE kind: ep must divide each
   for (const LayerKind& k : m.kinds)
     if (k.is_moe()) expert_gcd = std::gcd(expert_gcd, k.moe.experts);
@@ -398,9 +398,9 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
       (splittable ? "ZB-H1, ZB-V, DualPipe and DualPipeV are searched (not with --emit megatron or "
                     "torchtitan), their bubbles assuming a weight-gradient backward as long as a "
                     "forward (docs/schedules.md)"
-                  : "ZB-H1, ZB-V, DualPipe and DualPipeV are not searched: Mamba's fused kernel "
-                    "computes out_proj's weight gradient inside its own backward (attention "
-                    "eager or sdpa_math, or profile megatron, splits it)"));
+                  : "ZB-H1, ZB-V, DualPipe and DualPipeV are not searched: layer kind " +
+                        std::to_string(unsplit - base_kinds.begin()) + " is " +
+                        split_refusal(m.kinds[unsplit - base_kinds.begin()])));
   out.notes.push_back(
       offload ? "offload variants are searched; their copies' exposed time assumes " +
                     std::to_string(static_cast<int>(kAssumedMfu * 100)) +

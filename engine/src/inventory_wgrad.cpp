@@ -26,11 +26,8 @@ namespace detail {
 
 // Marks the linear inputs and adds each linear's dY, shaped as the linear's output: its input
 // record's leading axes (tokens, routed copies, or every expert over every token) with the output
-// width last. Returns false when a linear input the kind must have is not among its records: the
-// hf profile's grouped experts (other ids) and Mamba's fused kernel (mamba_ssm's
-// mamba_split_conv1d_scan_combined takes out_proj's weight and computes its gradient inside its
-// own backward, so nothing can defer it). Then the kind's split is refused rather than counted
-// short.
+// width last. Returns false when a linear input the kind must have is not among its records
+// (split_refusal says why); the kind's split is then refused rather than counted short.
 bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                            LayerInventory& inv, Checked& ck) {
   auto find = [&](std::string_view id) -> const TensorRecord* {
@@ -112,15 +109,15 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
           "key/value down-projection weight gradient (W, with the RoPE key)");
     rb.add("attn.kv_up.dY", {g.b, g.s_tp, kv_up}, p, "key/value up-projection weight gradient (W)",
            kDy, kZb);
-    rb.add("attn.proj.dY", {g.b, g.s_tp, g.h}, p, "output projection weight gradient (W)",
-           "dW_proj = X^T dY: the projection's output gradient (before the TP reduction)", kZb);
   } else if (k.has_attention()) {
     const Dim qkv{"(a+2kv)·d", g.a.value * g.d.value + 2 * g.kv.value * g.d.value};
     rb.add("attn.qkv.dY", {g.b, g.s_tp, qkv}, p, "QKV weight gradient (W)",
            "dW_qkv = X^T dY: the QKV projection's output gradient waits for W", kZb);
+  }
+  if (k.has_attention())
     rb.add("attn.proj.dY", {g.b, g.s_tp, g.h}, p, "output projection weight gradient (W)",
            "dW_proj = X^T dY: the projection's output gradient (before the TP reduction)", kZb);
-  } else if (k.is_mamba()) {
+  if (k.is_mamba()) {
     // in_proj is column-parallel over z, x, B, C and dt; out_proj row-parallel.
     dy_of("mamba.out_proj_in", {g.min}, "mamba.in_proj.dY", "Mamba in_proj weight gradient (W)");
     dy_of("mamba.out_proj_in", {g.h}, "mamba.out_proj.dY", "Mamba out_proj weight gradient (W)");
@@ -161,5 +158,13 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
 }
 
 }  // namespace detail
+
+std::string split_refusal(const LayerKind& k) {
+  if (k.is_mamba())
+    return "Mamba under its fused kernel (mamba_split_conv1d_scan_combined computes out_proj's "
+           "weight gradient inside its own backward: attention eager or sdpa_math, or profile "
+           "megatron, splits it)";
+  return "a layer kind with a linear whose input is not a record of its own";
+}
 
 }  // namespace actmem

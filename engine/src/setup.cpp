@@ -165,12 +165,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
             "config.schedule: " + std::string(schedule_name(effective_schedule(c))) +
                 " splits each backward into input and weight gradients, which needs every "
                 "linear's input as a record; layer kind " +
-                std::to_string(ki) +
-                (lk.is_mamba() ? " is Mamba under the fused kernel (mamba_split_conv1d_scan_"
-                                 "combined computes out_proj's weight gradient in its own "
-                                 "backward: attention eager or sdpa_math, or profile megatron, "
-                                 "splits it)"
-                               : " has a linear whose input is not a record of its own") +
+                std::to_string(ki) + " is " + split_refusal(lk) +
                 "; allowed for this model: gpipe, 1f1b, interleaved");
       for (const TensorRecord& t : ke.inventory.tensors)
         if (t.wgrad_input) ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
@@ -220,9 +215,10 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   for (std::uint64_t r = 0; r < p.pp; ++r) {
     RankSetup& s = e.ranks[r];
     s.index = r;
-    const std::uint64_t per = c.layer_split.empty() ? m.layers / p.pp : c.layer_split[r];
-    const std::uint64_t mirror =
-        c.layer_split.empty() ? m.layers / p.pp : c.layer_split[p.pp - 1 - r];
+    auto split_at = [&](std::uint64_t i) {
+      return c.layer_split.empty() ? m.layers / p.pp : c.layer_split[i];
+    };
+    const std::uint64_t per = split_at(r), mirror = split_at(p.pp - 1 - r);
     s.layers = dual ? per + mirror : per;
     // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
     // extra); DualPipe's two chunks are stage r and stage p-1-r.

@@ -140,8 +140,8 @@ struct LayerInventory {
   std::vector<GradPhase> backward_grads;   // the backward working set, step by step
   // Split-backward schedules (zero-bubble, DualPipe): each linear's output gradient dY, kept from
   // the layer's I to its W beside the wgrad_input records. Empty where a linear's input is not a
-  // record of its own (the hf profile's grouped experts; Mamba's fused kernel, whose backward
-  // computes out_proj's weight gradient itself): a split-backward schedule is refused there.
+  // record of its own (Mamba's fused kernel, whose backward computes out_proj's weight gradient
+  // itself): a split-backward schedule is refused there (split_refusal).
   std::vector<TensorRecord> wgrad_dy;
   // The op outputs an op-level policy may save (recompute op:...), pytorch and hf profiles, dense
   // attention and MLP layers (op_policy_supported); empty otherwise.
@@ -156,6 +156,10 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
 // named).
 Result<LayerInventory> build_inventory(const ModelSpec& m, const LayerKind& k,
                                        const LayerGeometry& g, Profile profile);
+
+// Why a kind whose weight-gradient store is empty (LayerInventory::wgrad_dy) cannot run a
+// split-backward schedule: the setup's error and the advisor's note say it alike.
+std::string split_refusal(const LayerKind& k);
 
 // Whether the engine names this kind's op outputs for op-level policies: dense attention (not
 // MLA) and a dense FFN in sequential layout, under the pytorch and hf profiles.
