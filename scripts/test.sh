@@ -16,14 +16,13 @@ cmake --preset native "${cuda[@]}" >/dev/null
 cmake --build --preset native
 ctest --preset native
 
-section "WebAssembly build of the same Catch2 suite, run by Node"
+section "WebAssembly: the page's build into dist/ and the same Catch2 suite linked against its engine, run by Node"
+# One build folder for both: the suite tests the engine objects the page ships (-O2/-Os per file).
 cmake --preset wasm-test >/dev/null
 cmake --build --preset wasm-test
 ctest --preset wasm-test
 
-section "the page: WebAssembly build into dist/, then real-browser tests (Debian's Chromium)"
-cmake --preset wasm >/dev/null
-cmake --build --preset wasm
+section "the page: real-browser tests (Debian's Chromium)"
 (cd tests/web && npm ci --no-audit --no-fund >/dev/null)
 (cd tests/web && node --test page.test.mjs)
 
