@@ -141,6 +141,7 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
     }
   std::vector<Layout> all;
   Evaluation ev;
+  ev.worst_only = true;         // a layout's figures are its most loaded stage's
   std::vector<char> fits_1f1b;  // per policy, for the layout's ZB-H1 variant
   std::uint64_t setups = 0;
   for (std::uint64_t n = req.gpus_min; n <= req.gpus_max; ++n) {
@@ -267,6 +268,9 @@ Result<Advice> advise(const ModelSpec& m, const TrainConfig& base_in, const GpuS
                       budget = out.capacity > over ? out.capacity - over : 0;
                       have_budget = true;
                     }
+                    // A layout over the budget is dropped whatever its exact peak: its walk may
+                    // stop at the first stage that passes it.
+                    ev.stop_above = budget;
                     Bytes prev_peak = kMaxBytes;
                     double prev_overhead = -1;
                     // Static memory alone over the budget (DualPipe's two copies): no policy fits.

@@ -60,6 +60,7 @@ CachingAllocator::Handle CachingAllocator::new_block(const Block& b) {
     blocks_.push_back(b);
   }
   blocks_[h].in_use = true;
+  blocks_[h].cached = false;  // a new block joins a free set only through insert_free
   return h;
 }
 
@@ -69,19 +70,23 @@ void CachingAllocator::drop_block(Handle h) {
 }
 
 void CachingAllocator::insert_free(Handle h) {
-  const Block& b = blocks_[h];
-  if (b.mapped)
-    pool(b.small).emplace(b.size, b.addr, h);
-  else
+  Block& b = blocks_[h];
+  if (b.mapped) {
+    b.where = pool(b.small).emplace(b.size, b.addr, h).first;
+    b.cached = true;
+  } else {
     (b.small ? small_unmapped_ : large_unmapped_).emplace(b.addr, h);
+  }
 }
 
 void CachingAllocator::erase_free(Handle h) {
-  const Block& b = blocks_[h];
-  if (b.mapped)
-    pool(b.small).erase({b.size, b.addr, h});
-  else
+  Block& b = blocks_[h];
+  if (b.cached) {
+    pool(b.small).erase(b.where);
+    b.cached = false;
+  } else if (!b.mapped) {
     (b.small ? small_unmapped_ : large_unmapped_).erase({b.addr, h});
+  }
 }
 
 bool CachingAllocator::should_split(const Block& b, Bytes size) const {
@@ -114,6 +119,7 @@ CachingAllocator::Handle CachingAllocator::find_free(Bytes size, bool small) {
   if (size >= cfg_.max_split_size && found >= size + cfg_.max_non_split_rounding) return kNoHandle;
   const Handle h = std::get<2>(*it);
   p.erase(it);
+  blocks_[h].cached = false;
   return h;
 }
 

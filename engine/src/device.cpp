@@ -162,6 +162,7 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
   std::int64_t only = -1;
   if (!all_stages && e.ranks.size() > 1) {
     Evaluation ev;
+    ev.worst_only = true;
     if (auto err = evaluate(e, r, &ev)) return *err;
     only = static_cast<std::int64_t>(ev.worst);
   }

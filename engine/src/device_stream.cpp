@@ -44,9 +44,19 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
       k.kept[ch] = mask;
       k.extra[ch] = extra;
     }
+    // Buffers are matched across phases by id: number them once here.
+    std::vector<std::string_view> ids;
     for (const GradPhase& ph : inv.backward_grads) {
-      std::vector<std::pair<std::string_view, Bytes>> bufs;
-      for (const TensorRecord& b : ph.buffers) bufs.emplace_back(b.id, b.bytes);
+      std::vector<std::pair<std::uint32_t, Bytes>> bufs;
+      for (const TensorRecord& b : ph.buffers) {
+        std::uint32_t n = kDyBuffer;
+        if (b.id != "dY") {
+          const auto at = std::find(ids.begin(), ids.end(), std::string_view(b.id));
+          n = static_cast<std::uint32_t>(at - ids.begin());
+          if (at == ids.end()) ids.push_back(b.id);
+        }
+        bufs.emplace_back(n, b.bytes);
+      }
       k.phases.push_back(std::move(bufs));
     }
     for (const TensorRecord& t : inv.tensors) k.wgrad.push_back(t.wgrad_input);
@@ -81,6 +91,8 @@ void AllocStream::release(const Key& k) {
   auto it = live_.find(k);
   if (it == live_.end()) return;
   for (Handle h : it->second) drop(h);
+  it->second.clear();
+  spare_.push_back(std::move(it->second));
   live_.erase(it);
 }
 
@@ -181,7 +193,12 @@ void AllocStream::begin_step() {
 }
 
 AllocStream::Held& AllocStream::held(const StepEvent& at, std::uint64_t layer) {
-  return live_[Key{at.mb, at.chunk, layer}];
+  const auto [it, fresh] = live_.try_emplace(Key{at.mb, at.chunk, layer});
+  if (fresh && !spare_.empty()) {
+    it->second = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  return it->second;
 }
 
 std::uint64_t AllocStream::in_chunk(const StepEvent& at, std::uint64_t g) const {
@@ -200,16 +217,16 @@ void AllocStream::forward_layer(const StepEvent& at) {
     for (Bytes b : in_records_) in.push_back(take(b));
   }
   const auto trans = take(ke.trans_fwd - std::min(ke.trans_fwd, s_.workspace));
-  Held& h = held(at, g);
-  std::vector<CachingAllocator::Handle> made;
-  for (Bytes b : k.records) made.push_back(take(b));
+  made_.clear();
+  for (Bytes b : k.records) made_.push_back(take(b));
   drop(trans);
   const auto& mask = k.kept[static_cast<std::size_t>(ch)];
-  for (std::size_t i = 0; i < made.size(); ++i) {
+  Held& h = held(at, g);
+  for (std::size_t i = 0; i < made_.size(); ++i) {
     if (mask[i] && !offloaded_at(r_, j))
-      (split_ && k.wgrad[i] ? held(at, g | kWgradStore) : h).push_back(made[i]);
+      (split_ && k.wgrad[i] ? held(at, g | kWgradStore) : h).push_back(made_[i]);
     else
-      drop(made[i]);  // not kept (or moved to host memory)
+      drop(made_[i]);  // not kept (or moved to host memory)
   }
   if (k.extra[static_cast<std::size_t>(ch)] > 0 && !offloaded_at(r_, j))
     h.push_back(take(k.extra[static_cast<std::size_t>(ch)]));
@@ -247,7 +264,8 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   const auto trans = take(other);
   // The gradient buffers, phase by phase: each appears at the first phase that holds it and is
   // freed after the last; dY (the gradient flowing down the stack) stays between layers.
-  std::vector<std::pair<std::string_view, CachingAllocator::Handle>> alive;
+  auto& alive = alive_;
+  alive.clear();
   for (const auto& phase : k.phases) {
     for (auto it = alive.begin(); it != alive.end();) {
       const bool still = std::any_of(phase.begin(), phase.end(),
@@ -260,7 +278,7 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
       }
     }
     for (const auto& b : phase) {
-      if (b.first == "dY") {
+      if (b.first == kDyBuffer) {
         if (dy_ == CachingAllocator::kNoHandle) dy_ = take(b.second);
         continue;
       }

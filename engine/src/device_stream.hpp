@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "actmem/allocator.hpp"
+#include "actmem/node_pool.hpp"
 #include "actmem/params.hpp"
 #include "actmem/setup.hpp"
 #include "walker.hpp"
@@ -38,7 +40,9 @@ class AllocStream final : public Recorder {
     std::vector<Bytes> records;  // inventory.tensors, in order
     std::vector<bool> kept[5];   // per LayerChoice: which records stay for backward
     Bytes extra[5] = {};         // the checkpoint record a choice keeps besides them
-    std::vector<std::vector<std::pair<std::string_view, Bytes>>> phases;  // backward buffers
+    // The backward's gradient buffers phase by phase: (buffer number within the kind, bytes);
+    // the number kDyBuffer is dY, the gradient that flows down the stack.
+    std::vector<std::vector<std::pair<std::uint32_t, Bytes>>> phases;
     std::vector<Bytes> grads;  // the layer's parameter gradients
     std::vector<bool> wgrad;   // split backward: records a linear's weight gradient reads
     std::vector<Bytes> dy;     // ... and the linears' output gradients kept from I to W
@@ -46,6 +50,8 @@ class AllocStream final : public Recorder {
   // A layer's weight-gradient store under a split-backward schedule is held under its layer
   // index with this bit set (global layer indices stay far below it).
   static constexpr std::uint64_t kWgradStore = std::uint64_t{1} << 62;
+
+  static constexpr std::uint32_t kDyBuffer = ~std::uint32_t{0};
 
   Handle take(Bytes bytes);
   void drop(Handle h);
@@ -73,7 +79,15 @@ class AllocStream final : public Recorder {
   std::vector<Handle> statics_, step_grads_;
   std::vector<ParamRecord> params_;  // plain PyTorch: whose optimizer states the first step makes
   std::set<std::uint64_t> grads_made_;
-  std::map<Key, Held> live_;
+  // What each (micro-batch, chunk, layer) holds. The map's nodes come from a pool and released
+  // entries' vectors are reused: a replay of thousands of micro-batches then allocates nothing
+  // per layer (node_pool.hpp says why that matters).
+  using LiveMap = std::map<Key, Held, std::less<Key>, PoolAllocator<std::pair<const Key, Held>>>;
+  std::unique_ptr<NodePool> nodes_ = std::make_unique<NodePool>();
+  LiveMap live_{PoolAllocator<std::pair<const Key, Held>>(nodes_.get())};
+  std::vector<Held> spare_;                              // cleared vectors of released entries
+  std::vector<Handle> made_;                             // forward_layer's scratch
+  std::vector<std::pair<std::uint32_t, Handle>> alive_;  // backward_layer's scratch
   Handle dy_ = CachingAllocator::kNoHandle;
   bool static_done_ = false, grads_static_ = false, states_done_ = false;
   bool split_ = false;  // a split-backward schedule: linear inputs are held apart

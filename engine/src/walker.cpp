@@ -531,6 +531,20 @@ void walk_rank(const Setup& s, std::uint64_t r, Evaluation::Scratch& sc, Checked
 
 namespace detail {
 
+namespace {
+// Chunk ca of rank a and chunk cb of rank b hold as many layers, of the same kinds in order.
+bool same_layers(const Setup& s, const RankSetup& a, std::size_t ca, const RankSetup& b,
+                 std::size_t cb) {
+  const std::uint64_t n = a.chunk_sizes[ca];
+  if (b.chunk_sizes[cb] != n) return false;
+  if (s.kinds.size() == 1) return true;
+  for (std::uint64_t j = 0; j < n; ++j)
+    if (s.model.kind_index(a.chunk_first[ca] + j) != s.model.kind_index(b.chunk_first[cb] + j))
+      return false;
+  return true;
+}
+}  // namespace
+
 std::optional<Error> walk_step(const Setup& s, const Recompute& r, Recorder* const* recorders,
                                bool layer_events, Evaluation* out) {
   Checked ck;
@@ -541,10 +555,50 @@ std::optional<Error> walk_step(const Setup& s, const Recompute& r, Recorder* con
   fill_layers(s, r, sc, &layers_fwd, &extra, recorders == nullptr);
   e.stages.resize(s.ranks.size());
   e.worst = 0;
+  // Worst stage only: under GPipe, 1F1B and interleaved 1F1B, an interior rank (neither embedding
+  // nor head) whose chunks hold the same layer kinds as an earlier interior rank's, with the same
+  // static bytes, cannot peak above it. Every op then moves the kept bytes by the same amount
+  // whichever chunk it runs, so a rank's events are fixed by its warm-up: forwards at in-flight
+  // levels 0..w, backwards at levels w+1..1 (for_each_op). The earlier rank's warm-up w is at
+  // least the later one's (warmup_forwards falls with r; GPipe's is m for every rank), so it has
+  // every event the later rank has, at the same level, and the first of equals is the earlier.
+  const Schedule sched = effective_schedule(s.config);
+  const bool prune = e.worst_only && !recorders && !is_split_backward(sched) &&
+                     sched != Schedule::kDualPipe && sched != Schedule::kDualPipeV;
+  auto interior = [&](const RankSetup& rk) {
+    return rk.embed_chunk == RankSetup::kNoChunk && rk.head_chunk == RankSetup::kNoChunk;
+  };
+  // Equal chunks within the rank too (interleaved: any chunk may run next).
+  auto even = [&](const RankSetup& rk) {
+    for (std::size_t c = 1; c < rk.chunk_sizes.size(); ++c)
+      if (!same_layers(s, rk, c, rk, 0)) return false;
+    return true;
+  };
+  std::uint64_t first_interior = s.ranks.size();
   for (std::uint64_t rank = 0; rank < s.ranks.size(); ++rank) {
+    const RankSetup& rk = s.ranks[rank];
+    if (prune && interior(rk)) {
+      if (first_interior == s.ranks.size()) {
+        if (even(rk)) first_interior = rank;
+      } else {
+        const RankSetup& a = s.ranks[first_interior];
+        if (rk.stat.total_bytes == a.stat.total_bytes &&
+            rk.chunk_sizes.size() == a.chunk_sizes.size() && same_layers(s, rk, 0, a, 0) &&
+            even(rk)) {
+          e.stages[rank] = StageEval{};
+          continue;
+        }
+      }
+    }
     walk_rank(s, rank, sc, ck, recorders ? recorders[rank] : nullptr, layer_events,
               &e.stages[rank]);
     if (e.stages[rank].peak_bytes > e.stages[e.worst].peak_bytes) e.worst = rank;
+    if (e.worst_only && e.stages[rank].peak_bytes > e.stop_above) {
+      for (std::uint64_t later = rank + 1; later < s.ranks.size(); ++later)
+        e.stages[later] = StageEval{};
+      e.worst = rank;
+      break;
+    }
   }
   // Recompute overhead: extra forward FLOPs over the step's 3x forward (forward + 2x backward).
   e.step_flops = 3.0 * (layers_fwd + s.logits_flops);

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "actmem/checked.hpp"
+#include "actmem/node_pool.hpp"
 
 namespace actmem {
 
@@ -105,21 +107,24 @@ class CachingAllocator {
   std::vector<AllocatorSegment> snapshot() const;
 
  private:
+  // A pool's free blocks ordered as BlockComparatorSize orders them: size, then address. Their
+  // nodes come from the allocator's own pool (node_pool.hpp).
+  using FreeKey = std::tuple<Bytes, Bytes, Handle>;
+  using FreeSet = std::set<FreeKey, std::less<FreeKey>, PoolAllocator<FreeKey>>;
   struct Block {
     Bytes addr = 0, size = 0, requested = 0;
     std::uint32_t segment = 0;
     Handle prev = kNoHandle, next = kNoHandle;
     bool allocated = false, small = false, in_use = false;  // in_use: the slot holds a block
-    bool mapped = true;  // false: unmapped pages of an expandable segment
+    bool mapped = true;         // false: unmapped pages of an expandable segment
+    bool cached = false;        // mapped and in its pool's free set, at `where`
+    FreeSet::iterator where{};  // (erased by position: no search)
   };
   struct Segment {
     Bytes addr = 0, size = 0;
     bool small = false, expandable = false, live = false;
     Handle first = kNoHandle;
   };
-  // A pool's free blocks ordered as BlockComparatorSize orders them: size, then address.
-  using FreeSet = std::set<std::tuple<Bytes, Bytes, Handle>>;
-
   Handle new_block(const Block& b);
   void drop_block(Handle h);
   FreeSet& pool(bool small) { return small ? small_free_ : large_free_; }
@@ -139,7 +144,9 @@ class CachingAllocator {
   std::vector<Block> blocks_;
   std::vector<Handle> spare_;
   std::vector<Segment> segments_;
-  FreeSet small_free_, large_free_;
+  std::unique_ptr<NodePool> nodes_ = std::make_unique<NodePool>();  // before the sets it serves
+  FreeSet small_free_{PoolAllocator<FreeKey>(nodes_.get())};
+  FreeSet large_free_{PoolAllocator<FreeKey>(nodes_.get())};
   // Expandable segments' unmapped ranges by address (BlockPool::unmapped).
   std::set<std::pair<Bytes, Handle>> small_unmapped_, large_unmapped_;
   Bytes last_subsumed_ = 0;  // the size merge() last absorbed (free_block's stats)

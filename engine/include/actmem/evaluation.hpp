@@ -67,6 +67,13 @@ struct Evaluation {
   double extra_flops = 0;  // added by recompute
   double recompute_overhead_pct = 0;
   const StageEval& worst_stage() const { return stages[worst]; }
+  // Set by a caller that reads only the worst stage (the advisor): under GPipe, 1F1B and
+  // interleaved 1F1B a rank that cannot peak above an earlier one is not walked, and its entry in
+  // `stages` is left zero (walker.cpp, walk_step, says when).
+  bool worst_only = false;
+  // With worst_only: once a rank's peak passes this, no further rank is walked, and the worst
+  // stage is that rank (a caller that only asks "does it fit under this?" learns "no").
+  Bytes stop_above = kMaxBytes;
 
   // Scratch the walk reuses between calls (per global layer, per chunk): no allocation once grown.
   struct Scratch {
