@@ -128,6 +128,9 @@ if(pos EQUAL -1)
   message(FATAL_ERROR "--seq=512 should set seq 512: ${LAST_OUT}")
 endif()
 expect_error_naming("--sp: takes no value, got \"=false\"" estimate --preset gpt2 --sp=false)
+# ... and a word after a bare flag is that flag's value, not an unknown option "true".
+expect_error_naming("--offload: takes no value, got \"true\"; give --offload alone" estimate --preset gpt2 --offload true)
+expect_error_naming("--sp: takes no value, got \"1\"; give --sp alone" estimate --preset gpt2 --tp 2 --sp 1)
 # Flags one command reads are refused on another, not ignored (hostile run, round 2).
 expect_error_naming("--csv: read only by timeline" estimate --preset gpt2 --csv)
 expect_error_naming("--csv: give --csv or --json, not both" timeline --preset gpt2 --csv --json)

@@ -191,7 +191,12 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
       {"--lora-rank", "lora_rank"},
       {"--lora-dropout", "lora_dropout"},
       {"--lora-dtype", "lora_dtype"}};
+  // The boolean flag just read, if the previous argument was one: a word after it ("--offload
+  // true") is a value given to a flag that takes none, not an unknown option.
+  const char* after_boolean = nullptr;
   for (; i < argv.size(); ++i) {
+    const char* prev_boolean = after_boolean;
+    after_boolean = nullptr;
     // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
     const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;
     const std::string a = argv[i].substr(0, eq);
@@ -240,6 +245,7 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
         *boolean->option = boolean->value;
       else
         cfg_flags[boolean->key] = boolean->value;
+      after_boolean = boolean->flag;
       continue;
     }
     bool matched = false;
@@ -365,6 +371,9 @@ std::string parse_args(const std::vector<std::string>& argv, Options* o) {
                ": the budget is given twice (--gpu-memory and --budget are one setting); give "
                "it once";
       cfg_flags["gpu_memory"] = v;
+    } else if (prev_boolean && !argv[i].empty() && argv[i][0] != '-') {
+      return std::string(prev_boolean) + ": takes no value, got " + shown(argv[i]) + "; give " +
+             prev_boolean + " alone";
     } else {
       return shown(a) +
              ": unknown option; allowed: --preset --model --config --micro-batch --seq "
