@@ -563,8 +563,8 @@ std::optional<Error> walk_step(const Setup& s, const Recompute& r, Recorder* con
   // least the later one's (warmup_forwards falls with r; GPipe's is m for every rank), so it has
   // every event the later rank has, at the same level, and the first of equals is the earlier.
   const Schedule sched = effective_schedule(s.config);
-  const bool prune = e.worst_only && !recorders && !is_split_backward(sched) &&
-                     sched != Schedule::kDualPipe && sched != Schedule::kDualPipeV;
+  // (The split schedules, DualPipe's included, place their W ops differently on each rank.)
+  const bool prune = e.worst_only && !recorders && !is_split_backward(sched);
   auto interior = [&](const RankSetup& rk) {
     return rk.embed_chunk == RankSetup::kNoChunk && rk.head_chunk == RankSetup::kNoChunk;
   };
@@ -593,10 +593,10 @@ std::optional<Error> walk_step(const Setup& s, const Recompute& r, Recorder* con
     walk_rank(s, rank, sc, ck, recorders ? recorders[rank] : nullptr, layer_events,
               &e.stages[rank]);
     if (e.stages[rank].peak_bytes > e.stages[e.worst].peak_bytes) e.worst = rank;
+    // Every earlier rank is at most stop_above, so this one is already the worst.
     if (e.worst_only && e.stages[rank].peak_bytes > e.stop_above) {
       for (std::uint64_t later = rank + 1; later < s.ranks.size(); ++later)
         e.stages[later] = StageEval{};
-      e.worst = rank;
       break;
     }
   }
