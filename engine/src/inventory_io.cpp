@@ -93,18 +93,30 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
                                                             : g.d;
     // LlamaRotaryEmbedding computes cos/sin once per forward and every layer's RoPE mul keeps
     // the same two tensors: counted once per micro-batch, not per layer.
-    in.add("rope.cos", {g.s_tp, rope_d}, p, "RoPE mul backward (every layer)", "q * cos needs cos",
-           "transformers modeling_llama.py LlamaRotaryEmbedding; measured: "
-           "tests/reference/pytorch_saved.json");
-    in.add("rope.sin", {g.s_tp, rope_d}, p, "RoPE mul backward (every layer)",
-           "rotate_half(q) * sin needs sin",
-           "transformers modeling_llama.py LlamaRotaryEmbedding; measured: "
-           "tests/reference/pytorch_saved.json");
-    if (m.hf_rope_tables > 1) {
-      in.add("rope.local_cos", {g.s_tp, rope_d}, p, "RoPE mul backward (sliding layers)",
-             "the sliding layers' own table (rope_local_base_freq)", kGemma3Rope);
-      in.add("rope.local_sin", {g.s_tp, rope_d}, p, "RoPE mul backward (sliding layers)",
-             "the sliding layers' own table (rope_local_base_freq)", kGemma3Rope);
+    if (m.hf_rope_complex) {
+      // One complex64 table instead: s x d/2 x 8 B, in bf16 the bytes cos and sin take, in fp32
+      // half of theirs (measured: tests/reference/families_cpu.json, deepseek_v2 and llama4_text).
+      in.add("rope.freqs_cis",
+             {g.s_tp, Dim{g.rkv.value > 0 ? "d_rope/2" : "d/2", rope_d.value / 2}},
+             DType::kComplex64, "RoPE complex mul backward (every layer)",
+             "q * freqs_cis needs freqs_cis",
+             "transformers 5.17 modeling_deepseek_v2.py / modeling_llama4.py (freqs_cis); "
+             "measured: tests/reference/gpu/hf_layers.json, tests/reference/families_cpu.json");
+    } else {
+      in.add("rope.cos", {g.s_tp, rope_d}, p, "RoPE mul backward (every layer)",
+             "q * cos needs cos",
+             "transformers modeling_llama.py LlamaRotaryEmbedding; measured: "
+             "tests/reference/pytorch_saved.json");
+      in.add("rope.sin", {g.s_tp, rope_d}, p, "RoPE mul backward (every layer)",
+             "rotate_half(q) * sin needs sin",
+             "transformers modeling_llama.py LlamaRotaryEmbedding; measured: "
+             "tests/reference/pytorch_saved.json");
+      if (m.hf_rope_tables > 1) {
+        in.add("rope.local_cos", {g.s_tp, rope_d}, p, "RoPE mul backward (sliding layers)",
+               "the sliding layers' own table (rope_local_base_freq)", kGemma3Rope);
+        in.add("rope.local_sin", {g.s_tp, rope_d}, p, "RoPE mul backward (sliding layers)",
+               "the sliding layers' own table (rope_local_base_freq)", kGemma3Rope);
+      }
     }
   }
   if (prof == Profile::kHf && m.hf_embed_scale)

@@ -190,17 +190,28 @@ void add_mla_latents(const LayerGeometry& g, RecordBuilder& rb, bool hf) {
     const char* normed;
     const char* up_in;
     Dim r;
+    bool kv;  // the key/value latent, a slice of kv_a_proj_with_mqa's output
   };
   const DType p = g.act;
   const char* src = hf ? kHfDeepseek : kDeriv;
   for (const One& o : {One{"attn.q_latent_norm.in", "attn.q_latent_norm.rstd",
-                           "attn.q_latent_norm.normed", "attn.q_up_in", g.rq},
+                           "attn.q_latent_norm.normed", "attn.q_up_in", g.rq, false},
                        One{"attn.kv_latent_norm.in", "attn.kv_latent_norm.rstd",
-                           "attn.kv_latent_norm.normed", "attn.kv_up_in", g.rkv}}) {
+                           "attn.kv_latent_norm.normed", "attn.kv_up_in", g.rkv, true}}) {
     if (o.r.value == 0) continue;  // no query latent (DeepSeek-V2-Lite: q_proj)
-    rb.add(o.in, {g.b, g.s_tp, o.r}, hf ? DType::kFp32 : p,
-           hf ? "pow / mul backward (fp32 upcast of the latent)" : "pow / mul backward",
-           "the latent's RMSNorm squares and scales its input", src);
+    // The key/value latent is a slice of kv_a_proj_with_mqa's output (r_kv + d_rope wide). In
+    // fp32 the norm's .to(float32) returns that slice itself, so the norm keeps the whole
+    // storage; in bf16 it keeps an fp32 copy of the slice (measured:
+    // tests/reference/families_cpu.json, deepseek_v2/v3 fp32 rows: 40,960 B, not 32,768, at s=64).
+    if (hf && p == DType::kFp32 && o.kv)
+      rb.add(o.in, {g.b, g.s_tp, Dim{"r_kv+d_rope", g.rkv.value + g.dr.value}}, DType::kFp32,
+             "pow / mul backward (the fp32 latent is a view of the compressed KV)",
+             "the latent's RMSNorm squares and scales its input, a slice of kv_a_proj's output",
+             src);
+    else
+      rb.add(o.in, {g.b, g.s_tp, o.r}, hf ? DType::kFp32 : p,
+             hf ? "pow / mul backward (fp32 upcast of the latent)" : "pow / mul backward",
+             "the latent's RMSNorm squares and scales its input", src);
     rb.add(o.rstd, {g.b, g.s_tp}, hf ? DType::kFp32 : p, "rsqrt / mul backward", "1/rms per token",
            src);
     rb.add(o.normed, {g.b, g.s_tp, o.r}, p, "mul-by-weight backward",

@@ -49,6 +49,9 @@ bool is_deepseek_key(const std::string& k) {
 std::optional<Error> read_deepseek(const json& j, const std::string& type, ModelSpec* m) {
   const bool v3 = type == "deepseek_v3";
   LayerKind& b = m->kinds[0];
+  // DeepseekV2's apply_rotary_emb multiplies by freqs_cis, a complex64 table (measured:
+  // hf_layers.json, [1, 1, s, d_rope/2] complex64); DeepSeek-V3 keeps cos and sin.
+  m->hf_rope_complex = !v3;
   // Every dimension is bounded where it is read (2^40, as validate() bounds the others), so
   // sums of them cannot wrap and an error names the key given.
   auto get = [&](const char* key, std::uint64_t* out, bool allow_zero = false,

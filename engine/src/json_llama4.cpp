@@ -32,6 +32,9 @@ bool is_llama4_key(const std::string& k) {
 
 std::optional<Error> read_llama4(const json& j, ModelSpec* m) {
   const LayerKind base = m->kinds[0];
+  // Llama4TextRotaryEmbedding returns freqs_cis, complex64 (measured: hf_layers.json,
+  // [1, s, 1, d/2] complex64).
+  m->hf_rope_complex = true;
   if (m->layers > kMaxLayers) return std::nullopt;  // validate() names the bound
   const std::size_t n = static_cast<std::size_t>(m->layers);
   for (const char* k : {"num_experts", "moe_intermediate_size", "num_shared_experts",

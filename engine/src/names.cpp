@@ -71,10 +71,10 @@ const EnumName<DType> kFloatDtypes[] = {
     {DType::kFp32, "float32", false}, {DType::kBf16, "bfloat16", false},
     {DType::kFp16, "float16", false}, {DType::kFp8, "float8", false}};
 // Every dtype a record can have (written back only).
-const EnumName<DType> kAllDtypes[] = {{DType::kFp32, "fp32"}, {DType::kBf16, "bf16"},
-                                      {DType::kFp16, "fp16"}, {DType::kFp8, "fp8"},
-                                      {DType::kBool, "bool"}, {DType::kInt64, "int64"},
-                                      {DType::kInt8, "int8"}, {DType::kInt32, "int32"}};
+const EnumName<DType> kAllDtypes[] = {
+    {DType::kFp32, "fp32"}, {DType::kBf16, "bf16"},   {DType::kFp16, "fp16"},
+    {DType::kFp8, "fp8"},   {DType::kBool, "bool"},   {DType::kInt64, "int64"},
+    {DType::kInt8, "int8"}, {DType::kInt32, "int32"}, {DType::kComplex64, "complex64"}};
 
 }  // namespace
 

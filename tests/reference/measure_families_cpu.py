@@ -12,6 +12,7 @@
 import json
 import os
 import sys
+from collections import Counter
 
 import torch
 
@@ -53,16 +54,25 @@ def main():
                          "saved_bytes": sum(x["bytes"] for x in rows), "by_module": harness.by_prefix(rows),
                          "tensors": rows}
                     note = ""
+                    # What CUDA would keep: the same records but for the family's known CPU-vs-CUDA
+                    # differences (bf16 only: LayerNorm statistics, Mamba-2's dt), each in its file.
+                    known = registry.expected_differences(mtype, kw, s) if dtype == torch.bfloat16 else []
+                    have = Counter(map(harness.key, rows))
+                    cpu_side = Counter(k for side, k in known if side == "cpu")
+                    assert not (cpu_side - have), ("an expected CPU record is missing", mtype, attn, s)
+                    r["cuda_bytes"] = r["saved_bytes"] + sum(k[3] for side, k in known if side == "gpu") - \
+                        sum(k[3] for side, k in known if side == "cpu")
                     if dtype == torch.bfloat16 and attn == "eager":
                         ref = [g for g in gpu if g["model_type"] == mtype and g["config"] == kw and
                                g["attn_implementation"] == "eager" and g["s"] == s]
                         assert len(ref) == 1, (mtype, kw)
                         d = harness.diff(rows, ref[0]["tensors"])
-                        known = registry.expected_differences(mtype, kw, s)
                         explained = [x for x in d if x in known]
                         d = [x for x in d if x not in known]
                         assert len(explained) == len(known), ("an expected difference is gone", mtype, s)
+                        assert r["cuda_bytes"] == ref[0]["saved_bytes"] or d, (mtype, s)
                         r["vs_h200"] = {"parameters_equal": r["parameters"] == ref[0]["parameters"],
+                                        "h200_saved_bytes": ref[0]["saved_bytes"],
                                         "explained": [{"only_on": side, "record": list(k)} for side, k in explained],
                                         "differences": [{"only_on": side, "record": list(k)} for side, k in d]}
                         note = "  vs H200: params %s, %d differing records (%d explained)" % (
@@ -73,8 +83,10 @@ def main():
                     print("%-12s %-9s %-8s s=%-4d params=%-9d saved=%d%s" % (
                         mtype, attn, r["dtype"], s, r["parameters"], r["saved_bytes"], note), flush=True)
                     results.append(r)
-    json.dump({"generator": "tests/reference/measure_families_cpu.py", "torch": torch.__version__,
-               "device": "cpu", "results": results}, open(out_path, "w"), indent=1)
+    head = {"generator": "tests/reference/measure_families_cpu.py", "torch": torch.__version__, "device": "cpu"}
+    with open(out_path, "w") as f:  # one row per line: diffs of a re-run stay readable
+        f.write(json.dumps(head)[:-1] + ', "results": [\n')
+        f.write(",\n".join(json.dumps(r, separators=(",", ":")) for r in results) + "\n]}\n")
     return 1 if failed else 0
 
 

@@ -6,7 +6,7 @@
 
 namespace actmem {
 
-enum class DType { kFp32, kBf16, kFp16, kFp8, kBool, kInt64, kInt8, kInt32 };
+enum class DType { kFp32, kBf16, kFp16, kFp8, kBool, kInt64, kInt8, kInt32, kComplex64 };
 
 constexpr std::uint64_t dtype_bytes(DType t) {
   switch (t) {
@@ -26,6 +26,8 @@ constexpr std::uint64_t dtype_bytes(DType t) {
       return 1;
     case DType::kInt32:
       return 4;
+    case DType::kComplex64:  // two fp32 (RoPE tables kept as freqs_cis)
+      return 8;
   }
   return 0;
 }

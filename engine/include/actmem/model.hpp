@@ -198,6 +198,10 @@ struct ModelSpec {
   // rope_local_base_freq), each layer's RoPE keeping its table's cos and sin.
   bool hf_embed_scale = false;
   std::uint32_t hf_rope_tables = 1;
+  // DeepSeek-V2 and Llama 4 rotate through one complex64 table (freqs_cis, s x d/2) that the
+  // complex multiply keeps whatever the activation dtype; the other families keep cos and sin in
+  // it (measured: tests/reference/families_cpu.json, fp32 rows).
+  bool hf_rope_complex = false;
   // DeepSeek-V3's multi-token-prediction depths (num_nextn_predict_layers): parameters counted
   // apart from the model's (model.mtp_params).
   std::uint64_t mtp_layers = 0;
