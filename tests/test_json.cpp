@@ -136,6 +136,13 @@ TEST_CASE("Presets listing names every model, GPU and example", "[json][presets]
   CHECK(r["models"].size() >= 16);
   CHECK(r["gpus"].size() >= 8);
   CHECK(r["examples"].size() >= 10);
+  // Every model preset has its name and its family (the page groups by it), including the
+  // configs holding Python's Infinity (Mamba-Codestral, Nemotron-H 56B), read as --model reads.
+  for (const json& m : r["models"]) {
+    INFO(m["id"]);
+    CHECK(m.contains("name"));
+    CHECK(m.contains("family"));
+  }
 }
 
 TEST_CASE("One key checker for every object: unknown keys named with a 'did you mean' hint",

@@ -33,7 +33,10 @@ json presets_listing() {
               {"gpus", json::array()},
               {"examples", json::array()}};
   for (const auto& p : all_presets()) {
-    json j = json::parse(p.json, nullptr, false);
+    // Read as a --model file is: Mamba-Codestral's and Nemotron-H's configs hold Python's
+    // Infinity, which plain JSON parsing refuses (their name and family were lost).
+    auto parsed = parse_json_text(p.json, "preset");
+    const json j = parsed.ok() ? parsed.value() : json();
     json item = {{"id", p.id}};
     if (j.is_object()) {
       if (j.contains("metadata") && j["metadata"].is_object()) {
