@@ -109,7 +109,12 @@ TEST_CASE(
       {"qwen3-30b-a3b.config.json", 30532122624ULL},
       {"phi-3-mini-4k-instruct.config.json", 3821079552ULL},
       {"gemma-2-9b-it.config.json", 9241705984ULL},
-      {"gemma-3-1b-it.config.json", 999885952ULL}};
+      {"gemma-3-1b-it.config.json", 999885952ULL},
+      // Phi-3.5-MoE (sgl-project/ome's copy): 41,873,153,344 counted from the checkpoint's
+      // tensors (presets/models/phi-3.5-moe.json cites it), lm_head's bias included.
+      {"phi-3.5-moe-instruct.ome.config.json", 41873153344ULL},
+      // DeepSeek-V2-Lite (maxtext's transcription): its safetensors index total_size / 2.
+      {"deepseek-v2-lite.maxtext.config.json", 15706484224ULL}};
   for (const auto& [file, n] : cases) {
     INFO(file);
     const json r = run(json{{"model", hub_config(file)}, {"config", {{"seq", 4096}}}});

@@ -21,7 +21,8 @@ TEST_CASE(
       {"qwen3-30b-a3b", 30532122624ULL}, {"phi-3-mini-4k", 3821079552ULL},
       {"gemma-2-9b-it", 9241705984ULL},  {"gemma-3-1b-it", 999885952ULL},
       {"falcon-7b", 6921720704ULL},      {"deepseek-v3", 671026419200ULL},
-      {"gpt-oss-20b", 20914757184ULL}};
+      {"gpt-oss-20b", 20914757184ULL},   {"deepseek-v2-lite", 15706484224ULL},
+      {"phi-3.5-moe", 41873153344ULL}};
   for (const auto& [id, n] : exact) {
     INFO(id);
     CHECK(u(run_preset(id, json::object())["model"]["params"]) == n);
