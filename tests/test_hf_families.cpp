@@ -552,6 +552,34 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Llama 4 Scout: the text-model preset plus the vision tower by its config's shapes equal the "
+    "checkpoint's published total (safetensors index total_size / 2) exactly",
+    "[hf][families][params]") {
+  // presets/models/llama-4-scout.json cites 108,641,793,536: total_size 217,283,587,072 B, bf16.
+  const json r = run_preset("llama-4-scout", json::object());
+  CHECK(u(r["model"]["params"]) == 107769861120ULL);
+  // The vision tower and projector the engine does not model, from the vendored vision_config
+  // and transformers modeling_llama4.py @ 000c33fd: Llama4UnfoldConvolution (a bias-free linear
+  // of channels x patch^2), the class and positional embeddings ((image/patch)^2 + 1 rows), two
+  // LayerNorms, 34 encoder layers (q, k, v, o and fc1, fc2 with biases, two LayerNorms), the
+  // pixel-shuffle MLP (fc1 intermediate -> projector_input, fc2 projector_output^2, no biases)
+  // and Llama4MultiModalProjector (vision_output_dim -> text hidden, no bias).
+  const json v =
+      hub_config("llama-4-scout-17b-16e-instruct.aiconfigurator.config.json")["vision_config"];
+  const std::uint64_t h = u(v["hidden_size"]), f = u(v["intermediate_size"]);
+  const std::uint64_t patch = u(v["patch_size"]), side = u(v["image_size"]) / patch;
+  const std::uint64_t layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h;
+  const std::uint64_t vision = u(v["num_channels"]) * patch * patch * h + h +
+                               (side * side + 1) * h + 2 * 2 * h +
+                               u(v["num_hidden_layers"]) * layer + f * u(v["projector_input_dim"]) +
+                               u(v["projector_output_dim"]) * u(v["projector_output_dim"]) +
+                               u(v["vision_output_dim"]) * 5120;
+  CHECK(vision == 871932416ULL);
+  CHECK(u(r["model"]["params"]) + vision == u(r["model"]["published_params"]));
+  CHECK(u(r["model"]["published_params"]) == 217283587072ULL / 2);
+}
+
+TEST_CASE(
     "Hostile run, round 8 (gpt_oss, phimoe, llama4_text, wrappers): wrapper keys that change "
     "memory are refused, errors found after reading name text_config's keys, stacks are refused "
     "where the family has none, widths name the key given",
