@@ -10,78 +10,16 @@
 # one grouped GEMM, act(gate) * up, down, weighted, invalid-expert mask, inverse permutation, sum
 # over the k copies), and the shared experts as one SwiGLU MLP of n_shared x moe_intermediate_size.
 #
-# torch._grouped_mm does not exist in PyTorch 2.6 on the CPU: GroupedMM below is an autograd
-# Function that keeps what the CUDA op keeps (its input, the weight, the offsets).
+# The routed experts are qwen3.py's Experts (transformers 5.17 runs every family's experts through
+# integrations/moe.py's grouped_mm_experts_forward; its GroupedMM stands in for torch._grouped_mm).
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 import common
+from qwen3 import Experts
 
 H = 256
-
-
-class GroupedMM(torch.autograd.Function):
-    """torch._grouped_mm(x, w, offs): rows start..end of x (sorted by expert) times w[e]."""
-
-    @staticmethod
-    def forward(ctx, x, w, offs):
-        ctx.save_for_backward(x, w, offs)
-        out = x.new_zeros(x.shape[0], w.shape[-1])
-        start = 0
-        for e, end in enumerate(offs.tolist()):
-            if end > start:
-                out[start:end] = x[start:end] @ w[e]
-            start = end
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w, offs = ctx.saved_tensors
-        gx, gw = torch.zeros_like(x), torch.zeros_like(w)
-        start = 0
-        for e, end in enumerate(offs.tolist()):
-            if end > start:
-                gx[start:end] = g[start:end] @ w[e].transpose(0, 1)
-                gw[e] = x[start:end].transpose(0, 1) @ g[start:end]
-            start = end
-        return gx, gw, None
-
-
-class NaiveMoe(nn.Module):
-    """DeepseekV3NaiveMoe / DeepseekV2Experts under grouped_mm_experts_forward (integrations/moe.py)."""
-
-    def __init__(self, cfg):
-        super().__init__()
-        e, h, f = cfg["n_routed_experts"], cfg["hidden_size"], cfg["moe_intermediate_size"]
-        self.num_experts = e
-        self.gate_up_proj = nn.Parameter(torch.randn(e, 2 * f, h) * 0.02)
-        self.down_proj = nn.Parameter(torch.randn(e, h, f) * 0.02)
-        self.act_fn = nn.SiLU()
-
-    def forward(self, x, top_k_index, top_k_weights):
-        n, k, h = x.shape[0], top_k_index.shape[-1], x.shape[-1]
-        token_idx = torch.arange(n).unsqueeze(1).expand(-1, k).reshape(-1)
-        sample_weights = top_k_weights.reshape(-1)
-        expert_ids = top_k_index.reshape(-1)
-        invalid_mask = expert_ids >= self.num_experts
-        expert_ids = expert_ids.clamp(0, self.num_experts - 1)
-        selected = x[token_idx]
-        perm = torch.argsort(expert_ids)
-        inv_perm = torch.argsort(perm)
-        expert_ids_g = expert_ids[perm]
-        sample_weights_g = sample_weights[perm]
-        selected_g = selected[perm]
-        counts = torch.histc(expert_ids_g.float(), bins=self.num_experts, min=0, max=self.num_experts - 1)
-        offsets = torch.cumsum(counts, dim=0, dtype=torch.int32)
-        gate_up = GroupedMM.apply(selected_g, self.gate_up_proj.transpose(-2, -1), offsets)
-        gate, up = gate_up.chunk(2, dim=-1)
-        gated = self.act_fn(gate) * up
-        out_g = GroupedMM.apply(gated, self.down_proj.transpose(-2, -1), offsets)
-        weighted = out_g * sample_weights_g.unsqueeze(-1)
-        weighted.masked_fill_(invalid_mask[perm].unsqueeze(-1), 0.0)
-        out = weighted[inv_perm]
-        return out.view(n, k, h).sum(dim=1).to(x.dtype)
 
 
 class TopkRouterV3(nn.Module):
@@ -138,7 +76,7 @@ class MoE(nn.Module):
 
     def __init__(self, cfg, router_cls):
         super().__init__()
-        self.experts = NaiveMoe(cfg)
+        self.experts = Experts(cfg["n_routed_experts"], cfg["hidden_size"], cfg["moe_intermediate_size"])
         self.gate = router_cls(cfg)
         self.shared_experts = common.MLP(cfg["hidden_size"], cfg["moe_intermediate_size"] * cfg["n_shared_experts"])
 

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import common
-from qwen3 import GroupedMM
+from qwen3 import grouped_experts_forward
 
 H = 256
 
@@ -137,6 +137,7 @@ class GptOssExperts(nn.Module):
         self.gate_up_proj_bias = nn.Parameter(torch.zeros(e, 2 * f))
         self.down_proj = nn.Parameter(torch.empty(e, f, h).normal_(0.0, 0.02))
         self.down_proj_bias = nn.Parameter(torch.zeros(e, h))
+        self.has_bias = self.is_transposed = True
         self.alpha = 1.702
         self.limit = cfg.get("swiglu_limit", 7.0)
 
@@ -147,34 +148,9 @@ class GptOssExperts(nn.Module):
         glu = gate * torch.sigmoid(gate * self.alpha)
         return (up + 1) * glu
 
-    def forward(self, hidden_states, top_k_index, top_k_weights):
-        """grouped_mm_experts_forward with has_bias and is_transposed: qwen3.py's
-        grouped_experts_forward plus the per-copy biases, gathered by the sorted expert ids
-        (after the sentinel clamp, before the sentinel rows are zeroed)."""
-        num_top_k = top_k_index.size(-1)
-        num_tokens, hidden_dim = hidden_states.size(0), hidden_states.size(-1)
-        sample_weights = top_k_weights.reshape(-1)
-        expert_ids = top_k_index.reshape(-1)
-        expert_ids_g, perm = torch.sort(expert_ids)
-        selected = hidden_states[perm // num_top_k]
-        sample_weights_g = sample_weights[perm]
-        per_expert = torch.histc(expert_ids_g.float(), bins=self.num_experts, min=0, max=self.num_experts - 1)
-        offsets = torch.cumsum(per_expert, dim=0, dtype=torch.int32)
-        sentinel = (expert_ids_g >= self.num_experts).unsqueeze(-1)
-        expert_ids_g.clamp_(max=self.num_experts - 1)
-        gate_up_bias = self.gate_up_proj_bias[expert_ids_g]
-        down_bias = self.down_proj_bias[expert_ids_g]
-        selected.masked_fill_(sentinel, 0.0)
-        out = GroupedMM.apply(selected.to(self.gate_up_proj.dtype), self.gate_up_proj, offsets) + gate_up_bias
-        out = self._apply_gate(out)
-        out = GroupedMM.apply(out.to(self.down_proj.dtype), self.down_proj, offsets) + down_bias
-        weighted = out * sample_weights_g.unsqueeze(-1)
-        weighted.masked_fill_(sentinel, 0.0)
-        inv_perm = torch.empty_like(perm)
-        inv_perm[perm] = torch.arange(perm.size(0))
-        weighted = weighted[inv_perm]
-        final = weighted.view(num_tokens, num_top_k, hidden_dim).sum(dim=1)
-        return final.to(hidden_states.dtype)
+    # grouped_mm_experts_forward with has_bias and is_transposed (qwen3.py's, as transformers runs
+    # every family's experts through integrations/moe.py).
+    forward = grouped_experts_forward
 
 
 class GptOssMLP(nn.Module):

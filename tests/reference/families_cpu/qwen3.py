@@ -66,10 +66,14 @@ class GroupedMM(torch.autograd.Function):
         return gx, gw, None
 
 
-def grouped_linear(x, weight, offs):
-    """_grouped_linear, weights stored (E, out, in) (is_transposed False), no bias: the input is cast
-    to the weight's dtype (a no-op here) and multiplied by the transposed weight view."""
-    return GroupedMM.apply(x.to(weight.dtype), weight.transpose(-2, -1), offs)
+def grouped_linear(x, weight, offs, bias=None, is_transposed=False):
+    """_grouped_linear: weights stored (E, out, in), or (E, in, out) when is_transposed (gpt-oss);
+    _grouped_mm casts the input to the weight's dtype (a no-op here); the gathered per-copy bias is
+    added in place (add_ keeps nothing)."""
+    out = GroupedMM.apply(x.to(weight.dtype), weight if is_transposed else weight.transpose(-2, -1), offs)
+    if bias is not None:
+        out.add_(bias)
+    return out
 
 
 def grouped_experts_forward(self, hidden_states, top_k_index, top_k_weights):
@@ -88,10 +92,13 @@ def grouped_experts_forward(self, hidden_states, top_k_index, top_k_weights):
     offsets = torch.cumsum(per_expert, dim=0, dtype=torch.int32)
     sentinel = (expert_ids_g >= self.num_experts).unsqueeze(-1)
     expert_ids_g.clamp_(max=self.num_experts - 1)
+    has_bias, transposed = getattr(self, "has_bias", False), getattr(self, "is_transposed", False)
+    bias = self.gate_up_proj_bias[expert_ids_g] if has_bias else None  # gathered copies (gpt-oss)
     selected.masked_fill_(sentinel, 0.0)
-    out = grouped_linear(selected, self.gate_up_proj, offsets)
+    out = grouped_linear(selected, self.gate_up_proj, offsets, bias, transposed)
     out = self._apply_gate(out)
-    out = grouped_linear(out, self.down_proj, offsets)
+    bias = self.down_proj_bias[expert_ids_g] if has_bias else None
+    out = grouped_linear(out, self.down_proj, offsets, bias, transposed)
     weighted = out * sample_weights_g.unsqueeze(-1)
     weighted.masked_fill_(sentinel, 0.0)
     inv_perm = torch.empty_like(perm)
