@@ -41,6 +41,17 @@ class Rotary(nn.Module):
         return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
 
 
+class RotaryComplex(Rotary):
+    """DeepseekV2RotaryEmbedding / Llama4TextRotaryEmbedding: freqs_cis = polar(1, freqs), one
+    complex64 table in every activation dtype."""
+
+    @torch.no_grad()
+    def forward(self, x, pos):
+        inv = self.inv_freq[None, :, None].float().expand(pos.shape[0], -1, 1)
+        freqs = (inv.float() @ pos[:, None, :].float()).transpose(1, 2)
+        return torch.polar(torch.ones_like(freqs), freqs) * 1.0
+
+
 def rotate_half(x):
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
     return torch.cat((-x2, x1), dim=-1)

@@ -109,19 +109,7 @@ def rope_complex_v2(q, k, freqs_cis):
     return q_out.type_as(q), k_out.type_as(k)
 
 
-class RotaryComplex(nn.Module):
-    """DeepseekV2RotaryEmbedding: freqs_cis = polar(1, freqs) in complex64, no autocast."""
-
-    def __init__(self, dim, base=10000.0):
-        super().__init__()
-        inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        self.register_buffer("inv_freq", inv, persistent=False)
-
-    @torch.no_grad()
-    def forward(self, x, pos):
-        inv = self.inv_freq[None, :, None].float().expand(pos.shape[0], -1, 1)
-        freqs = (inv.float() @ pos[:, None, :].float()).transpose(1, 2)
-        return torch.polar(torch.ones_like(freqs), freqs) * 1.0
+RotaryComplex = common.RotaryComplex  # DeepseekV2RotaryEmbedding
 
 
 class MLAttention(nn.Module):

@@ -28,9 +28,6 @@ from qwen3 import grouped_experts_forward
 
 H = 256
 
-# What this re-implementation cannot reproduce of the H200 record, and why (empty: nothing).
-DIFFERENCES = {}
-
 
 class GptOssRMSNorm(nn.Module):
     def __init__(self, n, eps=1e-5):

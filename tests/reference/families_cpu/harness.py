@@ -7,7 +7,7 @@
 # Why a re-implementation: this machine has no transformers and no GPU; PyTorch 2.6 (Debian 13's
 # python3-torch, ../shared/toolchain.md) runs here. A family's module is trusted for fp32 once its
 # bf16 run saves what the real model saved on the H200, record for record (module, shape, dtype,
-# bytes), with every difference named in DIFFERENCES of that family's file.
+# bytes), with every difference named by that family file's expected_differences().
 import torch
 
 

@@ -44,19 +44,7 @@ class L2Norm(nn.Module):
         return (y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x)
 
 
-class RotaryComplex(nn.Module):
-    """Llama4TextRotaryEmbedding: freqs_cis = polar(1, freqs), complex64."""
-
-    def __init__(self, dim, base=500000.0):
-        super().__init__()
-        inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        self.register_buffer("inv_freq", inv, persistent=False)
-
-    @torch.no_grad()
-    def forward(self, x, pos):
-        inv = self.inv_freq[None, :, None].float().expand(pos.shape[0], -1, 1)
-        freqs = (inv @ pos[:, None, :].float()).transpose(1, 2)
-        return torch.polar(torch.ones_like(freqs), freqs) * 1.0
+RotaryComplex = common.RotaryComplex  # Llama4TextRotaryEmbedding
 
 
 def apply_rotary_emb(q, k, freqs_cis):
@@ -211,7 +199,7 @@ class Inner(common.Inner):
     def __init__(self, cfg, lc):
         super().__init__(cfg, lc)
         self.norm = RMSNorm(cfg["hidden_size"])
-        self.rotary_emb = RotaryComplex(cfg["head_dim"])
+        self.rotary_emb = RotaryComplex(cfg["head_dim"], base=cfg.get("rope_theta", 500000.0))
 
     def masks(self, x):
         b, s = x.shape[:2]
