@@ -99,7 +99,7 @@ TEST_CASE(
 
 TEST_CASE(
     "hf profile, fp32, every decoder layer of every family equals its kind's inventory "
-    "(families_cpu.json; the shared RoPE tables aside)",
+    "(families_cpu.json, the shared RoPE tables aside)",
     "[hf][families][fp32]") {
   const json ref = cpu_rows();
   int layers = 0;

@@ -300,5 +300,5 @@ TEST_CASE(
       ++n;
     }
   }
-  CHECK(n == 120);  // 30 model presets x 4 policies
+  CHECK(n == 132);  // 33 model presets x 4 policies
 }
