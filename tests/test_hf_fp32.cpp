@@ -27,46 +27,6 @@ json engine_for(const json& row) {
                     {"dtype", row["dtype"] == "float32" ? "fp32" : "bf16"}}}});
 }
 
-// The engine's whole model as PyTorch holds it for backward: input layer, every decoder layer and
-// the output layer, less the returned logits (held by the ModelOutput, not saved).
-std::uint64_t whole_model(const json& r) {
-  const json& a = r["activations"];
-  std::uint64_t logits = 0;
-  for (const json& t : r["output_layer"]["tensors"])
-    if (t["name"] == "logits") logits = u(t["bytes"]);
-  return u(a["input_layer_bytes"]) + u(a["layers_bytes"]) + u(a["output_layer_bytes"]) - logits;
-}
-
-// Layer i's kind's bytes in the engine (a stack of kinds, or the single kind).
-std::uint64_t engine_layer(const json& r, std::size_t i) {
-  if (!r["model"].contains("layer_stack")) return u(r["per_layer"]["activation_bytes"]);
-  std::size_t at = 0;
-  for (const json& e : r["model"]["layer_stack"])
-    for (std::uint64_t n = 0; n < u(e["repeat"]); ++n, ++at)
-      if (at == i)
-        for (const json& k : r["model"]["layer_kinds"])
-          if (k["name"] == e["kind"]) return u(k["full_bytes"]);
-  FAIL("no layer " << i);
-  return 0;
-}
-
-// The measured bytes of decoder layer i, less the RoPE tables its attention saved first (the
-// model-level cos/sin or freqs_cis, [1, 1, s, d] or [1, s, 1, d/2], shared by every layer and
-// counted once in the engine's input layer).
-std::uint64_t measured_layer(const json& row, std::size_t i) {
-  const std::string falcon = "transformer.h." + std::to_string(i) + ".";
-  const std::string other = "layers." + std::to_string(i) + ".";
-  std::uint64_t n = 0;
-  for (const json& t : row["tensors"]) {
-    const std::string m = t["module"];
-    if (m.rfind(falcon, 0) != 0 && m.find("." + other) == std::string::npos) continue;
-    const json& sh = t["shape"];
-    const bool table = sh.size() == 4 && sh[0] == 1 && (sh[1] == 1 || sh[2] == 1);
-    if (!table) n += u(t["bytes"]);
-  }
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE(

@@ -154,6 +154,10 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
       return cannot(
           "megatron: attention sdpa_math is PyTorch's math backend, which Megatron-LM does not "
           "use; allowed: eager (--attention-backend unfused), flash");
+    case Attention::kSdpaCudnn:
+      return cannot(
+          "megatron: attention sdpa_cudnn is transformers' SDPA on PyTorch's cuDNN backend; "
+          "allowed: eager (--attention-backend unfused), flash");
   }
   // Megatron-LM's dropouts default to 0.1 whatever the model's config says: always written.
   auto prob = [](double x) {

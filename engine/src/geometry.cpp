@@ -20,7 +20,11 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
   g.float8_all_gather = c.float8_all_gather;
   g.attn_dropout = attn_dropout > 0.0;
   g.hidden_dropout = hidden_dropout > 0.0;
-  g.flash = c.attention == Attention::kFlash;
+  // cuDNN attention keeps what flash keeps (Q, K, V, O, fp32 softmax statistics), so every rule
+  // that reads `flash` (no s² tensors, what selective recompute redoes, the backward's working
+  // set) holds for it; `cudnn` adds its own differences (inventory_pytorch.cpp).
+  g.cudnn = c.attention == Attention::kSdpaCudnn;
+  g.flash = c.attention == Attention::kFlash || g.cudnn;
   g.sdpa_math = c.attention == Attention::kSdpaMath;
   g.b = {"b", c.micro_batch};
   // Context parallelism splits every per-token tensor by c (Megatron-LM context parallel).

@@ -11,6 +11,13 @@
 
 namespace actmem::detail {
 
+// Whether a record with this id is in the list.
+inline bool has_record(const std::vector<TensorRecord>& v, std::string_view id) {
+  for (const TensorRecord& r : v)
+    if (r.id == id) return true;
+  return false;
+}
+
 class RecordBuilder {
  public:
   RecordBuilder(std::vector<TensorRecord>* out, Checked* ck) : out_(out), ck_(ck) {}

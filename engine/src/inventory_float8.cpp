@@ -163,7 +163,8 @@ void apply_float8(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
     }
     // No backward reads the high-precision input any more, except flash attention's saved output
     // (attn.proj_in's storage).
-    const bool flash_out = std::string_view(r.input) == "attn.proj_in" && g.flash;
+    const bool flash_out = std::string_view(r.input) == "attn.proj_in" && g.flash &&
+                           !has_record(inv.tensors, "attn.out");
     if (!flash_out) inv.tensors.erase(it);
   }
   inv.tensors.insert(inv.tensors.end(), added.begin(), added.end());

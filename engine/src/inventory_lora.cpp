@@ -106,7 +106,8 @@ void apply_lora(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, 
     }
     // The frozen base linear keeps no input. Flash attention's saved output is attn.proj_in's
     // storage, so that record stays whatever o_proj does.
-    const bool flash_out = std::string_view(r.input) == "attn.proj_in" && g.flash;
+    const bool flash_out = std::string_view(r.input) == "attn.proj_in" && g.flash &&
+                           !has_record(inv.tensors, "attn.out");
     if (!shares_input && !flash_out) drop(inv.tensors, r.input);
   }
   inv.tensors.insert(inv.tensors.end(), added.begin(), added.end());

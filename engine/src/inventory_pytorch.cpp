@@ -45,6 +45,10 @@ constexpr const char* kSinks =
 constexpr const char* kSdpaFlash =
     "PyTorch derivatives.yaml _scaled_dot_product_flash_attention: q, k, v, out, logsumexp, rng "
     "state";
+constexpr const char* kSdpaCudnn =
+    "PyTorch derivatives.yaml _scaled_dot_product_cudnn_attention (q, k, v, out, softmax stats, "
+    "philox seed and offset) as transformers 5.17's sdpa path calls it; measured on an H200, "
+    "PyTorch 2.11: tests/reference/gpu/hf_layers.json, docs/validation.md 4.4";
 constexpr const char* kSdpaMath =
     "PyTorch attention.cpp _scaled_dot_product_attention_math (fp32 upcast, >= 2.5); measured: "
     "tests/reference/pytorch_saved.json";
@@ -269,20 +273,53 @@ void add_attention(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
     // expands K/V to all heads before SDPA (PyTorch < 2.5 needs it); transformers passes
     // enable_gqa=True, so hf keeps them at kv heads.
     // Falcon's new decoder architecture broadcasts K/V to every head and reshapes (a copy).
-    const Dim kvh = hf && !m.hf_kv_broadcast ? g.kv : g.a;
+    //
+    // cuDNN (sdpa_cudnn, measured: validation.md 4.4) keeps the same tensors but for three
+    // things transformers' sdpa path decides. (1) A layer whose mask cannot be skipped (a window
+    // or chunk the sequence reaches: masking_utils keeps is_causal only while s < window;
+    // Falcon always passes its own) hands SDPA that mask, which the backend keeps converted to
+    // the activation dtype, and repeat_kv's K and V at every head (enable_gqa needs no mask).
+    // (2) The output follows Q's layout: where Q is contiguous as (b, a, s, d) (Phi-3's RoPE and
+    // MLA build it with cat), o_proj's input is a copy beside the kept output. (3) MLA's V is a
+    // view of kv_b_proj's output, whose whole (b, s, a, nope + v) storage stays.
+    const bool masked =
+        g.cudnn && hf &&
+        ((k.window > 0 && g.s_tp.value >= k.window) || m.hf_modules == HfModules::kFalcon);
+    const bool out_copy = g.cudnn && hf && (m.hf_rope_cat || k.is_mla());
+    const char* src = g.cudnn ? kSdpaCudnn : kSdpaFlash;
+    const Dim kvh = hf && !m.hf_kv_broadcast && !masked ? g.kv : g.a;
+    if (masked)
+      core(rb.add("attn.mask", {g.b, Dim{"1", 1}, g.s_tp, g.s_keys}, p, "cuDNN attention backward",
+                  "the layer's window or chunk mask, as SDPA keeps it", kSdpaCudnn));
     rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "flash attention backward",
-           "recomputes QK^T tile by tile", kSdpaFlash);
+           "recomputes QK^T tile by tile", src);
     rb.add("attn.k", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward",
-           "recomputes QK^T tile by tile", kSdpaFlash);
-    rb.add("attn.v", {g.b, kvh, g.s_tp, g.dv}, p, "flash attention backward", "dP = dO V^T",
-           kSdpaFlash);
-    rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
-           "rebuilds P = exp(S - lse) without storing it", kSdpaFlash);
-    rb.add("attn.rng_state", {Dim{"3", 3}}, DType::kInt64, "flash attention backward",
-           "philox seed/offset (16 B) and an unused slot (8 B) replay the dropout pattern",
-           kSdpaFlash);
+           "recomputes QK^T tile by tile", src);
+    if (g.cudnn && hf && k.is_mla())
+      rb.add("attn.v", {g.b, g.s_tp, g.a, Dim{"d_nope+d_v", g.d.value - g.dr.value + g.dv.value}},
+             p, "cuDNN attention backward",
+             "dP = dO V^T; V is a view of kv_b_proj's output, whose storage stays", kSdpaCudnn);
+    else
+      rb.add("attn.v", {g.b, kvh, g.s_tp, g.dv}, p, "flash attention backward", "dP = dO V^T", src);
+    if (g.cudnn) {
+      rb.add("attn.lse", {g.b, g.a, g.s_tp, Dim{"1", 1}}, DType::kFp32, "cuDNN attention backward",
+             "the fp32 softmax statistics (flash's lse bytes)", kSdpaCudnn);
+      rb.add("attn.rng_state", {Dim{"2", 2}}, DType::kInt64, "cuDNN attention backward",
+             "philox seed and offset, two 0-dim int64 tensors", kSdpaCudnn);
+    } else {
+      rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
+             "rebuilds P = exp(S - lse) without storing it", kSdpaFlash);
+      rb.add("attn.rng_state", {Dim{"3", 3}}, DType::kInt64, "flash attention backward",
+             "philox seed/offset (16 B) and an unused slot (8 B) replay the dropout pattern",
+             kSdpaFlash);
+    }
+    if (out_copy)
+      rb.add("attn.out", {g.b, g.a, g.s_tp, g.dv}, p, "cuDNN attention backward",
+             "the output O in Q's (b, a, s, d) layout", kSdpaCudnn);
     rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection and flash backward",
-           "o_proj's input is the attention output O (a view, one storage)", kSdpaFlash);
+           out_copy ? "o_proj's input: the reshape of O copies it (O is not in (b, s, a, d))"
+                    : "o_proj's input is the attention output O (a view, one storage)",
+           src);
   } else if (g.sdpa_math) {
     // _scaled_dot_product_attention_math upcasts q/k/v to fp32 below fp32 (PyTorch >= 2.5) and
     // keeps q*sqrt(scale), k^T*sqrt(scale), the probabilities and v in that type.
@@ -426,7 +463,9 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
     add_attention(m, k, g, rb, hf);
   } else if (k.is_mamba()) {
     add_norm(kLn1, m, g, rb, hf);
-    if (g.flash)
+    // transformers picks the Mamba kernels by what is installed, not by the attention choice:
+    // flash stands for mamba_ssm's fused kernels, sdpa_cudnn for the measured PyTorch path.
+    if (g.flash && !g.cudnn)
       add_mamba_fused(g, rb);
     else
       add_mamba_torch(k, g, rb);

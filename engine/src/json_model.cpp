@@ -400,7 +400,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
       return make_error("unsupported", std::string("model.") + k,
                         std::string("model.") + k +
                             ": the attention implementation is a training choice; set "
-                            "config.attention (eager, sdpa_math, flash) instead");
+                            "config.attention (eager, sdpa_math, flash, sdpa_cudnn) instead");
   // transformers' MoE models with output_router_logits add the load-balancing loss over every
   // layer's router logits (load_balancing_loss_func), whose saved tensors are not modelled.
   for (const char* k :
@@ -578,6 +578,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
     ACTMEM_TRY(get_bool("mlp_bias", &b.mlp_bias));
     ACTMEM_TRY(get_prob("attention_dropout", &m.attention_dropout));
     if (type == "phi3") {
+      m.hf_rope_cat = true;  // apply_rotary_pos_emb: cat([rotated, passed], -1)
       // Phi3DecoderLayer: resid_attn_dropout and resid_mlp_dropout at resid_pdrop; the embedding
       // dropout at embd_pdrop, which the one hidden rate must then equal (as for GPT-2).
       ACTMEM_TRY(get_prob("resid_pdrop", &m.hidden_dropout));

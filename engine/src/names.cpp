@@ -26,7 +26,8 @@ const EnumName<Profile> kProfiles[] = {{Profile::kMegatron, "megatron"},
                                        {Profile::kHf, "hf"}};
 const EnumName<Attention> kAttention[] = {{Attention::kEager, "eager"},
                                           {Attention::kSdpaMath, "sdpa_math"},
-                                          {Attention::kFlash, "flash"}};
+                                          {Attention::kFlash, "flash"},
+                                          {Attention::kSdpaCudnn, "sdpa_cudnn"}};
 const EnumName<Optimizer> kOptimizers[] = {{Optimizer::kAdamW, "adamw"},
                                            {Optimizer::kSgd, "sgd"},
                                            {Optimizer::kSgdMomentum, "sgd_momentum"},

@@ -605,12 +605,32 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   }
   // PyTorch's SDPA takes no per-head sink logits (transformers refuses SDPA for gpt-oss): the
   // sinks run in eager attention or a flash kernel that takes them.
-  if (c.attention == Attention::kSdpaMath)
+  if (c.attention == Attention::kSdpaMath || c.attention == Attention::kSdpaCudnn)
     for (const LayerKind& k : m.kinds)
       if (k.attn_sinks)
         return bad("config.attention",
-                   "sdpa_math takes no attention sinks (this model's sinks need eager or a flash "
-                   "kernel with sinks); allowed: eager, flash");
+                   std::string(attention_name(c.attention)) +
+                       " takes no attention sinks (this model's sinks need eager or a flash "
+                       "kernel with sinks); allowed: eager, flash");
+  // SDPA's cuDNN backend as transformers' sdpa path hands it its tensors: measured on an H200
+  // (docs/validation.md 4.4) for the hf profile's modules, in 16-bit activations.
+  if (c.attention == Attention::kSdpaCudnn) {
+    if (c.profile != Profile::kHf)
+      return bad("config.attention",
+                 std::string("sdpa_cudnn is transformers' SDPA on PyTorch's cuDNN backend, "
+                             "measured for the hf profile, not ") +
+                     profile_name(c.profile) + "; allowed: eager, sdpa_math, flash");
+    if (c.act_dtype == DType::kFp32)
+      return bad("config.attention",
+                 "sdpa_cudnn takes fp16 or bf16 (PyTorch sends fp32 SDPA to its memory-efficient "
+                 "kernel, not modelled); allowed: eager, sdpa_math");
+    // Falcon's multi-query layout (one K/V head expanded to every head): PyTorch 2.11 sent it
+    // to the math kernel on the H200 (validation.md 4.4).
+    if (m.hf_modules == HfModules::kFalcon && !m.hf_kv_broadcast)
+      return bad("config.attention",
+                 "sdpa_cudnn: SDPA runs Falcon's multi-query layout on its math kernel (measured); "
+                 "allowed: eager, sdpa_math, flash");
+  }
   const bool any_mamba =
       std::any_of(m.kinds.begin(), m.kinds.end(), [](const LayerKind& k) { return k.is_mamba(); });
   // The seed has no state-space layer, and Mamba's context parallelism (Megatron-LM

@@ -204,8 +204,9 @@ Result<std::pair<ModelSpec, TrainConfig>> executor_config(const json& req,
                    (mv.kinds[0].has_ffn ? " with an MLP" : " without an MLP"));
   if (mv.kinds[0].ffn == FfnType::kRelu2)
     return bad("model.ffn_type", "the executor has no squared ReLU; allowed: gelu, swiglu, geglu");
-  if (t.attention == Attention::kSdpaMath)
-    return bad("config.attention", "'sdpa_math' is PyTorch's; allowed: eager, flash");
+  if (t.attention == Attention::kSdpaMath || t.attention == Attention::kSdpaCudnn)
+    return bad("config.attention", std::string("'") + attention_name(t.attention) +
+                                       "' is PyTorch's; allowed: eager, flash");
   if (t.recompute.offload)
     return bad("config.offload", "the executor keeps activations on the device; allowed: false");
   if (t.recompute.kind == RecomputeKind::kCustom ||

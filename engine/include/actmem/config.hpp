@@ -16,8 +16,10 @@ namespace actmem {
 // Which autograd accounting the inventory follows (see docs/formulas.md).
 enum class Profile { kMegatron, kTextbook, kPytorch, kHf };
 // eager: hand-written matmul/softmax/matmul; sdpa_math: PyTorch's math SDPA backend (fp32 upcast
-// of q/k/v since PyTorch 2.5); flash: a fused kernel keeping only Q, K, V, O and the log-sum-exp.
-enum class Attention { kEager, kSdpaMath, kFlash };
+// of q/k/v since PyTorch 2.5); flash: a fused kernel keeping only Q, K, V, O and the log-sum-exp;
+// sdpa_cudnn: SDPA's cuDNN backend as transformers' `sdpa` runs it (what PyTorch 2.11 picked on an
+// H200: flash's tensors, its own RNG state, and the mask and layouts transformers hands it).
+enum class Attention { kEager, kSdpaMath, kFlash, kSdpaCudnn };
 enum class Optimizer { kAdamW, kSgd, kSgdMomentum, kAdam8bit, kAdafactor };
 // kPattern: an explicit per-layer pattern, one letter per layer of a chunk, repeated:
 // K keep, S selective, C checkpoint, R recompute (inside a segment), X custom.

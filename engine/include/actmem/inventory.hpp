@@ -102,7 +102,8 @@ struct LayerGeometry {
   bool float8_all_gather = false;  // the weights arrive in e4m3 from FSDP's all-gather
   bool attn_dropout = false;
   bool hidden_dropout = false;
-  bool flash = false;
+  bool flash = false;      // a fused kernel: flash, or cuDNN (which also sets cudnn)
+  bool cudnn = false;      // SDPA's cuDNN backend under transformers (hf profile only)
   bool sdpa_math = false;  // only the pytorch/hf profiles distinguish it from eager
 };
 

@@ -202,6 +202,10 @@ struct ModelSpec {
   // complex multiply keeps whatever the activation dtype; the other families keep cos and sin in
   // it (measured: tests/reference/families_cpu.json, fp32 rows).
   bool hf_rope_complex = false;
+  // Phi-3's apply_rotary_pos_emb concatenates the rotated and the passed-through channels, so
+  // its queries are contiguous as (b, a, s, d): cuDNN attention's output then follows that layout
+  // and o_proj's input is a copy (measured: hf_layers.json, phi3 sdpa).
+  bool hf_rope_cat = false;
   // DeepSeek-V3's multi-token-prediction depths (num_nextn_predict_layers): parameters counted
   // apart from the model's (model.mtp_params).
   std::uint64_t mtp_layers = 0;
