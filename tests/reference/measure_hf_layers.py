@@ -6,9 +6,13 @@
 # so s- and s²-terms separate; windows and chunks set below s so local layers differ from global.
 #
 # Usage (GPU machine, transformers 5.x): python3 tests/reference/measure_hf_layers.py OUT.json
+#   [--dtypes bf16,fp32]   (bf16 alone by default, as hf_layers.json was taken; fp32 rows confirm
+#   tests/reference/families_cpu.json's CPU re-implementations on CUDA, and record what fp32 SDPA,
+#   the memory-efficient kernel on CUDA, keeps)
 # Method: saved_tensors_hooks record every packed tensor; each storage is counted once, on the device
 # only; parameters are left out; a module stack kept by forward pre/post hooks names the innermost
 # module running when the tensor was packed; backward then runs to prove the graph is complete.
+import itertools
 import json
 import sys
 import traceback
@@ -105,32 +109,38 @@ def by_prefix(rows):
 
 def main():
     out_path = sys.argv[1]
+    dtypes = {"bf16": torch.bfloat16, "fp32": torch.float32}
+    chosen = ["bf16"]
+    if len(sys.argv) > 3 and sys.argv[2] == "--dtypes":
+        chosen = sys.argv[3].split(",")
+        assert all(c in dtypes for c in chosen), chosen
     torch.manual_seed(0)
     results = []
     for mtype, kw in FAMILIES:
-        for attn in ("sdpa", "eager"):
-            for s in (64, 128):
-                r = {"model_type": mtype, "config": kw, "attn_implementation": attn, "b": 2, "s": s}
-                try:
-                    cfg = transformers.AutoConfig.for_model(mtype, vocab_size=V, max_position_embeddings=512, **kw)
-                    cfg._attn_implementation = attn
-                    model = transformers.AutoModelForCausalLM.from_config(cfg).to("cuda", torch.bfloat16)
-                    model.train()
-                    r["resolved_attn"] = getattr(model.config, "_attn_implementation", None)
-                    r["parameters"] = sum(p.numel() for p in model.parameters())
-                    ids = torch.randint(0, V, (2, s), device="cuda")
-                    rows = measure(model, ids)
-                    r.update({"saved_bytes": sum(x["bytes"] for x in rows), "by_module": by_prefix(rows),
-                              "tensors": rows})
-                    print("%-12s %-5s s=%-4d params=%-9d saved=%d" % (mtype, attn, s, r["parameters"],
-                                                                     r["saved_bytes"]), flush=True)
-                    del model
-                except Exception as e:
-                    r["error"] = "%s: %s" % (type(e).__name__, str(e)[:400])
-                    r["trace"] = traceback.format_exc()[-1500:]
-                    print("%-12s %-5s s=%-4d error %s" % (mtype, attn, s, r["error"][:200]), flush=True)
-                results.append(r)
-                torch.cuda.empty_cache()
+        for dname, attn, s in itertools.product(chosen, ("sdpa", "eager"), (64, 128)):
+            r = {"model_type": mtype, "config": kw, "attn_implementation": attn, "b": 2, "s": s}
+            if dname != "bf16":
+                r["dtype"] = dname
+            try:
+                cfg = transformers.AutoConfig.for_model(mtype, vocab_size=V, max_position_embeddings=512, **kw)
+                cfg._attn_implementation = attn
+                model = transformers.AutoModelForCausalLM.from_config(cfg).to("cuda", dtypes[dname])
+                model.train()
+                r["resolved_attn"] = getattr(model.config, "_attn_implementation", None)
+                r["parameters"] = sum(p.numel() for p in model.parameters())
+                ids = torch.randint(0, V, (2, s), device="cuda")
+                rows = measure(model, ids)
+                r.update({"saved_bytes": sum(x["bytes"] for x in rows), "by_module": by_prefix(rows),
+                          "tensors": rows})
+                print("%-12s %-4s %-5s s=%-4d params=%-9d saved=%d" % (
+                    mtype, dname, attn, s, r["parameters"], r["saved_bytes"]), flush=True)
+                del model
+            except Exception as e:
+                r["error"] = "%s: %s" % (type(e).__name__, str(e)[:400])
+                r["trace"] = traceback.format_exc()[-1500:]
+                print("%-12s %-4s %-5s s=%-4d error %s" % (mtype, dname, attn, s, r["error"][:200]), flush=True)
+            results.append(r)
+            torch.cuda.empty_cache()
     json.dump({"generator": "tests/reference/measure_hf_layers.py", "torch": torch.__version__,
                "transformers": transformers.__version__, "device": torch.cuda.get_device_name(0),
                "results": results}, open(out_path, "w"), indent=1)
