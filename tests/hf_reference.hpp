@@ -4,6 +4,7 @@
 #pragma once
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -96,6 +97,28 @@ inline std::uint64_t measured_layer(const json& row, std::size_t i) {
     if (!table) n += u(t["bytes"]);
   }
   return n;
+}
+
+// One layer kind's records, name -> bytes (a stack of kinds, or the single kind's per_layer).
+inline std::map<std::string, std::uint64_t> kind_records(const json& r, const char* kind) {
+  std::map<std::string, std::uint64_t> out;
+  const json* list = &r["per_layer"]["all_tensors"];
+  if (r["model"].contains("layer_kinds"))
+    for (const json& k : r["model"]["layer_kinds"])
+      if (k["name"] == kind) list = &k["tensors"];
+  for (const json& t : *list) out[t["name"].get<std::string>()] = u(t["bytes"]);
+  return out;
+}
+
+// Checks every decoder layer of a measured row against its kind in the engine's answer; returns
+// the number of layers checked.
+inline int check_every_layer(const json& row, const json& r) {
+  const std::size_t n = row["config"]["num_hidden_layers"].get<std::size_t>();
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO("layer " << i);
+    CHECK(engine_layer(r, i) == measured_layer(row, i));
+  }
+  return static_cast<int>(n);
 }
 
 }  // namespace actmem::test

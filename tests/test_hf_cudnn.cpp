@@ -24,12 +24,7 @@ TEST_CASE(
     INFO(row["model_type"] << " s=" << row["s"] << " " << row["config"].dump());
     const json r = run_row(row, "sdpa_cudnn");
     CHECK(whole_model(r) == u(row["saved_bytes"]));
-    const std::size_t n = row["config"]["num_hidden_layers"].get<std::size_t>();
-    for (std::size_t i = 0; i < n; ++i) {
-      INFO("layer " << i);
-      CHECK(engine_layer(r, i) == measured_layer(row, i));
-      ++layers;
-    }
+    layers += check_every_layer(row, r);
     ++rows;
   }
   // 12 configurations (gpt-oss and Mamba2 have no SDPA, Falcon's new layout only) at s = 64 and
@@ -42,15 +37,6 @@ TEST_CASE(
     "sdpa_cudnn's records (hf_layers.json, s = 64): the RNG state is two 0-dim int64, a "
     "windowed layer keeps its mask and K/V at every head, a full layer neither",
     "[hf][families][cudnn]") {
-  auto kind_records = [](const json& r, const char* kind) {
-    std::map<std::string, std::uint64_t> out;
-    const json* list = &r["per_layer"]["all_tensors"];
-    if (r["model"].contains("layer_kinds"))
-      for (const json& k : r["model"]["layer_kinds"])
-        if (k["name"] == kind) list = &k["tensors"];
-    for (const json& t : *list) out[t["name"].get<std::string>()] = u(t["bytes"]);
-    return out;
-  };
   const json ref = measured_layers();
   for (const json& row : ref["results"]) {
     if (row["attn_implementation"] != "sdpa" || row["s"] != 64 || row["model_type"] != "gemma2")

@@ -20,17 +20,6 @@ std::uint64_t kind_bytes(const json& r, const char* name) {
   return 0;
 }
 
-// A kind's records (name -> bytes).
-std::map<std::string, std::uint64_t> records(const json& r, const char* kind) {
-  std::map<std::string, std::uint64_t> out;
-  const json* list = &r["per_layer"]["all_tensors"];
-  if (r["model"].contains("layer_kinds"))
-    for (const json& k : r["model"]["layer_kinds"])
-      if (k["name"] == kind) list = &k["tensors"];
-  for (const json& t : *list) out[t["name"].get<std::string>()] = u(t["bytes"]);
-  return out;
-}
-
 // The tiny Nemotron-H the script measured (h = 256; Mamba: 8 heads of 32, state 16, 2 groups,
 // kernel 4, chunk 32; MLP 512; attention 4 heads of 64, 2 KV heads).
 json tiny_nemotron() {
@@ -115,7 +104,7 @@ TEST_CASE(
     for (const json& t : row["tensors"])
       if (t["module"].get<std::string>().rfind("backbone.layers.1.", 0) == 0)
         measured.push_back(u(t["bytes"]));
-    for (const auto& [name, bytes] : records(run_row(row, "eager"), "mamba"))
+    for (const auto& [name, bytes] : kind_records(run_row(row, "eager"), "mamba"))
       engine.push_back(bytes);
     std::sort(measured.begin(), measured.end());
     std::sort(engine.begin(), engine.end());
@@ -336,8 +325,8 @@ TEST_CASE(
   // expert's activation and second-linear input (build_moe_mlp).
   CHECK(kind_bytes(r, "moe") == 2 * (2 * b * s * h) + 4 * b * s * E +
                                     2 * k * b * s * (h + fe + fe + h) + 2 * b * s * (fs + fs));
-  CHECK(records(r, "moe").count("moe.act_in") == 1);
-  CHECK(records(r, "moe").count("mlp.fc1_in") == 0);
+  CHECK(kind_records(r, "moe").count("moe.act_in") == 1);
+  CHECK(kind_records(r, "moe").count("mlp.fc1_in") == 0);
   // Parameters (NemotronHMoE): the norm, the router E x h and its score-correction bias E, the
   // experts' up and down E x 2 x h x f_e, the shared expert's 2 x h x f_s.
   const std::uint64_t moe = h + E * h + E + E * 2 * h * fe + 2 * h * fs;
