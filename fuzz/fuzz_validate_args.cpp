@@ -4,7 +4,7 @@
 // clean field-named line; an accepted one is within the bounds.
 #include <cstdlib>
 
-#include "../engine/validate/validate_args.hpp"
+#include "../engine/executor/validate_args.hpp"
 #include "fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "actmem/allocator.hpp"
+#include "actmem/device/allocator.hpp"
 
 using actmem::AllocatorConfig;
 using actmem::Bytes;

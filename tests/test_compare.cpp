@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "actmem/pickle.hpp"
+#include "actmem/compare/pickle.hpp"
 #include "helpers.hpp"
 
 using namespace actmem::test;

@@ -3,7 +3,7 @@
 // follow Megatron-LM main at d98e8a64, 2026-08-22), and the selective-checkpointing policy text.
 #include <catch2/catch.hpp>
 
-#include "actmem/emit.hpp"
+#include "actmem/frameworks/emit.hpp"
 #include "helpers.hpp"
 
 using namespace actmem;

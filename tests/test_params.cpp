@@ -1,6 +1,6 @@
 // Parameter counts against each preset's published count, and static memory (ZeRO, optimizers).
-#include "actmem/params.hpp"
-#include "actmem/presets.hpp"
+#include "actmem/inventory/params.hpp"
+#include "actmem/read/presets.hpp"
 #include "helpers.hpp"
 
 using namespace actmem::test;

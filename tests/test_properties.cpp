@@ -2,7 +2,7 @@
 // exact TP/SP/CP divisions, GQA-aware KV cache, and overflow reported instead of wrapped.
 #include <cmath>
 
-#include "actmem/presets.hpp"
+#include "actmem/read/presets.hpp"
 #include "helpers.hpp"
 
 using namespace actmem::test;

@@ -1,6 +1,6 @@
 // Every worked example in the seeds (presets/examples/*.json) pinned to exact bytes, plus the
 // seeds' own formula arithmetic where it differs from the stated number (docs/errata.md).
-#include "actmem/presets.hpp"
+#include "actmem/read/presets.hpp"
 #include "helpers.hpp"
 
 using namespace actmem::test;

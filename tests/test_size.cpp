@@ -1,5 +1,5 @@
 // Byte sizes parsed exactly (size.hpp): the one parser behind --gpu-memory and config.gpu_memory.
-#include "actmem/size.hpp"
+#include "actmem/core/size.hpp"
 #include "helpers.hpp"
 
 using namespace actmem::test;

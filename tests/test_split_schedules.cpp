@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "actmem/split_schedule.hpp"
+#include "actmem/schedules/split_schedule.hpp"
 
 using namespace actmem;
 

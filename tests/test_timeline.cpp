@@ -2,8 +2,8 @@
 // schedules) and the planner's guarantees.
 #include <cmath>
 
-#include "actmem/presets.hpp"
-#include "actmem/timeline.hpp"
+#include "actmem/read/presets.hpp"
+#include "actmem/report/timeline.hpp"
 #include "helpers.hpp"
 
 using namespace actmem::test;

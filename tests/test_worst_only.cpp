@@ -7,12 +7,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "actmem/api.hpp"
-#include "actmem/config.hpp"
-#include "actmem/evaluation.hpp"
+#include "actmem/api/api.hpp"
+#include "actmem/config/config.hpp"
+#include "actmem/step/evaluation.hpp"
 #include "actmem/json_io.hpp"
-#include "actmem/schedule.hpp"
-#include "actmem/setup.hpp"
+#include "actmem/schedules/schedule.hpp"
+#include "actmem/setup/setup.hpp"
 #include "helpers.hpp"
 
 using namespace actmem;

@@ -7,7 +7,7 @@
 #include <ostream>
 
 #include "actmem/json_io.hpp"
-#include "actmem/pickle.hpp"
+#include "actmem/compare/pickle.hpp"
 #include "args.hpp"
 #include "table.hpp"
 

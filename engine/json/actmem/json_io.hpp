@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actmem/api.hpp"
-#include "actmem/config.hpp"
-#include "actmem/error.hpp"
-#include "actmem/estimate.hpp"
-#include "actmem/model.hpp"
+#include "actmem/api/api.hpp"
+#include "actmem/config/config.hpp"
+#include "actmem/core/error.hpp"
+#include "actmem/report/estimate.hpp"
+#include "actmem/model/model.hpp"
 
 namespace actmem {
 

@@ -1,0 +1,80 @@
+// The one place tensor, vocabulary and expert parallelism divide a dimension, and the per-element
+// optimizer state widths: geometry (activations), parameter records and explanations all use these.
+#pragma once
+
+#include <cstdint>
+
+#include "actmem/core/checked.hpp"
+#include "actmem/config/config.hpp"
+
+namespace actmem {
+
+// Heads, FFN and expert widths split evenly over t tensor-parallel ranks (Shoeybi et al. 2019,
+// Sec. 3: column-parallel QKV and first linear, row-parallel output; validate.cpp checks t
+// divides them).
+constexpr std::uint64_t tp_shard(std::uint64_t n, std::uint64_t t) {
+  return t > 1 ? n / t : n;
+}
+
+// KV heads per rank: kv/t, or one replicated head when t is a multiple of kv (Megatron-LM GQA).
+constexpr std::uint64_t tp_kv_heads(std::uint64_t kv, std::uint64_t t) {
+  return t <= 1 ? kv : (kv % t == 0 ? kv / t : 1);
+}
+
+// Vocab-parallel embedding and head: each TP rank holds ceil(V/t) rows (Megatron-LM pads V).
+constexpr std::uint64_t vocab_shard(std::uint64_t v, std::uint64_t t) {
+  return t > 1 ? ceil_div(v, t) : v;
+}
+
+// The ranks ZeRO/FSDP shard over: dp, or dp × cp (config.shard_group), inside one of
+// dp_replicate replicas (hybrid sharding; validate.cpp checks it divides dp). The one definition
+// the static memory, the optimizer step's transient, the communication and their explanations use.
+constexpr std::uint64_t shard_ranks(const Parallel& p) {
+  const std::uint64_t dp = p.dp_replicate > 1 ? p.dp / p.dp_replicate : p.dp;
+  return p.shard_group == ShardGroup::kDpCp ? dp * p.cp : dp;
+}
+
+// The dtype ZeRO-3 / FSDP gathers a layer's parameters in: FSDP2 (torchtitan) casts the sharded
+// fp32 parameters to MixedPrecisionPolicy.param_dtype, the compute dtype, before its all-gather;
+// ZeRO-3 elsewhere gathers the stored parameters.
+inline DType gather_dtype(const TrainConfig& c) {
+  return c.framework == Framework::kTorchtitan ? c.act_dtype : c.param_dtype;
+}
+
+// FSDP keeps every layer of the stage gathered through the step (config.reshard_after_forward =
+// false, or config.accumulate_unsharded): no per-layer gather transient, a static line instead.
+inline bool gathers_resident(const TrainConfig& c) {
+  return c.par.zero == 3 && (!c.reshard_after_forward || c.accumulate_unsharded);
+}
+
+// torchtitan's FSDP2 with its layers resharded (not resident): its root group and last block stay
+// gathered, and each layer's forward and backward hold FSDP2's buffers (setup.cpp).
+inline bool fsdp2_buffers(const TrainConfig& c) {
+  return c.framework == Framework::kTorchtitan && c.par.zero == 3 && !gathers_resident(c);
+}
+
+// Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the
+// expert-data-parallel group of dp/ep ranks.
+constexpr std::uint64_t expert_dp(std::uint64_t dp, std::uint64_t ep) {
+  return ep > 1 ? dp / ep : dp;
+}
+
+// Bytes of optimizer state per parameter element for the element-wise optimizers (AdamW: two
+// moments, Loshchilov & Hutter 2019; SGD with momentum: one buffer; SGD: none), each of
+// `state_bytes` (4 for fp32 states). False for the optimizers whose state depends on the tensor
+// (8-bit Adam's blocks, Adafactor's factors).
+constexpr bool optimizer_bytes_per_element(Optimizer o, std::uint64_t state_bytes,
+                                           std::uint64_t* bytes) {
+  switch (o) {
+    case Optimizer::kAdamW:
+      return *bytes = 2 * state_bytes, true;
+    case Optimizer::kSgdMomentum:
+      return *bytes = state_bytes, true;
+    case Optimizer::kSgd:
+      return *bytes = 0, true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace actmem

@@ -1,0 +1,160 @@
+// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp as of PyTorch
+// 2.11): what `torch.cuda.memory_allocated` and `memory_reserved` would report for a stream of
+// tensor allocations and frees on one device and one stream. It rounds, picks the small or large
+// pool, finds the best-fitting cached block, splits and merges blocks and reserves segments exactly
+// as that code does, so reserved - allocated is the fragmentation of the stream, not a percentage.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "actmem/core/checked.hpp"
+#include "actmem/device/node_pool.hpp"
+
+namespace actmem {
+
+// The allocator's sizes (CUDACachingAllocator.cpp, namespace Native, PyTorch 2.11).
+constexpr Bytes kAllocMinBlock = 512;            // kMinBlockSize: every block is a multiple
+constexpr Bytes kAllocSmallSize = 1048576;       // kSmallSize: largest "small" request
+constexpr Bytes kAllocSmallBuffer = 2097152;     // kSmallBuffer: small-pool segment
+constexpr Bytes kAllocLargeBuffer = 20971520;    // kLargeBuffer: segment for 1-10 MiB requests
+constexpr Bytes kAllocMinLargeAlloc = 10485760;  // kMinLargeAlloc: larger ones get their own size
+constexpr Bytes kAllocRoundLarge = 2097152;      // kRoundLarge: ... rounded to 2 MiB
+constexpr std::size_t kRoundupIntervals = 16;    // kRoundUpPowerOfTwoIntervals (1 MiB .. 32 GiB)
+
+// PYTORCH_CUDA_ALLOC_CONF, the settings that change sizes (CUDAAllocatorConfig.h).
+struct AllocatorConfig {
+  // max_split_size_mb, in bytes; blocks this large or larger are never split ("oversize").
+  Bytes max_split_size = kMaxBytes;
+  // roundup_power2_divisions: one entry per power-of-two interval from 1 MiB (index 0: sizes up to
+  // 1 MiB, index 1: up to 2 MiB, ...); 0 or 1 means plain 512-byte rounding.
+  std::array<std::uint32_t, kRoundupIntervals> roundup_divisions{};
+  bool expandable_segments = false;
+  // max_non_split_rounding_mb: how much larger than an oversize request a cached oversize block
+  // may be and still serve it (default kLargeBuffer).
+  Bytes max_non_split_rounding = kAllocLargeBuffer;
+};
+
+// Reads PYTORCH_CUDA_ALLOC_CONF text ("expandable_segments:True,max_split_size_mb:512"); returns
+// "" and sets `out`, or a message naming the option, its value and what is allowed.
+std::string parse_alloc_conf(std::string_view text, AllocatorConfig* out);
+
+// What torch.cuda.memory_stats() calls allocated_bytes, reserved_bytes, requested_bytes and
+// inactive_split_bytes ("all" pools), with their peaks, and the segment counts.
+struct AllocatorStats {
+  Bytes allocated = 0, reserved = 0, requested = 0, inactive_split = 0;
+  Bytes allocated_peak = 0, reserved_peak = 0, requested_peak = 0, inactive_split_peak = 0;
+  std::uint64_t segments = 0, segments_peak = 0, device_allocs = 0, device_frees = 0;
+  std::uint64_t ooms = 0, retries = 0;  // with a capacity: cache flushes, and requests that failed
+};
+
+// One block as the snapshot shows it (segment by segment, in address order).
+struct AllocatorBlock {
+  Bytes address = 0, size = 0, requested = 0;
+  bool allocated = false;
+};
+struct AllocatorSegment {
+  Bytes address = 0, size = 0;
+  bool small = false;
+  std::vector<AllocatorBlock> blocks;
+};
+
+class CachingAllocator {
+ public:
+  using Handle = std::uint32_t;
+  static constexpr Handle kNoHandle = ~Handle{0};
+
+  // `capacity`: the bytes the device can still give (0: unlimited). When a new segment would pass
+  // it, the allocator frees its cached whole segments and retries (release_cached_blocks), and a
+  // request that still cannot be served counts as an OOM and is then served anyway, so the stream
+  // goes on and the peaks say by how much it is short.
+  explicit CachingAllocator(const AllocatorConfig& cfg = {}, Bytes capacity = 0);
+
+  // The size a request becomes (round_size) and the segment it would need (get_allocation_size).
+  Bytes round_size(Bytes size) const;
+  Bytes segment_size(Bytes rounded) const;
+
+  // Allocates `size` bytes; the handle names the block until free(). A request over kMaxBytes / 2
+  // is refused (kNoHandle) so no sum in the model can wrap.
+  Handle malloc(Bytes size);
+  void free(Handle h);
+  // torch.cuda.empty_cache(): every segment with no allocated block goes back to the device.
+  void empty_cache();
+
+  // Replay: the address the next new segment gets (a recorded trace's segment_alloc), instead of
+  // the model's own increasing addresses.
+  void set_next_segment_address(Bytes address) { next_segment_address_ = address, forced_ = true; }
+  // Replay: a segment that exists before the stream starts, and a live block inside it.
+  void add_segment(Bytes address, Bytes size, bool small);
+  // Blocks are found by address; a segment's blocks are best added in address order. Call
+  // recount_inactive_split() once all are in.
+  Handle add_live_block(Bytes address, Bytes size, Bytes requested);
+  void recount_inactive_split();
+
+  Bytes address(Handle h) const { return blocks_[h].addr; }
+  Bytes block_size(Handle h) const { return blocks_[h].size; }
+  const AllocatorStats& stats() const { return stats_; }
+  void reset_peaks();
+  // The segments and blocks in address order, as torch.cuda.memory._snapshot() lists them.
+  std::vector<AllocatorSegment> snapshot() const;
+
+ private:
+  // A pool's free blocks ordered as BlockComparatorSize orders them: size, then address. Their
+  // nodes come from the allocator's own pool (node_pool.hpp).
+  using FreeKey = std::tuple<Bytes, Bytes, Handle>;
+  using FreeSet = std::set<FreeKey, std::less<FreeKey>, PoolAllocator<FreeKey>>;
+  struct Block {
+    Bytes addr = 0, size = 0, requested = 0;
+    std::uint32_t segment = 0;
+    Handle prev = kNoHandle, next = kNoHandle;
+    bool allocated = false, small = false, in_use = false;  // in_use: the slot holds a block
+    bool mapped = true;         // false: unmapped pages of an expandable segment
+    bool cached = false;        // mapped and in its pool's free set, at `where`
+    FreeSet::iterator where{};  // (erased by position: no search)
+  };
+  struct Segment {
+    Bytes addr = 0, size = 0;
+    bool small = false, expandable = false, live = false;
+    Handle first = kNoHandle;
+  };
+  Handle new_block(const Block& b);
+  void drop_block(Handle h);
+  FreeSet& pool(bool small) { return small ? small_free_ : large_free_; }
+  void insert_free(Handle h);
+  void erase_free(Handle h);
+  Handle find_free(Bytes size, bool small);
+  Handle new_segment(Bytes size, bool small);
+  Handle grow_expandable(Bytes size, bool small);
+  Handle merge(Handle dst, Handle src);
+  Handle split_front(Handle h, Bytes n);
+  bool should_split(const Block& b, Bytes size) const;
+  void release_cached();
+  void note_peaks();
+
+  AllocatorConfig cfg_;
+  Bytes capacity_ = 0;
+  std::vector<Block> blocks_;
+  std::vector<Handle> spare_;
+  std::vector<Segment> segments_;
+  std::unique_ptr<NodePool> nodes_ = std::make_unique<NodePool>();  // before the sets it serves
+  FreeSet small_free_{PoolAllocator<FreeKey>(nodes_.get())};
+  FreeSet large_free_{PoolAllocator<FreeKey>(nodes_.get())};
+  // Expandable segments' unmapped ranges by address (BlockPool::unmapped).
+  std::set<std::pair<Bytes, Handle>> small_unmapped_, large_unmapped_;
+  Bytes last_subsumed_ = 0;  // the size merge() last absorbed (free_block's stats)
+  std::map<Bytes, std::uint32_t> segment_at_;  // replayed segments by address (add_segment)
+  Handle tail_ = kNoHandle;                    // the free rest add_live_block last cut
+  AllocatorStats stats_;
+  Bytes next_segment_address_ = Bytes{1} << 40;
+  bool forced_ = false;
+};
+
+}  // namespace actmem

@@ -1,0 +1,108 @@
+// The estimate: the report of one request (per-stage activations, static memory, the simulated
+// peak, KV cache, explanations), built from a Setup and its Evaluation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actmem/config/config.hpp"
+#include "actmem/device/device.hpp"
+#include "actmem/core/error.hpp"
+#include "actmem/step/evaluation.hpp"
+#include "actmem/step/offload.hpp"
+#include "actmem/setup/setup.hpp"
+
+namespace actmem {
+
+struct GpuSpec {
+  std::string id;
+  std::string name;
+  Bytes memory_bytes = 0;  // the nominal memory (the tensor verdict, peak_bytes)
+  std::string source;
+  // As the driver reports it (nvidia-smi's "Total"; 0: not known for this GPU), and what the
+  // driver keeps of it (nvidia-smi -q's "Reserved": never usable by a process).
+  Bytes reported_bytes = 0;
+  Bytes driver_reserved_bytes = 0;
+  std::string reported_source;
+  // The CUDA context and PyTorch's start-up on this GPU (0: not measured for this GPU).
+  Bytes context_bytes = 0;
+  std::string context_source;
+  // Dense bf16 tensor FLOPs (TFLOP/s) and the host link's bandwidth per direction (GB/s, 10^9
+  // B/s), for the offload timing (offload.hpp); 0 when the preset does not give them.
+  double bf16_tflops = 0;
+  double host_link_gbs = 0;
+  std::string host_link_source;
+  // Host memory an offloading job has per GPU (the reference system's over its GPUs; 0: unknown).
+  Bytes host_memory_bytes = 0;
+  std::string host_memory_source;
+};
+
+// One pipeline rank as the report shows it: its layers and per-layer recompute choices (from the
+// setup and the policy), and its evaluated activations, static memory and simulated peak.
+struct Stage {
+  std::uint64_t index = 0;
+  std::uint64_t chunk_layers = 0;    // layers of this rank's first chunk (L/(pp·vpp) when even)
+  std::vector<LayerChoice> choices;  // recompute choice of each layer of the first chunk
+  std::vector<std::uint64_t> chunk_sizes;               // layers of each of the rank's v chunks
+  std::vector<std::uint64_t> chunk_first;               // global index of each chunk's first layer
+  std::vector<std::vector<LayerChoice>> chunk_choices;  // per chunk, per layer
+  std::uint64_t layers = 0;            // layers this pipeline rank owns (all its virtual chunks)
+  std::uint64_t in_flight = 0;         // micro-batches (x chunks) whose activations coexist
+  std::uint64_t kept_layer_slots = 0;  // layers' worth of kept activations at the peak
+  StageActivations act;
+  StaticMemory stat;
+  Bytes total_bytes = 0;  // activations + static (the closed-form sum)
+  Bytes peak_bytes = 0;   // the simulated peak of the step (timeline), what must fit
+  std::string peak_at;
+  Bytes peak_activations = 0, peak_recompute = 0, peak_transients = 0, peak_fragmentation = 0;
+};
+
+// A total written out as a student would: the symbolic formula, the numbers substituted, the value.
+struct Explanation {
+  std::string id;
+  std::string title;
+  std::string formula;
+  std::string substituted;
+  Bytes bytes = 0;
+  std::string source;
+};
+
+// The report of one request: the setup (model, normalized config, kinds, ranks), the evaluation
+// of the config's policy, and what a reader needs (per-stage view, layer 0's kept records,
+// explanations, warnings). Built by estimate(); the engine's searches use Setup + evaluate().
+struct Estimate : Setup {
+  Evaluation eval;
+  std::vector<TensorRecord> kept;  // what layer 0 of stage 0 keeps under the recompute policy
+  Bytes per_layer_full_bytes = 0;
+  Bytes per_layer_kept_bytes = 0;
+  Bytes per_layer_linear_bytes = 0;     // of the kept bytes, the part linear in s
+  Bytes per_layer_quadratic_bytes = 0;  // of the kept bytes, the part quadratic in s
+  std::vector<Stage> stages;
+  std::size_t worst_stage = 0;  // the stage with the largest simulated peak
+  bool has_gpu = false;
+  GpuSpec gpu;
+  bool fits = false;
+  std::int64_t headroom_bytes =
+      0;  // gpu memory minus the worst stage's simulated peak (may be negative)
+  double recompute_overhead_pct = 0;
+  // The step through the allocator model with the fixed costs (the full report only: estimate()
+  // with explain).
+  bool has_device = false;
+  DeviceMemory device;
+  // With offload and a GPU: whether the copies hide behind compute (offload.hpp).
+  bool has_offload_timing = false;
+  OffloadTiming offload;
+  std::vector<Explanation> explain;
+  std::vector<std::string> warnings;
+
+  const Stage& worst() const { return stages[worst_stage]; }
+};
+
+// Validates the model and config (field-named errors) and computes everything.
+// `explain` = false skips writing the explanation strings (the planner's and sweeps' inner loops).
+Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c, const GpuSpec* gpu,
+                          bool explain = true);
+
+}  // namespace actmem

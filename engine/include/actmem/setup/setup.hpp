@@ -1,0 +1,116 @@
+// The immutable setup of one request: normalized config, per-kind inventories and costs, the layers
+// and static memory of each pipeline rank, and the transient sizes. Built once; every command
+// (estimate, timeline, fit, plan, sweep) evaluates recompute policies against it (evaluation.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actmem/config/config.hpp"
+#include "actmem/core/error.hpp"
+#include "actmem/inventory/flops.hpp"
+#include "actmem/inventory/inventory.hpp"
+#include "actmem/model/model.hpp"
+#include "actmem/inventory/params.hpp"
+#include "actmem/setup/policy.hpp"
+
+namespace actmem {
+
+// One layer kind resolved on one GPU: shared by every layer of the kind.
+struct KindEstimate {
+  LayerGeometry geometry;
+  LayerInventory inventory;
+  LayerCosts costs;          // bytes and FLOPs per layer by recompute choice (config's policy)
+  LayerFlops flops;          // one layer's forward FLOPs on one GPU
+  std::uint64_t layers = 0;  // layers of this kind in the model
+  Bytes param_bytes = 0;     // one layer's parameters on one GPU (what ZeRO-3 gathers per layer)
+  std::uint64_t param_elems = 0;  // their elements
+  Bytes largest_param = 0;        // elements of its largest parameter tensor on one GPU
+  // ZeRO-3 / FSDP buffers of one layer's forward and backward (setup.cpp: the gathered layer;
+  // FSDP2's all-gather, prefetch, gradient and reduce-scatter buffers; the backward transient
+  // adds Setup::fsdp_root_grads beside them).
+  Bytes fsdp_fwd = 0, fsdp_bwd = 0;
+  Bytes trans_fwd = 0;  // transients alive while one layer of the kind runs forward
+  Bytes trans_bwd = 0;  // ... and backward (gradient buffers, DDP bucket)
+  // Split-backward schedules: what one layer keeps from its I to its W (the wgrad_input records
+  // and the wgrad_dy output gradients); 0 for a kind the engine does not split.
+  Bytes wgrad_keep = 0;
+};
+
+// The layers and static memory of one pipeline rank.
+struct RankSetup {
+  std::uint64_t index = 0;
+  std::uint64_t layers = 0;                // all of its virtual chunks
+  std::vector<std::uint64_t> chunk_sizes;  // layers of each of the rank's v chunks
+  std::vector<std::uint64_t> chunk_first;  // global index of each chunk's first layer
+  // The pipeline stage (model chunk) each chunk runs: c·p + r (Megatron-LM), r and 2p-1-r for a
+  // V (ZB-V, DualPipeV), r and p-1-r for DualPipe's two directions.
+  std::vector<std::uint64_t> chunk_stage;
+  // The chunk that holds the embedding side (stage 0) and the one that holds the head and loss
+  // (the last stage); kNoChunk when the rank holds neither. DualPipe's end ranks hold both.
+  static constexpr std::uint32_t kNoChunk = ~std::uint32_t{0};
+  std::uint32_t embed_chunk = kNoChunk, head_chunk = kNoChunk;
+  StaticMemory stat;
+};
+
+struct KvCache {
+  Bytes total_bytes = 0;    // whole model, one sequence batch: Σ over layers of 2·p·kv·d·s·b
+  Bytes per_gpu_bytes = 0;  // the pipeline rank holding the most, kv heads divided by TP
+};
+
+struct Setup {
+  ModelSpec model;
+  TrainConfig config;               // normalized: seq, dropouts and micro-batches resolved
+  std::vector<KindEstimate> kinds;  // one per model.kinds entry; kinds[0] is layer 0's kind
+  std::vector<RankSetup> ranks;     // one per pipeline rank
+  std::uint64_t model_params = 0;
+  std::uint64_t mtp_params = 0;  // multi-token-prediction depths, apart from model_params
+  double logits_flops = 0;       // forward FLOPs of the output projection on one GPU
+  KvCache kv_cache;
+  // Step-wide sizes (docs/schedules.md, transients).
+  Bytes in_bytes = 0;   // input-layer records of one micro-batch (first rank)
+  Bytes out_bytes = 0;  // output-layer records of one micro-batch (last rank)
+  Bytes workspace = 0;  // cuBLAS workspace, all step long
+  Bytes sp_gather = 0;  // SP all-gather of the layer input before the TP GEMMs
+  // The loss's transients (config.loss, docs/frameworks.md): one buffer in its forward, up to two
+  // in its backward. Eager: the fp32 logits copy, then it again with its gradient.
+  Bytes loss_fwd_ws = 0;
+  // FSDP2's root-group unsharded gradients (head, final norm), alive from the loss backward to
+  // the end of backward (setup.cpp).
+  Bytes fsdp_root_grads = 0;
+  Bytes loss_bwd_bufs[2] = {0, 0};
+  Bytes opt_temp = 0;      // fp32 temporaries of the optimizer step
+  Bytes zero3_gather = 0;  // the largest layer's gathered parameters (ZeRO-3)
+  Bytes grad_peak = 0;     // the largest layer backward's gradient buffers
+  std::string grad_peak_at;
+
+  const KindEstimate& kind_at(std::uint64_t layer) const { return kinds[model.kind_index(layer)]; }
+  // The embedding-side and output-layer records (model-wide, carried by every kind's inventory).
+  const LayerInventory& io() const { return kinds[0].inventory; }
+};
+
+// Validates the model and config (field-named errors) and builds the setup. The config's
+// recompute policy only sets the per-kind costs' custom keep set; evaluate() takes the policy.
+Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c);
+
+// Recomputes each kind's costs for a policy (only custom keep sets change them). Errors when a
+// custom id names no record of any kind.
+std::optional<Error> set_policy_costs(Setup& s, const Recompute& r);
+
+// Inference KV-cache elements per token and layer of kind `k` with `kv` KV heads on the GPU: K and
+// V at every KV head (seed 002_13aa127c0ff0c20b.txt: 2·H·d), or under MLA the compressed latent
+// and the shared RoPE key, whole on every TP rank (DeepSeek-V2, Sec. 2.1.4: d_c + d_h^R).
+std::uint64_t kv_cache_width(const LayerKind& k, std::uint64_t kv, Checked& ck);
+// Tokens a layer caches at inference: every one, or its attention window's.
+std::uint64_t kv_tokens(const LayerKind& k, std::uint64_t tokens);
+
+// Structural validation alone (also used by the JSON readers).
+std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c);
+
+// For requests from users (the JSON entry point, actmem-validate): a layers:PATTERN longer than
+// the longest model chunk. The engine reads a pattern per chunk, repeating it when shorter, so
+// letters past the chunk would go unused; the C++ API keeps that reading for its own callers.
+std::optional<Error> check_pattern_fits(const ModelSpec& m, const TrainConfig& c);
+
+}  // namespace actmem

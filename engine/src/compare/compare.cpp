@@ -1,0 +1,464 @@
+// compare (compare.hpp): the snapshot's segments and trace read from the pickle, the recorded step
+// replayed through the allocator model from the state it started in (rebuilt backwards from the
+// final state, as tests/reference/snapshot_trace.py does), its peaks and the live blocks at the
+// allocated peak matched to the estimate's named records by size.
+#include "actmem/compare/compare.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "actmem/report/estimate.hpp"
+#include "actmem/inventory/params.hpp"
+#include "actmem/compare/pickle.hpp"
+
+namespace actmem {
+
+namespace {
+
+constexpr const char* kField = "snapshot";
+constexpr std::size_t kLargest = 16;
+
+using Id = Pickle::Id;
+using Kind = Pickle::Kind;
+
+struct Block {
+  Bytes addr = 0, size = 0, requested = 0;
+  bool allocated = false;
+};
+struct Segment {
+  Bytes addr = 0, size = 0;
+  bool small = false, expandable = false;
+  std::vector<Block> blocks;
+};
+struct Event {
+  enum Action { kAlloc, kFree, kSegAlloc, kSegFree, kMap, kUnmap, kOom, kOther } action = kOther;
+  Bytes addr = 0, size = 0;
+  Id frames = Pickle::kNone;
+};
+
+Error bad(const std::string& what) {
+  return make_error("invalid_value", kField, "snapshot: " + what);
+}
+
+// A non-negative int at `key` of dict `d`, within kMaxBytes; false if absent or not one.
+bool read_bytes(const Pickle& p, Id d, const char* key, Bytes* out) {
+  const Id v = p.get(d, key);
+  if (!p.is(v, Kind::kInt)) return false;
+  const std::int64_t x = p.at(v).i;
+  if (x < 0) return false;
+  *out = static_cast<Bytes>(x);
+  return true;
+}
+
+// "name (file.py:123)" of the innermost frame outside PyTorch itself, else the innermost.
+std::string frame_text(const Pickle& p, Id frames) {
+  if (!p.is(frames, Kind::kList) || p.at(frames).items.empty())
+    return "(no Python frame: autograd or C++)";
+  auto text = [&](Id f) {
+    std::string file = p.str(p.get(f, "filename"));
+    const std::size_t slash = file.find_last_of('/');
+    if (slash != std::string::npos) file = file.substr(slash + 1);
+    std::string s = p.str(p.get(f, "name")) + " (" + file + ":" +
+                    std::to_string(p.int_or(p.get(f, "line"), 0)) + ")";
+    if (s.size() > 120) s = s.substr(0, 117) + "...";
+    return s;
+  };
+  // PyTorch's own frames (torch/nn, autograd, ...) say less than the model code that called them.
+  static const char* const kTorch[] = {
+      "torch/nn/",           "torch/autograd/",   "torch/utils/", "torch/optim/",
+      "torch/cuda/",         "torch/_",           "torch/amp/",   "torch/distributed/",
+      "torch/functional.py", "torch/overrides.py"};
+  for (Id f : p.at(frames).items) {
+    const std::string& file = p.str(p.get(f, "filename"));
+    bool torch = file.empty();
+    for (const char* t : kTorch) torch = torch || file.find(t) != std::string::npos;
+    if (!torch) return text(f);
+  }
+  return text(p.at(frames).items.front());
+}
+
+struct Snapshot {
+  std::vector<Segment> segments;
+  std::vector<Event> events;
+  bool has_trace = false;
+  AllocatorConfig settings;
+  std::string settings_text;
+};
+
+Result<Snapshot> read(const Pickle& p) {
+  Snapshot s;
+  Id root = p.root();
+  Id segs = root;
+  if (p.is(root, Kind::kDict)) segs = p.get(root, "segments");
+  if (!p.is(segs, Kind::kList))
+    return bad("no 'segments' list: not a torch.cuda.memory._snapshot() file");
+  std::size_t n = 0;
+  for (Id sid : p.at(segs).items) {
+    const std::string where = "segment " + std::to_string(n++);
+    if (!p.is(sid, Kind::kDict)) return bad(where + " is not a dict");
+    Segment g;
+    if (!read_bytes(p, sid, "address", &g.addr) || !read_bytes(p, sid, "total_size", &g.size) ||
+        g.size == 0 || g.size > kMaxBytes || g.addr > kMaxBytes - g.size)
+      return bad(where + ": no valid address and total_size");
+    g.small = p.str(p.get(sid, "segment_type")) == "small";
+    g.expandable = p.int_or(p.get(sid, "is_expandable"), 0) != 0;
+    const Id blocks = p.get(sid, "blocks");
+    if (!p.is(blocks, Kind::kList)) return bad(where + ": no 'blocks' list");
+    Bytes at = g.addr, sum = 0;
+    for (Id bid : p.at(blocks).items) {
+      Block b;
+      if (!p.is(bid, Kind::kDict) || !read_bytes(p, bid, "size", &b.size) || b.size == 0)
+        return bad(where + ": a block without a valid size");
+      read_bytes(p, bid, "requested_size", &b.requested);
+      if (!read_bytes(p, bid, "address", &b.addr)) b.addr = at;  // older snapshots omit it
+      const std::string& state = p.str(p.get(bid, "state"));
+      b.allocated = state == "active_allocated" || state == "active_pending_free";
+      if (b.size > g.size - std::min(sum, g.size)) return bad(where + ": its blocks exceed it");
+      sum += b.size;
+      at = b.addr + b.size;
+      g.blocks.push_back(b);
+    }
+    s.segments.push_back(std::move(g));
+  }
+  std::sort(s.segments.begin(), s.segments.end(),
+            [](const Segment& a, const Segment& b) { return a.addr < b.addr; });
+  if (!p.is(root, Kind::kDict)) return s;
+  // The device with the longest trace.
+  const Id traces = p.get(root, "device_traces");
+  Id trace = Pickle::kNone;
+  if (p.is(traces, Kind::kList))
+    for (Id t : p.at(traces).items)
+      if (p.is(t, Kind::kList) &&
+          (trace == Pickle::kNone || p.at(t).items.size() > p.at(trace).items.size()))
+        trace = t;
+  if (trace != Pickle::kNone && !p.at(trace).items.empty()) {
+    s.has_trace = true;
+    for (Id eid : p.at(trace).items) {
+      Event e;
+      const std::string& a = p.str(p.get(eid, "action"));
+      e.action = a == "alloc"            ? Event::kAlloc
+                 : a == "free_completed" ? Event::kFree
+                 : a == "segment_alloc"  ? Event::kSegAlloc
+                 : a == "segment_free"   ? Event::kSegFree
+                 : a == "segment_map"    ? Event::kMap
+                 : a == "segment_unmap"  ? Event::kUnmap
+                 : a == "oom"            ? Event::kOom
+                                         : Event::kOther;
+      if (e.action == Event::kOther) continue;  // free_requested, snapshot, annotations
+      if (e.action != Event::kOom &&
+          (!read_bytes(p, eid, "addr", &e.addr) || !read_bytes(p, eid, "size", &e.size) ||
+           e.size > kMaxBytes / 4))
+        return bad("trace entry " + std::to_string(s.events.size()) + " (" + a +
+                   "): no valid addr and size");
+      e.frames = p.get(eid, "frames");
+      s.events.push_back(e);
+    }
+  }
+  const Id set = p.get(root, "allocator_settings");
+  if (p.is(set, Kind::kDict)) {
+    s.settings.expandable_segments = p.int_or(p.get(set, "expandable_segments"), 0) != 0;
+    const std::int64_t split = p.int_or(p.get(set, "max_split_size"), -1);
+    if (split > 0) s.settings.max_split_size = static_cast<Bytes>(split);
+    s.settings_text = p.str(p.get(set, "PYTORCH_CUDA_ALLOC_CONF"));
+  }
+  return s;
+}
+
+// A predicted tensor by name and bytes (for matching live blocks).
+struct Candidate {
+  std::string name;
+  Bytes bytes = 0;
+};
+
+std::vector<Candidate> candidates(const Estimate& e) {
+  std::vector<Candidate> out;
+  const bool stack = e.kinds.size() > 1;
+  for (std::size_t ki = 0; ki < e.kinds.size(); ++ki) {
+    const std::string prefix = stack ? e.model.kinds[ki].name + ": " : "";
+    const LayerInventory& inv = e.kinds[ki].inventory;
+    for (const TensorRecord& t : inv.tensors) out.push_back({prefix + std::string(t.id), t.bytes});
+    for (const GradPhase& ph : inv.backward_grads)
+      for (const TensorRecord& t : ph.buffers)
+        out.push_back({prefix + "gradient buffer " + std::string(t.id), t.bytes});
+  }
+  for (const TensorRecord& t : e.io().input_layer) out.push_back({std::string(t.id), t.bytes});
+  for (const TensorRecord& t : e.io().output_layer) out.push_back({std::string(t.id), t.bytes});
+  const TrainConfig& c = e.config;
+  const ParamShards shards{c.par.tp, c.par.ep};
+  std::vector<ParamRecord> ps = embedding_params(e.model, shards);
+  for (std::size_t ki = 0; ki < e.kinds.size(); ++ki) {
+    const auto lp = layer_params(e.model, e.model.kinds[ki], shards);
+    ps.insert(ps.end(), lp.begin(), lp.end());
+  }
+  const auto hp = head_params(e.model, shards, c.par.pp > 1);
+  ps.insert(ps.end(), hp.begin(), hp.end());
+  Checked ck;
+  for (const ParamRecord& q : ps) {
+    const Bytes n = ck.mul(q.rows, q.cols, "compare");
+    const std::string id(q.id);
+    out.push_back({"parameter " + id, ck.mul(n, dtype_bytes(c.param_dtype), "compare")});
+    out.push_back({"gradient " + id, ck.mul(n, dtype_bytes(c.grad_dtype), "compare")});
+    ParamRecord one = q;
+    one.copies = 1;
+    const Bytes opt = optimizer_state_bytes(c.optimizer, c.optimizer_dtype, one, ck);
+    out.push_back({"optimizer state " + id, c.optimizer == Optimizer::kAdamW ? opt / 2 : opt});
+    if (c.master_weights && c.param_dtype != DType::kFp32)
+      out.push_back({"master weight " + id, ck.mul(n, 4, "compare")});
+  }
+  out.push_back({"loss.fp32_logits_buffer", e.loss_fwd_ws});
+  out.push_back({"cublas.workspace", e.workspace});
+  out.erase(std::remove_if(out.begin(), out.end(), [](const Candidate& x) { return x.bytes == 0; }),
+            out.end());
+  return out;
+}
+
+double pct(Bytes predicted, Bytes measured) {
+  if (measured == 0) return 0;
+  return 100.0 * (static_cast<double>(predicted) - static_cast<double>(measured)) /
+         static_cast<double>(measured);
+}
+
+// The live blocks of the trace at one moment: address -> (block bytes, requested, frames).
+struct Live {
+  Bytes bytes = 0, requested = 0;
+  Id frames = Pickle::kNone;
+  bool before = false;  // live when the trace began: where it was made is not recorded
+};
+
+}  // namespace
+
+Result<Comparison> compare_snapshot(const Estimate& e, std::string_view bytes,
+                                    const MeasuredStats& stats) {
+  if (!e.has_device) return bad("the estimate carries no device figure");
+  auto parsed = Pickle::parse(bytes);
+  if (!parsed.ok()) return parsed.error();
+  const Pickle& p = parsed.value();
+  auto snap = read(p);
+  if (!snap.ok()) return snap.error();
+  const Snapshot& s = snap.value();
+  Comparison out;
+  out.trace = s.has_trace;
+  out.trace_events = s.events.size();
+  out.settings = s.settings_text.empty() ? "default" : s.settings_text;
+  for (const Segment& g : s.segments) {
+    out.reserved_now += g.size;
+    for (const Block& b : g.blocks)
+      if (b.allocated) out.allocated_now += b.size;
+  }
+  out.predicted_allocated = e.device.allocated_peak_bytes;
+  out.predicted_reserved = e.device.reserved_peak_bytes;
+  out.predicted_peak_at = e.worst().peak_at;
+  CachingAllocator rounding(s.settings);
+
+  // The state when recording began, rebuilt backwards: blocks live at the end and not allocated
+  // in the trace, and blocks freed in the trace and not allocated in it.
+  std::map<Bytes, Live> live;
+  for (const Segment& g : s.segments)
+    for (const Block& b : g.blocks)
+      if (b.allocated) live[b.addr] = Live{b.size, b.requested, Pickle::kNone, true};
+  std::set<Bytes> new_segments;
+  bool replayable = s.has_trace;
+  for (const Segment& g : s.segments) replayable = replayable && !g.expandable;
+  for (auto it = s.events.rbegin(); it != s.events.rend(); ++it) {
+    switch (it->action) {
+      case Event::kAlloc:
+        live.erase(it->addr);
+        break;
+      case Event::kFree:
+        live[it->addr] = Live{0, it->size, Pickle::kNone, true};
+        break;
+      case Event::kSegAlloc:
+        new_segments.insert(it->addr);
+        break;
+      default:
+        replayable = false;  // segments freed, mapped or an OOM: the model cannot start there
+        break;
+    }
+  }
+  Bytes start_allocated = 0, start_reserved = 0;
+  // The replay: every allocation through the allocator model, checked against its address.
+  CachingAllocator alloc(s.settings);
+  std::unordered_map<Bytes, CachingAllocator::Handle> handle;
+  if (replayable) {
+    for (const Segment& g : s.segments) {
+      if (new_segments.count(g.addr)) continue;
+      alloc.add_segment(g.addr, g.size, g.small);
+      const Bytes end = g.addr + g.size;
+      auto it = live.lower_bound(g.addr);
+      while (it != live.end() && it->first < end) {
+        auto next = std::next(it);
+        Bytes size = it->second.bytes;
+        if (size == 0) {
+          // Freed in the trace: its size as the allocator held it. A large-pool block is never
+          // 1 MiB or smaller, so a gap that small after it belongs to it (should_split).
+          size = rounding.round_size(it->second.requested);
+          const Bytes stop = next != live.end() && next->first < end ? next->first : end;
+          if (it->first + size > stop) {
+            replayable = false;
+            break;
+          }
+          const Bytes gap = stop - (it->first + size);
+          if ((!g.small && gap <= kAllocSmallSize) || (g.small && gap < kAllocMinBlock))
+            size += gap;
+          it->second.bytes = size;
+        }
+        const auto h = alloc.add_live_block(it->first, size, it->second.requested);
+        if (h == CachingAllocator::kNoHandle) {
+          replayable = false;
+          break;
+        }
+        handle[it->first] = h;
+        it = next;
+      }
+      if (!replayable) break;
+    }
+  }
+  std::uint64_t misplaced = 0;
+  Bytes peak = 0;
+  std::uint64_t peak_event = 0;
+  if (replayable) {
+    alloc.recount_inactive_split();
+    alloc.reset_peaks();
+    start_allocated = alloc.stats().allocated;
+    for (std::size_t i = 0; i < s.events.size(); ++i) {
+      const Event& ev = s.events[i];
+      if (ev.action == Event::kSegAlloc) {
+        alloc.set_next_segment_address(ev.addr);
+      } else if (ev.action == Event::kAlloc) {
+        const auto h = alloc.malloc(ev.size);
+        if (h == CachingAllocator::kNoHandle) return bad("an allocation too large to replay");
+        if (alloc.address(h) != ev.addr) ++misplaced;
+        handle[ev.addr] = h;
+        if (alloc.stats().allocated > peak || i == 0)
+          peak = alloc.stats().allocated, peak_event = i;
+      } else if (ev.action == Event::kFree) {
+        auto it = handle.find(ev.addr);
+        if (it != handle.end()) {
+          alloc.free(it->second);
+          handle.erase(it);
+        }
+      }
+    }
+    out.replay_exact = misplaced == 0;
+    out.measured_allocated = alloc.stats().allocated_peak;
+    out.measured_reserved = alloc.stats().reserved_peak;
+    out.measured_source = "trace replay";
+    if (!out.replay_exact)
+      out.notes.push_back(std::to_string(misplaced) +
+                          " allocation(s) of the replay landed elsewhere than recorded: the "
+                          "measured peaks are the model's replay of the recorded requests");
+  } else if (s.has_trace) {
+    // No replay: allocated from the requests rounded, reserved from the segment events.
+    for (const auto& kv : live)
+      start_allocated +=
+          kv.second.bytes ? kv.second.bytes : rounding.round_size(kv.second.requested);
+    Bytes reserved = out.reserved_now;
+    for (auto it = s.events.rbegin(); it != s.events.rend(); ++it) {
+      if (it->action == Event::kSegAlloc || it->action == Event::kMap)
+        reserved -= std::min(reserved, it->size);
+      if (it->action == Event::kSegFree || it->action == Event::kUnmap) reserved += it->size;
+    }
+    start_reserved = reserved;
+    Bytes cur = start_allocated, top_res = reserved;
+    std::unordered_map<Bytes, Bytes> sizes;
+    for (std::size_t i = 0; i < s.events.size(); ++i) {
+      const Event& ev = s.events[i];
+      if (ev.action == Event::kAlloc) {
+        const Bytes b = rounding.round_size(ev.size);
+        sizes[ev.addr] = b;
+        cur += b;
+        if (cur > peak || i == 0) peak = cur, peak_event = i;
+      } else if (ev.action == Event::kFree) {
+        auto it = sizes.find(ev.addr);
+        const Bytes b = it != sizes.end() ? it->second : rounding.round_size(ev.size);
+        cur -= std::min(cur, b);
+      } else if (ev.action == Event::kSegAlloc || ev.action == Event::kMap) {
+        reserved += ev.size;
+      } else if (ev.action == Event::kSegFree || ev.action == Event::kUnmap) {
+        reserved -= std::min(reserved, ev.size);
+      }
+      top_res = std::max(top_res, reserved);
+    }
+    out.measured_allocated = std::max(peak, start_allocated);
+    out.measured_reserved = top_res;
+    out.measured_source =
+        "trace (requests rounded to 512 B; the allocator model could not replay it)";
+  } else {
+    out.measured_allocated = out.allocated_now;
+    out.measured_reserved = out.reserved_now;
+    out.measured_source = "segments at snapshot time";
+    out.notes.push_back(
+        "the snapshot has no trace (take it after torch.cuda.memory._record_memory_history()): "
+        "these are the blocks when it was taken, not the step's peaks");
+  }
+  (void)start_reserved;
+  if (stats.allocated_peak != 0 || stats.reserved_peak != 0) {
+    if (stats.allocated_peak) out.measured_allocated = stats.allocated_peak;
+    if (stats.reserved_peak) out.measured_reserved = stats.reserved_peak;
+    out.measured_source = "memory_stats";
+  }
+  out.error_allocated_pct = pct(out.predicted_allocated, out.measured_allocated);
+  out.error_reserved_pct = pct(out.predicted_reserved, out.measured_reserved);
+
+  // The live blocks at the measured allocated peak: the trace run again up to that event.
+  if (s.has_trace) {
+    out.peak_event = peak_event;
+    if (peak_event < s.events.size()) out.peak_frame = frame_text(p, s.events[peak_event].frames);
+    std::map<Bytes, Live> at = live;
+    for (auto& kv : at)
+      if (kv.second.bytes == 0) kv.second.bytes = rounding.round_size(kv.second.requested);
+    for (std::size_t i = 0; i <= peak_event && i < s.events.size(); ++i) {
+      const Event& ev = s.events[i];
+      if (ev.action == Event::kAlloc)
+        at[ev.addr] = Live{rounding.round_size(ev.size), ev.size, ev.frames};
+      else if (ev.action == Event::kFree)
+        at.erase(ev.addr);
+    }
+    std::vector<Live> blocks;
+    for (const auto& kv : at) blocks.push_back(kv.second);
+    std::stable_sort(blocks.begin(), blocks.end(),
+                     [](const Live& a, const Live& b) { return a.bytes > b.bytes; });
+    // Each block's record: the same requested size, else the same size after rounding.
+    // Every record of a size (several share one: a layer's b·s·f tensors), in inventory order.
+    std::unordered_map<Bytes, std::vector<const Candidate*>> exact, rounded;
+    const std::vector<Candidate> cands = candidates(e);
+    for (const Candidate& c : cands) {
+      exact[c.bytes].push_back(&c);
+      rounded[rounding.round_size(c.bytes)].push_back(&c);
+    }
+    auto names = [](const std::vector<const Candidate*>& v) {
+      std::string text = v.front()->name;
+      std::set<std::string> others;
+      for (const Candidate* c : v)
+        if (c->name != v.front()->name) others.insert(c->name);
+      if (!others.empty())
+        text += " (or " + std::to_string(others.size()) + " other record" +
+                (others.size() > 1 ? "s" : "") + " of this size)";
+      return text;
+    };
+    for (const Live& b : blocks) {
+      const std::vector<const Candidate*>* hit = nullptr;
+      auto it = exact.find(b.requested);
+      if (it != exact.end())
+        hit = &it->second;
+      else if ((it = rounded.find(b.bytes)) != rounded.end())
+        hit = &it->second;
+      (hit ? out.explained_bytes : out.unexplained_bytes) += b.bytes;
+      if (out.largest.size() < kLargest)
+        out.largest.push_back(
+            SnapshotBlock{b.bytes, b.requested,
+                          b.before ? "(allocated before the trace began)" : frame_text(p, b.frames),
+                          hit ? names(*hit) : "", hit ? hit->front()->bytes : 0});
+    }
+  }
+  if (s.settings.expandable_segments != e.config.alloc.expandable_segments)
+    out.notes.push_back(
+        std::string("the snapshot was taken with expandable_segments ") +
+        (s.settings.expandable_segments ? "on" : "off") + " and the prediction assumes it " +
+        (e.config.alloc.expandable_segments ? "on" : "off") + ": pass the same alloc_conf");
+  return out;
+}
+
+}  // namespace actmem

@@ -1,0 +1,258 @@
+// The device figure (device.hpp): every stage's steady-state step through the allocator model,
+// the fixed costs of a GPU in the job, and the verdict on their sum against the capacity the
+// driver reports.
+#include "actmem/device/device.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "actmem/report/estimate.hpp"  // GpuSpec
+#include "device/stream.hpp"
+#include "setup/overflow.hpp"
+#include "step/walker.hpp"
+
+namespace actmem {
+
+namespace {
+
+// PYTORCH_CUDA_ALLOC_CONF as the allocator would print it.
+std::string alloc_conf_text(const AllocatorConfig& a) {
+  std::string s;
+  auto add = [&](const std::string& kv) { s += (s.empty() ? "" : ",") + kv; };
+  if (a.expandable_segments) add("expandable_segments:True");
+  if (a.max_split_size != kMaxBytes)
+    add("max_split_size_mb:" + std::to_string(a.max_split_size >> 20));
+  bool any = false;
+  for (auto d : a.roundup_divisions) any = any || d > 1;
+  if (any) {
+    std::string list;
+    for (std::size_t i = 0; i < a.roundup_divisions.size(); ++i)
+      list += (i ? "," : "") + std::to_string(Bytes{1} << i) + ":" +
+              std::to_string(a.roundup_divisions[i]);
+    add("roundup_power2_divisions:[" + list + "]");
+  }
+  return s.empty() ? "default" : s;
+}
+
+// Two steps of every stage (or of stage `only` alone, when >= 0): the first fills the cache, the
+// second is measured (a job's reserved memory settles after its first step; docs/validation.md
+// 4.3 measures the second).
+std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes capacity,
+                              std::int64_t only, std::vector<StageDevice>* out) {
+  const std::size_t P = e.ranks.size();
+  std::vector<std::unique_ptr<CachingAllocator>> allocs(P);
+  std::vector<std::unique_ptr<detail::AllocStream>> streams(P);
+  std::vector<detail::Recorder*> recorders(P, nullptr);
+  std::vector<std::size_t> ranks;
+  for (std::size_t r = 0; r < P; ++r) {
+    if (only >= 0 && r != static_cast<std::size_t>(only)) continue;
+    allocs[r] = std::make_unique<CachingAllocator>(e.config.alloc, capacity);
+    streams[r] = std::make_unique<detail::AllocStream>(e, policy, r, allocs[r].get());
+    recorders[r] = streams[r].get();
+    ranks.push_back(r);
+  }
+  std::vector<std::uint64_t> before(P, 0);
+  Evaluation ev;
+  for (int step = 0; step < 2; ++step) {
+    for (std::size_t r : ranks) {
+      streams[r]->begin_step();
+      if (step == 1) allocs[r]->reset_peaks(), before[r] = streams[r]->allocations();
+    }
+    if (auto err = detail::walk_step(e, policy, recorders.data(), true, &ev)) return err;
+  }
+  out->clear();
+  for (std::size_t r : ranks) {
+    if (streams[r]->overflowed()) return detail::activation_overflow("device.tensor", e.config);
+    StageDevice d;
+    const AllocatorStats& st = allocs[r]->stats();
+    d.stage = r;
+    d.allocated_peak_bytes = st.allocated_peak;
+    d.reserved_peak_bytes = st.reserved_peak;
+    d.requested_peak_bytes = st.requested_peak;
+    d.segments_peak = st.segments_peak;
+    d.allocations = streams[r]->allocations() - before[r];
+    d.ooms = st.ooms;
+    d.stats = st;
+    out->push_back(d);
+  }
+  return std::nullopt;
+}
+
+// The steady state repeats one pattern per micro-batch, so the allocator's peaks settle within a
+// few: simulate min(m, 2·pp·vpp + 8) micro-batches, then twice as many, until two runs give the
+// same peaks on every stage (or all m are simulated). Bounds the cost of a step of thousands of
+// micro-batches without assuming where it settles.
+// `stop_above`: a run whose allocated peak passes it ends the search (the step cannot fit, so
+// more precision on its reserved memory changes no verdict).
+std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, Bytes capacity,
+                                      std::int64_t only, Bytes stop_above,
+                                      std::vector<StageDevice>* out, std::uint64_t* simulated) {
+  const std::uint64_t m = default_micro_batches(e.config);
+  const std::uint64_t pp = e.config.par.pp, pv = pp * e.config.par.vpp;
+  auto round_pp = [&](std::uint64_t x) { return std::min(m, ceil_div(x, pp) * pp); };
+  std::uint64_t n = round_pp(2 * pv + 8);
+  if (n >= m) {
+    *simulated = m;
+    return simulate(e, policy, capacity, only, out);
+  }
+  Setup part = e;
+  auto run = [&](std::uint64_t k, std::vector<StageDevice>* o) {
+    part.config.grad_accum = k;
+    return simulate(part, policy, capacity, only, o);
+  };
+  std::vector<StageDevice> a, b;
+  if (auto err = run(n, &a)) return err;
+  auto over = [&](const std::vector<StageDevice>& v) {
+    for (const StageDevice& d : v)
+      if (d.allocated_peak_bytes > stop_above) return true;
+    return false;
+  };
+  if (over(a)) {
+    *out = a;
+    *simulated = n;
+    return std::nullopt;
+  }
+  for (;;) {
+    const std::uint64_t next = round_pp(2 * n);
+    if (auto err = next == m ? simulate(e, policy, capacity, only, &b) : run(next, &b)) return err;
+    bool same = true;
+    for (std::size_t r = 0; r < a.size(); ++r)
+      same = same && a[r].allocated_peak_bytes == b[r].allocated_peak_bytes &&
+             a[r].reserved_peak_bytes == b[r].reserved_peak_bytes &&
+             (a[r].ooms > 0) == (b[r].ooms > 0);
+    if (same || next == m || over(b)) {
+      *out = b;
+      *simulated = next;
+      return std::nullopt;
+    }
+    a.swap(b);
+    n = next;
+  }
+}
+
+}  // namespace
+
+Bytes device_capacity(const GpuSpec& gpu, std::string* source) {
+  if (gpu.reported_bytes != 0) {
+    if (source) *source = gpu.reported_source;
+    return gpu.reported_bytes;
+  }
+  if (source)
+    *source = gpu.reported_source.empty()
+                  ? "the GPU's nominal memory (the total nvidia-smi reports is not known for "
+                    "this GPU)"
+                  : gpu.reported_source;
+  return gpu.memory_bytes;
+}
+
+Bytes device_overhead_bytes(const Setup& s, const GpuSpec* gpu) {
+  Checked ck;
+  Bytes sum = 0;
+  for (const DeviceOverhead& o : device_overheads(s, gpu)) sum = ck.add(sum, o.bytes, "device");
+  return ck.overflowed() ? kMaxBytes : sum;
+}
+
+Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Recompute* policy,
+                                   bool all_stages) {
+  DeviceMemory d;
+  const TrainConfig& c = e.config;
+  const Recompute& r = policy ? *policy : c.recompute;
+  // The stage with the largest tensor peak only (the issue's "most loaded
+  // stage"), unless all_stages asks for every one.
+  std::int64_t only = -1;
+  if (!all_stages && e.ranks.size() > 1) {
+    Evaluation ev;
+    ev.worst_only = true;
+    if (auto err = evaluate(e, r, &ev)) return *err;
+    only = static_cast<std::int64_t>(ev.worst);
+  }
+  d.allocator = alloc_conf_text(c.alloc);
+  Checked ck;
+  d.overheads = device_overheads(e, gpu);
+  for (const DeviceOverhead& o : d.overheads)
+    d.overhead_bytes = ck.add(d.overhead_bytes, o.bytes, "device.overheads");
+  // With a GPU, a step whose allocated blocks alone pass what the fixed costs leave cannot fit:
+  // its replay stops refining there.
+  Bytes room = kMaxBytes;
+  if (gpu) {
+    const Bytes cap = device_capacity(*gpu, nullptr);
+    room = cap > d.overhead_bytes ? cap - d.overhead_bytes : 0;
+  }
+  if (auto err = simulate_settled(e, r, 0, only, room, &d.stages, &d.micro_batches_simulated))
+    return *err;
+  auto pick = [&] {
+    d.worst = 0;
+    for (std::size_t i = 1; i < d.stages.size(); ++i)
+      if (d.stages[i].reserved_peak_bytes > d.stages[d.worst].reserved_peak_bytes) d.worst = i;
+    d.allocated_peak_bytes = d.worst_stage().allocated_peak_bytes;
+    d.reserved_peak_bytes = d.worst_stage().reserved_peak_bytes;
+    d.total_bytes = ck.add(d.reserved_peak_bytes, d.overhead_bytes, "device.total_bytes");
+  };
+  pick();
+  // fragmentation_pct, the manual override: reserved memory is the allocated peak plus that
+  // share, instead of the allocator model's cache.
+  const bool manual = c.fragmentation_pct > 0;
+  if (manual) {
+    const Bytes extra = static_cast<Bytes>(static_cast<double>(d.allocated_peak_bytes) *
+                                           c.fragmentation_pct / 100.0);
+    d.reserved_peak_bytes = ck.add(d.allocated_peak_bytes, extra, "device.reserved_peak_bytes");
+    d.total_bytes = ck.add(d.reserved_peak_bytes, d.overhead_bytes, "device.total_bytes");
+    d.notes.push_back(
+        "reserved memory is the allocated peak plus fragmentation_pct (the manual "
+        "override), not the allocator model's");
+  }
+  const std::uint64_t m = default_micro_batches(c);
+  const bool past_room = d.allocated_peak_bytes > room;
+  if (d.micro_batches_simulated < m)
+    d.notes.push_back("the allocator replayed " + std::to_string(d.micro_batches_simulated) +
+                      " of the step's " + std::to_string(m) + " micro-batches: " +
+                      (past_room
+                           ? std::string("its allocated blocks already pass what the GPU leaves")
+                           : std::string("its peaks had settled (the same with half as many)")));
+  if (gpu) {
+    d.capacity_bytes = device_capacity(*gpu, &d.capacity_source);
+    if (gpu->reported_bytes != 0 && gpu->driver_reserved_bytes == 0)
+      d.notes.push_back(
+          "the driver's reserved memory is not known for this GPU: the total "
+          "leaves it out, so the verdict may be a few hundred MiB optimistic");
+    // Over capacity with a warm cache, a real job flushes the cache and retries before it fails
+    // (release_cached_blocks): decide on a run limited to what the overheads leave.
+    if (past_room) {
+      // Allocated blocks alone pass the capacity less the fixed costs: no cache release helps.
+      d.out_of_memory = true;
+      d.notes.push_back(
+          "the step's allocated blocks alone pass the GPU's capacity less the fixed costs: it "
+          "raises torch.OutOfMemoryError whatever the allocator does");
+    } else if (!manual && d.total_bytes > d.capacity_bytes && d.overhead_bytes < d.capacity_bytes) {
+      std::vector<StageDevice> limited;
+      std::uint64_t n = 0;
+      if (auto err = simulate_settled(e, r, d.capacity_bytes - d.overhead_bytes, only, kMaxBytes,
+                                      &limited, &n))
+        return *err;
+      bool ok = true;
+      for (const StageDevice& s : limited) ok = ok && s.ooms == 0;
+      d.out_of_memory = !ok;
+      if (!ok)
+        d.notes.push_back(
+            "even with its cache released (release_cached_blocks) the allocator finds no room "
+            "for a request: the step raises torch.OutOfMemoryError");
+      if (ok) {
+        d.stages = limited;
+        pick();
+        d.notes.push_back(
+            "the cache was flushed and requests retried to stay within the GPU "
+            "(torch.cuda.memory_stats: num_alloc_retries > 0): it fits, but each retry "
+            "synchronizes the device and slows the step");
+      }
+    }
+    bool oom = false;
+    for (const StageDevice& s : d.stages) oom = oom || s.ooms > 0;
+    d.fits = !oom && d.total_bytes <= d.capacity_bytes;
+    d.headroom_bytes =
+        static_cast<std::int64_t>(d.capacity_bytes) - static_cast<std::int64_t>(d.total_bytes);
+  }
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
+  return d;
+}
+
+}  // namespace actmem

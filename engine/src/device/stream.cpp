@@ -1,0 +1,367 @@
+// The tensor-level allocation stream of one pipeline rank's training step, fed to the caching-
+// allocator model: the step walker's layer events (walker.hpp) turned into the allocations and
+// frees PyTorch would make for them. Every size is a record the estimate already names (inventory
+// records, backward gradient buffers, parameters, gradients, optimizer states, transients), so
+// allocated memory here is the same tensor model at tensor granularity; what the allocator adds is
+// rounding, caching and fragmentation.
+#include "device/stream.hpp"
+
+#include <algorithm>
+
+#include "actmem/inventory/params.hpp"
+
+namespace actmem::detail {
+
+namespace {
+constexpr std::size_t kChoices = 5;  // LayerChoice values
+}  // namespace
+
+AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
+                         CachingAllocator* alloc)
+    : s_(s), r_(r), rank_(rank), a_(alloc) {
+  const TrainConfig& c = s.config;
+  const ParamShards shards{c.par.tp, c.par.ep};
+  const bool zero_grads = c.par.zero >= 2;
+  split_ = is_split_backward(effective_schedule(c));
+  // Per kind: each record's bytes, which records each choice keeps, the backward's gradient
+  // buffers phase by phase, and the layer's parameter-gradient tensors.
+  for (std::size_t ki = 0; ki < s.kinds.size(); ++ki) {
+    const LayerInventory& inv = s.kinds[ki].inventory;
+    Kind k;
+    for (const TensorRecord& t : inv.tensors) k.records.push_back(t.bytes);
+    for (std::size_t ch = 0; ch < kChoices; ++ch) {
+      const auto kept = kept_tensors(inv, static_cast<LayerChoice>(ch), r);
+      std::vector<bool> mask(inv.tensors.size(), false);
+      Bytes extra = 0;
+      for (const TensorRecord* t : kept) {
+        if (t >= inv.tensors.data() && t < inv.tensors.data() + inv.tensors.size())
+          mask[static_cast<std::size_t>(t - inv.tensors.data())] = true;
+        else
+          // The checkpoint record (the layer input, kept as its own tensor) and the outputs an
+          // op-level policy saves: kept beside the layer's records.
+          extra += t->bytes;
+      }
+      k.kept[ch] = mask;
+      k.extra[ch] = extra;
+    }
+    // Buffers are matched across phases by id: number them once here.
+    std::vector<std::string_view> ids;
+    for (const GradPhase& ph : inv.backward_grads) {
+      std::vector<std::pair<std::uint32_t, Bytes>> bufs;
+      for (const TensorRecord& b : ph.buffers) {
+        std::uint32_t n = kDyBuffer;
+        if (b.id != "dY") {
+          const auto at = std::find(ids.begin(), ids.end(), std::string_view(b.id));
+          n = static_cast<std::uint32_t>(at - ids.begin());
+          if (at == ids.end()) ids.push_back(b.id);
+        }
+        bufs.emplace_back(n, b.bytes);
+      }
+      k.phases.push_back(std::move(bufs));
+    }
+    for (const TensorRecord& t : inv.tensors) k.wgrad.push_back(t.wgrad_input);
+    for (const TensorRecord& t : inv.wgrad_dy) k.dy.push_back(t.bytes);
+    if (!zero_grads)
+      for (const ParamRecord& p : layer_params(s.model, s.model.kinds[ki], shards))
+        for (std::uint64_t i = 0; i < p.copies; ++i)
+          k.grads.push_back(tensor(p.rows, p.cols, dtype_bytes(c.grad_dtype)));
+    kinds_.push_back(std::move(k));
+  }
+  for (const TensorRecord& t : s.io().input_layer) in_records_.push_back(t.bytes);
+  for (const TensorRecord& t : s.io().output_layer) out_records_.push_back(t.bytes);
+  // The embedding's and the head's gradients, made at their backward.
+  const Bytes gw = dtype_bytes(c.grad_dtype);
+  if (!zero_grads) {
+    if (s.ranks[rank].embed_chunk != RankSetup::kNoChunk)
+      for (const ParamRecord& p : embedding_params(s.model, shards))
+        for (std::uint64_t i = 0; i < p.copies; ++i)
+          embed_grads_.push_back(tensor(p.rows, p.cols, gw));
+    if (s.ranks[rank].head_chunk != RankSetup::kNoChunk)
+      for (const ParamRecord& p : head_params(s.model, shards, s.ranks.size() > 1))
+        for (std::uint64_t i = 0; i < p.copies; ++i)
+          head_grads_.push_back(tensor(p.rows, p.cols, gw));
+  }
+}
+
+Bytes AllocStream::tensor(std::uint64_t rows, std::uint64_t cols, Bytes width) {
+  return ck_.mul(ck_.mul(rows, cols, "device.tensor"), width, "device.tensor");
+}
+
+void AllocStream::release(const Key& k) {
+  auto it = live_.find(k);
+  if (it == live_.end()) return;
+  for (Handle h : it->second) drop(h);
+  it->second.clear();
+  spare_.push_back(std::move(it->second));
+  live_.erase(it);
+}
+
+CachingAllocator::Handle AllocStream::take(Bytes bytes) {
+  if (bytes == 0) return CachingAllocator::kNoHandle;
+  allocations_ += 1;
+  return a_->malloc(bytes);
+}
+
+void AllocStream::drop(CachingAllocator::Handle h) {
+  if (h != CachingAllocator::kNoHandle) a_->free(h);
+}
+
+// What lives all step long, allocated once before the first step in the order a job creates it:
+// parameters, then (the optimizer's first step) master weights and optimizer states, the cuBLAS
+// workspace at the first GEMM. Megatron-LM's and DeepSpeed's flat buffers (megatron and textbook
+// profiles, or ZeRO) are one allocation each; plain PyTorch (pytorch, hf) one tensor per parameter.
+void AllocStream::allocate_static() {
+  const TrainConfig& c = s_.config;
+  const StaticMemory& st = s_.ranks[rank_].stat;
+  const bool flat =
+      c.profile == Profile::kMegatron || c.profile == Profile::kTextbook || c.par.zero >= 1;
+  if (flat) {
+    statics_.push_back(take(st.params_bytes));
+    // Megatron-LM's contiguous gradient buffer lives all step (DistributedDataParallel's
+    // grad_data), as does ZeRO-2/3's partitioned gradient buffer.
+    statics_.push_back(take(st.grads_bytes));
+    grads_static_ = true;
+    statics_.push_back(take(st.master_bytes));
+    statics_.push_back(take(st.optimizer_bytes));
+    // FSDP residency (config.reshard_after_forward / accumulate_unsharded): the stage's gathered
+    // parameters and unsharded gradient accumulators, counted for the whole step as the walk does.
+    statics_.push_back(take(st.gathered_params_bytes));
+    statics_.push_back(take(st.unsharded_grads_bytes));
+    statics_.push_back(take(st.fp8_weights_bytes));
+  } else {
+    // DDP's buckets are allocated when DDP wraps the model, before the first step.
+    statics_.push_back(take(st.ddp_buckets_bytes));
+    const ParamShards shards{c.par.tp, c.par.ep};
+    std::vector<ParamRecord> ps;
+    const RankSetup& rk = s_.ranks[rank_];
+    for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
+      for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
+        const auto lp = layer_params(s_.model, s_.model.kind_of(rk.chunk_first[ci] + j), shards);
+        ps.insert(ps.end(), lp.begin(), lp.end());
+      }
+    const bool first = rk.embed_chunk != RankSetup::kNoChunk,
+               last = rk.head_chunk != RankSetup::kNoChunk;
+    if (first) {
+      const auto e = embedding_params(s_.model, shards);
+      ps.insert(ps.end(), e.begin(), e.end());
+    }
+    if (last) {
+      const auto h = head_params(s_.model, shards, s_.ranks.size() > 1);
+      ps.insert(ps.end(), h.begin(), h.end());
+      if (c.mtp) {
+        const auto t = mtp_param_records(s_.model, shards);
+        ps.insert(ps.end(), t.begin(), t.end());
+      }
+    }
+    const Bytes pw = dtype_bytes(c.param_dtype);
+    const bool master = c.master_weights && c.param_dtype != DType::kFp32;
+    for (const ParamRecord& p : ps)
+      for (std::uint64_t i = 0; i < p.copies; ++i) {
+        statics_.push_back(take(tensor(p.rows, p.cols, pw)));
+        if (master) statics_.push_back(take(tensor(p.rows, p.cols, 4)));
+      }
+    params_ = std::move(ps);
+  }
+  statics_.push_back(take(s_.workspace));
+}
+
+// torch.optim creates its state at the first step() (adamw.py _init_group: exp_avg, exp_avg_sq
+// per parameter, in parameter order), after the first forward and backward have filled the
+// cache: the states are carved from cached activation blocks, which is where a job's steady-state
+// fragmentation starts (docs/validation.md 4.3).
+void AllocStream::allocate_states() {
+  const TrainConfig& c = s_.config;
+  const bool two = c.optimizer == Optimizer::kAdamW;
+  for (const ParamRecord& p : params_) {
+    ParamRecord one = p;
+    one.copies = 1;
+    const Bytes opt = optimizer_state_bytes(c.optimizer, c.optimizer_dtype, one, ck_);
+    for (std::uint64_t i = 0; i < p.copies; ++i) {
+      if (two) {
+        statics_.push_back(take(opt / 2));
+        statics_.push_back(take(opt - opt / 2));
+      } else {
+        statics_.push_back(take(opt));
+      }
+    }
+  }
+  params_.clear();
+}
+
+void AllocStream::begin_step() {
+  if (!static_done_) allocate_static(), static_done_ = true;
+}
+
+AllocStream::Held& AllocStream::held(const StepEvent& at, std::uint64_t layer) {
+  const auto [it, fresh] = live_.try_emplace(Key{at.mb, at.chunk, layer});
+  if (fresh && !spare_.empty()) {
+    it->second = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  return it->second;
+}
+
+std::uint64_t AllocStream::in_chunk(const StepEvent& at, std::uint64_t g) const {
+  return g - s_.ranks[rank_].chunk_first[at.chunk];
+}
+
+void AllocStream::forward_layer(const StepEvent& at) {
+  const std::uint64_t g = at.lo, j = in_chunk(at, g);
+  const std::size_t ki = s_.model.kind_index(g);
+  const Kind& k = kinds_[ki];
+  const KindEstimate& ke = s_.kinds[ki];
+  const LayerChoice ch = choice_at(r_, j);
+  // The chunk's first layer: the stage's input arrives (rank 0: the embedding side's records).
+  if (j == 0 && at.chunk == s_.ranks[rank_].embed_chunk) {
+    Held& in = held(at, kInputLayer);
+    for (Bytes b : in_records_) in.push_back(take(b));
+  }
+  const auto trans = take(ke.trans_fwd - std::min(ke.trans_fwd, s_.workspace));
+  made_.clear();
+  for (Bytes b : k.records) made_.push_back(take(b));
+  drop(trans);
+  const auto& mask = k.kept[static_cast<std::size_t>(ch)];
+  Held& h = held(at, g);
+  for (std::size_t i = 0; i < made_.size(); ++i) {
+    if (mask[i] && !offloaded_at(r_, j))
+      (split_ && k.wgrad[i] ? held(at, g | kWgradStore) : h).push_back(made_[i]);
+    else
+      drop(made_[i]);  // not kept (or moved to host memory)
+  }
+  if (k.extra[static_cast<std::size_t>(ch)] > 0 && !offloaded_at(r_, j))
+    h.push_back(take(k.extra[static_cast<std::size_t>(ch)]));
+}
+
+void AllocStream::recompute(const StepEvent& at) {
+  for (std::uint64_t g = at.lo; g <= at.hi; ++g) {
+    const Kind& k = kinds_[s_.model.kind_index(g)];
+    const auto& mask = k.kept[static_cast<std::size_t>(choice_at(r_, in_chunk(at, g)))];
+    Held& h = held(at, g);
+    for (std::size_t i = 0; i < k.records.size(); ++i)
+      if (!mask[i])
+        (split_ && k.wgrad[i] ? held(at, g | kWgradStore) : h).push_back(take(k.records[i]));
+  }
+}
+
+void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
+  const std::uint64_t g = at.lo, j = in_chunk(at, g);
+  const std::size_t ki = s_.model.kind_index(g);
+  const Kind& k = kinds_[ki];
+  const KindEstimate& ke = s_.kinds[ki];
+  Held& h = held(at, g);
+  if (offloaded_at(r_, j)) {
+    // Offloaded records come back for the layer's backward.
+    const auto& mask = k.kept[static_cast<std::size_t>(choice_at(r_, j))];
+    for (std::size_t i = 0; i < k.records.size(); ++i)
+      if (mask[i]) h.push_back(take(k.records[i]));
+  }
+  // The layer's weight gradients appear at its first backward of the step (AccumulateGrad
+  // allocates .grad when it is None) and live until zero_grad(set_to_none=True).
+  if (!grads_static_ && grads_made_.insert(g).second)
+    for (Bytes b : k.grads) step_grads_.push_back(take(b));
+  // Transients that are not gradient buffers (SP gather, ZeRO-3 gather, DDP bucket).
+  const Bytes other = ke.trans_bwd - std::min(ke.trans_bwd, s_.workspace + ke.costs.grad_peak);
+  const auto trans = take(other);
+  // The gradient buffers, phase by phase: each appears at the first phase that holds it and is
+  // freed after the last; dY (the gradient flowing down the stack) stays between layers.
+  auto& alive = alive_;
+  alive.clear();
+  for (const auto& phase : k.phases) {
+    for (auto it = alive.begin(); it != alive.end();) {
+      const bool still = std::any_of(phase.begin(), phase.end(),
+                                     [&](const auto& b) { return b.first == it->first; });
+      if (!still) {
+        drop(it->second);
+        it = alive.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& b : phase) {
+      if (b.first == kDyBuffer) {
+        if (dy_ == CachingAllocator::kNoHandle) dy_ = take(b.second);
+        continue;
+      }
+      const bool have = std::any_of(alive.begin(), alive.end(),
+                                    [&](const auto& x) { return x.first == b.first; });
+      if (!have) alive.emplace_back(b.first, take(b.second));
+    }
+  }
+  for (const auto& x : alive) drop(x.second);
+  drop(trans);
+  (void)h;
+  release(Key{at.mb, at.chunk, g});
+  if (input_part) {
+    Held& w = held(at, g | kWgradStore);
+    for (Bytes b : k.dy) w.push_back(take(b));
+  } else {
+    release(Key{at.mb, at.chunk, g | kWgradStore});
+  }
+  // The chunk's last backward (its first layer): the stage's input side is freed, and the
+  // gradient flowing down leaves for the previous stage.
+  if (j == 0) {
+    if (at.chunk == s_.ranks[rank_].embed_chunk) {
+      if (!grads_static_ && grads_made_.insert(kInputLayer).second)
+        for (Bytes b : embed_grads_) step_grads_.push_back(take(b));
+      release(Key{at.mb, at.chunk, kInputLayer});
+    }
+    drop(dy_);
+    dy_ = CachingAllocator::kNoHandle;
+  }
+}
+
+void AllocStream::weight_layer(const StepEvent& at) {
+  release(Key{at.mb, at.chunk, at.lo | kWgradStore});
+}
+
+void AllocStream::event(const StepEvent& at, const LiveBytes&) {
+  switch (at.kind) {
+    case StepEvent::kBwdInput:
+      backward_layer(at, true);
+      break;
+    case StepEvent::kBwdWeight:
+      weight_layer(at);
+      break;
+    case StepEvent::kFwd:
+      forward_layer(at);
+      break;
+    case StepEvent::kRecompute:
+      recompute(at);
+      break;
+    case StepEvent::kBwd:
+      backward_layer(at);
+      break;
+    case StepEvent::kLossFwd: {
+      // The output layer's records join the micro-batch; the fp32 logits buffer lives through
+      // the loss (the walker's loss forward).
+      Held& h = held(at, kOutputLayer);
+      for (Bytes b : out_records_) h.push_back(take(b));
+      drop(take(s_.loss_fwd_ws));
+      break;
+    }
+    case StepEvent::kLossBwd: {
+      const auto g1 = take(s_.loss_bwd_bufs[0]), g2 = take(s_.loss_bwd_bufs[1]);
+      // FSDP2's root-group gradients: counted in every layer backward's transient that follows
+      // (setup.cpp), taken here for the loss's own backward.
+      drop(take(s_.fsdp_root_grads));
+      // The head's gradients at its backward.
+      if (!grads_static_ && grads_made_.insert(kOutputLayer).second)
+        for (Bytes b : head_grads_) step_grads_.push_back(take(b));
+      drop(g1);
+      drop(g2);
+      release(Key{at.mb, at.chunk, kOutputLayer});
+      break;
+    }
+    case StepEvent::kOptimizer: {
+      if (!states_done_) allocate_states(), states_done_ = true;
+      drop(take(s_.opt_temp));
+      // zero_grad(set_to_none=True), PyTorch's default since 2.0: the step's gradients go.
+      for (auto hh : step_grads_) drop(hh);
+      step_grads_.clear();
+      grads_made_.clear();
+      break;
+    }
+  }
+}
+
+}  // namespace actmem::detail

@@ -1,0 +1,97 @@
+// Internal: the allocation stream of one pipeline rank's step (device_stream.cpp), a recorder of
+// the step walker that drives the caching-allocator model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "actmem/device/allocator.hpp"
+#include "actmem/device/node_pool.hpp"
+#include "actmem/inventory/params.hpp"
+#include "actmem/setup/setup.hpp"
+#include "step/walker.hpp"
+
+namespace actmem::detail {
+
+class AllocStream final : public Recorder {
+ public:
+  AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank, CachingAllocator* alloc);
+  // Before each walked step: the static tensors, the first time.
+  void begin_step();
+  void event(const StepEvent& at, const LiveBytes& live) override;
+  std::uint64_t allocations() const { return allocations_; }
+  // A size product that overflowed (never for a setup that built: its totals bound every tensor).
+  bool overflowed() const { return ck_.overflowed(); }
+
+ private:
+  using Handle = CachingAllocator::Handle;
+  using Held = std::vector<Handle>;
+  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;  // micro-batch, chunk, layer
+  static constexpr std::uint64_t kInputLayer = ~std::uint64_t{0};
+  static constexpr std::uint64_t kOutputLayer = ~std::uint64_t{0} - 1;
+
+  struct Kind {
+    std::vector<Bytes> records;  // inventory.tensors, in order
+    std::vector<bool> kept[5];   // per LayerChoice: which records stay for backward
+    Bytes extra[5] = {};         // the checkpoint record a choice keeps besides them
+    // The backward's gradient buffers phase by phase: (buffer number within the kind, bytes);
+    // the number kDyBuffer is dY, the gradient that flows down the stack.
+    std::vector<std::vector<std::pair<std::uint32_t, Bytes>>> phases;
+    std::vector<Bytes> grads;  // the layer's parameter gradients
+    std::vector<bool> wgrad;   // split backward: records a linear's weight gradient reads
+    std::vector<Bytes> dy;     // ... and the linears' output gradients kept from I to W
+  };
+  // A layer's weight-gradient store under a split-backward schedule is held under its layer
+  // index with this bit set (global layer indices stay far below it).
+  static constexpr std::uint64_t kWgradStore = std::uint64_t{1} << 62;
+
+  static constexpr std::uint32_t kDyBuffer = ~std::uint32_t{0};
+
+  Handle take(Bytes bytes);
+  void drop(Handle h);
+  Bytes tensor(std::uint64_t rows, std::uint64_t cols, Bytes width);
+  void allocate_static();
+  void allocate_states();
+  Held& held(const StepEvent& at, std::uint64_t layer);
+  // Layer g's position in the event's chunk (what its recompute choice depends on).
+  std::uint64_t in_chunk(const StepEvent& at, std::uint64_t g) const;
+  void forward_layer(const StepEvent& at);
+  void recompute(const StepEvent& at);
+  // B, or a split backward's input part (I) when `input_part`: the layer's records go but its
+  // weight-gradient store stays, with its linears' output gradients, until weight_layer (W).
+  void backward_layer(const StepEvent& at, bool input_part = false);
+  void weight_layer(const StepEvent& at);
+  void release(const Key& k);
+
+  const Setup& s_;
+  const Recompute& r_;
+  std::uint64_t rank_;
+  CachingAllocator* a_;
+  Checked ck_;
+  std::vector<Kind> kinds_;
+  std::vector<Bytes> in_records_, out_records_, embed_grads_, head_grads_;
+  std::vector<Handle> statics_, step_grads_;
+  std::vector<ParamRecord> params_;  // plain PyTorch: whose optimizer states the first step makes
+  std::set<std::uint64_t> grads_made_;
+  // What each (micro-batch, chunk, layer) holds. The map's nodes come from a pool and released
+  // entries' vectors are reused: a replay of thousands of micro-batches then allocates nothing
+  // per layer (node_pool.hpp says why that matters).
+  using LiveMap = std::map<Key, Held, std::less<Key>, PoolAllocator<std::pair<const Key, Held>>>;
+  std::unique_ptr<NodePool> nodes_ = std::make_unique<NodePool>();
+  LiveMap live_{PoolAllocator<std::pair<const Key, Held>>(nodes_.get())};
+  std::vector<Held> spare_;                              // cleared vectors of released entries
+  std::vector<Handle> made_;                             // forward_layer's scratch
+  std::vector<std::pair<std::uint32_t, Handle>> alive_;  // backward_layer's scratch
+  Handle dy_ = CachingAllocator::kNoHandle;
+  bool static_done_ = false, grads_static_ = false, states_done_ = false;
+  bool split_ = false;  // a split-backward schedule: linear inputs are held apart
+  std::uint64_t allocations_ = 0;
+};
+
+}  // namespace actmem::detail

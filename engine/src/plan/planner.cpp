@@ -1,0 +1,455 @@
+// fit, plan and sweep: searches over the engine's simulated peak (no formula of their own).
+#include "actmem/plan/planner.hpp"
+
+#include "actmem/device/device.hpp"
+#include "actmem/step/offload.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+namespace actmem {
+
+namespace {
+
+// The simulated peak for one config, or an error (invalid combinations are "does not fit"): a
+// setup and one evaluation, no report.
+Result<Bytes> peak_of(const ModelSpec& m, const TrainConfig& c, Evaluation* ev) {
+  auto s = make_setup(m, c);
+  if (!s.ok()) return s.error();
+  if (auto err = evaluate(s.value(), s.value().config.recompute, ev)) return *err;
+  return ev->worst_stage().peak_bytes;
+}
+
+// Largest x in [1, hi] with ok(x), given ok is monotone (true then false); 0 if ok(1) is false.
+// The search starts at `guess` and gallops away from it in the direction ok says, then bisects:
+// exact for any guess, a few probes for a good one.
+template <class F>
+std::uint64_t largest(std::uint64_t hi, std::uint64_t guess, F ok) {
+  if (hi == 0) return 0;
+  guess = std::max<std::uint64_t>(1, std::min(hi, guess));
+  std::uint64_t lo = 0;
+  if (ok(guess)) {
+    lo = guess;
+    for (std::uint64_t step = 1; lo < hi; step *= 2) {
+      const std::uint64_t next = hi - lo > step ? lo + step : hi;
+      if (!ok(next)) {
+        hi = next - 1;
+        break;
+      }
+      lo = next;
+    }
+  } else {
+    std::uint64_t fail = guess;
+    for (std::uint64_t d = 1;; d *= 2) {
+      const std::uint64_t x = guess > d ? guess - d : 1;
+      if (ok(x)) {
+        lo = x, hi = fail - 1;
+        break;
+      }
+      if (x == 1) return 0;
+      fail = x;
+    }
+  }
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (ok(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+// Where the quadratic through (x1, p1), (x2, p2), (x3, p3) reaches the budget (the activations
+// grow linearly with the micro-batch and at most quadratically with the sequence: the s x s
+// scores); a line through the last two when the points do not bend upward.
+double reach(double x1, double p1, double x2, double p2, double x3, double p3, double budget) {
+  const double s12 = (p2 - p1) / (x2 - x1), s23 = (p3 - p2) / (x3 - x2);
+  const double a = (s23 - s12) / (x3 - x1);
+  const double b = s23 - a * (x2 + x3);  // slope term of a·x² + b·x + c
+  const double c = p3 - a * x3 * x3 - b * x3;
+  if (a > 0) return (-b + std::sqrt(std::max(0.0, b * b - 4 * a * (c - budget)))) / (2 * a);
+  return s23 > 0 ? x3 + (budget - p3) / s23 : x3;
+}
+
+// A first probe for `largest`: aim with the line through x = 2 and 3 (x = 1 can differ in kind:
+// the peak event moves), then refit a quadratic through 2, halfway and the aim. `peak` returns
+// a negative value for an invalid configuration; the search that follows is exact regardless.
+template <class P>
+std::uint64_t aim(std::uint64_t hi, double budget, P peak) {
+  auto clamp = [&](double x) {
+    return x >= 1 && x < static_cast<double>(hi) ? static_cast<std::uint64_t>(x)
+                                                 : (x >= 1 ? hi : 1);
+  };
+  if (hi < 4) return 1;
+  const double p2 = peak(2), p3 = peak(3);
+  if (p2 < 0 || p3 < 0 || p3 <= p2) return 1;
+  const std::uint64_t g1 = clamp(3 + (budget - p3) / (p3 - p2));
+  if (g1 <= 6) return g1;
+  const std::uint64_t mid = g1 / 2;
+  const double pm = peak(mid), pg = peak(g1);
+  if (pm < 0 || pg < 0) return g1;
+  return clamp(reach(2, p2, static_cast<double>(mid), pm, static_cast<double>(g1), pg, budget));
+}
+
+std::string pattern_string(const std::vector<LayerChoice>& v) {
+  std::string s;
+  for (LayerChoice c : v) s += kChoiceLetters[static_cast<int>(c)];
+  return s;
+}
+
+}  // namespace
+
+Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu) {
+  FitResult f;
+  auto base = make_setup(m, c);  // validates the config as given
+  if (!base.ok()) return base.error();
+  const TrainConfig& norm = base.value().config;
+  // The verdict is the device's (device.hpp): reserved memory plus fixed costs against the
+  // capacity. The fixed costs do not depend on micro-batch or sequence, so the tensor peak is
+  // searched against what they leave, then the device figure settles the answer around it.
+  f.capacity = device_capacity(gpu, nullptr);
+  f.overhead_bytes = device_overhead_bytes(base.value(), &gpu);
+  const Bytes budget = f.capacity > f.overhead_bytes ? f.capacity - f.overhead_bytes : 0;
+  f.budget = budget;
+  Evaluation ev;  // its scratch is reused by every probe
+  const double cap = static_cast<double>(budget);
+  // The largest x in [1, hi] whose config (`set` writes x into it) fits the budget: each x
+  // simulated once, exact integer comparisons deciding, doubles only aiming the first probe.
+  auto search = [&](std::uint64_t hi, auto set) {
+    std::map<std::uint64_t, Result<Bytes>> seen;
+    auto peak = [&](std::uint64_t x) -> const Result<Bytes>& {
+      auto it = seen.find(x);
+      if (it != seen.end()) return it->second;
+      TrainConfig t = norm;
+      set(t, x);
+      return seen.emplace(x, peak_of(m, t, &ev)).first->second;
+    };
+    auto fits = [&](std::uint64_t x) {
+      const Result<Bytes>& p = peak(x);
+      return p.ok() && p.value() <= budget;
+    };
+    auto approx = [&](std::uint64_t x) {
+      const Result<Bytes>& p = peak(x);
+      return p.ok() ? static_cast<double>(p.value()) : -1.0;
+    };
+    const std::uint64_t guess = fits(1) ? largest(hi, aim(hi, cap, approx), fits) : 1;
+    f.probes += seen.size();
+    // The device figure from the tensor answer outwards (both grow with the size searched).
+    std::map<std::uint64_t, bool> dev;
+    auto device_fits = [&](std::uint64_t x) {
+      auto it = dev.find(x);
+      if (it != dev.end()) return it->second;
+      TrainConfig t = norm;
+      set(t, x);
+      bool ok = false;
+      auto s = make_setup(m, t);
+      if (s.ok()) {
+        auto d = device_memory(s.value(), &gpu, nullptr, false);
+        ok = d.ok() && d.value().fits;
+      }
+      return dev.emplace(x, ok).first->second;
+    };
+    const std::uint64_t best = largest(hi, guess, device_fits);
+    f.device_probes += dev.size();
+    return best;
+  };
+  f.micro_batch_limit = kMaxFitMicroBatch;
+  f.max_micro_batch =
+      search(kMaxFitMicroBatch, [](TrainConfig& t, std::uint64_t b) { t.micro_batch = b; });
+  f.micro_batch_at_limit = f.max_micro_batch == kMaxFitMicroBatch;
+  f.seq_step = norm.par.cp * (norm.par.sp && norm.par.tp > 1 ? norm.par.tp : 1);
+  std::uint64_t max_steps = kMaxFitSeq / f.seq_step;
+  if (m.pos == PosEncoding::kLearned && m.max_positions / f.seq_step < max_steps) {
+    max_steps = m.max_positions / f.seq_step;
+    f.seq_limit_is_positions = true;
+  }
+  const std::uint64_t k =
+      search(max_steps, [&](TrainConfig& t, std::uint64_t n) { t.seq = n * f.seq_step; });
+  f.max_seq = k * f.seq_step;
+  f.seq_limit = max_steps * f.seq_step;
+  f.seq_at_limit = k == max_steps && k > 0;
+  return f;
+}
+
+Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
+                  PolicyFamily family) {
+  const bool launcher = family != PolicyFamily::kAny;
+  auto base = make_setup(m, c);
+  if (!base.ok()) return base.error();
+  Setup& e = base.value();
+  // Candidates are screened by their tensor peak against the capacity less the fixed costs (the
+  // same for every policy); the chosen one is confirmed on the device figure (device.hpp).
+  const Bytes capacity = device_capacity(gpu, nullptr);
+  const Bytes overheads = device_overhead_bytes(e, &gpu);
+  const Bytes budget = capacity > overheads ? capacity - overheads : 0;
+  Evaluation ev;  // one evaluation per candidate; its scratch is reused
+  // The configured policy first: its errors are the request's, and stage 0's in-flight chunks
+  // under it seed the segment-count heuristic below.
+  if (auto err = evaluate(e, e.config.recompute, &ev)) return *err;
+  const double in_flight = static_cast<double>(std::max<std::uint64_t>(1, ev.stages[0].in_flight));
+  // The per-layer search runs O(n log n) simulations of the step for a chunk of n layers; bound
+  // n times the pipeline ops per simulation so that no input can stall the planner.
+  // Patterns are sized to every chunk length the layout has (an uneven layer_split or interleaving
+  // gives stages different ones, and any of them may bind), longest first, at most three lengths;
+  // a pattern applies its first m letters to a chunk of m layers.
+  const Parallel& par = e.config.par;
+  std::vector<std::uint64_t> sizes;
+  for (const RankSetup& rs : e.ranks)
+    for (std::uint64_t ci = 0; ci < par.vpp; ++ci) sizes.push_back(rs.chunk_sizes[ci]);
+  std::sort(sizes.rbegin(), sizes.rend());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.size() > 3) sizes.resize(3);
+  const std::uint64_t n_layers = sizes.front();
+  const std::uint64_t work = n_layers * par.pp * par.vpp * e.config.grad_accum;
+  if (n_layers > 1024 || work > (std::uint64_t{1} << 22))
+    return make_error("invalid_value", "config.pp",
+                      "config.pp: plan searches per-layer patterns of at most 1024 layers per "
+                      "pipeline chunk, with "
+                      "layers x pp x vpp x micro-batches at most 4,194,304; this config has " +
+                          std::to_string(n_layers) + " layers per chunk and " +
+                          std::to_string(work) + " (raise pp or vpp, or use fewer micro-batches)");
+  Plan out;
+  out.budget = budget;
+  out.capacity = capacity;
+  out.overhead_bytes = overheads;
+  std::vector<PlanPoint> seen;
+  std::vector<Recompute> policies;  // each seen point's policy, for the device check
+  std::unordered_map<std::string, std::size_t> patterns;  // pattern -> index in seen
+  auto candidate = [&](const Recompute& r) -> const PlanPoint* {
+    // A pattern equal to a uniform policy is that policy: simulate it once, under its own name
+    // (offloaded layers in lower case, whether the whole policy or a pattern letter says so).
+    std::string pat = pattern_string(layer_choices(r, n_layers));
+    for (std::uint64_t j = 0; j < n_layers; ++j)
+      if (offloaded_at(r, j)) pat[j] = static_cast<char>(pat[j] - 'A' + 'a');
+    const auto hit = patterns.find(pat);
+    if (hit != patterns.end()) return &seen[hit->second];
+    if (actmem::evaluate(e, r, &ev)) return nullptr;
+    patterns[pat] = seen.size();
+    ++out.evaluated;
+    const Bytes peak = ev.worst_stage().peak_bytes;
+    PlanPoint pt{recompute_name(r), any_offload(r), peak, ev.recompute_overhead_pct,
+                 peak <= budget};
+    pt.offload_all = r.offload;
+    if (pt.offload) {
+      const OffloadTiming t = offload_timing(e, r, ev.worst, gpu, ev.worst_stage().host_peak_bytes);
+      pt.offload_timing_known = t.known;
+      pt.offload_hidden = t.hidden;
+      pt.offload_exposed_s = t.exposed_s;
+      pt.offload_exposed_pct = offload_exposed_pct(t);
+      pt.offload_host_known = t.host_memory_bytes > 0;
+      pt.offload_host_fits = t.host_fits;
+      // Offloaded bytes past the host's memory for this GPU: it cannot run.
+      if (pt.offload_host_known && !t.host_fits) pt.fits = false;
+    }
+    seen.push_back(pt);
+    policies.push_back(r);
+    return &seen.back();
+  };
+  // Uniform policies first: they span the front from no recompute to full recompute.
+  std::vector<Recompute> uniform;
+  for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective, RecomputeKind::kFull}) {
+    // torchtitan has no attention-core recompute (Korthikanti's selective).
+    if (family == PolicyFamily::kTorchtitan && k == RecomputeKind::kSelective) continue;
+    Recompute r;
+    r.kind = k;
+    uniform.push_back(r);
+  }
+  for (std::uint64_t k = 2; k <= n_layers && family != PolicyFamily::kTorchtitan; ++k) {
+    Recompute r;
+    r.kind = RecomputeKind::kEveryK;
+    r.every_k = k;
+    uniform.push_back(r);
+  }
+  // Offload variants, except under a split-backward schedule (when W's inputs come back from the
+  // host is not modelled; the config refuses offload there).
+  const bool no_offload = launcher || is_split_backward(effective_schedule(e.config));
+  for (std::size_t i = 0, end = uniform.size(); i < end && i < 3 && !no_offload; ++i) {
+    Recompute r = uniform[i];
+    r.offload = true;
+    uniform.push_back(r);
+  }
+  for (const Recompute& r : uniform) candidate(r);
+  if (family == PolicyFamily::kMegatronLm) {
+    // What Megatron-LM's arguments can say besides the uniform policies: full recompute of the
+    // first k layers of each chunk (--recompute-method block), the rest kept.
+    for (std::uint64_t k = 1; k < n_layers; ++k) {
+      Recompute r;
+      r.kind = RecomputeKind::kPattern;
+      r.pattern = std::string(k, 'C') + std::string(n_layers - k, 'K');
+      candidate(r);
+    }
+  }
+  if (family == PolicyFamily::kTorchtitan) {
+    // torchtitan's selective modes (parallelize_llama.py l.225-292, 9dec370): its op list, and
+    // every N-th block checkpointed, counted on across a rank's chunks (a pattern repeats per
+    // chunk only when N divides the chunk's layers under interleaving).
+    // An op policy's kept bytes are set on the setup's kinds (set_policy_costs); the other
+    // candidates read no custom costs, and the configured policy was evaluated above.
+    Recompute ops;
+    if (parse_recompute("op:torchtitan", &ops) && !set_policy_costs(e, ops)) candidate(ops);
+    for (std::uint64_t k = 2; k <= n_layers; ++k) {
+      if (par.vpp > 1 && n_layers % k != 0) continue;
+      Recompute r;
+      r.kind = RecomputeKind::kPattern;
+      r.pattern = std::string(k - 1, 'K') + "C";
+      candidate(r);
+    }
+  }
+
+  // Per-layer patterns K^a S^b (C R^(len-1))^g. Their cost, b·core + r·layer with r = n - a - b
+  // recomputed layers, does not depend on how the r layers are segmented, and for a fixed r the
+  // peak falls as b grows: so for each r and each of three segment counts g we bisect for the
+  // fewest selective layers b that fit. That is O(n log n) simulations.
+  const LayerCosts& k = e.kinds[0].costs;  // the segment-count heuristic reads layer 0's kind
+  for (const std::uint64_t n : sizes) {
+    if (launcher) break;
+    auto make = [&](std::uint64_t r, std::uint64_t b, std::uint64_t g) {
+      std::vector<LayerChoice> pat(n - r - b, LayerChoice::kKeep);
+      pat.insert(pat.end(), b, LayerChoice::kSelective);
+      for (std::uint64_t si = 0; si < g; ++si) {
+        const std::uint64_t len = r / g + (si < r % g ? 1 : 0);
+        pat.push_back(LayerChoice::kCheckpoint);
+        pat.insert(pat.end(), len - 1, LayerChoice::kRecompute);
+      }
+      Recompute rc;
+      rc.kind = RecomputeKind::kPattern;
+      rc.pattern = pattern_string(pat);
+      return candidate(rc);
+    };
+    for (std::uint64_t r = 0; r <= n; ++r) {
+      // Segment counts: Chen et al.'s balance of kept checkpoints (in_flight · g · checkpoint)
+      // against one segment's regenerated bytes (r/g · layer), and its two neighbours. Each is
+      // searched: which one is lowest depends on how many layers stay selective.
+      std::vector<std::uint64_t> gs{0};
+      if (r > 0) {
+        gs.clear();
+        const double g0 =
+            std::sqrt(static_cast<double>(r) * static_cast<double>(k.full) /
+                      (in_flight * static_cast<double>(std::max<Bytes>(1, k.checkpoint))));
+        for (double d : {-1.0, 0.0, 1.0}) {
+          const auto gd = static_cast<std::uint64_t>(
+              std::min(static_cast<double>(r), std::max(1.0, std::floor(g0) + d)));
+          if (std::find(gs.begin(), gs.end(), gd) == gs.end()) gs.push_back(gd);
+        }
+      }
+      for (const std::uint64_t g : gs) {
+        const PlanPoint* most = make(r, n - r, g);
+        if (!most || !most->fits) continue;  // even all-selective around the segments is too big
+        std::uint64_t lo = 0, hi = n - r;    // fewest selective layers that fit
+        while (lo < hi) {
+          const std::uint64_t mid = lo + (hi - lo) / 2;
+          const PlanPoint* pt = make(r, mid, g);
+          if (pt && pt->fits)
+            hi = mid;
+          else
+            lo = mid + 1;
+        }
+        // The fewest, and two more: the screen passes them, the device may refuse the first
+        // (fragmentation), and the next cheapest of the family is then at hand.
+        for (std::uint64_t b = lo; b <= n - r && b <= lo + 2; ++b) make(r, b, g);
+      }
+    }
+  }
+
+  // Keep, recompute and offload per layer, jointly: every q-th layer of a chunk keeps its bytes
+  // in host memory (its copy hides behind the forwards of the q layers after it: PipeOffload's
+  // selective offload, Wan et al. 2025), the others keep everything, their selective set or
+  // their input (kK..K, kS..S, kC..C). Which q hides its copies depends on the host link against
+  // the layers' compute; the bytes they save on each event of the step, on the walk.
+  const bool timed = !no_offload && gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0 &&
+                     (e.config.act_dtype == DType::kBf16 || e.config.act_dtype == DType::kFp16);
+  if (timed && family == PolicyFamily::kAny)
+    for (std::uint64_t q = 2; q <= std::min<std::uint64_t>(n_layers, kMaxOffloadStride); ++q)
+      for (const char x : {'K', 'S', 'C'}) {
+        Recompute r;
+        r.kind = RecomputeKind::kPattern;
+        r.pattern = std::string(1, static_cast<char>(x - 'A' + 'a')) + std::string(q - 1, x);
+        candidate(r);
+      }
+
+  // The screened candidates in order of lost compute: recompute FLOPs plus offload copy time no
+  // forward hides, as shares of the step (the advisor's criterion); an on-GPU policy before an
+  // offload one of the same cost (no PCIe traffic, no host memory); then the lowest peak. Offload
+  // whose copy time is unknown (the GPU's host link or FLOPs not in its preset) comes after every
+  // on-GPU policy. The first whose device figure fits is chosen: allocator fragmentation can
+  // refuse a few; kMaxPlanDeviceChecks bounds the checks.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    if (seen[i].fits) order.push_back(i);
+  auto lost = [](const PlanPoint& x) {
+    return x.recompute_overhead_pct + (x.offload ? x.offload_exposed_pct : 0.0);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const PlanPoint &x = seen[a], &y = seen[b];
+    const bool xu = x.offload && !x.offload_timing_known, yu = y.offload && !y.offload_timing_known;
+    if (xu != yu) return !xu;
+    if (xu && yu) {
+      if (x.offload_exposed_s != y.offload_exposed_s)
+        return x.offload_exposed_s < y.offload_exposed_s;
+    } else if (lost(x) != lost(y)) {
+      return lost(x) < lost(y);
+    }
+    if (x.offload != y.offload) return !x.offload;
+    return x.recompute_overhead_pct < y.recompute_overhead_pct ||
+           (x.recompute_overhead_pct == y.recompute_overhead_pct && x.peak_bytes < y.peak_bytes);
+  });
+  if (!order.empty()) out.screened_best = seen[order.front()];
+  std::size_t checks = 0;
+  for (std::size_t i : order) {
+    if (checks++ == kMaxPlanDeviceChecks) break;
+    auto d = device_memory(e, &gpu, &policies[i], false);
+    ++out.device_checks;
+    if (d.ok() && d.value().fits) {
+      out.best = seen[i];
+      out.found = true;
+      break;
+    }
+    seen[i].fits = false;  // the tensors fit, the device does not
+  }
+  // Pareto front over the on-GPU policies simulated: no other point has both less overhead and a
+  // lower peak. Offload points are listed after it.
+  std::vector<PlanPoint> sorted;
+  for (const PlanPoint& pt : seen)
+    if (!pt.offload) sorted.push_back(pt);
+  std::sort(sorted.begin(), sorted.end(), [](const PlanPoint& x, const PlanPoint& y) {
+    return x.recompute_overhead_pct < y.recompute_overhead_pct ||
+           (x.recompute_overhead_pct == y.recompute_overhead_pct && x.peak_bytes < y.peak_bytes);
+  });
+  Bytes best_peak = kMaxBytes;
+  for (const PlanPoint& pt : sorted)
+    if (pt.peak_bytes < best_peak) {
+      out.pareto.push_back(pt);
+      best_peak = pt.peak_bytes;
+    }
+  for (const PlanPoint& pt : seen)
+    if (pt.offload) out.offload.push_back(pt);
+  return out;
+}
+
+Result<Sweep> sweep(const ModelSpec& m, const TrainConfig& c,
+                    const std::vector<std::uint64_t>& micro_batches,
+                    const std::vector<std::uint64_t>& seqs) {
+  auto base = make_setup(m, c);
+  if (!base.ok()) return base.error();
+  Evaluation ev;
+  Sweep s;
+  s.micro_batches = micro_batches;
+  s.seqs = seqs;
+  for (std::uint64_t b : micro_batches) {
+    std::vector<std::int64_t> row;
+    for (std::uint64_t q : seqs) {
+      TrainConfig t = base.value().config;
+      t.micro_batch = b;
+      t.seq = q;
+      auto p = peak_of(m, t, &ev);
+      row.push_back(p.ok() ? static_cast<std::int64_t>(p.value()) : -1);
+    }
+    s.peak_bytes.push_back(row);
+  }
+  return s;
+}
+
+}  // namespace actmem

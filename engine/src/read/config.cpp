@@ -1,0 +1,695 @@
+// Reads training configs and GPU specs, and resolves preset ids against the compiled-in presets.
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "actmem/json_io.hpp"
+#include "actmem/names/names.hpp"
+#include "actmem/read/presets.hpp"
+#include "actmem/core/size.hpp"
+#include "read/json_read.hpp"
+
+namespace actmem {
+
+using detail::json;
+
+namespace {
+
+const char* const kConfigKeys[] = {"micro_batch",
+                                   "seq",
+                                   "grad_accum",
+                                   "dtype",
+                                   "param_dtype",
+                                   "grad_dtype",
+                                   "master_weights",
+                                   "optimizer",
+                                   "dropout",
+                                   "attention_dropout",
+                                   "hidden_dropout",
+                                   "attention",
+                                   "profile",
+                                   "tp",
+                                   "sp",
+                                   "pp",
+                                   "vpp",
+                                   "cp",
+                                   "dp",
+                                   "zero",
+                                   "ep",
+                                   "recompute",
+                                   "offload",
+                                   "gpu",
+                                   "gpu_memory_bytes",
+                                   "gpu_memory",
+                                   "schedule",
+                                   "micro_batches",
+                                   "layer_split",
+                                   "fragmentation_pct",
+                                   "moe_imbalance",
+                                   "mtp",
+                                   "custom_keep",
+                                   "cublas_workspace_bytes",
+                                   "grad_bucket_bytes",
+                                   "optimizer_dtype",
+                                   "alloc_conf",
+                                   "cuda_context_bytes",
+                                   "nccl_comm_bytes",
+                                   "gpus_per_node",
+                                   "device_stages",
+                                   "framework",
+                                   "shard_group",
+                                   "dp_replicate",
+                                   "reshard_after_forward",
+                                   "accumulate_unsharded",
+                                   "loss",
+                                   "optimizer_offload",
+                                   "lora_rank",
+                                   "lora_targets",
+                                   "lora_dropout",
+                                   "lora_dtype",
+                                   "qlora",
+                                   "float8",
+                                   "ddp_bucket_view",
+                                   "async_tp",
+                                   "float8_all_gather",
+                                   "fp8_amax_history"};
+constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
+
+}  // namespace
+
+namespace {
+
+// Every key of one config object read into c (config_from_json applies a framework's defaults
+// around it).
+Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
+  auto u = [&](const char* k, std::uint64_t* out, bool allow_zero = false) -> std::optional<Error> {
+    if (!j.contains(k)) return std::nullopt;
+    return detail::read_uint(j[k], std::string("config.") + k, out, allow_zero);
+  };
+  auto b = [&](const char* k, bool* out) -> std::optional<Error> {
+    if (!j.contains(k)) return std::nullopt;
+    return detail::read_bool(j[k], std::string("config.") + k, out);
+  };
+  auto choice = [&](const char* k, auto parse, auto* out,
+                    const std::string& allowed) -> std::optional<Error> {
+    if (!j.contains(k)) return std::nullopt;
+    const std::string field = std::string("config.") + k;
+    std::string s;
+    ACTMEM_TRY(detail::read_string(j[k], field, &s));
+    if (!parse(s, out))
+      return make_error(
+          "invalid_value", field,
+          field + ": '" + detail::key_text(s) + "' is not allowed; allowed: " + allowed);
+    return std::nullopt;
+  };
+  auto prob = [&](const char* k, double* out) -> std::optional<Error> {
+    if (!j.contains(k)) return std::nullopt;
+    const std::string field = std::string("config.") + k;
+    ACTMEM_TRY(detail::read_double(j[k], field, out));
+    if (*out < 0.0 || *out >= 1.0)
+      return make_error("invalid_value", field,
+                        field + ": must be in [0, 1), got " + detail::short_dump(j[k]));
+    return std::nullopt;
+  };
+  ACTMEM_TRY(u("micro_batch", &c.micro_batch));
+  ACTMEM_TRY(u("seq", &c.seq));
+  ACTMEM_TRY(u("grad_accum", &c.grad_accum));
+  ACTMEM_TRY(choice("dtype", parse_float_dtype, &c.act_dtype, float_dtype_table().list()));
+  ACTMEM_TRY(choice("param_dtype", parse_float_dtype, &c.param_dtype, float_dtype_table().list()));
+  ACTMEM_TRY(choice("grad_dtype", parse_float_dtype, &c.grad_dtype, float_dtype_table().list()));
+  ACTMEM_TRY(b("master_weights", &c.master_weights));
+  ACTMEM_TRY(choice("optimizer", parse_optimizer, &c.optimizer, optimizer_table().list()));
+  double dropout = -1.0;
+  ACTMEM_TRY(prob("dropout", &dropout));
+  if (dropout >= 0.0) c.attention_dropout = c.hidden_dropout = dropout;
+  ACTMEM_TRY(prob("attention_dropout", &c.attention_dropout));
+  ACTMEM_TRY(prob("hidden_dropout", &c.hidden_dropout));
+  // dropout sets both rates: a specific rate given beside it with another value would silently
+  // win over it, so the two are a conflict naming both (as grad_accum and micro_batches are).
+  for (const char* k : {"attention_dropout", "hidden_dropout"})
+    if (dropout >= 0.0 && j.contains(k) && j[k] != j["dropout"])
+      return make_error("invalid_value", std::string("config.") + k,
+                        std::string("config.") + k + ": " + detail::short_dump(j[k]) +
+                            " conflicts with config.dropout: " + detail::short_dump(j["dropout"]) +
+                            " (dropout sets both rates); give one");
+  ACTMEM_TRY(choice("attention", parse_attention, &c.attention, attention_table().list()));
+  ACTMEM_TRY(choice("profile", parse_profile, &c.profile, profile_table().list()));
+  ACTMEM_TRY(u("tp", &c.par.tp));
+  ACTMEM_TRY(b("sp", &c.par.sp));
+  ACTMEM_TRY(u("pp", &c.par.pp));
+  ACTMEM_TRY(u("vpp", &c.par.vpp));
+  ACTMEM_TRY(u("cp", &c.par.cp));
+  ACTMEM_TRY(u("dp", &c.par.dp));
+  std::uint64_t zero = static_cast<std::uint64_t>(c.par.zero);
+  ACTMEM_TRY(u("zero", &zero, true));
+  if (zero > 3)
+    return make_error(
+        "invalid_value", "config.zero",
+        "config.zero: " + std::to_string(zero) + " is not a ZeRO stage; allowed: 0, 1, 2, 3");
+  c.par.zero = static_cast<int>(zero);
+  ACTMEM_TRY(u("ep", &c.par.ep));
+  ACTMEM_TRY(choice("framework", parse_framework, &c.framework, framework_table().list()));
+  ACTMEM_TRY(
+      choice("shard_group", parse_shard_group, &c.par.shard_group, shard_group_table().list()));
+  ACTMEM_TRY(u("dp_replicate", &c.par.dp_replicate));
+  ACTMEM_TRY(b("reshard_after_forward", &c.reshard_after_forward));
+  ACTMEM_TRY(b("accumulate_unsharded", &c.accumulate_unsharded));
+  ACTMEM_TRY(b("optimizer_offload", &c.optimizer_offload));
+  ACTMEM_TRY(b("ddp_bucket_view", &c.ddp_bucket_view));
+  ACTMEM_TRY(b("async_tp", &c.async_tp));
+  ACTMEM_TRY(b("float8_all_gather", &c.float8_all_gather));
+  ACTMEM_TRY(u("fp8_amax_history", &c.fp8_amax_history));
+  if (c.fp8_amax_history > (std::uint64_t{1} << 20))
+    return make_error("invalid_value", "config.fp8_amax_history",
+                      "config.fp8_amax_history: " + std::to_string(c.fp8_amax_history) +
+                          " is more than the 1048576 allowed");
+  ACTMEM_TRY(choice("float8", parse_float8, &c.float8, float8_table().list()));
+  // LoRA: the rank turns it on; the targets are linear names (docs/frameworks.md, LoRA).
+  ACTMEM_TRY(u("lora_rank", &c.lora.rank, true));
+  if (c.lora.rank > (std::uint64_t{1} << 20))
+    return make_error(
+        "invalid_value", "config.lora_rank",
+        "config.lora_rank: " + std::to_string(c.lora.rank) + " is more than the 1048576 allowed");
+  if (j.contains("lora_targets")) {
+    static const char* const kLinears[] = {"q_proj",  "k_proj",    "v_proj", "o_proj", "gate_proj",
+                                           "up_proj", "down_proj", "fc1",    "fc2"};
+    const json& a = j["lora_targets"];
+    if (!a.is_array() || a.size() > 9)
+      return make_error("wrong_type", "config.lora_targets",
+                        "config.lora_targets: must be an array of at most 9 linear names such as "
+                        "\"q_proj\"");
+    c.lora.targets.clear();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string field = "config.lora_targets[" + std::to_string(i) + "]";
+      std::string id;
+      ACTMEM_TRY(detail::read_string(a[i], field, &id));
+      bool known = false;
+      for (const char* k : kLinears) known = known || id == k;
+      if (!known)
+        return make_error("invalid_value", field,
+                          field + ": '" + detail::key_text(id) +
+                              "' is not allowed; allowed: q_proj, k_proj, v_proj, o_proj, "
+                              "gate_proj, up_proj, down_proj, fc1, fc2");
+      if (c.lora.targets_linear(id))
+        return make_error("invalid_value", field, field + ": '" + id + "' is listed twice");
+      c.lora.targets.push_back(id);
+    }
+  }
+  ACTMEM_TRY(prob("lora_dropout", &c.lora.dropout));
+  ACTMEM_TRY(choice("lora_dtype", parse_float_dtype, &c.lora.dtype, float_dtype_table().list()));
+  ACTMEM_TRY(b("qlora", &c.lora.qlora));
+  ACTMEM_TRY(choice("loss", parse_loss, &c.loss, loss_names()));
+  ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, recompute_names()));
+  ACTMEM_TRY(b("offload", &c.recompute.offload));
+  ACTMEM_TRY(b("mtp", &c.mtp));
+  if (j.contains("gpu")) {
+    ACTMEM_TRY(detail::read_string(j["gpu"], "config.gpu", &c.gpu_id));
+    if (!find_preset("gpus", c.gpu_id))
+      return make_error("unknown_preset", "config.gpu",
+                        "config.gpu: unknown GPU '" + detail::key_text(c.gpu_id) +
+                            "'; allowed: " + preset_ids("gpus"));
+  }
+  ACTMEM_TRY(u("gpu_memory_bytes", &c.gpu_bytes));
+  if (c.gpu_bytes > kMaxBytes)
+    return make_error(
+        "invalid_value", "config.gpu_memory_bytes",
+        "config.gpu_memory_bytes: " + std::to_string(c.gpu_bytes) + " exceeds 2^63-1 bytes");
+  // gpu_memory: a size as text ("80GiB"), parsed exactly (size.hpp); one of the two keys.
+  if (j.contains("gpu_memory")) {
+    if (j.contains("gpu_memory_bytes"))
+      return make_error("invalid_value", "config.gpu_memory",
+                        "config.gpu_memory: give gpu_memory or gpu_memory_bytes, not both");
+    std::string text;
+    ACTMEM_TRY(detail::read_string(j["gpu_memory"], "config.gpu_memory", &text));
+    if (!parse_size(text, &c.gpu_bytes))
+      return make_error("invalid_value", "config.gpu_memory",
+                        "config.gpu_memory: '" + detail::key_text(text) +
+                            "' is not a size; allowed: " + kSizeAllowed);
+  }
+  ACTMEM_TRY(choice("schedule", parse_schedule, &c.schedule, schedule_table().list()));
+  ACTMEM_TRY(u("micro_batches", &c.grad_accum));  // the pipeline name for grad_accum
+  if (j.contains("grad_accum") && j.contains("micro_batches") &&
+      j["grad_accum"] != j["micro_batches"])
+    return make_error(
+        "invalid_value", "config.micro_batches",
+        "config.micro_batches: " + detail::short_dump(j["micro_batches"]) +
+            " conflicts with config.grad_accum: " + detail::short_dump(j["grad_accum"]) +
+            " (two names for the micro-batches per step); give one");
+  // Fixed per-GPU buffers: bounded so that the sums they join cannot overflow and blame another
+  // field; a petabyte is a million times any real workspace or bucket.
+  for (auto [k, out] :
+       {std::pair<const char*, Bytes*>{"cublas_workspace_bytes", &c.cublas_workspace},
+        {"grad_bucket_bytes", &c.grad_bucket}}) {
+    ACTMEM_TRY(u(k, out, true));
+    if (*out > kMaxBufferBytes)
+      return make_error("invalid_value", std::string("config.") + k,
+                        std::string("config.") + k + ": " + std::to_string(*out) +
+                            " is more than the 2^50 bytes (1 PiB) allowed");
+  }
+  // The fixed costs' overrides (device.hpp); absent, the documented defaults.
+  for (auto [k, out] : {std::pair<const char*, Bytes*>{"cuda_context_bytes", &c.cuda_context_bytes},
+                        {"nccl_comm_bytes", &c.nccl_comm_bytes}}) {
+    if (!j.contains(k)) continue;
+    Bytes v = 0;
+    ACTMEM_TRY(u(k, &v, true));
+    if (v > kMaxBufferBytes)
+      return make_error("invalid_value", std::string("config.") + k,
+                        std::string("config.") + k + ": " + std::to_string(v) +
+                            " is more than the 2^50 bytes (1 PiB) allowed");
+    *out = v;
+  }
+  if (j.contains("device_stages")) {
+    std::string which;
+    ACTMEM_TRY(detail::read_string(j["device_stages"], "config.device_stages", &which));
+    if (which != "worst" && which != "all")
+      return make_error("invalid_value", "config.device_stages",
+                        "config.device_stages: '" + detail::key_text(which) +
+                            "' is not allowed; allowed: worst (the most loaded stage), all");
+    c.device_all_stages = which == "all";
+  }
+  ACTMEM_TRY(u("gpus_per_node", &c.gpus_per_node));
+  if (c.gpus_per_node > kMaxGpusPerNode)
+    return make_error("invalid_value", "config.gpus_per_node",
+                      "config.gpus_per_node: " + std::to_string(c.gpus_per_node) +
+                          " is more than the " + std::to_string(kMaxGpusPerNode) + " allowed");
+  ACTMEM_TRY(
+      choice("optimizer_dtype", parse_float_dtype, &c.optimizer_dtype, float_dtype_table().list()));
+  if (j.contains("alloc_conf")) {
+    std::string text;
+    ACTMEM_TRY(detail::read_string(j["alloc_conf"], "config.alloc_conf", &text));
+    const std::string err = parse_alloc_conf(text, &c.alloc);
+    if (!err.empty())
+      return make_error("invalid_value", "config.alloc_conf", "config.alloc_conf: " + err);
+  }
+  if (j.contains("fragmentation_pct")) {
+    ACTMEM_TRY(detail::read_double(j["fragmentation_pct"], "config.fragmentation_pct",
+                                   &c.fragmentation_pct));
+    if (c.fragmentation_pct < 0 || c.fragmentation_pct > 100)
+      return make_error("invalid_value", "config.fragmentation_pct",
+                        "config.fragmentation_pct: must be between 0 and 100");
+  }
+  if (j.contains("moe_imbalance"))
+    ACTMEM_TRY(detail::read_double(j["moe_imbalance"], "config.moe_imbalance", &c.moe_imbalance));
+  if (j.contains("layer_split")) {
+    const json& a = j["layer_split"];
+    if (!a.is_array() || a.size() > kMaxLayerSplitEntries)
+      return make_error(
+          "wrong_type", "config.layer_split",
+          "config.layer_split: must be an array of layer counts, one per pipeline stage (at most " +
+              std::to_string(kMaxLayerSplitEntries) + ")");
+    c.layer_split.clear();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      std::uint64_t n = 0;
+      ACTMEM_TRY(detail::read_uint(a[i], "config.layer_split[" + std::to_string(i) + "]", &n));
+      c.layer_split.push_back(n);
+    }
+  }
+  if (j.contains("custom_keep") && (c.recompute.ops || !c.recompute.op_policy.empty()) &&
+      !(j["custom_keep"].is_array() && j["custom_keep"].empty()))
+    return make_error("invalid_value", "config.custom_keep",
+                      "config.custom_keep: recompute " + detail::short_dump(j["recompute"]) +
+                          " names the ops it saves; give the ids there, not in custom_keep");
+  if (j.contains("custom_keep") && !c.recompute.ops && c.recompute.op_policy.empty()) {
+    const json& a = j["custom_keep"];
+    if (!a.is_array() || a.size() > kMaxCustomKeep)
+      return make_error("wrong_type", "config.custom_keep",
+                        "config.custom_keep: must be an array of at most " +
+                            std::to_string(kMaxCustomKeep) + " tensor ids such as \"attn.qkv_in\"");
+    c.recompute.custom_keep.clear();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      std::string id;
+      ACTMEM_TRY(detail::read_string(a[i], "config.custom_keep[" + std::to_string(i) + "]", &id));
+      c.recompute.custom_keep.push_back(id);
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
+  if (!j.is_object())
+    return make_error("wrong_type", "config",
+                      "config: must be a JSON object, got " + detail::kind_of(j));
+  ACTMEM_TRY(detail::check_keys(j, "config", kConfigKeys, kNumConfigKeys));
+  auto first = read_config_keys(j, c);
+  if (!first.ok()) return first;
+  // A framework fills the keys the user left out with its documented defaults (framework.cpp),
+  // read by the same reader; the user's keys win.
+  const auto defaults =
+      framework_defaults(first.value(), [&](const char* k) { return j.contains(k); });
+  if (defaults.empty()) return first;
+  json merged = j;
+  std::vector<FrameworkDefault> filled;
+  for (const FrameworkDefault& d : defaults)
+    if (!j.contains(d.key)) {
+      merged[d.key] = json::parse(d.value);
+      filled.push_back(d);
+    }
+  auto out = read_config_keys(merged, c);
+  if (out.ok()) out.value().framework_filled = filled;
+  return out;
+}
+
+Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {
+  if (!j.is_object()) return make_error("wrong_type", "gpu", "gpu: must be a JSON object");
+  static const char* const kKeys[] = {"name",
+                                      "memory_bytes",
+                                      "memory_note",
+                                      "source",
+                                      "bf16_dense_tflops",
+                                      "memory_bandwidth_gbs",
+                                      "reported_memory_bytes",
+                                      "driver_reserved_bytes",
+                                      "reported_memory_source",
+                                      "context_bytes",
+                                      "context_source",
+                                      "host_link_gbs",
+                                      "host_link_source",
+                                      "host_memory_per_gpu_bytes",
+                                      "host_memory_source"};
+  ACTMEM_TRY(detail::check_keys(j, "gpu", kKeys, sizeof(kKeys) / sizeof(kKeys[0])));
+  GpuSpec g;
+  g.id = id;
+  g.name = id;
+  if (j.contains("name")) ACTMEM_TRY(detail::read_string(j["name"], "gpu.name", &g.name));
+  if (!j.contains("memory_bytes"))
+    return make_error("missing_key", "gpu.memory_bytes", "gpu.memory_bytes: required");
+  ACTMEM_TRY(detail::read_uint(j["memory_bytes"], "gpu.memory_bytes", &g.memory_bytes));
+  if (g.memory_bytes > kMaxBytes)
+    return make_error("invalid_value", "gpu.memory_bytes", "gpu.memory_bytes: exceeds 2^63-1");
+  if (j.contains("source")) ACTMEM_TRY(detail::read_string(j["source"], "gpu.source", &g.source));
+  // The figures the device verdict uses (device.hpp): the total nvidia-smi reports, the driver's
+  // reserved part of it, the measured CUDA context.
+  for (auto [k, out] : {std::pair<const char*, Bytes*>{"reported_memory_bytes", &g.reported_bytes},
+                        {"driver_reserved_bytes", &g.driver_reserved_bytes},
+                        {"context_bytes", &g.context_bytes}}) {
+    if (!j.contains(k)) continue;
+    ACTMEM_TRY(detail::read_uint(j[k], std::string("gpu.") + k, out));
+    if (*out > kMaxBufferBytes * 8)
+      return make_error("invalid_value", std::string("gpu.") + k,
+                        std::string("gpu.") + k + ": more than 2^53 bytes");
+  }
+  if (g.driver_reserved_bytes >= (g.reported_bytes ? g.reported_bytes : 1) &&
+      g.driver_reserved_bytes != 0)
+    return make_error("invalid_value", "gpu.driver_reserved_bytes",
+                      "gpu.driver_reserved_bytes: must be less than gpu.reported_memory_bytes");
+  if (j.contains("reported_memory_source"))
+    ACTMEM_TRY(detail::read_string(j["reported_memory_source"], "gpu.reported_memory_source",
+                                   &g.reported_source));
+  if (j.contains("context_source"))
+    ACTMEM_TRY(detail::read_string(j["context_source"], "gpu.context_source", &g.context_source));
+  for (auto [k, out] : {std::pair<const char*, double*>{"bf16_dense_tflops", &g.bf16_tflops},
+                        {"host_link_gbs", &g.host_link_gbs}}) {
+    if (!j.contains(k)) continue;
+    ACTMEM_TRY(detail::read_double(j[k], std::string("gpu.") + k, out));
+    if (!(*out > 0 && *out < 1e6))
+      return make_error("invalid_value", std::string("gpu.") + k,
+                        std::string("gpu.") + k + ": must be a positive number below 10^6");
+  }
+  if (j.contains("host_memory_per_gpu_bytes")) {
+    ACTMEM_TRY(detail::read_uint(j["host_memory_per_gpu_bytes"], "gpu.host_memory_per_gpu_bytes",
+                                 &g.host_memory_bytes));
+    if (g.host_memory_bytes > kMaxBytes)
+      return make_error("invalid_value", "gpu.host_memory_per_gpu_bytes",
+                        "gpu.host_memory_per_gpu_bytes: exceeds 2^63-1");
+  }
+  if (j.contains("host_memory_source"))
+    ACTMEM_TRY(detail::read_string(j["host_memory_source"], "gpu.host_memory_source",
+                                   &g.host_memory_source));
+  if (j.contains("host_link_source"))
+    ACTMEM_TRY(
+        detail::read_string(j["host_link_source"], "gpu.host_link_source", &g.host_link_source));
+  return g;
+}
+
+const PresetText* find_preset(const std::string& kind, const std::string& id) {
+  for (const auto& p : all_presets())
+    if (kind == p.kind && id == p.id) return &p;
+  return nullptr;
+}
+
+std::string preset_ids(const std::string& kind) {
+  std::string s;
+  for (const auto& p : all_presets())
+    if (kind == p.kind) s += (s.empty() ? "" : ", ") + std::string(p.id);
+  return s;
+}
+
+namespace {
+
+// One streaming pass over the text before any tree is built (nlohmann's SAX parser keeps its own
+// stack, so it never recurses): it stops at the first of
+// - nesting deeper than kMaxJsonDepth (a recursive copy of 100,000 nested objects overflowed the
+//   CLI's stack),
+// - more than kMaxJsonValues values (16 MiB of "[{},{},...]" built a 1 GB tree),
+// - a key given twice in one object (nlohmann keeps the last silently: {"seq": 2048, "seq": 4}
+//   would answer for 4 without a word),
+// - a syntax error, remembering where.
+struct Scan : json::json_sax_t {
+  enum class Stop { none, too_deep, too_many, duplicate, malformed };
+  struct Frame {
+    bool object = false;
+    std::set<std::string> keys;
+    std::string key;        // the object's current key
+    std::size_t index = 0;  // the array's next element
+  };
+  Stop stop = Stop::none;
+  std::size_t values = 0, error_pos = 0;
+  std::string overflow;  // a number too large for a double (nlohmann's out_of_range 406), by key
+  std::string path;      // where a duplicate key was found
+  std::vector<Frame> stack;
+
+  bool value() {
+    if (!stack.empty() && !stack.back().object) ++stack.back().index;
+    if (++values > kMaxJsonValues) return halt(Stop::too_many);
+    return true;
+  }
+  bool halt(Stop s) {
+    stop = s;
+    return false;
+  }
+  bool open(bool object) {
+    if (!value()) return false;
+    if (stack.size() >= kMaxJsonDepth) return halt(Stop::too_deep);
+    stack.push_back(Frame{object, {}, {}, 0});
+    return true;
+  }
+  bool close() {
+    stack.pop_back();
+    return true;
+  }
+  std::string where() const {
+    std::string s;
+    for (const Frame& f : stack)
+      s += f.object ? "." + detail::key_text(f.key)
+                    : "[" + std::to_string(f.index == 0 ? 0 : f.index - 1) + "]";
+    // One line: a path through 64 levels of long keys keeps its last 120 characters.
+    if (s.size() > 120) s = "..." + s.substr(s.size() - 117);
+    return s;
+  }
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool key(string_t& k) override {
+    Frame& f = stack.back();
+    f.key = k;
+    if (!f.keys.insert(k).second) {
+      path = where();
+      return halt(Stop::duplicate);
+    }
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t p, const std::string& token,
+                   const nlohmann::detail::exception& ex) override {
+    error_pos = p;
+    // 1e400 is valid JSON that no double holds: name the key it stands under, not a byte.
+    if (ex.id == 406 && !stack.empty()) {
+      if (!stack.back().object) ++stack.back().index;  // the element being read
+      path = where();
+      overflow = token.size() > 40 ? token.substr(0, 37) + "..." : token;
+    }
+    return halt(Stop::malformed);
+  }
+};
+
+// Python's json module writes the non-finite floats as the bare tokens NaN, Infinity and
+// -Infinity, and the Hub serves config.json files holding them (Nemotron-H's
+// "time_step_limit": [0.0, Infinity]). They are not JSON (RFC 8259 section 6), so each one
+// standing where a value starts is rewritten as the string of the same name: a key that does not
+// change memory takes it like any value, a key read as a number refuses it naming the field and
+// the token. `shifts` records where each rewrite added its two quotes, so a later syntax error
+// can be reported at its byte in the original text.
+std::string quote_python_nonfinite(const std::string& text, std::vector<std::size_t>* shifts) {
+  static const char* const kTokens[] = {"-Infinity", "Infinity", "NaN"};
+  std::string out;
+  bool in_string = false;
+  char last = '\0';        // the last non-space character outside strings
+  std::vector<char> open;  // the containers around this point: '{' or '[' (a value follows ','
+                           // only inside an array; inside an object a key does)
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size())
+        out += text[++i];
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    const bool value_here = last == '\0' || last == ':' || last == '[' ||
+                            (last == ',' && !open.empty() && open.back() == '[');
+    if (value_here) {
+      bool matched = false;
+      for (const char* t : kTokens) {
+        const std::size_t n = std::strlen(t);
+        const char after = i + n < text.size() ? text[i + n] : ' ';
+        if (text.compare(i, n, t) == 0 &&
+            (after == ' ' || after == '\t' || after == '\n' || after == '\r' || after == ',' ||
+             after == ']' || after == '}')) {
+          if (shifts) shifts->push_back(out.size());
+          out += '"';
+          out.append(t, n);
+          out += '"';
+          i += n - 1;
+          last = '"';
+          matched = true;
+          break;
+        }
+      }
+      if (matched) continue;
+    }
+    out += c;
+    if (c == '{' || c == '[') {
+      if (open.size() <= kMaxJsonDepth) open.push_back(c);  // deeper is refused by the scan
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    }
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') last = c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<json> parse_json_text(const std::string& raw, const std::string& field) {
+  if (raw.size() > kMaxJsonTextBytes)
+    return make_error("too_large", field,
+                      field + ": " + std::to_string(raw.size()) + " bytes is more than the " +
+                          std::to_string(kMaxJsonTextBytes) +
+                          " bytes a request, model or config may have");
+  // nlohmann reads a NUL byte as the end of the text: "{...}\0anything" would parse as "{...}".
+  // JSON has no raw NUL anywhere (RFC 8259 section 7), so one is an error where it stands.
+  const std::size_t nul = raw.find('\0');
+  if (nul != std::string::npos)
+    return make_error(
+        "malformed_json", field,
+        field + ": a NUL byte at byte " + std::to_string(nul) + " (JSON text holds none)");
+  std::vector<std::size_t> shifts;
+  const bool python =
+      raw.find("NaN") != std::string::npos || raw.find("Infinity") != std::string::npos;
+  const std::string rewritten = python ? quote_python_nonfinite(raw, &shifts) : std::string();
+  const std::string& text = python ? rewritten : raw;
+  Scan scan;
+  json::sax_parse(text, &scan, json::input_format_t::json, true);
+  switch (scan.stop) {
+    case Scan::Stop::none:
+      break;
+    case Scan::Stop::too_deep:
+      return make_error("too_deep", field,
+                        field + ": nests objects and arrays more than " +
+                            std::to_string(kMaxJsonDepth) + " levels deep");
+    case Scan::Stop::too_many:
+      return make_error("too_large", field,
+                        field + ": holds more than the " + std::to_string(kMaxJsonValues) +
+                            " JSON values a request, model or config may have");
+    case Scan::Stop::duplicate: {
+      // A request's keys are named from its top ("config.seq"), a file's from its role
+      // ("model.num_hidden_layers"), as every other error names them.
+      const std::string at =
+          field == "request" && !scan.path.empty() ? scan.path.substr(1) : field + scan.path;
+      return make_error("duplicate_key", at,
+                        at + ": given twice in one object; allowed: each key once");
+    }
+    case Scan::Stop::malformed: {
+      if (!scan.overflow.empty()) {
+        const std::string at =
+            field == "request" && !scan.path.empty() ? scan.path.substr(1) : field + scan.path;
+        return make_error("invalid_value", at,
+                          at + ": " + detail::key_text(scan.overflow) +
+                              " is out of range (a JSON number here must fit a double)");
+      }
+      std::size_t pos = scan.error_pos;
+      for (std::size_t s : shifts)
+        if (s < scan.error_pos) pos -= 2;  // back to the original text's bytes
+      return make_error("malformed_json", field,
+                        field + ": malformed JSON near byte " + std::to_string(pos) +
+                            " (comments, single quotes and trailing commas are not JSON)");
+    }
+  }
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded())  // the scan accepted it, so this cannot happen; never answer silently
+    return make_error("malformed_json", field, field + ": malformed JSON");
+  return j;
+}
+
+namespace {
+
+// Each model preset parsed once: the presets are compiled in and never change, so every request
+// naming one reuses its ModelSpec (and the warnings reading it gave). Built on first use, then
+// read only.
+struct ParsedPreset {
+  std::string id;
+  Result<ModelSpec> model;
+  std::vector<std::string> warnings;
+};
+
+const std::vector<ParsedPreset>& parsed_presets() {
+  static const std::vector<ParsedPreset> all = [] {
+    std::vector<ParsedPreset> v;
+    for (const PresetText& p : all_presets()) {
+      if (std::string(p.kind) != "models") continue;
+      std::vector<std::string> w;
+      auto j = parse_json_text(p.json, "preset");
+      Result<ModelSpec> m = j.ok() ? model_from_json(j.value(), p.id, &w) : j.error();
+      v.push_back(ParsedPreset{p.id, std::move(m), std::move(w)});
+    }
+    return v;
+  }();
+  return all;
+}
+
+}  // namespace
+
+Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* warnings) {
+  for (const ParsedPreset& p : parsed_presets())
+    if (p.id == id) {
+      if (warnings) warnings->insert(warnings->end(), p.warnings.begin(), p.warnings.end());
+      return p.model;
+    }
+  return make_error(
+      "unknown_preset", "preset",
+      "preset: unknown model '" + detail::key_text(id) + "'; allowed: " + preset_ids("models"));
+}
+
+Result<GpuSpec> gpu_preset(const std::string& id) {
+  const PresetText* p = find_preset("gpus", id);
+  if (!p)
+    return make_error(
+        "unknown_preset", "config.gpu",
+        "config.gpu: unknown GPU '" + detail::key_text(id) + "'; allowed: " + preset_ids("gpus"));
+  auto j = parse_json_text(p->json, "gpu");
+  if (!j.ok()) return j.error();
+  return gpu_from_json(j.value(), id);
+}
+
+}  // namespace actmem

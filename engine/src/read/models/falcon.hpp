@@ -1,0 +1,23 @@
+// Internal: reads a Falcon config.json (transformers configuration_falcon.py) into a ModelSpec.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actmem/core/error.hpp"
+#include "actmem/model/model.hpp"
+
+namespace actmem::detail {
+
+// "falcon" and "RefinedWebModel" (the remote-code name of Falcon-7B's first config files).
+bool is_falcon_type(const std::string& model_type);
+
+// Reads the architecture keys of a Falcon config into *out (whose id, name and metadata are set);
+// keys that change memory in ways not modelled (ALiBi, dropout, other activations) are errors.
+std::optional<Error> read_falcon(const nlohmann::json& j, ModelSpec* out,
+                                 std::vector<std::string>* warnings);
+
+}  // namespace actmem::detail

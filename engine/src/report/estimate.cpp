@@ -1,0 +1,457 @@
+// The estimate: per-stage activations (pipeline in-flight counts), static memory, totals, KV cache.
+#include "actmem/report/estimate.hpp"
+
+#include <algorithm>
+
+#include "actmem/step/evaluation.hpp"
+#include "actmem/inventory/flops.hpp"
+#include "actmem/schedules/schedule.hpp"
+#include "actmem/config/sharding.hpp"
+#include "actmem/report/timeline.hpp"
+#include "report/explain.hpp"
+#include "setup/overflow.hpp"
+
+namespace actmem {
+
+namespace {
+
+constexpr const char* kKorthikantiPP =
+    "Korthikanti et al. 2022, Sec. 4.2.3: the first stage holds p micro-batches; interleaving "
+    "multiplies by 1 + (p-1)/(p·v)";
+
+Bytes sum_bytes(const std::vector<const TensorRecord*>& recs, Checked& ck, const char* field) {
+  Bytes s = 0;
+  for (const auto* r : recs) s = ck.add(s, r->bytes, field);
+  return s;
+}
+
+std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
+  std::vector<const TensorRecord*> out;
+  for (const auto& r : v) out.push_back(&r);
+  return out;
+}
+
+}  // namespace
+
+// Everything that depends on config.recompute (per-layer choices, the evaluation, the per-stage
+// view, fits) on an estimate whose setup is built (make_setup made the costs for this policy).
+static std::optional<Error> apply_recompute(Estimate& e) {
+  const TrainConfig& c = e.config;
+  if (auto err = evaluate(e, c.recompute, &e.eval)) return *err;
+  // The per-stage view: the setup's layers, the policy's choices, the evaluation's numbers.
+  e.stages.resize(e.ranks.size());
+  for (std::size_t i = 0; i < e.ranks.size(); ++i) {
+    const RankSetup& rk = e.ranks[i];
+    const StageEval& ev = e.eval.stages[i];
+    Stage& st = e.stages[i];
+    st.index = rk.index;
+    st.layers = rk.layers;
+    st.chunk_sizes = rk.chunk_sizes;
+    st.chunk_first = rk.chunk_first;
+    st.chunk_layers = rk.chunk_sizes[0];
+    st.chunk_choices.clear();
+    for (std::uint64_t n : rk.chunk_sizes)
+      st.chunk_choices.push_back(layer_choices(c.recompute, n));
+    st.choices = st.chunk_choices[0];
+    st.in_flight = ev.in_flight;
+    st.kept_layer_slots = ev.kept_layer_slots;
+    st.act = ev.act;
+    st.stat = rk.stat;
+    st.total_bytes = ev.total_bytes;
+    st.peak_bytes = ev.peak_bytes;
+    st.peak_at = event_label(ev.peak_at);
+    st.peak_activations = ev.at_peak.activations;
+    st.peak_recompute = ev.at_peak.recompute;
+    st.peak_transients = ev.at_peak.transients;
+    st.peak_fragmentation = ev.fragmentation_bytes;
+  }
+  e.worst_stage = e.eval.worst;
+  e.recompute_overhead_pct = e.eval.recompute_overhead_pct;
+  if (e.has_gpu) {
+    const Bytes need = e.worst().peak_bytes;
+    e.fits = need <= e.gpu.memory_bytes;
+    e.headroom_bytes =
+        static_cast<std::int64_t>(e.gpu.memory_bytes) - static_cast<std::int64_t>(need);
+  }
+  return std::nullopt;
+}
+
+Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu,
+                          bool explain) {
+  auto setup = make_setup(m, c_in);
+  if (!setup.ok()) return setup.error();
+  Estimate e;
+  static_cast<Setup&>(e) = std::move(setup.value());
+  const TrainConfig& c = e.config;
+  const Parallel& p = c.par;
+  Checked ck;
+  const KindEstimate& k0 = e.kinds[0];
+  const LayerKind& k0_kind = m.kinds[0];
+  const LayerInventory& I = k0.inventory;
+  const auto all = all_of(I.tensors);
+  e.per_layer_full_bytes = sum_bytes(all, ck, "per_layer.full_bytes");
+  if (gpu) {
+    e.has_gpu = true;
+    e.gpu = *gpu;
+  }
+  if (auto err = apply_recompute(e)) return *err;
+  const Stage& s0 = e.stages[0];
+  const auto kept0 =
+      kept_tensors(I, s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
+  for (const auto* r : kept0) {
+    e.kept.push_back(*r);
+    e.per_layer_kept_bytes = ck.add(e.per_layer_kept_bytes, r->bytes, "per_layer.activation_bytes");
+    if (r->quadratic)
+      e.per_layer_quadratic_bytes += r->bytes;
+    else
+      e.per_layer_linear_bytes += r->bytes;
+  }
+
+  const Bytes pw = dtype_bytes(c.act_dtype);
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
+
+  // With a GPU the verdict is the device's (allocator-reserved memory and fixed costs against
+  // the capacity the driver reports); peak_bytes stays the tensor model's figure.
+  if (explain || e.has_gpu) {
+    auto dev = device_memory(e, e.has_gpu ? &e.gpu : nullptr, nullptr, c.device_all_stages);
+    if (!dev.ok()) return dev.error();
+    e.device = std::move(dev.value());
+    e.has_device = true;
+    if (e.has_gpu) {
+      e.fits = e.device.fits;
+      e.headroom_bytes = e.device.headroom_bytes;
+    }
+  }
+  if (e.has_gpu && any_offload(c.recompute)) {
+    e.offload = offload_timing(e, c.recompute, e.worst_stage, e.gpu,
+                               e.eval.stages[e.worst_stage].host_peak_bytes);
+    e.has_offload_timing = true;
+  }
+  if (!explain) return e;
+  // Explanations, all built from the records and the numbers above.
+  using detail::explain_product;
+  using detail::explain_records;
+  using detail::explain_sum;
+  const Stage& w = e.worst();
+  const bool stack = m.kinds.size() > 1;
+  e.explain.push_back(
+      explain_records("per_layer.activation_bytes",
+                      (stack ? "What layer 0 (kind '" + k0_kind.name + "') keeps for backward ("
+                             : std::string("What one layer keeps for backward (")) +
+                          recompute_name(c.recompute) + ")",
+                      kept0));
+  if (c.recompute.kind != RecomputeKind::kNone)
+    e.explain.push_back(explain_records("per_layer.full_bytes",
+                                        "What one layer would keep without recompute", all));
+  // A stack of kinds: each other kind's layer, every record (model.layer_kinds' full_bytes).
+  for (std::size_t ki = 1; ki < m.kinds.size(); ++ki) {
+    e.explain.push_back(explain_records("model.layer_kinds.full_bytes",
+                                        "What one layer of kind '" + m.kinds[ki].name + "' (" +
+                                            std::to_string(e.kinds[ki].layers) +
+                                            " layers) keeps without recompute",
+                                        all_of(e.kinds[ki].inventory.tensors)));
+    e.explain.back().source =
+        "sum of the named tensor records (model.layer_kinds['" + m.kinds[ki].name + "'].tensors)";
+  }
+  // Kept bytes of all in-flight chunks at the stage's activation peak (offload: in host memory).
+  const Bytes layers_total = c.recompute.offload ? w.act.host_bytes : w.act.layers_bytes;
+  const bool some_offload = any_offload(c.recompute) && !c.recompute.offload;
+  const bool uniform_layers = !some_offload && m.kinds.size() == 1 &&
+                              std::all_of(w.chunk_sizes.begin(), w.chunk_sizes.end(),
+                                          [&](std::uint64_t n) { return n == w.chunk_sizes[0]; }) &&
+                              std::all_of(w.choices.begin(), w.choices.end(),
+                                          [&](LayerChoice x) { return x == w.choices[0]; });
+  if (uniform_layers) {
+    e.explain.push_back(explain_product("activations.layers_bytes",
+                                        "Layers of stage " + std::to_string(w.index) +
+                                            " (chunks in flight × layers per chunk × per layer)",
+                                        {{"in-flight chunks", w.in_flight},
+                                         {"layers per chunk", w.chunk_layers},
+                                         {"per-layer", e.per_layer_kept_bytes}},
+                                        layers_total, kKorthikantiPP));
+  } else if (some_offload) {
+    // Per-layer offload (lower-case pattern letters): the offloaded layers' kept bytes of every
+    // in-flight chunk live in host memory; the GPU holds the others and the layer in transit.
+    e.explain.push_back(explain_sum(
+        "activations.layers_bytes",
+        "Layers of stage " + std::to_string(w.index) +
+            " on the GPU (kept bytes of every in-flight chunk's layers that do not offload, and "
+            "the largest offloaded layer, stored or prefetched)",
+        {{"on the GPU", w.act.layers_bytes}}, w.act.layers_bytes,
+        "Chen et al. 2016, Sec. 4; pipeline op order (docs/schedules.md)"));
+    e.explain.push_back(explain_sum(
+        "activations.host_bytes",
+        "Offloaded layers' kept bytes in host memory (stage " + std::to_string(w.index) + ")",
+        {{"Σ over in-flight chunks of their offloaded layers' kept bytes", w.act.host_bytes}},
+        w.act.host_bytes, "PipeOffload, Wan et al. 2025: selective offload of some layers"));
+  } else {
+    e.explain.push_back(explain_sum(
+        "activations.layers_bytes",
+        "Layers of stage " + std::to_string(w.index) + " (kept bytes of every in-flight chunk)",
+        {{"Σ over in-flight chunks of their layers' kept bytes", layers_total}}, layers_total,
+        "Chen et al. 2016, Sec. 4; pipeline op order (docs/schedules.md)"));
+  }
+  e.explain.push_back(explain_records("activations.input_layer_per_micro_batch",
+                                      "Input layer, per micro-batch", all_of(I.input_layer)));
+  e.explain.push_back(explain_records("activations.output_layer_per_micro_batch",
+                                      "Output layer, per micro-batch", all_of(I.output_layer)));
+  e.explain.push_back(explain_sum("activations.total_bytes",
+                                  "Activations on the GPU of stage " + std::to_string(w.index),
+                                  {{"layers", w.act.layers_bytes},
+                                   {"input layer", w.act.input_layer_bytes},
+                                   {"output layer", w.act.output_layer_bytes},
+                                   {"recompute working set", w.act.recompute_working_bytes}},
+                                  w.act.total_bytes, "sum of the parts above"));
+  const StaticMemory& sm = w.stat;
+  // Static lines: params on this GPU × bytes per param, ÷ the ZeRO group when the stage applies
+  // (routed experts partition over dp/ep).
+  const std::uint64_t group = shard_ranks(p);
+  const std::string ranks_name = p.shard_group == ShardGroup::kDpCp ? "dp·cp" : "dp";
+  const std::string group_name =
+      p.dp_replicate > 1 ? "(" + ranks_name + "/dp_replicate)" : ranks_name;
+  const std::uint64_t edp = expert_dp(group, p.ep);
+  auto static_line = [&](const char* id, const std::string& title, const std::string& per,
+                         Bytes width, int stage, Bytes value, const char* source) {
+    Explanation x;
+    x.id = id;
+    x.title = title;
+    x.bytes = value;
+    x.source = source;
+    const std::uint64_t dense = sm.params - sm.expert_params;
+    const bool part = p.zero >= stage && group > 1;
+    auto term = [&](const std::string& who, std::uint64_t n, std::uint64_t ranks) {
+      x.formula +=
+          who + " × " + per +
+          (part && ranks > 1
+               ? " ÷ " + (ranks == group ? group_name : "(" + group_name + "/ep)") + " (rounded up)"
+               : "");
+      x.substituted += std::to_string(n) + " × " + std::to_string(width) +
+                       (part && ranks > 1 ? " ÷ " + std::to_string(ranks) : "");
+    };
+    term(sm.expert_params ? "dense params on this GPU" : "params on this GPU", dense, group);
+    if (sm.expert_params) {
+      x.formula += " + ";
+      x.substituted += " + ";
+      term("expert params on this GPU", sm.expert_params, edp);
+    }
+    x.substituted += " = " + std::to_string(value);
+    e.explain.push_back(x);
+  };
+  static_line("static.params_bytes", "Parameters", "bytes/param", dtype_bytes(c.param_dtype), 3,
+              sm.params_bytes,
+              "Rajbhandari et al. 2020 (ZeRO), Sec. 5.3 (P_os+g+p partitions parameters)");
+  static_line("static.grads_bytes", "Gradients", "bytes/grad", dtype_bytes(c.grad_dtype), 2,
+              sm.grads_bytes,
+              "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)");
+  static_line("static.master_bytes", "fp32 master weights", "4", sm.master_bytes ? 4 : 0, 1,
+              sm.master_bytes,
+              "Micikevicius et al. 2018: fp32 master copy; ZeRO Sec. 5.1 partitions it with the "
+              "optimizer states");
+  std::uint64_t per = 0;
+  if (optimizer_bytes_per_element(c.optimizer, dtype_bytes(c.optimizer_dtype), &per)) {
+    static_line("static.optimizer_bytes",
+                std::string("Optimizer states (") + optimizer_name(c.optimizer) + ", " +
+                    dtype_name(c.optimizer_dtype) + ")",
+                "bytes of state/param", per, 1, sm.optimizer_bytes,
+                "AdamW: two moments, 8 B/param in fp32; SGD+momentum: one; SGD: 0 (ZeRO Sec. "
+                "5.1); states in the parameters' dtype without master weights: "
+                "torch/optim/adamw.py zeros_like(p)");
+  } else {
+    Explanation x;
+    x.id = "static.optimizer_bytes";
+    x.title = std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")";
+    x.formula = c.optimizer == Optimizer::kAdam8bit
+                    ? "Σ over parameter tensors of 2n + 8⌈n/2048⌉ (8n below 4096 elements)"
+                    : "Σ over parameter tensors of 4(r + c) for matrices, 4n for vectors";
+    if (p.zero >= 1 && group > 1) x.formula += ", ÷ " + group_name + " (rounded up)";
+    x.substituted = std::to_string(sm.optimizer_bytes);
+    x.bytes = sm.optimizer_bytes;
+    x.source = c.optimizer == Optimizer::kAdam8bit
+                   ? "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization"
+                   : "Shazeer & Stern 2018, Adafactor, Sec. 3";
+    e.explain.push_back(x);
+  }
+  if (sm.gathered_params_bytes > 0)
+    e.explain.push_back(explain_product(
+        "static.gathered_params_bytes",
+        std::string("FSDP: parameters held gathered (") +
+            (!gathers_resident(c)
+                 ? "FSDP2's root group (embedding, final norm, head) and torchtitan's last block, "
+                   "from forward to backward"
+             : c.accumulate_unsharded
+                 ? "the stage's, between micro-batches (accumulate_unsharded)"
+                 : "the stage's, from forward to backward (reshard_after_forward = false)") +
+            ", in " + dtype_name(gather_dtype(c)) + ")",
+        {{"params held gathered", sm.gathered_params_bytes / dtype_bytes(gather_dtype(c))},
+         {"bytes/param", dtype_bytes(gather_dtype(c))}},
+        sm.gathered_params_bytes,
+        !gathers_resident(c)
+            ? "PyTorch FSDP2 _fsdp_state.py (the root's post_forward_mesh_info = None); torchtitan "
+              "9dec370 parallelize_llama.py l.325-339 (reshard_after_forward = layer_id < "
+              "n_layers - 1)"
+            : "PyTorch FSDP2 fully_shard(reshard_after_forward=...); torch.distributed.pipelining "
+              "stage.py: set_reshard_after_backward(False) before a non-last backward"));
+  if (sm.host_bytes > 0)
+    e.explain.push_back(explain_sum(
+        "static.host_bytes",
+        "ZeRO-Offload: in host memory, not on the GPU (the fp32 parameter partition, its fp32 "
+        "gradients, the optimizer states)",
+        {{"host bytes", sm.host_bytes}}, sm.host_bytes,
+        "Ren et al. 2021 (ZeRO-Offload), Sec. 4; DeepSpeed stage_1_and_2.py "
+        "initialize_optimizer_states (cpu_offload: a pinned fp32 gradient partition)"));
+  if (sm.unsharded_grads_bytes > 0)
+    e.explain.push_back(explain_product(
+        "static.unsharded_grads_bytes",
+        std::string("FSDP: unsharded gradients accumulated between micro-batches (") +
+            dtype_name(c.grad_dtype) + ", reduce-scattered at the last)",
+        {{"params on this GPU", sm.params}, {"bytes/grad", dtype_bytes(c.grad_dtype)}},
+        sm.unsharded_grads_bytes,
+        "PyTorch FSDP2 _fsdp_param.py unsharded_accumulated_grad (reduce_dtype); "
+        "torch.distributed.pipelining stage.py: set_requires_gradient_sync(False) before a "
+        "non-last backward"));
+  if (sm.ddp_buckets_bytes > 0)
+    e.explain.push_back(explain_product(
+        "static.ddp_buckets_bytes",
+        std::string("DDP's reduce buckets: a copy of the gradients (") + dtype_name(c.grad_dtype) +
+            "; gradient_as_bucket_view = False)",
+        {{"gradient bytes on this GPU", sm.grads_bytes}, {"copies", 1}}, sm.ddp_buckets_bytes,
+        "PyTorch torch/nn/parallel/distributed.py DistributedDataParallel(gradient_as_bucket_view="
+        "False): 'gradients will be views pointing to different offsets of allreduce "
+        "communication buckets. This can reduce peak memory usage, where the saved memory size "
+        "will be equal to the total gradients size' (when True)"));
+  if (sm.fp8_weights_bytes > 0)
+    e.explain.push_back(explain_product(
+        "static.fp8_weights_bytes",
+        "TransformerEngine fp8: each linear's cached fp8 weight and transpose (2 B per weight), "
+        "and 4 modules' fp8_meta per layer (4 x (5 x amax history + 10) fp32 numbers each)",
+        {{"bytes", sm.fp8_weights_bytes}}, sm.fp8_weights_bytes,
+        "TransformerEngine v1.13 module/linear.py and layernorm_linear.py (weight_fp8 and "
+        "weight_t_fp8 cached while is_first_microbatch is False; Megatron-LM passes it), "
+        "module/base.py fp8_meta (amax_history [L, n], scale, scale_inv); not measured"));
+  // The FSDP residency lines join the sums only when a switch holds them.
+  std::vector<std::pair<std::string, Bytes>> resident;
+  if (sm.gathered_params_bytes > 0)
+    resident.push_back({"gathered parameters (FSDP)", sm.gathered_params_bytes});
+  if (sm.unsharded_grads_bytes > 0)
+    resident.push_back({"unsharded gradients (FSDP)", sm.unsharded_grads_bytes});
+  if (sm.ddp_buckets_bytes > 0) resident.push_back({"DDP buckets", sm.ddp_buckets_bytes});
+  if (sm.fp8_weights_bytes > 0) resident.push_back({"fp8 weight caches", sm.fp8_weights_bytes});
+  std::vector<std::pair<std::string, Bytes>> total_parts = {{"activations", w.act.total_bytes},
+                                                            {"parameters", sm.params_bytes},
+                                                            {"gradients", sm.grads_bytes},
+                                                            {"master weights", sm.master_bytes},
+                                                            {"optimizer", sm.optimizer_bytes}};
+  total_parts.insert(total_parts.end(), resident.begin(), resident.end());
+  e.explain.push_back(explain_sum(
+      "total_bytes",
+      "Closed-form sum of stage " + std::to_string(w.index) +
+          " (activations at the in-flight maximum + static; no transients: a bound the papers "
+          "print, not what must fit)",
+      total_parts, w.total_bytes, "sum of the parts above (Korthikanti et al. 2022, Sec. 4)"));
+  std::vector<std::pair<std::string, Bytes>> peak_parts = {
+      {"parameters", sm.params_bytes},
+      {"gradients", sm.grads_bytes},
+      {"master weights", sm.master_bytes},
+      {"optimizer states", sm.optimizer_bytes}};
+  peak_parts.insert(peak_parts.end(), resident.begin(), resident.end());
+  peak_parts.insert(peak_parts.end(), {{"kept activations", w.peak_activations},
+                                       {"recomputed (working set)", w.peak_recompute},
+                                       {"transients", w.peak_transients},
+                                       {"fragmentation allowance", w.peak_fragmentation}});
+  e.explain.push_back(
+      explain_sum("peak_bytes",
+                  "Peak of the most loaded GPU (stage " + std::to_string(w.index) + ", at " +
+                      w.peak_at + "): what must fit",
+                  peak_parts, w.peak_bytes,
+                  "the simulated step (docs/schedules.md); the figure that decides fits"));
+  if (m.kinds.size() == 1 && k0_kind.is_mla()) {
+    e.explain.push_back(explain_product(
+        "kv_cache.total_bytes",
+        "Inference KV cache, whole model (p · L · (d_c + d_r) · s · b: MLA's latent and RoPE key)",
+        {{"p", pw},
+         {"L", m.layers},
+         {"d_c + d_r", k0_kind.mla.kv_lora_rank + k0_kind.mla.qk_rope_dim},
+         {"s", c.seq},
+         {"b", c.micro_batch}},
+        e.kv_cache.total_bytes, "DeepSeek-V2 (arXiv 2405.04434), Sec. 2.1.4, Table 1"));
+  } else if (m.kinds.size() == 1 && !k0_kind.has_attention()) {
+    e.explain.push_back(explain_sum(
+        "kv_cache.total_bytes",
+        "Inference KV cache, whole model: no attention layer, no keys or values to cache (a "
+        "Mamba-2 layer keeps a fixed state instead: see the warnings)",
+        {{"attention layers", 0}}, e.kv_cache.total_bytes, "the model has no attention layer"));
+  } else if (m.kinds.size() == 1) {
+    e.explain.push_back(explain_product(
+        "kv_cache.total_bytes", "Inference KV cache, whole model (2 · p · L · kv · d · s · b)",
+        {{"2 (K and V)", 2},
+         {"p", pw},
+         {"L", m.layers},
+         {"kv", k0_kind.kv_heads},
+         {"d", k0_kind.head_dim},
+         {"s", c.seq},
+         {"b", c.micro_batch}},
+        e.kv_cache.total_bytes, "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b"));
+  } else {
+    // Each part is kv_cache_width (the one definition setup.cpp sums) times p·L·s·b; the total
+    // was overflow-checked there, so its parts are representable.
+    std::vector<std::pair<std::string, Bytes>> parts;
+    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+      const LayerKind& lk = m.kinds[ki];
+      if (!lk.has_attention()) continue;
+      const std::uint64_t width = kv_cache_width(lk, lk.kv_heads, ck);
+      const std::string what = lk.is_mla() ? std::to_string(width) + " (d_c + d_r, MLA)"
+                                           : "2 · " + std::to_string(lk.kv_heads) + " kv · " +
+                                                 std::to_string(lk.head_dim) + " d";
+      parts.push_back({lk.name + ": " + std::to_string(pw) + " · " +
+                           std::to_string(e.kinds[ki].layers) + " layers · " + what + " · s · b",
+                       pw * e.kinds[ki].layers * width * c.seq * c.micro_batch});
+    }
+    e.explain.push_back(explain_sum(
+        "kv_cache.total_bytes",
+        "Inference KV cache, whole model (Σ over layer kinds of p·L·w·s·b; w = 2·kv·d, or d_c + "
+        "d_r under MLA)",
+        parts, e.kv_cache.total_bytes,
+        "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b per layer; DeepSeek-V2, Sec. 2.1.4"));
+  }
+
+  if (p.sp && p.tp == 1) e.warnings.push_back("sp has no effect with tp=1");
+  // The hf profile follows the measured transformers sparse blocks; families without one keep
+  // the Megatron-style expert records (Mixtral, Qwen2-MoE, Nemotron 3).
+  if (c.profile == Profile::kHf)
+    for (const LayerKind& lk : m.kinds)
+      if (lk.is_moe() && lk.moe.hf_block == HfMoe::kGeneric) {
+        e.warnings.push_back(
+            "hf profile: this family's transformers sparse block is not measured; its experts "
+            "keep the Megatron-style records (router input and probabilities, each routed "
+            "copy's input, activation, second-linear input and output)");
+        break;
+      }
+  // A Mamba-2 layer's inference state is fixed in s: the convolution's last K-1 inputs and the
+  // SSM state (transformers' Mamba2 / NemotronH cache: conv_states, recurrent_states).
+  for (const LayerKind& lk : m.kinds)
+    if (lk.is_mamba()) {
+      const MambaSpec& x = lk.mamba;
+      Checked st;  // widths are bounded by validate(); the products may still pass 2^64
+      const std::uint64_t values =
+          st.add(st.mul(x.conv_kernel - 1, x.conv_dim(), "kv_cache"),
+                 st.mul(st.mul(x.heads, x.head_dim, "kv_cache"), x.state, "kv_cache"), "kv_cache");
+      e.warnings.push_back(
+          "kv_cache counts attention layers only; each Mamba-2 layer ('" + lk.name +
+          "') keeps instead a fixed state of b x ((K-1) x (I+2GN) + H x P x N) = b x " +
+          (st.overflowed() ? std::string("more than 2^64") : std::to_string(values)) +
+          " values, whatever s");
+      break;
+    }
+  if (c.profile == Profile::kTextbook &&
+      std::any_of(m.kinds.begin(), m.kinds.end(),
+                  [](const LayerKind& lk) { return lk.kv_heads != lk.heads; }))
+    e.warnings.push_back(
+        "textbook profile counts K and V at all query heads, as seed 000 does; use megatron or "
+        "pytorch for GQA-exact K/V");
+  if (c.profile == Profile::kMegatron && m.norm == NormType::kRmsNorm)
+    e.warnings.push_back(
+        "megatron profile follows Korthikanti et al. 2022: norm statistics are not counted");
+  return e;
+}
+
+}  // namespace actmem

@@ -1,0 +1,461 @@
+// Builds the immutable setup of a request: normalization, validation, each layer kind's geometry,
+// inventory, FLOPs and parameters, each pipeline rank's layers and static memory, the KV cache and
+// the step's transient sizes (docs/architecture.md).
+#include "actmem/setup/setup.hpp"
+
+#include "actmem/config/sharding.hpp"
+
+#include <algorithm>
+
+#include "inventory/builder.hpp"
+#include "read/json_read.hpp"
+#include "setup/overflow.hpp"
+
+namespace actmem {
+
+namespace {
+
+Bytes record_bytes(const std::vector<TensorRecord>& v, const char* id) {
+  for (const auto& r : v)
+    if (r.id == id) return r.bytes;
+  return 0;
+}
+
+// Bytes of parameter records held at `width` bytes per element (every copy), overflow checked.
+Bytes params_bytes(const std::vector<ParamRecord>& v, Bytes width, const char* field, Checked& ck) {
+  Bytes n = 0;
+  for (const ParamRecord& q : v)
+    n = ck.add(n, ck.mul(ck.mul(q.rows, q.cols, field), q.copies, field), field);
+  return ck.mul(n, width, field);
+}
+
+// Training with MTP (DeepSeek-V3, Sec. 2.2): after the model's own head and loss, each depth
+// keeps, per micro-batch, the shifted tokens' embedding its enorm reads, the concatenation its
+// eh_proj reads (the other half, hnorm's input, is the hidden state the final norm already keeps),
+// one layer of the last layer's kind with no recompute, and its own pass through the output
+// layer (shared_head norm, the shared head, its loss): the output layer's records again. They are
+// added to the output layer, which the last pipeline stage holds from the loss until backward.
+std::optional<Error> add_mtp_records(Setup& e) {
+  static constexpr const char* kScopes[kMaxMtpDepths] = {"mtp1.", "mtp2.", "mtp3.", "mtp4."};
+  constexpr const char* kSrc =
+      "DeepSeek-V3 (arXiv 2412.19437), Sec. 2.2, multi-token prediction: each depth's embedding "
+      "norm, projection, transformer layer and shared output head";
+  const ModelSpec& m = e.model;
+  std::vector<TensorRecord>& out = e.kinds[0].inventory.output_layer;
+  const std::vector<TensorRecord> head = out;
+  const KindEstimate& layer = e.kind_at(m.layers - 1);
+  const LayerGeometry& g = layer.geometry;
+  Checked ck;
+  for (std::uint64_t d = 0; d < m.mtp_layers && d < kMaxMtpDepths; ++d) {
+    std::vector<TensorRecord> add;
+    detail::RecordBuilder rb(&add, &ck);
+    rb.add("emb_norm.in", {g.b, g.s_rep, g.h}, g.act, "enorm backward",
+           "the shifted tokens' embedding the depth's norm reads", kSrc);
+    rb.add("eh_proj_in", {g.b, g.s_rep, Dim{"2", 2}, g.h}, g.act, "eh_proj backward",
+           "[hnorm(h); enorm(emb)], the projection's input", kSrc);
+    for (const TensorRecord& r : layer.inventory.tensors) add.push_back(r);
+    for (const TensorRecord& r : head) add.push_back(r);
+    for (TensorRecord& r : add) r.scope = kScopes[d];
+    out.insert(out.end(), add.begin(), add.end());
+  }
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), e.config);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::uint64_t kv_cache_width(const LayerKind& k, std::uint64_t kv, Checked& ck) {
+  if (!k.has_attention()) return 0;  // Mamba-2 and MLP layers cache no keys or values
+  if (k.is_mla()) return ck.add(k.mla.kv_lora_rank, k.mla.qk_rope_dim, "kv_cache");
+  return ck.mul(ck.mul(2, kv, "kv_cache"), k.head_dim, "kv_cache");
+}
+
+// A windowed layer (sliding window, Llama 4's chunks) caches its last `window` tokens only
+// (transformers' sliding-window cache layers); full attention caches every token.
+std::uint64_t kv_tokens(const LayerKind& k, std::uint64_t tokens) {
+  return k.window > 0 ? std::min(k.window, tokens) : tokens;
+}
+
+std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
+  // An op-level policy needs every kind's ops named (inventory_ops.cpp), and op:LIST ids that
+  // name ops of some kind; a kind without them would silently keep only its input.
+  if (r.ops || !r.op_policy.empty()) {
+    for (std::size_t ki = 0; ki < s.kinds.size(); ++ki)
+      if (s.kinds[ki].inventory.ops.empty())
+        return make_error(
+            "invalid_value", "config.recompute",
+            "config.recompute: '" + detail::key_text(recompute_name(r)) +
+                "' saves op outputs, which the engine names for dense attention and MLP layers "
+                "under the pytorch and hf profiles; layer kind " +
+                std::to_string(ki) + " ('" + detail::key_text(s.model.kinds[ki].name) +
+                "') has none (allowed here: custom with record ids, or another policy)");
+    for (const std::string& id : r.ops ? r.custom_keep : std::vector<std::string>{}) {
+      bool known = false;
+      std::string ids;
+      for (const OpOutput& op : s.kinds[0].inventory.ops)
+        ids += (ids.empty() ? "" : ", ") + std::string(op.id);
+      for (const KindEstimate& ke : s.kinds)
+        for (const OpOutput& op : ke.inventory.ops) known = known || op.id == id;
+      if (!known)
+        return make_error("invalid_value", "config.recompute",
+                          "config.recompute: op '" + detail::key_text(id) +
+                              "' is not an op of this layer; allowed: " + ids);
+    }
+    for (KindEstimate& ke : s.kinds)
+      ke.costs = layer_costs(ke.inventory, r, ke.flops.total, ke.flops.attention_core);
+    return std::nullopt;
+  }
+  // A custom-kept id must name a record of at least one layer kind; each kind keeps those it has.
+  for (std::size_t i = 0; i < r.custom_keep.size(); ++i) {
+    const std::string& id = r.custom_keep[i];
+    bool known = false;
+    std::string ids;
+    std::vector<std::string_view> listed;  // each id once, in inventory order
+    for (const KindEstimate& ke : s.kinds)
+      for (const auto& t : ke.inventory.tensors) {
+        known = known || t.id == id;
+        if (std::find(listed.begin(), listed.end(), t.id) != listed.end()) continue;
+        listed.push_back(t.id);
+        ids += (ids.empty() ? "" : ", ") + std::string(t.id);
+      }
+    if (!known)
+      return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
+                        "config.custom_keep[" + std::to_string(i) + "]: '" + detail::key_text(id) +
+                            "' is not a tensor of this layer under the " +
+                            profile_name(s.config.profile) + " profile; allowed: " + ids);
+  }
+  for (KindEstimate& ke : s.kinds)
+    ke.costs = layer_costs(ke.inventory, r, ke.flops.total, ke.flops.attention_core);
+  return std::nullopt;
+}
+
+Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
+  Setup e;
+  e.model = m;
+  e.config = c_in;
+  TrainConfig& c = e.config;
+  if (c.seq == 0)
+    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
+                ? std::min<std::uint64_t>(2048, m.max_positions)
+                : 2048;
+  if (auto err = validate(m, c)) return nest_model_fields(*err, m.field);
+  const Parallel& p = c.par;
+  if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
+  if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;
+  c.grad_accum = default_micro_batches(c);
+
+  // Each layer kind is resolved once: its geometry, inventory, FLOPs and per-layer parameters.
+  Checked ck;
+  const ParamShards shards{p.tp, p.ep};
+  const std::vector<std::uint64_t> model_counts = m.kind_counts(0, m.layers);
+  std::vector<std::vector<ParamRecord>> kind_params;  // one layer's records per kind, on one GPU
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& lk = m.kinds[ki];
+    KindEstimate ke;
+    auto geo = resolve_geometry(m, lk, c, c.act_dtype, c.attention_dropout, c.hidden_dropout);
+    if (!geo.ok()) return geo.error();
+    ke.geometry = geo.value();
+    auto inv = build_inventory(m, lk, ke.geometry, c.profile);
+    if (!inv.ok()) return inv.error();
+    ke.inventory = std::move(inv.value());
+    if (is_split_backward(effective_schedule(c))) {
+      if (ke.inventory.wgrad_dy.empty())
+        return make_error(
+            "invalid_value", "config.schedule",
+            "config.schedule: " + std::string(schedule_name(effective_schedule(c))) +
+                " splits each backward into input and weight gradients, which needs every "
+                "linear's input as a record; layer kind " +
+                std::to_string(ki) + " is " + split_refusal(lk) +
+                "; allowed for this model: gpipe, 1f1b, interleaved");
+      for (const TensorRecord& t : ke.inventory.tensors)
+        if (t.wgrad_input) ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
+      for (const TensorRecord& t : ke.inventory.wgrad_dy)
+        ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
+    }
+    ke.flops = layer_flops(lk, ke.geometry);
+    ke.layers = model_counts[ki];
+    kind_params.push_back(layer_params(m, lk, shards));
+    if (c.lora.on()) apply_lora_params(m, lk, c.lora, &kind_params.back());
+    for (const auto& q : kind_params.back()) {
+      const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
+      ke.param_bytes = ck.add(ke.param_bytes, ck.mul(n, gather_width(q, c), "static"), "static");
+      ke.param_elems = ck.add(ke.param_elems, n, "static");
+      // The optimizer step's temporaries follow the trainable tensors (LoRA: the adapters).
+      if (!q.frozen)
+        ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
+    }
+    e.kinds.push_back(std::move(ke));
+  }
+  e.logits_flops = e.kinds[0].flops.logits;
+
+  auto total = total_params(m);
+  if (!total.ok()) return total.error();
+  e.model_params = total.value();
+  auto mtp = mtp_params(m);
+  if (!mtp.ok()) return mtp.error();
+  e.mtp_params = mtp.value();
+  auto embed_p = embedding_params(m, shards);
+  auto head_p = head_params(m, shards, p.pp > 1);
+  // LoRA freezes the embedding, the final norm and the head (peft
+  // _mark_only_adapters_as_trainable).
+  if (c.lora.on())
+    for (auto* v : {&embed_p, &head_p})
+      for (ParamRecord& q : *v) q.frozen = true;
+  // Training with MTP: its depths live on the last pipeline stage with the head they share.
+  const auto mtp_p = c.mtp ? mtp_param_records(m, shards) : std::vector<ParamRecord>{};
+  e.ranks.resize(p.pp);
+  const Schedule sched = effective_schedule(c);
+  // DualPipe runs every stage on two ranks (DeepSeek-V3 report, Sec. 3.2.1: "two copies of the
+  // model parameters"): rank r holds stage r for the micro-batches entering at rank 0 and stage
+  // p-1-r for those entering at rank p-1; the model is cut into p stages, layer_split giving each
+  // stage's layers (deepseek-ai/DualPipe takes any module per stage: DeepSeek-V3's 61 layers on
+  // 16 ranks cannot be cut evenly).
+  const bool dual = sched == Schedule::kDualPipe;
+  const std::uint64_t chunks = dual ? 2 : p.vpp, stages = p.pp * p.vpp;
+  for (std::uint64_t r = 0; r < p.pp; ++r) {
+    RankSetup& s = e.ranks[r];
+    s.index = r;
+    auto split_at = [&](std::uint64_t i) {
+      return c.layer_split.empty() ? m.layers / p.pp : c.layer_split[i];
+    };
+    const std::uint64_t per = split_at(r), mirror = split_at(p.pp - 1 - r);
+    s.layers = dual ? per + mirror : per;
+    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
+    // extra); DualPipe's two chunks are stage r and stage p-1-r.
+    for (std::uint64_t ci = 0; ci < chunks; ++ci)
+      s.chunk_sizes.push_back(dual ? (ci == 0 ? per : mirror)
+                                   : per / p.vpp + (ci < per % p.vpp ? 1 : 0));
+    for (std::uint64_t ci = 0; ci < chunks; ++ci) {
+      std::uint64_t st = ci * p.pp + r;  // Megatron-LM: model chunk c·p + r
+      if (is_v_shape(sched) && ci == 1) st = 2 * p.pp - 1 - r;
+      if (dual) st = ci == 0 ? r : p.pp - 1 - r;
+      s.chunk_stage.push_back(st);
+      if (st == 0) s.embed_chunk = static_cast<std::uint32_t>(ci);
+      if (st == stages - 1) s.head_chunk = static_cast<std::uint32_t>(ci);
+    }
+    s.chunk_first.assign(chunks, 0);
+  }
+  // Each chunk's first global layer is the sum of the sizes of the stages before its stage.
+  std::vector<std::uint64_t> stage_size(stages, 0);
+  for (const RankSetup& s : e.ranks)
+    for (std::uint64_t ci = 0; ci < chunks; ++ci) stage_size[s.chunk_stage[ci]] = s.chunk_sizes[ci];
+  std::vector<std::uint64_t> stage_first(stages, 0);
+  for (std::uint64_t st = 1; st < stages; ++st)
+    stage_first[st] = stage_first[st - 1] + stage_size[st - 1];
+  for (RankSetup& s : e.ranks)
+    for (std::uint64_t ci = 0; ci < chunks; ++ci)
+      s.chunk_first[ci] = stage_first[s.chunk_stage[ci]];
+  // A rank's static memory depends only on how many layers of each kind it holds and whether it
+  // holds the embedding or the head, so ranks alike (the middle ranks of an even split) share one
+  // computation.
+  struct Seen {
+    std::vector<std::uint64_t> counts;
+    bool first, last;
+    StaticMemory stat;
+  };
+  std::vector<Seen> seen;
+  for (RankSetup& s : e.ranks) {
+    // One set of parameters per layer the rank holds, per kind.
+    std::vector<std::uint64_t> counts(m.kinds.size(), 0);
+    for (std::uint64_t ci = 0; ci < s.chunk_sizes.size(); ++ci) {
+      if (m.kinds.size() == 1) {
+        counts[0] += s.chunk_sizes[ci];
+        continue;
+      }
+      const auto n = m.kind_counts(s.chunk_first[ci], s.chunk_sizes[ci]);
+      for (std::size_t ki = 0; ki < n.size(); ++ki) counts[ki] += n[ki];
+    }
+    const bool first = s.embed_chunk != RankSetup::kNoChunk,
+               last = s.head_chunk != RankSetup::kNoChunk;
+    const Seen* hit = nullptr;
+    for (const Seen& x : seen)
+      if (x.first == first && x.last == last && x.counts == counts) hit = &x;
+    if (hit) {
+      s.stat = hit->stat;
+      continue;
+    }
+    std::vector<ParamRecord> scaled;
+    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+      if (counts[ki] == 0) continue;
+      for (ParamRecord q : kind_params[ki]) {
+        q.copies = ck.mul(q.copies, counts[ki], "static.params");
+        scaled.push_back(q);
+      }
+    }
+    if (first) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
+    if (last) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
+    if (last) scaled.insert(scaled.end(), mtp_p.begin(), mtp_p.end());
+    auto st = static_memory(scaled, c);
+    if (!st.ok()) return st.error();
+    s.stat = st.value();
+    // TransformerEngine fp8 (docs/frameworks.md, "Float8"): each block linear's fp8 weight and
+    // transpose, cached for the run (1 B each per weight), and four TE modules per layer (qkv
+    // and fc1 LayerNormLinear, proj and fc2 Linear), each with fp8_meta of 4 x (5L + 10) bytes.
+    if (c.float8 == Float8::kDelayed) {
+      const char* f = "static.fp8_weights_bytes";
+      const Bytes meta = ck.mul(4 * 4, ck.add(ck.mul(5, c.fp8_amax_history, f), 10, f), f);
+      Bytes fp8 = 0;
+      for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+        if (counts[ki] == 0) continue;
+        Bytes layer = meta;
+        for (const ParamRecord& q : kind_params[ki])
+          if (is_block_linear(q)) layer = ck.add(layer, ck.mul(2, ck.mul(q.rows, q.cols, f), f), f);
+        fp8 = ck.add(fp8, ck.mul(layer, counts[ki], f), f);
+      }
+      s.stat.fp8_weights_bytes = fp8;
+      s.stat.total_bytes = ck.add(s.stat.total_bytes, fp8, f);
+    }
+    // FSDP2 never reshards its root group (the parameters outside the blocks: embedding, final
+    // norm, head) after forward (_fsdp_state.py: the root's post_forward_mesh_info = None), and
+    // torchtitan leaves the last block gathered (parallelize_llama.py l.325-339:
+    // reshard_after_forward = layer_id < n_layers - 1): both stay gathered from their forward
+    // to their backward, through the step's activation peak. The rank with the head holds the
+    // last layer in every placement.
+    if (fsdp2_buffers(c)) {
+      std::vector<ParamRecord> root;
+      if (first) root.insert(root.end(), embed_p.begin(), embed_p.end());
+      if (last) {
+        root.insert(root.end(), head_p.begin(), head_p.end());
+        root.insert(root.end(), mtp_p.begin(), mtp_p.end());
+        const auto& lp = kind_params[m.kind_index(m.layers - 1)];
+        root.insert(root.end(), lp.begin(), lp.end());
+      }
+      const char* f = "static.gathered_params_bytes";
+      s.stat.gathered_params_bytes = gathered_bytes(root, c, f, ck);
+      s.stat.total_bytes = ck.add(s.stat.total_bytes, s.stat.gathered_params_bytes, f);
+    }
+    seen.push_back(Seen{counts, first, last, s.stat});
+  }
+  if (auto err = set_policy_costs(e, c.recompute)) return *err;
+
+  if (c.mtp)
+    if (auto err = add_mtp_records(e)) return *err;
+  // Step-wide transients (docs/schedules.md); those of one layer follow its kind.
+  const LayerInventory& io = e.io();
+  for (const auto& r : io.input_layer) e.in_bytes = ck.add(e.in_bytes, r.bytes, "timeline");
+  for (const auto& r : io.output_layer) e.out_bytes = ck.add(e.out_bytes, r.bytes, "timeline");
+  // TransformerEngine's comm-overlap GEMMs take their own cuBLAS workspaces: three where there was
+  // one (Megatron-LM --tp-comm-overlap with TE v1.13; docs/frameworks.md, "Async TP").
+  e.workspace = c.async_tp && c.profile == Profile::kMegatron
+                    ? ck.mul(c.cublas_workspace, 3, "config.cublas_workspace_bytes")
+                    : c.cublas_workspace;
+  // The layer input is b·s·h for every kind; SP gathers it to the full sequence.
+  e.sp_gather =
+      p.sp && p.tp > 1 ? ck.mul(e.kinds[0].costs.checkpoint, p.tp, "timeline.sp_allgather") : 0;
+  {
+    // X: the fp32 logits (Megatron-LM's softmax, PyTorch's log-softmax) the eager loss keeps;
+    // each implementation's transients follow from it (docs/frameworks.md, "The loss").
+    const Bytes x = std::max(record_bytes(io.output_layer, "logits.fp32"),
+                             record_bytes(io.output_layer, "loss.log_softmax_out"));
+    const LayerGeometry& g0 = e.kinds[0].geometry;
+    const char* lf = "timeline.loss";
+    switch (c.loss.impl) {
+      case LossImpl::kEager:
+        e.loss_fwd_ws = x, e.loss_bwd_bufs[0] = x, e.loss_bwd_bufs[1] = x;
+        break;
+      case LossImpl::kChunked:
+        // One chunk upcast at a time (torchtune CEWithChunkedOutputLoss, PR #1390).
+        e.loss_fwd_ws = ceil_div(x, c.loss.chunks);
+        e.loss_bwd_bufs[0] = e.loss_bwd_bufs[1] = e.loss_fwd_ws;
+        break;
+      case LossImpl::kCompiled:
+        // The fused kernel's only large buffer is the bf16 logits' gradient (measured:
+        // tests/reference/loss_saved.py, docs/validation.md).
+        e.loss_bwd_bufs[0] = ck.mul(ck.mul(ck.mul(g0.b.value, g0.s_tp.value, lf), g0.v.value, lf),
+                                    dtype_bytes(c.act_dtype), lf);
+        break;
+      case LossImpl::kFused:
+        // One [chunk, V] logits chunk in the input's dtype (Liger-Kernel 77ff1a9
+        // fused_linear_cross_entropy.py: chunk_size = next_power_of_2(cdiv(BT, cdiv(V, H)))).
+        e.loss_fwd_ws =
+            ck.mul(ck.mul(liger_chunk(g0), g0.v.value, lf), dtype_bytes(c.act_dtype), lf);
+        break;
+    }
+  }
+  Bytes largest_param = 0;
+  for (const KindEstimate& ke : e.kinds) {
+    largest_param = std::max<Bytes>(largest_param, ke.largest_param);
+    if (p.zero >= 3 && !gathers_resident(c) && !fsdp2_buffers(c))
+      e.zero3_gather = std::max(e.zero3_gather, ke.param_bytes);
+    if (e.grad_peak_at.empty() || ke.costs.grad_peak > e.grad_peak)
+      e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
+  }
+  for (const auto& q : embed_p)
+    if (!q.frozen) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
+  // AdamW, Adafactor and 8-bit Adam compute their update in fp32 temporaries of one tensor at a
+  // time; SGD (with or without momentum) updates in place (torch/optim/sgd.py,
+  // _single_tensor_sgd: buf.mul_(momentum).add_(grad), param.add_(grad, alpha=-lr)), so its step
+  // adds nothing. The CPU executor's in-place SGD measured this: a vocabulary-dominated model
+  // peaks at the loss backward, not at a step temporary (docs/validation.md section 5).
+  // ZeRO-Offload steps on the CPU (DeepSpeedCPUAdam): no GPU temporaries.
+  const bool in_place = c.optimizer == Optimizer::kSgd || c.optimizer == Optimizer::kSgdMomentum ||
+                        c.optimizer_offload;
+  e.opt_temp = in_place
+                   ? 0
+                   : ck.mul(p.zero >= 1 ? ceil_div(largest_param, shard_ranks(p)) : largest_param,
+                            4, "timeline.optimizer_step");
+  // FSDP2 under torchtitan (docs/frameworks.md, "FSDP2's buffers"): forward keeps a group's flat
+  // all-gather result beside its per-parameter copies until the next group's copy-in
+  // (_fsdp_param_group.py all_gather_state); backward prefetches the previous group, holds the
+  // layer's unsharded gradients in the compute dtype until their copy into the fp32 reduce-scatter
+  // input, and drops the previous group's input only at the next post-backward
+  // (comm_ctx.reduce_scatter_state). The root group's unsharded gradients (head, final norm) wait
+  // for the root's post-backward at the end of backward (single stage; under pipelining they are
+  // accumulate_unsharded's static line).
+  const bool fsdp2 = fsdp2_buffers(c);
+  if (fsdp2 && p.pp == 1)
+    e.fsdp_root_grads =
+        params_bytes(head_p, dtype_bytes(gather_dtype(c)), "timeline.fsdp2_root_grads", ck);
+  for (KindEstimate& ke : e.kinds) {
+    const char* f = "timeline.peak_bytes";
+    // ZeRO-3 gathers a layer for its forward and again for its backward, unless FSDP keeps the
+    // stage gathered (a static line then: params.cpp gathered_params_bytes).
+    Bytes gather_fwd = p.zero >= 3 && !gathers_resident(c) ? ke.param_bytes : 0;
+    Bytes gather_bwd = gather_fwd;
+    if (fsdp2) {
+      const Bytes elems = ke.param_elems;
+      gather_fwd = ck.mul(2, ke.param_bytes, f);
+      gather_bwd = ck.add(ck.mul(3, ke.param_bytes, f),
+                          ck.mul(ck.mul(2, elems, f), dtype_bytes(c.grad_dtype), f), f);
+    }
+    ke.fsdp_fwd = gather_fwd;
+    ke.fsdp_bwd = gather_bwd;
+    gather_bwd = ck.add(gather_bwd, e.fsdp_root_grads, f);
+    ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), gather_fwd, f);
+    ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
+                          ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);
+  }
+
+  // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
+  // 2 · 2 · L · H · d · s · b with H the KV heads, GQA-aware), summed over the layers of each kind.
+  // Per GPU: the pipeline rank holding the most, its kv heads divided by TP, its tokens by CP.
+  const Bytes pw = dtype_bytes(c.act_dtype);
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& lk = m.kinds[ki];
+    e.kv_cache.total_bytes =
+        ck.add(e.kv_cache.total_bytes,
+               ck.mul(ck.mul(ck.mul(pw, e.kinds[ki].layers, "kv_cache"),
+                             kv_cache_width(lk, lk.kv_heads, ck), "kv_cache"),
+                      ck.mul(kv_tokens(lk, c.seq), c.micro_batch, "kv_cache"), "kv_cache"),
+               "kv_cache");
+  }
+  for (const RankSetup& s : e.ranks) {
+    Bytes stage_kv = 0;
+    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
+      for (std::uint64_t j = 0; j < s.chunk_sizes[ci]; ++j) {
+        const std::uint64_t layer = s.chunk_first[ci] + j;
+        const LayerGeometry& lg = e.kind_at(layer).geometry;
+        stage_kv = ck.add(
+            stage_kv,
+            ck.mul(ck.mul(pw, kv_cache_width(m.kind_of(layer), lg.kv.value, ck), "kv_cache"),
+                   ck.mul(kv_tokens(m.kind_of(layer), lg.s_tp.value), c.micro_batch, "kv_cache"),
+                   "kv_cache"),
+            "kv_cache");
+      }
+    e.kv_cache.per_gpu_bytes = std::max(e.kv_cache.per_gpu_bytes, stage_kv);
+  }
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
+  return e;
+}
+
+}  // namespace actmem
