@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "actmem/device/allocator.hpp"
-#include "read/json_read.hpp"
+#include "actmem/config/allocator_config.hpp"
+#include "actmem/core/text.hpp"
 
 namespace actmem {
 
@@ -35,11 +35,6 @@ bool power_of_two(std::uint64_t v) {
   return v != 0 && (v & (v - 1)) == 0;
 }
 
-// A piece of the user's text in a message: escaped and at most 40 characters.
-std::string shown(const std::string& s) {
-  return detail::key_text(s);
-}
-
 // "4" or "[256:1,512:2,>:4]": per power-of-two interval from 1 MiB (AllocatorConfig.cpp
 // parseRoundUpPower2Divisions); the first listed size also fills every interval below it, ">"
 // every interval after the last listed one.
@@ -50,12 +45,14 @@ std::string read_divisions(const std::string& v, AllocatorConfig* c) {
   if (v.empty() || v[0] != '[') {
     std::uint64_t n = 0;
     if (!read_count(v, 1u << 20, &n) || (n != 0 && !power_of_two(n)))
-      return "roundup_power2_divisions: '" + shown(v) + "' is not allowed; allowed: " + allowed;
+      return "roundup_power2_divisions: '" + shown_text(v) +
+             "' is not allowed; allowed: " + allowed;
     c->roundup_divisions.fill(static_cast<std::uint32_t>(n));
     return "";
   }
   if (v.back() != ']')
-    return "roundup_power2_divisions: '" + shown(v) + "' has no closing ']'; allowed: " + allowed;
+    return "roundup_power2_divisions: '" + shown_text(v) +
+           "' has no closing ']'; allowed: " + allowed;
   const std::string body = v.substr(1, v.size() - 2);
   std::size_t last = 0;
   bool first = true, any = false;
@@ -67,11 +64,12 @@ std::string read_divisions(const std::string& v, AllocatorConfig* c) {
     pos = comma == std::string::npos ? body.size() + 1 : comma + 1;
     const std::size_t colon = item.find(':');
     if (colon == std::string::npos)
-      return "roundup_power2_divisions: '" + shown(item) + "' is not MB:N; allowed: " + allowed;
+      return "roundup_power2_divisions: '" + shown_text(item) +
+             "' is not MB:N; allowed: " + allowed;
     const std::string key = trim(item.substr(0, colon)), val = trim(item.substr(colon + 1));
     std::uint64_t n = 0;
     if (!read_count(val, 1u << 20, &n) || (n != 0 && !power_of_two(n)))
-      return "roundup_power2_divisions: '" + shown(item) +
+      return "roundup_power2_divisions: '" + shown_text(item) +
              "' has no power-of-two division count; "
              "allowed: " +
              allowed;
@@ -82,7 +80,7 @@ std::string read_divisions(const std::string& v, AllocatorConfig* c) {
     }
     std::uint64_t mb = 0;
     if (!read_count(key, std::uint64_t{1} << 40, &mb) || !power_of_two(mb))
-      return "roundup_power2_divisions: '" + shown(item) +
+      return "roundup_power2_divisions: '" + shown_text(item) +
              "' has no power-of-two size in MB; allowed: " + allowed;
     std::size_t idx = static_cast<std::size_t>(63 - __builtin_clzll(mb));
     if (idx >= kRoundupIntervals) idx = kRoundupIntervals - 1;
@@ -116,17 +114,18 @@ std::string parse_alloc_conf(std::string_view text, AllocatorConfig* out) {
     if (item.empty()) continue;
     const std::size_t colon = item.find(':');
     if (colon == std::string::npos)
-      return "'" + shown(item) + "' is not key:value (e.g. expandable_segments:True)";
+      return "'" + shown_text(item) + "' is not key:value (e.g. expandable_segments:True)";
     const std::string key = trim(item.substr(0, colon)), val = trim(item.substr(colon + 1));
     std::uint64_t mb = 0;
     if (key == "expandable_segments") {
       if (val != "True" && val != "False")
-        return "expandable_segments: '" + shown(val) + "' is not allowed; allowed: True, False";
+        return "expandable_segments: '" + shown_text(val) +
+               "' is not allowed; allowed: True, False";
       c.expandable_segments = val == "True";
     } else if (key == "max_split_size_mb" || key == "max_non_split_rounding_mb") {
       // PyTorch requires more than kLargeBuffer's 20 MB and caps the value at SIZE_MAX.
       if (!read_count(val, std::uint64_t{1} << 40, &mb) || mb < 20)
-        return shown(key) + ": '" + shown(val) +
+        return shown_text(key) + ": '" + shown_text(val) +
                "' is not allowed; allowed: a whole number of MB, at least 20";
       (key == "max_split_size_mb" ? c.max_split_size : c.max_non_split_rounding) = mb << 20;
     } else if (key == "roundup_power2_divisions") {
@@ -139,12 +138,12 @@ std::string parse_alloc_conf(std::string_view text, AllocatorConfig* out) {
       double t = val.empty() || val.size() > 32 ? -1 : std::strtod(val.c_str(), &stop);
       if (stop != val.c_str() + val.size()) t = -1;
       if (!(t > 0.0 && t < 1.0))
-        return "garbage_collection_threshold: '" + shown(val) +
+        return "garbage_collection_threshold: '" + shown_text(val) +
                "' is not allowed; allowed: a number "
                "strictly between 0 and 1";
     } else if (key == "backend") {
       if (val != "native")
-        return "backend: '" + shown(val) +
+        return "backend: '" + shown_text(val) +
                "' is not modelled; allowed: native (cudaMallocAsync pools "
                "memory in the driver, not in PyTorch's caching allocator)";
     } else if (key == "release_lock_on_cudamalloc" || key == "pinned_use_cuda_host_register" ||
@@ -152,7 +151,7 @@ std::string parse_alloc_conf(std::string_view text, AllocatorConfig* out) {
                key == "graph_capture_record_stream_reuse") {
       // Locking and host (pinned) memory: no effect on device memory.
     } else {
-      return "'" + shown(key) +
+      return "'" + shown_text(key) +
              "' is not a setting the model reads; allowed: expandable_segments, "
              "max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, "
              "garbage_collection_threshold, backend, "

@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <string>
 
+#include "actmem/config/gpu.hpp"
 #include "actmem/core/checked.hpp"
 #include "actmem/device/device.hpp"
-#include "actmem/report/estimate.hpp"
+#include "actmem/setup/setup.hpp"
 
 namespace actmem {
 

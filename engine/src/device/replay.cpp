@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "actmem/report/estimate.hpp"  // GpuSpec
+#include "actmem/config/gpu.hpp"
 #include "device/stream.hpp"
 #include "setup/overflow.hpp"
 #include "step/walker.hpp"

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "actmem/core/text.hpp"
 #include "read/json_read.hpp"
 
 namespace actmem::detail {
@@ -11,7 +12,7 @@ namespace actmem::detail {
 namespace {
 
 // Keys longer than this get no hint: the distance is O(|key| x |allowed|) per allowed key.
-constexpr std::size_t kHintMaxKey = 64;
+constexpr std::size_t kHintMaxKey = kPlainTextMax;
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -39,14 +40,10 @@ std::string closest(const std::string& key, const char* const* allowed, std::siz
   return best;
 }
 
-// Printable ASCII is shown as is; anything else (control characters, any byte >= 0x80, valid
-// UTF-8 or not, which the CLI's argv can carry) goes through the escaping, replacing dump.
+// The one wording of user text in a message (core/text.hpp), here for the readers' detail::
+// helpers.
 std::string key_text(const std::string& key) {
-  const bool plain = key.size() <= kHintMaxKey && std::all_of(key.begin(), key.end(), [](char c) {
-                       const auto u = static_cast<unsigned char>(c);
-                       return u >= 0x20 && u < 0x7f;
-                     });
-  return plain ? key : short_dump(json(key));
+  return shown_text(key);
 }
 
 std::optional<Error> unknown_key(const std::string& prefix, const std::string& key,

@@ -3,11 +3,10 @@
 
 #include <algorithm>
 
-#include "actmem/step/evaluation.hpp"
+#include "actmem/config/sharding.hpp"
 #include "actmem/inventory/flops.hpp"
 #include "actmem/schedules/schedule.hpp"
-#include "actmem/config/sharding.hpp"
-#include "actmem/report/timeline.hpp"
+#include "actmem/step/evaluation.hpp"
 #include "report/explain.hpp"
 #include "setup/overflow.hpp"
 

@@ -6,7 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "actmem/report/estimate.hpp"
+#include "actmem/inventory/inventory.hpp"
+#include "actmem/report/explanation.hpp"
 
 namespace actmem::detail {
 

@@ -4,36 +4,12 @@
 
 #include <algorithm>
 
-#include "actmem/report/estimate.hpp"
 #include "actmem/config/sharding.hpp"
+#include "actmem/report/estimate.hpp"
 #include "actmem/report/view.hpp"
 #include "step/walker.hpp"
 
 namespace actmem {
-
-std::string event_label(const StepEvent& k) {
-  const std::string where = " mb" + std::to_string(k.mb) + " c" + std::to_string(k.chunk);
-  switch (k.kind) {
-    case StepEvent::kFwd:
-      return "F" + where + " L" + std::to_string(k.lo);
-    case StepEvent::kBwd:
-      return "B" + where + " L" + std::to_string(k.lo);
-    case StepEvent::kBwdInput:
-      return "I" + where + " L" + std::to_string(k.lo);
-    case StepEvent::kBwdWeight:
-      return "W" + where + " L" + std::to_string(k.lo);
-    case StepEvent::kRecompute:
-      return "R" + where + " L" + std::to_string(k.lo) +
-             (k.hi != k.lo ? "-L" + std::to_string(k.hi) : "");
-    case StepEvent::kLossFwd:
-      return "loss fwd mb" + std::to_string(k.mb);
-    case StepEvent::kLossBwd:
-      return "loss bwd mb" + std::to_string(k.mb);
-    case StepEvent::kOptimizer:
-      return "optimizer step";
-  }
-  return "?";
-}
 
 namespace {
 

@@ -3,12 +3,12 @@
 // the step's transient sizes (docs/architecture.md).
 #include "actmem/setup/setup.hpp"
 
-#include "actmem/config/sharding.hpp"
-
 #include <algorithm>
 
+#include "actmem/config/sharding.hpp"
+#include "actmem/core/text.hpp"
+
 #include "inventory/builder.hpp"
-#include "read/json_read.hpp"
 #include "setup/overflow.hpp"
 
 namespace actmem {
@@ -84,10 +84,10 @@ std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
       if (s.kinds[ki].inventory.ops.empty())
         return make_error(
             "invalid_value", "config.recompute",
-            "config.recompute: '" + detail::key_text(recompute_name(r)) +
+            "config.recompute: '" + shown_text(recompute_name(r)) +
                 "' saves op outputs, which the engine names for dense attention and MLP layers "
                 "under the pytorch and hf profiles; layer kind " +
-                std::to_string(ki) + " ('" + detail::key_text(s.model.kinds[ki].name) +
+                std::to_string(ki) + " ('" + shown_text(s.model.kinds[ki].name) +
                 "') has none (allowed here: custom with record ids, or another policy)");
     for (const std::string& id : r.ops ? r.custom_keep : std::vector<std::string>{}) {
       bool known = false;
@@ -98,7 +98,7 @@ std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
         for (const OpOutput& op : ke.inventory.ops) known = known || op.id == id;
       if (!known)
         return make_error("invalid_value", "config.recompute",
-                          "config.recompute: op '" + detail::key_text(id) +
+                          "config.recompute: op '" + shown_text(id) +
                               "' is not an op of this layer; allowed: " + ids);
     }
     for (KindEstimate& ke : s.kinds)
@@ -120,7 +120,7 @@ std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
       }
     if (!known)
       return make_error("invalid_value", "config.custom_keep[" + std::to_string(i) + "]",
-                        "config.custom_keep[" + std::to_string(i) + "]: '" + detail::key_text(id) +
+                        "config.custom_keep[" + std::to_string(i) + "]: '" + shown_text(id) +
                             "' is not a tensor of this layer under the " +
                             profile_name(s.config.profile) + " profile; allowed: " + ids);
   }

@@ -2,7 +2,7 @@
 // forwards that run while they leave.
 #include "actmem/step/offload.hpp"
 
-#include "actmem/report/estimate.hpp"  // GpuSpec
+#include "actmem/config/gpu.hpp"
 #include "actmem/setup/policy.hpp"
 #include "actmem/setup/setup.hpp"
 

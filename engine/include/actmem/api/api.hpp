@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "actmem/config/gpu.hpp"
 #include "actmem/core/error.hpp"
-#include "actmem/report/estimate.hpp"
 #include "actmem/model/model.hpp"
 
 namespace actmem {

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "actmem/device/allocator.hpp"
+#include "actmem/config/allocator_config.hpp"
+#include "actmem/config/framework.hpp"
 #include "actmem/core/checked.hpp"
 #include "actmem/core/dtype.hpp"
-#include "actmem/config/framework.hpp"
 #include "actmem/schedules/schedule.hpp"
 
 namespace actmem {

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "actmem/plan/comm.hpp"
 #include "actmem/config/config.hpp"
+#include "actmem/config/gpu.hpp"
 #include "actmem/core/error.hpp"
-#include "actmem/report/estimate.hpp"
 #include "actmem/model/model.hpp"
+#include "actmem/plan/comm.hpp"
 #include "actmem/plan/planner.hpp"
 
 namespace actmem {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "actmem/report/estimate.hpp"
-#include "actmem/step/evaluation.hpp"
+#include "actmem/config/gpu.hpp"
 #include "actmem/setup/setup.hpp"
+#include "actmem/step/evaluation.hpp"
 
 namespace actmem {
 

@@ -8,36 +8,15 @@
 #include <vector>
 
 #include "actmem/config/config.hpp"
-#include "actmem/device/device.hpp"
+#include "actmem/config/gpu.hpp"
 #include "actmem/core/error.hpp"
+#include "actmem/device/device.hpp"
+#include "actmem/report/explanation.hpp"
+#include "actmem/setup/setup.hpp"
 #include "actmem/step/evaluation.hpp"
 #include "actmem/step/offload.hpp"
-#include "actmem/setup/setup.hpp"
 
 namespace actmem {
-
-struct GpuSpec {
-  std::string id;
-  std::string name;
-  Bytes memory_bytes = 0;  // the nominal memory (the tensor verdict, peak_bytes)
-  std::string source;
-  // As the driver reports it (nvidia-smi's "Total"; 0: not known for this GPU), and what the
-  // driver keeps of it (nvidia-smi -q's "Reserved": never usable by a process).
-  Bytes reported_bytes = 0;
-  Bytes driver_reserved_bytes = 0;
-  std::string reported_source;
-  // The CUDA context and PyTorch's start-up on this GPU (0: not measured for this GPU).
-  Bytes context_bytes = 0;
-  std::string context_source;
-  // Dense bf16 tensor FLOPs (TFLOP/s) and the host link's bandwidth per direction (GB/s, 10^9
-  // B/s), for the offload timing (offload.hpp); 0 when the preset does not give them.
-  double bf16_tflops = 0;
-  double host_link_gbs = 0;
-  std::string host_link_source;
-  // Host memory an offloading job has per GPU (the reference system's over its GPUs; 0: unknown).
-  Bytes host_memory_bytes = 0;
-  std::string host_memory_source;
-};
 
 // One pipeline rank as the report shows it: its layers and per-layer recompute choices (from the
 // setup and the policy), and its evaluated activations, static memory and simulated peak.
@@ -57,16 +36,6 @@ struct Stage {
   Bytes peak_bytes = 0;   // the simulated peak of the step (timeline), what must fit
   std::string peak_at;
   Bytes peak_activations = 0, peak_recompute = 0, peak_transients = 0, peak_fragmentation = 0;
-};
-
-// A total written out as a student would: the symbolic formula, the numbers substituted, the value.
-struct Explanation {
-  std::string id;
-  std::string title;
-  std::string formula;
-  std::string substituted;
-  Bytes bytes = 0;
-  std::string source;
 };
 
 // The report of one request: the setup (model, normalized config, kinds, ranks), the evaluation

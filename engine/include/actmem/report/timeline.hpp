@@ -55,9 +55,6 @@ struct Timeline {
   const StageTimeline& worst_stage() const { return stages[worst]; }
 };
 
-// "F mb3 c1 L12", "R mb3 c1 L8-L11", "B mb3 c1 L12", "loss fwd mb3", "optimizer step".
-std::string event_label(const StepEvent& at);
-
 // The step's named transient buffers and when each is alive.
 std::vector<Transient> named_transients(const Setup& s);
 

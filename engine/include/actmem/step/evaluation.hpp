@@ -6,17 +6,18 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "actmem/core/checked.hpp"
 #include "actmem/core/error.hpp"
+#include "actmem/schedules/split_schedule.hpp"
 #include "actmem/setup/policy.hpp"
 #include "actmem/setup/setup.hpp"
-#include "actmem/schedules/split_schedule.hpp"
 
 namespace actmem {
 
-// Where an event happens, as numbers; timeline.hpp's event_label() writes "F mb3 c1 L12".
+// Where an event happens, as numbers; event_label() writes "F mb3 c1 L12".
 struct StepEvent {
   enum Kind : char {
     kFwd = 'F',
@@ -32,6 +33,9 @@ struct StepEvent {
   std::uint32_t mb = 0, chunk = 0;
   std::uint64_t lo = 0, hi = 0;  // global layer indices (hi: a recompute segment's top)
 };
+
+// The event as the timeline and the estimate's peak name it: "F mb3 c1 L12", "loss bwd mb0".
+std::string event_label(const StepEvent& at);
 
 // What is live on the GPU at one event: live = static + activations + recompute + transients.
 struct LiveBytes {

@@ -1,0 +1,52 @@
+# The engine's include order (docs/architecture.md, "Folders and the include rule"): a file in a
+# folder includes only its own folder and folders listed before it, so nothing runs back up the
+# request's way, and no folder before `read` includes a JSON library (the core has no I/O).
+# Run as a test: cmake -DROOT=<repo> -P cmake/CheckLayers.cmake; exits non-zero on a violation.
+set(ACTMEM_LAYERS core model schedules config inventory setup step names frameworks device plan
+    report compare read write api)
+list(FIND ACTMEM_LAYERS read first_io)
+
+file(GLOB_RECURSE files RELATIVE "${ROOT}/engine"
+     "${ROOT}/engine/include/actmem/*.hpp" "${ROOT}/engine/src/*.hpp" "${ROOT}/engine/src/*.cpp")
+set(violations "")
+set(checked 0)
+foreach(f IN LISTS files)
+  # The folder a file belongs to: include/actmem/<folder>/... or src/<folder>/...
+  string(REGEX REPLACE "^(include/actmem|src)/([^/]+)/.*$" "\\2" layer "${f}")
+  if(layer STREQUAL f)
+    list(APPEND violations "${f}: not in a folder of the engine")
+    continue()
+  endif()
+  list(FIND ACTMEM_LAYERS "${layer}" rank)
+  if(rank LESS 0)
+    list(APPEND violations "${f}: folder '${layer}' is not in the include order")
+    continue()
+  endif()
+  math(EXPR checked "${checked} + 1")
+  file(STRINGS "${ROOT}/engine/${f}" includes REGEX "^#include [<\"]")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^#include [<\"]([^>\"]+)[>\"].*$" "\\1" path "${line}")
+    if(path MATCHES "^nlohmann/" AND rank LESS first_io)
+      list(APPEND violations "${f}: includes ${path}, but only read/ and after may hold JSON")
+    endif()
+    # actmem/<folder>/x.hpp (public) or <folder>/x.hpp (private, engine/src on the path)
+    if(path MATCHES "^(nlohmann|catch2)/" OR NOT path MATCHES "/")
+      continue()
+    endif()
+    string(REGEX REPLACE "^(actmem/)?([^/]+)/.*$" "\\2" target "${path}")
+    list(FIND ACTMEM_LAYERS "${target}" target_rank)
+    if(path STREQUAL "actmem/json_io.hpp")  # the JSON adapter (engine/json): read/ and after
+      set(target_rank ${first_io})
+    endif()
+    if(target_rank LESS 0)
+      list(APPEND violations "${f}: includes ${path} from an unknown folder")
+    elseif(target_rank GREATER rank)
+      list(APPEND violations "${f}: includes ${path}, which comes after '${layer}'")
+    endif()
+  endforeach()
+endforeach()
+if(violations)
+  list(JOIN violations "\n  " text)
+  message(FATAL_ERROR "include order broken:\n  ${text}")
+endif()
+message(STATUS "include order: ${checked} files, every include points to its own folder or an earlier one")
