@@ -1,14 +1,16 @@
-// Builds dist/actmem.html: index.html with the wasm-embedded module, app.js and style.css inlined,
-// the worker's source carried as inert text (the page starts the engine's Web Worker from a Blob of
-// the module and worker texts: file:// pages cannot load a worker by path), and a
-// Content-Security-Policy that allows exactly the inline blocks by their SHA-256.
+// Builds dist/actmem.html: index.html with the wasm-embedded module, the page's script (dist/app.js,
+// which build-app.mjs joins from web/app/) and style.css inlined, the worker's source carried as
+// inert text (the page starts the engine's Web Worker from a Blob of the module and worker texts:
+// file:// pages cannot load a worker by path), and a Content-Security-Policy that allows exactly
+// the inline blocks by their SHA-256.
+//   node build-single.mjs <web> <app.js> <module.js> <out.html>
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const [webDir, moduleJs, outFile] = process.argv.slice(2);
+const [webDir, appJs, moduleJs, outFile] = process.argv.slice(2);
 const html = readFileSync(join(webDir, 'index.html'), 'utf8');
-const app = readFileSync(join(webDir, 'app.js'), 'utf8');
+const app = readFileSync(appJs, 'utf8');
 const worker = readFileSync(join(webDir, 'worker.js'), 'utf8');
 const css = readFileSync(join(webDir, 'style.css'), 'utf8');
 const mod = readFileSync(moduleJs, 'utf8');

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { join, extname, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
+import { buildApp } from '../../web/build-app.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dist = join(root, 'dist');
@@ -245,6 +246,19 @@ test('the single-file build works from file://, without a console error', async 
   await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
   const n = native(['--preset', 'gpt2', '--seq', '1024', '--gpu', 'rtx-4090', '--attention', 'flash', '--recompute', 'selective']);
   assert.equal(await page.getAttribute('#verdict', 'data-peak'), String(n.peak_bytes));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the page\'s script: dist/app.js is web/app/ joined in build-app.mjs\'s order, the single file inlines that text, and no name reaches window', async () => {
+  const app = await readFile(join(dist, 'app.js'), 'utf8');
+  assert.ok(app === buildApp(join(root, 'web', 'app')), 'dist/app.js is not web/app/ as build-app.mjs joins it: rebuild the page');
+  assert.ok((await readFile(join(dist, 'actmem.html'), 'utf8')).includes(`<script>${app}</script>`));
+  // The state object and every function stay inside the script's one function scope; the page
+  // sets only the names it documents (tests and embedders read them).
+  const { page, errors } = await open('preset=gpt2');
+  assert.deepEqual(await page.evaluate(() => ['state', 'draw', 'update', 'readForm', 'boot', 'el', 'fmt'].filter((n) => n in window)), []);
+  assert.deepEqual(await page.evaluate(() => ['actmem', 'actmemTimings', 'actmemRequests'].filter((n) => !(n in window))), []);
   assert.deepEqual(errors, []);
   await page.close();
 });

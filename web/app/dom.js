@@ -1,0 +1,38 @@
+// Small DOM helpers (elements, SVG elements, a node's hover text) and the page's one tooltip.
+
+// ---- small DOM helpers ------------------------------------------------------------------
+const $ = (id) => document.getElementById(id);
+const SVGNS = 'http://www.w3.org/2000/svg';
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+function svgEl(tag, attrs, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = String(text);
+  return e;
+}
+function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+const width = (svg) => Math.max(280, Math.round(svg.getBoundingClientRect().width) || 600);
+const tip = (node, text) => { node.dataset.tip = text; return node; };
+
+// ---- one tooltip for every [data-tip] -----------------------------------------------------
+function showTip(ev, text) {
+  const t = $('tooltip');
+  t.textContent = text;
+  t.hidden = false;
+  t.style.left = Math.min(ev.clientX + 12, window.innerWidth - 330) + 'px';
+  t.style.top = ev.clientY + 14 + 'px';
+}
+function hideTip() { $('tooltip').hidden = true; }
+document.addEventListener('mouseover', (ev) => {
+  const n = ev.target.closest && ev.target.closest('[data-tip]');
+  if (n) showTip(ev, n.dataset.tip); else if (!(ev.target.classList && ev.target.classList.contains('hit'))) hideTip();
+});
+document.addEventListener('focusin', (ev) => {
+  const n = ev.target.closest && ev.target.closest('[data-tip]');
+  if (n) { const r = n.getBoundingClientRect(); showTip({ clientX: r.left, clientY: r.bottom }, n.dataset.tip); }
+});

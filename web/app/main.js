@@ -1,0 +1,71 @@
+// The start: the engine's worker started, the form filled from its list of presets, GPUs and
+// options, every control wired, then the first request.
+
+function startWorker() {
+  const inline = $('worker-src');
+  if (inline) {
+    // Single-file page (file://): the worker is built from the inlined module and worker text.
+    const src = $('engine-src').textContent + '\n' + inline.textContent;
+    return new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
+  }
+  return new Worker('worker.js');
+}
+
+function fillSelect(id, values, current) {
+  const s = $(id);
+  clear(s);
+  for (const v of values) s.appendChild(el('option', v)).value = v;
+  if (current !== undefined) s.value = current;
+}
+
+function boot(list) {
+  // Model presets grouped by architecture family (the engine's `family`: the preset's model_type).
+  const families = new Map();
+  for (const m of list.models) {
+    const f = m.family || 'other';
+    if (!families.has(f)) families.set(f, []);
+    families.get(f).push(m);
+  }
+  for (const f of [...families.keys()].sort()) {
+    const group = el('optgroup');
+    group.label = f;
+    for (const m of families.get(f)) { const o = el('option', m.id + (m.name ? ' — ' + m.name : '')); o.value = m.id; group.appendChild(o); }
+    $('preset').appendChild(group);
+  }
+  for (const g of list.gpus) { const o = el('option', g.id + (g.name ? ' — ' + g.name : '')); o.value = g.id; $('gpu').appendChild(o); }
+  state.examples = list.examples;
+  for (const x of state.examples) { const o = el('option', x.id + ' — ' + x.title); o.value = x.id; $('example').appendChild(o); }
+  const opt = list.options;
+  fillSelect('dtype', opt.dtypes, 'bf16');
+  fillSelect('attention', opt.attention, 'flash');
+  fillSelect('optimizer', opt.optimizers, 'adamw');
+  fillSelect('profile', opt.profiles, 'megatron');
+  fillSelect('schedule', opt.schedules, '1f1b');
+  const dl = $('recompute-list');
+  for (const r of opt.recompute) if (!/[A-Z]/.test(r) && r !== 'custom') dl.appendChild(el('option')).value = r;
+  $('preset').value = DEFAULT_PRESET;
+  readHash();
+  wire();
+  state.bootDone = true;
+  update();
+}
+
+// Each file wires its own controls; no element has two listeners for one event, so the order is free.
+function wire() {
+  wireCompare();
+  wireAdvise();
+  wireForm();
+  wireTables();
+  wireExports();
+  wireEmbed();
+  wireView();
+}
+
+try {
+  state.worker = startWorker();
+  state.worker.onmessage = onMessage;
+  state.worker.onerror = (e) => { setStatus('error', 'The engine failed to load: ' + (e.message || 'worker error')); };
+  state.worker.postMessage({ id: 0, lane: 'boot', request: JSON.stringify({ command: 'presets' }) });
+} catch (e) {
+  setStatus('error', 'The engine failed to start: ' + e);
+}

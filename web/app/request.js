@@ -1,0 +1,121 @@
+// The engine's answers to the inputs: the status line, view requests to the worker (debounced, one
+// per distinct input), its messages routed by lane, "ready", and a link's refused value dropped.
+
+// ---- honest state: the results say when they are not the answer to the inputs -------------
+function setStatus(kind, text) {
+  const s = $('status');
+  s.dataset.kind = kind;
+  s.textContent = text;
+  $('results').dataset.stale = kind === 'current' ? '0' : '1';
+}
+
+// ---- the engine in a worker ---------------------------------------------------------------
+function send(lane, request) {
+  const id = ++state.seq;
+  state.worker.postMessage({ id, lane, request: JSON.stringify(request) });
+  return id;
+}
+
+function schedule(delay) {
+  clearTimeout(state.debounce);
+  state.debouncing = true;
+  document.body.dataset.ready = '0';  // not the answer to these inputs until it arrives
+  if (!state.inputAt) state.inputAt = performance.now();
+  state.debounce = setTimeout(update, delay);
+}
+
+// Sends the view request for the current inputs (once per distinct input).
+function update() {
+  if (!state.bootDone) return;
+  clearTimeout(state.debounce);
+  state.debouncing = false;
+  writeHash();
+  const req = readForm();
+  const key = JSON.stringify(req);
+  if (key === state.wantedKey) {
+    // Nothing new to ask: the answer (or the error) on screen is already this input's.
+    if ((state.shown && state.shown.key === key) || state.lastError) finish();
+    return;
+  }
+  clearErrors();
+  state.lastError = null;
+  state.wantedKey = key;
+  state.wantedReq = req;
+  state.fallbackTries = 0;
+  state.wanted = send('view', req);
+  state.awaiting = true;
+  document.body.dataset.ready = '0';
+  window.actmemRequests++;
+  setStatus('updating', 'Updating…');
+}
+
+function onMessage(e) {
+  const m = e.data;
+  if (m.lane === 'failed') { setStatus('error', 'The engine failed to load: ' + m.text); $('verdict').textContent = 'The engine failed to load.'; return; }
+  if (m.lane === 'boot') { boot(JSON.parse(m.text)); return; }
+  if (m.lane === 'export') { const done = state.exportsPending.get(m.id); state.exportsPending.delete(m.id); if (done) done(JSON.parse(m.text)); return; }
+  if (m.lane === 'fallback') { onFallback(m); return; }
+  if (m.lane === 'compare') { onCompare(m); return; }
+  if (m.lane === 'advise') { onAdvise(m); return; }
+  if (m.id !== state.wanted) return;  // superseded by a newer input
+  state.awaiting = false;
+  const t0 = performance.now();
+  const ans = JSON.parse(m.text);
+  document.body.dataset.parseMs = (performance.now() - t0).toFixed(2);
+  document.body.dataset.engineMs = m.ms.toFixed(2);
+  if (!ans.ok) { answerError(ans.error, state.wantedReq); return; }
+  state.lastError = null;
+  document.body.dataset.state = 'ok';
+  draw(ans, state.wantedKey, state.wantedReq);
+  if (state.snapshotBytes) runCompare();  // the comparison follows the configuration shown
+  setStatus('current', 'This is the answer for the inputs as shown. Hover a number for its exact bytes and what it means.');
+  if (!document.body.dataset.firstVerdictMs) document.body.dataset.firstVerdictMs = performance.now().toFixed(1);
+  finish();
+}
+
+function finish() {
+  if (state.debouncing || state.awaiting) return;
+  if (state.inputAt) { state.timings.push(performance.now() - state.inputAt); document.body.dataset.renderMs = (performance.now() - state.inputAt).toFixed(2); state.inputAt = 0; }
+  if (!window.actmem && !state.mainEngineLoading) loadMainEngine(); else if (window.actmem) ready();
+  postHeight();
+}
+// "ready": the page shows the answer (or the error) for its current inputs, none pending; an
+// input or a request sets it back to "0".
+function ready() { if (!state.debouncing && !state.awaiting) document.body.dataset.ready = '1'; }
+
+// An error in the inputs: the message beside its field, the results marked as the previous
+// inputs' answer. With nothing shown yet (a link or an embed with a bad value), the page shows
+// the answer without the offending value, marked so.
+function answerError(err, req) {
+  state.lastError = err;
+  showError(err);
+  document.body.dataset.state = 'error';
+  if (state.shown) {
+    setStatus('error', 'Not updated: ' + sentence(err.message) + ' The results below are for the previous inputs.');
+    finish();
+    return;
+  }
+  setStatus('error', 'This link has a value the engine refuses: ' + sentence(err.message) + ' Shown below: the answer without it.');
+  fallback(req ? withoutField(req, err.field) : { command: 'view', preset: DEFAULT_PRESET, config: {} });
+}
+// Asks for the answer without the refused value, at most 8 times (one value dropped each time).
+function fallback(next) {
+  if (!next || ++state.fallbackTries > 8) { finish(); return; }
+  state.fallbackReq = next;
+  state.fallbackId = send('fallback', next);
+}
+function onFallback(m) {
+  if (m.id !== state.fallbackId) return;
+  const ans = JSON.parse(m.text);
+  if (!ans.ok) { fallback(withoutField(state.fallbackReq, ans.error.field)); return; }
+  draw(ans, null, state.fallbackReq);
+  finish();
+}
+// The request without the value a message names (the engine's default takes its place).
+function withoutField(req, field) {
+  const r = JSON.parse(JSON.stringify(req));
+  const f = String(field || '').replace(/\[\d+\]$/, '');
+  if (f.startsWith('config.') && r.config && f.slice(7).split('.')[0] in r.config) { delete r.config[f.slice(7).split('.')[0]]; return r; }
+  if (f === 'preset' || f.startsWith('model') || f === 'example') { delete r.model; delete r.model_text; delete r.example; r.preset = DEFAULT_PRESET; return r; }
+  return null;
+}

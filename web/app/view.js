@@ -1,0 +1,30 @@
+// One view answer drawn onto every panel (verdict, charts, tables, planner line, worked example),
+// and drawn again when the window's width changes.
+
+function draw(v, key, req) {
+  const t0 = performance.now();
+  state.shown = { key, req, view: v };
+  state.customName = v.model.name + ' (' + (v.model.params / 1e9).toFixed(2) + ' B parameters)';
+  showModelChoice();
+  drawVerdict(v);
+  drawBar(v);
+  drawTimeline(v);
+  drawInventory(v.estimate);
+  drawPolicies(v);
+  drawPlan(v);
+  drawGrid(v);
+  drawKv(v.estimate);
+  drawExplain(v.estimate);
+  drawExample(v);
+  const note = v.layout.schedule_note || '';
+  $('schedule-note').textContent = note ? 'Schedule used: ' + note : '';
+  document.body.dataset.drawMs = (performance.now() - t0).toFixed(2);
+}
+
+function wireView() {
+  window.addEventListener('resize', () => {
+    if (!state.shown || Math.abs(window.innerWidth - state.lastWidth) < 8) return;
+    state.lastWidth = window.innerWidth;
+    draw(state.shown.view, state.shown.key, state.shown.req);
+  });
+}
