@@ -18,10 +18,6 @@ std::optional<Error> required(const std::string& type, const char* key) {
 
 }  // namespace
 
-bool is_deepseek_type(const std::string& model_type) {
-  return model_type == "deepseek_v2" || model_type == "deepseek_v3";
-}
-
 // Keys read here; model_from_json lets them through its key check.
 bool is_deepseek_key(const std::string& k) {
   static const char* const kKeys[] = {"q_lora_rank",

@@ -12,7 +12,6 @@
 
 namespace actmem::detail {
 
-bool is_deepseek_type(const std::string& model_type);
 // The keys read_deepseek reads (model_from_json passes them through its key check).
 bool is_deepseek_key(const std::string& k);
 std::optional<Error> read_deepseek(const nlohmann::json& j, const std::string& type, ModelSpec* m);

@@ -89,10 +89,6 @@ constexpr Foreign kForeign[] = {{"intermediate_size", "ffn_hidden_size"},
 
 }  // namespace
 
-bool is_falcon_type(const std::string& model_type) {
-  return model_type == "falcon" || model_type == "RefinedWebModel";
-}
-
 std::optional<Error> read_falcon(const json& j, ModelSpec* out,
                                  std::vector<std::string>* warnings) {
   ModelSpec& m = *out;

@@ -12,9 +12,6 @@
 
 namespace actmem::detail {
 
-// "falcon" and "RefinedWebModel" (the remote-code name of Falcon-7B's first config files).
-bool is_falcon_type(const std::string& model_type);
-
 // Reads the architecture keys of a Falcon config into *out (whose id, name and metadata are set);
 // keys that change memory in ways not modelled (ALiBi, dropout, other activations) are errors.
 std::optional<Error> read_falcon(const nlohmann::json& j, ModelSpec* out,
