@@ -1,7 +1,8 @@
 // JSON for the advise answer: the ranked layouts confirmed on the device, the screened front, and
 // each layout's config as estimate reads it (one-click apply on the page, --config on the CLI).
-#include "actmem/plan/advisor.hpp"
 #include "actmem/json_io.hpp"
+#include "actmem/plan/advisor.hpp"
+#include "write/config_json.hpp"
 
 namespace actmem {
 
@@ -9,32 +10,13 @@ using nlohmann::json;
 
 namespace {
 
-// The keys advise chose, as the request's config takes them: passed back to estimate with the
-// same model, GPU and base config they give the same peak.
-json layout_config(const TrainConfig& c) {
-  json j = {{"tp", c.par.tp},
-            {"sp", c.par.sp},
-            {"pp", c.par.pp},
-            {"vpp", c.par.vpp},
-            {"cp", c.par.cp},
-            {"dp", c.par.dp},
-            {"ep", c.par.ep},
-            {"zero", static_cast<std::uint64_t>(c.par.zero)},
-            {"micro_batch", c.micro_batch},
-            {"micro_batches", c.grad_accum},
-            {"schedule", schedule_name(effective_schedule(c))},
-            {"recompute", recompute_name(c.recompute)},
-            {"seq", c.seq}};
-  if (!c.layer_split.empty()) j["layer_split"] = c.layer_split;
-  if (c.recompute.offload) j["offload"] = true;
-  return j;
-}
-
 json layout_json(const Layout& l) {
   const TrainConfig& c = l.config;
   // The config's keys at the top level too (layer_split and offload always, seq only in config),
   // with the criteria and figures beside them.
-  const json config = layout_config(c);
+  // The keys advise chose, as the request's config takes them: passed back to estimate with the
+  // same model, GPU and base config they give the same peak.
+  const json config = detail::layout_config(c);
   json j = config;
   j.erase("seq");
   j["layer_split"] = c.layer_split;

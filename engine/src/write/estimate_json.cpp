@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "actmem/names/names.hpp"
+#include "write/config_json.hpp"
 #include "write/json_writer.hpp"
 
 namespace actmem {
@@ -213,58 +214,7 @@ std::string estimate_text(const Estimate& e) {
   w.end_object();
 
   w.key("config");
-  w.begin_object();
-  w.field("accumulate_unsharded", c.accumulate_unsharded);
-  w.field("async_tp", c.async_tp);
-  w.field("attention", attention_name(c.attention));
-  w.field("attention_dropout", c.attention_dropout);
-  w.field("cp", c.par.cp);
-  w.field("ddp_bucket_view", c.ddp_bucket_view);
-  // An op-level policy's ids are in its recompute name (op:ID,...), not in custom_keep.
-  write_array(w, "custom_keep",
-              c.recompute.ops ? std::vector<std::string>{} : c.recompute.custom_keep);
-  w.field("dp", c.par.dp);
-  w.field("dp_replicate", c.par.dp_replicate);
-  w.field("dtype", dtype_name(c.act_dtype));
-  w.field("ep", c.par.ep);
-  w.field("float8", float8_name(c.float8));
-  w.field("float8_all_gather", c.float8_all_gather);
-  w.field("fp8_amax_history", c.fp8_amax_history);
-  w.field("fragmentation_pct", c.fragmentation_pct);
-  w.field("framework", framework_name(c.framework));
-  w.field("grad_accum", c.grad_accum);
-  w.field("grad_bucket_bytes", c.grad_bucket);
-  w.field("grad_dtype", dtype_name(c.grad_dtype));
-  w.field("hidden_dropout", c.hidden_dropout);
-  write_array(w, "layer_split", c.layer_split);
-  w.field("lora_dropout", c.lora.dropout);
-  w.field("lora_dtype", dtype_name(c.lora.dtype));
-  w.field("lora_rank", c.lora.rank);
-  write_array(w, "lora_targets", c.lora.targets);
-  w.field("loss", loss_name(c.loss));
-  w.field("master_weights", c.master_weights);
-  w.field("micro_batch", c.micro_batch);
-  w.field("micro_batches", c.grad_accum);
-  w.field("moe_imbalance", c.moe_imbalance);
-  w.field("mtp", c.mtp);
-  w.field("offload", c.recompute.offload);
-  w.field("optimizer", optimizer_name(c.optimizer));
-  w.field("optimizer_dtype", dtype_name(c.optimizer_dtype));
-  w.field("optimizer_offload", c.optimizer_offload);
-  w.field("param_dtype", dtype_name(c.param_dtype));
-  w.field("pp", c.par.pp);
-  w.field("profile", profile_name(c.profile));
-  w.field("qlora", c.lora.qlora);
-  w.field("recompute", recompute_name(c.recompute));
-  w.field("reshard_after_forward", c.reshard_after_forward);
-  w.field("schedule", schedule_name(effective_schedule(c)));
-  w.field("seq", c.seq);
-  w.field("shard_group", shard_group_name(c.par.shard_group));
-  w.field("sp", c.par.sp);
-  w.field("tp", c.par.tp);
-  w.field("vpp", c.par.vpp);
-  w.field("zero", c.par.zero);
-  w.end_object();
+  write_config(w, c);
 
   // The keys the framework filled, each with its value and the code it follows (framework.cpp).
   w.key("framework_defaults");

@@ -6,6 +6,7 @@
 #include "actmem/json_io.hpp"
 #include "actmem/names/names.hpp"
 #include "actmem/report/view.hpp"
+#include "write/config_json.hpp"
 #include "write/json_writer.hpp"
 
 namespace actmem {
@@ -160,23 +161,10 @@ std::string view_text(const View& v, const std::string& estimate_answer,
 
   w.key("layout");
   w.begin_object();
-  w.field("tp", par.tp);
-  w.field("sp", par.sp);
-  w.field("pp", par.pp);
-  w.field("vpp", par.vpp);
-  w.field("cp", par.cp);
-  w.field("dp", par.dp);
-  w.field("ep", par.ep);
-  w.field("zero", par.zero);
-  w.field("micro_batch", e.config.micro_batch);
-  w.field("micro_batches", e.config.grad_accum);
-  w.field("seq", e.config.seq);
-  w.field("schedule", schedule_table().name(sched));
+  detail::write_layout(w, e.config, detail::LayoutFor::kView);
   if (sched != e.config.schedule)
     w.field("schedule_note", std::string(schedule_table().name(sched)) + " because vpp = " +
                                  std::to_string(par.vpp) + " > 1 (Megatron-LM's interleaved 1F1B)");
-  w.field("recompute", recompute_name(e.config.recompute));
-  w.field("offload", e.config.recompute.offload);
   w.end_object();
 
   w.key("suggestions");
