@@ -3,10 +3,10 @@
 #include <set>
 #include <vector>
 
+#include "actmem/core/size.hpp"
 #include "actmem/json_io.hpp"
 #include "actmem/names/names.hpp"
 #include "actmem/read/presets.hpp"
-#include "actmem/core/size.hpp"
 #include "read/json_read.hpp"
 
 namespace actmem {
@@ -79,250 +79,358 @@ constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[
 
 namespace {
 
-// Every key of one config object read into c (config_from_json applies a framework's defaults
-// around it).
-Result<TrainConfig> read_config_keys(const json& j, TrainConfig c) {
-  auto u = [&](const char* k, std::uint64_t* out, bool allow_zero = false) -> std::optional<Error> {
-    if (!j.contains(k)) return std::nullopt;
-    return detail::read_uint(j[k], std::string("config.") + k, out, allow_zero);
-  };
-  auto b = [&](const char* k, bool* out) -> std::optional<Error> {
-    if (!j.contains(k)) return std::nullopt;
-    return detail::read_bool(j[k], std::string("config.") + k, out);
-  };
-  auto choice = [&](const char* k, auto parse, auto* out,
-                    const std::string& allowed) -> std::optional<Error> {
-    if (!j.contains(k)) return std::nullopt;
+// One config object read into a TrainConfig (config_from_json applies a framework's defaults
+// around it), key group by key group in the order the keys have always been read, so the first
+// error a config meets does not depend on how the reading is split.
+class ConfigReader {
+ public:
+  ConfigReader(const json& j, TrainConfig c) : j_(j), c_(std::move(c)) {}
+
+  Result<TrainConfig> read() {
+    ACTMEM_TRY(read_batch_and_precision());
+    ACTMEM_TRY(read_dropout());
+    ACTMEM_TRY(read_parallel());
+    ACTMEM_TRY(read_switches());
+    ACTMEM_TRY(read_lora());
+    ACTMEM_TRY(read_policy());
+    ACTMEM_TRY(read_gpu());
+    ACTMEM_TRY(read_schedule_and_micro_batches());
+    ACTMEM_TRY(read_buffers());
+    ACTMEM_TRY(read_device());
+    ACTMEM_TRY(read_layer_split());
+    ACTMEM_TRY(read_custom_keep());
+    return c_;
+  }
+
+ private:
+  std::optional<Error> uint(const char* k, std::uint64_t* out, bool allow_zero = false) const {
+    if (!j_.contains(k)) return std::nullopt;
+    return detail::read_uint(j_[k], std::string("config.") + k, out, allow_zero);
+  }
+  std::optional<Error> flag(const char* k, bool* out) const {
+    if (!j_.contains(k)) return std::nullopt;
+    return detail::read_bool(j_[k], std::string("config.") + k, out);
+  }
+  // A name parsed by `parse` (names.hpp), refused with the list of what is allowed.
+  template <typename Parse, typename T>
+  std::optional<Error> choice(const char* k, Parse parse, T* out,
+                              const std::string& allowed) const {
+    if (!j_.contains(k)) return std::nullopt;
     const std::string field = std::string("config.") + k;
     std::string s;
-    ACTMEM_TRY(detail::read_string(j[k], field, &s));
+    ACTMEM_TRY(detail::read_string(j_[k], field, &s));
     if (!parse(s, out))
       return make_error(
           "invalid_value", field,
           field + ": '" + detail::key_text(s) + "' is not allowed; allowed: " + allowed);
     return std::nullopt;
-  };
-  auto prob = [&](const char* k, double* out) -> std::optional<Error> {
-    if (!j.contains(k)) return std::nullopt;
+  }
+  std::optional<Error> prob(const char* k, double* out) const {
+    if (!j_.contains(k)) return std::nullopt;
     const std::string field = std::string("config.") + k;
-    ACTMEM_TRY(detail::read_double(j[k], field, out));
+    ACTMEM_TRY(detail::read_double(j_[k], field, out));
     if (*out < 0.0 || *out >= 1.0)
       return make_error("invalid_value", field,
-                        field + ": must be in [0, 1), got " + detail::short_dump(j[k]));
+                        field + ": must be in [0, 1), got " + detail::short_dump(j_[k]));
     return std::nullopt;
-  };
-  ACTMEM_TRY(u("micro_batch", &c.micro_batch));
-  ACTMEM_TRY(u("seq", &c.seq));
-  ACTMEM_TRY(u("grad_accum", &c.grad_accum));
-  ACTMEM_TRY(choice("dtype", parse_float_dtype, &c.act_dtype, float_dtype_table().list()));
-  ACTMEM_TRY(choice("param_dtype", parse_float_dtype, &c.param_dtype, float_dtype_table().list()));
-  ACTMEM_TRY(choice("grad_dtype", parse_float_dtype, &c.grad_dtype, float_dtype_table().list()));
-  ACTMEM_TRY(b("master_weights", &c.master_weights));
-  ACTMEM_TRY(choice("optimizer", parse_optimizer, &c.optimizer, optimizer_table().list()));
+  }
+
+  std::optional<Error> read_batch_and_precision();
+  std::optional<Error> read_dropout();
+  std::optional<Error> read_parallel();
+  std::optional<Error> read_switches();
+  std::optional<Error> read_lora();
+  std::optional<Error> read_lora_targets();
+  std::optional<Error> read_policy();
+  std::optional<Error> read_gpu();
+  std::optional<Error> read_schedule_and_micro_batches();
+  std::optional<Error> read_buffers();
+  std::optional<Error> read_device();
+  std::optional<Error> read_layer_split();
+  std::optional<Error> read_custom_keep();
+
+  const json& j_;
+  TrainConfig c_;
+};
+
+// The batch, precisions and optimizer.
+std::optional<Error> ConfigReader::read_batch_and_precision() {
+  ACTMEM_TRY(uint("micro_batch", &c_.micro_batch));
+  ACTMEM_TRY(uint("seq", &c_.seq));
+  ACTMEM_TRY(uint("grad_accum", &c_.grad_accum));
+  ACTMEM_TRY(choice("dtype", parse_float_dtype, &c_.act_dtype, float_dtype_table().list()));
+  ACTMEM_TRY(choice("param_dtype", parse_float_dtype, &c_.param_dtype, float_dtype_table().list()));
+  ACTMEM_TRY(choice("grad_dtype", parse_float_dtype, &c_.grad_dtype, float_dtype_table().list()));
+  ACTMEM_TRY(flag("master_weights", &c_.master_weights));
+  ACTMEM_TRY(choice("optimizer", parse_optimizer, &c_.optimizer, optimizer_table().list()));
+  return std::nullopt;
+}
+
+// dropout sets both rates; a specific rate given beside it with another value would silently
+// win over it, so the two are a conflict naming both (as grad_accum and micro_batches are).
+std::optional<Error> ConfigReader::read_dropout() {
   double dropout = -1.0;
   ACTMEM_TRY(prob("dropout", &dropout));
-  if (dropout >= 0.0) c.attention_dropout = c.hidden_dropout = dropout;
-  ACTMEM_TRY(prob("attention_dropout", &c.attention_dropout));
-  ACTMEM_TRY(prob("hidden_dropout", &c.hidden_dropout));
+  if (dropout >= 0.0) c_.attention_dropout = c_.hidden_dropout = dropout;
+  ACTMEM_TRY(prob("attention_dropout", &c_.attention_dropout));
+  ACTMEM_TRY(prob("hidden_dropout", &c_.hidden_dropout));
   // dropout sets both rates: a specific rate given beside it with another value would silently
   // win over it, so the two are a conflict naming both (as grad_accum and micro_batches are).
   for (const char* k : {"attention_dropout", "hidden_dropout"})
-    if (dropout >= 0.0 && j.contains(k) && j[k] != j["dropout"])
+    if (dropout >= 0.0 && j_.contains(k) && j_[k] != j_["dropout"])
       return make_error("invalid_value", std::string("config.") + k,
-                        std::string("config.") + k + ": " + detail::short_dump(j[k]) +
-                            " conflicts with config.dropout: " + detail::short_dump(j["dropout"]) +
+                        std::string("config.") + k + ": " + detail::short_dump(j_[k]) +
+                            " conflicts with config.dropout: " + detail::short_dump(j_["dropout"]) +
                             " (dropout sets both rates); give one");
-  ACTMEM_TRY(choice("attention", parse_attention, &c.attention, attention_table().list()));
-  ACTMEM_TRY(choice("profile", parse_profile, &c.profile, profile_table().list()));
-  ACTMEM_TRY(u("tp", &c.par.tp));
-  ACTMEM_TRY(b("sp", &c.par.sp));
-  ACTMEM_TRY(u("pp", &c.par.pp));
-  ACTMEM_TRY(u("vpp", &c.par.vpp));
-  ACTMEM_TRY(u("cp", &c.par.cp));
-  ACTMEM_TRY(u("dp", &c.par.dp));
-  std::uint64_t zero = static_cast<std::uint64_t>(c.par.zero);
-  ACTMEM_TRY(u("zero", &zero, true));
+  return std::nullopt;
+}
+
+// Attention, the accounting profile and the parallel degrees.
+std::optional<Error> ConfigReader::read_parallel() {
+  ACTMEM_TRY(choice("attention", parse_attention, &c_.attention, attention_table().list()));
+  ACTMEM_TRY(choice("profile", parse_profile, &c_.profile, profile_table().list()));
+  ACTMEM_TRY(uint("tp", &c_.par.tp));
+  ACTMEM_TRY(flag("sp", &c_.par.sp));
+  ACTMEM_TRY(uint("pp", &c_.par.pp));
+  ACTMEM_TRY(uint("vpp", &c_.par.vpp));
+  ACTMEM_TRY(uint("cp", &c_.par.cp));
+  ACTMEM_TRY(uint("dp", &c_.par.dp));
+  std::uint64_t zero = static_cast<std::uint64_t>(c_.par.zero);
+  ACTMEM_TRY(uint("zero", &zero, true));
   if (zero > 3)
     return make_error(
         "invalid_value", "config.zero",
         "config.zero: " + std::to_string(zero) + " is not a ZeRO stage; allowed: 0, 1, 2, 3");
-  c.par.zero = static_cast<int>(zero);
-  ACTMEM_TRY(u("ep", &c.par.ep));
-  ACTMEM_TRY(choice("framework", parse_framework, &c.framework, framework_table().list()));
+  c_.par.zero = static_cast<int>(zero);
+  ACTMEM_TRY(uint("ep", &c_.par.ep));
+  ACTMEM_TRY(choice("framework", parse_framework, &c_.framework, framework_table().list()));
   ACTMEM_TRY(
-      choice("shard_group", parse_shard_group, &c.par.shard_group, shard_group_table().list()));
-  ACTMEM_TRY(u("dp_replicate", &c.par.dp_replicate));
-  ACTMEM_TRY(b("reshard_after_forward", &c.reshard_after_forward));
-  ACTMEM_TRY(b("accumulate_unsharded", &c.accumulate_unsharded));
-  ACTMEM_TRY(b("optimizer_offload", &c.optimizer_offload));
-  ACTMEM_TRY(b("ddp_bucket_view", &c.ddp_bucket_view));
-  ACTMEM_TRY(b("async_tp", &c.async_tp));
-  ACTMEM_TRY(b("float8_all_gather", &c.float8_all_gather));
-  ACTMEM_TRY(u("fp8_amax_history", &c.fp8_amax_history));
-  if (c.fp8_amax_history > (std::uint64_t{1} << 20))
+      choice("shard_group", parse_shard_group, &c_.par.shard_group, shard_group_table().list()));
+  ACTMEM_TRY(uint("dp_replicate", &c_.par.dp_replicate));
+  return std::nullopt;
+}
+
+// The switches through which a framework changes memory (FSDP residency, ZeRO-Offload, DDP's
+// buckets, async TP, float8).
+std::optional<Error> ConfigReader::read_switches() {
+  ACTMEM_TRY(flag("reshard_after_forward", &c_.reshard_after_forward));
+  ACTMEM_TRY(flag("accumulate_unsharded", &c_.accumulate_unsharded));
+  ACTMEM_TRY(flag("optimizer_offload", &c_.optimizer_offload));
+  ACTMEM_TRY(flag("ddp_bucket_view", &c_.ddp_bucket_view));
+  ACTMEM_TRY(flag("async_tp", &c_.async_tp));
+  ACTMEM_TRY(flag("float8_all_gather", &c_.float8_all_gather));
+  ACTMEM_TRY(uint("fp8_amax_history", &c_.fp8_amax_history));
+  if (c_.fp8_amax_history > (std::uint64_t{1} << 20))
     return make_error("invalid_value", "config.fp8_amax_history",
-                      "config.fp8_amax_history: " + std::to_string(c.fp8_amax_history) +
+                      "config.fp8_amax_history: " + std::to_string(c_.fp8_amax_history) +
                           " is more than the 1048576 allowed");
-  ACTMEM_TRY(choice("float8", parse_float8, &c.float8, float8_table().list()));
+  ACTMEM_TRY(choice("float8", parse_float8, &c_.float8, float8_table().list()));
+  return std::nullopt;
+}
+
+// LoRA: the rank turns it on; the targets are linear names (docs/frameworks.md, LoRA).
+std::optional<Error> ConfigReader::read_lora() {
   // LoRA: the rank turns it on; the targets are linear names (docs/frameworks.md, LoRA).
-  ACTMEM_TRY(u("lora_rank", &c.lora.rank, true));
-  if (c.lora.rank > (std::uint64_t{1} << 20))
+  ACTMEM_TRY(uint("lora_rank", &c_.lora.rank, true));
+  if (c_.lora.rank > (std::uint64_t{1} << 20))
     return make_error(
         "invalid_value", "config.lora_rank",
-        "config.lora_rank: " + std::to_string(c.lora.rank) + " is more than the 1048576 allowed");
-  if (j.contains("lora_targets")) {
-    static const char* const kLinears[] = {"q_proj",  "k_proj",    "v_proj", "o_proj", "gate_proj",
-                                           "up_proj", "down_proj", "fc1",    "fc2"};
-    const json& a = j["lora_targets"];
-    if (!a.is_array() || a.size() > 9)
-      return make_error("wrong_type", "config.lora_targets",
-                        "config.lora_targets: must be an array of at most 9 linear names such as "
-                        "\"q_proj\"");
-    c.lora.targets.clear();
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const std::string field = "config.lora_targets[" + std::to_string(i) + "]";
-      std::string id;
-      ACTMEM_TRY(detail::read_string(a[i], field, &id));
-      bool known = false;
-      for (const char* k : kLinears) known = known || id == k;
-      if (!known)
-        return make_error("invalid_value", field,
-                          field + ": '" + detail::key_text(id) +
-                              "' is not allowed; allowed: q_proj, k_proj, v_proj, o_proj, "
-                              "gate_proj, up_proj, down_proj, fc1, fc2");
-      if (c.lora.targets_linear(id))
-        return make_error("invalid_value", field, field + ": '" + id + "' is listed twice");
-      c.lora.targets.push_back(id);
-    }
+        "config.lora_rank: " + std::to_string(c_.lora.rank) + " is more than the 1048576 allowed");
+  ACTMEM_TRY(read_lora_targets());
+  ACTMEM_TRY(prob("lora_dropout", &c_.lora.dropout));
+  ACTMEM_TRY(choice("lora_dtype", parse_float_dtype, &c_.lora.dtype, float_dtype_table().list()));
+  ACTMEM_TRY(flag("qlora", &c_.lora.qlora));
+  return std::nullopt;
+}
+
+// lora_targets: linear names, each at most once.
+std::optional<Error> ConfigReader::read_lora_targets() {
+  if (!j_.contains("lora_targets")) return std::nullopt;
+  static const char* const kLinears[] = {"q_proj",  "k_proj",    "v_proj", "o_proj", "gate_proj",
+                                         "up_proj", "down_proj", "fc1",    "fc2"};
+  const json& a = j_["lora_targets"];
+  if (!a.is_array() || a.size() > 9)
+    return make_error("wrong_type", "config.lora_targets",
+                      "config.lora_targets: must be an array of at most 9 linear names such as "
+                      "\"q_proj\"");
+  c_.lora.targets.clear();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string field = "config.lora_targets[" + std::to_string(i) + "]";
+    std::string id;
+    ACTMEM_TRY(detail::read_string(a[i], field, &id));
+    bool known = false;
+    for (const char* k : kLinears) known = known || id == k;
+    if (!known)
+      return make_error("invalid_value", field,
+                        field + ": '" + detail::key_text(id) +
+                            "' is not allowed; allowed: q_proj, k_proj, v_proj, o_proj, "
+                            "gate_proj, up_proj, down_proj, fc1, fc2");
+    if (c_.lora.targets_linear(id))
+      return make_error("invalid_value", field, field + ": '" + id + "' is listed twice");
+    c_.lora.targets.push_back(id);
   }
-  ACTMEM_TRY(prob("lora_dropout", &c.lora.dropout));
-  ACTMEM_TRY(choice("lora_dtype", parse_float_dtype, &c.lora.dtype, float_dtype_table().list()));
-  ACTMEM_TRY(b("qlora", &c.lora.qlora));
-  ACTMEM_TRY(choice("loss", parse_loss, &c.loss, loss_names()));
-  ACTMEM_TRY(choice("recompute", parse_recompute, &c.recompute, recompute_names()));
-  ACTMEM_TRY(b("offload", &c.recompute.offload));
-  ACTMEM_TRY(b("mtp", &c.mtp));
-  if (j.contains("gpu")) {
-    ACTMEM_TRY(detail::read_string(j["gpu"], "config.gpu", &c.gpu_id));
-    if (!find_preset("gpus", c.gpu_id))
+  return std::nullopt;
+}
+
+// The loss, the recompute policy, offload and multi-token prediction.
+std::optional<Error> ConfigReader::read_policy() {
+  ACTMEM_TRY(choice("loss", parse_loss, &c_.loss, loss_names()));
+  ACTMEM_TRY(choice("recompute", parse_recompute, &c_.recompute, recompute_names()));
+  ACTMEM_TRY(flag("offload", &c_.recompute.offload));
+  ACTMEM_TRY(flag("mtp", &c_.mtp));
+  return std::nullopt;
+}
+
+// The GPU: a preset, and/or its memory as bytes or as a size ("80GiB", parsed exactly:
+// size.hpp), one of the two keys.
+std::optional<Error> ConfigReader::read_gpu() {
+  if (j_.contains("gpu")) {
+    ACTMEM_TRY(detail::read_string(j_["gpu"], "config.gpu", &c_.gpu_id));
+    if (!find_preset("gpus", c_.gpu_id))
       return make_error("unknown_preset", "config.gpu",
-                        "config.gpu: unknown GPU '" + detail::key_text(c.gpu_id) +
+                        "config.gpu: unknown GPU '" + detail::key_text(c_.gpu_id) +
                             "'; allowed: " + preset_ids("gpus"));
   }
-  ACTMEM_TRY(u("gpu_memory_bytes", &c.gpu_bytes));
-  if (c.gpu_bytes > kMaxBytes)
+  ACTMEM_TRY(uint("gpu_memory_bytes", &c_.gpu_bytes));
+  if (c_.gpu_bytes > kMaxBytes)
     return make_error(
         "invalid_value", "config.gpu_memory_bytes",
-        "config.gpu_memory_bytes: " + std::to_string(c.gpu_bytes) + " exceeds 2^63-1 bytes");
+        "config.gpu_memory_bytes: " + std::to_string(c_.gpu_bytes) + " exceeds 2^63-1 bytes");
   // gpu_memory: a size as text ("80GiB"), parsed exactly (size.hpp); one of the two keys.
-  if (j.contains("gpu_memory")) {
-    if (j.contains("gpu_memory_bytes"))
+  if (j_.contains("gpu_memory")) {
+    if (j_.contains("gpu_memory_bytes"))
       return make_error("invalid_value", "config.gpu_memory",
                         "config.gpu_memory: give gpu_memory or gpu_memory_bytes, not both");
     std::string text;
-    ACTMEM_TRY(detail::read_string(j["gpu_memory"], "config.gpu_memory", &text));
-    if (!parse_size(text, &c.gpu_bytes))
+    ACTMEM_TRY(detail::read_string(j_["gpu_memory"], "config.gpu_memory", &text));
+    if (!parse_size(text, &c_.gpu_bytes))
       return make_error("invalid_value", "config.gpu_memory",
                         "config.gpu_memory: '" + detail::key_text(text) +
                             "' is not a size; allowed: " + kSizeAllowed);
   }
-  ACTMEM_TRY(choice("schedule", parse_schedule, &c.schedule, schedule_table().list()));
-  ACTMEM_TRY(u("micro_batches", &c.grad_accum));  // the pipeline name for grad_accum
-  if (j.contains("grad_accum") && j.contains("micro_batches") &&
-      j["grad_accum"] != j["micro_batches"])
+  return std::nullopt;
+}
+
+// The pipeline schedule and micro_batches, the pipeline name for grad_accum.
+std::optional<Error> ConfigReader::read_schedule_and_micro_batches() {
+  ACTMEM_TRY(choice("schedule", parse_schedule, &c_.schedule, schedule_table().list()));
+  ACTMEM_TRY(uint("micro_batches", &c_.grad_accum));  // the pipeline name for grad_accum
+  if (j_.contains("grad_accum") && j_.contains("micro_batches") &&
+      j_["grad_accum"] != j_["micro_batches"])
     return make_error(
         "invalid_value", "config.micro_batches",
-        "config.micro_batches: " + detail::short_dump(j["micro_batches"]) +
-            " conflicts with config.grad_accum: " + detail::short_dump(j["grad_accum"]) +
+        "config.micro_batches: " + detail::short_dump(j_["micro_batches"]) +
+            " conflicts with config.grad_accum: " + detail::short_dump(j_["grad_accum"]) +
             " (two names for the micro-batches per step); give one");
+  return std::nullopt;
+}
+
+// Fixed per-GPU buffers and the fixed costs' overrides (device.hpp).
+std::optional<Error> ConfigReader::read_buffers() {
   // Fixed per-GPU buffers: bounded so that the sums they join cannot overflow and blame another
   // field; a petabyte is a million times any real workspace or bucket.
   for (auto [k, out] :
-       {std::pair<const char*, Bytes*>{"cublas_workspace_bytes", &c.cublas_workspace},
-        {"grad_bucket_bytes", &c.grad_bucket}}) {
-    ACTMEM_TRY(u(k, out, true));
+       {std::pair<const char*, Bytes*>{"cublas_workspace_bytes", &c_.cublas_workspace},
+        {"grad_bucket_bytes", &c_.grad_bucket}}) {
+    ACTMEM_TRY(uint(k, out, true));
     if (*out > kMaxBufferBytes)
       return make_error("invalid_value", std::string("config.") + k,
                         std::string("config.") + k + ": " + std::to_string(*out) +
                             " is more than the 2^50 bytes (1 PiB) allowed");
   }
   // The fixed costs' overrides (device.hpp); absent, the documented defaults.
-  for (auto [k, out] : {std::pair<const char*, Bytes*>{"cuda_context_bytes", &c.cuda_context_bytes},
-                        {"nccl_comm_bytes", &c.nccl_comm_bytes}}) {
-    if (!j.contains(k)) continue;
+  for (auto [k, out] :
+       {std::pair<const char*, Bytes*>{"cuda_context_bytes", &c_.cuda_context_bytes},
+        {"nccl_comm_bytes", &c_.nccl_comm_bytes}}) {
+    if (!j_.contains(k)) continue;
     Bytes v = 0;
-    ACTMEM_TRY(u(k, &v, true));
+    ACTMEM_TRY(uint(k, &v, true));
     if (v > kMaxBufferBytes)
       return make_error("invalid_value", std::string("config.") + k,
                         std::string("config.") + k + ": " + std::to_string(v) +
                             " is more than the 2^50 bytes (1 PiB) allowed");
     *out = v;
   }
-  if (j.contains("device_stages")) {
+  if (j_.contains("device_stages")) {
     std::string which;
-    ACTMEM_TRY(detail::read_string(j["device_stages"], "config.device_stages", &which));
+    ACTMEM_TRY(detail::read_string(j_["device_stages"], "config.device_stages", &which));
     if (which != "worst" && which != "all")
       return make_error("invalid_value", "config.device_stages",
                         "config.device_stages: '" + detail::key_text(which) +
                             "' is not allowed; allowed: worst (the most loaded stage), all");
-    c.device_all_stages = which == "all";
+    c_.device_all_stages = which == "all";
   }
-  ACTMEM_TRY(u("gpus_per_node", &c.gpus_per_node));
-  if (c.gpus_per_node > kMaxGpusPerNode)
+  ACTMEM_TRY(uint("gpus_per_node", &c_.gpus_per_node));
+  if (c_.gpus_per_node > kMaxGpusPerNode)
     return make_error("invalid_value", "config.gpus_per_node",
-                      "config.gpus_per_node: " + std::to_string(c.gpus_per_node) +
+                      "config.gpus_per_node: " + std::to_string(c_.gpus_per_node) +
                           " is more than the " + std::to_string(kMaxGpusPerNode) + " allowed");
-  ACTMEM_TRY(
-      choice("optimizer_dtype", parse_float_dtype, &c.optimizer_dtype, float_dtype_table().list()));
-  if (j.contains("alloc_conf")) {
+  return std::nullopt;
+}
+
+// What the device replay walks and how the allocator and fragmentation are set.
+std::optional<Error> ConfigReader::read_device() {
+  ACTMEM_TRY(choice("optimizer_dtype", parse_float_dtype, &c_.optimizer_dtype,
+                    float_dtype_table().list()));
+  if (j_.contains("alloc_conf")) {
     std::string text;
-    ACTMEM_TRY(detail::read_string(j["alloc_conf"], "config.alloc_conf", &text));
-    const std::string err = parse_alloc_conf(text, &c.alloc);
+    ACTMEM_TRY(detail::read_string(j_["alloc_conf"], "config.alloc_conf", &text));
+    const std::string err = parse_alloc_conf(text, &c_.alloc);
     if (!err.empty())
       return make_error("invalid_value", "config.alloc_conf", "config.alloc_conf: " + err);
   }
-  if (j.contains("fragmentation_pct")) {
-    ACTMEM_TRY(detail::read_double(j["fragmentation_pct"], "config.fragmentation_pct",
-                                   &c.fragmentation_pct));
-    if (c.fragmentation_pct < 0 || c.fragmentation_pct > 100)
+  if (j_.contains("fragmentation_pct")) {
+    ACTMEM_TRY(detail::read_double(j_["fragmentation_pct"], "config.fragmentation_pct",
+                                   &c_.fragmentation_pct));
+    if (c_.fragmentation_pct < 0 || c_.fragmentation_pct > 100)
       return make_error("invalid_value", "config.fragmentation_pct",
                         "config.fragmentation_pct: must be between 0 and 100");
   }
-  if (j.contains("moe_imbalance"))
-    ACTMEM_TRY(detail::read_double(j["moe_imbalance"], "config.moe_imbalance", &c.moe_imbalance));
-  if (j.contains("layer_split")) {
-    const json& a = j["layer_split"];
+  if (j_.contains("moe_imbalance"))
+    ACTMEM_TRY(detail::read_double(j_["moe_imbalance"], "config.moe_imbalance", &c_.moe_imbalance));
+  return std::nullopt;
+}
+
+// layer_split: layer counts, one per pipeline stage.
+std::optional<Error> ConfigReader::read_layer_split() {
+  if (j_.contains("layer_split")) {
+    const json& a = j_["layer_split"];
     if (!a.is_array() || a.size() > kMaxLayerSplitEntries)
       return make_error(
           "wrong_type", "config.layer_split",
           "config.layer_split: must be an array of layer counts, one per pipeline stage (at most " +
               std::to_string(kMaxLayerSplitEntries) + ")");
-    c.layer_split.clear();
+    c_.layer_split.clear();
     for (std::size_t i = 0; i < a.size(); ++i) {
       std::uint64_t n = 0;
       ACTMEM_TRY(detail::read_uint(a[i], "config.layer_split[" + std::to_string(i) + "]", &n));
-      c.layer_split.push_back(n);
+      c_.layer_split.push_back(n);
     }
   }
-  if (j.contains("custom_keep") && (c.recompute.ops || !c.recompute.op_policy.empty()) &&
-      !(j["custom_keep"].is_array() && j["custom_keep"].empty()))
+  return std::nullopt;
+}
+
+// custom_keep: tensor ids, unless the recompute policy names its ops itself.
+std::optional<Error> ConfigReader::read_custom_keep() {
+  if (j_.contains("custom_keep") && (c_.recompute.ops || !c_.recompute.op_policy.empty()) &&
+      !(j_["custom_keep"].is_array() && j_["custom_keep"].empty()))
     return make_error("invalid_value", "config.custom_keep",
-                      "config.custom_keep: recompute " + detail::short_dump(j["recompute"]) +
+                      "config.custom_keep: recompute " + detail::short_dump(j_["recompute"]) +
                           " names the ops it saves; give the ids there, not in custom_keep");
-  if (j.contains("custom_keep") && !c.recompute.ops && c.recompute.op_policy.empty()) {
-    const json& a = j["custom_keep"];
+  if (j_.contains("custom_keep") && !c_.recompute.ops && c_.recompute.op_policy.empty()) {
+    const json& a = j_["custom_keep"];
     if (!a.is_array() || a.size() > kMaxCustomKeep)
       return make_error("wrong_type", "config.custom_keep",
                         "config.custom_keep: must be an array of at most " +
                             std::to_string(kMaxCustomKeep) + " tensor ids such as \"attn.qkv_in\"");
-    c.recompute.custom_keep.clear();
+    c_.recompute.custom_keep.clear();
     for (std::size_t i = 0; i < a.size(); ++i) {
       std::string id;
       ACTMEM_TRY(detail::read_string(a[i], "config.custom_keep[" + std::to_string(i) + "]", &id));
-      c.recompute.custom_keep.push_back(id);
+      c_.recompute.custom_keep.push_back(id);
     }
   }
-  return c;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -332,7 +440,7 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
     return make_error("wrong_type", "config",
                       "config: must be a JSON object, got " + detail::kind_of(j));
   ACTMEM_TRY(detail::check_keys(j, "config", kConfigKeys, kNumConfigKeys));
-  auto first = read_config_keys(j, c);
+  auto first = ConfigReader(j, c).read();
   if (!first.ok()) return first;
   // A framework fills the keys the user left out with its documented defaults (framework.cpp),
   // read by the same reader; the user's keys win.
@@ -346,7 +454,7 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
       merged[d.key] = json::parse(d.value);
       filled.push_back(d);
     }
-  auto out = read_config_keys(merged, c);
+  auto out = ConfigReader(merged, c).read();
   if (out.ok()) out.value().framework_filled = filled;
   return out;
 }
