@@ -118,305 +118,420 @@ std::string shown_value(const json& v) {
   return d.size() > 80 ? d.substr(0, 77) + "..." : d;
 }
 
-std::string parse_args(const std::vector<std::string>& argv, Options* o) {
-  json cfg_file = json::object();
-  std::map<std::string, std::string> cfg_from;  // config key -> the --config file that gave it
-  json cfg_flags = json::object();
-  std::size_t i = 0;
-  if (!argv.empty() && argv[0].rfind("--", 0) != 0)
-    o->command = argv[i++];
-  else
-    o->command = "estimate";
-  if (o->command == "help") {
-    o->help = true;
-    return "";
+namespace {
+
+// Flag -> config key, for flags taking a value.
+const std::pair<const char*, const char*> kValued[] = {
+    {"--micro-batch", "micro_batch"},
+    {"--seq", "seq"},
+    {"--grad-accum", "grad_accum"},
+    {"--dtype", "dtype"},
+    {"--param-dtype", "param_dtype"},
+    {"--grad-dtype", "grad_dtype"},
+    {"--optimizer", "optimizer"},
+    {"--tp", "tp"},
+    {"--pp", "pp"},
+    {"--vpp", "vpp"},
+    {"--cp", "cp"},
+    {"--dp", "dp"},
+    {"--zero", "zero"},
+    {"--ep", "ep"},
+    {"--attention", "attention"},
+    {"--dropout", "dropout"},
+    {"--attention-dropout", "attention_dropout"},
+    {"--hidden-dropout", "hidden_dropout"},
+    {"--profile", "profile"},
+    {"--recompute", "recompute"},
+    {"--gpu", "gpu"},
+    {"--schedule", "schedule"},
+    {"--micro-batches", "micro_batches"},
+    {"--fragmentation", "fragmentation_pct"},
+    {"--moe-imbalance", "moe_imbalance"},
+    {"--optimizer-dtype", "optimizer_dtype"},
+    {"--alloc-conf", "alloc_conf"},
+    {"--cuda-context-bytes", "cuda_context_bytes"},
+    {"--nccl-comm-bytes", "nccl_comm_bytes"},
+    {"--gpus-per-node", "gpus_per_node"},
+    {"--device-stages", "device_stages"},
+    {"--framework", "framework"},
+    {"--shard-group", "shard_group"},
+    {"--dp-replicate", "dp_replicate"},
+    {"--float8", "float8"},
+    {"--ddp-bucket-view", "ddp_bucket_view"},
+    {"--async-tp", "async_tp"},
+    {"--float8-all-gather", "float8_all_gather"},
+    {"--fp8-amax-history", "fp8_amax_history"},
+    {"--reshard-after-forward", "reshard_after_forward"},
+    {"--accumulate-unsharded", "accumulate_unsharded"},
+    {"--loss", "loss"},
+    {"--optimizer-offload", "optimizer_offload"},
+    {"--lora-rank", "lora_rank"},
+    {"--lora-dropout", "lora_dropout"},
+    {"--lora-dtype", "lora_dtype"}};
+
+// The boolean flags: each sets an output option or a config key, and takes no value (`--sp=false`
+// would otherwise read as true).
+struct Boolean {
+  const char* flag;
+  bool Options::*option;  // an output option, or
+  const char* key;        // a config key set to `value`
+  bool value;
+};
+const Boolean kBoolean[] = {{"--json", &Options::json, nullptr, true},
+                            {"--csv", &Options::csv, nullptr, true},
+                            {"--help", &Options::help, nullptr, true},
+                            {"-h", &Options::help, nullptr, true},
+                            {"--sp", nullptr, "sp", true},
+                            {"--offload", nullptr, "offload", true},
+                            {"--mtp", nullptr, "mtp", true},
+                            {"--no-master-weights", nullptr, "master_weights", false},
+                            {"--qlora", nullptr, "qlora", true}};
+
+// Flags override files, aliases included: a flag's key replaces the file's other spellings of the
+// same setting, which would otherwise conflict with it (or, for dropout, win over it).
+const std::pair<const char*, const char*> kAliases[] = {{"micro_batches", "grad_accum"},
+                                                        {"grad_accum", "micro_batches"},
+                                                        {"dropout", "attention_dropout"},
+                                                        {"dropout", "hidden_dropout"},
+                                                        {"gpu_memory", "gpu_memory_bytes"}};
+
+// The command line read argument by argument: each kind of flag has its own function, tried in
+// the order they always were, so the first error a command line meets is the same.
+class ArgParser {
+ public:
+  ArgParser(const std::vector<std::string>& argv, Options* o) : argv_(argv), o_(*o) {}
+
+  std::string parse() {
+    if (std::string err = read_command(); !err.empty() || o_.help) return err;
+    for (; i_ < argv_.size(); ++i_)
+      if (std::string err = read_flag(); !err.empty()) return err;
+    return finish();
   }
-  if (o->command == "compare") {
-    // compare SNAPSHOT: the file comes first, then the usual model and config flags.
-    if (i >= argv.size() || argv[i].rfind("--", 0) == 0)
-      return "compare: needs a snapshot file (torch.cuda.memory._dump_snapshot's pickle), then "
-             "the model and config flags of the run";
-    o->snapshot_path = argv[i++];
+
+ private:
+  std::string read_command();
+  std::string read_flag();
+  bool boolean(std::string* err);
+  bool valued(std::string* err);
+  bool advise(std::string* err);
+  bool request_key(std::string* err);
+  bool model_or_config(std::string* err);
+  bool list(std::string* err);
+  bool budget(std::string* err);
+  std::string finish();
+
+  // The current flag's value: after '=' ("--seq=4096"), else the next argument unless that is
+  // itself an option ("--seq --tp 2" is a missing value for --seq, not a bad option "2"); "-5"
+  // stays a value for the engine to refuse. False (and missing_ says why) without one.
+  bool value(std::string* v) {
+    if (inline_value_) {
+      *v = argv_[i_].substr(eq_ + 1);
+      return true;
+    }
+    if (i_ + 1 >= argv_.size()) return false;
+    if (argv_[i_ + 1].rfind("--", 0) == 0) {
+      missing_ = ", got the option " + json(argv_[i_ + 1]).dump(-1, ' ', true, kReplace);
+      return false;
+    }
+    *v = argv_[++i_];
+    return true;
   }
-  if (o->command != "estimate" && o->command != "explain" && o->command != "presets" &&
-      o->command != "timeline" && o->command != "fit" && o->command != "plan" &&
-      o->command != "sweep" && o->command != "compare" && o->command != "advise")
-    return "command: " + shown(o->command) +
-           " is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, compare, "
-           "advise, presets";
-  // Flag -> config key, for flags taking a value.
-  static const std::pair<const char*, const char*> kValued[] = {
-      {"--micro-batch", "micro_batch"},
-      {"--seq", "seq"},
-      {"--grad-accum", "grad_accum"},
-      {"--dtype", "dtype"},
-      {"--param-dtype", "param_dtype"},
-      {"--grad-dtype", "grad_dtype"},
-      {"--optimizer", "optimizer"},
-      {"--tp", "tp"},
-      {"--pp", "pp"},
-      {"--vpp", "vpp"},
-      {"--cp", "cp"},
-      {"--dp", "dp"},
-      {"--zero", "zero"},
-      {"--ep", "ep"},
-      {"--attention", "attention"},
-      {"--dropout", "dropout"},
-      {"--attention-dropout", "attention_dropout"},
-      {"--hidden-dropout", "hidden_dropout"},
-      {"--profile", "profile"},
-      {"--recompute", "recompute"},
-      {"--gpu", "gpu"},
-      {"--schedule", "schedule"},
-      {"--micro-batches", "micro_batches"},
-      {"--fragmentation", "fragmentation_pct"},
-      {"--moe-imbalance", "moe_imbalance"},
-      {"--optimizer-dtype", "optimizer_dtype"},
-      {"--alloc-conf", "alloc_conf"},
-      {"--cuda-context-bytes", "cuda_context_bytes"},
-      {"--nccl-comm-bytes", "nccl_comm_bytes"},
-      {"--gpus-per-node", "gpus_per_node"},
-      {"--device-stages", "device_stages"},
-      {"--framework", "framework"},
-      {"--shard-group", "shard_group"},
-      {"--dp-replicate", "dp_replicate"},
-      {"--float8", "float8"},
-      {"--ddp-bucket-view", "ddp_bucket_view"},
-      {"--async-tp", "async_tp"},
-      {"--float8-all-gather", "float8_all_gather"},
-      {"--fp8-amax-history", "fp8_amax_history"},
-      {"--reshard-after-forward", "reshard_after_forward"},
-      {"--accumulate-unsharded", "accumulate_unsharded"},
-      {"--loss", "loss"},
-      {"--optimizer-offload", "optimizer_offload"},
-      {"--lora-rank", "lora_rank"},
-      {"--lora-dropout", "lora_dropout"},
-      {"--lora-dtype", "lora_dtype"}};
+  // A file's text into a request key, once.
+  bool file_key(const char* flag, const char* key, const char* needs, std::string* err);
+
+  const std::vector<std::string>& argv_;
+  Options& o_;
+  std::size_t i_ = 0;
+  json cfg_file_ = json::object();
+  std::map<std::string, std::string> cfg_from_;  // config key -> the --config file that gave it
+  json cfg_flags_ = json::object();
   // The boolean flag just read, if the previous argument was one: a word after it ("--offload
   // true") is a value given to a flag that takes none, not an unknown option.
-  const char* after_boolean = nullptr;
-  for (; i < argv.size(); ++i) {
-    const char* prev_boolean = after_boolean;
-    after_boolean = nullptr;
-    // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
-    const std::size_t eq = argv[i].rfind("--", 0) == 0 ? argv[i].find('=') : std::string::npos;
-    const std::string a = argv[i].substr(0, eq);
-    const bool inline_value = eq != std::string::npos;
-    // A flag's value is the next argument unless that is itself an option ("--seq --tp 2" is a
-    // missing value for --seq, not a bad option "2"); "-5" stays a value for the engine to refuse.
-    std::string missing;
-    auto value = [&](std::string* v) -> bool {
-      if (inline_value) {
-        *v = argv[i].substr(eq + 1);
-        return true;
-      }
-      if (i + 1 >= argv.size()) return false;
-      if (argv[i + 1].rfind("--", 0) == 0) {
-        missing = ", got the option " + json(argv[i + 1]).dump(-1, ' ', true, kReplace);
-        return false;
-      }
-      *v = argv[++i];
-      return true;
-    };
-    std::string v;
-    // The boolean flags, one table: each sets an option or a config key, and takes no value
-    // (`--sp=false` would otherwise read as true).
-    struct Boolean {
-      const char* flag;
-      bool* option;     // an output option, or
-      const char* key;  // a config key set to `value`
-      bool value;
-    };
-    const Boolean kBoolean[] = {{"--json", &o->json, nullptr, true},
-                                {"--csv", &o->csv, nullptr, true},
-                                {"--help", &o->help, nullptr, true},
-                                {"-h", &o->help, nullptr, true},
-                                {"--sp", nullptr, "sp", true},
-                                {"--offload", nullptr, "offload", true},
-                                {"--mtp", nullptr, "mtp", true},
-                                {"--no-master-weights", nullptr, "master_weights", false},
-                                {"--qlora", nullptr, "qlora", true}};
-    const Boolean* boolean = nullptr;
-    for (const Boolean& b : kBoolean)
-      if (a == b.flag) boolean = &b;
-    if (boolean) {
-      if (inline_value)
-        return a + ": takes no value, got " + shown(argv[i].substr(eq)) + "; give " + a + " alone";
-      if (boolean->option)
-        *boolean->option = boolean->value;
-      else
-        cfg_flags[boolean->key] = boolean->value;
-      after_boolean = boolean->flag;
-      continue;
-    }
-    bool matched = false;
-    for (const auto& [flag, key] : kValued) {
-      if (a != flag) continue;
-      matched = true;
-      if (!value(&v)) return std::string(flag) + ": needs a value" + missing;
-      const json given = number_or_string(v);
-      if (cfg_flags.contains(key) && cfg_flags[key] != given)
-        return std::string(flag) + ": given twice (" + shown_value(cfg_flags[key]) + " and " +
-               shown_value(given) + "); give it once";
-      cfg_flags[key] = given;
-    }
-    if (matched) continue;
-    // advise's search: the GPU count (or MIN:MAX), the global batch, the layouts listed.
-    if (a == "--num-gpus" || a == "--global-batch" || a == "--limit") {
-      if (o->command != "advise") return a + ": read only by the advise command";
-      const char* key = a == "--num-gpus"       ? "num_gpus"
-                        : a == "--global-batch" ? "global_batch"
-                                                : "limit";
-      if (!value(&v)) return a + ": needs a value" + missing;
-      if (o->request.contains("advise") && o->request["advise"].contains(key))
-        return a + ": given twice; give it once";
-      // A range stays text for the engine to read ("8:64"); a count is a number.
-      o->request["advise"][key] = number_or_string(v);
-      continue;
-    }
-    if (a == "--emit") {
-      if (!value(&v)) return "--emit: needs megatron, torchtitan or sac" + missing;
-      if (o->request.contains("emit")) return "--emit: given twice; give it once";
-      o->request["emit"] = v;
-      continue;
-    }
-    if (a == "--megatron-args") {
-      if (!value(&v)) return "--megatron-args: needs a file of Megatron-LM arguments" + missing;
-      if (o->request.contains("megatron_args")) return "--megatron-args: given twice; give it once";
-      std::string text;
-      if (!read_file(v, &text)) return "--megatron-args: cannot read " + shown(v);
-      o->request["megatron_args"] = text;
-      continue;
-    }
-    if (a == "--torchtitan-toml") {
-      if (!value(&v)) return "--torchtitan-toml: needs a torchtitan job config TOML file" + missing;
-      if (o->request.contains("torchtitan_toml"))
-        return "--torchtitan-toml: given twice; give it once";
-      std::string text;
-      if (!read_file(v, &text)) return "--torchtitan-toml: cannot read " + shown(v);
-      o->request["torchtitan_toml"] = text;
-      continue;
-    }
-    if (a == "--stats") {
-      if (o->command != "compare") return "--stats: read only by the compare command";
-      if (!value(&v)) return "--stats: needs a file of torch.cuda.memory_stats() as JSON" + missing;
-      if (!o->stats_path.empty()) return "--stats: given twice; give it once";
-      o->stats_path = v;
-      continue;
-    }
-    if (a == "--preset") {
-      if (!value(&v)) return "--preset: needs a model preset id (see `actmem presets`)" + missing;
-      if (o->request.contains("model") || o->request.contains("preset"))
-        return "--preset: give one model (--model or --preset, once)";
-      o->request["preset"] = v;
-    } else if (a == "--model") {
-      if (!value(&v)) return "--model: needs a file" + missing;
-      if (o->request.contains("model") || o->request.contains("preset"))
-        return "--model: give one model (--model or --preset, once)";
-      std::string text;
-      if (!read_file(v, &text)) return "--model: cannot read " + shown(v);
-      auto j = parse_json_text(text, "model");
-      if (!j.ok()) return j.error().message;
-      o->request["model"] = j.value();
-    } else if (a == "--config") {
-      if (!value(&v)) return "--config: needs a file" + missing;
-      std::string text;
-      if (!read_file(v, &text)) return "--config: cannot read " + shown(v);
-      auto j = parse_json_text(text, "config");
-      if (!j.ok()) return j.error().message;
-      if (!j.value().is_object()) return "config: must be a JSON object";
-      // Several files merge; a key two files give differently is a conflict, not last-one-wins.
-      for (auto it = j.value().begin(); it != j.value().end(); ++it) {
-        auto prev = cfg_file.find(it.key());
-        if (prev != cfg_file.end() && *prev != it.value())
-          return "--config: " + shown(it.key()) + " is " + shown_value(*prev) + " in " +
-                 shown(cfg_from[it.key()]) + " and " + shown_value(it.value()) + " in " + shown(v) +
-                 "; give it once (a flag overrides every file)";
-        cfg_file[it.key()] = it.value();
-        cfg_from[it.key()] = v;
-      }
-    } else if (a == "--layer-split" || a == "--custom-keep" || a == "--sweep-micro-batches" ||
-               a == "--sweep-seqs" || a == "--lora-targets") {
-      if (!value(&v)) return a + ": needs a comma-separated list" + missing;
-      json list = json::array();
-      std::size_t start = 0;
-      while (start <= v.size()) {
-        const std::size_t comma = v.find(',', start);
-        const std::string item =
-            v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        list.push_back(a == "--custom-keep" || a == "--lora-targets" ? json(item)
-                                                                     : number_or_string(item));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-      const char* key = a == "--layer-split"    ? "layer_split"
-                        : a == "--custom-keep"  ? "custom_keep"
-                        : a == "--lora-targets" ? "lora_targets"
-                                                : nullptr;
-      const bool given =
-          key ? cfg_flags.contains(key)
-              : o->request.contains("sweep") &&
-                    o->request["sweep"].contains(a == "--sweep-seqs" ? "seqs" : "micro_batches");
-      if (given) return a + ": given twice; give it once";
-      if (key)
-        cfg_flags[key] = list;
-      else
-        o->request["sweep"][a == "--sweep-seqs" ? "seqs" : "micro_batches"] = list;
-    } else if (a == "--gpu-memory" || a == "--budget") {
-      if (!value(&v)) return a + ": needs a size such as 80GiB" + missing;
-      // The engine reads the size (config.gpu_memory, size.hpp: exact, no double) and names the
-      // field in its message, the same one the page shows. The flag replaces a config file's
-      // budget in either form.
-      if (cfg_flags.contains("gpu_memory"))
-        return a +
-               ": the budget is given twice (--gpu-memory and --budget are one setting); give "
-               "it once";
-      cfg_flags["gpu_memory"] = v;
-    } else if (prev_boolean && !argv[i].empty() && argv[i][0] != '-') {
-      return std::string(prev_boolean) + ": takes no value, got " + shown(argv[i]) + "; give " +
-             prev_boolean + " alone";
-    } else {
-      return shown(a) +
-             ": unknown option; allowed: --preset --model --config --micro-batch --seq "
-             "--grad-accum "
-             "--micro-batches --dtype --param-dtype --grad-dtype --no-master-weights --optimizer "
-             "--tp --sp --pp --vpp --cp "
-             "--dp --zero --ep --attention --dropout --attention-dropout --hidden-dropout "
-             "--profile --recompute --offload "
-             "--schedule --gpu --gpu-memory --budget --json --csv --megatron-args "
-             "--torchtitan-toml "
-             "--emit "
-             "(advise: --num-gpus --global-batch --limit)";
-    }
+  const char* after_boolean_ = nullptr;
+  const char* prev_boolean_ = nullptr;
+  // The current argument: the flag before any '=', and whether a value followed it.
+  std::string a_;
+  std::size_t eq_ = std::string::npos;
+  bool inline_value_ = false;
+  std::string missing_;
+};
+
+std::string ArgParser::read_command() {
+  if (!argv_.empty() && argv_[0].rfind("--", 0) != 0)
+    o_.command = argv_[i_++];
+  else
+    o_.command = "estimate";
+  if (o_.command == "help") {
+    o_.help = true;
+    return "";
   }
-  // Flags override files, aliases included: a flag's key replaces the file's other spellings of
-  // the same setting, which would otherwise conflict with it (or, for dropout, win over it).
-  static const std::pair<const char*, const char*> kAliases[] = {
-      {"micro_batches", "grad_accum"},
-      {"grad_accum", "micro_batches"},
-      {"dropout", "attention_dropout"},
-      {"dropout", "hidden_dropout"},
-      {"gpu_memory", "gpu_memory_bytes"}};
-  for (const auto& [flag_key, file_key] : kAliases)
-    if (cfg_flags.contains(flag_key)) cfg_file.erase(file_key);
-  for (auto it = cfg_flags.begin(); it != cfg_flags.end(); ++it) cfg_file[it.key()] = it.value();
-  // presets lists; a model or config option there would be silently ignored, so it is refused.
-  if (o->command == "presets" && (!cfg_file.empty() || o->request.contains("preset") ||
-                                  o->request.contains("model") || o->request.contains("sweep")))
-    return "presets: takes no model or config options (only --json); got " +
-           std::string(!cfg_file.empty() ? "config key " + shown(cfg_file.begin().key())
-                                         : "a model or sweep option");
-  // Flags one command reads, refused on the others (they would change nothing there).
-  if (o->csv && o->command != "timeline")
-    return "--csv: read only by timeline (its events as CSV), not by " + o->command;
-  if (o->csv && o->json) return "--csv: give --csv or --json, not both";
-  if (o->command != "sweep" && o->command != "presets" && o->request.contains("sweep"))
-    return std::string(o->request["sweep"].contains("seqs") ? "--sweep-seqs"
-                                                            : "--sweep-micro-batches") +
-           ": read only by sweep, not by " + o->command;
-  if (!cfg_file.empty()) o->request["config"] = cfg_file;
-  if (o->command != "estimate") o->request["command"] = o->command;
+  if (o_.command == "compare") {
+    // compare SNAPSHOT: the file comes first, then the usual model and config flags.
+    if (i_ >= argv_.size() || argv_[i_].rfind("--", 0) == 0)
+      return "compare: needs a snapshot file (torch.cuda.memory._dump_snapshot's pickle), then "
+             "the model and config flags of the run";
+    o_.snapshot_path = argv_[i_++];
+  }
+  if (o_.command != "estimate" && o_.command != "explain" && o_.command != "presets" &&
+      o_.command != "timeline" && o_.command != "fit" && o_.command != "plan" &&
+      o_.command != "sweep" && o_.command != "compare" && o_.command != "advise")
+    return "command: " + shown(o_.command) +
+           " is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, compare, "
+           "advise, presets";
   return "";
+}
+
+std::string ArgParser::read_flag() {
+  prev_boolean_ = after_boolean_;
+  after_boolean_ = nullptr;
+  // "--seq=4096" is "--seq 4096" (the value may hold further '=' or be empty).
+  eq_ = argv_[i_].rfind("--", 0) == 0 ? argv_[i_].find('=') : std::string::npos;
+  a_ = argv_[i_].substr(0, eq_);
+  inline_value_ = eq_ != std::string::npos;
+  missing_.clear();
+  std::string err;
+  if (boolean(&err) || valued(&err) || advise(&err) || request_key(&err) || model_or_config(&err) ||
+      list(&err) || budget(&err))
+    return err;
+  if (prev_boolean_ && !argv_[i_].empty() && argv_[i_][0] != '-')
+    return std::string(prev_boolean_) + ": takes no value, got " + shown(argv_[i_]) + "; give " +
+           prev_boolean_ + " alone";
+  return shown(a_) +
+         ": unknown option; allowed: --preset --model --config --micro-batch --seq "
+         "--grad-accum "
+         "--micro-batches --dtype --param-dtype --grad-dtype --no-master-weights --optimizer "
+         "--tp --sp --pp --vpp --cp "
+         "--dp --zero --ep --attention --dropout --attention-dropout --hidden-dropout "
+         "--profile --recompute --offload "
+         "--schedule --gpu --gpu-memory --budget --json --csv --megatron-args "
+         "--torchtitan-toml "
+         "--emit "
+         "(advise: --num-gpus --global-batch --limit)";
+}
+
+bool ArgParser::boolean(std::string* err) {
+  const Boolean* b = nullptr;
+  for (const Boolean& x : kBoolean)
+    if (a_ == x.flag) b = &x;
+  if (!b) return false;
+  if (inline_value_)
+    *err = a_ + ": takes no value, got " + shown(argv_[i_].substr(eq_)) + "; give " + a_ + " alone";
+  else if (b->option)
+    o_.*(b->option) = b->value;
+  else
+    cfg_flags_[b->key] = b->value;
+  after_boolean_ = b->flag;
+  return true;
+}
+
+bool ArgParser::valued(std::string* err) {
+  for (const auto& [flag, key] : kValued) {
+    if (a_ != flag) continue;
+    std::string v;
+    if (!value(&v)) {
+      *err = std::string(flag) + ": needs a value" + missing_;
+      return true;
+    }
+    const json given = number_or_string(v);
+    if (cfg_flags_.contains(key) && cfg_flags_[key] != given) {
+      *err = std::string(flag) + ": given twice (" + shown_value(cfg_flags_[key]) + " and " +
+             shown_value(given) + "); give it once";
+      return true;
+    }
+    cfg_flags_[key] = given;
+    return true;
+  }
+  return false;
+}
+
+// advise's search: the GPU count (or MIN:MAX), the global batch, the layouts listed.
+bool ArgParser::advise(std::string* err) {
+  if (a_ != "--num-gpus" && a_ != "--global-batch" && a_ != "--limit") return false;
+  if (o_.command != "advise") {
+    *err = a_ + ": read only by the advise command";
+    return true;
+  }
+  const char* key = a_ == "--num-gpus"       ? "num_gpus"
+                    : a_ == "--global-batch" ? "global_batch"
+                                             : "limit";
+  std::string v;
+  if (!value(&v))
+    *err = a_ + ": needs a value" + missing_;
+  else if (o_.request.contains("advise") && o_.request["advise"].contains(key))
+    *err = a_ + ": given twice; give it once";
+  else
+    o_.request["advise"][key] = number_or_string(v);  // a range stays text ("8:64")
+  return true;
+}
+
+bool ArgParser::file_key(const char* flag, const char* key, const char* needs, std::string* err) {
+  std::string v, text;
+  if (!value(&v))
+    *err = std::string(flag) + ": needs " + needs + missing_;
+  else if (o_.request.contains(key))
+    *err = std::string(flag) + ": given twice; give it once";
+  else if (!read_file(v, &text))
+    *err = std::string(flag) + ": cannot read " + shown(v);
+  else
+    o_.request[key] = text;
+  return true;
+}
+
+// The request keys a flag gives directly: emit, a launch's configuration, compare's stats.
+bool ArgParser::request_key(std::string* err) {
+  std::string v;
+  if (a_ == "--emit") {
+    if (!value(&v))
+      *err = "--emit: needs megatron, torchtitan or sac" + missing_;
+    else if (o_.request.contains("emit"))
+      *err = "--emit: given twice; give it once";
+    else
+      o_.request["emit"] = v;
+    return true;
+  }
+  if (a_ == "--megatron-args")
+    return file_key("--megatron-args", "megatron_args", "a file of Megatron-LM arguments", err);
+  if (a_ == "--torchtitan-toml")
+    return file_key("--torchtitan-toml", "torchtitan_toml", "a torchtitan job config TOML file",
+                    err);
+  if (a_ != "--stats") return false;
+  if (o_.command != "compare")
+    *err = "--stats: read only by the compare command";
+  else if (!value(&v))
+    *err = "--stats: needs a file of torch.cuda.memory_stats() as JSON" + missing_;
+  else if (!o_.stats_path.empty())
+    *err = "--stats: given twice; give it once";
+  else
+    o_.stats_path = v;
+  return true;
+}
+
+// The model (--preset or --model, once) and config files (several merge; a key two files give
+// differently is a conflict, not last-one-wins).
+bool ArgParser::model_or_config(std::string* err) {
+  if (a_ != "--preset" && a_ != "--model" && a_ != "--config") return false;
+  std::string v, text;
+  if (a_ == "--preset") {
+    if (!value(&v))
+      *err = "--preset: needs a model preset id (see `actmem presets`)" + missing_;
+    else if (o_.request.contains("model") || o_.request.contains("preset"))
+      *err = "--preset: give one model (--model or --preset, once)";
+    else
+      o_.request["preset"] = v;
+    return true;
+  }
+  if (!value(&v)) {
+    *err = a_ + ": needs a file" + missing_;
+    return true;
+  }
+  if (a_ == "--model" && (o_.request.contains("model") || o_.request.contains("preset"))) {
+    *err = "--model: give one model (--model or --preset, once)";
+    return true;
+  }
+  if (!read_file(v, &text)) {
+    *err = a_ + ": cannot read " + shown(v);
+    return true;
+  }
+  auto j = parse_json_text(text, a_ == "--model" ? "model" : "config");
+  if (!j.ok())
+    *err = j.error().message;
+  else if (a_ == "--model")
+    o_.request["model"] = j.value();
+  else if (!j.value().is_object())
+    *err = "config: must be a JSON object";
+  else
+    for (auto it = j.value().begin(); it != j.value().end() && err->empty(); ++it) {
+      auto prev = cfg_file_.find(it.key());
+      if (prev != cfg_file_.end() && *prev != it.value())
+        *err = "--config: " + shown(it.key()) + " is " + shown_value(*prev) + " in " +
+               shown(cfg_from_[it.key()]) + " and " + shown_value(it.value()) + " in " + shown(v) +
+               "; give it once (a flag overrides every file)";
+      cfg_file_[it.key()] = it.value();
+      cfg_from_[it.key()] = v;
+    }
+  return true;
+}
+
+// Comma-separated lists: config keys (layer_split, custom_keep, lora_targets) or sweep's axes.
+bool ArgParser::list(std::string* err) {
+  if (a_ != "--layer-split" && a_ != "--custom-keep" && a_ != "--sweep-micro-batches" &&
+      a_ != "--sweep-seqs" && a_ != "--lora-targets")
+    return false;
+  std::string v;
+  if (!value(&v)) {
+    *err = a_ + ": needs a comma-separated list" + missing_;
+    return true;
+  }
+  const bool names = a_ == "--custom-keep" || a_ == "--lora-targets";
+  json items = json::array();
+  for (std::size_t start = 0; start <= v.size();) {
+    const std::size_t comma = v.find(',', start);
+    const std::string item =
+        v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    items.push_back(names ? json(item) : number_or_string(item));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  const char* key = a_ == "--layer-split"    ? "layer_split"
+                    : a_ == "--custom-keep"  ? "custom_keep"
+                    : a_ == "--lora-targets" ? "lora_targets"
+                                             : nullptr;
+  const char* axis = a_ == "--sweep-seqs" ? "seqs" : "micro_batches";
+  const bool given = key ? cfg_flags_.contains(key)
+                         : o_.request.contains("sweep") && o_.request["sweep"].contains(axis);
+  if (given)
+    *err = a_ + ": given twice; give it once";
+  else if (key)
+    cfg_flags_[key] = items;
+  else
+    o_.request["sweep"][axis] = items;
+  return true;
+}
+
+// The budget as a size: the engine reads it (config.gpu_memory, size.hpp: exact, no double) and
+// names the field in its message, the same one the page shows. The flag replaces a config file's
+// budget in either form.
+bool ArgParser::budget(std::string* err) {
+  if (a_ != "--gpu-memory" && a_ != "--budget") return false;
+  std::string v;
+  if (!value(&v))
+    *err = a_ + ": needs a size such as 80GiB" + missing_;
+  else if (cfg_flags_.contains("gpu_memory"))
+    *err = a_ +
+           ": the budget is given twice (--gpu-memory and --budget are one setting); give it once";
+  else
+    cfg_flags_["gpu_memory"] = v;
+  return true;
+}
+
+// Flags over files, then the options one command reads refused on the others (they would change
+// nothing there).
+std::string ArgParser::finish() {
+  for (const auto& [flag_key, file_key] : kAliases)
+    if (cfg_flags_.contains(flag_key)) cfg_file_.erase(file_key);
+  for (auto it = cfg_flags_.begin(); it != cfg_flags_.end(); ++it) cfg_file_[it.key()] = it.value();
+  // presets lists; a model or config option there would be silently ignored, so it is refused.
+  if (o_.command == "presets" && (!cfg_file_.empty() || o_.request.contains("preset") ||
+                                  o_.request.contains("model") || o_.request.contains("sweep")))
+    return "presets: takes no model or config options (only --json); got " +
+           std::string(!cfg_file_.empty() ? "config key " + shown(cfg_file_.begin().key())
+                                          : "a model or sweep option");
+  if (o_.csv && o_.command != "timeline")
+    return "--csv: read only by timeline (its events as CSV), not by " + o_.command;
+  if (o_.csv && o_.json) return "--csv: give --csv or --json, not both";
+  if (o_.command != "sweep" && o_.command != "presets" && o_.request.contains("sweep"))
+    return std::string(o_.request["sweep"].contains("seqs") ? "--sweep-seqs"
+                                                            : "--sweep-micro-batches") +
+           ": read only by sweep, not by " + o_.command;
+  if (!cfg_file_.empty()) o_.request["config"] = cfg_file_;
+  if (o_.command != "estimate") o_.request["command"] = o_.command;
+  return "";
+}
+
+}  // namespace
+
+std::string parse_args(const std::vector<std::string>& argv, Options* o) {
+  return ArgParser(argv, o).parse();
 }
 
 }  // namespace actmem::cli
