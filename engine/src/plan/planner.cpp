@@ -174,151 +174,193 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& g
   return f;
 }
 
-Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
-                  PolicyFamily family) {
-  const bool launcher = family != PolicyFamily::kAny;
-  auto base = make_setup(m, c);
-  if (!base.ok()) return base.error();
-  Setup& e = base.value();
+namespace {
+
+// plan's search over one setup: every candidate policy simulated once (a pattern equal to a
+// uniform policy is that policy), screened on its tensor peak against the budget, the cheapest
+// that fits confirmed on the device figure, and the Pareto front.
+class PlanSearch {
+ public:
+  PlanSearch(Setup& e, const GpuSpec& gpu, PolicyFamily family, Plan* out)
+      : e_(e), gpu_(gpu), family_(family), launcher_(family != PolicyFamily::kAny), out_(*out) {}
+
+  // The configured policy first: its errors are the request's, and stage 0's in-flight chunks
+  // under it seed the segment-count heuristic.
+  std::optional<Error> start(std::uint64_t* in_flight) {
+    if (auto err = evaluate(e_, e_.config.recompute, &ev_)) return err;
+    *in_flight = std::max<std::uint64_t>(1, ev_.stages[0].in_flight);
+    return std::nullopt;
+  }
+  std::optional<Error> bound(std::vector<std::uint64_t>* sizes);
+  void uniform();
+  void launcher_policies();
+  void layer_patterns(const std::vector<std::uint64_t>& sizes, double in_flight);
+  void offload_strides();
+  void confirm_on_device();
+  void pareto();
+
+ private:
+  const PlanPoint* candidate(const Recompute& r);
+  const PlanPoint* split(std::uint64_t n, std::uint64_t r, std::uint64_t b, std::uint64_t g);
+
+  Setup& e_;
+  const GpuSpec& gpu_;
+  const PolicyFamily family_;
+  const bool launcher_;  // only what a framework's launch config can say: no offload, no patterns
+  Plan& out_;
+  Bytes budget_ = 0;
+  std::uint64_t n_layers_ = 0;
+  bool no_offload_ = false;
+  Evaluation ev_;  // one evaluation per candidate; its scratch is reused
+  std::vector<PlanPoint> seen_;
+  std::vector<Recompute> policies_;  // each seen point's policy, for the device check
+  std::unordered_map<std::string, std::size_t> patterns_;  // pattern -> index in seen_
+};
+
+// The per-layer search runs O(n log n) simulations of the step for a chunk of n layers; bound n
+// times the pipeline ops per simulation so that no input can stall the planner. Patterns are
+// sized to every chunk length the layout has (an uneven layer_split or interleaving gives stages
+// different ones, and any of them may bind), longest first, at most three lengths; a pattern
+// applies its first m letters to a chunk of m layers.
+std::optional<Error> PlanSearch::bound(std::vector<std::uint64_t>* sizes) {
   // Candidates are screened by their tensor peak against the capacity less the fixed costs (the
   // same for every policy); the chosen one is confirmed on the device figure (device.hpp).
-  const Bytes capacity = device_capacity(gpu, nullptr);
-  const Bytes overheads = device_overhead_bytes(e, &gpu);
-  const Bytes budget = capacity > overheads ? capacity - overheads : 0;
-  Evaluation ev;  // one evaluation per candidate; its scratch is reused
-  // The configured policy first: its errors are the request's, and stage 0's in-flight chunks
-  // under it seed the segment-count heuristic below.
-  if (auto err = evaluate(e, e.config.recompute, &ev)) return *err;
-  const double in_flight = static_cast<double>(std::max<std::uint64_t>(1, ev.stages[0].in_flight));
-  // The per-layer search runs O(n log n) simulations of the step for a chunk of n layers; bound
-  // n times the pipeline ops per simulation so that no input can stall the planner.
-  // Patterns are sized to every chunk length the layout has (an uneven layer_split or interleaving
-  // gives stages different ones, and any of them may bind), longest first, at most three lengths;
-  // a pattern applies its first m letters to a chunk of m layers.
-  const Parallel& par = e.config.par;
-  std::vector<std::uint64_t> sizes;
-  for (const RankSetup& rs : e.ranks)
-    for (std::uint64_t ci = 0; ci < par.vpp; ++ci) sizes.push_back(rs.chunk_sizes[ci]);
-  std::sort(sizes.rbegin(), sizes.rend());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  if (sizes.size() > 3) sizes.resize(3);
-  const std::uint64_t n_layers = sizes.front();
-  const std::uint64_t work = n_layers * par.pp * par.vpp * e.config.grad_accum;
-  if (n_layers > 1024 || work > (std::uint64_t{1} << 22))
+  out_.capacity = device_capacity(gpu_, nullptr);
+  out_.overhead_bytes = device_overhead_bytes(e_, &gpu_);
+  out_.budget = budget_ =
+      out_.capacity > out_.overhead_bytes ? out_.capacity - out_.overhead_bytes : 0;
+  const Parallel& par = e_.config.par;
+  for (const RankSetup& rs : e_.ranks)
+    for (std::uint64_t ci = 0; ci < par.vpp; ++ci) sizes->push_back(rs.chunk_sizes[ci]);
+  std::sort(sizes->rbegin(), sizes->rend());
+  sizes->erase(std::unique(sizes->begin(), sizes->end()), sizes->end());
+  if (sizes->size() > 3) sizes->resize(3);
+  n_layers_ = sizes->front();
+  const std::uint64_t work = n_layers_ * par.pp * par.vpp * e_.config.grad_accum;
+  if (n_layers_ > 1024 || work > (std::uint64_t{1} << 22))
     return make_error("invalid_value", "config.pp",
                       "config.pp: plan searches per-layer patterns of at most 1024 layers per "
                       "pipeline chunk, with "
                       "layers x pp x vpp x micro-batches at most 4,194,304; this config has " +
-                          std::to_string(n_layers) + " layers per chunk and " +
+                          std::to_string(n_layers_) + " layers per chunk and " +
                           std::to_string(work) + " (raise pp or vpp, or use fewer micro-batches)");
-  Plan out;
-  out.budget = budget;
-  out.capacity = capacity;
-  out.overhead_bytes = overheads;
-  std::vector<PlanPoint> seen;
-  std::vector<Recompute> policies;  // each seen point's policy, for the device check
-  std::unordered_map<std::string, std::size_t> patterns;  // pattern -> index in seen
-  auto candidate = [&](const Recompute& r) -> const PlanPoint* {
-    // A pattern equal to a uniform policy is that policy: simulate it once, under its own name
-    // (offloaded layers in lower case, whether the whole policy or a pattern letter says so).
-    std::string pat = pattern_string(layer_choices(r, n_layers));
-    for (std::uint64_t j = 0; j < n_layers; ++j)
-      if (offloaded_at(r, j)) pat[j] = static_cast<char>(pat[j] - 'A' + 'a');
-    const auto hit = patterns.find(pat);
-    if (hit != patterns.end()) return &seen[hit->second];
-    if (actmem::evaluate(e, r, &ev)) return nullptr;
-    patterns[pat] = seen.size();
-    ++out.evaluated;
-    const Bytes peak = ev.worst_stage().peak_bytes;
-    PlanPoint pt{recompute_name(r), any_offload(r), peak, ev.recompute_overhead_pct,
-                 peak <= budget};
-    pt.offload_all = r.offload;
-    if (pt.offload) {
-      const OffloadTiming t = offload_timing(e, r, ev.worst, gpu, ev.worst_stage().host_peak_bytes);
-      pt.offload_timing_known = t.known;
-      pt.offload_hidden = t.hidden;
-      pt.offload_exposed_s = t.exposed_s;
-      pt.offload_exposed_pct = offload_exposed_pct(t);
-      pt.offload_host_known = t.host_memory_bytes > 0;
-      pt.offload_host_fits = t.host_fits;
-      // Offloaded bytes past the host's memory for this GPU: it cannot run.
-      if (pt.offload_host_known && !t.host_fits) pt.fits = false;
-    }
-    seen.push_back(pt);
-    policies.push_back(r);
-    return &seen.back();
-  };
-  // Uniform policies first: they span the front from no recompute to full recompute.
+  // Offload variants, except under a split-backward schedule (when W's inputs come back from the
+  // host is not modelled; the config refuses offload there).
+  no_offload_ = launcher_ || is_split_backward(effective_schedule(e_.config));
+  return std::nullopt;
+}
+
+const PlanPoint* PlanSearch::candidate(const Recompute& r) {
+  // A pattern equal to a uniform policy is that policy: simulate it once, under its own name
+  // (offloaded layers in lower case, whether the whole policy or a pattern letter says so).
+  std::string pat = pattern_string(layer_choices(r, n_layers_));
+  for (std::uint64_t j = 0; j < n_layers_; ++j)
+    if (offloaded_at(r, j)) pat[j] = static_cast<char>(pat[j] - 'A' + 'a');
+  const auto hit = patterns_.find(pat);
+  if (hit != patterns_.end()) return &seen_[hit->second];
+  if (actmem::evaluate(e_, r, &ev_)) return nullptr;
+  patterns_[pat] = seen_.size();
+  ++out_.evaluated;
+  const Bytes peak = ev_.worst_stage().peak_bytes;
+  PlanPoint pt{recompute_name(r), any_offload(r), peak, ev_.recompute_overhead_pct,
+               peak <= budget_};
+  pt.offload_all = r.offload;
+  if (pt.offload) {
+    const OffloadTiming t =
+        offload_timing(e_, r, ev_.worst, gpu_, ev_.worst_stage().host_peak_bytes);
+    pt.offload_timing_known = t.known;
+    pt.offload_hidden = t.hidden;
+    pt.offload_exposed_s = t.exposed_s;
+    pt.offload_exposed_pct = offload_exposed_pct(t);
+    pt.offload_host_known = t.host_memory_bytes > 0;
+    pt.offload_host_fits = t.host_fits;
+    // Offloaded bytes past the host's memory for this GPU: it cannot run.
+    if (pt.offload_host_known && !t.host_fits) pt.fits = false;
+  }
+  seen_.push_back(pt);
+  policies_.push_back(r);
+  return &seen_.back();
+}
+
+// Uniform policies first: they span the front from no recompute to full recompute.
+void PlanSearch::uniform() {
   std::vector<Recompute> uniform;
   for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective, RecomputeKind::kFull}) {
     // torchtitan has no attention-core recompute (Korthikanti's selective).
-    if (family == PolicyFamily::kTorchtitan && k == RecomputeKind::kSelective) continue;
+    if (family_ == PolicyFamily::kTorchtitan && k == RecomputeKind::kSelective) continue;
     Recompute r;
     r.kind = k;
     uniform.push_back(r);
   }
-  for (std::uint64_t k = 2; k <= n_layers && family != PolicyFamily::kTorchtitan; ++k) {
+  for (std::uint64_t k = 2; k <= n_layers_ && family_ != PolicyFamily::kTorchtitan; ++k) {
     Recompute r;
     r.kind = RecomputeKind::kEveryK;
     r.every_k = k;
     uniform.push_back(r);
   }
-  // Offload variants, except under a split-backward schedule (when W's inputs come back from the
-  // host is not modelled; the config refuses offload there).
-  const bool no_offload = launcher || is_split_backward(effective_schedule(e.config));
-  for (std::size_t i = 0, end = uniform.size(); i < end && i < 3 && !no_offload; ++i) {
+  for (std::size_t i = 0, end = uniform.size(); i < end && i < 3 && !no_offload_; ++i) {
     Recompute r = uniform[i];
     r.offload = true;
     uniform.push_back(r);
   }
   for (const Recompute& r : uniform) candidate(r);
-  if (family == PolicyFamily::kMegatronLm) {
+}
+
+// What a framework's launch config can say besides the uniform policies.
+void PlanSearch::launcher_policies() {
+  const Parallel& par = e_.config.par;
+  if (family_ == PolicyFamily::kMegatronLm) {
     // What Megatron-LM's arguments can say besides the uniform policies: full recompute of the
     // first k layers of each chunk (--recompute-method block), the rest kept.
-    for (std::uint64_t k = 1; k < n_layers; ++k) {
+    for (std::uint64_t k = 1; k < n_layers_; ++k) {
       Recompute r;
       r.kind = RecomputeKind::kPattern;
-      r.pattern = std::string(k, 'C') + std::string(n_layers - k, 'K');
+      r.pattern = std::string(k, 'C') + std::string(n_layers_ - k, 'K');
       candidate(r);
     }
   }
-  if (family == PolicyFamily::kTorchtitan) {
+  if (family_ == PolicyFamily::kTorchtitan) {
     // torchtitan's selective modes (parallelize_llama.py l.225-292, 9dec370): its op list, and
     // every N-th block checkpointed, counted on across a rank's chunks (a pattern repeats per
     // chunk only when N divides the chunk's layers under interleaving).
     // An op policy's kept bytes are set on the setup's kinds (set_policy_costs); the other
     // candidates read no custom costs, and the configured policy was evaluated above.
     Recompute ops;
-    if (parse_recompute("op:torchtitan", &ops) && !set_policy_costs(e, ops)) candidate(ops);
-    for (std::uint64_t k = 2; k <= n_layers; ++k) {
-      if (par.vpp > 1 && n_layers % k != 0) continue;
+    if (parse_recompute("op:torchtitan", &ops) && !set_policy_costs(e_, ops)) candidate(ops);
+    for (std::uint64_t k = 2; k <= n_layers_; ++k) {
+      if (par.vpp > 1 && n_layers_ % k != 0) continue;
       Recompute r;
       r.kind = RecomputeKind::kPattern;
       r.pattern = std::string(k - 1, 'K') + "C";
       candidate(r);
     }
   }
+}
 
+// A chunk of n layers as K^(n-r-b) S^b and r recomputed layers in g segments (C R^(len-1)).
+const PlanPoint* PlanSearch::split(std::uint64_t n, std::uint64_t r, std::uint64_t b,
+                                   std::uint64_t g) {
+  std::vector<LayerChoice> pat(n - r - b, LayerChoice::kKeep);
+  pat.insert(pat.end(), b, LayerChoice::kSelective);
+  for (std::uint64_t si = 0; si < g; ++si) {
+    const std::uint64_t len = r / g + (si < r % g ? 1 : 0);
+    pat.push_back(LayerChoice::kCheckpoint);
+    pat.insert(pat.end(), len - 1, LayerChoice::kRecompute);
+  }
+  Recompute rc;
+  rc.kind = RecomputeKind::kPattern;
+  rc.pattern = pattern_string(pat);
+  return candidate(rc);
+}
+
+void PlanSearch::layer_patterns(const std::vector<std::uint64_t>& sizes, double in_flight) {
   // Per-layer patterns K^a S^b (C R^(len-1))^g. Their cost, b·core + r·layer with r = n - a - b
   // recomputed layers, does not depend on how the r layers are segmented, and for a fixed r the
   // peak falls as b grows: so for each r and each of three segment counts g we bisect for the
   // fewest selective layers b that fit. That is O(n log n) simulations.
-  const LayerCosts& k = e.kinds[0].costs;  // the segment-count heuristic reads layer 0's kind
+  const LayerCosts& k = e_.kinds[0].costs;  // the segment-count heuristic reads layer 0's kind
   for (const std::uint64_t n : sizes) {
-    if (launcher) break;
-    auto make = [&](std::uint64_t r, std::uint64_t b, std::uint64_t g) {
-      std::vector<LayerChoice> pat(n - r - b, LayerChoice::kKeep);
-      pat.insert(pat.end(), b, LayerChoice::kSelective);
-      for (std::uint64_t si = 0; si < g; ++si) {
-        const std::uint64_t len = r / g + (si < r % g ? 1 : 0);
-        pat.push_back(LayerChoice::kCheckpoint);
-        pat.insert(pat.end(), len - 1, LayerChoice::kRecompute);
-      }
-      Recompute rc;
-      rc.kind = RecomputeKind::kPattern;
-      rc.pattern = pattern_string(pat);
-      return candidate(rc);
-    };
+    if (launcher_) break;
     for (std::uint64_t r = 0; r <= n; ++r) {
       // Segment counts: Chen et al.'s balance of kept checkpoints (in_flight · g · checkpoint)
       // against one segment's regenerated bytes (r/g · layer), and its two neighbours. Each is
@@ -336,12 +378,12 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
         }
       }
       for (const std::uint64_t g : gs) {
-        const PlanPoint* most = make(r, n - r, g);
+        const PlanPoint* most = split(n, r, n - r, g);
         if (!most || !most->fits) continue;  // even all-selective around the segments is too big
         std::uint64_t lo = 0, hi = n - r;    // fewest selective layers that fit
         while (lo < hi) {
           const std::uint64_t mid = lo + (hi - lo) / 2;
-          const PlanPoint* pt = make(r, mid, g);
+          const PlanPoint* pt = split(n, r, mid, g);
           if (pt && pt->fits)
             hi = mid;
           else
@@ -349,27 +391,31 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
         }
         // The fewest, and two more: the screen passes them, the device may refuse the first
         // (fragmentation), and the next cheapest of the family is then at hand.
-        for (std::uint64_t b = lo; b <= n - r && b <= lo + 2; ++b) make(r, b, g);
+        for (std::uint64_t b = lo; b <= n - r && b <= lo + 2; ++b) split(n, r, b, g);
       }
     }
   }
+}
 
+void PlanSearch::offload_strides() {
   // Keep, recompute and offload per layer, jointly: every q-th layer of a chunk keeps its bytes
   // in host memory (its copy hides behind the forwards of the q layers after it: PipeOffload's
   // selective offload, Wan et al. 2025), the others keep everything, their selective set or
   // their input (kK..K, kS..S, kC..C). Which q hides its copies depends on the host link against
   // the layers' compute; the bytes they save on each event of the step, on the walk.
-  const bool timed = !no_offload && gpu.host_link_gbs > 0 && gpu.bf16_tflops > 0 &&
-                     (e.config.act_dtype == DType::kBf16 || e.config.act_dtype == DType::kFp16);
-  if (timed && family == PolicyFamily::kAny)
-    for (std::uint64_t q = 2; q <= std::min<std::uint64_t>(n_layers, kMaxOffloadStride); ++q)
+  const bool timed = !no_offload_ && gpu_.host_link_gbs > 0 && gpu_.bf16_tflops > 0 &&
+                     (e_.config.act_dtype == DType::kBf16 || e_.config.act_dtype == DType::kFp16);
+  if (timed && family_ == PolicyFamily::kAny)
+    for (std::uint64_t q = 2; q <= std::min<std::uint64_t>(n_layers_, kMaxOffloadStride); ++q)
       for (const char x : {'K', 'S', 'C'}) {
         Recompute r;
         r.kind = RecomputeKind::kPattern;
         r.pattern = std::string(1, static_cast<char>(x - 'A' + 'a')) + std::string(q - 1, x);
         candidate(r);
       }
+}
 
+void PlanSearch::confirm_on_device() {
   // The screened candidates in order of lost compute: recompute FLOPs plus offload copy time no
   // forward hides, as shares of the step (the advisor's criterion); an on-GPU policy before an
   // offload one of the same cost (no PCIe traffic, no host memory); then the lowest peak. Offload
@@ -377,13 +423,13 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
   // on-GPU policy. The first whose device figure fits is chosen: allocator fragmentation can
   // refuse a few; kMaxPlanDeviceChecks bounds the checks.
   std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < seen.size(); ++i)
-    if (seen[i].fits) order.push_back(i);
+  for (std::size_t i = 0; i < seen_.size(); ++i)
+    if (seen_[i].fits) order.push_back(i);
   auto lost = [](const PlanPoint& x) {
     return x.recompute_overhead_pct + (x.offload ? x.offload_exposed_pct : 0.0);
   };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const PlanPoint &x = seen[a], &y = seen[b];
+    const PlanPoint &x = seen_[a], &y = seen_[b];
     const bool xu = x.offload && !x.offload_timing_known, yu = y.offload && !y.offload_timing_known;
     if (xu != yu) return !xu;
     if (xu && yu) {
@@ -396,23 +442,26 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
     return x.recompute_overhead_pct < y.recompute_overhead_pct ||
            (x.recompute_overhead_pct == y.recompute_overhead_pct && x.peak_bytes < y.peak_bytes);
   });
-  if (!order.empty()) out.screened_best = seen[order.front()];
+  if (!order.empty()) out_.screened_best = seen_[order.front()];
   std::size_t checks = 0;
   for (std::size_t i : order) {
     if (checks++ == kMaxPlanDeviceChecks) break;
-    auto d = device_memory(e, &gpu, &policies[i], false);
-    ++out.device_checks;
+    auto d = device_memory(e_, &gpu_, &policies_[i], false);
+    ++out_.device_checks;
     if (d.ok() && d.value().fits) {
-      out.best = seen[i];
-      out.found = true;
+      out_.best = seen_[i];
+      out_.found = true;
       break;
     }
-    seen[i].fits = false;  // the tensors fit, the device does not
+    seen_[i].fits = false;  // the tensors fit, the device does not
   }
+}
+
+void PlanSearch::pareto() {
   // Pareto front over the on-GPU policies simulated: no other point has both less overhead and a
   // lower peak. Offload points are listed after it.
   std::vector<PlanPoint> sorted;
-  for (const PlanPoint& pt : seen)
+  for (const PlanPoint& pt : seen_)
     if (!pt.offload) sorted.push_back(pt);
   std::sort(sorted.begin(), sorted.end(), [](const PlanPoint& x, const PlanPoint& y) {
     return x.recompute_overhead_pct < y.recompute_overhead_pct ||
@@ -421,11 +470,31 @@ Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
   Bytes best_peak = kMaxBytes;
   for (const PlanPoint& pt : sorted)
     if (pt.peak_bytes < best_peak) {
-      out.pareto.push_back(pt);
+      out_.pareto.push_back(pt);
       best_peak = pt.peak_bytes;
     }
-  for (const PlanPoint& pt : seen)
-    if (pt.offload) out.offload.push_back(pt);
+  for (const PlanPoint& pt : seen_)
+    if (pt.offload) out_.offload.push_back(pt);
+}
+
+}  // namespace
+
+Result<Plan> plan(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
+                  PolicyFamily family) {
+  auto base = make_setup(m, c);
+  if (!base.ok()) return base.error();
+  Plan out;
+  PlanSearch search(base.value(), gpu, family, &out);
+  std::uint64_t in_flight = 1;
+  if (auto err = search.start(&in_flight)) return *err;
+  std::vector<std::uint64_t> sizes;
+  if (auto err = search.bound(&sizes)) return *err;
+  search.uniform();
+  search.launcher_policies();
+  search.layer_patterns(sizes, static_cast<double>(in_flight));
+  search.offload_strides();
+  search.confirm_on_device();
+  search.pareto();
   return out;
 }
 
