@@ -195,28 +195,8 @@ void write_array(JsonWriter& w, std::string_view key, const std::vector<T>& v) {
   w.end_array();
 }
 
-}  // namespace
-
-// The estimate answer, streamed (json_writer.hpp): the schema of docs/schema.md, the bytes
-// nlohmann would write for the same value.
-std::string estimate_text(const Estimate& e) {
-  const ModelSpec& m = e.model;
-  const TrainConfig& c = e.config;
-  const Stage& st = e.worst();
-  JsonWriter w;
-  w.out.reserve(16384);
-  w.begin_object();
-  w.key("activations");
-  w.begin_object();
-  write_activations(w, st.act);
-  w.field("in_flight_chunks", st.in_flight);
-  w.field("stage", st.index);
-  w.end_object();
-
-  w.key("config");
-  write_config(w, c);
-
-  // The keys the framework filled, each with its value and the code it follows (framework.cpp).
+// The keys the framework filled, each with its value and the code it follows (framework.cpp).
+void write_framework_defaults(JsonWriter& w, const TrainConfig& c) {
   w.key("framework_defaults");
   w.begin_array();
   for (const FrameworkDefault& d : c.framework_filled) {
@@ -228,10 +208,9 @@ std::string estimate_text(const Estimate& e) {
     w.end_object();
   }
   w.end_array();
+}
 
-  if (e.has_device) write_device(w, e.device);
-  if (e.has_offload_timing) write_offload(w, e.offload);
-
+void write_explanations(JsonWriter& w, const Estimate& e) {
   w.key("explain");
   w.begin_array();
   for (const auto& x : e.explain) {
@@ -245,29 +224,65 @@ std::string estimate_text(const Estimate& e) {
     w.end_object();
   }
   w.end_array();
+}
 
-  if (e.has_gpu) {
-    w.field("fits", e.fits);
-    w.key("gpu");
+void write_gpu(JsonWriter& w, const Estimate& e) {
+  w.field("fits", e.fits);
+  w.key("gpu");
+  w.begin_object();
+  w.field("id", e.gpu.id);
+  w.field("memory_bytes", e.gpu.memory_bytes);
+  w.field("name", e.gpu.name);
+  w.end_object();
+  w.field("headroom_bytes", e.headroom_bytes);
+}
+
+// A stack of several kinds: each kind's layers, shape and records (what one of its layers keeps
+// with no recompute).
+void write_layer_kinds(JsonWriter& w, const Estimate& e) {
+  const ModelSpec& m = e.model;
+  w.key("layer_kinds");
+  w.begin_array();
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& k = m.kinds[ki];
+    const KindEstimate& ke = e.kinds[ki];
     w.begin_object();
-    w.field("id", e.gpu.id);
-    w.field("memory_bytes", e.gpu.memory_bytes);
-    w.field("name", e.gpu.name);
+    w.field("ffn_type", k.has_ffn ? ffn_name(k.ffn) : "none");
+    w.field("full_bytes", ke.costs.full);
+    w.field("head_dim", k.head_dim);
+    w.field("intermediate_size", k.ffn_hidden);
+    w.field("layers", ke.layers);
+    write_mixer(w, k);
+    w.field("name", k.name);
+    w.field("num_attention_heads", k.heads);
+    w.field("num_experts_per_tok", k.moe.top_k);
+    w.field("num_key_value_heads", k.kv_heads);
+    w.field("num_local_experts", k.moe.experts);
+    w.field("qk_norm", k.qk_norm);
+    write_records(w, "tensors", ke.inventory.tensors);
     w.end_object();
-    w.field("headroom_bytes", e.headroom_bytes);
   }
+  w.end_array();
+}
 
-  w.key("input_layer");
-  w.begin_object();
-  write_records(w, "tensors", e.io().input_layer);
-  w.end_object();
+// The stack as runs of consecutive layers of one kind.
+void write_layer_stack(JsonWriter& w, const ModelSpec& m) {
+  w.key("layer_stack");
+  w.begin_array();
+  for (std::uint64_t i = 0; i < m.layers;) {
+    std::uint64_t j = i;
+    while (j < m.layers && m.kind_index(j) == m.kind_index(i)) ++j;
+    w.begin_object();
+    w.field("kind", m.kind_of(i).name);
+    w.field("repeat", j - i);
+    w.end_object();
+    i = j;
+  }
+  w.end_array();
+}
 
-  w.key("kv_cache");
-  w.begin_object();
-  w.field("per_gpu_bytes", e.kv_cache.per_gpu_bytes);
-  w.field("total_bytes", e.kv_cache.total_bytes);
-  w.end_object();
-
+void write_model(JsonWriter& w, const Estimate& e) {
+  const ModelSpec& m = e.model;
   w.key("model");
   w.begin_object();
   const LayerKind& k0 = m.kinds[0];
@@ -283,40 +298,8 @@ std::string estimate_text(const Estimate& e) {
   if (m.kinds.size() > 1) {
     // A stack of several kinds: each kind's layers, shape and records (what one of its layers
     // keeps with no recompute), and the stack as runs of consecutive layers of one kind.
-    w.key("layer_kinds");
-    w.begin_array();
-    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-      const LayerKind& k = m.kinds[ki];
-      const KindEstimate& ke = e.kinds[ki];
-      w.begin_object();
-      w.field("ffn_type", k.has_ffn ? ffn_name(k.ffn) : "none");
-      w.field("full_bytes", ke.costs.full);
-      w.field("head_dim", k.head_dim);
-      w.field("intermediate_size", k.ffn_hidden);
-      w.field("layers", ke.layers);
-      write_mixer(w, k);
-      w.field("name", k.name);
-      w.field("num_attention_heads", k.heads);
-      w.field("num_experts_per_tok", k.moe.top_k);
-      w.field("num_key_value_heads", k.kv_heads);
-      w.field("num_local_experts", k.moe.experts);
-      w.field("qk_norm", k.qk_norm);
-      write_records(w, "tensors", ke.inventory.tensors);
-      w.end_object();
-    }
-    w.end_array();
-    w.key("layer_stack");
-    w.begin_array();
-    for (std::uint64_t i = 0; i < m.layers;) {
-      std::uint64_t j = i;
-      while (j < m.layers && m.kind_index(j) == m.kind_index(i)) ++j;
-      w.begin_object();
-      w.field("kind", m.kind_of(i).name);
-      w.field("repeat", j - i);
-      w.end_object();
-      i = j;
-    }
-    w.end_array();
+    write_layer_kinds(w, e);
+    write_layer_stack(w, m);
   }
   w.field("layers", m.layers);
   write_mixer(w, k0);
@@ -336,19 +319,10 @@ std::string estimate_text(const Estimate& e) {
   w.field("tie_word_embeddings", m.tied_embeddings);
   w.field("vocab_size", m.vocab);
   w.end_object();
+}
 
-  w.field("ok", true);
-
-  w.key("output_layer");
-  w.begin_object();
-  write_records(w, "tensors", e.io().output_layer);
-  w.end_object();
-
-  w.key("peak");
-  write_peak(w, st);
-  w.field("peak_at", st.peak_at);
-  w.field("peak_bytes", st.peak_bytes);
-
+void write_per_layer(JsonWriter& w, const Estimate& e) {
+  const TrainConfig& c = e.config;
   w.key("per_layer");
   w.begin_object();
   w.field("activation_bytes", e.per_layer_kept_bytes);
@@ -359,10 +333,10 @@ std::string estimate_text(const Estimate& e) {
   w.field("recompute", recompute_name(c.recompute));
   write_records(w, "tensors", e.kept);
   w.end_object();
+}
 
-  w.field("profile", profile_name(c.profile));
-  w.field("recompute_overhead_pct", e.recompute_overhead_pct);
-
+void write_stages(JsonWriter& w, const Estimate& e) {
+  const TrainConfig& c = e.config;
   w.key("stages");
   w.begin_array();
   for (const Stage& s : e.stages) {
@@ -387,6 +361,67 @@ std::string estimate_text(const Estimate& e) {
     w.end_object();
   }
   w.end_array();
+}
+
+}  // namespace
+
+// The estimate answer, streamed (json_writer.hpp): the schema of docs/schema.md, the bytes
+// nlohmann would write for the same value.
+std::string estimate_text(const Estimate& e) {
+  const TrainConfig& c = e.config;
+  const Stage& st = e.worst();
+  JsonWriter w;
+  w.out.reserve(16384);
+  w.begin_object();
+  w.key("activations");
+  w.begin_object();
+  write_activations(w, st.act);
+  w.field("in_flight_chunks", st.in_flight);
+  w.field("stage", st.index);
+  w.end_object();
+
+  w.key("config");
+  write_config(w, c);
+
+  write_framework_defaults(w, c);
+
+  if (e.has_device) write_device(w, e.device);
+  if (e.has_offload_timing) write_offload(w, e.offload);
+
+  write_explanations(w, e);
+
+  if (e.has_gpu) write_gpu(w, e);
+
+  w.key("input_layer");
+  w.begin_object();
+  write_records(w, "tensors", e.io().input_layer);
+  w.end_object();
+
+  w.key("kv_cache");
+  w.begin_object();
+  w.field("per_gpu_bytes", e.kv_cache.per_gpu_bytes);
+  w.field("total_bytes", e.kv_cache.total_bytes);
+  w.end_object();
+
+  write_model(w, e);
+  w.field("ok", true);
+
+  w.key("output_layer");
+  w.begin_object();
+  write_records(w, "tensors", e.io().output_layer);
+  w.end_object();
+
+  w.key("peak");
+  write_peak(w, st);
+  w.field("peak_at", st.peak_at);
+  w.field("peak_bytes", st.peak_bytes);
+
+  write_per_layer(w, e);
+
+  w.field("profile", profile_name(c.profile));
+  w.field("recompute_overhead_pct", e.recompute_overhead_pct);
+
+  write_stages(w, e);
 
   w.key("static");
   w.begin_object();
