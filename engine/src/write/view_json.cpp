@@ -106,32 +106,12 @@ void write_glossary(JsonWriter& w) {
   w.end_object();
 }
 
-}  // namespace
-
-std::string view_text(const View& v, const std::string& estimate_answer,
-                      const std::string& example_answer) {
+// The verdict: the peak, where it falls, and what the GPU holds at its fullest (device.hpp).
+void write_verdict(JsonWriter& w, const View& v, bool chunks) {
   const Estimate& e = v.est;
   const Stage& worst = e.worst();
   const StageEval& we = e.eval.worst_stage();
-  const Parallel& par = e.config.par;
-  const Schedule sched = effective_schedule(e.config);
-  const bool chunks = par.vpp > 1 || sched == Schedule::kDualPipe;  // DualPipe: its directions
-  JsonWriter w;
-  w.begin_object();
-  w.field("ok", true);
-  w.field("command", "view");
-  w.key("estimate");
-  w.raw(estimate_answer);
-  if (!example_answer.empty()) {
-    w.key("example");
-    w.raw(example_answer);
-  }
-  w.key("model");
-  w.begin_object();
-  w.field("name", e.model.name);
-  w.field("params", e.model_params);
-  w.end_object();
-
+  const DeviceMemory& dev = e.device;
   w.key("verdict");
   w.begin_object();
   w.field("peak_bytes", worst.peak_bytes);
@@ -140,8 +120,6 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.field("peak_at", worst.peak_at);
   w.field("peak_words", event_words(we.peak_at, chunks));
   w.field("gpus", v.gpus);
-  // What the GPU holds at its fullest (device.hpp): the verdict's figure.
-  const DeviceMemory& dev = e.device;
   w.field("total_bytes", dev.total_bytes);
   w.field("allocated_bytes", dev.allocated_peak_bytes);
   w.field("reserved_bytes", dev.reserved_peak_bytes);
@@ -158,7 +136,12 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   for (const std::string& n : dev.notes) w.value(n);
   w.end_array();
   w.end_object();
+}
 
+// The layout as the view shows it, and the schedule that runs when it is not the one given.
+void write_layout_panel(JsonWriter& w, const View& v, Schedule sched) {
+  const Estimate& e = v.est;
+  const Parallel& par = e.config.par;
   w.key("layout");
   w.begin_object();
   detail::write_layout(w, e.config, detail::LayoutFor::kView);
@@ -166,12 +149,11 @@ std::string view_text(const View& v, const std::string& estimate_answer,
     w.field("schedule_note", std::string(schedule_table().name(sched)) + " because vpp = " +
                                  std::to_string(par.vpp) + " > 1 (Megatron-LM's interleaved 1F1B)");
   w.end_object();
+}
 
-  w.key("suggestions");
-  w.begin_array();
-  for (const Suggestion& s : v.suggestions) write_suggestion(w, s);
-  w.end_array();
-
+void write_tensor_bar(JsonWriter& w, const View& v) {
+  const Estimate& e = v.est;
+  const Stage& worst = e.worst();
   // The bar: what the peak event holds, part by part; the parts add up to the peak.
   struct Part {
     const char* id;
@@ -208,6 +190,11 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.end_array();
   w.field("total_bytes", worst.peak_bytes);
   w.end_object();
+}
+
+void write_device_bar(JsonWriter& w, const View& v) {
+  const Estimate& e = v.est;
+  const DeviceMemory& dev = e.device;
   // The device bar: allocated blocks, what the allocator keeps reserved beyond them, each fixed
   // cost; they add up to the verdict's total.
   w.key("bar");
@@ -232,7 +219,12 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.field("total_bytes", dev.total_bytes);
   if (e.has_gpu) w.field("capacity_bytes", dev.capacity_bytes);
   w.end_object();
+}
 
+void write_timeline(JsonWriter& w, const View& v, Schedule sched, bool chunks) {
+  const Estimate& e = v.est;
+  const Stage& worst = e.worst();
+  const DeviceMemory& dev = e.device;
   // The step: y from 0 to the larger of the highest point and the capacity.
   const Bytes y_max =
       e.has_gpu && dev.capacity_bytes > worst.peak_bytes ? dev.capacity_bytes : worst.peak_bytes;
@@ -251,14 +243,15 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   for (const StageSeries& s : v.series) write_series(w, s, e, chunks);
   w.end_array();
   w.end_object();
+}
 
+// Rows and grid cells are screened like the planner's candidates: the tensor peak against the
+// capacity less the fixed costs (the allocator is replayed for the configuration itself, the
+// plan's choice and fit's answer, not for every cell).
+void write_policies(JsonWriter& w, const View& v, Bytes screen) {
+  const Estimate& e = v.est;
   const std::string current = recompute_name(e.config.recompute);
   w.key("policies");
-  // Rows and grid cells are screened like the planner's candidates: the tensor peak against the
-  // capacity less the fixed costs (the allocator is replayed for the configuration itself, the
-  // plan's choice and fit's answer, not for every cell).
-  const Bytes screen =
-      dev.capacity_bytes > dev.overhead_bytes ? dev.capacity_bytes - dev.overhead_bytes : 0;
   w.begin_array();
   for (const PolicyRow& p : v.policies) {
     w.begin_object();
@@ -273,6 +266,10 @@ std::string view_text(const View& v, const std::string& estimate_answer,
     w.end_object();
   }
   w.end_array();
+}
+
+void write_profiles(JsonWriter& w, const View& v) {
+  const Estimate& e = v.est;
   w.key("profiles");
   w.begin_array();
   for (const ProfileRow& p : v.profiles) {
@@ -287,7 +284,9 @@ std::string view_text(const View& v, const std::string& estimate_answer,
     w.end_object();
   }
   w.end_array();
+}
 
+void write_plan_and_fit(JsonWriter& w, const View& v) {
   // plan and fit: their answers, or why they refused this configuration.
   auto answer_or_refusal = [&w](std::string_view key, const auto& answer, const std::string& why) {
     if (answer) {
@@ -304,7 +303,11 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   answer_or_refusal("plan", v.plan ? std::optional(plan_to_json(*v.plan)) : std::nullopt,
                     v.plan_error);
   answer_or_refusal("fit", v.fit ? std::optional(fit_to_json(*v.fit)) : std::nullopt, v.fit_error);
+}
 
+void write_grid(JsonWriter& w, const View& v, Bytes screen) {
+  const Estimate& e = v.est;
+  const DeviceMemory& dev = e.device;
   w.key("grid");
   w.begin_object();
   w.key("micro_batches");
@@ -341,6 +344,56 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.end_array();
   if (e.has_gpu) w.field("capacity_bytes", dev.capacity_bytes);
   w.end_object();
+}
+
+}  // namespace
+
+std::string view_text(const View& v, const std::string& estimate_answer,
+                      const std::string& example_answer) {
+  const Estimate& e = v.est;
+  const Parallel& par = e.config.par;
+  const Schedule sched = effective_schedule(e.config);
+  const bool chunks = par.vpp > 1 || sched == Schedule::kDualPipe;  // DualPipe: its directions
+  JsonWriter w;
+  w.begin_object();
+  w.field("ok", true);
+  w.field("command", "view");
+  w.key("estimate");
+  w.raw(estimate_answer);
+  if (!example_answer.empty()) {
+    w.key("example");
+    w.raw(example_answer);
+  }
+  w.key("model");
+  w.begin_object();
+  w.field("name", e.model.name);
+  w.field("params", e.model_params);
+  w.end_object();
+
+  write_verdict(w, v, chunks);
+
+  write_layout_panel(w, v, sched);
+
+  w.key("suggestions");
+  w.begin_array();
+  for (const Suggestion& s : v.suggestions) write_suggestion(w, s);
+  w.end_array();
+
+  write_tensor_bar(w, v);
+  write_device_bar(w, v);
+
+  write_timeline(w, v, sched, chunks);
+
+  // Rows and grid cells are screened like the planner's candidates (write_policies).
+  const DeviceMemory& dev = e.device;
+  const Bytes screen =
+      dev.capacity_bytes > dev.overhead_bytes ? dev.capacity_bytes - dev.overhead_bytes : 0;
+  write_policies(w, v, screen);
+  write_profiles(w, v);
+
+  write_plan_and_fit(w, v);
+
+  write_grid(w, v, screen);
   w.key("glossary");
   write_glossary(w);
   w.end_object();
