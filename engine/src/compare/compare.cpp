@@ -9,9 +9,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "actmem/report/estimate.hpp"
-#include "actmem/inventory/params.hpp"
 #include "actmem/compare/pickle.hpp"
+#include "actmem/inventory/params.hpp"
+#include "actmem/report/estimate.hpp"
 
 namespace actmem {
 
@@ -227,6 +227,245 @@ struct Live {
   bool before = false;  // live when the trace began: where it was made is not recorded
 };
 
+// One snapshot checked against the prediction: the recorded step's start rebuilt, replayed
+// through the allocator model (or, where the model cannot start there, measured from the trace's
+// rounded requests), the live blocks at its peak matched with the inventory's records.
+class SnapshotCheck {
+ public:
+  SnapshotCheck(const Estimate& e, const Pickle& p, const Snapshot& s, Comparison* out)
+      : e_(e), p_(p), s_(s), out_(*out), rounding_(s.settings), alloc_(s.settings) {}
+
+  std::optional<Error> measure() {
+    rebuild_start();
+    if (replayable_) seed_allocator();
+    if (replayable_) return replay();
+    if (s_.has_trace)
+      measure_requests();
+    else
+      measure_segments();
+    return std::nullopt;
+  }
+  void explain_peak();
+
+ private:
+  void rebuild_start();
+  void seed_allocator();
+  std::optional<Error> replay();
+  void measure_requests();
+  void measure_segments();
+
+  const Estimate& e_;
+  const Pickle& p_;
+  const Snapshot& s_;
+  Comparison& out_;
+  CachingAllocator rounding_;  // sizes as the allocator rounds them
+  CachingAllocator alloc_;     // the replay
+  std::map<Bytes, Live> live_;
+  std::set<Bytes> new_segments_;
+  bool replayable_ = false;
+  std::unordered_map<Bytes, CachingAllocator::Handle> handle_;
+  Bytes start_allocated_ = 0;
+  Bytes peak_ = 0;
+  std::uint64_t peak_event_ = 0;
+};
+
+// The state when recording began, rebuilt backwards: blocks live at the end and not allocated in
+// the trace, and blocks freed in the trace and not allocated in it.
+void SnapshotCheck::rebuild_start() {
+  for (const Segment& g : s_.segments)
+    for (const Block& b : g.blocks)
+      if (b.allocated) live_[b.addr] = Live{b.size, b.requested, Pickle::kNone, true};
+  replayable_ = s_.has_trace;
+  for (const Segment& g : s_.segments) replayable_ = replayable_ && !g.expandable;
+  for (auto it = s_.events.rbegin(); it != s_.events.rend(); ++it) {
+    switch (it->action) {
+      case Event::kAlloc:
+        live_.erase(it->addr);
+        break;
+      case Event::kFree:
+        live_[it->addr] = Live{0, it->size, Pickle::kNone, true};
+        break;
+      case Event::kSegAlloc:
+        new_segments_.insert(it->addr);
+        break;
+      default:
+        replayable_ = false;  // segments freed, mapped or an OOM: the model cannot start there
+        break;
+    }
+  }
+}
+
+// The replay's allocator seeded with the segments and blocks live when recording began.
+void SnapshotCheck::seed_allocator() {
+  for (const Segment& g : s_.segments) {
+    if (new_segments_.count(g.addr)) continue;
+    alloc_.add_segment(g.addr, g.size, g.small);
+    const Bytes end = g.addr + g.size;
+    auto it = live_.lower_bound(g.addr);
+    while (it != live_.end() && it->first < end) {
+      auto next = std::next(it);
+      Bytes size = it->second.bytes;
+      if (size == 0) {
+        // Freed in the trace: its size as the allocator held it. A large-pool block is never
+        // 1 MiB or smaller, so a gap that small after it belongs to it (should_split).
+        size = rounding_.round_size(it->second.requested);
+        const Bytes stop = next != live_.end() && next->first < end ? next->first : end;
+        if (it->first + size > stop) {
+          replayable_ = false;
+          break;
+        }
+        const Bytes gap = stop - (it->first + size);
+        if ((!g.small && gap <= kAllocSmallSize) || (g.small && gap < kAllocMinBlock)) size += gap;
+        it->second.bytes = size;
+      }
+      const auto h = alloc_.add_live_block(it->first, size, it->second.requested);
+      if (h == CachingAllocator::kNoHandle) {
+        replayable_ = false;
+        break;
+      }
+      handle_[it->first] = h;
+      it = next;
+    }
+    if (!replayable_) break;
+  }
+}
+
+// Every allocation through the allocator model, checked against its recorded address.
+std::optional<Error> SnapshotCheck::replay() {
+  std::uint64_t misplaced = 0;
+  alloc_.recount_inactive_split();
+  alloc_.reset_peaks();
+  start_allocated_ = alloc_.stats().allocated;
+  for (std::size_t i = 0; i < s_.events.size(); ++i) {
+    const Event& ev = s_.events[i];
+    if (ev.action == Event::kSegAlloc) {
+      alloc_.set_next_segment_address(ev.addr);
+    } else if (ev.action == Event::kAlloc) {
+      const auto h = alloc_.malloc(ev.size);
+      if (h == CachingAllocator::kNoHandle) return bad("an allocation too large to replay");
+      if (alloc_.address(h) != ev.addr) ++misplaced;
+      handle_[ev.addr] = h;
+      if (alloc_.stats().allocated > peak_ || i == 0)
+        peak_ = alloc_.stats().allocated, peak_event_ = i;
+    } else if (ev.action == Event::kFree) {
+      auto it = handle_.find(ev.addr);
+      if (it != handle_.end()) {
+        alloc_.free(it->second);
+        handle_.erase(it);
+      }
+    }
+  }
+  out_.replay_exact = misplaced == 0;
+  out_.measured_allocated = alloc_.stats().allocated_peak;
+  out_.measured_reserved = alloc_.stats().reserved_peak;
+  out_.measured_source = "trace replay";
+  if (!out_.replay_exact)
+    out_.notes.push_back(std::to_string(misplaced) +
+                         " allocation(s) of the replay landed elsewhere than recorded: the "
+                         "measured peaks are the model's replay of the recorded requests");
+  return std::nullopt;
+}
+
+// No replay: allocated from the requests rounded, reserved from the segment events.
+void SnapshotCheck::measure_requests() {
+  for (const auto& kv : live_)
+    start_allocated_ +=
+        kv.second.bytes ? kv.second.bytes : rounding_.round_size(kv.second.requested);
+  Bytes reserved = out_.reserved_now;
+  for (auto it = s_.events.rbegin(); it != s_.events.rend(); ++it) {
+    if (it->action == Event::kSegAlloc || it->action == Event::kMap)
+      reserved -= std::min(reserved, it->size);
+    if (it->action == Event::kSegFree || it->action == Event::kUnmap) reserved += it->size;
+  }
+  Bytes cur = start_allocated_, top_res = reserved;
+  std::unordered_map<Bytes, Bytes> sizes;
+  for (std::size_t i = 0; i < s_.events.size(); ++i) {
+    const Event& ev = s_.events[i];
+    if (ev.action == Event::kAlloc) {
+      const Bytes b = rounding_.round_size(ev.size);
+      sizes[ev.addr] = b;
+      cur += b;
+      if (cur > peak_ || i == 0) peak_ = cur, peak_event_ = i;
+    } else if (ev.action == Event::kFree) {
+      auto it = sizes.find(ev.addr);
+      const Bytes b = it != sizes.end() ? it->second : rounding_.round_size(ev.size);
+      cur -= std::min(cur, b);
+    } else if (ev.action == Event::kSegAlloc || ev.action == Event::kMap) {
+      reserved += ev.size;
+    } else if (ev.action == Event::kSegFree || ev.action == Event::kUnmap) {
+      reserved -= std::min(reserved, ev.size);
+    }
+    top_res = std::max(top_res, reserved);
+  }
+  out_.measured_allocated = std::max(peak_, start_allocated_);
+  out_.measured_reserved = top_res;
+  out_.measured_source =
+      "trace (requests rounded to 512 B; the allocator model could not replay it)";
+}
+
+void SnapshotCheck::measure_segments() {
+  out_.measured_allocated = out_.allocated_now;
+  out_.measured_reserved = out_.reserved_now;
+  out_.measured_source = "segments at snapshot time";
+  out_.notes.push_back(
+      "the snapshot has no trace (take it after torch.cuda.memory._record_memory_history()): "
+      "these are the blocks when it was taken, not the step's peaks");
+}
+
+// The live blocks at the measured allocated peak: the trace run again up to that event, each
+// block matched with a record of the same requested size, else the same size after rounding.
+void SnapshotCheck::explain_peak() {
+  out_.peak_event = peak_event_;
+  if (peak_event_ < s_.events.size())
+    out_.peak_frame = frame_text(p_, s_.events[peak_event_].frames);
+  std::map<Bytes, Live> at = live_;
+  for (auto& kv : at)
+    if (kv.second.bytes == 0) kv.second.bytes = rounding_.round_size(kv.second.requested);
+  for (std::size_t i = 0; i <= peak_event_ && i < s_.events.size(); ++i) {
+    const Event& ev = s_.events[i];
+    if (ev.action == Event::kAlloc)
+      at[ev.addr] = Live{rounding_.round_size(ev.size), ev.size, ev.frames};
+    else if (ev.action == Event::kFree)
+      at.erase(ev.addr);
+  }
+  std::vector<Live> blocks;
+  for (const auto& kv : at) blocks.push_back(kv.second);
+  std::stable_sort(blocks.begin(), blocks.end(),
+                   [](const Live& a, const Live& b) { return a.bytes > b.bytes; });
+  // Each block's record: the same requested size, else the same size after rounding.
+  // Every record of a size (several share one: a layer's b·s·f tensors), in inventory order.
+  std::unordered_map<Bytes, std::vector<const Candidate*>> exact, rounded;
+  const std::vector<Candidate> cands = candidates(e_);
+  for (const Candidate& c : cands) {
+    exact[c.bytes].push_back(&c);
+    rounded[rounding_.round_size(c.bytes)].push_back(&c);
+  }
+  auto names = [](const std::vector<const Candidate*>& v) {
+    std::string text = v.front()->name;
+    std::set<std::string> others;
+    for (const Candidate* c : v)
+      if (c->name != v.front()->name) others.insert(c->name);
+    if (!others.empty())
+      text += " (or " + std::to_string(others.size()) + " other record" +
+              (others.size() > 1 ? "s" : "") + " of this size)";
+    return text;
+  };
+  for (const Live& b : blocks) {
+    const std::vector<const Candidate*>* hit = nullptr;
+    auto it = exact.find(b.requested);
+    if (it != exact.end())
+      hit = &it->second;
+    else if ((it = rounded.find(b.bytes)) != rounded.end())
+      hit = &it->second;
+    (hit ? out_.explained_bytes : out_.unexplained_bytes) += b.bytes;
+    if (out_.largest.size() < kLargest)
+      out_.largest.push_back(
+          SnapshotBlock{b.bytes, b.requested,
+                        b.before ? "(allocated before the trace began)" : frame_text(p_, b.frames),
+                        hit ? names(*hit) : "", hit ? hit->front()->bytes : 0});
+  }
+}
+
 }  // namespace
 
 Result<Comparison> compare_snapshot(const Estimate& e, std::string_view bytes,
@@ -250,150 +489,8 @@ Result<Comparison> compare_snapshot(const Estimate& e, std::string_view bytes,
   out.predicted_allocated = e.device.allocated_peak_bytes;
   out.predicted_reserved = e.device.reserved_peak_bytes;
   out.predicted_peak_at = e.worst().peak_at;
-  CachingAllocator rounding(s.settings);
-
-  // The state when recording began, rebuilt backwards: blocks live at the end and not allocated
-  // in the trace, and blocks freed in the trace and not allocated in it.
-  std::map<Bytes, Live> live;
-  for (const Segment& g : s.segments)
-    for (const Block& b : g.blocks)
-      if (b.allocated) live[b.addr] = Live{b.size, b.requested, Pickle::kNone, true};
-  std::set<Bytes> new_segments;
-  bool replayable = s.has_trace;
-  for (const Segment& g : s.segments) replayable = replayable && !g.expandable;
-  for (auto it = s.events.rbegin(); it != s.events.rend(); ++it) {
-    switch (it->action) {
-      case Event::kAlloc:
-        live.erase(it->addr);
-        break;
-      case Event::kFree:
-        live[it->addr] = Live{0, it->size, Pickle::kNone, true};
-        break;
-      case Event::kSegAlloc:
-        new_segments.insert(it->addr);
-        break;
-      default:
-        replayable = false;  // segments freed, mapped or an OOM: the model cannot start there
-        break;
-    }
-  }
-  Bytes start_allocated = 0, start_reserved = 0;
-  // The replay: every allocation through the allocator model, checked against its address.
-  CachingAllocator alloc(s.settings);
-  std::unordered_map<Bytes, CachingAllocator::Handle> handle;
-  if (replayable) {
-    for (const Segment& g : s.segments) {
-      if (new_segments.count(g.addr)) continue;
-      alloc.add_segment(g.addr, g.size, g.small);
-      const Bytes end = g.addr + g.size;
-      auto it = live.lower_bound(g.addr);
-      while (it != live.end() && it->first < end) {
-        auto next = std::next(it);
-        Bytes size = it->second.bytes;
-        if (size == 0) {
-          // Freed in the trace: its size as the allocator held it. A large-pool block is never
-          // 1 MiB or smaller, so a gap that small after it belongs to it (should_split).
-          size = rounding.round_size(it->second.requested);
-          const Bytes stop = next != live.end() && next->first < end ? next->first : end;
-          if (it->first + size > stop) {
-            replayable = false;
-            break;
-          }
-          const Bytes gap = stop - (it->first + size);
-          if ((!g.small && gap <= kAllocSmallSize) || (g.small && gap < kAllocMinBlock))
-            size += gap;
-          it->second.bytes = size;
-        }
-        const auto h = alloc.add_live_block(it->first, size, it->second.requested);
-        if (h == CachingAllocator::kNoHandle) {
-          replayable = false;
-          break;
-        }
-        handle[it->first] = h;
-        it = next;
-      }
-      if (!replayable) break;
-    }
-  }
-  std::uint64_t misplaced = 0;
-  Bytes peak = 0;
-  std::uint64_t peak_event = 0;
-  if (replayable) {
-    alloc.recount_inactive_split();
-    alloc.reset_peaks();
-    start_allocated = alloc.stats().allocated;
-    for (std::size_t i = 0; i < s.events.size(); ++i) {
-      const Event& ev = s.events[i];
-      if (ev.action == Event::kSegAlloc) {
-        alloc.set_next_segment_address(ev.addr);
-      } else if (ev.action == Event::kAlloc) {
-        const auto h = alloc.malloc(ev.size);
-        if (h == CachingAllocator::kNoHandle) return bad("an allocation too large to replay");
-        if (alloc.address(h) != ev.addr) ++misplaced;
-        handle[ev.addr] = h;
-        if (alloc.stats().allocated > peak || i == 0)
-          peak = alloc.stats().allocated, peak_event = i;
-      } else if (ev.action == Event::kFree) {
-        auto it = handle.find(ev.addr);
-        if (it != handle.end()) {
-          alloc.free(it->second);
-          handle.erase(it);
-        }
-      }
-    }
-    out.replay_exact = misplaced == 0;
-    out.measured_allocated = alloc.stats().allocated_peak;
-    out.measured_reserved = alloc.stats().reserved_peak;
-    out.measured_source = "trace replay";
-    if (!out.replay_exact)
-      out.notes.push_back(std::to_string(misplaced) +
-                          " allocation(s) of the replay landed elsewhere than recorded: the "
-                          "measured peaks are the model's replay of the recorded requests");
-  } else if (s.has_trace) {
-    // No replay: allocated from the requests rounded, reserved from the segment events.
-    for (const auto& kv : live)
-      start_allocated +=
-          kv.second.bytes ? kv.second.bytes : rounding.round_size(kv.second.requested);
-    Bytes reserved = out.reserved_now;
-    for (auto it = s.events.rbegin(); it != s.events.rend(); ++it) {
-      if (it->action == Event::kSegAlloc || it->action == Event::kMap)
-        reserved -= std::min(reserved, it->size);
-      if (it->action == Event::kSegFree || it->action == Event::kUnmap) reserved += it->size;
-    }
-    start_reserved = reserved;
-    Bytes cur = start_allocated, top_res = reserved;
-    std::unordered_map<Bytes, Bytes> sizes;
-    for (std::size_t i = 0; i < s.events.size(); ++i) {
-      const Event& ev = s.events[i];
-      if (ev.action == Event::kAlloc) {
-        const Bytes b = rounding.round_size(ev.size);
-        sizes[ev.addr] = b;
-        cur += b;
-        if (cur > peak || i == 0) peak = cur, peak_event = i;
-      } else if (ev.action == Event::kFree) {
-        auto it = sizes.find(ev.addr);
-        const Bytes b = it != sizes.end() ? it->second : rounding.round_size(ev.size);
-        cur -= std::min(cur, b);
-      } else if (ev.action == Event::kSegAlloc || ev.action == Event::kMap) {
-        reserved += ev.size;
-      } else if (ev.action == Event::kSegFree || ev.action == Event::kUnmap) {
-        reserved -= std::min(reserved, ev.size);
-      }
-      top_res = std::max(top_res, reserved);
-    }
-    out.measured_allocated = std::max(peak, start_allocated);
-    out.measured_reserved = top_res;
-    out.measured_source =
-        "trace (requests rounded to 512 B; the allocator model could not replay it)";
-  } else {
-    out.measured_allocated = out.allocated_now;
-    out.measured_reserved = out.reserved_now;
-    out.measured_source = "segments at snapshot time";
-    out.notes.push_back(
-        "the snapshot has no trace (take it after torch.cuda.memory._record_memory_history()): "
-        "these are the blocks when it was taken, not the step's peaks");
-  }
-  (void)start_reserved;
+  SnapshotCheck check(e, p, s, &out);
+  if (auto err = check.measure()) return *err;
   if (stats.allocated_peak != 0 || stats.reserved_peak != 0) {
     if (stats.allocated_peak) out.measured_allocated = stats.allocated_peak;
     if (stats.reserved_peak) out.measured_reserved = stats.reserved_peak;
@@ -401,58 +498,7 @@ Result<Comparison> compare_snapshot(const Estimate& e, std::string_view bytes,
   }
   out.error_allocated_pct = pct(out.predicted_allocated, out.measured_allocated);
   out.error_reserved_pct = pct(out.predicted_reserved, out.measured_reserved);
-
-  // The live blocks at the measured allocated peak: the trace run again up to that event.
-  if (s.has_trace) {
-    out.peak_event = peak_event;
-    if (peak_event < s.events.size()) out.peak_frame = frame_text(p, s.events[peak_event].frames);
-    std::map<Bytes, Live> at = live;
-    for (auto& kv : at)
-      if (kv.second.bytes == 0) kv.second.bytes = rounding.round_size(kv.second.requested);
-    for (std::size_t i = 0; i <= peak_event && i < s.events.size(); ++i) {
-      const Event& ev = s.events[i];
-      if (ev.action == Event::kAlloc)
-        at[ev.addr] = Live{rounding.round_size(ev.size), ev.size, ev.frames};
-      else if (ev.action == Event::kFree)
-        at.erase(ev.addr);
-    }
-    std::vector<Live> blocks;
-    for (const auto& kv : at) blocks.push_back(kv.second);
-    std::stable_sort(blocks.begin(), blocks.end(),
-                     [](const Live& a, const Live& b) { return a.bytes > b.bytes; });
-    // Each block's record: the same requested size, else the same size after rounding.
-    // Every record of a size (several share one: a layer's b·s·f tensors), in inventory order.
-    std::unordered_map<Bytes, std::vector<const Candidate*>> exact, rounded;
-    const std::vector<Candidate> cands = candidates(e);
-    for (const Candidate& c : cands) {
-      exact[c.bytes].push_back(&c);
-      rounded[rounding.round_size(c.bytes)].push_back(&c);
-    }
-    auto names = [](const std::vector<const Candidate*>& v) {
-      std::string text = v.front()->name;
-      std::set<std::string> others;
-      for (const Candidate* c : v)
-        if (c->name != v.front()->name) others.insert(c->name);
-      if (!others.empty())
-        text += " (or " + std::to_string(others.size()) + " other record" +
-                (others.size() > 1 ? "s" : "") + " of this size)";
-      return text;
-    };
-    for (const Live& b : blocks) {
-      const std::vector<const Candidate*>* hit = nullptr;
-      auto it = exact.find(b.requested);
-      if (it != exact.end())
-        hit = &it->second;
-      else if ((it = rounded.find(b.bytes)) != rounded.end())
-        hit = &it->second;
-      (hit ? out.explained_bytes : out.unexplained_bytes) += b.bytes;
-      if (out.largest.size() < kLargest)
-        out.largest.push_back(
-            SnapshotBlock{b.bytes, b.requested,
-                          b.before ? "(allocated before the trace began)" : frame_text(p, b.frames),
-                          hit ? names(*hit) : "", hit ? hit->front()->bytes : 0});
-    }
-  }
+  if (s.has_trace) check.explain_peak();
   if (s.settings.expandable_segments != e.config.alloc.expandable_segments)
     out.notes.push_back(
         std::string("the snapshot was taken with expandable_segments ") +
