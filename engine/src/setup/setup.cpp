@@ -15,6 +15,24 @@ namespace actmem {
 
 namespace {
 
+// One layer's parameter records per kind, on one GPU.
+using KindParams = std::vector<std::vector<ParamRecord>>;
+
+// The parameters outside the layers: the embedding, the head (with the final norm) and, training
+// with MTP, its depths.
+struct OuterParams {
+  std::vector<ParamRecord> embed, head, mtp;
+};
+
+// A rank's static memory depends only on how many layers of each kind it holds and whether it
+// holds the embedding or the head, so ranks alike (the middle ranks of an even split) share one
+// computation.
+struct Seen {
+  std::vector<std::uint64_t> counts;
+  bool first, last;
+  StaticMemory stat;
+};
+
 Bytes record_bytes(const std::vector<TensorRecord>& v, const char* id) {
   for (const auto& r : v)
     if (r.id == id) return r.bytes;
@@ -60,6 +78,427 @@ std::optional<Error> add_mtp_records(Setup& e) {
   }
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), e.config);
   return std::nullopt;
+}
+
+// Fills the config's defaults around validate(): seq before it (validate checks the defaulted
+// seq), the dropouts and the micro-batch count after it (validate checks them as given).
+std::optional<Error> normalize_config(const ModelSpec& m, TrainConfig& c) {
+  if (c.seq == 0)
+    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
+                ? std::min<std::uint64_t>(2048, m.max_positions)
+                : 2048;
+  if (auto err = validate(m, c)) return nest_model_fields(*err, m.field);
+  if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
+  if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;
+  c.grad_accum = default_micro_batches(c);
+  return std::nullopt;
+}
+
+// Split-backward schedules: what one layer of the kind keeps from its I to its W (each linear's
+// input and output gradient); a kind without those records cannot be split.
+std::optional<Error> set_wgrad_keep(const LayerKind& lk, std::size_t ki, const TrainConfig& c,
+                                    KindEstimate& ke, Checked& ck) {
+  if (!is_split_backward(effective_schedule(c))) return std::nullopt;
+  if (ke.inventory.wgrad_dy.empty())
+    return make_error("invalid_value", "config.schedule",
+                      "config.schedule: " + std::string(schedule_name(effective_schedule(c))) +
+                          " splits each backward into input and weight gradients, which needs "
+                          "every linear's input as a record; layer kind " +
+                          std::to_string(ki) + " is " + split_refusal(lk) +
+                          "; allowed for this model: gpipe, 1f1b, interleaved");
+  for (const TensorRecord& t : ke.inventory.tensors)
+    if (t.wgrad_input) ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
+  for (const TensorRecord& t : ke.inventory.wgrad_dy)
+    ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
+  return std::nullopt;
+}
+
+// One layer's parameters of the kind on one GPU: bytes as gathered, elements, largest tensor.
+void set_kind_params(const std::vector<ParamRecord>& params, const TrainConfig& c, KindEstimate& ke,
+                     Checked& ck) {
+  for (const auto& q : params) {
+    const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
+    ke.param_bytes = ck.add(ke.param_bytes, ck.mul(n, gather_width(q, c), "static"), "static");
+    ke.param_elems = ck.add(ke.param_elems, n, "static");
+    // The optimizer step's temporaries follow the trainable tensors (LoRA: the adapters).
+    if (!q.frozen)
+      ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
+  }
+}
+
+// Resolves layer kind `ki` once: its geometry, inventory, FLOPs and per-layer parameters (appended
+// to kind_params).
+std::optional<Error> resolve_kind(const ModelSpec& m, std::size_t ki, const TrainConfig& c,
+                                  const ParamShards& shards, KindEstimate& ke,
+                                  KindParams& kind_params, Checked& ck) {
+  const LayerKind& lk = m.kinds[ki];
+  auto geo = resolve_geometry(m, lk, c, c.act_dtype, c.attention_dropout, c.hidden_dropout);
+  if (!geo.ok()) return geo.error();
+  ke.geometry = geo.value();
+  auto inv = build_inventory(m, lk, ke.geometry, c.profile);
+  if (!inv.ok()) return inv.error();
+  ke.inventory = std::move(inv.value());
+  if (auto err = set_wgrad_keep(lk, ki, c, ke, ck)) return err;
+  ke.flops = layer_flops(lk, ke.geometry);
+  kind_params.push_back(layer_params(m, lk, shards));
+  if (c.lora.on()) apply_lora_params(m, lk, c.lora, &kind_params.back());
+  set_kind_params(kind_params.back(), c, ke, ck);
+  return std::nullopt;
+}
+
+// Every layer kind, resolved once (Setup::kinds, in model.kinds order).
+std::optional<Error> resolve_kinds(Setup& e, const ParamShards& shards, KindParams& kind_params,
+                                   Checked& ck) {
+  const ModelSpec& m = e.model;
+  const std::vector<std::uint64_t> model_counts = m.kind_counts(0, m.layers);
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    KindEstimate ke;
+    if (auto err = resolve_kind(m, ki, e.config, shards, ke, kind_params, ck)) return err;
+    ke.layers = model_counts[ki];
+    e.kinds.push_back(std::move(ke));
+  }
+  e.logits_flops = e.kinds[0].flops.logits;
+  return std::nullopt;
+}
+
+// The whole model's parameter counts, MTP depths apart.
+std::optional<Error> set_model_params(Setup& e) {
+  auto total = total_params(e.model);
+  if (!total.ok()) return total.error();
+  e.model_params = total.value();
+  auto mtp = mtp_params(e.model);
+  if (!mtp.ok()) return mtp.error();
+  e.mtp_params = mtp.value();
+  return std::nullopt;
+}
+
+OuterParams outer_params(const ModelSpec& m, const TrainConfig& c, const ParamShards& shards) {
+  OuterParams o{embedding_params(m, shards), head_params(m, shards, c.par.pp > 1), {}};
+  // LoRA freezes the embedding, the final norm and the head (peft
+  // _mark_only_adapters_as_trainable).
+  if (c.lora.on())
+    for (auto* v : {&o.embed, &o.head})
+      for (ParamRecord& q : *v) q.frozen = true;
+  // Training with MTP: its depths live on the last pipeline stage with the head they share.
+  if (c.mtp) o.mtp = mtp_param_records(m, shards);
+  return o;
+}
+
+// Each chunk's first global layer is the sum of the sizes of the stages before its stage.
+void set_chunk_first(std::vector<RankSetup>& ranks, std::uint64_t chunks, std::uint64_t stages) {
+  std::vector<std::uint64_t> stage_size(stages, 0);
+  for (const RankSetup& s : ranks)
+    for (std::uint64_t ci = 0; ci < chunks; ++ci) stage_size[s.chunk_stage[ci]] = s.chunk_sizes[ci];
+  std::vector<std::uint64_t> stage_first(stages, 0);
+  for (std::uint64_t st = 1; st < stages; ++st)
+    stage_first[st] = stage_first[st - 1] + stage_size[st - 1];
+  for (RankSetup& s : ranks)
+    for (std::uint64_t ci = 0; ci < chunks; ++ci)
+      s.chunk_first[ci] = stage_first[s.chunk_stage[ci]];
+}
+
+// Each pipeline rank's layers: its chunks' sizes, stages and first layers.
+void lay_out_ranks(Setup& e) {
+  const ModelSpec& m = e.model;
+  const TrainConfig& c = e.config;
+  const Parallel& p = c.par;
+  e.ranks.resize(p.pp);
+  const Schedule sched = effective_schedule(c);
+  // DualPipe runs every stage on two ranks (DeepSeek-V3 report, Sec. 3.2.1: "two copies of the
+  // model parameters"): rank r holds stage r for the micro-batches entering at rank 0 and stage
+  // p-1-r for those entering at rank p-1; the model is cut into p stages, layer_split giving each
+  // stage's layers (deepseek-ai/DualPipe takes any module per stage: DeepSeek-V3's 61 layers on
+  // 16 ranks cannot be cut evenly).
+  const bool dual = sched == Schedule::kDualPipe;
+  const std::uint64_t chunks = dual ? 2 : p.vpp, stages = p.pp * p.vpp;
+  for (std::uint64_t r = 0; r < p.pp; ++r) {
+    RankSetup& s = e.ranks[r];
+    s.index = r;
+    auto split_at = [&](std::uint64_t i) {
+      return c.layer_split.empty() ? m.layers / p.pp : c.layer_split[i];
+    };
+    const std::uint64_t per = split_at(r), mirror = split_at(p.pp - 1 - r);
+    s.layers = dual ? per + mirror : per;
+    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
+    // extra); DualPipe's two chunks are stage r and stage p-1-r.
+    for (std::uint64_t ci = 0; ci < chunks; ++ci)
+      s.chunk_sizes.push_back(dual ? (ci == 0 ? per : mirror)
+                                   : per / p.vpp + (ci < per % p.vpp ? 1 : 0));
+    for (std::uint64_t ci = 0; ci < chunks; ++ci) {
+      std::uint64_t st = ci * p.pp + r;  // Megatron-LM: model chunk c·p + r
+      if (is_v_shape(sched) && ci == 1) st = 2 * p.pp - 1 - r;
+      if (dual) st = ci == 0 ? r : p.pp - 1 - r;
+      s.chunk_stage.push_back(st);
+      if (st == 0) s.embed_chunk = static_cast<std::uint32_t>(ci);
+      if (st == stages - 1) s.head_chunk = static_cast<std::uint32_t>(ci);
+    }
+    s.chunk_first.assign(chunks, 0);
+  }
+  set_chunk_first(e.ranks, chunks, stages);
+}
+
+// How many layers of each kind a rank holds, over its chunks.
+std::vector<std::uint64_t> rank_kind_counts(const ModelSpec& m, const RankSetup& s) {
+  std::vector<std::uint64_t> counts(m.kinds.size(), 0);
+  for (std::uint64_t ci = 0; ci < s.chunk_sizes.size(); ++ci) {
+    if (m.kinds.size() == 1) {
+      counts[0] += s.chunk_sizes[ci];
+      continue;
+    }
+    const auto n = m.kind_counts(s.chunk_first[ci], s.chunk_sizes[ci]);
+    for (std::size_t ki = 0; ki < n.size(); ++ki) counts[ki] += n[ki];
+  }
+  return counts;
+}
+
+// TransformerEngine fp8 (docs/frameworks.md, "Float8"): each block linear's fp8 weight and
+// transpose, cached for the run (1 B each per weight), and four TE modules per layer (qkv
+// and fc1 LayerNormLinear, proj and fc2 Linear), each with fp8_meta of 4 x (5L + 10) bytes.
+Bytes fp8_weight_caches(const ModelSpec& m, const TrainConfig& c,
+                        const std::vector<std::uint64_t>& counts, const KindParams& kind_params,
+                        Checked& ck) {
+  const char* f = "static.fp8_weights_bytes";
+  const Bytes meta = ck.mul(4 * 4, ck.add(ck.mul(5, c.fp8_amax_history, f), 10, f), f);
+  Bytes fp8 = 0;
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    if (counts[ki] == 0) continue;
+    Bytes layer = meta;
+    for (const ParamRecord& q : kind_params[ki])
+      if (is_block_linear(q)) layer = ck.add(layer, ck.mul(2, ck.mul(q.rows, q.cols, f), f), f);
+    fp8 = ck.add(fp8, ck.mul(layer, counts[ki], f), f);
+  }
+  return fp8;
+}
+
+// FSDP2 never reshards its root group (the parameters outside the blocks: embedding, final
+// norm, head) after forward (_fsdp_state.py: the root's post_forward_mesh_info = None), and
+// torchtitan leaves the last block gathered (parallelize_llama.py l.325-339:
+// reshard_after_forward = layer_id < n_layers - 1): both stay gathered from their forward
+// to their backward, through the step's activation peak. The rank with the head holds the
+// last layer in every placement.
+Bytes fsdp2_gathered(const ModelSpec& m, const TrainConfig& c, bool first, bool last,
+                     const OuterParams& outer, const KindParams& kind_params, Checked& ck) {
+  std::vector<ParamRecord> root;
+  if (first) root.insert(root.end(), outer.embed.begin(), outer.embed.end());
+  if (last) {
+    root.insert(root.end(), outer.head.begin(), outer.head.end());
+    root.insert(root.end(), outer.mtp.begin(), outer.mtp.end());
+    const auto& lp = kind_params[m.kind_index(m.layers - 1)];
+    root.insert(root.end(), lp.begin(), lp.end());
+  }
+  return gathered_bytes(root, c, "static.gathered_params_bytes", ck);
+}
+
+// One rank's static memory: one set of parameters per layer it holds, per kind, the embedding
+// and head where it holds them, and the fp8 caches and FSDP2's gathered parameters.
+std::optional<Error> rank_static_memory(const ModelSpec& m, const TrainConfig& c,
+                                        const std::vector<std::uint64_t>& counts, bool first,
+                                        bool last, const KindParams& kind_params,
+                                        const OuterParams& outer, Checked& ck, StaticMemory& stat) {
+  std::vector<ParamRecord> scaled;
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    if (counts[ki] == 0) continue;
+    for (ParamRecord q : kind_params[ki]) {
+      q.copies = ck.mul(q.copies, counts[ki], "static.params");
+      scaled.push_back(q);
+    }
+  }
+  if (first) scaled.insert(scaled.end(), outer.embed.begin(), outer.embed.end());
+  if (last) scaled.insert(scaled.end(), outer.head.begin(), outer.head.end());
+  if (last) scaled.insert(scaled.end(), outer.mtp.begin(), outer.mtp.end());
+  auto st = static_memory(scaled, c);
+  if (!st.ok()) return st.error();
+  stat = st.value();
+  if (c.float8 == Float8::kDelayed) {
+    const Bytes fp8 = fp8_weight_caches(m, c, counts, kind_params, ck);
+    stat.fp8_weights_bytes = fp8;
+    stat.total_bytes = ck.add(stat.total_bytes, fp8, "static.fp8_weights_bytes");
+  }
+  if (fsdp2_buffers(c)) {
+    stat.gathered_params_bytes = fsdp2_gathered(m, c, first, last, outer, kind_params, ck);
+    stat.total_bytes =
+        ck.add(stat.total_bytes, stat.gathered_params_bytes, "static.gathered_params_bytes");
+  }
+  return std::nullopt;
+}
+
+// Every rank's static memory, computed once per distinct rank (Seen).
+std::optional<Error> set_rank_statics(Setup& e, const KindParams& kind_params,
+                                      const OuterParams& outer, Checked& ck) {
+  const ModelSpec& m = e.model;
+  std::vector<Seen> seen;
+  for (RankSetup& s : e.ranks) {
+    const std::vector<std::uint64_t> counts = rank_kind_counts(m, s);
+    const bool first = s.embed_chunk != RankSetup::kNoChunk,
+               last = s.head_chunk != RankSetup::kNoChunk;
+    const Seen* hit = nullptr;
+    for (const Seen& x : seen)
+      if (x.first == first && x.last == last && x.counts == counts) hit = &x;
+    if (hit) {
+      s.stat = hit->stat;
+      continue;
+    }
+    if (auto err =
+            rank_static_memory(m, e.config, counts, first, last, kind_params, outer, ck, s.stat))
+      return err;
+    seen.push_back(Seen{counts, first, last, s.stat});
+  }
+  return std::nullopt;
+}
+
+// Step-wide transients (docs/schedules.md): the input and output layers' records, the cuBLAS
+// workspace and SP's gather of the layer input.
+void set_step_sizes(Setup& e, Checked& ck) {
+  const TrainConfig& c = e.config;
+  const Parallel& p = c.par;
+  const LayerInventory& io = e.io();
+  for (const auto& r : io.input_layer) e.in_bytes = ck.add(e.in_bytes, r.bytes, "timeline");
+  for (const auto& r : io.output_layer) e.out_bytes = ck.add(e.out_bytes, r.bytes, "timeline");
+  // TransformerEngine's comm-overlap GEMMs take their own cuBLAS workspaces: three where there was
+  // one (Megatron-LM --tp-comm-overlap with TE v1.13; docs/frameworks.md, "Async TP").
+  e.workspace = c.async_tp && c.profile == Profile::kMegatron
+                    ? ck.mul(c.cublas_workspace, 3, "config.cublas_workspace_bytes")
+                    : c.cublas_workspace;
+  // The layer input is b·s·h for every kind; SP gathers it to the full sequence.
+  e.sp_gather =
+      p.sp && p.tp > 1 ? ck.mul(e.kinds[0].costs.checkpoint, p.tp, "timeline.sp_allgather") : 0;
+}
+
+// The loss's buffers in its forward and backward (config.loss).
+void set_loss_buffers(Setup& e, Checked& ck) {
+  const TrainConfig& c = e.config;
+  const LayerInventory& io = e.io();
+  // X: the fp32 logits (Megatron-LM's softmax, PyTorch's log-softmax) the eager loss keeps;
+  // each implementation's transients follow from it (docs/frameworks.md, "The loss").
+  const Bytes x = std::max(record_bytes(io.output_layer, "logits.fp32"),
+                           record_bytes(io.output_layer, "loss.log_softmax_out"));
+  const LayerGeometry& g0 = e.kinds[0].geometry;
+  const char* lf = "timeline.loss";
+  switch (c.loss.impl) {
+    case LossImpl::kEager:
+      e.loss_fwd_ws = x, e.loss_bwd_bufs[0] = x, e.loss_bwd_bufs[1] = x;
+      break;
+    case LossImpl::kChunked:
+      // One chunk upcast at a time (torchtune CEWithChunkedOutputLoss, PR #1390).
+      e.loss_fwd_ws = ceil_div(x, c.loss.chunks);
+      e.loss_bwd_bufs[0] = e.loss_bwd_bufs[1] = e.loss_fwd_ws;
+      break;
+    case LossImpl::kCompiled:
+      // The fused kernel's only large buffer is the bf16 logits' gradient (measured:
+      // tests/reference/loss_saved.py, docs/validation.md).
+      e.loss_bwd_bufs[0] = ck.mul(ck.mul(ck.mul(g0.b.value, g0.s_tp.value, lf), g0.v.value, lf),
+                                  dtype_bytes(c.act_dtype), lf);
+      break;
+    case LossImpl::kFused:
+      // One [chunk, V] logits chunk in the input's dtype (Liger-Kernel 77ff1a9
+      // fused_linear_cross_entropy.py: chunk_size = next_power_of_2(cdiv(BT, cdiv(V, H)))).
+      e.loss_fwd_ws = ck.mul(ck.mul(liger_chunk(g0), g0.v.value, lf), dtype_bytes(c.act_dtype), lf);
+      break;
+  }
+}
+
+// The largest layer's ZeRO-3 gather and gradient peak, and the optimizer step's temporaries.
+void set_layer_peaks_and_opt_temp(Setup& e, const std::vector<ParamRecord>& embed, Checked& ck) {
+  const TrainConfig& c = e.config;
+  const Parallel& p = c.par;
+  Bytes largest_param = 0;
+  for (const KindEstimate& ke : e.kinds) {
+    largest_param = std::max<Bytes>(largest_param, ke.largest_param);
+    if (p.zero >= 3 && !gathers_resident(c) && !fsdp2_buffers(c))
+      e.zero3_gather = std::max(e.zero3_gather, ke.param_bytes);
+    if (e.grad_peak_at.empty() || ke.costs.grad_peak > e.grad_peak)
+      e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
+  }
+  for (const auto& q : embed)
+    if (!q.frozen) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
+  // AdamW, Adafactor and 8-bit Adam compute their update in fp32 temporaries of one tensor at a
+  // time; SGD (with or without momentum) updates in place (torch/optim/sgd.py,
+  // _single_tensor_sgd: buf.mul_(momentum).add_(grad), param.add_(grad, alpha=-lr)), so its step
+  // adds nothing. The CPU executor's in-place SGD measured this: a vocabulary-dominated model
+  // peaks at the loss backward, not at a step temporary (docs/validation.md section 5).
+  // ZeRO-Offload steps on the CPU (DeepSpeedCPUAdam): no GPU temporaries.
+  const bool in_place = c.optimizer == Optimizer::kSgd || c.optimizer == Optimizer::kSgdMomentum ||
+                        c.optimizer_offload;
+  e.opt_temp = in_place
+                   ? 0
+                   : ck.mul(p.zero >= 1 ? ceil_div(largest_param, shard_ranks(p)) : largest_param,
+                            4, "timeline.optimizer_step");
+}
+
+// FSDP2 under torchtitan (docs/frameworks.md, "FSDP2's buffers"): forward keeps a group's flat
+// all-gather result beside its per-parameter copies until the next group's copy-in
+// (_fsdp_param_group.py all_gather_state); backward prefetches the previous group, holds the
+// layer's unsharded gradients in the compute dtype until their copy into the fp32 reduce-scatter
+// input, and drops the previous group's input only at the next post-backward
+// (comm_ctx.reduce_scatter_state). The root group's unsharded gradients (head, final norm) wait
+// for the root's post-backward at the end of backward (single stage; under pipelining they are
+// accumulate_unsharded's static line).
+void set_layer_transients(Setup& e, const std::vector<ParamRecord>& head, Checked& ck) {
+  const TrainConfig& c = e.config;
+  const Parallel& p = c.par;
+  const bool fsdp2 = fsdp2_buffers(c);
+  if (fsdp2 && p.pp == 1)
+    e.fsdp_root_grads =
+        params_bytes(head, dtype_bytes(gather_dtype(c)), "timeline.fsdp2_root_grads", ck);
+  for (KindEstimate& ke : e.kinds) {
+    const char* f = "timeline.peak_bytes";
+    // ZeRO-3 gathers a layer for its forward and again for its backward, unless FSDP keeps the
+    // stage gathered (a static line then: params.cpp gathered_params_bytes).
+    Bytes gather_fwd = p.zero >= 3 && !gathers_resident(c) ? ke.param_bytes : 0;
+    Bytes gather_bwd = gather_fwd;
+    if (fsdp2) {
+      const Bytes elems = ke.param_elems;
+      gather_fwd = ck.mul(2, ke.param_bytes, f);
+      gather_bwd = ck.add(ck.mul(3, ke.param_bytes, f),
+                          ck.mul(ck.mul(2, elems, f), dtype_bytes(c.grad_dtype), f), f);
+    }
+    ke.fsdp_fwd = gather_fwd;
+    ke.fsdp_bwd = gather_bwd;
+    gather_bwd = ck.add(gather_bwd, e.fsdp_root_grads, f);
+    ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), gather_fwd, f);
+    ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
+                          ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);
+  }
+}
+
+// KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
+// 2 · 2 · L · H · d · s · b with H the KV heads, GQA-aware), summed over the layers of each kind.
+void set_kv_cache_total(Setup& e, Checked& ck) {
+  const ModelSpec& m = e.model;
+  const TrainConfig& c = e.config;
+  const Bytes pw = dtype_bytes(c.act_dtype);
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& lk = m.kinds[ki];
+    e.kv_cache.total_bytes =
+        ck.add(e.kv_cache.total_bytes,
+               ck.mul(ck.mul(ck.mul(pw, e.kinds[ki].layers, "kv_cache"),
+                             kv_cache_width(lk, lk.kv_heads, ck), "kv_cache"),
+                      ck.mul(kv_tokens(lk, c.seq), c.micro_batch, "kv_cache"), "kv_cache"),
+               "kv_cache");
+  }
+}
+
+// The KV cache per GPU: the pipeline rank holding the most, its kv heads divided by TP, its
+// tokens by CP.
+void set_kv_cache_per_gpu(Setup& e, Checked& ck) {
+  const ModelSpec& m = e.model;
+  const TrainConfig& c = e.config;
+  const Bytes pw = dtype_bytes(c.act_dtype);
+  for (const RankSetup& s : e.ranks) {
+    Bytes stage_kv = 0;
+    for (std::uint64_t ci = 0; ci < c.par.vpp; ++ci)
+      for (std::uint64_t j = 0; j < s.chunk_sizes[ci]; ++j) {
+        const std::uint64_t layer = s.chunk_first[ci] + j;
+        const LayerGeometry& lg = e.kind_at(layer).geometry;
+        stage_kv = ck.add(
+            stage_kv,
+            ck.mul(ck.mul(pw, kv_cache_width(m.kind_of(layer), lg.kv.value, ck), "kv_cache"),
+                   ck.mul(kv_tokens(m.kind_of(layer), lg.s_tp.value), c.micro_batch, "kv_cache"),
+                   "kv_cache"),
+            "kv_cache");
+      }
+    e.kv_cache.per_gpu_bytes = std::max(e.kv_cache.per_gpu_bytes, stage_kv);
+  }
 }
 
 }  // namespace
@@ -133,327 +572,26 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   Setup e;
   e.model = m;
   e.config = c_in;
-  TrainConfig& c = e.config;
-  if (c.seq == 0)
-    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
-                ? std::min<std::uint64_t>(2048, m.max_positions)
-                : 2048;
-  if (auto err = validate(m, c)) return nest_model_fields(*err, m.field);
-  const Parallel& p = c.par;
-  if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
-  if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;
-  c.grad_accum = default_micro_batches(c);
-
-  // Each layer kind is resolved once: its geometry, inventory, FLOPs and per-layer parameters.
+  if (auto err = normalize_config(m, e.config)) return *err;
+  const TrainConfig& c = e.config;
+  // One overflow record for the whole setup: the first field to overflow is the one named.
   Checked ck;
-  const ParamShards shards{p.tp, p.ep};
-  const std::vector<std::uint64_t> model_counts = m.kind_counts(0, m.layers);
-  std::vector<std::vector<ParamRecord>> kind_params;  // one layer's records per kind, on one GPU
-  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-    const LayerKind& lk = m.kinds[ki];
-    KindEstimate ke;
-    auto geo = resolve_geometry(m, lk, c, c.act_dtype, c.attention_dropout, c.hidden_dropout);
-    if (!geo.ok()) return geo.error();
-    ke.geometry = geo.value();
-    auto inv = build_inventory(m, lk, ke.geometry, c.profile);
-    if (!inv.ok()) return inv.error();
-    ke.inventory = std::move(inv.value());
-    if (is_split_backward(effective_schedule(c))) {
-      if (ke.inventory.wgrad_dy.empty())
-        return make_error(
-            "invalid_value", "config.schedule",
-            "config.schedule: " + std::string(schedule_name(effective_schedule(c))) +
-                " splits each backward into input and weight gradients, which needs every "
-                "linear's input as a record; layer kind " +
-                std::to_string(ki) + " is " + split_refusal(lk) +
-                "; allowed for this model: gpipe, 1f1b, interleaved");
-      for (const TensorRecord& t : ke.inventory.tensors)
-        if (t.wgrad_input) ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
-      for (const TensorRecord& t : ke.inventory.wgrad_dy)
-        ke.wgrad_keep = ck.add(ke.wgrad_keep, t.bytes, "timeline");
-    }
-    ke.flops = layer_flops(lk, ke.geometry);
-    ke.layers = model_counts[ki];
-    kind_params.push_back(layer_params(m, lk, shards));
-    if (c.lora.on()) apply_lora_params(m, lk, c.lora, &kind_params.back());
-    for (const auto& q : kind_params.back()) {
-      const Bytes n = ck.mul(ck.mul(q.rows, q.cols, "static.params"), q.copies, "static.params");
-      ke.param_bytes = ck.add(ke.param_bytes, ck.mul(n, gather_width(q, c), "static"), "static");
-      ke.param_elems = ck.add(ke.param_elems, n, "static");
-      // The optimizer step's temporaries follow the trainable tensors (LoRA: the adapters).
-      if (!q.frozen)
-        ke.largest_param = std::max<Bytes>(ke.largest_param, ck.mul(q.rows, q.cols, "static"));
-    }
-    e.kinds.push_back(std::move(ke));
-  }
-  e.logits_flops = e.kinds[0].flops.logits;
-
-  auto total = total_params(m);
-  if (!total.ok()) return total.error();
-  e.model_params = total.value();
-  auto mtp = mtp_params(m);
-  if (!mtp.ok()) return mtp.error();
-  e.mtp_params = mtp.value();
-  auto embed_p = embedding_params(m, shards);
-  auto head_p = head_params(m, shards, p.pp > 1);
-  // LoRA freezes the embedding, the final norm and the head (peft
-  // _mark_only_adapters_as_trainable).
-  if (c.lora.on())
-    for (auto* v : {&embed_p, &head_p})
-      for (ParamRecord& q : *v) q.frozen = true;
-  // Training with MTP: its depths live on the last pipeline stage with the head they share.
-  const auto mtp_p = c.mtp ? mtp_param_records(m, shards) : std::vector<ParamRecord>{};
-  e.ranks.resize(p.pp);
-  const Schedule sched = effective_schedule(c);
-  // DualPipe runs every stage on two ranks (DeepSeek-V3 report, Sec. 3.2.1: "two copies of the
-  // model parameters"): rank r holds stage r for the micro-batches entering at rank 0 and stage
-  // p-1-r for those entering at rank p-1; the model is cut into p stages, layer_split giving each
-  // stage's layers (deepseek-ai/DualPipe takes any module per stage: DeepSeek-V3's 61 layers on
-  // 16 ranks cannot be cut evenly).
-  const bool dual = sched == Schedule::kDualPipe;
-  const std::uint64_t chunks = dual ? 2 : p.vpp, stages = p.pp * p.vpp;
-  for (std::uint64_t r = 0; r < p.pp; ++r) {
-    RankSetup& s = e.ranks[r];
-    s.index = r;
-    auto split_at = [&](std::uint64_t i) {
-      return c.layer_split.empty() ? m.layers / p.pp : c.layer_split[i];
-    };
-    const std::uint64_t per = split_at(r), mirror = split_at(p.pp - 1 - r);
-    s.layers = dual ? per + mirror : per;
-    // A rank's layers spread over its v chunks as evenly as possible (earlier chunks get the
-    // extra); DualPipe's two chunks are stage r and stage p-1-r.
-    for (std::uint64_t ci = 0; ci < chunks; ++ci)
-      s.chunk_sizes.push_back(dual ? (ci == 0 ? per : mirror)
-                                   : per / p.vpp + (ci < per % p.vpp ? 1 : 0));
-    for (std::uint64_t ci = 0; ci < chunks; ++ci) {
-      std::uint64_t st = ci * p.pp + r;  // Megatron-LM: model chunk c·p + r
-      if (is_v_shape(sched) && ci == 1) st = 2 * p.pp - 1 - r;
-      if (dual) st = ci == 0 ? r : p.pp - 1 - r;
-      s.chunk_stage.push_back(st);
-      if (st == 0) s.embed_chunk = static_cast<std::uint32_t>(ci);
-      if (st == stages - 1) s.head_chunk = static_cast<std::uint32_t>(ci);
-    }
-    s.chunk_first.assign(chunks, 0);
-  }
-  // Each chunk's first global layer is the sum of the sizes of the stages before its stage.
-  std::vector<std::uint64_t> stage_size(stages, 0);
-  for (const RankSetup& s : e.ranks)
-    for (std::uint64_t ci = 0; ci < chunks; ++ci) stage_size[s.chunk_stage[ci]] = s.chunk_sizes[ci];
-  std::vector<std::uint64_t> stage_first(stages, 0);
-  for (std::uint64_t st = 1; st < stages; ++st)
-    stage_first[st] = stage_first[st - 1] + stage_size[st - 1];
-  for (RankSetup& s : e.ranks)
-    for (std::uint64_t ci = 0; ci < chunks; ++ci)
-      s.chunk_first[ci] = stage_first[s.chunk_stage[ci]];
-  // A rank's static memory depends only on how many layers of each kind it holds and whether it
-  // holds the embedding or the head, so ranks alike (the middle ranks of an even split) share one
-  // computation.
-  struct Seen {
-    std::vector<std::uint64_t> counts;
-    bool first, last;
-    StaticMemory stat;
-  };
-  std::vector<Seen> seen;
-  for (RankSetup& s : e.ranks) {
-    // One set of parameters per layer the rank holds, per kind.
-    std::vector<std::uint64_t> counts(m.kinds.size(), 0);
-    for (std::uint64_t ci = 0; ci < s.chunk_sizes.size(); ++ci) {
-      if (m.kinds.size() == 1) {
-        counts[0] += s.chunk_sizes[ci];
-        continue;
-      }
-      const auto n = m.kind_counts(s.chunk_first[ci], s.chunk_sizes[ci]);
-      for (std::size_t ki = 0; ki < n.size(); ++ki) counts[ki] += n[ki];
-    }
-    const bool first = s.embed_chunk != RankSetup::kNoChunk,
-               last = s.head_chunk != RankSetup::kNoChunk;
-    const Seen* hit = nullptr;
-    for (const Seen& x : seen)
-      if (x.first == first && x.last == last && x.counts == counts) hit = &x;
-    if (hit) {
-      s.stat = hit->stat;
-      continue;
-    }
-    std::vector<ParamRecord> scaled;
-    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-      if (counts[ki] == 0) continue;
-      for (ParamRecord q : kind_params[ki]) {
-        q.copies = ck.mul(q.copies, counts[ki], "static.params");
-        scaled.push_back(q);
-      }
-    }
-    if (first) scaled.insert(scaled.end(), embed_p.begin(), embed_p.end());
-    if (last) scaled.insert(scaled.end(), head_p.begin(), head_p.end());
-    if (last) scaled.insert(scaled.end(), mtp_p.begin(), mtp_p.end());
-    auto st = static_memory(scaled, c);
-    if (!st.ok()) return st.error();
-    s.stat = st.value();
-    // TransformerEngine fp8 (docs/frameworks.md, "Float8"): each block linear's fp8 weight and
-    // transpose, cached for the run (1 B each per weight), and four TE modules per layer (qkv
-    // and fc1 LayerNormLinear, proj and fc2 Linear), each with fp8_meta of 4 x (5L + 10) bytes.
-    if (c.float8 == Float8::kDelayed) {
-      const char* f = "static.fp8_weights_bytes";
-      const Bytes meta = ck.mul(4 * 4, ck.add(ck.mul(5, c.fp8_amax_history, f), 10, f), f);
-      Bytes fp8 = 0;
-      for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-        if (counts[ki] == 0) continue;
-        Bytes layer = meta;
-        for (const ParamRecord& q : kind_params[ki])
-          if (is_block_linear(q)) layer = ck.add(layer, ck.mul(2, ck.mul(q.rows, q.cols, f), f), f);
-        fp8 = ck.add(fp8, ck.mul(layer, counts[ki], f), f);
-      }
-      s.stat.fp8_weights_bytes = fp8;
-      s.stat.total_bytes = ck.add(s.stat.total_bytes, fp8, f);
-    }
-    // FSDP2 never reshards its root group (the parameters outside the blocks: embedding, final
-    // norm, head) after forward (_fsdp_state.py: the root's post_forward_mesh_info = None), and
-    // torchtitan leaves the last block gathered (parallelize_llama.py l.325-339:
-    // reshard_after_forward = layer_id < n_layers - 1): both stay gathered from their forward
-    // to their backward, through the step's activation peak. The rank with the head holds the
-    // last layer in every placement.
-    if (fsdp2_buffers(c)) {
-      std::vector<ParamRecord> root;
-      if (first) root.insert(root.end(), embed_p.begin(), embed_p.end());
-      if (last) {
-        root.insert(root.end(), head_p.begin(), head_p.end());
-        root.insert(root.end(), mtp_p.begin(), mtp_p.end());
-        const auto& lp = kind_params[m.kind_index(m.layers - 1)];
-        root.insert(root.end(), lp.begin(), lp.end());
-      }
-      const char* f = "static.gathered_params_bytes";
-      s.stat.gathered_params_bytes = gathered_bytes(root, c, f, ck);
-      s.stat.total_bytes = ck.add(s.stat.total_bytes, s.stat.gathered_params_bytes, f);
-    }
-    seen.push_back(Seen{counts, first, last, s.stat});
-  }
+  const ParamShards shards{c.par.tp, c.par.ep};
+  KindParams kind_params;
+  if (auto err = resolve_kinds(e, shards, kind_params, ck)) return *err;
+  if (auto err = set_model_params(e)) return *err;
+  const OuterParams outer = outer_params(m, c, shards);
+  lay_out_ranks(e);
+  if (auto err = set_rank_statics(e, kind_params, outer, ck)) return *err;
   if (auto err = set_policy_costs(e, c.recompute)) return *err;
-
   if (c.mtp)
     if (auto err = add_mtp_records(e)) return *err;
-  // Step-wide transients (docs/schedules.md); those of one layer follow its kind.
-  const LayerInventory& io = e.io();
-  for (const auto& r : io.input_layer) e.in_bytes = ck.add(e.in_bytes, r.bytes, "timeline");
-  for (const auto& r : io.output_layer) e.out_bytes = ck.add(e.out_bytes, r.bytes, "timeline");
-  // TransformerEngine's comm-overlap GEMMs take their own cuBLAS workspaces: three where there was
-  // one (Megatron-LM --tp-comm-overlap with TE v1.13; docs/frameworks.md, "Async TP").
-  e.workspace = c.async_tp && c.profile == Profile::kMegatron
-                    ? ck.mul(c.cublas_workspace, 3, "config.cublas_workspace_bytes")
-                    : c.cublas_workspace;
-  // The layer input is b·s·h for every kind; SP gathers it to the full sequence.
-  e.sp_gather =
-      p.sp && p.tp > 1 ? ck.mul(e.kinds[0].costs.checkpoint, p.tp, "timeline.sp_allgather") : 0;
-  {
-    // X: the fp32 logits (Megatron-LM's softmax, PyTorch's log-softmax) the eager loss keeps;
-    // each implementation's transients follow from it (docs/frameworks.md, "The loss").
-    const Bytes x = std::max(record_bytes(io.output_layer, "logits.fp32"),
-                             record_bytes(io.output_layer, "loss.log_softmax_out"));
-    const LayerGeometry& g0 = e.kinds[0].geometry;
-    const char* lf = "timeline.loss";
-    switch (c.loss.impl) {
-      case LossImpl::kEager:
-        e.loss_fwd_ws = x, e.loss_bwd_bufs[0] = x, e.loss_bwd_bufs[1] = x;
-        break;
-      case LossImpl::kChunked:
-        // One chunk upcast at a time (torchtune CEWithChunkedOutputLoss, PR #1390).
-        e.loss_fwd_ws = ceil_div(x, c.loss.chunks);
-        e.loss_bwd_bufs[0] = e.loss_bwd_bufs[1] = e.loss_fwd_ws;
-        break;
-      case LossImpl::kCompiled:
-        // The fused kernel's only large buffer is the bf16 logits' gradient (measured:
-        // tests/reference/loss_saved.py, docs/validation.md).
-        e.loss_bwd_bufs[0] = ck.mul(ck.mul(ck.mul(g0.b.value, g0.s_tp.value, lf), g0.v.value, lf),
-                                    dtype_bytes(c.act_dtype), lf);
-        break;
-      case LossImpl::kFused:
-        // One [chunk, V] logits chunk in the input's dtype (Liger-Kernel 77ff1a9
-        // fused_linear_cross_entropy.py: chunk_size = next_power_of_2(cdiv(BT, cdiv(V, H)))).
-        e.loss_fwd_ws =
-            ck.mul(ck.mul(liger_chunk(g0), g0.v.value, lf), dtype_bytes(c.act_dtype), lf);
-        break;
-    }
-  }
-  Bytes largest_param = 0;
-  for (const KindEstimate& ke : e.kinds) {
-    largest_param = std::max<Bytes>(largest_param, ke.largest_param);
-    if (p.zero >= 3 && !gathers_resident(c) && !fsdp2_buffers(c))
-      e.zero3_gather = std::max(e.zero3_gather, ke.param_bytes);
-    if (e.grad_peak_at.empty() || ke.costs.grad_peak > e.grad_peak)
-      e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
-  }
-  for (const auto& q : embed_p)
-    if (!q.frozen) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
-  // AdamW, Adafactor and 8-bit Adam compute their update in fp32 temporaries of one tensor at a
-  // time; SGD (with or without momentum) updates in place (torch/optim/sgd.py,
-  // _single_tensor_sgd: buf.mul_(momentum).add_(grad), param.add_(grad, alpha=-lr)), so its step
-  // adds nothing. The CPU executor's in-place SGD measured this: a vocabulary-dominated model
-  // peaks at the loss backward, not at a step temporary (docs/validation.md section 5).
-  // ZeRO-Offload steps on the CPU (DeepSpeedCPUAdam): no GPU temporaries.
-  const bool in_place = c.optimizer == Optimizer::kSgd || c.optimizer == Optimizer::kSgdMomentum ||
-                        c.optimizer_offload;
-  e.opt_temp = in_place
-                   ? 0
-                   : ck.mul(p.zero >= 1 ? ceil_div(largest_param, shard_ranks(p)) : largest_param,
-                            4, "timeline.optimizer_step");
-  // FSDP2 under torchtitan (docs/frameworks.md, "FSDP2's buffers"): forward keeps a group's flat
-  // all-gather result beside its per-parameter copies until the next group's copy-in
-  // (_fsdp_param_group.py all_gather_state); backward prefetches the previous group, holds the
-  // layer's unsharded gradients in the compute dtype until their copy into the fp32 reduce-scatter
-  // input, and drops the previous group's input only at the next post-backward
-  // (comm_ctx.reduce_scatter_state). The root group's unsharded gradients (head, final norm) wait
-  // for the root's post-backward at the end of backward (single stage; under pipelining they are
-  // accumulate_unsharded's static line).
-  const bool fsdp2 = fsdp2_buffers(c);
-  if (fsdp2 && p.pp == 1)
-    e.fsdp_root_grads =
-        params_bytes(head_p, dtype_bytes(gather_dtype(c)), "timeline.fsdp2_root_grads", ck);
-  for (KindEstimate& ke : e.kinds) {
-    const char* f = "timeline.peak_bytes";
-    // ZeRO-3 gathers a layer for its forward and again for its backward, unless FSDP keeps the
-    // stage gathered (a static line then: params.cpp gathered_params_bytes).
-    Bytes gather_fwd = p.zero >= 3 && !gathers_resident(c) ? ke.param_bytes : 0;
-    Bytes gather_bwd = gather_fwd;
-    if (fsdp2) {
-      const Bytes elems = ke.param_elems;
-      gather_fwd = ck.mul(2, ke.param_bytes, f);
-      gather_bwd = ck.add(ck.mul(3, ke.param_bytes, f),
-                          ck.mul(ck.mul(2, elems, f), dtype_bytes(c.grad_dtype), f), f);
-    }
-    ke.fsdp_fwd = gather_fwd;
-    ke.fsdp_bwd = gather_bwd;
-    gather_bwd = ck.add(gather_bwd, e.fsdp_root_grads, f);
-    ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), gather_fwd, f);
-    ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
-                          ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);
-  }
-
-  // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
-  // 2 · 2 · L · H · d · s · b with H the KV heads, GQA-aware), summed over the layers of each kind.
-  // Per GPU: the pipeline rank holding the most, its kv heads divided by TP, its tokens by CP.
-  const Bytes pw = dtype_bytes(c.act_dtype);
-  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-    const LayerKind& lk = m.kinds[ki];
-    e.kv_cache.total_bytes =
-        ck.add(e.kv_cache.total_bytes,
-               ck.mul(ck.mul(ck.mul(pw, e.kinds[ki].layers, "kv_cache"),
-                             kv_cache_width(lk, lk.kv_heads, ck), "kv_cache"),
-                      ck.mul(kv_tokens(lk, c.seq), c.micro_batch, "kv_cache"), "kv_cache"),
-               "kv_cache");
-  }
-  for (const RankSetup& s : e.ranks) {
-    Bytes stage_kv = 0;
-    for (std::uint64_t ci = 0; ci < p.vpp; ++ci)
-      for (std::uint64_t j = 0; j < s.chunk_sizes[ci]; ++j) {
-        const std::uint64_t layer = s.chunk_first[ci] + j;
-        const LayerGeometry& lg = e.kind_at(layer).geometry;
-        stage_kv = ck.add(
-            stage_kv,
-            ck.mul(ck.mul(pw, kv_cache_width(m.kind_of(layer), lg.kv.value, ck), "kv_cache"),
-                   ck.mul(kv_tokens(m.kind_of(layer), lg.s_tp.value), c.micro_batch, "kv_cache"),
-                   "kv_cache"),
-            "kv_cache");
-      }
-    e.kv_cache.per_gpu_bytes = std::max(e.kv_cache.per_gpu_bytes, stage_kv);
-  }
+  set_step_sizes(e, ck);
+  set_loss_buffers(e, ck);
+  set_layer_peaks_and_opt_temp(e, outer.embed, ck);
+  set_layer_transients(e, outer.head, ck);
+  set_kv_cache_total(e, ck);
+  set_kv_cache_per_gpu(e, ck);
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
   return e;
 }
