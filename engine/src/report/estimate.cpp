@@ -14,9 +14,15 @@ namespace actmem {
 
 namespace {
 
+using detail::explain_product;
+using detail::explain_records;
+using detail::explain_sum;
+
 constexpr const char* kKorthikantiPP =
     "Korthikanti et al. 2022, Sec. 4.2.3: the first stage holds p micro-batches; interleaving "
     "multiplies by 1 + (p-1)/(p·v)";
+
+using Parts = std::vector<std::pair<std::string, Bytes>>;
 
 Bytes sum_bytes(const std::vector<const TensorRecord*>& recs, Checked& ck, const char* field) {
   Bytes s = 0;
@@ -30,40 +36,38 @@ std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
   return out;
 }
 
-}  // namespace
+// One stage of the per-stage view: the setup's layers, the policy's choices, the evaluation's
+// numbers.
+void set_stage(const RankSetup& rk, const StageEval& ev, const TrainConfig& c, Stage& st) {
+  st.index = rk.index;
+  st.layers = rk.layers;
+  st.chunk_sizes = rk.chunk_sizes;
+  st.chunk_first = rk.chunk_first;
+  st.chunk_layers = rk.chunk_sizes[0];
+  st.chunk_choices.clear();
+  for (std::uint64_t n : rk.chunk_sizes) st.chunk_choices.push_back(layer_choices(c.recompute, n));
+  st.choices = st.chunk_choices[0];
+  st.in_flight = ev.in_flight;
+  st.kept_layer_slots = ev.kept_layer_slots;
+  st.act = ev.act;
+  st.stat = rk.stat;
+  st.total_bytes = ev.total_bytes;
+  st.peak_bytes = ev.peak_bytes;
+  st.peak_at = event_label(ev.peak_at);
+  st.peak_activations = ev.at_peak.activations;
+  st.peak_recompute = ev.at_peak.recompute;
+  st.peak_transients = ev.at_peak.transients;
+  st.peak_fragmentation = ev.fragmentation_bytes;
+}
 
 // Everything that depends on config.recompute (per-layer choices, the evaluation, the per-stage
 // view, fits) on an estimate whose setup is built (make_setup made the costs for this policy).
-static std::optional<Error> apply_recompute(Estimate& e) {
+std::optional<Error> apply_recompute(Estimate& e) {
   const TrainConfig& c = e.config;
   if (auto err = evaluate(e, c.recompute, &e.eval)) return *err;
-  // The per-stage view: the setup's layers, the policy's choices, the evaluation's numbers.
   e.stages.resize(e.ranks.size());
-  for (std::size_t i = 0; i < e.ranks.size(); ++i) {
-    const RankSetup& rk = e.ranks[i];
-    const StageEval& ev = e.eval.stages[i];
-    Stage& st = e.stages[i];
-    st.index = rk.index;
-    st.layers = rk.layers;
-    st.chunk_sizes = rk.chunk_sizes;
-    st.chunk_first = rk.chunk_first;
-    st.chunk_layers = rk.chunk_sizes[0];
-    st.chunk_choices.clear();
-    for (std::uint64_t n : rk.chunk_sizes)
-      st.chunk_choices.push_back(layer_choices(c.recompute, n));
-    st.choices = st.chunk_choices[0];
-    st.in_flight = ev.in_flight;
-    st.kept_layer_slots = ev.kept_layer_slots;
-    st.act = ev.act;
-    st.stat = rk.stat;
-    st.total_bytes = ev.total_bytes;
-    st.peak_bytes = ev.peak_bytes;
-    st.peak_at = event_label(ev.peak_at);
-    st.peak_activations = ev.at_peak.activations;
-    st.peak_recompute = ev.at_peak.recompute;
-    st.peak_transients = ev.at_peak.transients;
-    st.peak_fragmentation = ev.fragmentation_bytes;
-  }
+  for (std::size_t i = 0; i < e.ranks.size(); ++i)
+    set_stage(e.ranks[i], e.eval.stages[i], c, e.stages[i]);
   e.worst_stage = e.eval.worst;
   e.recompute_overhead_pct = e.eval.recompute_overhead_pct;
   if (e.has_gpu) {
@@ -75,28 +79,13 @@ static std::optional<Error> apply_recompute(Estimate& e) {
   return std::nullopt;
 }
 
-Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu,
-                          bool explain) {
-  auto setup = make_setup(m, c_in);
-  if (!setup.ok()) return setup.error();
-  Estimate e;
-  static_cast<Setup&>(e) = std::move(setup.value());
-  const TrainConfig& c = e.config;
-  const Parallel& p = c.par;
-  Checked ck;
-  const KindEstimate& k0 = e.kinds[0];
-  const LayerKind& k0_kind = m.kinds[0];
-  const LayerInventory& I = k0.inventory;
-  const auto all = all_of(I.tensors);
-  e.per_layer_full_bytes = sum_bytes(all, ck, "per_layer.full_bytes");
-  if (gpu) {
-    e.has_gpu = true;
-    e.gpu = *gpu;
-  }
-  if (auto err = apply_recompute(e)) return *err;
+// What layer 0 of stage 0 keeps under the policy (Estimate::kept), and its bytes split into the
+// parts linear and quadratic in s.
+std::vector<const TensorRecord*> keep_first_layer(Estimate& e, Checked& ck) {
   const Stage& s0 = e.stages[0];
-  const auto kept0 =
-      kept_tensors(I, s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
+  const TrainConfig& c = e.config;
+  auto kept0 = kept_tensors(e.kinds[0].inventory,
+                            s0.choices.empty() ? LayerChoice::kKeep : s0.choices[0], c.recompute);
   for (const auto* r : kept0) {
     e.kept.push_back(*r);
     e.per_layer_kept_bytes = ck.add(e.per_layer_kept_bytes, r->bytes, "per_layer.activation_bytes");
@@ -105,37 +94,34 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     else
       e.per_layer_linear_bytes += r->bytes;
   }
+  return kept0;
+}
 
-  const Bytes pw = dtype_bytes(c.act_dtype);
-  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
+// With a GPU the verdict is the device's (allocator-reserved memory and fixed costs against
+// the capacity the driver reports); peak_bytes stays the tensor model's figure.
+std::optional<Error> set_device_verdict(Estimate& e, bool explain) {
+  if (!explain && !e.has_gpu) return std::nullopt;
+  auto dev = device_memory(e, e.has_gpu ? &e.gpu : nullptr, nullptr, e.config.device_all_stages);
+  if (!dev.ok()) return dev.error();
+  e.device = std::move(dev.value());
+  e.has_device = true;
+  if (e.has_gpu) {
+    e.fits = e.device.fits;
+    e.headroom_bytes = e.device.headroom_bytes;
+  }
+  return std::nullopt;
+}
 
-  // With a GPU the verdict is the device's (allocator-reserved memory and fixed costs against
-  // the capacity the driver reports); peak_bytes stays the tensor model's figure.
-  if (explain || e.has_gpu) {
-    auto dev = device_memory(e, e.has_gpu ? &e.gpu : nullptr, nullptr, c.device_all_stages);
-    if (!dev.ok()) return dev.error();
-    e.device = std::move(dev.value());
-    e.has_device = true;
-    if (e.has_gpu) {
-      e.fits = e.device.fits;
-      e.headroom_bytes = e.device.headroom_bytes;
-    }
-  }
-  if (e.has_gpu && any_offload(c.recompute)) {
-    e.offload = offload_timing(e, c.recompute, e.worst_stage, e.gpu,
-                               e.eval.stages[e.worst_stage].host_peak_bytes);
-    e.has_offload_timing = true;
-  }
-  if (!explain) return e;
-  // Explanations, all built from the records and the numbers above.
-  using detail::explain_product;
-  using detail::explain_records;
-  using detail::explain_sum;
-  const Stage& w = e.worst();
+// The per-layer lines: what layer 0 keeps, what it would keep without recompute, and each other
+// kind's layer.
+void explain_per_layer(Estimate& e, const ModelSpec& m,
+                       const std::vector<const TensorRecord*>& kept0,
+                       const std::vector<const TensorRecord*>& all) {
+  const TrainConfig& c = e.config;
   const bool stack = m.kinds.size() > 1;
   e.explain.push_back(
       explain_records("per_layer.activation_bytes",
-                      (stack ? "What layer 0 (kind '" + k0_kind.name + "') keeps for backward ("
+                      (stack ? "What layer 0 (kind '" + m.kinds[0].name + "') keeps for backward ("
                              : std::string("What one layer keeps for backward (")) +
                           recompute_name(c.recompute) + ")",
                       kept0));
@@ -152,6 +138,13 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
     e.explain.back().source =
         "sum of the named tensor records (model.layer_kinds['" + m.kinds[ki].name + "'].tensors)";
   }
+}
+
+// The worst stage's layers line: a product when every layer keeps alike, the offload split when
+// some layers offload, a sum otherwise.
+void explain_stage_layers(Estimate& e, const ModelSpec& m) {
+  const TrainConfig& c = e.config;
+  const Stage& w = e.worst();
   // Kept bytes of all in-flight chunks at the stage's activation peak (offload: in host memory).
   const Bytes layers_total = c.recompute.offload ? w.act.host_bytes : w.act.layers_bytes;
   const bool some_offload = any_offload(c.recompute) && !c.recompute.offload;
@@ -190,6 +183,12 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
         {{"Σ over in-flight chunks of their layers' kept bytes", layers_total}}, layers_total,
         "Chen et al. 2016, Sec. 4; pipeline op order (docs/schedules.md)"));
   }
+}
+
+// The input and output layers' records and the worst stage's activations on the GPU.
+void explain_activations(Estimate& e) {
+  const LayerInventory& I = e.kinds[0].inventory;
+  const Stage& w = e.worst();
   e.explain.push_back(explain_records("activations.input_layer_per_micro_batch",
                                       "Input layer, per micro-batch", all_of(I.input_layer)));
   e.explain.push_back(explain_records("activations.output_layer_per_micro_batch",
@@ -201,75 +200,107 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
                                    {"output layer", w.act.output_layer_bytes},
                                    {"recompute working set", w.act.recompute_working_bytes}},
                                   w.act.total_bytes, "sum of the parts above"));
-  const StaticMemory& sm = w.stat;
-  // Static lines: params on this GPU × bytes per param, ÷ the ZeRO group when the stage applies
-  // (routed experts partition over dp/ep).
+}
+
+// The ZeRO group the static lines divide by, and how their formulas name it.
+struct ZeroGroup {
+  std::uint64_t ranks;    // shard_ranks
+  std::string name;       // dp, dp·cp, or either over dp_replicate
+  std::uint64_t experts;  // the routed experts' group (dp/ep)
+};
+
+ZeroGroup zero_group(const Parallel& p) {
   const std::uint64_t group = shard_ranks(p);
   const std::string ranks_name = p.shard_group == ShardGroup::kDpCp ? "dp·cp" : "dp";
   const std::string group_name =
       p.dp_replicate > 1 ? "(" + ranks_name + "/dp_replicate)" : ranks_name;
-  const std::uint64_t edp = expert_dp(group, p.ep);
-  auto static_line = [&](const char* id, const std::string& title, const std::string& per,
-                         Bytes width, int stage, Bytes value, const char* source) {
-    Explanation x;
-    x.id = id;
-    x.title = title;
-    x.bytes = value;
-    x.source = source;
-    const std::uint64_t dense = sm.params - sm.expert_params;
-    const bool part = p.zero >= stage && group > 1;
-    auto term = [&](const std::string& who, std::uint64_t n, std::uint64_t ranks) {
-      x.formula +=
-          who + " × " + per +
-          (part && ranks > 1
-               ? " ÷ " + (ranks == group ? group_name : "(" + group_name + "/ep)") + " (rounded up)"
-               : "");
-      x.substituted += std::to_string(n) + " × " + std::to_string(width) +
-                       (part && ranks > 1 ? " ÷ " + std::to_string(ranks) : "");
-    };
-    term(sm.expert_params ? "dense params on this GPU" : "params on this GPU", dense, group);
-    if (sm.expert_params) {
-      x.formula += " + ";
-      x.substituted += " + ";
-      term("expert params on this GPU", sm.expert_params, edp);
-    }
-    x.substituted += " = " + std::to_string(value);
-    e.explain.push_back(x);
+  return {group, group_name, expert_dp(group, p.ep)};
+}
+
+// A static line: params on this GPU × bytes per param, ÷ the ZeRO group when the stage applies
+// (routed experts partition over dp/ep).
+Explanation static_line(const StaticMemory& sm, const Parallel& p, const ZeroGroup& g,
+                        const char* id, const std::string& title, const std::string& per,
+                        Bytes width, int stage, Bytes value, const char* source) {
+  Explanation x;
+  x.id = id;
+  x.title = title;
+  x.bytes = value;
+  x.source = source;
+  const std::uint64_t dense = sm.params - sm.expert_params;
+  const bool part = p.zero >= stage && g.ranks > 1;
+  auto term = [&](const std::string& who, std::uint64_t n, std::uint64_t ranks) {
+    x.formula += who + " × " + per +
+                 (part && ranks > 1 ? " ÷ " + (ranks == g.ranks ? g.name : "(" + g.name + "/ep)") +
+                                          " (rounded up)"
+                                    : "");
+    x.substituted += std::to_string(n) + " × " + std::to_string(width) +
+                     (part && ranks > 1 ? " ÷ " + std::to_string(ranks) : "");
   };
-  static_line("static.params_bytes", "Parameters", "bytes/param", dtype_bytes(c.param_dtype), 3,
-              sm.params_bytes,
-              "Rajbhandari et al. 2020 (ZeRO), Sec. 5.3 (P_os+g+p partitions parameters)");
-  static_line("static.grads_bytes", "Gradients", "bytes/grad", dtype_bytes(c.grad_dtype), 2,
-              sm.grads_bytes,
-              "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)");
-  static_line("static.master_bytes", "fp32 master weights", "4", sm.master_bytes ? 4 : 0, 1,
-              sm.master_bytes,
-              "Micikevicius et al. 2018: fp32 master copy; ZeRO Sec. 5.1 partitions it with the "
-              "optimizer states");
-  std::uint64_t per = 0;
-  if (optimizer_bytes_per_element(c.optimizer, dtype_bytes(c.optimizer_dtype), &per)) {
-    static_line("static.optimizer_bytes",
-                std::string("Optimizer states (") + optimizer_name(c.optimizer) + ", " +
-                    dtype_name(c.optimizer_dtype) + ")",
-                "bytes of state/param", per, 1, sm.optimizer_bytes,
-                "AdamW: two moments, 8 B/param in fp32; SGD+momentum: one; SGD: 0 (ZeRO Sec. "
-                "5.1); states in the parameters' dtype without master weights: "
-                "torch/optim/adamw.py zeros_like(p)");
-  } else {
-    Explanation x;
-    x.id = "static.optimizer_bytes";
-    x.title = std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")";
-    x.formula = c.optimizer == Optimizer::kAdam8bit
-                    ? "Σ over parameter tensors of 2n + 8⌈n/2048⌉ (8n below 4096 elements)"
-                    : "Σ over parameter tensors of 4(r + c) for matrices, 4n for vectors";
-    if (p.zero >= 1 && group > 1) x.formula += ", ÷ " + group_name + " (rounded up)";
-    x.substituted = std::to_string(sm.optimizer_bytes);
-    x.bytes = sm.optimizer_bytes;
-    x.source = c.optimizer == Optimizer::kAdam8bit
-                   ? "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization"
-                   : "Shazeer & Stern 2018, Adafactor, Sec. 3";
-    e.explain.push_back(x);
+  term(sm.expert_params ? "dense params on this GPU" : "params on this GPU", dense, g.ranks);
+  if (sm.expert_params) {
+    x.formula += " + ";
+    x.substituted += " + ";
+    term("expert params on this GPU", sm.expert_params, g.experts);
   }
+  x.substituted += " = " + std::to_string(value);
+  return x;
+}
+
+// The optimizer states' line: per parameter for AdamW and SGD, per tensor shape for 8-bit Adam
+// and Adafactor.
+Explanation optimizer_line(const StaticMemory& sm, const TrainConfig& c, const ZeroGroup& g) {
+  const Parallel& p = c.par;
+  std::uint64_t per = 0;
+  if (optimizer_bytes_per_element(c.optimizer, dtype_bytes(c.optimizer_dtype), &per))
+    return static_line(sm, p, g, "static.optimizer_bytes",
+                       std::string("Optimizer states (") + optimizer_name(c.optimizer) + ", " +
+                           dtype_name(c.optimizer_dtype) + ")",
+                       "bytes of state/param", per, 1, sm.optimizer_bytes,
+                       "AdamW: two moments, 8 B/param in fp32; SGD+momentum: one; SGD: 0 (ZeRO "
+                       "Sec. 5.1); states in the parameters' dtype without master weights: "
+                       "torch/optim/adamw.py zeros_like(p)");
+  Explanation x;
+  x.id = "static.optimizer_bytes";
+  x.title = std::string("Optimizer states (") + optimizer_name(c.optimizer) + ")";
+  x.formula = c.optimizer == Optimizer::kAdam8bit
+                  ? "Σ over parameter tensors of 2n + 8⌈n/2048⌉ (8n below 4096 elements)"
+                  : "Σ over parameter tensors of 4(r + c) for matrices, 4n for vectors";
+  if (p.zero >= 1 && g.ranks > 1) x.formula += ", ÷ " + g.name + " (rounded up)";
+  x.substituted = std::to_string(sm.optimizer_bytes);
+  x.bytes = sm.optimizer_bytes;
+  x.source = c.optimizer == Optimizer::kAdam8bit
+                 ? "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization"
+                 : "Shazeer & Stern 2018, Adafactor, Sec. 3";
+  return x;
+}
+
+// The worst stage's parameters, gradients, master weights and optimizer states.
+void explain_training_state(Estimate& e) {
+  const TrainConfig& c = e.config;
+  const Parallel& p = c.par;
+  const StaticMemory& sm = e.worst().stat;
+  const ZeroGroup g = zero_group(p);
+  e.explain.push_back(
+      static_line(sm, p, g, "static.params_bytes", "Parameters", "bytes/param",
+                  dtype_bytes(c.param_dtype), 3, sm.params_bytes,
+                  "Rajbhandari et al. 2020 (ZeRO), Sec. 5.3 (P_os+g+p partitions parameters)"));
+  e.explain.push_back(static_line(
+      sm, p, g, "static.grads_bytes", "Gradients", "bytes/grad", dtype_bytes(c.grad_dtype), 2,
+      sm.grads_bytes, "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)"));
+  e.explain.push_back(static_line(
+      sm, p, g, "static.master_bytes", "fp32 master weights", "4", sm.master_bytes ? 4 : 0, 1,
+      sm.master_bytes,
+      "Micikevicius et al. 2018: fp32 master copy; ZeRO Sec. 5.1 partitions it with the "
+      "optimizer states"));
+  e.explain.push_back(optimizer_line(sm, c, g));
+}
+
+// The static lines the switches add (FSDP's gathered parameters and unsharded gradients,
+// ZeRO-Offload's host memory, DDP's buckets, TransformerEngine's fp8 caches), each where nonzero.
+void explain_switch_lines(Estimate& e) {
+  const TrainConfig& c = e.config;
+  const StaticMemory& sm = e.worst().stat;
   if (sm.gathered_params_bytes > 0)
     e.explain.push_back(explain_product(
         "static.gathered_params_bytes",
@@ -327,19 +358,30 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
         "TransformerEngine v1.13 module/linear.py and layernorm_linear.py (weight_fp8 and "
         "weight_t_fp8 cached while is_first_microbatch is False; Megatron-LM passes it), "
         "module/base.py fp8_meta (amax_history [L, n], scale, scale_inv); not measured"));
-  // The FSDP residency lines join the sums only when a switch holds them.
-  std::vector<std::pair<std::string, Bytes>> resident;
+}
+
+// The FSDP residency lines join the sums only when a switch holds them.
+Parts resident_parts(const StaticMemory& sm) {
+  Parts resident;
   if (sm.gathered_params_bytes > 0)
     resident.push_back({"gathered parameters (FSDP)", sm.gathered_params_bytes});
   if (sm.unsharded_grads_bytes > 0)
     resident.push_back({"unsharded gradients (FSDP)", sm.unsharded_grads_bytes});
   if (sm.ddp_buckets_bytes > 0) resident.push_back({"DDP buckets", sm.ddp_buckets_bytes});
   if (sm.fp8_weights_bytes > 0) resident.push_back({"fp8 weight caches", sm.fp8_weights_bytes});
-  std::vector<std::pair<std::string, Bytes>> total_parts = {{"activations", w.act.total_bytes},
-                                                            {"parameters", sm.params_bytes},
-                                                            {"gradients", sm.grads_bytes},
-                                                            {"master weights", sm.master_bytes},
-                                                            {"optimizer", sm.optimizer_bytes}};
+  return resident;
+}
+
+// The worst stage's closed-form total and its simulated peak, part by part.
+void explain_totals(Estimate& e) {
+  const Stage& w = e.worst();
+  const StaticMemory& sm = w.stat;
+  const Parts resident = resident_parts(sm);
+  Parts total_parts = {{"activations", w.act.total_bytes},
+                       {"parameters", sm.params_bytes},
+                       {"gradients", sm.grads_bytes},
+                       {"master weights", sm.master_bytes},
+                       {"optimizer", sm.optimizer_bytes}};
   total_parts.insert(total_parts.end(), resident.begin(), resident.end());
   e.explain.push_back(explain_sum(
       "total_bytes",
@@ -347,11 +389,10 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
           " (activations at the in-flight maximum + static; no transients: a bound the papers "
           "print, not what must fit)",
       total_parts, w.total_bytes, "sum of the parts above (Korthikanti et al. 2022, Sec. 4)"));
-  std::vector<std::pair<std::string, Bytes>> peak_parts = {
-      {"parameters", sm.params_bytes},
-      {"gradients", sm.grads_bytes},
-      {"master weights", sm.master_bytes},
-      {"optimizer states", sm.optimizer_bytes}};
+  Parts peak_parts = {{"parameters", sm.params_bytes},
+                      {"gradients", sm.grads_bytes},
+                      {"master weights", sm.master_bytes},
+                      {"optimizer states", sm.optimizer_bytes}};
   peak_parts.insert(peak_parts.end(), resident.begin(), resident.end());
   peak_parts.insert(peak_parts.end(), {{"kept activations", w.peak_activations},
                                        {"recomputed (working set)", w.peak_recompute},
@@ -363,6 +404,34 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
                       w.peak_at + "): what must fit",
                   peak_parts, w.peak_bytes,
                   "the simulated step (docs/schedules.md); the figure that decides fits"));
+}
+
+// A stack of kinds' KV cache, one part per attention kind. Each part is kv_cache_width (the one
+// definition setup.cpp sums) times p·L·s·b; the total was overflow-checked there, so its parts are
+// representable.
+Parts kv_cache_parts(const Estimate& e, const ModelSpec& m, Checked& ck) {
+  const TrainConfig& c = e.config;
+  const Bytes pw = dtype_bytes(c.act_dtype);
+  Parts parts;
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& lk = m.kinds[ki];
+    if (!lk.has_attention()) continue;
+    const std::uint64_t width = kv_cache_width(lk, lk.kv_heads, ck);
+    const std::string what = lk.is_mla() ? std::to_string(width) + " (d_c + d_r, MLA)"
+                                         : "2 · " + std::to_string(lk.kv_heads) + " kv · " +
+                                               std::to_string(lk.head_dim) + " d";
+    parts.push_back({lk.name + ": " + std::to_string(pw) + " · " +
+                         std::to_string(e.kinds[ki].layers) + " layers · " + what + " · s · b",
+                     pw * e.kinds[ki].layers * width * c.seq * c.micro_batch});
+  }
+  return parts;
+}
+
+// The inference KV cache line: MLA's latent, no attention, one kind's K and V, or a stack's sum.
+void explain_kv_cache(Estimate& e, const ModelSpec& m, Checked& ck) {
+  const TrainConfig& c = e.config;
+  const LayerKind& k0_kind = m.kinds[0];
+  const Bytes pw = dtype_bytes(c.act_dtype);
   if (m.kinds.size() == 1 && k0_kind.is_mla()) {
     e.explain.push_back(explain_product(
         "kv_cache.total_bytes",
@@ -391,20 +460,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
          {"b", c.micro_batch}},
         e.kv_cache.total_bytes, "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b"));
   } else {
-    // Each part is kv_cache_width (the one definition setup.cpp sums) times p·L·s·b; the total
-    // was overflow-checked there, so its parts are representable.
-    std::vector<std::pair<std::string, Bytes>> parts;
-    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-      const LayerKind& lk = m.kinds[ki];
-      if (!lk.has_attention()) continue;
-      const std::uint64_t width = kv_cache_width(lk, lk.kv_heads, ck);
-      const std::string what = lk.is_mla() ? std::to_string(width) + " (d_c + d_r, MLA)"
-                                           : "2 · " + std::to_string(lk.kv_heads) + " kv · " +
-                                                 std::to_string(lk.head_dim) + " d";
-      parts.push_back({lk.name + ": " + std::to_string(pw) + " · " +
-                           std::to_string(e.kinds[ki].layers) + " layers · " + what + " · s · b",
-                       pw * e.kinds[ki].layers * width * c.seq * c.micro_batch});
-    }
+    const Parts parts = kv_cache_parts(e, m, ck);
     e.explain.push_back(explain_sum(
         "kv_cache.total_bytes",
         "Inference KV cache, whole model (Σ over layer kinds of p·L·w·s·b; w = 2·kv·d, or d_c + "
@@ -412,7 +468,26 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
         parts, e.kv_cache.total_bytes,
         "seed 002_13aa127c0ff0c20b.txt: 2·2·L·H·d·s·b per layer; DeepSeek-V2, Sec. 2.1.4"));
   }
+}
 
+// A Mamba-2 layer's inference state is fixed in s: the convolution's last K-1 inputs and the
+// SSM state (transformers' Mamba2 / NemotronH cache: conv_states, recurrent_states).
+std::string mamba_state_warning(const LayerKind& lk) {
+  const MambaSpec& x = lk.mamba;
+  Checked st;  // widths are bounded by validate(); the products may still pass 2^64
+  const std::uint64_t values =
+      st.add(st.mul(x.conv_kernel - 1, x.conv_dim(), "kv_cache"),
+             st.mul(st.mul(x.heads, x.head_dim, "kv_cache"), x.state, "kv_cache"), "kv_cache");
+  return "kv_cache counts attention layers only; each Mamba-2 layer ('" + lk.name +
+         "') keeps instead a fixed state of b x ((K-1) x (I+2GN) + H x P x N) = b x " +
+         (st.overflowed() ? std::string("more than 2^64") : std::to_string(values)) +
+         " values, whatever s";
+}
+
+// What the estimate cannot show: switches without effect, unmeasured records, uncounted state.
+void add_warnings(Estimate& e, const ModelSpec& m) {
+  const TrainConfig& c = e.config;
+  const Parallel& p = c.par;
   if (p.sp && p.tp == 1) e.warnings.push_back("sp has no effect with tp=1");
   // The hf profile follows the measured transformers sparse blocks; families without one keep
   // the Megatron-style expert records (Mixtral, Qwen2-MoE, Nemotron 3).
@@ -425,20 +500,9 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
             "copy's input, activation, second-linear input and output)");
         break;
       }
-  // A Mamba-2 layer's inference state is fixed in s: the convolution's last K-1 inputs and the
-  // SSM state (transformers' Mamba2 / NemotronH cache: conv_states, recurrent_states).
   for (const LayerKind& lk : m.kinds)
     if (lk.is_mamba()) {
-      const MambaSpec& x = lk.mamba;
-      Checked st;  // widths are bounded by validate(); the products may still pass 2^64
-      const std::uint64_t values =
-          st.add(st.mul(x.conv_kernel - 1, x.conv_dim(), "kv_cache"),
-                 st.mul(st.mul(x.heads, x.head_dim, "kv_cache"), x.state, "kv_cache"), "kv_cache");
-      e.warnings.push_back(
-          "kv_cache counts attention layers only; each Mamba-2 layer ('" + lk.name +
-          "') keeps instead a fixed state of b x ((K-1) x (I+2GN) + H x P x N) = b x " +
-          (st.overflowed() ? std::string("more than 2^64") : std::to_string(values)) +
-          " values, whatever s");
+      e.warnings.push_back(mamba_state_warning(lk));
       break;
     }
   if (c.profile == Profile::kTextbook &&
@@ -450,6 +514,43 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   if (c.profile == Profile::kMegatron && m.norm == NormType::kRmsNorm)
     e.warnings.push_back(
         "megatron profile follows Korthikanti et al. 2022: norm statistics are not counted");
+}
+
+}  // namespace
+
+Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const GpuSpec* gpu,
+                          bool explain) {
+  auto setup = make_setup(m, c_in);
+  if (!setup.ok()) return setup.error();
+  Estimate e;
+  static_cast<Setup&>(e) = std::move(setup.value());
+  const TrainConfig& c = e.config;
+  Checked ck;
+  const auto all = all_of(e.kinds[0].inventory.tensors);
+  e.per_layer_full_bytes = sum_bytes(all, ck, "per_layer.full_bytes");
+  if (gpu) {
+    e.has_gpu = true;
+    e.gpu = *gpu;
+  }
+  if (auto err = apply_recompute(e)) return *err;
+  const auto kept0 = keep_first_layer(e, ck);
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
+  if (auto err = set_device_verdict(e, explain)) return *err;
+  if (e.has_gpu && any_offload(c.recompute)) {
+    e.offload = offload_timing(e, c.recompute, e.worst_stage, e.gpu,
+                               e.eval.stages[e.worst_stage].host_peak_bytes);
+    e.has_offload_timing = true;
+  }
+  if (!explain) return e;
+  // Explanations, all built from the records and the numbers above.
+  explain_per_layer(e, m, kept0, all);
+  explain_stage_layers(e, m);
+  explain_activations(e);
+  explain_training_state(e);
+  explain_switch_lines(e);
+  explain_totals(e);
+  explain_kv_cache(e, m, ck);
+  add_warnings(e, m);
   return e;
 }
 
