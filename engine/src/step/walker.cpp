@@ -137,6 +137,408 @@ void summarize_chunk(const Evaluation::Scratch& sc, std::uint64_t g0, std::uint6
   *out = q;
 }
 
+// One pipeline rank's walk of the step: each chunk reduced to its summary, then the schedule's
+// ops in order (every op for a recorder, the collapsed or planned walk for the peak), then the
+// stage's closed-form figures at its in-flight maximum (walk_rank).
+class RankWalk {
+ public:
+  RankWalk(const Setup& s, std::uint64_t r, Evaluation::Scratch& sc, Checked& ck, Recorder* rec,
+           bool layer_events)
+      : s_(s),
+        r_(r),
+        rk_(s.ranks[r]),
+        sc_(sc),
+        ck_(ck),
+        rec_(rec),
+        layer_events_(layer_events),
+        p_(s.config.par.pp),
+        v_(rk_.chunk_sizes.size()),
+        m_(s.config.grad_accum),
+        sched_(effective_schedule(s.config)),
+        split_(is_split_backward(sched_)),
+        ws_(s.workspace),
+        first_chunk_(rk_.embed_chunk),
+        last_chunk_(rk_.head_chunk) {}
+
+  void run(StageEval* out) {
+    summarize_chunks();
+    st_.ck = &ck_;
+    st_.rec = rec_;
+    st_.stat = rk_.stat.total_bytes;
+    fl_.per_chunk = sc_.per_chunk.data();
+    fl_.best_per_chunk = sc_.best_per_chunk.data();
+    fl_.v = v_;
+    if (split_ && rec_)
+      walk_split_listed();
+    else if (split_)
+      walk_split_planned();
+    else if (!rec_)
+      walk_collapsed();
+    else if (layer_events_)
+      for_each_op(sched_, r_, p_, v_, m_, [this](const PipeOp& op) { op_layers(op); });
+    else
+      for_each_op(sched_, r_, p_, v_, m_, [this](const PipeOp& op) { op_summary(op); });
+    st_.event(StepEvent{StepEvent::kOptimizer, 0, 0, 0, 0}, st_.act, st_.rec_bytes,
+              add(ws_, s_.opt_temp));
+    finish(out);
+  }
+
+ private:
+  Bytes add(Bytes a, Bytes b) { return ck_.add(a, b, kPeakField); }
+  // The chunk that holds the embedding side (stage 0) and the loss (the last stage); none on
+  // other ranks (setup.hpp: rank 0's first and the last rank's last, or as the schedule places).
+  bool first_of(std::uint32_t chunk) const { return chunk == first_chunk_; }
+  bool last_of(std::uint32_t chunk) const { return chunk == last_chunk_; }
+  std::uint64_t global(std::uint32_t chunk, std::uint64_t j) const {
+    return rk_.chunk_first[chunk] + j;
+  }
+
+  void summarize_chunks();
+  void loss_forward(const PipeOp& op);
+  void loss_backward(const PipeOp& op);
+  void op_summary(const PipeOp& op, bool input_part = false);
+  void op_layers(const PipeOp& op, bool input_part = false);
+  void weight_op(const PipeOp& op);
+  void split_op(const SplitOp& o);
+  void walk_split_listed();
+  void walk_split_planned();
+  void walk_run(const SplitPlan& plan, std::size_t ri);
+  void walk_collapsed();
+  void finish(StageEval* out);
+
+  const Setup& s_;
+  const std::uint64_t r_;
+  const RankSetup& rk_;
+  Evaluation::Scratch& sc_;
+  Checked& ck_;
+  Recorder* const rec_;
+  const bool layer_events_;
+  // DualPipe's ranks hold two chunks (its two directions) with vpp = 1.
+  const std::uint64_t p_, v_, m_;
+  const Schedule sched_;
+  const bool split_;
+  const Bytes ws_;
+  const std::uint32_t first_chunk_, last_chunk_;
+  Bytes max_host_layer_ = 0, regen_alive_ = 0;
+  State st_;
+  InFlightTrack fl_;
+};
+
+// Each chunk's forward and backward reduced to its highest event (offset from the kept bytes at
+// the op's start), so an op costs O(1); with the closed-form parts of the stage's activations.
+void RankWalk::summarize_chunks() {
+  sc_.chunks.resize(v_);
+  sc_.per_chunk.assign(v_, 0);
+  sc_.best_per_chunk.assign(v_, 0);
+  const bool uniform = s_.kinds.size() == 1;
+  for (std::uint64_t ci = 0; ci < v_; ++ci) {
+    const std::uint64_t n = rk_.chunk_sizes[ci];
+    bool found = false;
+    if (uniform)
+      for (std::size_t i = 0; i < sc_.memo_n.size() && !found; ++i)
+        if (sc_.memo_n[i] == n) sc_.chunks[ci] = sc_.memo[i], found = true;
+    if (!found) {
+      summarize_chunk(sc_, sc_.compact ? 0 : rk_.chunk_first[ci], n, split_, ck_, &sc_.chunks[ci]);
+      if (uniform) sc_.memo_n.push_back(n), sc_.memo.push_back(sc_.chunks[ci]);
+    }
+    const Evaluation::Scratch::Chunk& q = sc_.chunks[ci];
+    max_host_layer_ = std::max(max_host_layer_, q.max_host_layer);
+    regen_alive_ = std::max(regen_alive_, q.regen_alive);
+  }
+}
+
+// The last stage's loss: the output-layer records join the kept bytes with the loss's forward
+// buffer (eager: the fp32 logits); its backward's buffers follow, then the output layer is freed.
+void RankWalk::loss_forward(const PipeOp& op) {
+  st_.act = add(st_.act, s_.out_bytes);
+  st_.event(StepEvent{StepEvent::kLossFwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
+            add(ws_, s_.loss_fwd_ws));
+}
+
+void RankWalk::loss_backward(const PipeOp& op) {
+  st_.event(StepEvent{StepEvent::kLossBwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
+            add(ws_, add(add(s_.loss_bwd_bufs[0], s_.loss_bwd_bufs[1]), s_.fsdp_root_grads)));
+  st_.act -= s_.out_bytes;
+}
+
+// One op from its chunk's summary (the peak path, and the per-op recorded path). A backward with
+// `input_part` is a split schedule's I: the chunk's backward, after which each layer's
+// weight-gradient store (linear inputs and output gradients) stays until its W.
+void RankWalk::op_summary(const PipeOp& op, bool input_part) {
+  const Evaluation::Scratch::Chunk& q = sc_.chunks[op.chunk];
+  if (op.forward) {
+    if (first_of(op.chunk)) st_.act = add(st_.act, s_.in_bytes);
+    st_.event(StepEvent{StepEvent::kFwd, op.micro_batch, op.chunk, global(op.chunk, q.f_j), 0},
+              add(st_.act, q.f_act), st_.rec_bytes, q.f_trans);
+    st_.act = add(st_.act, q.kept_gpu);
+    st_.host = add(st_.host, q.kept_host);
+    st_.host_peak = std::max(st_.host_peak, st_.host);
+    if (last_of(op.chunk)) loss_forward(op);
+  } else {
+    if (last_of(op.chunk)) loss_backward(op);
+    StepEvent key = input_part ? q.i_key : q.b_key;
+    key.mb = op.micro_batch;
+    key.chunk = op.chunk;
+    key.lo = global(op.chunk, key.lo);
+    if (key.kind == StepEvent::kRecompute) key.hi = global(op.chunk, key.hi);
+    const std::int64_t top = input_part ? q.i_act : q.b_act;
+    st_.event(
+        key,
+        static_cast<Bytes>(ck_.add_signed(static_cast<std::int64_t>(st_.act), top, kPeakField)),
+        input_part ? q.i_rec : q.b_rec, input_part ? q.i_trans : q.b_trans);
+    st_.host -= q.kept_host;
+    st_.act -= q.kept_gpu;
+    if (input_part) st_.act = add(st_.act, q.wkeep);
+    if (first_of(op.chunk)) st_.act -= s_.in_bytes;
+  }
+  if (input_part)
+    fl_.input_part(q.kept, q.wkeep);
+  else
+    fl_.apply(op.forward, op.chunk, 1, q.kept);
+  fl_.consider();
+}
+
+// One op layer by layer (the recorded timeline at layer granularity); `input_part` as above.
+void RankWalk::op_layers(const PipeOp& op, bool input_part) {
+  const std::uint64_t g0 = rk_.chunk_first[op.chunk], n = rk_.chunk_sizes[op.chunk];
+  const LayerChoice* ch = sc_.choice.data() + g0;
+  const Bytes* kp = sc_.kept.data() + g0;
+  const Bytes* rg = sc_.regen.data() + g0;
+  const Bytes* wk = sc_.wkeep.data() + g0;
+  const char* off = sc_.offl.data() + g0;
+  const StepEvent::Kind bwd = input_part ? StepEvent::kBwdInput : StepEvent::kBwd;
+  if (op.forward) {
+    if (first_of(op.chunk)) st_.act = add(st_.act, s_.in_bytes);
+    for (std::uint64_t j = 0; j < n; ++j) {
+      st_.event(StepEvent{StepEvent::kFwd, op.micro_batch, op.chunk, g0 + j, 0},
+                add(st_.act, sc_.full[g0 + j]), st_.rec_bytes, sc_.trans_f[g0 + j]);
+      if (off[j])
+        st_.host = add(st_.host, kp[j]), st_.host_peak = std::max(st_.host_peak, st_.host);
+      else
+        st_.act = add(st_.act, kp[j]);
+    }
+    if (last_of(op.chunk)) loss_forward(op);
+  } else {
+    if (last_of(op.chunk)) loss_backward(op);
+    for (std::uint64_t j = n; j-- > 0;) {
+      std::size_t s0 = 0;
+      if (regenerates_before(ch, rg, n, j, &s0)) {
+        for (std::size_t i = s0; i <= j; ++i) st_.rec_bytes = add(st_.rec_bytes, rg[i]);
+        st_.event(StepEvent{StepEvent::kRecompute, op.micro_batch, op.chunk, g0 + s0, g0 + j},
+                  st_.act, st_.rec_bytes, sc_.trans_f[g0 + j]);
+      }
+      if (off[j]) st_.host -= kp[j], st_.act = add(st_.act, kp[j]);  // back for its backward
+      st_.event(StepEvent{bwd, op.micro_batch, op.chunk, g0 + j, 0}, st_.act, st_.rec_bytes,
+                sc_.trans_b[g0 + j]);
+      st_.act -= kp[j];
+      if (input_part) st_.act = add(st_.act, wk[j]);
+      st_.rec_bytes -= rg[j];
+    }
+    if (first_of(op.chunk)) st_.act -= s_.in_bytes;
+  }
+  const Evaluation::Scratch::Chunk& q = sc_.chunks[op.chunk];
+  if (input_part)
+    fl_.input_part(q.kept, q.wkeep);
+  else
+    fl_.apply(op.forward, op.chunk, 1, q.kept);
+  fl_.consider();
+}
+
+// A split schedule's W: the chunk's weight gradients, freeing each layer's store.
+void RankWalk::weight_op(const PipeOp& op) {
+  const Evaluation::Scratch::Chunk& q = sc_.chunks[op.chunk];
+  const std::uint64_t g0 = rk_.chunk_first[op.chunk], n = rk_.chunk_sizes[op.chunk];
+  // The weight gradients run top layer first, as the input part did; each frees its store.
+  // Their transient is the cuBLAS workspace (Megatron-LM accumulates dW into main_grad).
+  if (rec_ && layer_events_) {
+    for (std::uint64_t j = n; j-- > 0;) {
+      st_.event(StepEvent{StepEvent::kBwdWeight, op.micro_batch, op.chunk, g0 + j, 0}, st_.act,
+                st_.rec_bytes, ws_);
+      st_.act -= sc_.wkeep[g0 + j];
+    }
+  } else {
+    st_.event(StepEvent{StepEvent::kBwdWeight, op.micro_batch, op.chunk, g0 + n - 1, 0}, st_.act,
+              st_.rec_bytes, ws_);
+    st_.act -= q.wkeep;
+  }
+  fl_.weight_part(op.chunk, q.wkeep);
+  fl_.consider();
+}
+
+void RankWalk::split_op(const SplitOp& o) {
+  const PipeOp op{o.kind == SplitOp::kF, o.mb, o.chunk};
+  if (o.kind == SplitOp::kW)
+    weight_op(op);
+  else if (rec_ && layer_events_)
+    op_layers(op, o.kind == SplitOp::kI);
+  else
+    op_summary(op, o.kind == SplitOp::kI);
+}
+
+// Every op of a split schedule (the timeline, the allocator replay).
+void RankWalk::walk_split_listed() {
+  split_ops(sched_, r_, p_, m_, &sc_.split_list);
+  for (const SplitOp& o : sc_.split_list) split_op(o);
+}
+
+// The peak walk of a split schedule, from a cached plan: for a long step, a shorter step's runs
+// with its steady run repeated more (split_schedule.hpp, split_plan). A step longer than the
+// plan's m0 shares the plan of every m of its residue: only `extra` differs.
+void RankWalk::walk_split_planned() {
+  const std::uint64_t m0 = split_plan_m0(sched_, p_, m_);
+  const std::uint64_t unit = sched_ == Schedule::kDualPipe ? 2 : 1;
+  const std::uint64_t key = m_ > m0 + unit ? ~(m_ % unit) : m_;
+  Evaluation::Scratch::SplitOps* hit = nullptr;
+  for (auto& e : sc_.split)
+    if (e.schedule == sched_ && e.p == p_ && e.m == key) hit = &e;
+  if (!hit) {
+    if (sc_.split.size() < Evaluation::Scratch::kSplitCache) sc_.split.emplace_back();
+    hit = &sc_.split[sc_.split_next++ % sc_.split.size()];
+    hit->schedule = sched_, hit->p = p_, hit->m = key;
+    hit->plans.assign(p_, SplitPlan{});
+  }
+  SplitPlan& plan = hit->plans[r_];
+  // A plan that could not grow lists one step only: another m of its residue lists anew.
+  if (plan.ops.empty() || (!plan.grows() && plan.listed_m != m_))
+    plan = split_plan(sched_, r_, p_, m_);
+  if (plan.grows()) plan.set_m(m_);
+  for (std::size_t ri = 0; ri < plan.runs.size(); ++ri) walk_run(plan, ri);
+}
+
+// A run's first and last periods are walked, the ones between applied in bulk (the state
+// moves by the same step each period: split_runs).
+void RankWalk::walk_run(const SplitPlan& plan, std::size_t ri) {
+  const SplitRun& run = plan.runs[ri];
+  const SplitOp* o = plan.ops.data() + run.start;
+  const bool later = plan.grows() && ri > plan.grow;
+  auto walk = [&](const SplitOp& x, bool moved) {
+    SplitOp y = x;
+    if (moved) y.mb = plan.later_mb(x);
+    split_op(y);
+  };
+  const std::uint64_t reps = run.reps + (plan.grows() && ri == plan.grow ? plan.extra : 0);
+  if (reps < 3) {
+    for (std::size_t k = 0; k < run.period * run.reps; ++k) walk(o[k], later);
+    return;
+  }
+  const Bytes act0 = st_.act;
+  const std::uint64_t chunks0 = fl_.chunks, weight0 = fl_.weight;
+  const std::uint64_t per0[2] = {fl_.per_chunk[0], v_ > 1 ? fl_.per_chunk[1] : 0};
+  for (std::size_t k = 0; k < run.period; ++k) walk(o[k], later);
+  const std::uint64_t mid = reps - 2;
+  auto step = [&](std::uint64_t now, std::uint64_t before) {
+    return static_cast<std::int64_t>(now - before);  // wraps back to the signed step
+  };
+  auto move = [&](std::uint64_t x, std::int64_t d) {
+    const std::int64_t t = ck_.mul_signed(d, static_cast<std::int64_t>(mid), kPeakField);
+    return static_cast<std::uint64_t>(ck_.add_signed(static_cast<std::int64_t>(x), t, kPeakField));
+  };
+  st_.act = move(st_.act, step(st_.act, act0));
+  fl_.weight = move(fl_.weight, step(fl_.weight, weight0));
+  fl_.chunks = move(fl_.chunks, step(fl_.chunks, chunks0));
+  for (std::size_t c2 = 0; c2 < v_ && c2 < 2; ++c2)
+    fl_.per_chunk[c2] = move(fl_.per_chunk[c2], step(fl_.per_chunk[c2], per0[c2]));
+  // The last period: the run's last listed one, moved by the extra periods when it grew.
+  o += (run.reps - 1) * run.period;
+  const bool grown = plan.grows() && ri == plan.grow;
+  for (std::size_t k = 0; k < run.period; ++k) walk(o[k], later || grown);
+}
+
+// The collapsed op walk (schedule.hpp): O(p·v) ops whatever the number of micro-batches.
+void RankWalk::walk_collapsed() {
+  auto bulk = [&](bool forward, std::uint32_t chunk, std::uint64_t n) {
+    const Evaluation::Scratch::Chunk& q = sc_.chunks[chunk];
+    Bytes per = q.kept_gpu;
+    if (first_of(chunk)) per = add(per, s_.in_bytes);
+    if (last_of(chunk)) per = add(per, s_.out_bytes);
+    const Bytes d = ck_.mul(per, n, kPeakField), h = ck_.mul(q.kept_host, n, kPeakField);
+    if (forward) {
+      // The host peak is taken at the explicit op that ends every run (schedule.hpp).
+      st_.act = add(st_.act, d);
+      st_.host = add(st_.host, h);
+    } else {
+      st_.act -= d;
+      st_.host -= h;
+    }
+    fl_.apply(forward, chunk, n, sc_.chunks[chunk].kept);
+  };
+  // Which end of a run can hold a first maximum: the live bytes, the in-flight weight (equal
+  // weight with more chunks counts as more) and the host level each grow or shrink by the same
+  // step along a run, so each needs its last op when the step is positive, else its first_.
+  auto ends = [&](std::uint32_t fc, std::uint32_t bc) {
+    // Each side's step, saturating (an overflow is reported by the walk itself).
+    auto sat = [](Bytes a, Bytes b) { return a > kMaxBytes - b ? kMaxBytes : a + b; };
+    auto side = [&](std::uint32_t ch, Bytes* live, Bytes* weight, Bytes* host) {
+      if (ch == kNoChunk) return false;
+      const Evaluation::Scratch::Chunk& q = sc_.chunks[ch];
+      *live = sat(sat(q.kept_gpu, first_of(ch) ? s_.in_bytes : 0), last_of(ch) ? s_.out_bytes : 0);
+      *weight = sc_.chunks[ch].kept;
+      *host = q.kept_host;
+      return true;
+    };
+    Bytes f_live = 0, f_weight = 0, f_host = 0, b_live = 0, b_weight = 0, b_host = 0;
+    const bool has_f = side(fc, &f_live, &f_weight, &f_host);
+    const bool has_b = side(bc, &b_live, &b_weight, &b_host);
+    // The peak and the in-flight maximum keep the first of equals (their labels and chunk
+    // counts differ), so a flat run needs its first op; the host peak is a value only.
+    const bool live_last = f_live > b_live;
+    const bool weight_last = f_weight > b_weight || (f_weight == b_weight && has_f && !has_b);
+    const int host = f_host > b_host ? 2 : (f_host < b_host ? 1 : 0);
+    return (live_last ? 2 : 1) | (weight_last ? 2 : 1) | host;
+  };
+  for_each_op_collapsed(
+      sched_, r_, p_, v_, m_, [this](const PipeOp& op) { op_summary(op); }, bulk, ends);
+}
+
+// The stage's closed-form activations at its in-flight maximum, its simulated peak and its host
+// and PCIe figures.
+void RankWalk::finish(StageEval* out) {
+  StageEval& o = *out;
+  o = StageEval{};
+  o.in_flight = fl_.best_chunks;
+  for (std::uint64_t ci = 0; ci < v_; ++ci)
+    o.kept_layer_slots =
+        ck_.add(o.kept_layer_slots,
+                ck_.mul(fl_.best_per_chunk[ci], rk_.chunk_sizes[ci], "activations"), "activations");
+  StageActivations& a = o.act;
+  a.layers_bytes = fl_.best_weight;
+  if (first_chunk_ != RankSetup::kNoChunk)
+    a.input_layer_bytes =
+        ck_.mul(fl_.best_per_chunk[first_chunk_], s_.in_bytes, "activations.input_layer_bytes");
+  if (last_chunk_ != RankSetup::kNoChunk)
+    a.output_layer_bytes =
+        ck_.mul(fl_.best_per_chunk[last_chunk_], s_.out_bytes, "activations.output_layer_bytes");
+  a.recompute_working_bytes = regen_alive_;
+  // Offloaded layers' kept bytes live in host memory (every in-flight chunk's share); the layer
+  // being stored or prefetched stays.
+  Bytes host = 0;
+  for (std::uint64_t ci = 0; ci < v_; ++ci)
+    host = ck_.add(host, ck_.mul(fl_.best_per_chunk[ci], sc_.chunks[ci].kept_host, "activations"),
+                   "activations");
+  if (host > 0) {
+    a.host_bytes = host;
+    a.layers_bytes =
+        ck_.add(a.layers_bytes - std::min(a.layers_bytes, host), max_host_layer_, "activations");
+  }
+  a.total_bytes =
+      ck_.add(ck_.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
+              ck_.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
+              "activations.total_bytes");
+  o.total_bytes = ck_.add(a.total_bytes, rk_.stat.total_bytes, "total_bytes");
+  // The simulated peak, with the allocator-fragmentation allowance on its own line.
+  o.fragmentation_bytes =
+      static_cast<Bytes>(static_cast<double>(st_.peak) * s_.config.fragmentation_pct / 100.0);
+  o.peak_bytes = ck_.add(st_.peak, o.fragmentation_bytes, kPeakField);
+  o.peak_at = st_.peak_key;
+  o.at_peak = st_.peak_live;
+  o.host_peak_bytes = st_.host_peak;
+  // Offload traffic: every micro-batch's pass through each chunk moves its kept bytes out and
+  // back_.
+  for (std::uint64_t ci = 0; ci < v_; ++ci)
+    o.pcie_bytes = add(o.pcie_bytes,
+                       ck_.mul(ck_.mul(sc_.chunks[ci].kept_host, m_, kPeakField), 2, kPeakField));
+}
+
 }  // namespace
 
 // Fills the scratch's per-layer arrays for policy `r` (choices, kept, regenerated, full bytes,
@@ -191,340 +593,7 @@ static void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch&
 
 void walk_rank(const Setup& s, std::uint64_t r, Evaluation::Scratch& sc, Checked& ck, Recorder* rec,
                bool layer_events, StageEval* out) {
-  const TrainConfig& c = s.config;
-  const RankSetup& rk = s.ranks[r];
-  // DualPipe's ranks hold two chunks (its two directions) with vpp = 1.
-  const std::uint64_t p = c.par.pp, v = rk.chunk_sizes.size(), m = c.grad_accum;
-  const Schedule sched = effective_schedule(c);
-  const bool split = is_split_backward(sched);
-  auto add = [&](Bytes a, Bytes b) { return ck.add(a, b, kPeakField); };
-  sc.chunks.resize(v);
-  sc.per_chunk.assign(v, 0);
-  sc.best_per_chunk.assign(v, 0);
-
-  // Each chunk's forward and backward reduced to its highest event (offset from the kept bytes at
-  // the op's start), so an op costs O(1); with the closed-form parts of the stage's activations.
-  Bytes max_host_layer = 0, regen_alive = 0;
-  const bool uniform = s.kinds.size() == 1;
-  for (std::uint64_t ci = 0; ci < v; ++ci) {
-    const std::uint64_t n = rk.chunk_sizes[ci];
-    bool found = false;
-    if (uniform)
-      for (std::size_t i = 0; i < sc.memo_n.size() && !found; ++i)
-        if (sc.memo_n[i] == n) sc.chunks[ci] = sc.memo[i], found = true;
-    if (!found) {
-      summarize_chunk(sc, sc.compact ? 0 : rk.chunk_first[ci], n, split, ck, &sc.chunks[ci]);
-      if (uniform) sc.memo_n.push_back(n), sc.memo.push_back(sc.chunks[ci]);
-    }
-    const Evaluation::Scratch::Chunk& q = sc.chunks[ci];
-    max_host_layer = std::max(max_host_layer, q.max_host_layer);
-    regen_alive = std::max(regen_alive, q.regen_alive);
-  }
-
-  State st;
-  st.ck = &ck;
-  st.rec = rec;
-  st.stat = rk.stat.total_bytes;
-  InFlightTrack fl;
-  fl.per_chunk = sc.per_chunk.data();
-  fl.best_per_chunk = sc.best_per_chunk.data();
-  fl.v = v;
-  const Bytes ws = s.workspace;
-  // The chunk that holds the embedding side (stage 0) and the loss (the last stage); none on
-  // other ranks (setup.hpp: rank 0's first and the last rank's last, or as the schedule places).
-  const std::uint32_t first_chunk = rk.embed_chunk;
-  const std::uint32_t last_chunk = rk.head_chunk;
-  auto first_of = [first_chunk](std::uint32_t chunk) { return chunk == first_chunk; };
-  auto last_of = [last_chunk](std::uint32_t chunk) { return chunk == last_chunk; };
-  // The last stage's loss: the output-layer records join the kept bytes with the loss's forward
-  // buffer (eager: the fp32 logits); its backward's buffers follow, then the output layer is
-  // freed.
-  auto loss_forward = [&](const PipeOp& op) {
-    st.act = add(st.act, s.out_bytes);
-    st.event(StepEvent{StepEvent::kLossFwd, op.micro_batch, op.chunk, 0, 0}, st.act, st.rec_bytes,
-             add(ws, s.loss_fwd_ws));
-  };
-  auto loss_backward = [&](const PipeOp& op) {
-    st.event(StepEvent{StepEvent::kLossBwd, op.micro_batch, op.chunk, 0, 0}, st.act, st.rec_bytes,
-             add(ws, add(add(s.loss_bwd_bufs[0], s.loss_bwd_bufs[1]), s.fsdp_root_grads)));
-    st.act -= s.out_bytes;
-  };
-  auto global = [&](std::uint32_t chunk, std::uint64_t j) { return rk.chunk_first[chunk] + j; };
-
-  // One op from its chunk's summary (the peak path, and the per-op recorded path). A backward with
-  // `input_part` is a split schedule's I: the chunk's backward, after which each layer's
-  // weight-gradient store (linear inputs and output gradients) stays until its W.
-  auto op_summary = [&](const PipeOp& op, bool input_part = false) {
-    const Evaluation::Scratch::Chunk& q = sc.chunks[op.chunk];
-    if (op.forward) {
-      if (first_of(op.chunk)) st.act = add(st.act, s.in_bytes);
-      st.event(StepEvent{StepEvent::kFwd, op.micro_batch, op.chunk, global(op.chunk, q.f_j), 0},
-               add(st.act, q.f_act), st.rec_bytes, q.f_trans);
-      st.act = add(st.act, q.kept_gpu);
-      st.host = add(st.host, q.kept_host);
-      st.host_peak = std::max(st.host_peak, st.host);
-      if (last_of(op.chunk)) loss_forward(op);
-    } else {
-      if (last_of(op.chunk)) loss_backward(op);
-      StepEvent key = input_part ? q.i_key : q.b_key;
-      key.mb = op.micro_batch;
-      key.chunk = op.chunk;
-      key.lo = global(op.chunk, key.lo);
-      if (key.kind == StepEvent::kRecompute) key.hi = global(op.chunk, key.hi);
-      const std::int64_t top = input_part ? q.i_act : q.b_act;
-      st.event(
-          key,
-          static_cast<Bytes>(ck.add_signed(static_cast<std::int64_t>(st.act), top, kPeakField)),
-          input_part ? q.i_rec : q.b_rec, input_part ? q.i_trans : q.b_trans);
-      st.host -= q.kept_host;
-      st.act -= q.kept_gpu;
-      if (input_part) st.act = add(st.act, q.wkeep);
-      if (first_of(op.chunk)) st.act -= s.in_bytes;
-    }
-    if (input_part)
-      fl.input_part(q.kept, q.wkeep);
-    else
-      fl.apply(op.forward, op.chunk, 1, q.kept);
-    fl.consider();
-  };
-
-  // One op layer by layer (the recorded timeline at layer granularity); `input_part` as above.
-  auto op_layers = [&](const PipeOp& op, bool input_part = false) {
-    const std::uint64_t g0 = rk.chunk_first[op.chunk], n = rk.chunk_sizes[op.chunk];
-    const LayerChoice* ch = sc.choice.data() + g0;
-    const Bytes* kp = sc.kept.data() + g0;
-    const Bytes* rg = sc.regen.data() + g0;
-    const Bytes* wk = sc.wkeep.data() + g0;
-    const char* off = sc.offl.data() + g0;
-    const StepEvent::Kind bwd = input_part ? StepEvent::kBwdInput : StepEvent::kBwd;
-    if (op.forward) {
-      if (first_of(op.chunk)) st.act = add(st.act, s.in_bytes);
-      for (std::uint64_t j = 0; j < n; ++j) {
-        st.event(StepEvent{StepEvent::kFwd, op.micro_batch, op.chunk, g0 + j, 0},
-                 add(st.act, sc.full[g0 + j]), st.rec_bytes, sc.trans_f[g0 + j]);
-        if (off[j])
-          st.host = add(st.host, kp[j]), st.host_peak = std::max(st.host_peak, st.host);
-        else
-          st.act = add(st.act, kp[j]);
-      }
-      if (last_of(op.chunk)) loss_forward(op);
-    } else {
-      if (last_of(op.chunk)) loss_backward(op);
-      for (std::uint64_t j = n; j-- > 0;) {
-        std::size_t s0 = 0;
-        if (regenerates_before(ch, rg, n, j, &s0)) {
-          for (std::size_t i = s0; i <= j; ++i) st.rec_bytes = add(st.rec_bytes, rg[i]);
-          st.event(StepEvent{StepEvent::kRecompute, op.micro_batch, op.chunk, g0 + s0, g0 + j},
-                   st.act, st.rec_bytes, sc.trans_f[g0 + j]);
-        }
-        if (off[j]) st.host -= kp[j], st.act = add(st.act, kp[j]);  // back for its backward
-        st.event(StepEvent{bwd, op.micro_batch, op.chunk, g0 + j, 0}, st.act, st.rec_bytes,
-                 sc.trans_b[g0 + j]);
-        st.act -= kp[j];
-        if (input_part) st.act = add(st.act, wk[j]);
-        st.rec_bytes -= rg[j];
-      }
-      if (first_of(op.chunk)) st.act -= s.in_bytes;
-    }
-    const Evaluation::Scratch::Chunk& q = sc.chunks[op.chunk];
-    if (input_part)
-      fl.input_part(q.kept, q.wkeep);
-    else
-      fl.apply(op.forward, op.chunk, 1, q.kept);
-    fl.consider();
-  };
-
-  // A split schedule's W: the chunk's weight gradients, freeing each layer's store.
-  auto weight_op = [&](const PipeOp& op) {
-    const Evaluation::Scratch::Chunk& q = sc.chunks[op.chunk];
-    const std::uint64_t g0 = rk.chunk_first[op.chunk], n = rk.chunk_sizes[op.chunk];
-    // The weight gradients run top layer first, as the input part did; each frees its store.
-    // Their transient is the cuBLAS workspace (Megatron-LM accumulates dW into main_grad).
-    if (rec && layer_events) {
-      for (std::uint64_t j = n; j-- > 0;) {
-        st.event(StepEvent{StepEvent::kBwdWeight, op.micro_batch, op.chunk, g0 + j, 0}, st.act,
-                 st.rec_bytes, ws);
-        st.act -= sc.wkeep[g0 + j];
-      }
-    } else {
-      st.event(StepEvent{StepEvent::kBwdWeight, op.micro_batch, op.chunk, g0 + n - 1, 0}, st.act,
-               st.rec_bytes, ws);
-      st.act -= q.wkeep;
-    }
-    fl.weight_part(op.chunk, q.wkeep);
-    fl.consider();
-  };
-
-  if (split) {
-    auto one = [&](const SplitOp& o) {
-      const PipeOp op{o.kind == SplitOp::kF, o.mb, o.chunk};
-      if (o.kind == SplitOp::kW)
-        weight_op(op);
-      else if (rec && layer_events)
-        op_layers(op, o.kind == SplitOp::kI);
-      else
-        op_summary(op, o.kind == SplitOp::kI);
-    };
-    if (rec) {
-      // Every op (the timeline, the allocator replay).
-      split_ops(sched, r, p, m, &sc.split_list);
-      for (const SplitOp& o : sc.split_list) one(o);
-    } else {
-      // The peak walk, from a cached plan: for a long step, a shorter step's runs with its
-      // steady run repeated more (split_schedule.hpp, split_plan). A step longer than the plan's
-      // m0 shares the plan of every m of its residue: only `extra` differs.
-      const std::uint64_t m0 = split_plan_m0(sched, p, m);
-      const std::uint64_t unit = sched == Schedule::kDualPipe ? 2 : 1;
-      const std::uint64_t key = m > m0 + unit ? ~(m % unit) : m;
-      Evaluation::Scratch::SplitOps* hit = nullptr;
-      for (auto& e : sc.split)
-        if (e.schedule == sched && e.p == p && e.m == key) hit = &e;
-      if (!hit) {
-        if (sc.split.size() < Evaluation::Scratch::kSplitCache) sc.split.emplace_back();
-        hit = &sc.split[sc.split_next++ % sc.split.size()];
-        hit->schedule = sched, hit->p = p, hit->m = key;
-        hit->plans.assign(p, SplitPlan{});
-      }
-      SplitPlan& plan = hit->plans[r];
-      // A plan that could not grow lists one step only: another m of its residue lists anew.
-      if (plan.ops.empty() || (!plan.grows() && plan.listed_m != m))
-        plan = split_plan(sched, r, p, m);
-      if (plan.grows()) plan.set_m(m);
-      // A run's first and last periods are walked, the ones between applied in bulk (the state
-      // moves by the same step each period: split_runs).
-      for (std::size_t ri = 0; ri < plan.runs.size(); ++ri) {
-        const SplitRun& run = plan.runs[ri];
-        const SplitOp* o = plan.ops.data() + run.start;
-        const bool later = plan.grows() && ri > plan.grow;
-        auto walk = [&](const SplitOp& x, bool moved) {
-          SplitOp y = x;
-          if (moved) y.mb = plan.later_mb(x);
-          one(y);
-        };
-        const std::uint64_t reps = run.reps + (plan.grows() && ri == plan.grow ? plan.extra : 0);
-        if (reps < 3) {
-          for (std::size_t k = 0; k < run.period * run.reps; ++k) walk(o[k], later);
-          continue;
-        }
-        const Bytes act0 = st.act;
-        const std::uint64_t chunks0 = fl.chunks, weight0 = fl.weight;
-        const std::uint64_t per0[2] = {fl.per_chunk[0], v > 1 ? fl.per_chunk[1] : 0};
-        for (std::size_t k = 0; k < run.period; ++k) walk(o[k], later);
-        const std::uint64_t mid = reps - 2;
-        auto step = [&](std::uint64_t now, std::uint64_t before) {
-          return static_cast<std::int64_t>(now - before);  // wraps back to the signed step
-        };
-        auto move = [&](std::uint64_t x, std::int64_t d) {
-          const std::int64_t t = ck.mul_signed(d, static_cast<std::int64_t>(mid), kPeakField);
-          return static_cast<std::uint64_t>(
-              ck.add_signed(static_cast<std::int64_t>(x), t, kPeakField));
-        };
-        st.act = move(st.act, step(st.act, act0));
-        fl.weight = move(fl.weight, step(fl.weight, weight0));
-        fl.chunks = move(fl.chunks, step(fl.chunks, chunks0));
-        for (std::size_t c2 = 0; c2 < v && c2 < 2; ++c2)
-          fl.per_chunk[c2] = move(fl.per_chunk[c2], step(fl.per_chunk[c2], per0[c2]));
-        // The last period: the run's last listed one, moved by the extra periods when it grew.
-        o += (run.reps - 1) * run.period;
-        const bool grown = plan.grows() && ri == plan.grow;
-        for (std::size_t k = 0; k < run.period; ++k) walk(o[k], later || grown);
-      }
-    }
-  } else if (!rec) {
-    // The collapsed op walk (schedule.hpp): O(p·v) ops whatever the number of micro-batches.
-    auto bulk = [&](bool forward, std::uint32_t chunk, std::uint64_t n) {
-      const Evaluation::Scratch::Chunk& q = sc.chunks[chunk];
-      Bytes per = q.kept_gpu;
-      if (first_of(chunk)) per = add(per, s.in_bytes);
-      if (last_of(chunk)) per = add(per, s.out_bytes);
-      const Bytes d = ck.mul(per, n, kPeakField), h = ck.mul(q.kept_host, n, kPeakField);
-      if (forward) {
-        // The host peak is taken at the explicit op that ends every run (schedule.hpp).
-        st.act = add(st.act, d);
-        st.host = add(st.host, h);
-      } else {
-        st.act -= d;
-        st.host -= h;
-      }
-      fl.apply(forward, chunk, n, sc.chunks[chunk].kept);
-    };
-    // Which end of a run can hold a first maximum: the live bytes, the in-flight weight (equal
-    // weight with more chunks counts as more) and the host level each grow or shrink by the same
-    // step along a run, so each needs its last op when the step is positive, else its first.
-    auto ends = [&](std::uint32_t fc, std::uint32_t bc) {
-      // Each side's step, saturating (an overflow is reported by the walk itself).
-      auto sat = [](Bytes a, Bytes b) { return a > kMaxBytes - b ? kMaxBytes : a + b; };
-      auto side = [&](std::uint32_t ch, Bytes* live, Bytes* weight, Bytes* host) {
-        if (ch == kNoChunk) return false;
-        const Evaluation::Scratch::Chunk& q = sc.chunks[ch];
-        *live = sat(sat(q.kept_gpu, first_of(ch) ? s.in_bytes : 0), last_of(ch) ? s.out_bytes : 0);
-        *weight = sc.chunks[ch].kept;
-        *host = q.kept_host;
-        return true;
-      };
-      Bytes f_live = 0, f_weight = 0, f_host = 0, b_live = 0, b_weight = 0, b_host = 0;
-      const bool has_f = side(fc, &f_live, &f_weight, &f_host);
-      const bool has_b = side(bc, &b_live, &b_weight, &b_host);
-      // The peak and the in-flight maximum keep the first of equals (their labels and chunk
-      // counts differ), so a flat run needs its first op; the host peak is a value only.
-      const bool live_last = f_live > b_live;
-      const bool weight_last = f_weight > b_weight || (f_weight == b_weight && has_f && !has_b);
-      const int host = f_host > b_host ? 2 : (f_host < b_host ? 1 : 0);
-      return (live_last ? 2 : 1) | (weight_last ? 2 : 1) | host;
-    };
-    for_each_op_collapsed(sched, r, p, v, m, op_summary, bulk, ends);
-  } else if (layer_events) {
-    for_each_op(sched, r, p, v, m, op_layers);
-  } else {
-    for_each_op(sched, r, p, v, m, op_summary);
-  }
-  st.event(StepEvent{StepEvent::kOptimizer, 0, 0, 0, 0}, st.act, st.rec_bytes, add(ws, s.opt_temp));
-
-  // The stage's closed-form activations at its in-flight maximum.
-  StageEval& o = *out;
-  o = StageEval{};
-  o.in_flight = fl.best_chunks;
-  for (std::uint64_t ci = 0; ci < v; ++ci)
-    o.kept_layer_slots =
-        ck.add(o.kept_layer_slots, ck.mul(fl.best_per_chunk[ci], rk.chunk_sizes[ci], "activations"),
-               "activations");
-  StageActivations& a = o.act;
-  a.layers_bytes = fl.best_weight;
-  if (first_chunk != RankSetup::kNoChunk)
-    a.input_layer_bytes =
-        ck.mul(fl.best_per_chunk[first_chunk], s.in_bytes, "activations.input_layer_bytes");
-  if (last_chunk != RankSetup::kNoChunk)
-    a.output_layer_bytes =
-        ck.mul(fl.best_per_chunk[last_chunk], s.out_bytes, "activations.output_layer_bytes");
-  a.recompute_working_bytes = regen_alive;
-  // Offloaded layers' kept bytes live in host memory (every in-flight chunk's share); the layer
-  // being stored or prefetched stays.
-  Bytes host = 0;
-  for (std::uint64_t ci = 0; ci < v; ++ci)
-    host = ck.add(host, ck.mul(fl.best_per_chunk[ci], sc.chunks[ci].kept_host, "activations"),
-                  "activations");
-  if (host > 0) {
-    a.host_bytes = host;
-    a.layers_bytes =
-        ck.add(a.layers_bytes - std::min(a.layers_bytes, host), max_host_layer, "activations");
-  }
-  a.total_bytes =
-      ck.add(ck.add(a.layers_bytes, a.input_layer_bytes, "activations.total_bytes"),
-             ck.add(a.output_layer_bytes, a.recompute_working_bytes, "activations.total_bytes"),
-             "activations.total_bytes");
-  o.total_bytes = ck.add(a.total_bytes, rk.stat.total_bytes, "total_bytes");
-  // The simulated peak, with the allocator-fragmentation allowance on its own line.
-  o.fragmentation_bytes =
-      static_cast<Bytes>(static_cast<double>(st.peak) * c.fragmentation_pct / 100.0);
-  o.peak_bytes = ck.add(st.peak, o.fragmentation_bytes, kPeakField);
-  o.peak_at = st.peak_key;
-  o.at_peak = st.peak_live;
-  o.host_peak_bytes = st.host_peak;
-  // Offload traffic: every micro-batch's pass through each chunk moves its kept bytes out and
-  // back.
-  for (std::uint64_t ci = 0; ci < v; ++ci)
-    o.pcie_bytes =
-        add(o.pcie_bytes, ck.mul(ck.mul(sc.chunks[ci].kept_host, m, kPeakField), 2, kPeakField));
+  RankWalk(s, r, sc, ck, rec, layer_events).run(out);
 }
 
 }  // namespace detail
