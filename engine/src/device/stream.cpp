@@ -116,18 +116,13 @@ void AllocStream::allocate_static() {
   const bool flat =
       c.profile == Profile::kMegatron || c.profile == Profile::kTextbook || c.par.zero >= 1;
   if (flat) {
-    statics_.push_back(take(st.params_bytes));
-    // Megatron-LM's contiguous gradient buffer lives all step (DistributedDataParallel's
-    // grad_data), as does ZeRO-2/3's partitioned gradient buffer.
-    statics_.push_back(take(st.grads_bytes));
+    // Every flat static line, one buffer each, in the lines' order: Megatron-LM's contiguous
+    // gradient buffer lives all step (DistributedDataParallel's grad_data), as does ZeRO-2/3's
+    // partitioned gradient buffer; FSDP residency (config.reshard_after_forward /
+    // accumulate_unsharded) is counted for the whole step as the walk does.
+    for (const StaticLine& l : static_lines())
+      if (l.flat && l.place != StaticPlace::kHost) statics_.push_back(take(st.*l.bytes));
     grads_static_ = true;
-    statics_.push_back(take(st.master_bytes));
-    statics_.push_back(take(st.optimizer_bytes));
-    // FSDP residency (config.reshard_after_forward / accumulate_unsharded): the stage's gathered
-    // parameters and unsharded gradient accumulators, counted for the whole step as the walk does.
-    statics_.push_back(take(st.gathered_params_bytes));
-    statics_.push_back(take(st.unsharded_grads_bytes));
-    statics_.push_back(take(st.fp8_weights_bytes));
   } else {
     // DDP's buckets are allocated when DDP wraps the model, before the first step.
     statics_.push_back(take(st.ddp_buckets_bytes));

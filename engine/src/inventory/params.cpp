@@ -301,6 +301,35 @@ Bytes gathered_bytes(const std::vector<ParamRecord>& v, const TrainConfig& c, co
   return n;
 }
 
+const std::vector<StaticLine>& static_lines() {
+  using P = StaticPlace;
+  static const std::vector<StaticLine> kLines = {
+      {"params_bytes", "params", "parameters", "parameters", "parameters",
+       &StaticMemory::params_bytes, P::kCore, true},
+      {"grads_bytes", "grads", "gradients", "gradients", "gradients", &StaticMemory::grads_bytes,
+       P::kCore, true},
+      {"master_bytes", "master", "master weights", "master weights", "master weights",
+       &StaticMemory::master_bytes, P::kCore, true},
+      {"optimizer_bytes", "optimizer", "optimizer states", "optimizer", "optimizer states",
+       &StaticMemory::optimizer_bytes, P::kCore, true},
+      // FSDP residency (docs/frameworks.md): held when a switch or FSDP2's root group keeps them.
+      {"gathered_params_bytes", "gathered", "gathered parameters (FSDP)",
+       "gathered parameters (FSDP)", "gathered parameters (FSDP)",
+       &StaticMemory::gathered_params_bytes, P::kResident, true},
+      {"host_bytes", "host", "host memory (ZeRO-Offload)", "host memory", "host memory",
+       &StaticMemory::host_bytes, P::kHost, false},
+      {"unsharded_grads_bytes", "unsharded_grads", "unsharded gradients (FSDP)",
+       "unsharded gradients (FSDP)", "unsharded gradients (FSDP)",
+       &StaticMemory::unsharded_grads_bytes, P::kResident, true},
+      // PyTorch DDP's buckets are allocated when DDP wraps the model (device/stream.cpp).
+      {"ddp_buckets_bytes", "ddp_buckets", "DDP buckets (a gradient copy)", "DDP buckets",
+       "DDP buckets", &StaticMemory::ddp_buckets_bytes, P::kResident, false},
+      {"fp8_weights_bytes", "fp8_weights", "fp8 weight caches (TransformerEngine)",
+       "fp8 weight caches", "fp8 weight caches", &StaticMemory::fp8_weights_bytes, P::kResident,
+       true}};
+  return kLines;
+}
+
 Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const TrainConfig& c) {
   Checked ck;
   StaticMemory s;

@@ -276,124 +276,154 @@ Explanation optimizer_line(const StaticMemory& sm, const TrainConfig& c, const Z
 }
 
 // The worst stage's parameters, gradients, master weights and optimizer states.
-void explain_training_state(Estimate& e) {
+Explanation explain_params(const Estimate& e, const StaticMemory& sm) {
   const TrainConfig& c = e.config;
-  const Parallel& p = c.par;
-  const StaticMemory& sm = e.worst().stat;
-  const ZeroGroup g = zero_group(p);
-  e.explain.push_back(
-      static_line(sm, p, g, "static.params_bytes", "Parameters", "bytes/param",
-                  dtype_bytes(c.param_dtype), 3, sm.params_bytes,
-                  "Rajbhandari et al. 2020 (ZeRO), Sec. 5.3 (P_os+g+p partitions parameters)"));
-  e.explain.push_back(static_line(
-      sm, p, g, "static.grads_bytes", "Gradients", "bytes/grad", dtype_bytes(c.grad_dtype), 2,
-      sm.grads_bytes, "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)"));
-  e.explain.push_back(static_line(
-      sm, p, g, "static.master_bytes", "fp32 master weights", "4", sm.master_bytes ? 4 : 0, 1,
-      sm.master_bytes,
-      "Micikevicius et al. 2018: fp32 master copy; ZeRO Sec. 5.1 partitions it with the "
-      "optimizer states"));
-  e.explain.push_back(optimizer_line(sm, c, g));
+  return static_line(sm, c.par, zero_group(c.par), "static.params_bytes", "Parameters",
+                     "bytes/param", dtype_bytes(c.param_dtype), 3, sm.params_bytes,
+                     "Rajbhandari et al. 2020 (ZeRO), Sec. 5.3 (P_os+g+p partitions parameters)");
+}
+
+Explanation explain_grads(const Estimate& e, const StaticMemory& sm) {
+  const TrainConfig& c = e.config;
+  return static_line(sm, c.par, zero_group(c.par), "static.grads_bytes", "Gradients", "bytes/grad",
+                     dtype_bytes(c.grad_dtype), 2, sm.grads_bytes,
+                     "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)");
+}
+
+Explanation explain_master(const Estimate& e, const StaticMemory& sm) {
+  const TrainConfig& c = e.config;
+  return static_line(sm, c.par, zero_group(c.par), "static.master_bytes", "fp32 master weights",
+                     "4", sm.master_bytes ? 4 : 0, 1, sm.master_bytes,
+                     "Micikevicius et al. 2018: fp32 master copy; ZeRO Sec. 5.1 partitions it "
+                     "with the optimizer states");
+}
+
+Explanation explain_optimizer(const Estimate& e, const StaticMemory& sm) {
+  return optimizer_line(sm, e.config, zero_group(e.config.par));
 }
 
 // The static lines the switches add (FSDP's gathered parameters and unsharded gradients,
-// ZeRO-Offload's host memory, DDP's buckets, TransformerEngine's fp8 caches), each where nonzero.
-void explain_switch_lines(Estimate& e) {
+// ZeRO-Offload's host memory, DDP's buckets, TransformerEngine's fp8 caches), each where held.
+Explanation explain_gathered(const Estimate& e, const StaticMemory& sm) {
   const TrainConfig& c = e.config;
+  return explain_product(
+      "static.gathered_params_bytes",
+      std::string("FSDP: parameters held gathered (") +
+          (!gathers_resident(c)
+               ? "FSDP2's root group (embedding, final norm, head) and torchtitan's last block, "
+                 "from forward to backward"
+           : c.accumulate_unsharded
+               ? "the stage's, between micro-batches (accumulate_unsharded)"
+               : "the stage's, from forward to backward (reshard_after_forward = false)") +
+          ", in " + dtype_name(gather_dtype(c)) + ")",
+      {{"params held gathered", sm.gathered_params_bytes / dtype_bytes(gather_dtype(c))},
+       {"bytes/param", dtype_bytes(gather_dtype(c))}},
+      sm.gathered_params_bytes,
+      !gathers_resident(c)
+          ? "PyTorch FSDP2 _fsdp_state.py (the root's post_forward_mesh_info = None); torchtitan "
+            "9dec370 parallelize_llama.py l.325-339 (reshard_after_forward = layer_id < "
+            "n_layers - 1)"
+          : "PyTorch FSDP2 fully_shard(reshard_after_forward=...); torch.distributed.pipelining "
+            "stage.py: set_reshard_after_backward(False) before a non-last backward");
+}
+
+Explanation explain_host(const Estimate&, const StaticMemory& sm) {
+  return explain_sum(
+      "static.host_bytes",
+      "ZeRO-Offload: in host memory, not on the GPU (the fp32 parameter partition, its fp32 "
+      "gradients, the optimizer states)",
+      {{"host bytes", sm.host_bytes}}, sm.host_bytes,
+      "Ren et al. 2021 (ZeRO-Offload), Sec. 4; DeepSpeed stage_1_and_2.py "
+      "initialize_optimizer_states (cpu_offload: a pinned fp32 gradient partition)");
+}
+
+Explanation explain_unsharded_grads(const Estimate& e, const StaticMemory& sm) {
+  const TrainConfig& c = e.config;
+  return explain_product(
+      "static.unsharded_grads_bytes",
+      std::string("FSDP: unsharded gradients accumulated between micro-batches (") +
+          dtype_name(c.grad_dtype) + ", reduce-scattered at the last)",
+      {{"params on this GPU", sm.params}, {"bytes/grad", dtype_bytes(c.grad_dtype)}},
+      sm.unsharded_grads_bytes,
+      "PyTorch FSDP2 _fsdp_param.py unsharded_accumulated_grad (reduce_dtype); "
+      "torch.distributed.pipelining stage.py: set_requires_gradient_sync(False) before a "
+      "non-last backward");
+}
+
+Explanation explain_ddp_buckets(const Estimate& e, const StaticMemory& sm) {
+  const TrainConfig& c = e.config;
+  return explain_product(
+      "static.ddp_buckets_bytes",
+      std::string("DDP's reduce buckets: a copy of the gradients (") + dtype_name(c.grad_dtype) +
+          "; gradient_as_bucket_view = False)",
+      {{"gradient bytes on this GPU", sm.grads_bytes}, {"copies", 1}}, sm.ddp_buckets_bytes,
+      "PyTorch torch/nn/parallel/distributed.py DistributedDataParallel(gradient_as_bucket_view="
+      "False): 'gradients will be views pointing to different offsets of allreduce "
+      "communication buckets. This can reduce peak memory usage, where the saved memory size "
+      "will be equal to the total gradients size' (when True)");
+}
+
+Explanation explain_fp8_weights(const Estimate&, const StaticMemory& sm) {
+  return explain_product(
+      "static.fp8_weights_bytes",
+      "TransformerEngine fp8: each linear's cached fp8 weight and transpose (2 B per weight), "
+      "and 4 modules' fp8_meta per layer (4 x (5 x amax history + 10) fp32 numbers each)",
+      {{"bytes", sm.fp8_weights_bytes}}, sm.fp8_weights_bytes,
+      "TransformerEngine v1.13 module/linear.py and layernorm_linear.py (weight_fp8 and "
+      "weight_t_fp8 cached while is_first_microbatch is False; Megatron-LM passes it), "
+      "module/base.py fp8_meta (amax_history [L, n], scale, scale_inv); not measured");
+}
+
+// Each static line's explanation (inventory/params.hpp static_lines), by its key.
+using ExplainLine = Explanation (*)(const Estimate& e, const StaticMemory& sm);
+struct LineExplanation {
+  const char* key;
+  ExplainLine explain;
+};
+const LineExplanation kLineExplanations[] = {{"params_bytes", explain_params},
+                                             {"grads_bytes", explain_grads},
+                                             {"master_bytes", explain_master},
+                                             {"optimizer_bytes", explain_optimizer},
+                                             {"gathered_params_bytes", explain_gathered},
+                                             {"host_bytes", explain_host},
+                                             {"unsharded_grads_bytes", explain_unsharded_grads},
+                                             {"ddp_buckets_bytes", explain_ddp_buckets},
+                                             {"fp8_weights_bytes", explain_fp8_weights}};
+
+// The static lines in their order: the core ones always, a switch's and the host's when held.
+void explain_static_lines(Estimate& e) {
   const StaticMemory& sm = e.worst().stat;
-  if (sm.gathered_params_bytes > 0)
-    e.explain.push_back(explain_product(
-        "static.gathered_params_bytes",
-        std::string("FSDP: parameters held gathered (") +
-            (!gathers_resident(c)
-                 ? "FSDP2's root group (embedding, final norm, head) and torchtitan's last block, "
-                   "from forward to backward"
-             : c.accumulate_unsharded
-                 ? "the stage's, between micro-batches (accumulate_unsharded)"
-                 : "the stage's, from forward to backward (reshard_after_forward = false)") +
-            ", in " + dtype_name(gather_dtype(c)) + ")",
-        {{"params held gathered", sm.gathered_params_bytes / dtype_bytes(gather_dtype(c))},
-         {"bytes/param", dtype_bytes(gather_dtype(c))}},
-        sm.gathered_params_bytes,
-        !gathers_resident(c)
-            ? "PyTorch FSDP2 _fsdp_state.py (the root's post_forward_mesh_info = None); torchtitan "
-              "9dec370 parallelize_llama.py l.325-339 (reshard_after_forward = layer_id < "
-              "n_layers - 1)"
-            : "PyTorch FSDP2 fully_shard(reshard_after_forward=...); torch.distributed.pipelining "
-              "stage.py: set_reshard_after_backward(False) before a non-last backward"));
-  if (sm.host_bytes > 0)
-    e.explain.push_back(explain_sum(
-        "static.host_bytes",
-        "ZeRO-Offload: in host memory, not on the GPU (the fp32 parameter partition, its fp32 "
-        "gradients, the optimizer states)",
-        {{"host bytes", sm.host_bytes}}, sm.host_bytes,
-        "Ren et al. 2021 (ZeRO-Offload), Sec. 4; DeepSpeed stage_1_and_2.py "
-        "initialize_optimizer_states (cpu_offload: a pinned fp32 gradient partition)"));
-  if (sm.unsharded_grads_bytes > 0)
-    e.explain.push_back(explain_product(
-        "static.unsharded_grads_bytes",
-        std::string("FSDP: unsharded gradients accumulated between micro-batches (") +
-            dtype_name(c.grad_dtype) + ", reduce-scattered at the last)",
-        {{"params on this GPU", sm.params}, {"bytes/grad", dtype_bytes(c.grad_dtype)}},
-        sm.unsharded_grads_bytes,
-        "PyTorch FSDP2 _fsdp_param.py unsharded_accumulated_grad (reduce_dtype); "
-        "torch.distributed.pipelining stage.py: set_requires_gradient_sync(False) before a "
-        "non-last backward"));
-  if (sm.ddp_buckets_bytes > 0)
-    e.explain.push_back(explain_product(
-        "static.ddp_buckets_bytes",
-        std::string("DDP's reduce buckets: a copy of the gradients (") + dtype_name(c.grad_dtype) +
-            "; gradient_as_bucket_view = False)",
-        {{"gradient bytes on this GPU", sm.grads_bytes}, {"copies", 1}}, sm.ddp_buckets_bytes,
-        "PyTorch torch/nn/parallel/distributed.py DistributedDataParallel(gradient_as_bucket_view="
-        "False): 'gradients will be views pointing to different offsets of allreduce "
-        "communication buckets. This can reduce peak memory usage, where the saved memory size "
-        "will be equal to the total gradients size' (when True)"));
-  if (sm.fp8_weights_bytes > 0)
-    e.explain.push_back(explain_product(
-        "static.fp8_weights_bytes",
-        "TransformerEngine fp8: each linear's cached fp8 weight and transpose (2 B per weight), "
-        "and 4 modules' fp8_meta per layer (4 x (5 x amax history + 10) fp32 numbers each)",
-        {{"bytes", sm.fp8_weights_bytes}}, sm.fp8_weights_bytes,
-        "TransformerEngine v1.13 module/linear.py and layernorm_linear.py (weight_fp8 and "
-        "weight_t_fp8 cached while is_first_microbatch is False; Megatron-LM passes it), "
-        "module/base.py fp8_meta (amax_history [L, n], scale, scale_inv); not measured"));
+  for (const StaticLine& l : static_lines()) {
+    if (l.place != StaticPlace::kCore && sm.*l.bytes == 0) continue;
+    for (const LineExplanation& x : kLineExplanations)
+      if (std::string_view(x.key) == l.key) e.explain.push_back(x.explain(e, sm));
+  }
 }
 
 // The FSDP residency lines join the sums only when a switch holds them.
-Parts resident_parts(const StaticMemory& sm) {
-  Parts resident;
-  if (sm.gathered_params_bytes > 0)
-    resident.push_back({"gathered parameters (FSDP)", sm.gathered_params_bytes});
-  if (sm.unsharded_grads_bytes > 0)
-    resident.push_back({"unsharded gradients (FSDP)", sm.unsharded_grads_bytes});
-  if (sm.ddp_buckets_bytes > 0) resident.push_back({"DDP buckets", sm.ddp_buckets_bytes});
-  if (sm.fp8_weights_bytes > 0) resident.push_back({"fp8 weight caches", sm.fp8_weights_bytes});
-  return resident;
+// The static lines of the closed-form total and the peak: the core ones, a switch's when held.
+Parts static_parts(const StaticMemory& sm, bool peak) {
+  Parts parts;
+  for (const StaticLine& l : static_lines())
+    if (l.place == StaticPlace::kCore || (l.place == StaticPlace::kResident && sm.*l.bytes > 0))
+      parts.push_back({peak ? l.peak_part : l.part, sm.*l.bytes});
+  return parts;
 }
 
 // The worst stage's closed-form total and its simulated peak, part by part.
 void explain_totals(Estimate& e) {
   const Stage& w = e.worst();
   const StaticMemory& sm = w.stat;
-  const Parts resident = resident_parts(sm);
-  Parts total_parts = {{"activations", w.act.total_bytes},
-                       {"parameters", sm.params_bytes},
-                       {"gradients", sm.grads_bytes},
-                       {"master weights", sm.master_bytes},
-                       {"optimizer", sm.optimizer_bytes}};
-  total_parts.insert(total_parts.end(), resident.begin(), resident.end());
+  Parts total_parts = {{"activations", w.act.total_bytes}};
+  const Parts statics = static_parts(sm, false);
+  total_parts.insert(total_parts.end(), statics.begin(), statics.end());
   e.explain.push_back(explain_sum(
       "total_bytes",
       "Closed-form sum of stage " + std::to_string(w.index) +
           " (activations at the in-flight maximum + static; no transients: a bound the papers "
           "print, not what must fit)",
       total_parts, w.total_bytes, "sum of the parts above (Korthikanti et al. 2022, Sec. 4)"));
-  Parts peak_parts = {{"parameters", sm.params_bytes},
-                      {"gradients", sm.grads_bytes},
-                      {"master weights", sm.master_bytes},
-                      {"optimizer states", sm.optimizer_bytes}};
-  peak_parts.insert(peak_parts.end(), resident.begin(), resident.end());
+  Parts peak_parts = static_parts(sm, true);
   peak_parts.insert(peak_parts.end(), {{"kept activations", w.peak_activations},
                                        {"recomputed (working set)", w.peak_recompute},
                                        {"transients", w.peak_transients},
@@ -546,8 +576,7 @@ Result<Estimate> estimate(const ModelSpec& m, const TrainConfig& c_in, const Gpu
   explain_per_layer(e, m, kept0, all);
   explain_stage_layers(e, m);
   explain_activations(e);
-  explain_training_state(e);
-  explain_switch_lines(e);
+  explain_static_lines(e);
   explain_totals(e);
   explain_kv_cache(e, m, ck);
   add_warnings(e, m);

@@ -151,39 +151,25 @@ void write_activations(JsonWriter& w, const StageActivations& a) {
 }
 
 void write_static(JsonWriter& w, const StaticMemory& m) {
-  w.field("ddp_buckets_bytes", m.ddp_buckets_bytes);
-  w.field("fp8_weights_bytes", m.fp8_weights_bytes);
-  w.field("gathered_params_bytes", m.gathered_params_bytes);
-  w.field("grads_bytes", m.grads_bytes);
-  w.field("host_bytes", m.host_bytes);
-  w.field("master_bytes", m.master_bytes);
-  w.field("optimizer_bytes", m.optimizer_bytes);
+  for (const StaticLine& l : static_lines()) w.field(l.key, m.*l.bytes);
   w.field("params", m.params);
-  w.field("params_bytes", m.params_bytes);
   w.field("total_bytes", m.total_bytes);
-  w.field("unsharded_grads_bytes", m.unsharded_grads_bytes);
 }
 
 // What the most loaded GPU holds at its peak, line by line: the lines add up to `bytes`, the
 // peak_bytes that decides whether it fits (the one answer every client shows).
 void write_peak(JsonWriter& w, const Stage& st) {
   w.begin_object();
+  for (const StaticLine& l : static_lines())
+    if (l.place != StaticPlace::kHost) w.field(l.key, st.stat.*l.bytes);
   w.field("at", st.peak_at);
   w.field("bytes", st.peak_bytes);
-  w.field("ddp_buckets_bytes", st.stat.ddp_buckets_bytes);
-  w.field("fp8_weights_bytes", st.stat.fp8_weights_bytes);
   w.field("fragmentation_bytes", st.peak_fragmentation);
-  w.field("gathered_params_bytes", st.stat.gathered_params_bytes);
-  w.field("grads_bytes", st.stat.grads_bytes);
   w.field("kept_activations_bytes", st.peak_activations);
-  w.field("master_bytes", st.stat.master_bytes);
-  w.field("optimizer_bytes", st.stat.optimizer_bytes);
-  w.field("params_bytes", st.stat.params_bytes);
   w.field("recomputed_bytes", st.peak_recompute);
   w.field("stage", st.index);
   w.field("static_bytes", st.stat.total_bytes);
   w.field("transient_bytes", st.peak_transients);
-  w.field("unsharded_grads_bytes", st.stat.unsharded_grads_bytes);
   w.end_object();
 }
 

@@ -151,42 +151,31 @@ void write_layout_panel(JsonWriter& w, const View& v, Schedule sched) {
   w.end_object();
 }
 
+void write_segment(JsonWriter& w, const char* id, const char* label, Bytes bytes) {
+  w.begin_object();
+  w.field("bytes", bytes);
+  w.field("id", id);
+  w.field("label", label);
+  w.end_object();
+}
+
+// The bar: what the peak event holds, part by part (the static lines, a switch's only when held,
+// then the step's own); the parts add up to the peak.
 void write_tensor_bar(JsonWriter& w, const View& v) {
-  const Estimate& e = v.est;
-  const Stage& worst = e.worst();
-  // The bar: what the peak event holds, part by part; the parts add up to the peak.
-  struct Part {
-    const char* id;
-    const char* label;
-    Bytes bytes;
-    bool optional = false;  // shown only when held (a framework switch's line)
-  };
-  const Part parts[] = {
-      {"params", "parameters", worst.stat.params_bytes},
-      {"grads", "gradients", worst.stat.grads_bytes},
-      {"master", "master weights", worst.stat.master_bytes},
-      {"optimizer", "optimizer states", worst.stat.optimizer_bytes},
-      // FSDP residency (docs/frameworks.md): shown only when a switch or FSDP2 holds them.
-      {"gathered", "gathered parameters (FSDP)", worst.stat.gathered_params_bytes, true},
-      {"unsharded_grads", "unsharded gradients (FSDP)", worst.stat.unsharded_grads_bytes, true},
-      {"ddp_buckets", "DDP buckets (a gradient copy)", worst.stat.ddp_buckets_bytes, true},
-      {"fp8_weights", "fp8 weight caches (TransformerEngine)", worst.stat.fp8_weights_bytes, true},
-      {"activations", "kept activations", worst.peak_activations},
-      {"recompute", "recomputed", worst.peak_recompute},
-      {"transients", "transients (logits, gradients, buffers)", worst.peak_transients},
-      {"fragmentation", "fragmentation allowance", worst.peak_fragmentation}};
+  const Stage& worst = v.est.worst();
   w.key("tensor_bar");
   w.begin_object();
   w.key("segments");
   w.begin_array();
-  for (const Part& p : parts) {
-    if (p.optional && p.bytes == 0) continue;
-    w.begin_object();
-    w.field("bytes", p.bytes);
-    w.field("id", p.id);
-    w.field("label", p.label);
-    w.end_object();
+  for (const StaticLine& l : static_lines()) {
+    const Bytes bytes = worst.stat.*l.bytes;
+    if (l.place == StaticPlace::kCore || (l.place == StaticPlace::kResident && bytes > 0))
+      write_segment(w, l.id, l.label, bytes);
   }
+  write_segment(w, "activations", "kept activations", worst.peak_activations);
+  write_segment(w, "recompute", "recomputed", worst.peak_recompute);
+  write_segment(w, "transients", "transients (logits, gradients, buffers)", worst.peak_transients);
+  write_segment(w, "fragmentation", "fragmentation allowance", worst.peak_fragmentation);
   w.end_array();
   w.field("total_bytes", worst.peak_bytes);
   w.end_object();

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "actmem/core/checked.hpp"
 #include "actmem/config/config.hpp"
+#include "actmem/core/checked.hpp"
 #include "actmem/core/error.hpp"
 #include "actmem/model/model.hpp"
 
@@ -84,6 +84,27 @@ struct StaticMemory {
   // partition and the optimizer states, in host memory (not in total_bytes).
   Bytes host_bytes = 0;
 };
+
+// The static lines of a GPU, one row each, in the order they are listed (the view's bar, the
+// explanations, the flat buffers' allocation): the one list that every writer, bar, explained
+// total and the allocation stream read. A new static line is a StaticMemory field, the code that
+// computes it (params.cpp or setup.cpp), a row here and its explanation (report/estimate.cpp).
+enum class StaticPlace : std::uint8_t {
+  kCore,      // parameters, gradients, master weights, optimizer states: always listed
+  kResident,  // a framework switch's line: listed only when held
+  kHost,      // in host memory, not on the GPU (ZeRO-Offload): explained only
+};
+struct StaticLine {
+  const char* key;        // the JSON key in "static" and "peak" (docs/schema.md)
+  const char* id;         // the view's bar segment
+  const char* label;      // ... and its label
+  const char* part;       // the line in the explained closed-form total
+  const char* peak_part;  // ... and in the explained peak
+  Bytes StaticMemory::*bytes;
+  StaticPlace place;
+  bool flat;  // one flat buffer when the framework allocates them so (not DDP's own buckets)
+};
+const std::vector<StaticLine>& static_lines();
 
 // Static bytes on one GPU for the given parameter records (one pipeline stage's worth).
 Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const TrainConfig& c);
