@@ -10,15 +10,15 @@
 #include <cstdlib>
 #include <new>
 
-#include "actmem/plan/advisor.hpp"
 #include "actmem/api/api.hpp"
 #include "actmem/device/device.hpp"
-#include "actmem/report/estimate.hpp"
-#include "actmem/step/evaluation.hpp"
 #include "actmem/json_io.hpp"
+#include "actmem/plan/advisor.hpp"
 #include "actmem/plan/planner.hpp"
-#include "actmem/setup/setup.hpp"
+#include "actmem/report/estimate.hpp"
 #include "actmem/report/timeline.hpp"
+#include "actmem/setup/setup.hpp"
+#include "actmem/step/evaluation.hpp"
 
 namespace {
 // Every heap allocation of the process is counted, so a benchmark can report how many one call

@@ -7,17 +7,17 @@
 
 #include <catch2/catch.hpp>
 
-#include "actmem/plan/advisor.hpp"
 #include "actmem/api/api.hpp"
-#include "actmem/plan/comm.hpp"
 #include "actmem/device/device.hpp"
 #include "actmem/frameworks/emit.hpp"
-#include "actmem/step/evaluation.hpp"
 #include "actmem/json_io.hpp"
-#include "actmem/step/offload.hpp"
+#include "actmem/plan/advisor.hpp"
+#include "actmem/plan/comm.hpp"
 #include "actmem/plan/planner.hpp"
 #include "actmem/schedules/schedule.hpp"
 #include "actmem/setup/setup.hpp"
+#include "actmem/step/evaluation.hpp"
+#include "actmem/step/offload.hpp"
 #include "helpers.hpp"
 
 using namespace actmem;

@@ -1,4 +1,4 @@
-// Launch configurations (emit.hpp, json_megatron.cpp): Megatron-LM arguments written for a
+// Launch configurations (emit.hpp, read/megatron_args.cpp): Megatron-LM arguments written for a
 // configuration and read back to the same estimate, the reader's refusals by name (arguments
 // follow Megatron-LM main at d98e8a64, 2026-08-22), and the selective-checkpointing policy text.
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // Framework defaults and switches (issue 16): each default pinned to the code it cites
-// (engine/src/framework.cpp), each switch to the static line or group size it changes.
+// (engine/src/frameworks/framework.cpp), each switch to the static line or group size it changes.
 #include <fstream>
 
 #include "helpers.hpp"

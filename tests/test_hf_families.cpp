@@ -247,7 +247,7 @@ TEST_CASE(
     // Two norms over the same input: only ln2's input is shared.
     CHECK(seq - layer("parallel_two_norms") == bsh);
   }
-  // Backward working set (inventory_grads.cpp): both branches start from dY, so the residual
+  // Backward working set (inventory/grads.cpp): both branches start from dY, so the residual
   // gradient dX (MLP branch folded in) is its own b x s x h buffer through the attention
   // backward. At s = 1024 the eager attention steps (dY, the s x s score gradient, two b x s x h
   // buffers) are the largest, so the step maximum grows by exactly b x s x h.

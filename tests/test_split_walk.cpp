@@ -11,13 +11,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "actmem/json_io.hpp"
 #include "actmem/plan/comm.hpp"
 #include "actmem/report/estimate.hpp"
-#include "actmem/step/evaluation.hpp"
-#include "actmem/json_io.hpp"
 #include "actmem/schedules/schedule.hpp"
-#include "actmem/setup/setup.hpp"
 #include "actmem/schedules/split_schedule.hpp"
+#include "actmem/setup/setup.hpp"
+#include "actmem/step/evaluation.hpp"
 #include "helpers.hpp"
 
 using namespace actmem;

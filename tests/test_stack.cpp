@@ -1,7 +1,7 @@
 // A model as a stack of layer kinds: per-layer, per-stage and whole-model bytes of heterogeneous
 // stacks against totals computed by hand from the megatron profile's records (Korthikanti et al.
 // 2022, Sec. 4.1: per layer 2·b·s·(4h + 2ad + 2·kv·d + a·s + 2f) bytes in bf16 for a GeLU layer
-// without dropout and eager attention; the MoE records of engine/src/inventory_io.cpp).
+// without dropout and eager attention; the MoE records of engine/src/inventory/moe_and_io.cpp).
 #include "helpers.hpp"
 
 using namespace actmem::test;

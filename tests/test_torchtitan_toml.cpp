@@ -1,4 +1,4 @@
-// torchtitan job configs (json_torchtitan.cpp, emit_torchtitan.cpp): torchtitan 9dec370's own
+// torchtitan job configs (read/torchtitan_toml.cpp, emit_torchtitan.cpp): torchtitan 9dec370's own
 // train_configs/llama3_{8b,70b,405b}.toml (tests/data/torchtitan/, copied from
 // pytorch/torchtitan@9dec370ad26b5f8e9a7333a0e36165018262644b) read to the config torchtitan runs,
 // emitted TOMLs read back to the same estimate and the same text, and the refusals by name.

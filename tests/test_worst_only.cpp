@@ -9,10 +9,10 @@
 
 #include "actmem/api/api.hpp"
 #include "actmem/config/config.hpp"
-#include "actmem/step/evaluation.hpp"
 #include "actmem/json_io.hpp"
 #include "actmem/schedules/schedule.hpp"
 #include "actmem/setup/setup.hpp"
+#include "actmem/step/evaluation.hpp"
 #include "helpers.hpp"
 
 using namespace actmem;

@@ -6,8 +6,8 @@
 #include <istream>
 #include <ostream>
 
-#include "actmem/json_io.hpp"
 #include "actmem/compare/pickle.hpp"
+#include "actmem/json_io.hpp"
 #include "args.hpp"
 #include "table.hpp"
 

@@ -1,6 +1,6 @@
 // The executor's layer program: forward, policy-driven keeping, recompute and a backward that reads
 // only what the forward kept. The gradient buffers it allocates, step by step, are the ones
-// engine/src/inventory_grads.cpp models; the tracker measures what really happened.
+// engine/src/inventory/grads.cpp models; the tracker measures what really happened.
 #include "runner.hpp"
 
 #include <algorithm>
@@ -233,7 +233,7 @@ void Runner::layer_backward(int l, Buf& dY) {
   const std::size_t ad = static_cast<std::size_t>(A) * D, gd = static_cast<std::size_t>(G_) * D;
   const int f1 = (glu_ ? 2 : 1) * F;
   auto ph = [&](const char* at) { dev_.tracker().phase("B L" + std::to_string(l) + " " + at); };
-  // MLP, top down (the steps of inventory_grads.cpp).
+  // MLP, top down (the steps of inventory/grads.cpp).
   ph("mlp.fc2 dgrad");
   Buf g1 = dY;  // the residual branch's gradient is dY itself without dropout
   if (p_hid_ > 0) {

@@ -12,8 +12,8 @@
 #include "actmem/api/api.hpp"
 #include "actmem/config/config.hpp"
 #include "actmem/core/error.hpp"
-#include "actmem/report/estimate.hpp"
 #include "actmem/model/model.hpp"
+#include "actmem/report/estimate.hpp"
 
 namespace actmem {
 

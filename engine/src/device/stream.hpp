@@ -1,4 +1,4 @@
-// Internal: the allocation stream of one pipeline rank's step (device_stream.cpp), a recorder of
+// Internal: the allocation stream of one pipeline rank's step (device/stream.cpp), a recorder of
 // the step walker that drives the caching-allocator model.
 #pragma once
 

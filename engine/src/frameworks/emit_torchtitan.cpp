@@ -3,6 +3,7 @@
 // written only when what torchtitan would run for them is the configuration estimated; read back
 // by json_torchtitan.cpp to the same estimate.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,9 @@ std::string quoted(const std::string& s) {
   return "\"" + s + "\"";
 }
 
-}  // namespace
-
-Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
+// What torchtitan 9dec370 cannot run whatever the layout: the model, the step's modules, loss,
+// optimizer and offload.
+std::optional<Error> check_model_and_step(const ModelSpec& m, const TrainConfig& c) {
   const Parallel& p = c.par;
   for (const LayerKind& k : m.kinds)
     if (!k.has_attention() || k.is_moe() || k.is_mla())
@@ -55,13 +56,13 @@ Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
     return cannot("async_tp: torchtitan's async TP needs torch.compile, which is not modelled");
   if (p.ep > 1) return cannot("ep: torchtitan 9dec370 has no expert parallelism");
   if (c.mtp) return cannot("mtp: torchtitan 9dec370 trains no multi-token prediction");
-  // Which data parallelism torchtitan applies (parallelize_llama.py l.79-110): FSDP2 (HSDP with
-  // replicas) when dp_shard x cp > 1, DDP when only replicas, nothing on one rank.
-  const std::uint64_t rep = p.dp_replicate, shard = p.dp / p.dp_replicate;
-  const bool fsdp = torchtitan_fsdp(p);
-  const std::string dp_words =
-      fsdp ? "FSDP2 (dp_shard x cp = " + std::to_string(shard * p.cp) + ")"
-           : std::string(p.dp > 1 ? "DDP (dp_shard x cp = 1)" : "one data-parallel rank");
+  return std::nullopt;
+}
+
+// The data parallelism torchtitan applies: its ZeRO stage, shard group, mesh and sequence
+// parallelism.
+std::optional<Error> check_data_parallel(const Parallel& p, bool fsdp,
+                                         const std::string& dp_words) {
   if (p.zero != (fsdp ? 3 : 0))
     return cannot("zero " + std::to_string(p.zero) + ": torchtitan runs " + dp_words + ", zero " +
                   (fsdp ? "3" : "0"));
@@ -75,6 +76,13 @@ Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
     return cannot(
         "sp false: torchtitan's tensor parallelism shards the norms' sequence "
         "(allowed: sp with tp > 1)");
+  return std::nullopt;
+}
+
+// Precision, FSDP2's residency, DDP's buckets and float8 under that data parallelism.
+std::optional<Error> check_precision(const TrainConfig& c, bool fsdp, std::uint64_t shard,
+                                     const std::string& dp_words) {
+  const Parallel& p = c.par;
   // Precision: FSDP2's MixedPrecisionPolicy over fp32 parameters, or fp32 throughout.
   const bool bf16 = c.act_dtype == DType::kBf16;
   if (c.param_dtype != DType::kFp32 || c.grad_dtype != DType::kFp32 || c.master_weights ||
@@ -105,18 +113,21 @@ Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
     return cannot(
         "float8_all_gather: torchtitan gathers in float8 with tensorwise float8 when "
         "dp_shard > 1 only");
+  return std::nullopt;
+}
 
-  // The pipeline: torch 2.6's schedule names, micro-batches and each stage's first layer.
-  std::string schedule;
-  std::vector<std::uint64_t> stages;  // layers per stage, in stage order
+// The pipeline: torch 2.6's schedule names, micro-batches and each stage's first layer.
+std::optional<Error> pipeline_stages(const ModelSpec& m, const TrainConfig& c,
+                                     std::string* schedule, std::vector<std::uint64_t>* stages) {
+  const Parallel& p = c.par;
   if (p.pp > 1) {
     const Schedule s = effective_schedule(c);
     if (s == Schedule::k1F1B)
-      schedule = "1F1B";
+      *schedule = "1F1B";
     else if (s == Schedule::kGpipe)
-      schedule = "GPipe";
+      *schedule = "GPipe";
     else if (s == Schedule::kInterleaved)
-      schedule = "Interleaved1F1B";
+      *schedule = "Interleaved1F1B";
     else
       return cannot(std::string("schedule ") + schedule_name(c.schedule) +
                     ": torchtitan 9dec370 runs torch's 1F1B, GPipe and Interleaved1F1B as "
@@ -126,23 +137,28 @@ Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
                     " with interleaving: torch's Interleaved1F1B runs as modelled when they are "
                     "a multiple of pp");
     if (!c.layer_split.empty())
-      stages = c.layer_split;
+      *stages = c.layer_split;
     else
-      stages.assign(p.pp * p.vpp, m.layers / (p.pp * p.vpp));
+      stages->assign(p.pp * p.vpp, m.layers / (p.pp * p.vpp));
   } else if (c.grad_accum != 1) {
     return cannot("micro_batches " + std::to_string(c.grad_accum) +
                   ": torchtitan 9dec370 accumulates no gradients without pipelining (allowed: 1)");
   }
-  // Activation checkpointing: none, full, every N-th block (selective N), or torchtitan's op list.
-  std::string mode, option;
+  return std::nullopt;
+}
+
+// Activation checkpointing: none, full, every N-th block (selective N), or torchtitan's op list.
+std::optional<Error> checkpoint_mode(const ModelSpec& m, const TrainConfig& c, std::string* mode,
+                                     std::string* option) {
+  const Parallel& p = c.par;
   const Recompute& r = c.recompute;
   if (r.kind == RecomputeKind::kNone) {
-    mode = "none";
+    *mode = "none";
   } else if (r.kind == RecomputeKind::kFull) {
-    mode = "full";
+    *mode = "full";
   } else if (r.kind == RecomputeKind::kCustom && r.op_policy == "torchtitan") {
-    mode = "selective";
-    option = "op";
+    *mode = "selective";
+    *option = "op";
   } else if (r.kind == RecomputeKind::kPattern && r.pattern.size() >= 2 &&
              r.pattern.back() == 'C' &&
              std::all_of(r.pattern.begin(), r.pattern.end() - 1,
@@ -153,20 +169,29 @@ Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
       return cannot("recompute " + recompute_name(r) + " with " + std::to_string(p.vpp) +
                     " chunks of " + std::to_string(chunk) +
                     " layers per rank: torchtitan's block count runs on across a rank's chunks");
-    mode = "selective";
-    option = std::to_string(k);
+    *mode = "selective";
+    *option = std::to_string(k);
   } else if (r.kind == RecomputeKind::kPattern &&
              r.pattern.find_first_not_of('K') == std::string::npos) {
-    mode = "none";
+    *mode = "none";
   } else if (r.kind == RecomputeKind::kPattern &&
              r.pattern.find_first_not_of('C') == std::string::npos) {
-    mode = "full";
+    *mode = "full";
   } else {
     return cannot("recompute " + recompute_name(r) +
                   ": torchtitan checkpoints no blocks, every block, every N-th block or its op "
                   "list (allowed: none, full, layers:K..KC, op:torchtitan)");
   }
+  return std::nullopt;
+}
 
+// The TOML itself, in config_manager.py's sections.
+std::string toml_text(const ModelSpec& m, const TrainConfig& c, const std::string& dp_words,
+                      bool bf16, const std::string& schedule,
+                      const std::vector<std::uint64_t>& stages, const std::string& mode,
+                      const std::string& option) {
+  const Parallel& p = c.par;
+  const std::uint64_t rep = p.dp_replicate, shard = p.dp / p.dp_replicate;
   std::string t =
       "# torchtitan job config (the layout of torchtitan 9dec370, 2024-12-26) written by actmem\n"
       "# for " +
@@ -204,6 +229,29 @@ Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
     t += std::string("enable_fsdp_float8_all_gather = ") +
          (c.float8_all_gather ? "true" : "false") + "\n";
   return t;
+}
+
+}  // namespace
+
+Result<std::string> torchtitan_toml(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
+  if (auto e = check_model_and_step(m, c)) return *e;
+  // Which data parallelism torchtitan applies (parallelize_llama.py l.79-110): FSDP2 (HSDP with
+  // replicas) when dp_shard x cp > 1, DDP when only replicas, nothing on one rank.
+  const std::uint64_t shard = p.dp / p.dp_replicate;
+  const bool fsdp = torchtitan_fsdp(p);
+  const std::string dp_words =
+      fsdp ? "FSDP2 (dp_shard x cp = " + std::to_string(shard * p.cp) + ")"
+           : std::string(p.dp > 1 ? "DDP (dp_shard x cp = 1)" : "one data-parallel rank");
+  if (auto e = check_data_parallel(p, fsdp, dp_words)) return *e;
+  if (auto e = check_precision(c, fsdp, shard, dp_words)) return *e;
+  std::string schedule;
+  std::vector<std::uint64_t> stages;  // layers per stage, in stage order
+  if (auto e = pipeline_stages(m, c, &schedule, &stages)) return *e;
+  std::string mode, option;
+  if (auto e = checkpoint_mode(m, c, &mode, &option)) return *e;
+  const bool bf16 = c.act_dtype == DType::kBf16;
+  return toml_text(m, c, dp_words, bf16, schedule, stages, mode, option);
 }
 
 }  // namespace actmem

@@ -64,6 +64,168 @@ const char* loss_names() {
   return "eager, chunked:K (2 <= K <= 1048576), compiled, fused";
 }
 
+namespace {
+
+void megatron_defaults(std::vector<FrameworkDefault>& d) {
+  d.push_back({"profile", "\"megatron\"",
+               "Megatron-LM's transformer layer: the activations Korthikanti et al. 2022 "
+               "count (docs/formulas.md, megatron profile)"});
+  d.push_back({"grad_dtype", "\"fp32\"", kMegatronArgs});
+  d.push_back({"shard_group", "\"dp-cp\"", kMegatronGroups});
+}
+
+void torchtitan_defaults(const TrainConfig& c, const std::function<bool(const char*)>& given,
+                         std::vector<FrameworkDefault>& d) {
+  // torchtitan at 9dec370 (2024-12-26), the commit of its Llama 3.1 H100 benchmark tables;
+  // torch.distributed at 2.6.0 (branch cut December 2024).
+  d.push_back({"profile", "\"pytorch\"",
+               "torchtitan 9dec370 torchtitan/models/llama/model.py: plain PyTorch modules "
+               "under autograd (the pytorch profile's records)"});
+  d.push_back({"attention", "\"flash\"",
+               "torchtitan 9dec370 torchtitan/models/llama/model.py l.209: "
+               "F.scaled_dot_product_attention(xq, xk, xv, is_causal=True), the flash "
+               "backend in bf16 on sm80+"});
+  const bool sharded = torchtitan_fsdp(c.par);
+  // FSDP2's mixed precision: fp32 sharded parameters (the model is built in fp32), computed
+  // in bf16, gradients reduced and kept in fp32. Without FSDP there is no mixed precision
+  // policy and no autocast: fp32 throughout.
+  const char* mp =
+      sharded ? "torchtitan 9dec370 parallelize_llama.py l.320: MixedPrecisionPolicy(param_dtype="
+                "bfloat16, reduce_dtype=float32) (config_manager.py l.378-392 defaults) over the "
+                "fp32 parameters train.py l.110-111 builds on meta and never casts"
+              : "torchtitan 9dec370 parallelize_llama.py l.79-110: mixed precision is FSDP2's "
+                "MixedPrecisionPolicy, applied only when dp_shard x cp > 1; DDP and a single "
+                "rank run the fp32 model train.py l.110-111 builds, with no autocast";
+  d.push_back({"dtype", sharded ? "\"bf16\"" : "\"fp32\"", mp});
+  d.push_back({"param_dtype", "\"fp32\"", mp});
+  d.push_back({"grad_dtype", "\"fp32\"", mp});
+  d.push_back({"master_weights", "false", mp});
+  d.push_back({"loss", "\"eager\"",
+               "torchtitan 9dec370 train.py l.131-138: cross_entropy(pred.flatten(0, 1)"
+               ".float(), labels.flatten(0, 1)); compiling the loss turned off (PR #755)"});
+  d.push_back({"recompute", "\"layers:KC\"",
+               "torchtitan 9dec370 config_manager.py l.515-524: activation_checkpoint.mode "
+               "'selective', selective_ac_option '2' (parallelize_llama.py l.277-285: every "
+               "second block fully checkpointed, the others keep everything)"});
+  const char* fsdp =
+      "torchtitan 9dec370 parallelize_llama.py l.79-85: fully_shard when dp_shard > 1 or "
+      "cp > 1, over the dp_shard_cp mesh (parallel_dims.py l.68-88 flattens dp_shard x cp; "
+      "with dp_replicate > 1 the mesh is (dp_replicate, dp_shard_cp), HSDP), else DDP";
+  d.push_back({"shard_group", "\"dp-cp\"", fsdp});
+  if (c.par.tp > 1)
+    d.push_back({"sp", "true",
+                 "torchtitan 9dec370 parallelize_llama.py apply_tp l.117-190: the norms run "
+                 "SequenceParallel() and the blocks' inputs are Shard(1) (sequence "
+                 "parallelism whenever tp > 1)"});
+  const int zero = given("zero") ? c.par.zero : (sharded ? 3 : 0);
+  d.push_back({"zero", sharded ? "3" : "0", fsdp});
+  if (!sharded && c.par.dp > 1) {
+    // DDP: composable replicate() with bucket_cap_mb=100 over DDP's default
+    // gradient_as_bucket_view=False: its buckets copy every gradient for the whole run, and
+    // the reduction happens inside them (no further bucket).
+    const char* ddp =
+        "torchtitan 9dec370 parallelize_llama.py l.342-356: replicate(model, "
+        "device_mesh=dp_mesh, bucket_cap_mb=100), DistributedDataParallel's "
+        "gradient_as_bucket_view=False";
+    d.push_back({"ddp_bucket_view", "false", ddp});
+    d.push_back({"grad_bucket_bytes", "0", ddp});
+  }
+  if (zero == 3 && c.par.pp > 1) {
+    d.push_back({"reshard_after_forward", "false",
+                 "torchtitan 9dec370 parallelize_llama.py l.325-339: reshard_after_forward = "
+                 "False when pipeline parallel ('avoid per-microbatch all-gathers')"});
+    d.push_back({"accumulate_unsharded", "true",
+                 "torch 2.6.0 distributed/pipelining/stage.py l.636-646: every micro-batch's "
+                 "backward runs set_reshard_after_backward(False) and "
+                 "set_requires_gradient_sync(False); only the last syncs"});
+  }
+}
+
+void deepspeed_defaults(const TrainConfig& c, const std::function<bool(const char*)>& given,
+                        std::vector<FrameworkDefault>& d) {
+  // DeepSpeed v0.16.0 (e5570b10, 2024-11-25) running the user's module as it is.
+  d.push_back({"profile", "\"hf\"",
+               "DeepSpeed v0.16.0 runtime/engine.py: the engine calls the user's module "
+               "unchanged (most often a transformers model through its Trainer integration)"});
+  // bf16 and fp16 are off unless the DeepSpeed config enables them: fp32 training.
+  const bool bf16 = given("dtype") && c.act_dtype == DType::kBf16;
+  if (!given("dtype"))
+    d.push_back({"dtype", "\"fp32\"",
+                 "DeepSpeed v0.16.0 runtime/constants.py l.127 BFLOAT16_ENABLED_DEFAULT = "
+                 "False, l.154 FP16_ENABLED_DEFAULT = False"});
+  d.push_back({"param_dtype", bf16 ? "\"bf16\"" : "\"fp32\"",
+               bf16 ? "DeepSpeed v0.16.0 runtime/engine.py l.1154-1157: bf16 enabled casts "
+                      "the module, self.module.bfloat16()"
+                    : "DeepSpeed v0.16.0 runtime/engine.py: without bf16 or fp16 the module "
+                      "stays in fp32"});
+  d.push_back({"master_weights", bf16 ? "true" : "false",
+               bf16 ? "DeepSpeed v0.16.0 runtime/zero/stage_1_and_2.py l.393-394 and "
+                      "stage3.py l.900-901: an fp32 copy of this rank's partition"
+                    : "DeepSpeed v0.16.0: fp32 parameters are the optimizer's own"});
+  const int zero = given("zero") ? c.par.zero : 0;
+  d.push_back({"grad_dtype", bf16 ? "\"bf16\"" : "\"fp32\"",
+               "DeepSpeed v0.16.0 runtime/engine.py l.943-947 get_data_types: "
+               "grad_accum_dtype None is the model's dtype under ZeRO (fp32 only for bf16 "
+               "without ZeRO)"});
+  d.push_back(
+      {"zero", "0", "DeepSpeed v0.16.0 runtime/zero/config.py l.89: stage: ZeroStageEnum = 0"});
+  d.push_back({"shard_group", "\"dp\"",
+               "DeepSpeed v0.16.0 utils/groups.py l.517-523: ZeRO shards over "
+               "seq_data_parallel_group, the data-parallel ranks"});
+  // The gradient bucket: reduce_bucket_size 5e8 elements in the gradients' dtype, one buffer
+  // (overlap_comm is off below stage 3), or 5e8-element all-reduce chunks without ZeRO.
+  d.push_back({"grad_bucket_bytes", bf16 ? "1000000000" : "2000000000",
+               zero >= 1 ? "DeepSpeed v0.16.0 runtime/zero/config.py l.107 "
+                           "reduce_bucket_size 5e8, l.336 overlap_comm only for stage 3; "
+                           "stage_1_and_2.py l.2040-2051 and stage3.py l.528-531: a bucket "
+                           "of reduce_bucket_size elements in the gradients' dtype"
+                         : "DeepSpeed v0.16.0 runtime/engine.py l.110 "
+                           "MEMORY_OPT_ALLREDUCE_SIZE = 500000000: gradients flattened and "
+                           "all-reduced in chunks of 5e8 elements"});
+}
+
+void hf_trainer_defaults(const TrainConfig& c, const std::function<bool(const char*)>& given,
+                         std::vector<FrameworkDefault>& d) {
+  // transformers' Trainer (training_args.py and trainer.py at 9feae5fb, 4.48.0.dev0) with
+  // accelerate 1.2.1, on a model as from_pretrained loads it.
+  constexpr const char* kArgs =
+      "transformers 9feae5fb training_args.py TrainingArguments: bf16 = False, fp16 = False";
+  const bool bf16 = given("dtype") && c.act_dtype == DType::kBf16;
+  d.push_back(
+      {"profile", "\"hf\"", "transformers' eager modules (the hf profile's measured records)"});
+  if (!given("dtype")) d.push_back({"dtype", "\"fp32\"", kArgs});
+  // from_pretrained without torch_dtype loads fp32; dtype bf16 with fp32 parameters is the
+  // Trainer's bf16 = True autocast, which validate.cpp refuses by name.
+  d.push_back({"param_dtype", "\"fp32\"",
+               "transformers 9feae5fb modeling_utils.py from_pretrained: torch_dtype None "
+               "loads the model in torch.float (fp32)"});
+  const bool bf16_params = bf16 && given("param_dtype") && c.param_dtype == DType::kBf16;
+  const char* w = bf16_params ? "\"bf16\"" : "\"fp32\"";
+  d.push_back({"grad_dtype", w, "torch autograd: a parameter's gradient has its dtype"});
+  d.push_back({"master_weights", "false",
+               "the Trainer's torch.optim optimizer updates the parameters themselves"});
+  d.push_back({"optimizer_dtype", w,
+               "transformers 9feae5fb TrainingArguments optim = 'adamw_torch': torch AdamW's "
+               "exp_avg and exp_avg_sq are zeros_like(p), in the parameters' dtype"});
+  d.push_back({"loss", "\"eager\"",
+               "transformers loss_utils.py ForCausalLMLoss: cross_entropy on "
+               "logits.float()"});
+  d.push_back({"recompute", "\"none\"",
+               "transformers 9feae5fb TrainingArguments gradient_checkpointing = False"});
+  d.push_back({"zero", "0",
+               "the Trainer wraps the model in DDP unless DeepSpeed or FSDP is "
+               "configured"});
+  const char* ddp =
+      "accelerate 1.2.1 DistributedDataParallelKwargs gradient_as_bucket_view = False (the "
+      "Trainer never sets it; trainer.py _wrap_model passes bucket_cap_mb only)";
+  d.push_back({"ddp_bucket_view", "false", ddp});
+  // DDP reduces inside its buckets, which static.ddp_buckets_bytes already counts.
+  d.push_back({"grad_bucket_bytes", "0", ddp});
+}
+
+}  // namespace
+
+// One function per framework, each in the order its keys are applied.
 std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
                                                  const std::function<bool(const char*)>& given) {
   std::vector<FrameworkDefault> d;
@@ -71,159 +233,17 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
     case Framework::kPlain:
       break;
     case Framework::kMegatronLm:
-      d.push_back({"profile", "\"megatron\"",
-                   "Megatron-LM's transformer layer: the activations Korthikanti et al. 2022 "
-                   "count (docs/formulas.md, megatron profile)"});
-      d.push_back({"grad_dtype", "\"fp32\"", kMegatronArgs});
-      d.push_back({"shard_group", "\"dp-cp\"", kMegatronGroups});
+      megatron_defaults(d);
       break;
-    case Framework::kTorchtitan: {
-      // torchtitan at 9dec370 (2024-12-26), the commit of its Llama 3.1 H100 benchmark tables;
-      // torch.distributed at 2.6.0 (branch cut December 2024).
-      d.push_back({"profile", "\"pytorch\"",
-                   "torchtitan 9dec370 torchtitan/models/llama/model.py: plain PyTorch modules "
-                   "under autograd (the pytorch profile's records)"});
-      d.push_back({"attention", "\"flash\"",
-                   "torchtitan 9dec370 torchtitan/models/llama/model.py l.209: "
-                   "F.scaled_dot_product_attention(xq, xk, xv, is_causal=True), the flash "
-                   "backend in bf16 on sm80+"});
-      const bool sharded = torchtitan_fsdp(c.par);
-      // FSDP2's mixed precision: fp32 sharded parameters (the model is built in fp32), computed
-      // in bf16, gradients reduced and kept in fp32. Without FSDP there is no mixed precision
-      // policy and no autocast: fp32 throughout.
-      const char* mp =
-          sharded
-              ? "torchtitan 9dec370 parallelize_llama.py l.320: MixedPrecisionPolicy(param_dtype="
-                "bfloat16, reduce_dtype=float32) (config_manager.py l.378-392 defaults) over the "
-                "fp32 parameters train.py l.110-111 builds on meta and never casts"
-              : "torchtitan 9dec370 parallelize_llama.py l.79-110: mixed precision is FSDP2's "
-                "MixedPrecisionPolicy, applied only when dp_shard x cp > 1; DDP and a single "
-                "rank run the fp32 model train.py l.110-111 builds, with no autocast";
-      d.push_back({"dtype", sharded ? "\"bf16\"" : "\"fp32\"", mp});
-      d.push_back({"param_dtype", "\"fp32\"", mp});
-      d.push_back({"grad_dtype", "\"fp32\"", mp});
-      d.push_back({"master_weights", "false", mp});
-      d.push_back({"loss", "\"eager\"",
-                   "torchtitan 9dec370 train.py l.131-138: cross_entropy(pred.flatten(0, 1)"
-                   ".float(), labels.flatten(0, 1)); compiling the loss turned off (PR #755)"});
-      d.push_back({"recompute", "\"layers:KC\"",
-                   "torchtitan 9dec370 config_manager.py l.515-524: activation_checkpoint.mode "
-                   "'selective', selective_ac_option '2' (parallelize_llama.py l.277-285: every "
-                   "second block fully checkpointed, the others keep everything)"});
-      const char* fsdp =
-          "torchtitan 9dec370 parallelize_llama.py l.79-85: fully_shard when dp_shard > 1 or "
-          "cp > 1, over the dp_shard_cp mesh (parallel_dims.py l.68-88 flattens dp_shard x cp; "
-          "with dp_replicate > 1 the mesh is (dp_replicate, dp_shard_cp), HSDP), else DDP";
-      d.push_back({"shard_group", "\"dp-cp\"", fsdp});
-      if (c.par.tp > 1)
-        d.push_back({"sp", "true",
-                     "torchtitan 9dec370 parallelize_llama.py apply_tp l.117-190: the norms run "
-                     "SequenceParallel() and the blocks' inputs are Shard(1) (sequence "
-                     "parallelism whenever tp > 1)"});
-      const int zero = given("zero") ? c.par.zero : (sharded ? 3 : 0);
-      d.push_back({"zero", sharded ? "3" : "0", fsdp});
-      if (!sharded && c.par.dp > 1) {
-        // DDP: composable replicate() with bucket_cap_mb=100 over DDP's default
-        // gradient_as_bucket_view=False: its buckets copy every gradient for the whole run, and
-        // the reduction happens inside them (no further bucket).
-        const char* ddp =
-            "torchtitan 9dec370 parallelize_llama.py l.342-356: replicate(model, "
-            "device_mesh=dp_mesh, bucket_cap_mb=100), DistributedDataParallel's "
-            "gradient_as_bucket_view=False";
-        d.push_back({"ddp_bucket_view", "false", ddp});
-        d.push_back({"grad_bucket_bytes", "0", ddp});
-      }
-      if (zero == 3 && c.par.pp > 1) {
-        d.push_back({"reshard_after_forward", "false",
-                     "torchtitan 9dec370 parallelize_llama.py l.325-339: reshard_after_forward = "
-                     "False when pipeline parallel ('avoid per-microbatch all-gathers')"});
-        d.push_back({"accumulate_unsharded", "true",
-                     "torch 2.6.0 distributed/pipelining/stage.py l.636-646: every micro-batch's "
-                     "backward runs set_reshard_after_backward(False) and "
-                     "set_requires_gradient_sync(False); only the last syncs"});
-      }
+    case Framework::kTorchtitan:
+      torchtitan_defaults(c, given, d);
       break;
-    }
-    case Framework::kDeepspeed: {
-      // DeepSpeed v0.16.0 (e5570b10, 2024-11-25) running the user's module as it is.
-      d.push_back({"profile", "\"hf\"",
-                   "DeepSpeed v0.16.0 runtime/engine.py: the engine calls the user's module "
-                   "unchanged (most often a transformers model through its Trainer integration)"});
-      // bf16 and fp16 are off unless the DeepSpeed config enables them: fp32 training.
-      const bool bf16 = given("dtype") && c.act_dtype == DType::kBf16;
-      if (!given("dtype"))
-        d.push_back({"dtype", "\"fp32\"",
-                     "DeepSpeed v0.16.0 runtime/constants.py l.127 BFLOAT16_ENABLED_DEFAULT = "
-                     "False, l.154 FP16_ENABLED_DEFAULT = False"});
-      d.push_back({"param_dtype", bf16 ? "\"bf16\"" : "\"fp32\"",
-                   bf16 ? "DeepSpeed v0.16.0 runtime/engine.py l.1154-1157: bf16 enabled casts "
-                          "the module, self.module.bfloat16()"
-                        : "DeepSpeed v0.16.0 runtime/engine.py: without bf16 or fp16 the module "
-                          "stays in fp32"});
-      d.push_back({"master_weights", bf16 ? "true" : "false",
-                   bf16 ? "DeepSpeed v0.16.0 runtime/zero/stage_1_and_2.py l.393-394 and "
-                          "stage3.py l.900-901: an fp32 copy of this rank's partition"
-                        : "DeepSpeed v0.16.0: fp32 parameters are the optimizer's own"});
-      const int zero = given("zero") ? c.par.zero : 0;
-      d.push_back({"grad_dtype", bf16 ? "\"bf16\"" : "\"fp32\"",
-                   "DeepSpeed v0.16.0 runtime/engine.py l.943-947 get_data_types: "
-                   "grad_accum_dtype None is the model's dtype under ZeRO (fp32 only for bf16 "
-                   "without ZeRO)"});
-      d.push_back(
-          {"zero", "0", "DeepSpeed v0.16.0 runtime/zero/config.py l.89: stage: ZeroStageEnum = 0"});
-      d.push_back({"shard_group", "\"dp\"",
-                   "DeepSpeed v0.16.0 utils/groups.py l.517-523: ZeRO shards over "
-                   "seq_data_parallel_group, the data-parallel ranks"});
-      // The gradient bucket: reduce_bucket_size 5e8 elements in the gradients' dtype, one buffer
-      // (overlap_comm is off below stage 3), or 5e8-element all-reduce chunks without ZeRO.
-      d.push_back({"grad_bucket_bytes", bf16 ? "1000000000" : "2000000000",
-                   zero >= 1 ? "DeepSpeed v0.16.0 runtime/zero/config.py l.107 "
-                               "reduce_bucket_size 5e8, l.336 overlap_comm only for stage 3; "
-                               "stage_1_and_2.py l.2040-2051 and stage3.py l.528-531: a bucket "
-                               "of reduce_bucket_size elements in the gradients' dtype"
-                             : "DeepSpeed v0.16.0 runtime/engine.py l.110 "
-                               "MEMORY_OPT_ALLREDUCE_SIZE = 500000000: gradients flattened and "
-                               "all-reduced in chunks of 5e8 elements"});
+    case Framework::kDeepspeed:
+      deepspeed_defaults(c, given, d);
       break;
-    }
-    case Framework::kHfTrainer: {
-      // transformers' Trainer (training_args.py and trainer.py at 9feae5fb, 4.48.0.dev0) with
-      // accelerate 1.2.1, on a model as from_pretrained loads it.
-      constexpr const char* kArgs =
-          "transformers 9feae5fb training_args.py TrainingArguments: bf16 = False, fp16 = False";
-      const bool bf16 = given("dtype") && c.act_dtype == DType::kBf16;
-      d.push_back(
-          {"profile", "\"hf\"", "transformers' eager modules (the hf profile's measured records)"});
-      if (!given("dtype")) d.push_back({"dtype", "\"fp32\"", kArgs});
-      // from_pretrained without torch_dtype loads fp32; dtype bf16 with fp32 parameters is the
-      // Trainer's bf16 = True autocast, which validate.cpp refuses by name.
-      d.push_back({"param_dtype", "\"fp32\"",
-                   "transformers 9feae5fb modeling_utils.py from_pretrained: torch_dtype None "
-                   "loads the model in torch.float (fp32)"});
-      const bool bf16_params = bf16 && given("param_dtype") && c.param_dtype == DType::kBf16;
-      const char* w = bf16_params ? "\"bf16\"" : "\"fp32\"";
-      d.push_back({"grad_dtype", w, "torch autograd: a parameter's gradient has its dtype"});
-      d.push_back({"master_weights", "false",
-                   "the Trainer's torch.optim optimizer updates the parameters themselves"});
-      d.push_back({"optimizer_dtype", w,
-                   "transformers 9feae5fb TrainingArguments optim = 'adamw_torch': torch AdamW's "
-                   "exp_avg and exp_avg_sq are zeros_like(p), in the parameters' dtype"});
-      d.push_back({"loss", "\"eager\"",
-                   "transformers loss_utils.py ForCausalLMLoss: cross_entropy on "
-                   "logits.float()"});
-      d.push_back({"recompute", "\"none\"",
-                   "transformers 9feae5fb TrainingArguments gradient_checkpointing = False"});
-      d.push_back({"zero", "0",
-                   "the Trainer wraps the model in DDP unless DeepSpeed or FSDP is "
-                   "configured"});
-      const char* ddp =
-          "accelerate 1.2.1 DistributedDataParallelKwargs gradient_as_bucket_view = False (the "
-          "Trainer never sets it; trainer.py _wrap_model passes bucket_cap_mb only)";
-      d.push_back({"ddp_bucket_view", "false", ddp});
-      // DDP reduces inside its buckets, which static.ddp_buckets_bytes already counts.
-      d.push_back({"grad_bucket_bytes", "0", ddp});
+    case Framework::kHfTrainer:
+      hf_trainer_defaults(c, given, d);
       break;
-    }
   }
   return d;
 }

@@ -76,7 +76,7 @@ void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
                     RecordBuilder& rb);
 void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb, bool hf);
-// The Mamba-2 mixer after its norm (engine/src/inventory_mamba.cpp): transformers' PyTorch
+// The Mamba-2 mixer after its norm (engine/src/inventory/mamba.cpp): transformers' PyTorch
 // reference path, the fused mamba_ssm kernels, Megatron-LM's MambaMixer.
 void add_mamba_torch(const LayerKind& k, const LayerGeometry& g, RecordBuilder& rb);
 void add_mamba_fused(const LayerGeometry& g, RecordBuilder& rb);
@@ -88,10 +88,10 @@ void build_hf_moe(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g
 std::vector<GradPhase> build_backward_grads(const ModelSpec& m, const LayerKind& k,
                                             const LayerGeometry& g, Checked& ck);
 // Split-backward schedules: marks the linear inputs and adds their output gradients
-// (inventory_wgrad.cpp); false when the kind is not split.
+// (inventory/wgrad.cpp); false when the kind is not split.
 bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                            LayerInventory& inv, Checked& ck);
-// LoRA: frozen base weights' inputs dropped, the adapters' records added (inventory_lora.cpp);
+// LoRA: frozen base weights' inputs dropped, the adapters' records added (inventory/lora.cpp);
 // the input and output layers' frozen embedding, final norm weight and head.
 void apply_lora(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                 LayerInventory& inv, Checked& ck);
@@ -100,7 +100,7 @@ void apply_lora_io(const LayerGeometry& g, LayerInventory& inv);
 // linear's input and weight in place of the high-precision input.
 void apply_float8(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                   LayerInventory& inv, Checked& ck);
-// Op-level policies: the op outputs of a dense layer's forward (inventory_ops.cpp).
+// Op-level policies: the op outputs of a dense layer's forward (inventory/ops.cpp).
 void add_op_outputs(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Profile profile,
                     LayerInventory& inv, Checked& ck);
 void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile p, RecordBuilder& in,

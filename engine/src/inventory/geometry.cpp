@@ -1,7 +1,7 @@
 // Resolves one layer's local tensor axes on one GPU: the single place TP/SP/CP/EP divisions live.
+#include "actmem/config/sharding.hpp"
 #include "actmem/core/checked.hpp"
 #include "actmem/inventory/inventory.hpp"
-#include "actmem/config/sharding.hpp"
 
 namespace actmem {
 
@@ -22,7 +22,7 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
   g.hidden_dropout = hidden_dropout > 0.0;
   // cuDNN attention keeps what flash keeps (Q, K, V, O, fp32 softmax statistics), so every rule
   // that reads `flash` (no s² tensors, what selective recompute redoes, the backward's working
-  // set) holds for it; `cudnn` adds its own differences (inventory_pytorch.cpp).
+  // set) holds for it; `cudnn` adds its own differences (inventory/pytorch.cpp).
   g.cudnn = c.attention == Attention::kSdpaCudnn;
   g.flash = c.attention == Attention::kFlash || g.cudnn;
   g.sdpa_math = c.attention == Attention::kSdpaMath;

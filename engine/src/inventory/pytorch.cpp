@@ -228,10 +228,13 @@ void add_mla_latents(const LayerGeometry& g, RecordBuilder& rb, bool hf) {
 
 namespace {
 
-// The attention half of a layer: ln1, the projections and the attention core.
-void add_attention(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
-                   RecordBuilder& rb, bool hf) {
-  const DType p = g.act;
+// Which modules' attention a layer runs, and the source its eager records cite.
+struct AttnFlavour {
+  bool falcon, gpt_oss, upcast_softmax, fused_qkv;
+  const char* src;
+};
+
+AttnFlavour attn_flavour(const ModelSpec& m, bool hf) {
   const bool falcon = hf && m.hf_modules == HfModules::kFalcon;
   const bool gpt_oss = hf && m.hf_modules == HfModules::kGptOss;
   // PhiMoE: Llama's attention (separate q/k/v, fp32 softmax) under LayerNorm norms.
@@ -247,12 +250,162 @@ void add_attention(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
                          : llama4     ? kHfLlama4
                          : llama_attn ? kHfLlama
                                       : kHfGpt2;
-  add_norm(kLn1, m, g, rb, hf);
-  rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "q/k/v linear backward",
-         "weight gradient = input^T x output gradient (one storage for all three)", kDeriv);
   // GPT-2 blocks (LayerNorm) fuse Q, K and V into one projection whose q/k/v are views; Llama
   // blocks (RMSNorm) do not fuse. Falcon fuses but gathers K and V by index lists (copies).
   const bool fused_qkv = !llama_attn && !falcon;
+  return AttnFlavour{falcon, gpt_oss, upcast_softmax, fused_qkv, attn_src};
+}
+
+// SDPA's flash or cuDNN kernel.
+void attention_flash(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                     RecordBuilder& rb, bool hf) {
+  const DType p = g.act;
+  // SDPA's flash kernel keeps its inputs, output, logsumexp and RNG state. The pytorch block
+  // expands K/V to all heads before SDPA (PyTorch < 2.5 needs it); transformers passes
+  // enable_gqa=True, so hf keeps them at kv heads.
+  // Falcon's new decoder architecture broadcasts K/V to every head and reshapes (a copy).
+  //
+  // cuDNN (sdpa_cudnn, measured: validation.md 4.4) keeps the same tensors but for three
+  // things transformers' sdpa path decides. (1) A layer whose mask cannot be skipped (a window
+  // or chunk the sequence reaches: masking_utils keeps is_causal only while s < window;
+  // Falcon always passes its own) hands SDPA that mask, which the backend keeps converted to
+  // the activation dtype, and repeat_kv's K and V at every head (enable_gqa needs no mask).
+  // (2) The output follows Q's layout: where Q is contiguous as (b, a, s, d) (Phi-3's RoPE and
+  // MLA build it with cat), o_proj's input is a copy beside the kept output. (3) MLA's V is a
+  // view of kv_b_proj's output, whose whole (b, s, a, nope + v) storage stays.
+  const bool masked =
+      g.cudnn && hf &&
+      ((k.window > 0 && g.s_tp.value >= k.window) || m.hf_modules == HfModules::kFalcon);
+  const bool out_copy = g.cudnn && hf && (m.hf_rope_cat || k.is_mla());
+  const char* src = g.cudnn ? kSdpaCudnn : kSdpaFlash;
+  const Dim kvh = hf && !m.hf_kv_broadcast && !masked ? g.kv : g.a;
+  if (masked)
+    core(rb.add("attn.mask", {g.b, Dim{"1", 1}, g.s_tp, g.s_keys}, p, "cuDNN attention backward",
+                "the layer's window or chunk mask, as SDPA keeps it", kSdpaCudnn));
+  rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "flash attention backward",
+         "recomputes QK^T tile by tile", src);
+  rb.add("attn.k", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward",
+         "recomputes QK^T tile by tile", src);
+  if (g.cudnn && hf && k.is_mla())
+    rb.add("attn.v", {g.b, g.s_tp, g.a, Dim{"d_nope+d_v", g.d.value - g.dr.value + g.dv.value}}, p,
+           "cuDNN attention backward",
+           "dP = dO V^T; V is a view of kv_b_proj's output, whose storage stays", kSdpaCudnn);
+  else
+    rb.add("attn.v", {g.b, kvh, g.s_tp, g.dv}, p, "flash attention backward", "dP = dO V^T", src);
+  if (g.cudnn) {
+    rb.add("attn.lse", {g.b, g.a, g.s_tp, Dim{"1", 1}}, DType::kFp32, "cuDNN attention backward",
+           "the fp32 softmax statistics (flash's lse bytes)", kSdpaCudnn);
+    rb.add("attn.rng_state", {Dim{"2", 2}}, DType::kInt64, "cuDNN attention backward",
+           "philox seed and offset, two 0-dim int64 tensors", kSdpaCudnn);
+  } else {
+    rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
+           "rebuilds P = exp(S - lse) without storing it", kSdpaFlash);
+    rb.add("attn.rng_state", {Dim{"3", 3}}, DType::kInt64, "flash attention backward",
+           "philox seed/offset (16 B) and an unused slot (8 B) replay the dropout pattern",
+           kSdpaFlash);
+  }
+  if (out_copy)
+    rb.add("attn.out", {g.b, g.a, g.s_tp, g.dv}, p, "cuDNN attention backward",
+           "the output O in Q's (b, a, s, d) layout", kSdpaCudnn);
+  rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection and flash backward",
+         out_copy ? "o_proj's input: the reshape of O copies it (O is not in (b, s, a, d))"
+                  : "o_proj's input is the attention output O (a view, one storage)",
+         src);
+}
+
+// SDPA's math backend.
+void attention_math(const LayerGeometry& g, RecordBuilder& rb, bool fused_qkv) {
+  const DType p = g.act;
+  // _scaled_dot_product_attention_math upcasts q/k/v to fp32 below fp32 (PyTorch >= 2.5) and
+  // keeps q*sqrt(scale), k^T*sqrt(scale), the probabilities and v in that type.
+  const DType c = dtype_bytes(p) < 4 ? DType::kFp32 : p;
+  rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward",
+         "q * sqrt(scale), in the math dtype", kSdpaMath);
+  rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward",
+         "k^T * sqrt(scale), expanded to all heads", kSdpaMath);
+  core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "softmax backward",
+              "dsoftmax needs the output", kSdpaMath));
+  if (g.attn_dropout) {
+    core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool,
+                "native_dropout backward", "1-byte mask on CUDA", kSdpaMath));
+    core(rb.add("attn.dropout_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "bmm(P, V) backward",
+                "gradient w.r.t. V needs the dropped-out probabilities", kSdpaMath));
+  }
+  rb.add("attn.v", {g.b, g.a, g.s_tp, g.dv}, c, "bmm(P, V) backward", "gradient w.r.t. P needs V",
+         kSdpaMath);
+  if (fused_qkv && g.b.value == 1 && c == p)
+    // With b = 1 and no upcast, matmul's reshape of v is a view, so bmm keeps the whole fused
+    // QKV output alive: its q and k thirds count too.
+    rb.add("attn.qkv_out_alias", {g.b, g.s_tp, Dim{"2", 2}, g.a, g.d}, p,
+           "bmm(P, V) backward (storage of v)", "v is a view into the fused (b, s, 3h) QKV output",
+           kSdpaMath);
+  rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection backward",
+         "transpose(1,2).contiguous() makes a new tensor the linear keeps", kDeriv);
+}
+
+// Eager attention: the modules' own matmuls and softmax.
+void attention_eager(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                     RecordBuilder& rb, bool hf, const AttnFlavour& f) {
+  const DType p = g.act;
+  const bool gpt_oss = f.gpt_oss, upcast_softmax = f.upcast_softmax, fused_qkv = f.fused_qkv;
+  const char* attn_src = f.src;
+  // matmul on transposed heads reshapes through a copy, so bmm keeps contiguous copies of Q and
+  // K; GQA's repeat_kv/expand makes those copies at all a heads.
+  rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "bmm(Q, K^T) backward", "gradient w.r.t. K needs Q",
+         attn_src);
+  rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, p, "bmm(Q, K^T) backward",
+         "gradient w.r.t. Q needs K (expanded to every query head)", attn_src);
+  if (hf && fused_qkv)
+    rb.add("attn.scale_divisor", {}, p, "div backward",
+           "GPT2Attention divides by torch.full([], sqrt(d)), a 0-dim device tensor", kHfGpt2);
+  if (m.attn_softcap > 0)
+    // Gemma 2: scores = tanh(scores / cap) * cap; tanh's backward needs its output.
+    core(rb.add("attn.softcap_tanh", {g.b, g.a, g.s_tp, g.s_keys}, p, "tanh backward",
+                "1 - tanh^2 needs the soft-capped scores' tanh", kHfGemma));
+  if (k.attn_sinks) {
+    // Sinks (gpt-oss): the scores get one more column per row, each head's sink logit; the
+    // softmax runs over s + 1 columns and its output is kept whole (P V reads a view of the
+    // first s). transformers also subtracts the row max first, whose backward keeps the
+    // argmax of each row.
+    const Dim keys_sink{"(s+1)", g.s_keys.value + 1};
+    if (gpt_oss)
+      core(rb.add("attn.row_max_idx", {g.b, g.a, g.s_tp, Dim{"1", 1}}, DType::kInt64,
+                  "max(dim=-1) backward", "the argmax of each row the max is taken from",
+                  kHfGptOss));
+    core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, keys_sink}, p, "softmax backward",
+                "dsoftmax needs the output, the sink's column included",
+                gpt_oss ? kHfGptOss : kSinks));
+  } else if (upcast_softmax) {
+    core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, DType::kFp32, "softmax backward",
+                "softmax(..., dtype=float32) keeps its fp32 output", kHfLlama));
+  } else {
+    core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, p, "softmax backward",
+                "dsoftmax needs the output", attn_src));
+  }
+  if (g.attn_dropout) {
+    core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool,
+                "native_dropout backward", "1-byte mask on CUDA", attn_src));
+    core(rb.add("attn.dropout_out", {g.b, g.a, g.s_tp, g.s_keys}, p, "bmm(P, V) backward",
+                "gradient w.r.t. V needs the dropped-out probabilities", attn_src));
+  } else if (upcast_softmax && p != DType::kFp32) {
+    core(rb.add("attn.probs", {g.b, g.a, g.s_tp, g.s_keys}, p, "bmm(P, V) backward",
+                "the probabilities cast back to the activation dtype", kHfLlama));
+  }
+  rb.add("attn.v", {g.b, g.a, g.s_tp, g.dv}, p, "bmm(P, V) backward",
+         "gradient w.r.t. P needs V (expanded to every query head)", attn_src);
+  rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection backward",
+         "transpose(1,2).contiguous() makes a new tensor the linear keeps", attn_src);
+}
+
+// The attention half of a layer: ln1, the projections and the attention core.
+void add_attention(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                   RecordBuilder& rb, bool hf) {
+  const DType p = g.act;
+  const AttnFlavour f = attn_flavour(m, hf);
+  const bool falcon = f.falcon;
+  add_norm(kLn1, m, g, rb, hf);
+  rb.add("attn.qkv_in", {g.b, g.s_rep, g.h}, p, "q/k/v linear backward",
+         "weight gradient = input^T x output gradient (one storage for all three)", kDeriv);
   if (falcon && m.hf_qkv_index_lists > 0)
     // FalconAttention._split_heads: key = qkv[..., [-2], :], value = qkv[..., [-1], :]; each
     // index list is an int64[1] tensor the index backward keeps (8 B each).
@@ -268,133 +421,12 @@ void add_attention(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
     rb.add("attn.temperature", {g.s_tp}, DType::kFp32, "mul backward",
            "the query's per-position temperature", kHfLlama4);
   if (k.is_mla()) add_mla_latents(g, rb, hf);
-  if (g.flash) {
-    // SDPA's flash kernel keeps its inputs, output, logsumexp and RNG state. The pytorch block
-    // expands K/V to all heads before SDPA (PyTorch < 2.5 needs it); transformers passes
-    // enable_gqa=True, so hf keeps them at kv heads.
-    // Falcon's new decoder architecture broadcasts K/V to every head and reshapes (a copy).
-    //
-    // cuDNN (sdpa_cudnn, measured: validation.md 4.4) keeps the same tensors but for three
-    // things transformers' sdpa path decides. (1) A layer whose mask cannot be skipped (a window
-    // or chunk the sequence reaches: masking_utils keeps is_causal only while s < window;
-    // Falcon always passes its own) hands SDPA that mask, which the backend keeps converted to
-    // the activation dtype, and repeat_kv's K and V at every head (enable_gqa needs no mask).
-    // (2) The output follows Q's layout: where Q is contiguous as (b, a, s, d) (Phi-3's RoPE and
-    // MLA build it with cat), o_proj's input is a copy beside the kept output. (3) MLA's V is a
-    // view of kv_b_proj's output, whose whole (b, s, a, nope + v) storage stays.
-    const bool masked =
-        g.cudnn && hf &&
-        ((k.window > 0 && g.s_tp.value >= k.window) || m.hf_modules == HfModules::kFalcon);
-    const bool out_copy = g.cudnn && hf && (m.hf_rope_cat || k.is_mla());
-    const char* src = g.cudnn ? kSdpaCudnn : kSdpaFlash;
-    const Dim kvh = hf && !m.hf_kv_broadcast && !masked ? g.kv : g.a;
-    if (masked)
-      core(rb.add("attn.mask", {g.b, Dim{"1", 1}, g.s_tp, g.s_keys}, p, "cuDNN attention backward",
-                  "the layer's window or chunk mask, as SDPA keeps it", kSdpaCudnn));
-    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "flash attention backward",
-           "recomputes QK^T tile by tile", src);
-    rb.add("attn.k", {g.b, kvh, g.s_tp, g.d}, p, "flash attention backward",
-           "recomputes QK^T tile by tile", src);
-    if (g.cudnn && hf && k.is_mla())
-      rb.add("attn.v", {g.b, g.s_tp, g.a, Dim{"d_nope+d_v", g.d.value - g.dr.value + g.dv.value}},
-             p, "cuDNN attention backward",
-             "dP = dO V^T; V is a view of kv_b_proj's output, whose storage stays", kSdpaCudnn);
-    else
-      rb.add("attn.v", {g.b, kvh, g.s_tp, g.dv}, p, "flash attention backward", "dP = dO V^T", src);
-    if (g.cudnn) {
-      rb.add("attn.lse", {g.b, g.a, g.s_tp, Dim{"1", 1}}, DType::kFp32, "cuDNN attention backward",
-             "the fp32 softmax statistics (flash's lse bytes)", kSdpaCudnn);
-      rb.add("attn.rng_state", {Dim{"2", 2}}, DType::kInt64, "cuDNN attention backward",
-             "philox seed and offset, two 0-dim int64 tensors", kSdpaCudnn);
-    } else {
-      rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
-             "rebuilds P = exp(S - lse) without storing it", kSdpaFlash);
-      rb.add("attn.rng_state", {Dim{"3", 3}}, DType::kInt64, "flash attention backward",
-             "philox seed/offset (16 B) and an unused slot (8 B) replay the dropout pattern",
-             kSdpaFlash);
-    }
-    if (out_copy)
-      rb.add("attn.out", {g.b, g.a, g.s_tp, g.dv}, p, "cuDNN attention backward",
-             "the output O in Q's (b, a, s, d) layout", kSdpaCudnn);
-    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection and flash backward",
-           out_copy ? "o_proj's input: the reshape of O copies it (O is not in (b, s, a, d))"
-                    : "o_proj's input is the attention output O (a view, one storage)",
-           src);
-  } else if (g.sdpa_math) {
-    // _scaled_dot_product_attention_math upcasts q/k/v to fp32 below fp32 (PyTorch >= 2.5) and
-    // keeps q*sqrt(scale), k^T*sqrt(scale), the probabilities and v in that type.
-    const DType c = dtype_bytes(p) < 4 ? DType::kFp32 : p;
-    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward",
-           "q * sqrt(scale), in the math dtype", kSdpaMath);
-    rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, c, "bmm(Q, K^T) backward",
-           "k^T * sqrt(scale), expanded to all heads", kSdpaMath);
-    core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "softmax backward",
-                "dsoftmax needs the output", kSdpaMath));
-    if (g.attn_dropout) {
-      core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool,
-                  "native_dropout backward", "1-byte mask on CUDA", kSdpaMath));
-      core(rb.add("attn.dropout_out", {g.b, g.a, g.s_tp, g.s_keys}, c, "bmm(P, V) backward",
-                  "gradient w.r.t. V needs the dropped-out probabilities", kSdpaMath));
-    }
-    rb.add("attn.v", {g.b, g.a, g.s_tp, g.dv}, c, "bmm(P, V) backward", "gradient w.r.t. P needs V",
-           kSdpaMath);
-    if (fused_qkv && g.b.value == 1 && c == p)
-      // With b = 1 and no upcast, matmul's reshape of v is a view, so bmm keeps the whole fused
-      // QKV output alive: its q and k thirds count too.
-      rb.add("attn.qkv_out_alias", {g.b, g.s_tp, Dim{"2", 2}, g.a, g.d}, p,
-             "bmm(P, V) backward (storage of v)",
-             "v is a view into the fused (b, s, 3h) QKV output", kSdpaMath);
-    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection backward",
-           "transpose(1,2).contiguous() makes a new tensor the linear keeps", kDeriv);
-  } else {
-    // matmul on transposed heads reshapes through a copy, so bmm keeps contiguous copies of Q and
-    // K; GQA's repeat_kv/expand makes those copies at all a heads.
-    rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "bmm(Q, K^T) backward",
-           "gradient w.r.t. K needs Q", attn_src);
-    rb.add("attn.k", {g.b, g.a, g.s_tp, g.d}, p, "bmm(Q, K^T) backward",
-           "gradient w.r.t. Q needs K (expanded to every query head)", attn_src);
-    if (hf && fused_qkv)
-      rb.add("attn.scale_divisor", {}, p, "div backward",
-             "GPT2Attention divides by torch.full([], sqrt(d)), a 0-dim device tensor", kHfGpt2);
-    if (m.attn_softcap > 0)
-      // Gemma 2: scores = tanh(scores / cap) * cap; tanh's backward needs its output.
-      core(rb.add("attn.softcap_tanh", {g.b, g.a, g.s_tp, g.s_keys}, p, "tanh backward",
-                  "1 - tanh^2 needs the soft-capped scores' tanh", kHfGemma));
-    if (k.attn_sinks) {
-      // Sinks (gpt-oss): the scores get one more column per row, each head's sink logit; the
-      // softmax runs over s + 1 columns and its output is kept whole (P V reads a view of the
-      // first s). transformers also subtracts the row max first, whose backward keeps the
-      // argmax of each row.
-      const Dim keys_sink{"(s+1)", g.s_keys.value + 1};
-      if (gpt_oss)
-        core(rb.add("attn.row_max_idx", {g.b, g.a, g.s_tp, Dim{"1", 1}}, DType::kInt64,
-                    "max(dim=-1) backward", "the argmax of each row the max is taken from",
-                    kHfGptOss));
-      core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, keys_sink}, p, "softmax backward",
-                  "dsoftmax needs the output, the sink's column included",
-                  gpt_oss ? kHfGptOss : kSinks));
-    } else if (upcast_softmax) {
-      core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, DType::kFp32,
-                  "softmax backward", "softmax(..., dtype=float32) keeps its fp32 output",
-                  kHfLlama));
-    } else {
-      core(rb.add("attn.softmax_out", {g.b, g.a, g.s_tp, g.s_keys}, p, "softmax backward",
-                  "dsoftmax needs the output", attn_src));
-    }
-    if (g.attn_dropout) {
-      core(rb.add("attn.dropout_mask", {g.b, g.a, g.s_tp, g.s_keys}, DType::kBool,
-                  "native_dropout backward", "1-byte mask on CUDA", attn_src));
-      core(rb.add("attn.dropout_out", {g.b, g.a, g.s_tp, g.s_keys}, p, "bmm(P, V) backward",
-                  "gradient w.r.t. V needs the dropped-out probabilities", attn_src));
-    } else if (upcast_softmax && p != DType::kFp32) {
-      core(rb.add("attn.probs", {g.b, g.a, g.s_tp, g.s_keys}, p, "bmm(P, V) backward",
-                  "the probabilities cast back to the activation dtype", kHfLlama));
-    }
-    rb.add("attn.v", {g.b, g.a, g.s_tp, g.dv}, p, "bmm(P, V) backward",
-           "gradient w.r.t. P needs V (expanded to every query head)", attn_src);
-    rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection backward",
-           "transpose(1,2).contiguous() makes a new tensor the linear keeps", attn_src);
-  }
+  if (g.flash)
+    attention_flash(m, k, g, rb, hf);
+  else if (g.sdpa_math)
+    attention_math(g, rb, f.fused_qkv);
+  else
+    attention_eager(m, k, g, rb, hf, f);
   // A parallel block drops out the summed branches once (Falcon's dropout_add): the MLP's mask.
   if (g.hidden_dropout && m.block == BlockLayout::kSequential)
     rb.add("attn.proj_dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "native_dropout backward",

@@ -4,7 +4,7 @@
 // carry the same ids in each (attn.qkv_in, attn.proj_in, MLA's attn.q_up_in and attn.kv_up_in,
 // Mamba's mamba.in_proj_in and mamba.out_proj_in, mlp.fc1_in, mlp.fc2_in; an MoE layer's
 // moe.router_in, moe.expert_in, moe.fc2_in and moe.shared_fc2_in under the megatron and pytorch
-// profiles, whose expert records inventory_io.cpp builds).
+// profiles, whose expert records inventory/moe_and_io.cpp builds).
 #include "actmem/inventory/inventory.hpp"
 #include "inventory/builder.hpp"
 
@@ -56,7 +56,7 @@ bool add_weight_grad_store(const ModelSpec& m, const LayerKind& k, const LayerGe
   if (k.has_ffn && ok) {
     if (k.is_moe()) {
       // The router and shared expert read the normed tokens; each expert's GEMMs read its routed
-      // copies (inventory_io.cpp).
+      // copies (inventory/moe_and_io.cpp).
       ok = mark("moe.expert_in") && mark("moe.fc2_in");
       if (sequential) ok = ok && mark("moe.router_in");
       if (k.moe.shared_experts > 0) ok = ok && mark("moe.shared_fc2_in");

@@ -8,8 +8,8 @@
 #include "actmem/config/config.hpp"
 #include "actmem/core/dtype.hpp"
 #include "actmem/model/model.hpp"
-#include "actmem/setup/policy.hpp"
 #include "actmem/schedules/schedule.hpp"
+#include "actmem/setup/policy.hpp"
 
 namespace actmem {
 

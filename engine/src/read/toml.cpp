@@ -1,4 +1,4 @@
-// A TOML 1.0 reader for launch configurations (toml_read.hpp): the grammar of toml.io/en/v1.0.0
+// A TOML 1.0 reader for launch configurations (read/toml.hpp): the grammar of toml.io/en/v1.0.0
 // for the values config files hold, every number checked, every refusal naming its line.
 #include "read/toml.hpp"
 

@@ -516,7 +516,7 @@ std::uint64_t kv_tokens(const LayerKind& k, std::uint64_t tokens) {
 }
 
 std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
-  // An op-level policy needs every kind's ops named (inventory_ops.cpp), and op:LIST ids that
+  // An op-level policy needs every kind's ops named (inventory/ops.cpp), and op:LIST ids that
   // name ops of some kind; a kind without them would silently keep only its input.
   if (r.ops || !r.op_policy.empty()) {
     for (std::size_t ki = 0; ki < s.kinds.size(); ++ki)

@@ -2,8 +2,8 @@
 // walk) and the timeline (every op, with a recorder that receives each event).
 #pragma once
 
-#include "actmem/step/evaluation.hpp"
 #include "actmem/schedules/schedule.hpp"
+#include "actmem/step/evaluation.hpp"
 
 namespace actmem::detail {
 

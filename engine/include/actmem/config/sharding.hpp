@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "actmem/core/checked.hpp"
 #include "actmem/config/config.hpp"
+#include "actmem/core/checked.hpp"
 
 namespace actmem {
 

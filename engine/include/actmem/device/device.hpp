@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "actmem/device/allocator.hpp"
-#include "actmem/core/checked.hpp"
 #include "actmem/config/config.hpp"
+#include "actmem/core/checked.hpp"
 #include "actmem/core/error.hpp"
+#include "actmem/device/allocator.hpp"
 
 namespace actmem {
 

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "actmem/core/checked.hpp"
 #include "actmem/config/config.hpp"
+#include "actmem/core/checked.hpp"
 #include "actmem/core/dtype.hpp"
 #include "actmem/core/error.hpp"
 #include "actmem/model/model.hpp"
@@ -113,7 +113,7 @@ struct LayerGeometry {
 std::uint64_t liger_chunk(const LayerGeometry& g);
 
 // One step of a layer's backward and the gradient buffers alive while it runs
-// (engine/src/inventory_grads.cpp).
+// (engine/src/inventory/grads.cpp).
 struct GradPhase {
   std::string_view at;                // e.g. "attn.dQ"
   std::vector<TensorRecord> buffers;  // gradient buffers, in the activation dtype unless noted

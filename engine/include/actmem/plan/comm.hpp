@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "actmem/core/checked.hpp"
 #include "actmem/config/config.hpp"
+#include "actmem/core/checked.hpp"
 #include "actmem/core/error.hpp"
 
 namespace actmem {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "actmem/report/estimate.hpp"
 #include "actmem/plan/planner.hpp"
+#include "actmem/report/estimate.hpp"
 
 namespace actmem {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "actmem/core/checked.hpp"
 #include "actmem/config/config.hpp"
+#include "actmem/core/checked.hpp"
 #include "actmem/inventory/inventory.hpp"
 
 namespace actmem {

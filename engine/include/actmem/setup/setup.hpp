@@ -11,8 +11,8 @@
 #include "actmem/core/error.hpp"
 #include "actmem/inventory/flops.hpp"
 #include "actmem/inventory/inventory.hpp"
-#include "actmem/model/model.hpp"
 #include "actmem/inventory/params.hpp"
+#include "actmem/model/model.hpp"
 #include "actmem/setup/policy.hpp"
 
 namespace actmem {

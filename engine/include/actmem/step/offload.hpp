@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "actmem/core/checked.hpp"
 #include "actmem/config/config.hpp"
+#include "actmem/core/checked.hpp"
 
 namespace actmem {
 

@@ -16,6 +16,188 @@ std::optional<Error> required(const std::string& type, const char* key) {
                     std::string("model.") + key + ": required for model_type " + type);
 }
 
+// Every dimension is bounded where it is read (2^40, as validate() bounds the others), so sums of
+// them cannot wrap and an error names the key given.
+std::optional<Error> get_dim(const json& j, const std::string& type, const char* key,
+                             std::uint64_t* out, bool allow_zero = false, bool allow_null = false,
+                             std::uint64_t most = kMaxDim) {
+  if (!j.contains(key)) return required(type, key);
+  if (allow_null && j[key].is_null()) {
+    *out = 0;
+    return std::nullopt;
+  }
+  ACTMEM_TRY(read_uint(j[key], std::string("model.") + key, out, allow_zero));
+  if (*out > most)
+    return make_error(
+        "invalid_value", std::string("model.") + key,
+        std::string("model.") + key + ": " + std::to_string(*out) + " is more than the " +
+            (most == kMaxDim ? std::string("2^40") : std::to_string(most)) + " allowed");
+  return std::nullopt;
+}
+
+// What MLA replaces or does not model.
+std::optional<Error> refuse_mla_unmodelled(const json& j, const LayerKind& b) {
+  if (b.qkv_bias || b.o_bias)  // set by attention_bias or our schema's qkv_bias
+    return refuse_value(
+        j, j.contains("qkv_bias") && j["qkv_bias"] == true ? "qkv_bias" : "attention_bias",
+        "(biases on MLA's projections) is not modelled; allowed: false");
+  if (b.mlp_bias)
+    return refuse_value(j, "mlp_bias", "is not modelled for DeepSeek; allowed: false");
+  if (j.contains("head_dim") && !j["head_dim"].is_null())
+    return refuse_value(
+        j, "head_dim",
+        "is not read for DeepSeek: each head is qk_nope_head_dim + qk_rope_head_dim "
+        "wide; remove it");
+  if (j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null() &&
+      b.kv_heads != b.heads)
+    return refuse_value(
+        j, "num_key_value_heads",
+        "differs from num_attention_heads; MLA gives every head its own key and value "
+        "(allowed: " +
+            std::to_string(b.heads) + ")");
+  return std::nullopt;
+}
+
+// Multi-head latent attention: q_lora_rank null projects queries directly (DeepSeek-V2-Lite).
+std::optional<Error> read_mla(const json& j, const std::string& type, LayerKind& b) {
+  MlaSpec& l = b.mla;
+  ACTMEM_TRY(get_dim(j, type, "q_lora_rank", &l.q_lora_rank, false, true));
+  ACTMEM_TRY(get_dim(j, type, "kv_lora_rank", &l.kv_lora_rank));
+  ACTMEM_TRY(get_dim(j, type, "qk_nope_head_dim", &l.qk_nope_dim));
+  ACTMEM_TRY(get_dim(j, type, "qk_rope_head_dim", &l.qk_rope_dim));
+  ACTMEM_TRY(get_dim(j, type, "v_head_dim", &l.v_head_dim));
+  if (l.qk_nope_dim + l.qk_rope_dim > kMaxDim)
+    return make_error("invalid_value", "model.qk_nope_head_dim",
+                      "model.qk_nope_head_dim: " + std::to_string(l.qk_nope_dim) +
+                          " + qk_rope_head_dim " + std::to_string(l.qk_rope_dim) +
+                          " is wider than the 2^40 a head may be");
+  b.head_dim = l.qk_nope_dim + l.qk_rope_dim;
+  b.kv_heads = b.heads;
+  return std::nullopt;
+}
+
+// The router (DeepseekV3TopkRouter: sigmoid scores, an aux-loss-free bias, group-limited top-k,
+// renormalized weights; DeepseekV2: softmax and greedy top-k, not renormalized). The config
+// classes' defaults: norm_topk_prob True for V3, False for V2.
+std::optional<Error> read_router(const json& j, const std::string& type, bool v3, MoeSpec& e) {
+  std::string scoring = v3 ? "sigmoid" : "softmax", method = v3 ? "noaux_tc" : "greedy";
+  if (j.contains("scoring_func"))
+    ACTMEM_TRY(read_string(j["scoring_func"], "model.scoring_func", &scoring));
+  if (j.contains("topk_method"))
+    ACTMEM_TRY(read_string(j["topk_method"], "model.topk_method", &method));
+  if (scoring != (v3 ? "sigmoid" : "softmax"))
+    return refuse_value(
+        j, "scoring_func",
+        std::string("is not modelled for ") + type + "; allowed: " + (v3 ? "sigmoid" : "softmax"));
+  // DeepSeek-V2 (236B) routes group_limited_greedy: the top-k among the topk_group groups
+  // with the highest expert score (DeepseekV2Moe.route_tokens_to_experts; V2-Lite: greedy).
+  const bool v2_grouped = !v3 && method == "group_limited_greedy";
+  if (method != (v3 ? "noaux_tc" : "greedy") && !v2_grouped)
+    return refuse_value(j, "topk_method",
+                        std::string("is not modelled for ") + type +
+                            "; allowed: " + (v3 ? "noaux_tc" : "greedy, group_limited_greedy"));
+  e.norm_topk = v3;
+  if (j.contains("norm_topk_prob"))
+    ACTMEM_TRY(read_bool(j["norm_topk_prob"], "model.norm_topk_prob", &e.norm_topk));
+  e.group_limited_greedy = v2_grouped;
+  if (v3 || v2_grouped) {
+    ACTMEM_TRY(get_dim(j, type, "n_group", &e.groups));
+    ACTMEM_TRY(get_dim(j, type, "topk_group", &e.topk_groups));
+    if (e.experts % e.groups != 0 || e.topk_groups > e.groups)
+      return make_error("invalid_value", "model.n_group",
+                        "model.n_group: " + std::to_string(e.groups) +
+                            " must divide n_routed_experts=" + std::to_string(e.experts) +
+                            " and be at least topk_group=" + std::to_string(e.topk_groups));
+    // Group-limited routing picks the top k among topk_group groups' experts.
+    if (e.top_k > e.topk_groups * (e.experts / e.groups))
+      return make_error(
+          "invalid_value", "model.num_experts_per_tok",
+          "model.num_experts_per_tok: " + std::to_string(e.top_k) + " is more than the " +
+              std::to_string(e.topk_groups * (e.experts / e.groups)) +
+              " experts topk_group=" + std::to_string(e.topk_groups) + " groups hold");
+    e.score_bias = v3;
+  }
+  return std::nullopt;
+}
+
+// Experts: n_routed_experts null is a dense model.
+std::optional<Error> read_experts(const json& j, const std::string& type, bool v3,
+                                  const ModelSpec& m, LayerKind& b, std::uint64_t* experts_out,
+                                  std::uint64_t* first_dense_out) {
+  std::uint64_t& experts = *experts_out;
+  std::uint64_t& first_dense = *first_dense_out;
+  ACTMEM_TRY(get_dim(j, type, "n_routed_experts", &experts, false, true));
+  if (experts > 0) {
+    MoeSpec& e = b.moe;
+    e.experts = experts;
+    ACTMEM_TRY(get_dim(j, type, "num_experts_per_tok", &e.top_k));
+    ACTMEM_TRY(get_dim(j, type, "moe_intermediate_size", &e.expert_ffn));
+    ACTMEM_TRY(get_dim(j, type, "n_shared_experts", &e.shared_experts, true, true, 1024));
+    e.shared_expert_ffn = e.shared_experts > 0 ? e.expert_ffn : 0;
+    ACTMEM_TRY(get_dim(j, type, "first_k_dense_replace", &first_dense, true));
+    // At least one sparse layer: otherwise the expert keys would describe nothing (and the MTP
+    // depth, DeepSeek's layer L, would change kind).
+    if (first_dense >= m.layers)
+      return make_error(
+          "invalid_value", "model.first_k_dense_replace",
+          "model.first_k_dense_replace: " + std::to_string(first_dense) +
+              " leaves no sparse layer among num_hidden_layers=" + std::to_string(m.layers) +
+              "; allowed: 0 to " + std::to_string(m.layers == 0 ? 0 : m.layers - 1) +
+              " (or n_routed_experts null for a dense model)");
+    if (j.contains("moe_layer_freq")) {
+      std::uint64_t freq = 1;
+      ACTMEM_TRY(read_uint(j["moe_layer_freq"], "model.moe_layer_freq", &freq));
+      if (freq != 1)
+        return refuse_value(j, "moe_layer_freq",
+                            "is not read by transformers' DeepSeek layers (every layer from "
+                            "first_k_dense_replace on is sparse); allowed: 1");
+    }
+    ACTMEM_TRY(read_router(j, type, v3, e));
+    e.hf_block = v3 ? HfMoe::kDeepseekV3 : HfMoe::kDeepseekV2;
+  } else {
+    for (const char* k : {"num_experts_per_tok", "n_shared_experts", "first_k_dense_replace"})
+      if (j.contains(k) && !j[k].is_null())
+        return refuse_value(j, k, "is read only with n_routed_experts; remove it");
+  }
+  return std::nullopt;
+}
+
+// Multi-token prediction (DeepSeek-V3, Sec. 2.2): each extra depth is a projection of the normed
+// hidden state and embedding, and one more transformer layer of the sparse kind. Its parameters
+// are named apart (the checkpoint stores them as layer 61); config.mtp trains with them
+// (setup.cpp, add_mtp_records).
+std::optional<Error> read_mtp(const json& j, bool v3, ModelSpec* m) {
+  if (!v3 && j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null() &&
+      j["num_nextn_predict_layers"] != 0)
+    return refuse_value(j, "num_nextn_predict_layers",
+                        "is read only for deepseek_v3 (DeepSeek-V2 has no multi-token prediction)");
+  if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null()) {
+    ACTMEM_TRY(read_uint(j["num_nextn_predict_layers"], "model.num_nextn_predict_layers",
+                         &m->mtp_layers, true));
+    if (m->mtp_layers > kMaxLayers)
+      return make_error("invalid_value", "model.num_nextn_predict_layers",
+                        "model.num_nextn_predict_layers: " + std::to_string(m->mtp_layers) +
+                            " is more than the " + std::to_string(kMaxLayers) + " layers allowed");
+  }
+  return std::nullopt;
+}
+
+// The stack: first_k_dense_replace dense layers (DeepseekV3MLP of intermediate_size), then the
+// sparse ones (DeepseekV3DecoderLayer).
+void split_dense_layers(std::uint64_t experts, std::uint64_t first_dense, ModelSpec* m) {
+  LayerKind& b = m->kinds[0];
+  if (experts > 0 && first_dense > 0 && m->layers <= kMaxLayers) {
+    LayerKind d = b;
+    d.name = "dense";
+    d.moe = MoeSpec{};
+    b.name = "moe";
+    const LayerKind sparse = b;  // first_dense < layers: checked where it was read
+    m->kinds = {d, sparse};
+    m->stack.assign(m->layers, 1);
+    for (std::uint64_t i = 0; i < first_dense; ++i) m->stack[i] = 0;
+  }
+}
+
 }  // namespace
 
 // Keys read here; model_from_json lets them through its key check.
@@ -48,164 +230,12 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
   // DeepseekV2's apply_rotary_emb multiplies by freqs_cis, a complex64 table (measured:
   // hf_layers.json, [1, 1, s, d_rope/2] complex64); DeepSeek-V3 keeps cos and sin.
   m->hf_rope_complex = !v3;
-  // Every dimension is bounded where it is read (2^40, as validate() bounds the others), so
-  // sums of them cannot wrap and an error names the key given.
-  auto get = [&](const char* key, std::uint64_t* out, bool allow_zero = false,
-                 bool allow_null = false, std::uint64_t most = kMaxDim) -> std::optional<Error> {
-    if (!j.contains(key)) return required(type, key);
-    if (allow_null && j[key].is_null()) {
-      *out = 0;
-      return std::nullopt;
-    }
-    ACTMEM_TRY(read_uint(j[key], std::string("model.") + key, out, allow_zero));
-    if (*out > most)
-      return make_error(
-          "invalid_value", std::string("model.") + key,
-          std::string("model.") + key + ": " + std::to_string(*out) + " is more than the " +
-              (most == kMaxDim ? std::string("2^40") : std::to_string(most)) + " allowed");
-    return std::nullopt;
-  };
-
-  // What MLA replaces or does not model.
-  if (b.qkv_bias || b.o_bias)  // set by attention_bias or our schema's qkv_bias
-    return refuse_value(
-        j, j.contains("qkv_bias") && j["qkv_bias"] == true ? "qkv_bias" : "attention_bias",
-        "(biases on MLA's projections) is not modelled; allowed: false");
-  if (b.mlp_bias)
-    return refuse_value(j, "mlp_bias", "is not modelled for DeepSeek; allowed: false");
-  if (j.contains("head_dim") && !j["head_dim"].is_null())
-    return refuse_value(
-        j, "head_dim",
-        "is not read for DeepSeek: each head is qk_nope_head_dim + qk_rope_head_dim "
-        "wide; remove it");
-  if (j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null() &&
-      b.kv_heads != b.heads)
-    return refuse_value(
-        j, "num_key_value_heads",
-        "differs from num_attention_heads; MLA gives every head its own key and value "
-        "(allowed: " +
-            std::to_string(b.heads) + ")");
-
-  // Multi-head latent attention: q_lora_rank null projects queries directly (DeepSeek-V2-Lite).
-  MlaSpec& l = b.mla;
-  ACTMEM_TRY(get("q_lora_rank", &l.q_lora_rank, false, true));
-  ACTMEM_TRY(get("kv_lora_rank", &l.kv_lora_rank));
-  ACTMEM_TRY(get("qk_nope_head_dim", &l.qk_nope_dim));
-  ACTMEM_TRY(get("qk_rope_head_dim", &l.qk_rope_dim));
-  ACTMEM_TRY(get("v_head_dim", &l.v_head_dim));
-  if (l.qk_nope_dim + l.qk_rope_dim > kMaxDim)
-    return make_error("invalid_value", "model.qk_nope_head_dim",
-                      "model.qk_nope_head_dim: " + std::to_string(l.qk_nope_dim) +
-                          " + qk_rope_head_dim " + std::to_string(l.qk_rope_dim) +
-                          " is wider than the 2^40 a head may be");
-  b.head_dim = l.qk_nope_dim + l.qk_rope_dim;
-  b.kv_heads = b.heads;
-
-  // Experts: n_routed_experts null is a dense model.
-  std::uint64_t experts = 0;
-  ACTMEM_TRY(get("n_routed_experts", &experts, false, true));
-  std::uint64_t first_dense = 0;
-  if (experts > 0) {
-    MoeSpec& e = b.moe;
-    e.experts = experts;
-    ACTMEM_TRY(get("num_experts_per_tok", &e.top_k));
-    ACTMEM_TRY(get("moe_intermediate_size", &e.expert_ffn));
-    ACTMEM_TRY(get("n_shared_experts", &e.shared_experts, true, true, 1024));
-    e.shared_expert_ffn = e.shared_experts > 0 ? e.expert_ffn : 0;
-    ACTMEM_TRY(get("first_k_dense_replace", &first_dense, true));
-    // At least one sparse layer: otherwise the expert keys would describe nothing (and the MTP
-    // depth, DeepSeek's layer L, would change kind).
-    if (first_dense >= m->layers)
-      return make_error(
-          "invalid_value", "model.first_k_dense_replace",
-          "model.first_k_dense_replace: " + std::to_string(first_dense) +
-              " leaves no sparse layer among num_hidden_layers=" + std::to_string(m->layers) +
-              "; allowed: 0 to " + std::to_string(m->layers == 0 ? 0 : m->layers - 1) +
-              " (or n_routed_experts null for a dense model)");
-    if (j.contains("moe_layer_freq")) {
-      std::uint64_t freq = 1;
-      ACTMEM_TRY(read_uint(j["moe_layer_freq"], "model.moe_layer_freq", &freq));
-      if (freq != 1)
-        return refuse_value(j, "moe_layer_freq",
-                            "is not read by transformers' DeepSeek layers (every layer from "
-                            "first_k_dense_replace on is sparse); allowed: 1");
-    }
-    // The router (DeepseekV3TopkRouter: sigmoid scores, an aux-loss-free bias, group-limited
-    // top-k, renormalized weights; DeepseekV2: softmax and greedy top-k, not renormalized). The
-    // config classes' defaults: norm_topk_prob True for V3, False for V2.
-    std::string scoring = v3 ? "sigmoid" : "softmax", method = v3 ? "noaux_tc" : "greedy";
-    if (j.contains("scoring_func"))
-      ACTMEM_TRY(read_string(j["scoring_func"], "model.scoring_func", &scoring));
-    if (j.contains("topk_method"))
-      ACTMEM_TRY(read_string(j["topk_method"], "model.topk_method", &method));
-    if (scoring != (v3 ? "sigmoid" : "softmax"))
-      return refuse_value(j, "scoring_func",
-                          std::string("is not modelled for ") + type +
-                              "; allowed: " + (v3 ? "sigmoid" : "softmax"));
-    // DeepSeek-V2 (236B) routes group_limited_greedy: the top-k among the topk_group groups
-    // with the highest expert score (DeepseekV2Moe.route_tokens_to_experts; V2-Lite: greedy).
-    const bool v2_grouped = !v3 && method == "group_limited_greedy";
-    if (method != (v3 ? "noaux_tc" : "greedy") && !v2_grouped)
-      return refuse_value(j, "topk_method",
-                          std::string("is not modelled for ") + type +
-                              "; allowed: " + (v3 ? "noaux_tc" : "greedy, group_limited_greedy"));
-    e.norm_topk = v3;
-    if (j.contains("norm_topk_prob"))
-      ACTMEM_TRY(read_bool(j["norm_topk_prob"], "model.norm_topk_prob", &e.norm_topk));
-    e.group_limited_greedy = v2_grouped;
-    if (v3 || v2_grouped) {
-      ACTMEM_TRY(get("n_group", &e.groups));
-      ACTMEM_TRY(get("topk_group", &e.topk_groups));
-      if (e.experts % e.groups != 0 || e.topk_groups > e.groups)
-        return make_error("invalid_value", "model.n_group",
-                          "model.n_group: " + std::to_string(e.groups) +
-                              " must divide n_routed_experts=" + std::to_string(e.experts) +
-                              " and be at least topk_group=" + std::to_string(e.topk_groups));
-      // Group-limited routing picks the top k among topk_group groups' experts.
-      if (e.top_k > e.topk_groups * (e.experts / e.groups))
-        return make_error(
-            "invalid_value", "model.num_experts_per_tok",
-            "model.num_experts_per_tok: " + std::to_string(e.top_k) + " is more than the " +
-                std::to_string(e.topk_groups * (e.experts / e.groups)) +
-                " experts topk_group=" + std::to_string(e.topk_groups) + " groups hold");
-      e.score_bias = v3;
-    }
-    e.hf_block = v3 ? HfMoe::kDeepseekV3 : HfMoe::kDeepseekV2;
-  } else {
-    for (const char* k : {"num_experts_per_tok", "n_shared_experts", "first_k_dense_replace"})
-      if (j.contains(k) && !j[k].is_null())
-        return refuse_value(j, k, "is read only with n_routed_experts; remove it");
-  }
-
-  // Multi-token prediction (DeepSeek-V3, Sec. 2.2): each extra depth is a projection of the
-  // normed hidden state and embedding, and one more transformer layer of the sparse kind. Its
-  // parameters are named apart (the checkpoint stores them as layer 61); config.mtp trains
-  // with them (setup.cpp, add_mtp_records).
-  if (!v3 && j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null() &&
-      j["num_nextn_predict_layers"] != 0)
-    return refuse_value(j, "num_nextn_predict_layers",
-                        "is read only for deepseek_v3 (DeepSeek-V2 has no multi-token prediction)");
-  if (j.contains("num_nextn_predict_layers") && !j["num_nextn_predict_layers"].is_null()) {
-    ACTMEM_TRY(read_uint(j["num_nextn_predict_layers"], "model.num_nextn_predict_layers",
-                         &m->mtp_layers, true));
-    if (m->mtp_layers > kMaxLayers)
-      return make_error("invalid_value", "model.num_nextn_predict_layers",
-                        "model.num_nextn_predict_layers: " + std::to_string(m->mtp_layers) +
-                            " is more than the " + std::to_string(kMaxLayers) + " layers allowed");
-  }
-
-  // The stack: first_k_dense_replace dense layers (DeepseekV3MLP of intermediate_size), then
-  // the sparse ones (DeepseekV3DecoderLayer).
-  if (experts > 0 && first_dense > 0 && m->layers <= kMaxLayers) {
-    LayerKind d = b;
-    d.name = "dense";
-    d.moe = MoeSpec{};
-    b.name = "moe";
-    const LayerKind sparse = b;  // first_dense < layers: checked where it was read
-    m->kinds = {d, sparse};
-    m->stack.assign(m->layers, 1);
-    for (std::uint64_t i = 0; i < first_dense; ++i) m->stack[i] = 0;
-  }
+  ACTMEM_TRY(refuse_mla_unmodelled(j, b));
+  ACTMEM_TRY(read_mla(j, type, b));
+  std::uint64_t experts = 0, first_dense = 0;
+  ACTMEM_TRY(read_experts(j, type, v3, *m, b, &experts, &first_dense));
+  ACTMEM_TRY(read_mtp(j, v3, m));
+  split_dense_layers(experts, first_dense, m);
   return std::nullopt;
 }
 

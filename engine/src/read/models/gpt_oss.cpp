@@ -62,7 +62,7 @@ std::optional<Error> read_gpt_oss(const json& j, ModelSpec* m) {
     std::uint64_t n = 0;
     ACTMEM_TRY(read_uint(j["initial_context_length"], "model.initial_context_length", &n));
   }
-  // layer_types and sliding_window: read_sliding_layers (json_model.cpp).
+  // layer_types and sliding_window: read_sliding_layers (read/models/model.cpp).
   m->hf_modules = HfModules::kGptOss;
   b.attn_sinks = true;
   b.mlp_bias = true;
