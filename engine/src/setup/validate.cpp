@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <numeric>
 
-#include "actmem/report/estimate.hpp"
 #include "actmem/core/limits.hpp"
+#include "actmem/setup/setup.hpp"
 
 namespace actmem {
 
@@ -148,50 +148,14 @@ std::optional<Error> validate_kind_split(const LayerKind& k, const Parallel& p, 
   return std::nullopt;
 }
 
-}  // namespace
+// One field that must be a positive dimension.
+struct Positive {
+  const char* field;
+  std::uint64_t v;
+};
 
-// The split-backward schedules' shapes (split_schedule.hpp): what each one's code accepts.
-static std::optional<Error> validate_split_schedule(const TrainConfig& c) {
-  const Parallel& p = c.par;
-  const Schedule s = c.schedule;
-  if (!is_split_backward(s)) return std::nullopt;
-  const std::string name = schedule_name(s);
-  auto bad = [&](const char* field, const std::string& what) {
-    return make_error("invalid_value", field, std::string(field) + ": " + what);
-  };
-  if ((s == Schedule::kZbH1 || s == Schedule::kDualPipe) && p.vpp != 1)
-    return bad("config.vpp", name + " runs one stage per rank (vpp=1); got vpp=" +
-                                 std::to_string(p.vpp) + ". allowed with vpp=2: zb-v, dualpipev");
-  if (is_v_shape(s) && p.vpp != 2)
-    return bad("config.vpp", name + " places two chunks per rank in a V: vpp must be 2; got vpp=" +
-                                 std::to_string(p.vpp));
-  if (s == Schedule::kDualPipe && (p.pp < 2 || p.pp % 2 != 0))
-    return bad("config.pp",
-               "dualpipe needs an even pp of at least 2 (half the micro-batches enter "
-               "at each end); got pp=" +
-                   std::to_string(p.pp));
-  const std::uint64_t m = c.grad_accum;
-  if (s == Schedule::kDualPipe && m != 0 && (m % 2 != 0 || m < 2 * p.pp))
-    return bad("config.grad_accum",
-               "dualpipe needs an even number of micro-batches, at least 2 x "
-               "pp=" +
-                   std::to_string(2 * p.pp) + "; got " + std::to_string(m));
-  if (s == Schedule::kDualPipeV && m != 0 && m < 2 * p.pp)
-    return bad("config.grad_accum", "dualpipev needs at least 2 x pp=" + std::to_string(2 * p.pp) +
-                                        " micro-batches; got " + std::to_string(m));
-  if (any_offload(c.recompute))
-    return bad(c.recompute.offload ? "config.offload" : "config.recompute",
-               name +
-                   ": offloading under a split backward (when W's inputs "
-                   "come back) is not modelled; allowed: offload false");
-  return std::nullopt;
-}
-
-std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
-  struct Positive {
-    const char* field;
-    std::uint64_t v;
-  };
+// The model's dimensions, layer kinds and stack, and position table.
+std::optional<Error> validate_model(const ModelSpec& m, const TrainConfig&) {
   const Positive model_dims[] = {{"model.num_hidden_layers", m.layers},
                                  {"model.hidden_size", m.hidden},
                                  {"model.vocab_size", m.vocab}};
@@ -221,7 +185,11 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad(
         "model.num_hidden_layers",
         std::to_string(m.layers) + " is more than the supported " + std::to_string(kMaxLayers));
+  return std::nullopt;
+}
 
+// The batch geometry and parallel degrees: positive, bounded, no more stages than layers.
+std::optional<Error> validate_degrees(const ModelSpec& m, const TrainConfig& c) {
   const Parallel& p = c.par;
   const Positive cfg[] = {{"config.micro_batch", c.micro_batch},
                           {"config.seq", c.seq},
@@ -239,24 +207,28 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                                         std::to_string(kMaxMicroBatches));
   // Every estimate simulates each stage's op sequence; bound the work so no input can stall the
   // engine (real runs: pp=64, vpp=8, 1024 micro-batches is 524,288).
-  {
-    const std::uint64_t mb = default_micro_batches(c);
-    std::uint64_t ops = 0;
-    const bool wrapped =
-        __builtin_mul_overflow(p.pp, p.vpp, &ops) || __builtin_mul_overflow(ops, mb, &ops);
-    if (wrapped || ops > kMaxPipelineOps)
-      return bad("config.micro_batches",
-                 "pp x vpp x micro-batches = " +
-                     (wrapped ? std::string("more than 2^64") : std::to_string(ops)) +
-                     " is more than the " + std::to_string(kMaxPipelineOps) +
-                     " pipeline ops one estimate simulates");
-  }
+  const std::uint64_t mb = default_micro_batches(c);
+  std::uint64_t ops = 0;
+  const bool wrapped =
+      __builtin_mul_overflow(p.pp, p.vpp, &ops) || __builtin_mul_overflow(ops, mb, &ops);
+  if (wrapped || ops > kMaxPipelineOps)
+    return bad("config.micro_batches",
+               "pp x vpp x micro-batches = " +
+                   (wrapped ? std::string("more than 2^64") : std::to_string(ops)) +
+                   " is more than the " + std::to_string(kMaxPipelineOps) +
+                   " pipeline ops one estimate simulates");
   if (p.pp > m.layers)
     return bad("config.pp", "pp=" + std::to_string(p.pp) +
                                 " is more than num_hidden_layers=" + std::to_string(m.layers));
   if (p.vpp > m.layers)
     return bad("config.vpp", "vpp=" + std::to_string(p.vpp) +
                                  " is more than num_hidden_layers=" + std::to_string(m.layers));
+  return std::nullopt;
+}
+
+// GPU memory, seq against a learned position table, the ZeRO stage and the dropouts.
+std::optional<Error> validate_ranges(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
   if (c.gpu_bytes > kMaxBytes)
     return bad("config.gpu_memory_bytes", std::to_string(c.gpu_bytes) + " is larger than 2^63-1");
   if (m.pos == PosEncoding::kLearned && c.seq > m.max_positions)
@@ -272,6 +244,12 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("model.attention_dropout", "must be in [0, 1)");
   if (!(m.hidden_dropout >= 0.0 && m.hidden_dropout < 1.0))
     return bad("model.hidden_dropout", "must be in [0, 1)");
+  return std::nullopt;
+}
+
+// How tp, ep, sp and cp split the layers and the sequence.
+std::optional<Error> validate_splits(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
   for (const LayerKind& k : m.kinds)
     if (auto err = validate_kind_split(k, p, m.kinds.size() > 1)) return err;
   if (p.sp && p.tp > 1 && (c.seq / p.cp) % p.tp != 0)
@@ -280,87 +258,155 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   if (c.seq % p.cp != 0)
     return bad("config.cp",
                "cp=" + std::to_string(p.cp) + " does not divide seq=" + std::to_string(c.seq));
+  return std::nullopt;
+}
+
+// Interleaving: vpp > 1 needs pp > 1, and the interleaved schedule needs vpp > 1.
+std::optional<Error> validate_interleaving(const ModelSpec&, const TrainConfig& c) {
+  const Parallel& p = c.par;
   if (p.vpp > 1 && p.pp == 1) return bad("config.vpp", "interleaving (vpp > 1) needs pp > 1");
   // Asked for by name, the interleaved schedule needs chunks to interleave: with vpp = 1 the
   // answer would be 1F1B's while saying "interleaved".
   if (c.schedule == Schedule::kInterleaved && p.vpp == 1)
     return bad("config.schedule",
                "interleaved needs vpp > 1 model chunks per pipeline rank (with vpp=1 it is 1f1b)");
-  // custom_keep is read only by the custom choice: given with another policy it would be ignored.
+  return std::nullopt;
+}
+
+// custom_keep is read only by the custom choice: given with another policy it would be ignored.
+std::optional<Error> validate_custom_keep(const ModelSpec&, const TrainConfig& c) {
   const Recompute& rc = c.recompute;
   if (!rc.custom_keep.empty() && rc.kind != RecomputeKind::kCustom &&
       !(rc.kind == RecomputeKind::kPattern && rc.pattern.find('X') != std::string::npos))
     return bad("config.custom_keep",
                "is read only with recompute \"custom\" or a layers: pattern holding X");
-  if (auto err = validate_split_schedule(c)) return err;
+  return std::nullopt;
+}
+
+// The split-backward schedules' shapes (split_schedule.hpp): what each one's code accepts.
+std::optional<Error> validate_split_schedule(const ModelSpec&, const TrainConfig& c) {
+  const Parallel& p = c.par;
+  const Schedule s = c.schedule;
+  if (!is_split_backward(s)) return std::nullopt;
+  const std::string name = schedule_name(s);
+  if ((s == Schedule::kZbH1 || s == Schedule::kDualPipe) && p.vpp != 1)
+    return bad("config.vpp", name + " runs one stage per rank (vpp=1); got vpp=" +
+                                 std::to_string(p.vpp) + ". allowed with vpp=2: zb-v, dualpipev");
+  if (is_v_shape(s) && p.vpp != 2)
+    return bad("config.vpp", name + " places two chunks per rank in a V: vpp must be 2; got vpp=" +
+                                 std::to_string(p.vpp));
+  if (s == Schedule::kDualPipe && (p.pp < 2 || p.pp % 2 != 0))
+    return bad("config.pp",
+               "dualpipe needs an even pp of at least 2 (half the micro-batches enter "
+               "at each end); got pp=" +
+                   std::to_string(p.pp));
+  const std::uint64_t m = c.grad_accum;
+  if (s == Schedule::kDualPipe && m != 0 && (m % 2 != 0 || m < 2 * p.pp))
+    return bad("config.grad_accum",
+               "dualpipe needs an even number of micro-batches, at least 2 x "
+               "pp=" +
+                   std::to_string(2 * p.pp) + "; got " + std::to_string(m));
+  if (s == Schedule::kDualPipeV && m != 0 && m < 2 * p.pp)
+    return bad("config.grad_accum", "dualpipev needs at least 2 x pp=" + std::to_string(2 * p.pp) +
+                                        " micro-batches; got " + std::to_string(m));
+  if (any_offload(c.recompute))
+    return bad(c.recompute.offload ? "config.offload" : "config.recompute",
+               name +
+                   ": offloading under a split backward (when W's inputs "
+                   "come back) is not modelled; allowed: offload false");
+  return std::nullopt;
+}
+
+// The interleaved schedule runs its micro-batches in rounds of pp.
+std::optional<Error> validate_interleaved_micro_batches(const ModelSpec&, const TrainConfig& c) {
+  const Parallel& p = c.par;
   if (p.vpp > 1 && !is_split_backward(c.schedule) && c.grad_accum != 0 && c.grad_accum % p.pp != 0)
     return bad("config.grad_accum", "the interleaved schedule needs micro-batches (" +
                                         std::to_string(c.grad_accum) +
                                         ") to be a multiple of pp=" + std::to_string(p.pp));
-  // dp and cp are each at most 2^40; their product must stay a count (sharding.hpp shard_ranks).
+  return std::nullopt;
+}
+
+// dp and cp are each at most 2^40; their product must stay a count (sharding.hpp shard_ranks).
+std::optional<Error> validate_shard_group(const ModelSpec&, const TrainConfig& c) {
+  const Parallel& p = c.par;
   if (p.shard_group == ShardGroup::kDpCp && p.cp > kMaxDim / p.dp)
     return bad("config.shard_group", "dp-cp: dp x cp = " + std::to_string(p.dp) + " x " +
                                          std::to_string(p.cp) + " is more than the supported 2^40");
-  // The loss implementations other than eager are PyTorch's (docs/frameworks.md, The loss).
-  if (c.loss.impl != LossImpl::kEager) {
-    const std::string l = "'" + loss_name(c.loss) + "'";
-    if (c.profile != Profile::kPytorch && c.profile != Profile::kHf)
-      return bad("config.loss", l + " is a PyTorch loss; the " +
-                                    std::string(profile_name(c.profile)) +
-                                    " profile keeps Megatron-LM's fp32 softmax (allowed: eager; "
-                                    "or profile pytorch or hf)");
-    if (c.loss.impl == LossImpl::kFused && p.tp > 1)
-      return bad("config.loss", l +
-                                    " (Liger's fused linear cross entropy) computes the whole "
-                                    "vocabulary on one GPU; tp is " +
-                                    std::to_string(p.tp) + " (allowed with tp = 1)");
-    if (c.loss.impl != LossImpl::kChunked && m.final_softcap > 0)
-      return bad("config.loss", l + " is not modelled with final logit soft-capping "
-                                    "(final_logit_softcapping); allowed: eager, chunked:K");
-    if (c.loss.impl == LossImpl::kChunked && c.loss.chunks > c.seq / p.cp)
-      return bad("config.loss", l + ": more chunks than the " + std::to_string(c.seq / p.cp) +
-                                    " tokens of a sequence on this GPU");
-  }
-  // LoRA: every key it reads needs a rank, and the rank needs what it is modelled for.
+  return std::nullopt;
+}
+
+// The loss implementations other than eager are PyTorch's (docs/frameworks.md, The loss).
+std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
+  if (c.loss.impl == LossImpl::kEager) return std::nullopt;
+  const std::string l = "'" + loss_name(c.loss) + "'";
+  if (c.profile != Profile::kPytorch && c.profile != Profile::kHf)
+    return bad("config.loss", l + " is a PyTorch loss; the " +
+                                  std::string(profile_name(c.profile)) +
+                                  " profile keeps Megatron-LM's fp32 softmax (allowed: eager; "
+                                  "or profile pytorch or hf)");
+  if (c.loss.impl == LossImpl::kFused && p.tp > 1)
+    return bad("config.loss", l +
+                                  " (Liger's fused linear cross entropy) computes the whole "
+                                  "vocabulary on one GPU; tp is " +
+                                  std::to_string(p.tp) + " (allowed with tp = 1)");
+  if (c.loss.impl != LossImpl::kChunked && m.final_softcap > 0)
+    return bad("config.loss", l + " is not modelled with final logit soft-capping "
+                                  "(final_logit_softcapping); allowed: eager, chunked:K");
+  if (c.loss.impl == LossImpl::kChunked && c.loss.chunks > c.seq / p.cp)
+    return bad("config.loss", l + ": more chunks than the " + std::to_string(c.seq / p.cp) +
+                                  " tokens of a sequence on this GPU");
+  return std::nullopt;
+}
+
+// LoRA: every key it reads needs a rank, and the rank needs what it is modelled for.
+std::optional<Error> validate_lora(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
   if (!c.lora.on() && (!c.lora.targets.empty() || c.lora.qlora || c.lora.dropout > 0.0))
     return bad("config.lora_rank",
                "0 (no LoRA), yet lora_targets, lora_dropout or qlora is given; "
                "give lora_rank >= 1 or drop them");
-  if (c.lora.on()) {
-    if (c.lora.targets.empty())
-      return bad("config.lora_targets", "LoRA (lora_rank " + std::to_string(c.lora.rank) +
-                                            ") needs the linears it adapts, e.g. [\"q_proj\", "
-                                            "\"v_proj\"]");
-    if (c.profile != Profile::kPytorch && c.profile != Profile::kHf)
+  if (!c.lora.on()) return std::nullopt;
+  if (c.lora.targets.empty())
+    return bad("config.lora_targets", "LoRA (lora_rank " + std::to_string(c.lora.rank) +
+                                          ") needs the linears it adapts, e.g. [\"q_proj\", "
+                                          "\"v_proj\"]");
+  if (c.profile != Profile::kPytorch && c.profile != Profile::kHf)
+    return bad("config.lora_rank",
+               "LoRA is modelled under the pytorch and hf profiles (peft "
+               "on PyTorch modules); profile is " +
+                   std::string(profile_name(c.profile)));
+  if (p.tp > 1) return bad("config.lora_rank", "LoRA is modelled with tp = 1");
+  if (p.zero == 3)
+    return bad("config.lora_rank",
+               "LoRA is modelled with zero 0-2 (ZeRO-3 would shard the "
+               "frozen and the adapter weights together)");
+  if (c.optimizer_offload)
+    return bad("config.lora_rank", "LoRA with optimizer_offload is not modelled");
+  if (is_split_backward(effective_schedule(c)))
+    return bad("config.lora_rank", "LoRA with a split-backward schedule is not modelled");
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
+    const LayerKind& k = m.kinds[ki];
+    if (!op_policy_supported(m, k, c.profile))
       return bad("config.lora_rank",
-                 "LoRA is modelled under the pytorch and hf profiles (peft "
-                 "on PyTorch modules); profile is " +
-                     std::string(profile_name(c.profile)));
-    if (p.tp > 1) return bad("config.lora_rank", "LoRA is modelled with tp = 1");
-    if (p.zero == 3)
-      return bad("config.lora_rank",
-                 "LoRA is modelled with zero 0-2 (ZeRO-3 would shard the "
-                 "frozen and the adapter weights together)");
-    if (c.optimizer_offload)
-      return bad("config.lora_rank", "LoRA with optimizer_offload is not modelled");
-    if (is_split_backward(effective_schedule(c)))
-      return bad("config.lora_rank", "LoRA with a split-backward schedule is not modelled");
-    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
-      const LayerKind& k = m.kinds[ki];
-      if (!op_policy_supported(m, k, c.profile))
-        return bad("config.lora_rank",
-                   "LoRA is modelled for dense attention and MLP layers; layer kind " +
-                       std::to_string(ki) + " is MoE, MLA, Mamba, mixer-only or parallel");
-      for (const std::string& t : c.lora.targets) {
-        const bool gated_name = t == "gate_proj" || t == "up_proj" || t == "down_proj";
-        const bool plain_name = t == "fc1" || t == "fc2";
-        if ((gated_name && !is_gated(k.ffn)) || (plain_name && is_gated(k.ffn)))
-          return bad("config.lora_targets",
-                     "'" + t + "' is not a linear of this model's MLP (" +
-                         (is_gated(k.ffn) ? "gate_proj, up_proj, down_proj" : "fc1, fc2") + ")");
-      }
+                 "LoRA is modelled for dense attention and MLP layers; layer kind " +
+                     std::to_string(ki) + " is MoE, MLA, Mamba, mixer-only or parallel");
+    for (const std::string& t : c.lora.targets) {
+      const bool gated_name = t == "gate_proj" || t == "up_proj" || t == "down_proj";
+      const bool plain_name = t == "fc1" || t == "fc2";
+      if ((gated_name && !is_gated(k.ffn)) || (plain_name && is_gated(k.ffn)))
+        return bad("config.lora_targets",
+                   "'" + t + "' is not a linear of this model's MLP (" +
+                       (is_gated(k.ffn) ? "gate_proj, up_proj, down_proj" : "fc1, fc2") + ")");
     }
   }
+  return std::nullopt;
+}
+
+// The dtypes the deepspeed and hf-trainer frameworks are modelled with.
+std::optional<Error> validate_framework_dtypes(const ModelSpec&, const TrainConfig& c) {
+  const Parallel& p = c.par;
   // DeepSpeed's paths the deepspeed framework's defaults follow (docs/frameworks.md): bf16 under
   // ZeRO 1-3, or fp32. Without ZeRO, bf16 runs BF16_Optimizer, which shards its fp32 master and
   // keeps both bf16 and fp32 gradients (bf16_optimizer.py l.156-172); fp16 runs its loss scaler.
@@ -389,34 +435,53 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                      "autocast over fp32 weights, not modelled; give param_dtype bf16 for a model "
                      "loaded with torch_dtype=torch.bfloat16, or dtype fp32");
   }
-  // Async TP: Megatron-LM's userbuffers (megatron profile; arguments.py asserts sequence
-  // parallelism) or torchtitan's symmetric-memory workspace (pytorch profile).
-  if (c.async_tp) {
-    if (p.tp < 2) return bad("config.async_tp", "true needs tp > 1; tp is " + std::to_string(p.tp));
-    if (c.profile != Profile::kMegatron && c.profile != Profile::kPytorch)
-      return bad("config.async_tp",
-                 std::string("true is Megatron-LM's --tp-comm-overlap (profile megatron) or "
-                             "torchtitan's async TP (profile pytorch); profile is ") +
-                     profile_name(c.profile));
-    if (c.profile == Profile::kMegatron && !p.sp)
-      return bad("config.async_tp",
-                 "true under the megatron profile is --tp-comm-overlap, which needs sequence "
-                 "parallelism (sp)");
-  }
-  // PyTorch DDP's buckets exist only where torch DDP wraps the model.
+  return std::nullopt;
+}
+
+// Async TP: Megatron-LM's userbuffers (megatron profile; arguments.py asserts sequence
+// parallelism) or torchtitan's symmetric-memory workspace (pytorch profile).
+std::optional<Error> validate_async_tp(const ModelSpec&, const TrainConfig& c) {
+  const Parallel& p = c.par;
+  if (!c.async_tp) return std::nullopt;
+  if (p.tp < 2) return bad("config.async_tp", "true needs tp > 1; tp is " + std::to_string(p.tp));
+  if (c.profile != Profile::kMegatron && c.profile != Profile::kPytorch)
+    return bad("config.async_tp",
+               std::string("true is Megatron-LM's --tp-comm-overlap (profile megatron) or "
+                           "torchtitan's async TP (profile pytorch); profile is ") +
+                   profile_name(c.profile));
+  if (c.profile == Profile::kMegatron && !p.sp)
+    return bad("config.async_tp",
+               "true under the megatron profile is --tp-comm-overlap, which needs sequence "
+               "parallelism (sp)");
+  return std::nullopt;
+}
+
+// PyTorch DDP's buckets exist only where torch DDP wraps the model.
+std::optional<Error> validate_ddp_bucket_view(const ModelSpec&, const TrainConfig& c) {
+  const Parallel& p = c.par;
   if (!c.ddp_bucket_view &&
       (p.zero != 0 || (c.profile != Profile::kPytorch && c.profile != Profile::kHf)))
     return bad("config.ddp_bucket_view",
                "false is PyTorch DDP's (zero 0, profile pytorch or hf); zero is " +
                    std::to_string(p.zero) + ", profile " + profile_name(c.profile));
-  // torchao asserts tensorwise scaling for the float8 all-gather (config.py __post_init__); it is
-  // FSDP's (fsdp_utils.py fsdp_pre_all_gather).
+  return std::nullopt;
+}
+
+// torchao asserts tensorwise scaling for the float8 all-gather (config.py __post_init__); it is
+// FSDP's (fsdp_utils.py fsdp_pre_all_gather).
+std::optional<Error> validate_float8_all_gather(const ModelSpec&, const TrainConfig& c) {
+  const Parallel& p = c.par;
   if (c.float8_all_gather && (c.float8 != Float8::kTensorwise || p.zero != 3))
     return bad("config.float8_all_gather",
                std::string("true needs float8 tensorwise and zero 3 (FSDP); float8 is ") +
                    float8_name(c.float8) + ", zero " + std::to_string(p.zero));
-  // TransformerEngine's delayed-scaling fp8 (Megatron-LM's --fp8-format) under the megatron
-  // profile, dense layers; torchao's recipes under the pytorch profile (below).
+  return std::nullopt;
+}
+
+// TransformerEngine's delayed-scaling fp8 (Megatron-LM's --fp8-format) under the megatron
+// profile, dense layers; torchao's recipes under the pytorch profile (below).
+std::optional<Error> validate_float8_delayed(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
   if (c.float8 == Float8::kDelayed) {
     if (c.profile != Profile::kMegatron)
       return bad("config.float8", std::string("'delayed' is TransformerEngine's fp8 as "
@@ -444,50 +509,60 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   } else if (c.fp8_amax_history != 1) {
     return bad("config.fp8_amax_history", "is read with float8 'delayed' (TransformerEngine)");
   }
-  // Float8 linears as torchao swaps them in (docs/frameworks.md, "Float8"): measured on the
-  // pytorch profile's dense block in bf16 (tests/reference/float8_saved.json).
-  if (c.float8 != Float8::kNone && c.float8 != Float8::kDelayed) {
-    const std::string f = std::string("'") + float8_name(c.float8) + "'";
-    if (c.profile != Profile::kPytorch)
+  return std::nullopt;
+}
+
+// Float8 linears as torchao swaps them in (docs/frameworks.md, "Float8"): measured on the
+// pytorch profile's dense block in bf16 (tests/reference/float8_saved.json).
+std::optional<Error> validate_float8_torchao(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
+  if (c.float8 == Float8::kNone || c.float8 == Float8::kDelayed) return std::nullopt;
+  const std::string f = std::string("'") + float8_name(c.float8) + "'";
+  if (c.profile != Profile::kPytorch)
+    return bad("config.float8", f +
+                                    " is torchao's Float8Linear, measured under the pytorch "
+                                    "profile (torchtitan's); profile is " +
+                                    std::string(profile_name(c.profile)));
+  if (c.act_dtype != DType::kBf16)
+    return bad("config.float8", f +
+                                    " runs beside bf16 compute (torchtitan's "
+                                    "MixedPrecisionPolicy); dtype is " +
+                                    std::string(dtype_name(c.act_dtype)));
+  if (p.tp > 1)
+    return bad("config.float8",
+               f + " with tp > 1 (torchtitan's Float8ColwiseParallel) is not modelled");
+  if (c.lora.on()) return bad("config.float8", f + " with LoRA is not modelled");
+  if (c.recompute.kind == RecomputeKind::kCustom ||
+      (c.recompute.kind == RecomputeKind::kPattern &&
+       c.recompute.pattern.find('X') != std::string::npos))
+    return bad("config.float8",
+               f + " with a custom or op-level keep list is not modelled (torchtitan's op "
+                   "policy also saves float8's aten.abs and aten.max outputs); allowed "
+                   "recompute: none, selective, full, every:K, layers: without X");
+  if (is_split_backward(effective_schedule(c)))
+    return bad("config.float8", f + " with a split-backward schedule is not modelled");
+  // MX scales one block of 32 in-features (torchao mx_formats to_mx reshapes to (-1, 32)).
+  if (c.float8 == Float8::kMxfp8)
+    for (const LayerKind& k : m.kinds)
+      for (std::uint64_t in : {m.hidden, k.heads * k.head_dim, k.ffn_hidden})
+        if (in % 32 != 0)
+          return bad("config.float8", f +
+                                          " needs every linear's in-features to divide into "
+                                          "blocks of 32; this model has " +
+                                          std::to_string(in));
+  for (std::size_t ki = 0; ki < m.kinds.size(); ++ki)
+    if (!op_policy_supported(m, m.kinds[ki], c.profile))
       return bad("config.float8", f +
-                                      " is torchao's Float8Linear, measured under the pytorch "
-                                      "profile (torchtitan's); profile is " +
-                                      std::string(profile_name(c.profile)));
-    if (c.act_dtype != DType::kBf16)
-      return bad("config.float8", f +
-                                      " runs beside bf16 compute (torchtitan's "
-                                      "MixedPrecisionPolicy); dtype is " +
-                                      std::string(dtype_name(c.act_dtype)));
-    if (p.tp > 1)
-      return bad("config.float8",
-                 f + " with tp > 1 (torchtitan's Float8ColwiseParallel) is not modelled");
-    if (c.lora.on()) return bad("config.float8", f + " with LoRA is not modelled");
-    if (c.recompute.kind == RecomputeKind::kCustom ||
-        (c.recompute.kind == RecomputeKind::kPattern &&
-         c.recompute.pattern.find('X') != std::string::npos))
-      return bad("config.float8",
-                 f + " with a custom or op-level keep list is not modelled (torchtitan's op "
-                     "policy also saves float8's aten.abs and aten.max outputs); allowed "
-                     "recompute: none, selective, full, every:K, layers: without X");
-    if (is_split_backward(effective_schedule(c)))
-      return bad("config.float8", f + " with a split-backward schedule is not modelled");
-    // MX scales one block of 32 in-features (torchao mx_formats to_mx reshapes to (-1, 32)).
-    if (c.float8 == Float8::kMxfp8)
-      for (const LayerKind& k : m.kinds)
-        for (std::uint64_t in : {m.hidden, k.heads * k.head_dim, k.ffn_hidden})
-          if (in % 32 != 0)
-            return bad("config.float8", f +
-                                            " needs every linear's in-features to divide into "
-                                            "blocks of 32; this model has " +
-                                            std::to_string(in));
-    for (std::size_t ki = 0; ki < m.kinds.size(); ++ki)
-      if (!op_policy_supported(m, m.kinds[ki], c.profile))
-        return bad("config.float8", f +
-                                        " is modelled for dense attention and MLP layers; layer "
-                                        "kind " +
-                                        std::to_string(ki) +
-                                        " is MoE, MLA, Mamba, mixer-only or parallel");
-  }
+                                      " is modelled for dense attention and MLP layers; layer "
+                                      "kind " +
+                                      std::to_string(ki) +
+                                      " is MoE, MLA, Mamba, mixer-only or parallel");
+  return std::nullopt;
+}
+
+// The ZeRO and FSDP switches, each with the stage it applies to.
+std::optional<Error> validate_zero_switches(const ModelSpec&, const TrainConfig& c) {
+  const Parallel& p = c.par;
   // ZeRO-Offload moves the partitioned optimizer (ZeRO-2's gradients with it) to the host.
   if (c.optimizer_offload && p.zero < 2)
     return bad("config.optimizer_offload",
@@ -506,6 +581,12 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
   if (c.accumulate_unsharded && default_micro_batches(c) < 2)
     return bad("config.accumulate_unsharded",
                "true needs 2 or more micro-batches per step (it holds what passes between them)");
+  return std::nullopt;
+}
+
+// Hybrid-sharding replicas and expert parallelism inside the data-parallel group.
+std::optional<Error> validate_data_parallel_groups(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
   // Hybrid sharding: replicas of whole shard groups (torchtitan parallel_dims.py: dp_replicate x
   // dp_shard = dp). Without ZeRO every dp rank is already a replica.
   if (p.dp_replicate > 1 && p.dp % p.dp_replicate != 0)
@@ -528,6 +609,12 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.ep", "ep=" + std::to_string(p.ep) +
                                 " must divide dp=" + std::to_string(p.dp) +
                                 " (experts are sharded inside the data-parallel group)");
+  return std::nullopt;
+}
+
+// The layers' split over pipeline stages: layer_split, or an even split.
+std::optional<Error> validate_layer_split(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
   if (!c.layer_split.empty()) {
     if (c.layer_split.size() != p.pp)
       return bad("config.layer_split",
@@ -556,8 +643,18 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                    " is not divisible by pp x vpp = " + std::to_string(p.pp * p.vpp) +
                    "; allowed pp: " + divisors_of(m.layers) + " (or give layer_split)");
   }
+  return std::nullopt;
+}
+
+// The allocator's fragmentation allowance, a percentage.
+std::optional<Error> validate_fragmentation(const ModelSpec&, const TrainConfig& c) {
   if (!(c.fragmentation_pct >= 0.0 && c.fragmentation_pct <= 100.0))
     return bad("config.fragmentation_pct", "must be between 0 and 100");
+  return std::nullopt;
+}
+
+// The optimizer states' dtype, where the optimizer takes one.
+std::optional<Error> validate_optimizer_dtype(const ModelSpec&, const TrainConfig& c) {
   if (c.optimizer_dtype == DType::kFp8)
     return bad("config.optimizer_dtype", "'fp8' is not allowed; allowed: fp32, bf16, fp16");
   if (c.optimizer_dtype != DType::kFp32 &&
@@ -566,10 +663,20 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                std::string("'") + dtype_name(c.optimizer_dtype) + "' does not apply to " +
                    optimizer_name(c.optimizer) +
                    ", which keeps its own state format; allowed: fp32 (the default)");
+  return std::nullopt;
+}
+
+// GPUs per node: which NCCL groups stay inside a node.
+std::optional<Error> validate_gpus_per_node(const ModelSpec&, const TrainConfig& c) {
   if (c.gpus_per_node == 0 || c.gpus_per_node > kMaxGpusPerNode)
     return bad("config.gpus_per_node", std::to_string(c.gpus_per_node) +
                                            " is not allowed; allowed: 1 to " +
                                            std::to_string(kMaxGpusPerNode));
+  return std::nullopt;
+}
+
+// Training the model's multi-token-prediction depths.
+std::optional<Error> validate_mtp(const ModelSpec& m, const TrainConfig& c) {
   if (c.mtp && m.mtp_layers == 0)
     return bad("config.mtp",
                "this model has no multi-token-prediction depths "
@@ -578,31 +685,41 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.mtp", "training with " + std::to_string(m.mtp_layers) +
                                  " MTP depths is not modelled; at most " +
                                  std::to_string(kMaxMtpDepths));
-  if (c.moe_imbalance != 1.0) {
-    // Used or refused: it sizes the busiest expert-parallel rank of a dropless MoE, and nothing
-    // else (a dense model, one EP rank holding every expert, capacity-padded expert buffers).
-    char v[32];
-    std::snprintf(v, sizeof v, "%.15g", c.moe_imbalance);  // enough digits to show why
-    bool dropless = false, capacity = false;
-    for (const LayerKind& k : m.kinds) {
-      dropless = dropless || (k.is_moe() && k.moe.capacity_factor == 0.0);
-      capacity = capacity || (k.is_moe() && k.moe.capacity_factor > 0.0);
-    }
-    if (!dropless)
-      return bad("config.moe_imbalance",
-                 std::string(v) + (capacity ? " does not apply: capacity_factor pads every expert "
-                                              "to its capacity; allowed: 1"
-                                            : " applies to mixture-of-experts models; allowed: 1"));
-    if (p.ep == 1)
-      return bad("config.moe_imbalance",
-                 std::string(v) +
-                     " needs ep > 1 (one rank holds every expert and sees every "
-                     "routed token); allowed: 1");
-    if (!(c.moe_imbalance >= 1.0 && c.moe_imbalance <= static_cast<double>(p.ep)))
-      return bad("config.moe_imbalance",
-                 std::string(v) + " is outside [1, ep = " + std::to_string(p.ep) +
-                     "] (the mean rank, up to every routed token of the group on one rank)");
+  return std::nullopt;
+}
+
+// The busiest expert-parallel rank's share of a dropless MoE's routed tokens.
+std::optional<Error> validate_moe_imbalance(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
+  if (c.moe_imbalance == 1.0) return std::nullopt;
+  // Used or refused: it sizes the busiest expert-parallel rank of a dropless MoE, and nothing
+  // else (a dense model, one EP rank holding every expert, capacity-padded expert buffers).
+  char v[32];
+  std::snprintf(v, sizeof v, "%.15g", c.moe_imbalance);  // enough digits to show why
+  bool dropless = false, capacity = false;
+  for (const LayerKind& k : m.kinds) {
+    dropless = dropless || (k.is_moe() && k.moe.capacity_factor == 0.0);
+    capacity = capacity || (k.is_moe() && k.moe.capacity_factor > 0.0);
   }
+  if (!dropless)
+    return bad("config.moe_imbalance",
+               std::string(v) + (capacity ? " does not apply: capacity_factor pads every expert "
+                                            "to its capacity; allowed: 1"
+                                          : " applies to mixture-of-experts models; allowed: 1"));
+  if (p.ep == 1)
+    return bad("config.moe_imbalance",
+               std::string(v) +
+                   " needs ep > 1 (one rank holds every expert and sees every "
+                   "routed token); allowed: 1");
+  if (!(c.moe_imbalance >= 1.0 && c.moe_imbalance <= static_cast<double>(p.ep)))
+    return bad("config.moe_imbalance",
+               std::string(v) + " is outside [1, ep = " + std::to_string(p.ep) +
+                   "] (the mean rank, up to every routed token of the group on one rank)");
+  return std::nullopt;
+}
+
+// What SDPA's math and cuDNN backends take.
+std::optional<Error> validate_attention_kernel(const ModelSpec& m, const TrainConfig& c) {
   // PyTorch's SDPA takes no per-head sink logits (transformers refuses SDPA for gpt-oss): the
   // sinks run in eager attention or a flash kernel that takes them.
   if (c.attention == Attention::kSdpaMath || c.attention == Attention::kSdpaCudnn)
@@ -631,6 +748,12 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
                  "sdpa_cudnn: SDPA runs Falcon's multi-query layout on its math kernel (measured); "
                  "allowed: eager, sdpa_math, flash");
   }
+  return std::nullopt;
+}
+
+// The profile and context parallelism Mamba-2 layers are modelled under.
+std::optional<Error> validate_mamba_config(const ModelSpec& m, const TrainConfig& c) {
+  const Parallel& p = c.par;
   const bool any_mamba =
       std::any_of(m.kinds.begin(), m.kinds.end(), [](const LayerKind& k) { return k.is_mamba(); });
   // The seed has no state-space layer, and Mamba's context parallelism (Megatron-LM
@@ -643,10 +766,54 @@ std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.cp", "cp=" + std::to_string(p.cp) +
                                 " with Mamba-2 layers is not modelled (Megatron-LM shards their "
                                 "heads over cp by all-to-all); allowed: 1");
+  return std::nullopt;
+}
+
+// The recompute policy's own arguments: a pattern's letters, every:K's K.
+std::optional<Error> validate_recompute_args(const ModelSpec&, const TrainConfig& c) {
   if (c.recompute.kind == RecomputeKind::kPattern && c.recompute.pattern.empty())
     return bad("config.recompute", "layers:PATTERN needs at least one letter of K, S, C, R, X");
   if (c.recompute.kind == RecomputeKind::kEveryK && c.recompute.every_k == 0)
     return bad("config.recompute", "every:K needs K >= 1");
+  return std::nullopt;
+}
+
+// validate's checks in the order they run: the first error found is the answer.
+using Check = std::optional<Error> (*)(const ModelSpec&, const TrainConfig&);
+constexpr Check kChecks[] = {validate_model,
+                             validate_degrees,
+                             validate_ranges,
+                             validate_splits,
+                             validate_interleaving,
+                             validate_custom_keep,
+                             validate_split_schedule,
+                             validate_interleaved_micro_batches,
+                             validate_shard_group,
+                             validate_loss,
+                             validate_lora,
+                             validate_framework_dtypes,
+                             validate_async_tp,
+                             validate_ddp_bucket_view,
+                             validate_float8_all_gather,
+                             validate_float8_delayed,
+                             validate_float8_torchao,
+                             validate_zero_switches,
+                             validate_data_parallel_groups,
+                             validate_layer_split,
+                             validate_fragmentation,
+                             validate_optimizer_dtype,
+                             validate_gpus_per_node,
+                             validate_mtp,
+                             validate_moe_imbalance,
+                             validate_attention_kernel,
+                             validate_mamba_config,
+                             validate_recompute_args};
+
+}  // namespace
+
+std::optional<Error> validate(const ModelSpec& m, const TrainConfig& c) {
+  for (const Check check : kChecks)
+    if (auto err = check(m, c)) return err;
   return std::nullopt;
 }
 
