@@ -370,16 +370,26 @@ bool integer(const std::string& v, std::uint64_t* out) {
   return true;
 }
 
-}  // namespace
-
-Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec& m) {
-  auto tk = tokens(text);
-  if (!tk.ok()) return tk.error();
-  const std::vector<std::string>& t = tk.value();
-  // Each argument once, with its value ("" for a flag): Megatron's argparse keeps the last of a
-  // repeated argument, so two different values are a conflict here, never last-one-wins.
-  std::map<std::string, std::string> args;
+// The arguments as given: each once with its value ("" for a flag), in the order first given.
+struct Args {
+  std::map<std::string, std::string> values;
   std::vector<std::string> order;
+  bool has(const char* a) const { return values.count(a) > 0; }
+  std::string& operator[](const std::string& a) { return values[a]; }
+  // The value of `a`, a positive integer.
+  std::optional<Error> uint_of(const std::string& a, std::uint64_t* x) {
+    if (!integer(values[a], x) || *x == 0)
+      return bad(a + " " + shown(values[a]) + ": must be a positive integer");
+    return std::nullopt;
+  }
+};
+
+// Each argument once, with its value ("" for a flag): Megatron's argparse keeps the last of a
+// repeated argument, so two different values are a conflict here, never last-one-wins.
+Result<Args> parse_args(const std::vector<std::string>& t) {
+  Args parsed;
+  std::map<std::string, std::string>& args = parsed.values;
+  std::vector<std::string>& order = parsed.order;
   for (std::size_t i = 0; i < t.size(); ++i) {
     std::string a = t[i], v;
     if (a.rfind("--", 0) != 0) {
@@ -417,24 +427,23 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     if (it == args.end()) order.push_back(a);
     args[a] = v;
   }
-  MegatronArgs out;
-  json& c = out.config;
-  auto uint_of = [&](const std::string& a, std::uint64_t* x) -> std::optional<Error> {
-    if (!integer(args[a], x) || *x == 0)
-      return bad(a + " " + shown(args[a]) + ": must be a positive integer");
-    return std::nullopt;
-  };
-  auto has = [&](const char* a) { return args.count(a) > 0; };
-  // Model-defining arguments: the request's model must be the one they describe.
-  auto first_kind = [&](auto pred) -> const LayerKind* {
-    for (const LayerKind& k : m.kinds)
-      if (pred(k)) return &k;
-    return nullptr;
-  };
-  const LayerKind* attn = first_kind([](const LayerKind& k) { return k.has_attention(); });
-  const LayerKind* dense =
-      first_kind([](const LayerKind& k) { return k.has_ffn && !k.is_moe() && k.ffn_hidden > 0; });
-  const LayerKind* moe = first_kind([](const LayerKind& k) { return k.is_moe(); });
+  return parsed;
+}
+
+// The first layer kind of the model that `pred` holds for (nullptr: none).
+template <class Pred>
+const LayerKind* first_kind(const ModelSpec& m, Pred pred) {
+  for (const LayerKind& k : m.kinds)
+    if (pred(k)) return &k;
+  return nullptr;
+}
+
+// Model-defining arguments: the request's model must be the one they describe.
+std::optional<Error> check_model_args(Args& args, const ModelSpec& m) {
+  const LayerKind* attn = first_kind(m, [](const LayerKind& k) { return k.has_attention(); });
+  const LayerKind* dense = first_kind(
+      m, [](const LayerKind& k) { return k.has_ffn && !k.is_moe() && k.ffn_hidden > 0; });
+  const LayerKind* moe = first_kind(m, [](const LayerKind& k) { return k.is_moe(); });
   struct Check {
     const char* arg;
     bool known;
@@ -449,7 +458,8 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
       {"--kv-channels", attn != nullptr && !attn->is_mla(), attn ? attn->head_dim : 0, "head_dim"},
       // Without dense layers, --ffn-hidden-size is the experts' width unless
       // --moe-ffn-hidden-size gives it (Megatron-LM: moe_ffn_hidden_size defaults to it).
-      {"--ffn-hidden-size", dense != nullptr || (moe != nullptr && !has("--moe-ffn-hidden-size")),
+      {"--ffn-hidden-size",
+       dense != nullptr || (moe != nullptr && !args.has("--moe-ffn-hidden-size")),
        dense ? dense->ffn_hidden : (moe ? moe->moe.expert_ffn : 0),
        dense ? "intermediate_size" : "moe_intermediate_size"},
       {"--num-experts", moe != nullptr, moe ? moe->moe.experts : 0, "num_local_experts"},
@@ -457,20 +467,24 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
       {"--moe-ffn-hidden-size", moe != nullptr, moe ? moe->moe.expert_ffn : 0,
        "moe_intermediate_size"}};
   for (const Check& k : checks) {
-    if (!has(k.arg)) continue;
+    if (!args.has(k.arg)) continue;
     // An MoE-only model's --ffn-hidden-size next to --moe-ffn-hidden-size sizes no layer.
     if (std::string(k.arg) == "--ffn-hidden-size" && dense == nullptr && moe != nullptr &&
-        has("--moe-ffn-hidden-size"))
+        args.has("--moe-ffn-hidden-size"))
       continue;
     std::uint64_t x = 0;
-    ACTMEM_TRY(uint_of(k.arg, &x));
+    ACTMEM_TRY(args.uint_of(k.arg, &x));
     if (!k.known)
       return bad(std::string(k.arg) + " " + args[k.arg] + ": the model has no such layer");
     if (x != k.model)
       return bad(std::string(k.arg) + " " + args[k.arg] +
                  " describes another model: this one has " + k.key + "=" + std::to_string(k.model));
   }
-  // The layout.
+  return std::nullopt;
+}
+
+// The layout: sizes and sequence parallelism, with what Megatron-LM runs without an argument.
+std::optional<Error> read_layout(Args& args, const ModelSpec& m, json& c) {
   const std::pair<const char*, const char*> sizes[] = {
       {"--tensor-model-parallel-size", "tp"},
       {"--pipeline-model-parallel-size", "pp"},
@@ -480,70 +494,78 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
       {"--micro-batch-size", "micro_batch"},
       {"--seq-length", "seq"}};
   for (const auto& [a, key] : sizes) {
-    if (!has(a)) continue;
+    if (!args.has(a)) continue;
     std::uint64_t x = 0;
-    ACTMEM_TRY(uint_of(a, &x));
+    ACTMEM_TRY(args.uint_of(a, &x));
     c[key] = x;
   }
   // What Megatron-LM runs without an argument (sizes 1, no sequence parallelism, one chunk per
   // rank): written out, so a config key that says otherwise is a conflict, not an override.
   for (const char* key : {"tp", "pp", "cp", "vpp"})
     if (!c.contains(key)) c[key] = 1;
-  if (moe != nullptr && !c.contains("ep")) c["ep"] = 1;
-  if (!has("--sequence-parallel")) c["sp"] = false;
+  if (m.any_moe() && !c.contains("ep")) c["ep"] = 1;
+  if (!args.has("--sequence-parallel")) c["sp"] = false;
   const std::uint64_t tp = c.value("tp", std::uint64_t{1}), pp = c.value("pp", std::uint64_t{1});
-  if (has("--expert-tensor-parallel-size")) {
+  if (args.has("--expert-tensor-parallel-size")) {
     std::uint64_t x = 0;
-    ACTMEM_TRY(uint_of("--expert-tensor-parallel-size", &x));
+    ACTMEM_TRY(args.uint_of("--expert-tensor-parallel-size", &x));
     if (x != tp)
       return bad("--expert-tensor-parallel-size " + args["--expert-tensor-parallel-size"] +
                  ": experts split over other ranks than the dense layers is not modelled; "
                  "allowed: the tensor-parallel size (" +
                  std::to_string(tp) + ")");
   }
-  if (has("--num-layers-per-virtual-pipeline-stage")) {
+  if (args.has("--num-layers-per-virtual-pipeline-stage")) {
     std::uint64_t x = 0;
-    ACTMEM_TRY(uint_of("--num-layers-per-virtual-pipeline-stage", &x));
+    ACTMEM_TRY(args.uint_of("--num-layers-per-virtual-pipeline-stage", &x));
     if (m.layers % (pp * x) != 0)
       return bad("--num-layers-per-virtual-pipeline-stage " + std::to_string(x) + ": " +
                  std::to_string(m.layers) + " layers are not pp=" + std::to_string(pp) +
                  " ranks of chunks of that many");
     const std::uint64_t v = m.layers / (pp * x);
-    if (has("--num-virtual-stages-per-pipeline-rank") && c["vpp"] != v)
+    if (args.has("--num-virtual-stages-per-pipeline-rank") && c["vpp"] != v)
       return bad(
           "--num-layers-per-virtual-pipeline-stage and "
           "--num-virtual-stages-per-pipeline-rank disagree");
     c["vpp"] = v;
   }
-  if (has("--sequence-parallel")) c["sp"] = true;
-  // Uneven stages: the first and last given, the rest split evenly (Megatron-LM
-  // transformer_block.py, get_num_layers_to_build).
-  if (has("--decoder-first-pipeline-num-layers") || has("--decoder-last-pipeline-num-layers")) {
-    std::uint64_t first = 0, last = 0;
-    const bool f = has("--decoder-first-pipeline-num-layers"),
-               l = has("--decoder-last-pipeline-num-layers");
-    if (f) ACTMEM_TRY(uint_of("--decoder-first-pipeline-num-layers", &first));
-    if (l) ACTMEM_TRY(uint_of("--decoder-last-pipeline-num-layers", &last));
-    const std::uint64_t ends = (f ? 1 : 0) + (l ? 1 : 0);
-    if (pp < ends + (ends == 2 ? 0 : 1) || first + last > m.layers)
-      return bad("--decoder-first/last-pipeline-num-layers need more pipeline stages (pp=" +
-                 std::to_string(pp) + ") or fewer layers");
-    const std::uint64_t rest = m.layers - first - last, middle = pp - ends;
-    if (middle == 0 ? rest != 0 : rest % middle != 0)
-      return bad("--decoder-first/last-pipeline-num-layers leave " + std::to_string(rest) +
-                 " layers for " + std::to_string(middle) + " other stages: not an even split");
-    if (middle > 0 && rest / middle == 0)
-      return bad("--decoder-first/last-pipeline-num-layers leave no layer for the " +
-                 std::to_string(middle) + " other stages of " + std::to_string(m.layers));
-    std::vector<std::uint64_t> split(pp, middle ? rest / middle : 0);
-    if (f) split.front() = first;
-    if (l) split.back() = last;
-    c["layer_split"] = split;
-  }
-  // ZeRO: the distributed optimizer shards the optimizer states (ZeRO-1); Megatron-FSDP's
-  // strategies no_shard, optim, optim_grads, optim_grads_params (the default) are ZeRO 0-3.
-  if (has("--use-megatron-fsdp")) {
-    const std::string s = has("--data-parallel-sharding-strategy")
+  if (args.has("--sequence-parallel")) c["sp"] = true;
+  return std::nullopt;
+}
+
+// Uneven stages: the first and last given, the rest split evenly (Megatron-LM
+// transformer_block.py, get_num_layers_to_build).
+std::optional<Error> read_uneven_stages(Args& args, const ModelSpec& m, json& c) {
+  const bool f = args.has("--decoder-first-pipeline-num-layers"),
+             l = args.has("--decoder-last-pipeline-num-layers");
+  if (!f && !l) return std::nullopt;
+  const std::uint64_t pp = c.value("pp", std::uint64_t{1});
+  std::uint64_t first = 0, last = 0;
+  if (f) ACTMEM_TRY(args.uint_of("--decoder-first-pipeline-num-layers", &first));
+  if (l) ACTMEM_TRY(args.uint_of("--decoder-last-pipeline-num-layers", &last));
+  const std::uint64_t ends = (f ? 1 : 0) + (l ? 1 : 0);
+  if (pp < ends + (ends == 2 ? 0 : 1) || first + last > m.layers)
+    return bad("--decoder-first/last-pipeline-num-layers need more pipeline stages (pp=" +
+               std::to_string(pp) + ") or fewer layers");
+  const std::uint64_t rest = m.layers - first - last, middle = pp - ends;
+  if (middle == 0 ? rest != 0 : rest % middle != 0)
+    return bad("--decoder-first/last-pipeline-num-layers leave " + std::to_string(rest) +
+               " layers for " + std::to_string(middle) + " other stages: not an even split");
+  if (middle > 0 && rest / middle == 0)
+    return bad("--decoder-first/last-pipeline-num-layers leave no layer for the " +
+               std::to_string(middle) + " other stages of " + std::to_string(m.layers));
+  std::vector<std::uint64_t> split(pp, middle ? rest / middle : 0);
+  if (f) split.front() = first;
+  if (l) split.back() = last;
+  c["layer_split"] = split;
+  return std::nullopt;
+}
+
+// ZeRO: the distributed optimizer shards the optimizer states (ZeRO-1); Megatron-FSDP's
+// strategies no_shard, optim, optim_grads, optim_grads_params (the default) are ZeRO 0-3.
+std::optional<Error> read_zero(Args& args, json& c) {
+  if (args.has("--use-megatron-fsdp")) {
+    const std::string s = args.has("--data-parallel-sharding-strategy")
                               ? args["--data-parallel-sharding-strategy"]
                               : "optim_grads_params";
     const char* const names[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
@@ -552,69 +574,89 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
       return bad("--data-parallel-sharding-strategy " + shown(s) +
                  ": allowed: no_shard, optim, optim_grads, optim_grads_params");
     c["zero"] = hit - names;
-  } else if (has("--data-parallel-sharding-strategy")) {
+  } else if (args.has("--data-parallel-sharding-strategy")) {
     return bad("--data-parallel-sharding-strategy is read with --use-megatron-fsdp");
-  } else if (has("--use-distributed-optimizer")) {
+  } else if (args.has("--use-distributed-optimizer")) {
     c["zero"] = 1;
     // Partial distributed optimizer: copies of the sharded optimizer across the data-parallel
     // domain, each sharding over dp / instances ranks (arguments.py).
-    if (has("--num-distributed-optimizer-instances")) {
+    if (args.has("--num-distributed-optimizer-instances")) {
       std::uint64_t n = 0;
-      ACTMEM_TRY(uint_of("--num-distributed-optimizer-instances", &n));
+      ACTMEM_TRY(args.uint_of("--num-distributed-optimizer-instances", &n));
       c["dp_replicate"] = n;
     }
   } else {
     c["zero"] = 0;
   }
-  // TransformerEngine fp8: --fp8-format hybrid or e4m3 with the delayed recipe (its default).
-  if (has("--fp8-format")) {
+  return std::nullopt;
+}
+
+// TransformerEngine fp8: --fp8-format hybrid or e4m3 with the delayed recipe (its default).
+std::optional<Error> read_fp8(Args& args, json& c) {
+  if (args.has("--fp8-format")) {
     const std::string f = args["--fp8-format"];
     if (f != "hybrid" && f != "e4m3")
       return bad("--fp8-format " + shown(f) + ": allowed: hybrid, e4m3");
-    const std::string r = has("--fp8-recipe") ? args["--fp8-recipe"] : "delayed";
+    const std::string r = args.has("--fp8-recipe") ? args["--fp8-recipe"] : "delayed";
     if (r != "delayed")
       return bad("--fp8-recipe " + shown(r) +
                  ": only TransformerEngine's delayed scaling is modelled (allowed: delayed)");
     c["float8"] = "delayed";
-    if (has("--fp8-amax-history-len")) {
+    if (args.has("--fp8-amax-history-len")) {
       std::uint64_t n = 0;
-      ACTMEM_TRY(uint_of("--fp8-amax-history-len", &n));
+      ACTMEM_TRY(args.uint_of("--fp8-amax-history-len", &n));
       c["fp8_amax_history"] = n;
     }
-  } else if (has("--fp8-recipe") || has("--fp8-amax-history-len")) {
+  } else if (args.has("--fp8-recipe") || args.has("--fp8-amax-history-len")) {
     return bad("--fp8-recipe and --fp8-amax-history-len are read with --fp8-format");
   }
-  // TransformerEngine userbuffers for TP communication overlap (device overhead lines).
-  if (has("--tp-comm-overlap")) c["async_tp"] = true;
-  if (has("--num-distributed-optimizer-instances") && !has("--use-distributed-optimizer"))
+  return std::nullopt;
+}
+
+// The optimizer-sharding arguments that need, or exclude, each other.
+std::optional<Error> check_optimizer_sharding(Args& args) {
+  if (args.has("--num-distributed-optimizer-instances") && !args.has("--use-distributed-optimizer"))
     return bad("--num-distributed-optimizer-instances is read with --use-distributed-optimizer");
-  if (has("--use-megatron-fsdp") && has("--use-distributed-optimizer"))
+  if (args.has("--use-megatron-fsdp") && args.has("--use-distributed-optimizer"))
     return bad(
         "--use-megatron-fsdp and --use-distributed-optimizer: Megatron-FSDP's sharding "
         "strategy decides what is sharded; give one");
-  // Precision: --bf16, --fp16 or neither (fp32); parameters in the same dtype with fp32 master
-  // weights; gradients in the parameters' dtype unless reduced in fp32.
-  if (has("--bf16") && has("--fp16")) return bad("--bf16 and --fp16: give one");
-  const char* dtype = has("--bf16") ? "bf16" : has("--fp16") ? "fp16" : "fp32";
+  return std::nullopt;
+}
+
+// Precision: --bf16, --fp16 or neither (fp32); parameters in the same dtype with fp32 master
+// weights; gradients in the parameters' dtype unless reduced in fp32.
+std::optional<Error> read_precision(Args& args, json& c) {
+  if (args.has("--bf16") && args.has("--fp16")) return bad("--bf16 and --fp16: give one");
+  const char* dtype = args.has("--bf16") ? "bf16" : args.has("--fp16") ? "fp16" : "fp32";
   c["dtype"] = dtype;
   c["param_dtype"] = dtype;
-  c["grad_dtype"] = has("--accumulate-allreduce-grads-in-fp32") ? "fp32" : dtype;
-  if (has("--optimizer")) {
-    const std::string o = args["--optimizer"];
-    if (o == "adam")
-      c["optimizer"] = "adamw";  // Megatron's adam is AdamW (decoupled weight decay)
-    else if (o == "sgd")         // momentum 0.9 unless --sgd-momentum 0: then no momentum buffer
-      c["optimizer"] =
-          has("--sgd-momentum") && std::strtod(args["--sgd-momentum"].c_str(), nullptr) == 0
-              ? "sgd"
-              : "sgd_momentum";
-    else
-      return bad("--optimizer " + shown(o) + ": allowed: adam, sgd");
-  }
-  // The attention backend: flash and fused (cuDNN) keep the output and log-sum-exp; unfused and
-  // local the scores and probabilities. Without the argument Megatron-LM picks auto, a fused
-  // kernel on GPUs that have one.
-  if (has("--attention-backend")) {
+  c["grad_dtype"] = args.has("--accumulate-allreduce-grads-in-fp32") ? "fp32" : dtype;
+  return std::nullopt;
+}
+
+// The optimizer: Megatron-LM's adam or sgd.
+std::optional<Error> read_optimizer(Args& args, json& c) {
+  if (!args.has("--optimizer")) return std::nullopt;
+  const std::string o = args["--optimizer"];
+  if (o == "adam")
+    c["optimizer"] = "adamw";  // Megatron's adam is AdamW (decoupled weight decay)
+  else if (o == "sgd")         // momentum 0.9 unless --sgd-momentum 0: then no momentum buffer
+    c["optimizer"] =
+        args.has("--sgd-momentum") && std::strtod(args["--sgd-momentum"].c_str(), nullptr) == 0
+            ? "sgd"
+            : "sgd_momentum";
+  else
+    return bad("--optimizer " + shown(o) + ": allowed: adam, sgd");
+  return std::nullopt;
+}
+
+// The attention backend: flash and fused (cuDNN) keep the output and log-sum-exp; unfused and
+// local the scores and probabilities. Without the argument Megatron-LM picks auto, a fused
+// kernel on GPUs that have one.
+std::optional<Error> read_attention_backend(Args& args, json& c,
+                                            std::vector<std::string>* warnings) {
+  if (args.has("--attention-backend")) {
     const std::string b = args["--attention-backend"];
     if (b == "flash" || b == "fused" || b == "auto")
       c["attention"] = "flash";
@@ -623,20 +665,25 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     else
       return bad("--attention-backend " + shown(b) +
                  ": allowed: flash, fused, unfused, local, auto");
-  } else if (has("--use-flash-attn")) {
+  } else if (args.has("--use-flash-attn")) {
     c["attention"] = "flash";
   } else {
     c["attention"] = "flash";
-    out.warnings.push_back(
+    warnings->push_back(
         "megatron_args: no --attention-backend: Megatron-LM's default (auto) runs a fused "
         "attention kernel where one exists, read as flash");
   }
+  return std::nullopt;
+}
+
+// The dropout probabilities, with Megatron-LM's defaults.
+std::optional<Error> read_dropout(Args& args, json& c) {
   for (const auto& [a, key] :
        {std::pair<const char*, const char*>{"--attention-dropout", "attention_dropout"},
         {"--hidden-dropout", "hidden_dropout"}}) {
     // Megatron-LM's default is 0.1 for both (transformer_config.py), whatever the model's
     // Hugging Face config says.
-    if (!has(a)) {
+    if (!args.has(a)) {
       c[key] = 0.1;
       continue;
     }
@@ -647,17 +694,21 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
       return bad(std::string(a) + " " + shown(v) + ": must be a number in [0, 1)");
     c[key] = d;
   }
-  // Recompute (transformer_config.py): selective recomputes the modules listed (core_attn by
-  // default); full with uniform K recomputes units of K layers, with block N the first N layers
-  // of each chunk; full without a method recomputes every layer.
+  return std::nullopt;
+}
+
+// Recompute (transformer_config.py): selective recomputes the modules listed (core_attn by
+// default); full with uniform K recomputes units of K layers, with block N the first N layers
+// of each chunk; full without a method recomputes every layer.
+std::optional<Error> read_recompute(Args& args, const ModelSpec& m, json& c) {
   const bool selective =
-      has("--recompute-activations") ||
-      (has("--recompute-granularity") && args["--recompute-granularity"] == "selective");
-  if (has("--recompute-granularity") && args["--recompute-granularity"] != "selective" &&
+      args.has("--recompute-activations") ||
+      (args.has("--recompute-granularity") && args["--recompute-granularity"] == "selective");
+  if (args.has("--recompute-granularity") && args["--recompute-granularity"] != "selective" &&
       args["--recompute-granularity"] != "full")
     return bad("--recompute-granularity " + shown(args["--recompute-granularity"]) +
                ": allowed: full, selective");
-  if (has("--recompute-modules")) {
+  if (args.has("--recompute-modules")) {
     if (!selective)
       return bad("--recompute-modules is read with --recompute-granularity selective");
     if (args["--recompute-modules"] != "core_attn")
@@ -665,12 +716,13 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
                  ": only core_attn (the attention core, Korthikanti et al. 2022) is modelled");
   }
   if (selective) {
-    if (has("--recompute-method")) return bad("--recompute-method is read with full recompute");
+    if (args.has("--recompute-method"))
+      return bad("--recompute-method is read with full recompute");
     c["recompute"] = "selective";
-  } else if (has("--recompute-granularity")) {
+  } else if (args.has("--recompute-granularity")) {
     std::uint64_t k = 1;
-    if (has("--recompute-num-layers")) ACTMEM_TRY(uint_of("--recompute-num-layers", &k));
-    const std::string method = has("--recompute-method") ? args["--recompute-method"] : "";
+    if (args.has("--recompute-num-layers")) ACTMEM_TRY(args.uint_of("--recompute-num-layers", &k));
+    const std::string method = args.has("--recompute-method") ? args["--recompute-method"] : "";
     if (method == "" || (method == "uniform" && k == 1)) {
       c["recompute"] = "full";
     } else if (method == "uniform") {
@@ -678,7 +730,8 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     } else if (method == "block") {
       // The first k layers of each chunk, each from its own input; the longest chunk's pattern
       // serves every chunk (a pattern's first n letters apply to a chunk of n layers).
-      const std::uint64_t v = c.value("vpp", std::uint64_t{1});
+      const std::uint64_t pp = c.value("pp", std::uint64_t{1}),
+                          v = c.value("vpp", std::uint64_t{1});
       std::uint64_t longest = m.layers / std::max<std::uint64_t>(1, pp * v);
       if (c.contains("layer_split"))
         for (const auto& x : c["layer_split"]) longest = std::max(longest, x.get<std::uint64_t>());
@@ -690,33 +743,69 @@ Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec
     } else {
       return bad("--recompute-method " + shown(method) + ": allowed: uniform, block");
     }
-  } else if (has("--recompute-method") || has("--recompute-num-layers")) {
+  } else if (args.has("--recompute-method") || args.has("--recompute-num-layers")) {
     return bad(
         "--recompute-method and --recompute-num-layers are read with "
         "--recompute-granularity full");
   } else {
     c["recompute"] = "none";
   }
-  // Multi-token prediction: Megatron-LM trains the depths --mtp-num-layers gives.
-  if (has("--mtp-num-layers")) {
-    std::uint64_t x = 0;
-    ACTMEM_TRY(uint_of("--mtp-num-layers", &x));
-    if (x != m.mtp_layers)
-      return bad("--mtp-num-layers " + std::to_string(x) + ": this model has " +
-                 std::to_string(m.mtp_layers) + " multi-token-prediction depths");
-    c["mtp"] = true;
-  }
-  if (has("--global-batch-size")) ACTMEM_TRY(uint_of("--global-batch-size", &out.global_batch));
+  return std::nullopt;
+}
 
-  for (const std::string& a : order) {
+// Multi-token prediction: Megatron-LM trains the depths --mtp-num-layers gives.
+std::optional<Error> read_mtp(Args& args, const ModelSpec& m, json& c) {
+  if (!args.has("--mtp-num-layers")) return std::nullopt;
+  std::uint64_t x = 0;
+  ACTMEM_TRY(args.uint_of("--mtp-num-layers", &x));
+  if (x != m.mtp_layers)
+    return bad("--mtp-num-layers " + std::to_string(x) + ": this model has " +
+               std::to_string(m.mtp_layers) + " multi-token-prediction depths");
+  c["mtp"] = true;
+  return std::nullopt;
+}
+
+// What is neither read nor harmless: refused when actmem knows it changes memory, else reported.
+std::optional<Error> check_unread(const Args& args, std::vector<std::string>* warnings) {
+  for (const std::string& a : args.order) {
     if (in(kRead, a) || harmless(a)) continue;
     if (in(kUnmodelled, a))
       return bad(a +
                  " changes what the GPUs hold in a way actmem does not model yet; remove it "
                  "to estimate the run without it");
-    out.warnings.push_back("megatron_args: " + shown(a) +
-                           " is not read by actmem; check that it does not change memory");
+    warnings->push_back("megatron_args: " + shown(a) +
+                        " is not read by actmem; check that it does not change memory");
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<MegatronArgs> read_megatron_args(const std::string& text, const ModelSpec& m) {
+  auto tk = tokens(text);
+  if (!tk.ok()) return tk.error();
+  auto parsed = parse_args(tk.value());
+  if (!parsed.ok()) return parsed.error();
+  Args& args = parsed.value();
+  MegatronArgs out;
+  json& c = out.config;
+  ACTMEM_TRY(check_model_args(args, m));
+  ACTMEM_TRY(read_layout(args, m, c));
+  ACTMEM_TRY(read_uneven_stages(args, m, c));
+  ACTMEM_TRY(read_zero(args, c));
+  ACTMEM_TRY(read_fp8(args, c));
+  // TransformerEngine userbuffers for TP communication overlap (device overhead lines).
+  if (args.has("--tp-comm-overlap")) c["async_tp"] = true;
+  ACTMEM_TRY(check_optimizer_sharding(args));
+  ACTMEM_TRY(read_precision(args, c));
+  ACTMEM_TRY(read_optimizer(args, c));
+  ACTMEM_TRY(read_attention_backend(args, c, &out.warnings));
+  ACTMEM_TRY(read_dropout(args, c));
+  ACTMEM_TRY(read_recompute(args, m, c));
+  ACTMEM_TRY(read_mtp(args, m, c));
+  if (args.has("--global-batch-size"))
+    ACTMEM_TRY(args.uint_of("--global-batch-size", &out.global_batch));
+  ACTMEM_TRY(check_unread(args, &out.warnings));
   return out;
 }
 
