@@ -162,16 +162,30 @@ struct Flavor {
 const Flavor kLlama3Flavors[] = {
     {"debugmodel", 256, 8}, {"8B", 4096, 32}, {"70B", 8192, 80}, {"405B", 16384, 126}};
 
-}  // namespace
+// The keys read, by "section.key", each of its type; torchtitan's defaults for those absent.
+struct Values {
+  std::map<std::string, json> values;
+  bool has(const char* k) const { return values.count(k) != 0; }
+  json& operator[](const std::string& k) { return values[k]; }
+  bool flag(const char* k) { return has(k) && values[k].get<bool>(); }
+  std::string str(const char* k, const char* dflt) {
+    return has(k) ? values[k].get<std::string>() : std::string(dflt);
+  }
+  // An integer key, at least `least`, with torchtitan's default when absent.
+  std::optional<Error> integer(const char* k, std::int64_t dflt, std::int64_t least,
+                               std::int64_t* x) {
+    *x = has(k) ? values[k].get<std::int64_t>() : dflt;
+    if (*x < least)
+      return bad(std::string(k) + " " + std::to_string(*x) + ": must be at least " +
+                 std::to_string(least));
+    return std::nullopt;
+  }
+};
 
-Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const ModelSpec& m) {
-  auto doc = detail::parse_toml(text, kField);
-  if (!doc.ok()) return doc.error();
-  const json& root = doc.value();
-  TorchtitanToml out;
-  json& c = out.config;
-  // The values, each checked against its type; what is not a known key is reported.
-  std::map<std::string, json> v;  // "section.key"
+// The values, each checked against its type; what is not a known key is reported.
+std::optional<Error> collect_values(const json& root, Values* values,
+                                    std::vector<std::string>* warnings) {
+  std::map<std::string, json>& v = values->values;  // "section.key"
   for (auto s = root.begin(); s != root.end(); ++s) {
     const std::string& sec = s.key();
     if (std::find(std::begin(kLaterSections), std::end(kLaterSections), sec) !=
@@ -180,9 +194,9 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
                  "] is torchtitan's later layout; actmem reads 9dec370's (degrees in [training] "
                  "and [experimental]), the version framework torchtitan's defaults follow");
     if (!s.value().is_object()) {
-      out.warnings.push_back(std::string(kField) + ": " + detail::short_dump(json(sec)) +
-                             " is not a table torchtitan reads; check that it does not change "
-                             "memory");
+      warnings->push_back(std::string(kField) + ": " + detail::short_dump(json(sec)) +
+                          " is not a table torchtitan reads; check that it does not change "
+                          "memory");
       continue;
     }
     for (auto k = s.value().begin(); k != s.value().end(); ++k) {
@@ -191,8 +205,8 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
       for (const Key& x : kKeys)
         if (sec == x.section && k.key() == x.name) key = &x;
       if (key == nullptr) {
-        out.warnings.push_back(std::string(kField) + ": " + detail::short_dump(json(name)) +
-                               " is not read by actmem; check that it does not change memory");
+        warnings->push_back(std::string(kField) + ": " + detail::short_dump(json(name)) +
+                            " is not read by actmem; check that it does not change memory");
         continue;
       }
       if (!has_type(k.value(), key->type))
@@ -201,22 +215,11 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
       if (key->use == Use::kRead) v[name] = k.value();
     }
   }
-  auto has = [&](const char* k) { return v.count(k) != 0; };
-  auto flag = [&](const char* k) { return has(k) && v[k].get<bool>(); };
-  auto str = [&](const char* k, const char* dflt) {
-    return has(k) ? v[k].get<std::string>() : std::string(dflt);
-  };
-  // An integer key, at least `least`, with torchtitan's default when absent.
-  auto integer = [&](const char* k, std::int64_t dflt, std::int64_t least,
-                     std::int64_t* x) -> std::optional<Error> {
-    *x = has(k) ? v[k].get<std::int64_t>() : dflt;
-    if (*x < least)
-      return bad(std::string(k) + " " + std::to_string(*x) + ": must be at least " +
-                 std::to_string(least));
-    return std::nullopt;
-  };
+  return std::nullopt;
+}
 
-  // Keys torchtitan reads that change memory in ways actmem does not model: refused when set.
+// Keys torchtitan reads that change memory in ways actmem does not model: refused when set.
+std::optional<Error> refuse_unmodelled(Values& v) {
   const std::pair<const char*, const char*> unmodelled[] = {
       {"training.compile",
        "torch.compile's fused kernels save other tensors than eager autograd, which actmem "
@@ -227,15 +230,18 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
       {"optimizer.early_step_in_backward",
        "stepping the optimizer in backward frees gradients early, which is not modelled"}};
   for (const auto& [k, why] : unmodelled)
-    if (flag(k))
+    if (v.flag(k))
       return bad(std::string(k) + " = true: " + why + "; remove it to estimate the run without it");
-  if (has("experimental.pipeline_parallel_schedule_csv") &&
+  if (v.has("experimental.pipeline_parallel_schedule_csv") &&
       !v["experimental.pipeline_parallel_schedule_csv"].get<std::string>().empty())
     return bad(
         "experimental.pipeline_parallel_schedule_csv: a schedule read from a CSV file is not "
         "modelled; allowed: empty, with pipeline_parallel_schedule naming the schedule");
+  return std::nullopt;
+}
 
-  // The model: torchtitan 9dec370 builds Llama 3 (models/llama); its flavor must be this one.
+// The model: torchtitan 9dec370 builds Llama 3 (models/llama); its flavor must be this one.
+std::optional<Error> check_model(Values& v, const ModelSpec& m) {
   for (const LayerKind& k : m.kinds)
     if (!k.has_attention() || k.is_moe() || k.is_mla())
       return bad(
@@ -247,10 +253,10 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
           " layers");
   // A name or flavor given must be one torchtitan builds (models/__init__.py models_config:
   // llama3 only) and describe the request's model.
-  if (has("model.name") && v["model.name"] != "llama3")
+  if (v.has("model.name") && v["model.name"] != "llama3")
     return bad("model.name " + detail::short_dump(v["model.name"]) +
                ": torchtitan 9dec370 builds llama3 only (models/__init__.py); allowed: llama3");
-  if (has("model.flavor")) {
+  if (v.has("model.flavor")) {
     const std::string fl = v["model.flavor"].get<std::string>();
     const Flavor* hit = nullptr;
     for (const Flavor& f : kLlama3Flavors)
@@ -266,20 +272,28 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
                  " and num_hidden_layers=" + std::to_string(m.layers));
   }
   // norms.py build_norm: rmsnorm is the eager RMSNorm the pytorch profile measures.
-  const std::string norm = str("model.norm_type", "rmsnorm");
+  const std::string norm = v.str("model.norm_type", "rmsnorm");
   if (norm != "rmsnorm")
     return bad("model.norm_type " + detail::short_dump(json(norm)) +
                ": only rmsnorm (the eager RMSNorm, models/norms.py) is modelled; allowed: "
                "rmsnorm");
+  return std::nullopt;
+}
 
-  c["framework"] = "torchtitan";
-  // The degrees (parallel_dims.py l.27-40): each at least 1, dp_shard -1 the ranks left.
+// The parallel degrees as torchtitan reads them.
+struct Degrees {
   std::int64_t tp = 1, pp = 1, cp = 1, rep = 1, shard = -1;
-  ACTMEM_TRY(integer("training.tensor_parallel_degree", 1, 1, &tp));
-  ACTMEM_TRY(integer("experimental.pipeline_parallel_degree", 1, 1, &pp));
-  ACTMEM_TRY(integer("experimental.context_parallel_degree", 1, 1, &cp));
-  ACTMEM_TRY(integer("training.data_parallel_replicate_degree", 1, 1, &rep));
-  ACTMEM_TRY(integer("training.data_parallel_shard_degree", -1, -1, &shard));
+};
+
+// The degrees (parallel_dims.py l.27-40): each at least 1, dp_shard -1 the ranks left.
+std::optional<Error> read_degrees(Values& v, Degrees* d, TorchtitanToml* out) {
+  json& c = out->config;
+  std::int64_t &tp = d->tp, &pp = d->pp, &cp = d->cp, &rep = d->rep, &shard = d->shard;
+  ACTMEM_TRY(v.integer("training.tensor_parallel_degree", 1, 1, &tp));
+  ACTMEM_TRY(v.integer("experimental.pipeline_parallel_degree", 1, 1, &pp));
+  ACTMEM_TRY(v.integer("experimental.context_parallel_degree", 1, 1, &cp));
+  ACTMEM_TRY(v.integer("training.data_parallel_replicate_degree", 1, 1, &rep));
+  ACTMEM_TRY(v.integer("training.data_parallel_shard_degree", -1, -1, &shard));
   if (shard == 0)
     return bad(
         "training.data_parallel_shard_degree 0: must be -1 (the ranks left) or at least 1 "
@@ -292,7 +306,7 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
   c["sp"] = tp > 1;
   c["dp_replicate"] = rep;
   if (shard == -1) {
-    out.dp_from_job = true;
+    out->dp_from_job = true;
   } else {
     Checked ck;
     c["dp"] = ck.mul(static_cast<std::uint64_t>(shard), static_cast<std::uint64_t>(rep), "dp");
@@ -303,126 +317,149 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
           "data_parallel_replicate_degree > 1 without sharding is DDP, which torchtitan runs "
           "without other parallelisms ('DDP has not supported > 1D parallelism')");
   }
-  if (tp > 1 && flag("training.disable_loss_parallel"))
+  if (tp > 1 && v.flag("training.disable_loss_parallel"))
     return bad(
         "training.disable_loss_parallel = true: replicated logits under tensor parallelism are "
         "not modelled (the loss is vocab-parallel); remove it");
-  if (tp > 1 && flag("experimental.enable_async_tensor_parallel"))
+  if (tp > 1 && v.flag("experimental.enable_async_tensor_parallel"))
     return bad(
         "experimental.enable_async_tensor_parallel = true needs training.compile, which is not "
         "modelled (torchtitan: 'Async TP requires --training.compile')");
-  const std::string rotate = str("experimental.context_parallel_rotate_method", "allgather");
+  const std::string rotate = v.str("experimental.context_parallel_rotate_method", "allgather");
   if (rotate != "allgather")
     return bad("experimental.context_parallel_rotate_method " + detail::short_dump(json(rotate)) +
                ": only allgather, the default, is modelled; allowed: allgather");
+  return std::nullopt;
+}
 
-  // The batch and sequence: batch_size sequences per data-parallel rank per step (no gradient
-  // accumulation at 9dec370), split into pipeline micro-batches under PP.
+// The stages: split points "layers.N" (each stage's first layer) or torchtitan's own split;
+// each stage but the first as the index of its first layer.
+Result<std::vector<std::uint64_t>> stage_cuts(Values& v, std::uint64_t L, std::int64_t pp,
+                                              bool looped) {
+  std::vector<std::uint64_t> cuts;
+  if (v.has("experimental.pipeline_parallel_split_points") &&
+      !v["experimental.pipeline_parallel_split_points"].empty()) {
+    for (const json& p : v["experimental.pipeline_parallel_split_points"]) {
+      const std::string s = p.get<std::string>();
+      const std::string digits = s.size() > 7 && s.rfind("layers.", 0) == 0 ? s.substr(7) : "";
+      std::uint64_t n = 0;
+      // Module names: layers.8, never layers.08 (no module is named so).
+      const bool num =
+          !digits.empty() && digits.size() <= 9 && digits[0] != '0' &&
+          std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      if (num) n = std::stoull(digits);
+      if (!num || n == 0 || n >= L || (!cuts.empty() && n <= cuts.back()))
+        return bad("experimental.pipeline_parallel_split_points " + detail::short_dump(p) +
+                   ": each must be \"layers.N\", N increasing from 1 to " + std::to_string(L - 1));
+      cuts.push_back(n);
+    }
+  } else {
+    const std::uint64_t stages = static_cast<std::uint64_t>(pp) * (looped ? 2 : 1);
+    if (stages > L)
+      return bad(std::to_string(stages) + " pipeline stages for " + std::to_string(L) +
+                 " layers ('Total stages cannot be greater than the number of layers')");
+    const std::uint64_t base = L / stages;
+    std::uint64_t extra = L % stages, at = 0;
+    for (std::uint64_t i = 0; i + 1 < stages; ++i) {
+      at += i == 0 ? base : base + (extra > 0 ? 1 : 0);
+      if (i > 0 && extra > 0) --extra;
+      cuts.push_back(at);
+    }
+  }
+  return cuts;
+}
+
+// The stages over the ranks: one per rank, or (looped) equal stages, vpp per rank.
+std::optional<Error> read_stages(Values& v, const ModelSpec& m, std::int64_t pp,
+                                 const std::string& sched, bool looped, std::int64_t mbs, json& c) {
+  const std::uint64_t L = m.layers;
+  auto found = stage_cuts(v, L, pp, looped);
+  if (!found.ok()) return found.error();
+  const std::vector<std::uint64_t>& cuts = found.value();
+  const std::uint64_t stages = cuts.size() + 1;
+  std::vector<std::uint64_t> split;
+  for (std::uint64_t i = 0; i < stages; ++i)
+    split.push_back((i + 1 < stages ? cuts[i] : L) - (i > 0 ? cuts[i - 1] : 0));
+  const std::uint64_t P = static_cast<std::uint64_t>(pp);
+  if (!looped && stages != P)
+    return bad(std::to_string(stages) + " pipeline stages from the split points for " + sched +
+               " on pipeline_parallel_degree " + std::to_string(pp) +
+               ": a single-stage schedule needs one stage per rank");
+  if (looped && (stages % P != 0 || stages / P < 2))
+    return bad(std::to_string(stages) + " pipeline stages from the split points for " + sched +
+               " on pipeline_parallel_degree " + std::to_string(pp) +
+               ": a looped schedule needs a multiple of the degree, at least two per rank");
+  const bool even =
+      std::all_of(split.begin(), split.end(), [&](std::uint64_t x) { return x == split.front(); });
+  if (looped) {
+    if (!even)
+      return bad("the " + std::to_string(stages) + " stages of " + sched +
+                 " are uneven; actmem's interleaved schedule needs equal stages (layer_split "
+                 "is for one stage per rank)");
+    if (mbs % pp != 0)
+      return bad("pipeline_parallel_microbatches " + std::to_string(mbs) +
+                 " is not a multiple of pipeline_parallel_degree; torch's Interleaved1F1B "
+                 "then runs rounds the interleaved schedule here does not model");
+    c["vpp"] = stages / P;
+  } else if (!even) {
+    c["layer_split"] = split;
+  }
+  return std::nullopt;
+}
+
+// The batch and sequence: batch_size sequences per data-parallel rank per step (no gradient
+// accumulation at 9dec370), split into pipeline micro-batches under PP.
+std::optional<Error> read_batch_and_pipeline(Values& v, const ModelSpec& m, std::int64_t pp,
+                                             TorchtitanToml* out) {
+  json& c = out->config;
   std::int64_t batch = 8, seq = 2048;
-  ACTMEM_TRY(integer("training.batch_size", 8, 1, &batch));
-  ACTMEM_TRY(integer("training.seq_len", 2048, 1, &seq));
+  ACTMEM_TRY(v.integer("training.batch_size", 8, 1, &batch));
+  ACTMEM_TRY(v.integer("training.seq_len", 2048, 1, &seq));
   c["seq"] = seq;
   // The pipeline: schedule (torch 2.6 get_schedule_class, case-insensitive), stages per rank and
   // split (pipelining_utils.py l.18-55), micro-batches (l.79-81).
-  std::string sched = str("experimental.pipeline_parallel_schedule", "1F1B");
+  std::string sched = v.str("experimental.pipeline_parallel_schedule", "1F1B");
   std::string lower = sched;
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch + 32) : ch; });
   if (pp == 1) {
-    if (has("experimental.pipeline_parallel_microbatches") ||
-        has("experimental.pipeline_parallel_split_points"))
-      out.warnings.push_back(std::string(kField) +
-                             ": pipeline_parallel_microbatches and _split_points are read with "
-                             "pipeline_parallel_degree > 1; torchtitan ignores them here");
+    if (v.has("experimental.pipeline_parallel_microbatches") ||
+        v.has("experimental.pipeline_parallel_split_points"))
+      out->warnings.push_back(std::string(kField) +
+                              ": pipeline_parallel_microbatches and _split_points are read with "
+                              "pipeline_parallel_degree > 1; torchtitan ignores them here");
     c["micro_batch"] = batch;
     c["micro_batches"] = 1;
-  } else {
-    const bool looped = lower == "interleaved1f1b";
-    if (lower == "1f1b")
-      c["schedule"] = "1f1b";
-    else if (lower == "gpipe")
-      c["schedule"] = "gpipe";
-    else if (looped)
-      c["schedule"] = "interleaved";
-    else
-      return bad("experimental.pipeline_parallel_schedule " + detail::short_dump(json(sched)) +
-                 ": allowed: 1F1B, GPipe, Interleaved1F1B (torch 2.6's other schedules are not "
-                 "modelled as torch runs them)");
-    std::int64_t mbs = pp;
-    ACTMEM_TRY(integer("experimental.pipeline_parallel_microbatches", pp, 1, &mbs));
-    if (batch % mbs != 0)
-      return bad("training.batch_size " + std::to_string(batch) + " is not " + std::to_string(mbs) +
-                 " equal pipeline micro-batches");
-    c["micro_batch"] = batch / mbs;
-    c["micro_batches"] = mbs;
-    // The stages: split points "layers.N" (each stage's first layer) or torchtitan's own split.
-    std::vector<std::uint64_t> cuts;
-    const std::uint64_t L = m.layers;
-    if (has("experimental.pipeline_parallel_split_points") &&
-        !v["experimental.pipeline_parallel_split_points"].empty()) {
-      for (const json& p : v["experimental.pipeline_parallel_split_points"]) {
-        const std::string s = p.get<std::string>();
-        const std::string digits = s.size() > 7 && s.rfind("layers.", 0) == 0 ? s.substr(7) : "";
-        std::uint64_t n = 0;
-        // Module names: layers.8, never layers.08 (no module is named so).
-        const bool num = !digits.empty() && digits.size() <= 9 && digits[0] != '0' &&
-                         std::all_of(digits.begin(), digits.end(),
-                                     [](char ch) { return ch >= '0' && ch <= '9'; });
-        if (num) n = std::stoull(digits);
-        if (!num || n == 0 || n >= L || (!cuts.empty() && n <= cuts.back()))
-          return bad("experimental.pipeline_parallel_split_points " + detail::short_dump(p) +
-                     ": each must be \"layers.N\", N increasing from 1 to " +
-                     std::to_string(L - 1));
-        cuts.push_back(n);
-      }
-    } else {
-      const std::uint64_t stages = static_cast<std::uint64_t>(pp) * (looped ? 2 : 1);
-      if (stages > L)
-        return bad(std::to_string(stages) + " pipeline stages for " + std::to_string(L) +
-                   " layers ('Total stages cannot be greater than the number of layers')");
-      const std::uint64_t base = L / stages;
-      std::uint64_t extra = L % stages, at = 0;
-      for (std::uint64_t i = 0; i + 1 < stages; ++i) {
-        at += i == 0 ? base : base + (extra > 0 ? 1 : 0);
-        if (i > 0 && extra > 0) --extra;
-        cuts.push_back(at);
-      }
-    }
-    const std::uint64_t stages = cuts.size() + 1;
-    std::vector<std::uint64_t> split;
-    for (std::uint64_t i = 0; i < stages; ++i)
-      split.push_back((i + 1 < stages ? cuts[i] : L) - (i > 0 ? cuts[i - 1] : 0));
-    const std::uint64_t P = static_cast<std::uint64_t>(pp);
-    if (!looped && stages != P)
-      return bad(std::to_string(stages) + " pipeline stages from the split points for " + sched +
-                 " on pipeline_parallel_degree " + std::to_string(pp) +
-                 ": a single-stage schedule needs one stage per rank");
-    if (looped && (stages % P != 0 || stages / P < 2))
-      return bad(std::to_string(stages) + " pipeline stages from the split points for " + sched +
-                 " on pipeline_parallel_degree " + std::to_string(pp) +
-                 ": a looped schedule needs a multiple of the degree, at least two per rank");
-    const bool even = std::all_of(split.begin(), split.end(),
-                                  [&](std::uint64_t x) { return x == split.front(); });
-    if (looped) {
-      if (!even)
-        return bad("the " + std::to_string(stages) + " stages of " + sched +
-                   " are uneven; actmem's interleaved schedule needs equal stages (layer_split "
-                   "is for one stage per rank)");
-      if (mbs % pp != 0)
-        return bad("pipeline_parallel_microbatches " + std::to_string(mbs) +
-                   " is not a multiple of pipeline_parallel_degree; torch's Interleaved1F1B "
-                   "then runs rounds the interleaved schedule here does not model");
-      c["vpp"] = stages / P;
-    } else if (!even) {
-      c["layer_split"] = split;
-    }
+    return std::nullopt;
   }
+  const bool looped = lower == "interleaved1f1b";
+  if (lower == "1f1b")
+    c["schedule"] = "1f1b";
+  else if (lower == "gpipe")
+    c["schedule"] = "gpipe";
+  else if (looped)
+    c["schedule"] = "interleaved";
+  else
+    return bad("experimental.pipeline_parallel_schedule " + detail::short_dump(json(sched)) +
+               ": allowed: 1F1B, GPipe, Interleaved1F1B (torch 2.6's other schedules are not "
+               "modelled as torch runs them)");
+  std::int64_t mbs = pp;
+  ACTMEM_TRY(v.integer("experimental.pipeline_parallel_microbatches", pp, 1, &mbs));
+  if (batch % mbs != 0)
+    return bad("training.batch_size " + std::to_string(batch) + " is not " + std::to_string(mbs) +
+               " equal pipeline micro-batches");
+  c["micro_batch"] = batch / mbs;
+  c["micro_batches"] = mbs;
+  return read_stages(v, m, pp, sched, looped, mbs, c);
+}
 
-  // Activation checkpointing (parallelize_llama.py l.225-292): none, full (every block), or
-  // selective: 'op' (torchtitan's op list) or N (every N-th block of a rank's chunks, counted on
-  // across them; 0 or 1 every block).
-  const std::string mode = str("activation_checkpoint.mode", "selective");
-  const std::string option = str("activation_checkpoint.selective_ac_option", "2");
+// Activation checkpointing (parallelize_llama.py l.225-292): none, full (every block), or
+// selective: 'op' (torchtitan's op list) or N (every N-th block of a rank's chunks, counted on
+// across them; 0 or 1 every block).
+std::optional<Error> read_activation_checkpoint(Values& v, const ModelSpec& m, std::int64_t pp,
+                                                json& c) {
+  const std::string mode = v.str("activation_checkpoint.mode", "selective");
+  const std::string option = v.str("activation_checkpoint.selective_ac_option", "2");
   if (mode == "none") {
     c["recompute"] = "none";
   } else if (mode == "full") {
@@ -464,39 +501,68 @@ Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const Model
     return bad("activation_checkpoint.mode " + detail::short_dump(json(mode)) +
                ": allowed: none, selective, full");
   }
+  return std::nullopt;
+}
 
-  // Precision (parallelize_llama.py l.79-94): FSDP's MixedPrecisionPolicy; without FSDP the run
-  // is fp32 (framework torchtitan's defaults). Only the parameter dtype is a choice.
-  const std::string mp = str("training.mixed_precision_param", "bfloat16");
-  out.mixed_precision = mp == "float32" ? "fp32" : "bf16";
+// Precision (parallelize_llama.py l.79-94): FSDP's MixedPrecisionPolicy; without FSDP the run
+// is fp32 (framework torchtitan's defaults). Only the parameter dtype is a choice.
+std::optional<Error> read_precision(Values& v, TorchtitanToml* out) {
+  const std::string mp = v.str("training.mixed_precision_param", "bfloat16");
+  out->mixed_precision = mp == "float32" ? "fp32" : "bf16";
   if (mp == "float32")
-    c["dtype"] = "fp32";
+    out->config["dtype"] = "fp32";
   else if (mp != "bfloat16")
     return bad("training.mixed_precision_param " + detail::short_dump(json(mp)) +
                ": allowed: bfloat16, float32 (config_manager.py l.378-382)");
-  const std::string reduce = str("training.mixed_precision_reduce", "float32");
+  const std::string reduce = v.str("training.mixed_precision_reduce", "float32");
   if (reduce != "float32")
     return bad("training.mixed_precision_reduce " + detail::short_dump(json(reduce)) +
                ": allowed: float32 (config_manager.py l.388-392)");
+  return std::nullopt;
+}
 
-  // The optimizer (optimizer.py l.30-45): Adam and AdamW keep the same two states.
-  const std::string opt = str("optimizer.name", "AdamW");
+// The optimizer (optimizer.py l.30-45): Adam and AdamW keep the same two states.
+std::optional<Error> read_optimizer(Values& v, json& c) {
+  const std::string opt = v.str("optimizer.name", "AdamW");
   if (opt != "AdamW" && opt != "Adam")
     return bad("optimizer.name " + detail::short_dump(json(opt)) + ": allowed: AdamW, Adam");
   c["optimizer"] = "adamw";
+  return std::nullopt;
+}
 
-  // Float8 (float8.py l.40-75, torchao eab345c): dynamic tensorwise scaling; the all-gather in
-  // e4m3 when FSDP shards (dp_shard > 1).
-  if (flag("float8.enable_float8_linear")) {
-    for (const char* k : {"float8.scaling_type_input", "float8.scaling_type_weight",
-                          "float8.scaling_type_grad_output"})
-      if (str(k, "dynamic") != "dynamic")
-        return bad(std::string(k) + " " + detail::short_dump(v[k]) +
-                   ": delayed scaling is not modelled; allowed: dynamic");
-    c["float8"] = "tensorwise";
-    if (flag("float8.enable_fsdp_float8_all_gather") && (shard == -1 || shard > 1))
-      c["float8_all_gather"] = true;
-  }
+// Float8 (float8.py l.40-75, torchao eab345c): dynamic tensorwise scaling; the all-gather in
+// e4m3 when FSDP shards (dp_shard > 1).
+std::optional<Error> read_float8(Values& v, std::int64_t shard, json& c) {
+  if (!v.flag("float8.enable_float8_linear")) return std::nullopt;
+  for (const char* k : {"float8.scaling_type_input", "float8.scaling_type_weight",
+                        "float8.scaling_type_grad_output"})
+    if (v.str(k, "dynamic") != "dynamic")
+      return bad(std::string(k) + " " + detail::short_dump(v[k]) +
+                 ": delayed scaling is not modelled; allowed: dynamic");
+  c["float8"] = "tensorwise";
+  if (v.flag("float8.enable_fsdp_float8_all_gather") && (shard == -1 || shard > 1))
+    c["float8_all_gather"] = true;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<TorchtitanToml> read_torchtitan_toml(const std::string& text, const ModelSpec& m) {
+  auto doc = detail::parse_toml(text, kField);
+  if (!doc.ok()) return doc.error();
+  TorchtitanToml out;
+  Values v;
+  ACTMEM_TRY(collect_values(doc.value(), &v, &out.warnings));
+  ACTMEM_TRY(refuse_unmodelled(v));
+  ACTMEM_TRY(check_model(v, m));
+  out.config["framework"] = "torchtitan";
+  Degrees d;
+  ACTMEM_TRY(read_degrees(v, &d, &out));
+  ACTMEM_TRY(read_batch_and_pipeline(v, m, d.pp, &out));
+  ACTMEM_TRY(read_activation_checkpoint(v, m, d.pp, out.config));
+  ACTMEM_TRY(read_precision(v, &out));
+  ACTMEM_TRY(read_optimizer(v, out.config));
+  ACTMEM_TRY(read_float8(v, d.shard, out.config));
   return out;
 }
 
