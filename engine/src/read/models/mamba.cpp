@@ -159,16 +159,11 @@ std::string shown_letter(const std::string& v) {
   return !k.empty() && k.front() == '"' ? k : "'" + k + "'";
 }
 
-}  // namespace
-
-bool is_mamba_type(const std::string& model_type) {
-  return model_type == "mamba2" || model_type == "nemotron_h";
-}
-
-std::optional<Error> read_mamba_family(const json& j, const std::string& type, ModelSpec* out,
-                                       std::vector<std::string>* warnings) {
+// Every key: read by the family, ignored, refused with the name the family reads instead, or
+// reported as ignored.
+std::optional<Error> check_keys(const json& j, const std::string& type,
+                                std::vector<std::string>* warnings) {
   const bool nemotron = type == "nemotron_h";
-  ModelSpec& m = *out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (listed(kCommonKeys, k)) continue;
@@ -187,9 +182,18 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     if (!listed(kIgnored, k) && warnings)
       warnings->push_back("model." + k + ": ignored (does not affect memory)");
   }
+  return std::nullopt;
+}
+
+// The keys of one config.json as its config class reads them.
+struct Reader {
+  const json& j;
+  const std::string& type;
+  bool nemotron;
+
   // The key a value is read from: its name, or (NemotronHConfig.__post_init__) the older name it
   // also takes; both given must agree.
-  auto pick = [&](const char* key, const char* older, const char** used) -> std::optional<Error> {
+  std::optional<Error> pick(const char* key, const char* older, const char** used) const {
     *used = key;
     if (older == nullptr || !j.contains(older)) return std::nullopt;
     if (j.contains(key) && j[key] != j[older])
@@ -199,12 +203,12 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
                             "; give one");
     if (!j.contains(key)) *used = older;
     return std::nullopt;
-  };
+  }
   // Integers are typed int in the config classes: null is refused, not read as the default.
   // `max`: kMaxDim, or for sizes that fix a tensor's extent whatever b and s (a chunk's Q x Q
   // masks, the state) kMaxMambaWidth, so that an overflow can only come from b and s.
-  auto get_uint = [&](const char* key, std::uint64_t* v, bool required, const char* older = nullptr,
-                      std::uint64_t max = kMaxDim) -> std::optional<Error> {
+  std::optional<Error> get_uint(const char* key, std::uint64_t* v, bool required,
+                                const char* older = nullptr, std::uint64_t max = kMaxDim) const {
     const char* used = key;
     ACTMEM_TRY(pick(key, older, &used));
     if (!j.contains(used)) {
@@ -220,18 +224,18 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
                             " is larger than the supported " +
                             (max == kMaxDim ? std::string("2^40") : std::to_string(max)));
     return std::nullopt;
-  };
-  auto get_small = [&](const char* key, std::uint64_t* v, const char* older = nullptr) {
+  }
+  std::optional<Error> get_small(const char* key, std::uint64_t* v,
+                                 const char* older = nullptr) const {
     return get_uint(key, v, false, older, kMaxMambaWidth);
-  };
-  auto get_bool = [&](const char* key, bool* v,
-                      const char* older = nullptr) -> std::optional<Error> {
+  }
+  std::optional<Error> get_bool(const char* key, bool* v, const char* older = nullptr) const {
     const char* used = key;
     ACTMEM_TRY(pick(key, older, &used));
     if (!j.contains(used)) return std::nullopt;
     return read_bool(j[used], std::string("model.") + used, v);
-  };
-  auto get_act = [&](const char* key, const char* want, const char* also) -> std::optional<Error> {
+  }
+  std::optional<Error> get_act(const char* key, const char* want, const char* also) const {
     if (!j.contains(key)) return std::nullopt;
     std::string act;
     ACTMEM_TRY(read_string(j[key], std::string("model.") + key, &act));
@@ -241,23 +245,35 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
                             " is not supported for " + type + "; allowed: " + want +
                             (also ? std::string(", ") + also : std::string()));
     return std::nullopt;
-  };
+  }
+};
 
+// What both families share: the norm, no positions, the embeddings, and (Nemotron-H) the
+// kernel switch.
+std::optional<Error> read_common(const Reader& r, ModelSpec* out) {
+  const json& j = r.j;
+  const bool nemotron = r.nemotron;
+  ModelSpec& m = *out;
   m.norm = NormType::kRmsNorm;
   m.pos = PosEncoding::kNone;  // neither model adds positions (Nemotron-H's attention: no RoPE)
   m.block = BlockLayout::kSequential;
   m.tied_embeddings = false;  // both config classes default to untied
-  ACTMEM_TRY(get_uint("hidden_size", &m.hidden, true));
-  ACTMEM_TRY(get_uint("vocab_size", &m.vocab, true));
-  ACTMEM_TRY(get_bool("tie_word_embeddings", &m.tied_embeddings));
+  ACTMEM_TRY(r.get_uint("hidden_size", &m.hidden, true));
+  ACTMEM_TRY(r.get_uint("vocab_size", &m.vocab, true));
+  ACTMEM_TRY(r.get_bool("tie_word_embeddings", &m.tied_embeddings));
   // The kernel choice is config.attention's (eager / sdpa_math: the PyTorch path; flash: the
   // fused kernels): a config turning the kernels off would say otherwise.
   if (nemotron && j.contains("use_mamba_kernels") && j["use_mamba_kernels"] != true)
     return refuse_value(j, "use_mamba_kernels",
                         "is config.attention's choice here (eager or sdpa_math: transformers' "
                         "PyTorch path; flash: the fused kernels); allowed: true");
+  return std::nullopt;
+}
 
-  LayerKind mamba;
+// The Mamba-2 mixer layer, with its config class's defaults.
+std::optional<Error> read_mamba_kind(const Reader& r, LayerKind* out) {
+  const bool nemotron = r.nemotron;
+  LayerKind& mamba = *out;
   mamba.name = "mamba";
   mamba.mixer = Mixer::kMamba2;
   mamba.has_ffn = false;
@@ -269,47 +285,54 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   x.conv_kernel = 4;
   x.chunk = nemotron ? 128 : 256;
   x.key_names = nemotron ? MambaKeys::kNemotronH : MambaKeys::kMamba2;
-  ACTMEM_TRY(get_uint(nemotron ? "mamba_num_heads" : "num_heads", &x.heads, false));
-  ACTMEM_TRY(get_uint(nemotron ? "mamba_head_dim" : "head_dim", &x.head_dim, false));
-  ACTMEM_TRY(get_small(nemotron ? "ssm_state_size" : "state_size", &x.state));
-  ACTMEM_TRY(get_uint("n_groups", &x.groups, false, nemotron ? "mamba_n_groups" : nullptr));
-  ACTMEM_TRY(get_small("conv_kernel", &x.conv_kernel, nemotron ? "mamba_d_conv" : nullptr));
-  ACTMEM_TRY(get_small("chunk_size", &x.chunk, nemotron ? "mamba_chunk_size" : nullptr));
-  ACTMEM_TRY(get_bool("use_conv_bias", &x.conv_bias, nemotron ? "mamba_conv_bias" : nullptr));
-  ACTMEM_TRY(get_bool("use_bias", &x.proj_bias));
-  ACTMEM_TRY(get_act(nemotron ? "mamba_hidden_act" : "hidden_act", "silu", "swish"));
+  ACTMEM_TRY(r.get_uint(nemotron ? "mamba_num_heads" : "num_heads", &x.heads, false));
+  ACTMEM_TRY(r.get_uint(nemotron ? "mamba_head_dim" : "head_dim", &x.head_dim, false));
+  ACTMEM_TRY(r.get_small(nemotron ? "ssm_state_size" : "state_size", &x.state));
+  ACTMEM_TRY(r.get_uint("n_groups", &x.groups, false, nemotron ? "mamba_n_groups" : nullptr));
+  ACTMEM_TRY(r.get_small("conv_kernel", &x.conv_kernel, nemotron ? "mamba_d_conv" : nullptr));
+  ACTMEM_TRY(r.get_small("chunk_size", &x.chunk, nemotron ? "mamba_chunk_size" : nullptr));
+  ACTMEM_TRY(r.get_bool("use_conv_bias", &x.conv_bias, nemotron ? "mamba_conv_bias" : nullptr));
+  ACTMEM_TRY(r.get_bool("use_bias", &x.proj_bias));
+  ACTMEM_TRY(r.get_act(nemotron ? "mamba_hidden_act" : "hidden_act", "silu", "swish"));
   // Nemotron-H's gated norm normalizes each group (group_size = intermediate_size / n_groups);
   // Mamba2's MambaRMSNormGated normalizes all I channels together.
   x.norm_per_group = nemotron;
+  return std::nullopt;
+}
 
-  if (!nemotron) {
-    ACTMEM_TRY(get_uint("num_hidden_layers", &m.layers, true));
-    // Mamba2Mixer: intermediate_size = expand x hidden_size, reshaped into num_heads heads of
-    // head_dim; the two must agree or its reshapes fail.
-    std::uint64_t expand = 2;
-    ACTMEM_TRY(get_uint("expand", &expand, false));
-    if (x.heads > kMaxDim / x.head_dim)
-      return make_error("invalid_value", "model.num_heads",
-                        "model.num_heads: num_heads x head_dim = " + std::to_string(x.heads) +
-                            " x " + std::to_string(x.head_dim) +
-                            " is larger than the supported 2^40");
-    std::uint64_t inner = 0;
-    if (__builtin_mul_overflow(expand, m.hidden, &inner) || inner != x.heads * x.head_dim)
-      return make_error("invalid_value", "model.num_heads",
-                        "model.num_heads: num_heads x head_dim = " + std::to_string(x.heads) +
-                            " x " + std::to_string(x.head_dim) +
-                            " must equal expand x hidden_size = " + std::to_string(expand) + " x " +
-                            std::to_string(m.hidden) + " (Mamba2Mixer reshapes into it)");
-    // residual_in_fp32 (default true) keeps the residual stream in fp32: the final norm reads an
-    // fp32 input and keeps fp32 tensors (measured).
-    bool fp32_residual = true;
-    ACTMEM_TRY(get_bool("residual_in_fp32", &fp32_residual));
-    if (fp32_residual) m.hf_modules = HfModules::kMamba2;
-    m.kinds.assign(1, mamba);
-    m.stack.clear();
-    return std::nullopt;
-  }
+// Mamba2: num_hidden_layers mixer layers, each of expand x hidden_size inner channels.
+std::optional<Error> read_mamba2_stack(const Reader& r, const LayerKind& mamba, ModelSpec* out) {
+  ModelSpec& m = *out;
+  const MambaSpec& x = mamba.mamba;
+  ACTMEM_TRY(r.get_uint("num_hidden_layers", &m.layers, true));
+  // Mamba2Mixer: intermediate_size = expand x hidden_size, reshaped into num_heads heads of
+  // head_dim; the two must agree or its reshapes fail.
+  std::uint64_t expand = 2;
+  ACTMEM_TRY(r.get_uint("expand", &expand, false));
+  if (x.heads > kMaxDim / x.head_dim)
+    return make_error("invalid_value", "model.num_heads",
+                      "model.num_heads: num_heads x head_dim = " + std::to_string(x.heads) + " x " +
+                          std::to_string(x.head_dim) + " is larger than the supported 2^40");
+  std::uint64_t inner = 0;
+  if (__builtin_mul_overflow(expand, m.hidden, &inner) || inner != x.heads * x.head_dim)
+    return make_error("invalid_value", "model.num_heads",
+                      "model.num_heads: num_heads x head_dim = " + std::to_string(x.heads) + " x " +
+                          std::to_string(x.head_dim) +
+                          " must equal expand x hidden_size = " + std::to_string(expand) + " x " +
+                          std::to_string(m.hidden) + " (Mamba2Mixer reshapes into it)");
+  // residual_in_fp32 (default true) keeps the residual stream in fp32: the final norm reads an
+  // fp32 input and keeps fp32 tensors (measured).
+  bool fp32_residual = true;
+  ACTMEM_TRY(r.get_bool("residual_in_fp32", &fp32_residual));
+  if (fp32_residual) m.hf_modules = HfModules::kMamba2;
+  m.kinds.assign(1, mamba);
+  m.stack.clear();
+  return std::nullopt;
+}
 
+// Nemotron-H's keys for what is not modelled, each refused unless it keeps its no-op value.
+std::optional<Error> refuse_nemotron_unmodelled(const Reader& r) {
+  const json& j = r.j;
   for (const char* k : {"attention_dropout", "hidden_dropout"}) {
     if (!j.contains(k)) continue;
     double p = 0.0;
@@ -319,7 +342,7 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   if (j.contains("sliding_window") && !j["sliding_window"].is_null())
     return refuse_value(j, "sliding_window",
                         "is not read by NemotronHAttention (full attention); allowed: null");
-  ACTMEM_TRY(get_act("mlp_hidden_act", "relu2", nullptr));
+  ACTMEM_TRY(r.get_act("mlp_hidden_act", "relu2", nullptr));
   // Nemotron 3 Super's multi-token-prediction layers (mtp_layers_block_type) and latent experts
   // are not modelled: refused rather than left out of the parameters.
   if (j.contains("num_nextn_predict_layers") && j["num_nextn_predict_layers"] != 0)
@@ -330,27 +353,36 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
   if (j.contains("moe_latent_size") && !j["moe_latent_size"].is_null())
     return refuse_value(j, "moe_latent_size",
                         "(the experts' latent projections) is not modelled; allowed: null");
+  return std::nullopt;
+}
 
-  LayerKind mlp;
+// Nemotron-H's MLP layer ('-'): squared ReLU, not gated.
+std::optional<Error> read_mlp_kind(const Reader& r, LayerKind* out) {
+  LayerKind& mlp = *out;
   mlp.name = "mlp";
   mlp.mixer = Mixer::kNone;
   mlp.ffn = FfnType::kRelu2;
   mlp.ffn_hidden = 21504;
-  ACTMEM_TRY(get_uint("intermediate_size", &mlp.ffn_hidden, false));
-  ACTMEM_TRY(get_bool("mlp_bias", &mlp.mlp_bias));
+  ACTMEM_TRY(r.get_uint("intermediate_size", &mlp.ffn_hidden, false));
+  ACTMEM_TRY(r.get_bool("mlp_bias", &mlp.mlp_bias));
+  return std::nullopt;
+}
 
-  LayerKind attn;
+// Nemotron-H's attention layer ('*'): attention alone, no positions.
+std::optional<Error> read_attention_kind(const Reader& r, LayerKind* out) {
+  const json& j = r.j;
+  LayerKind& attn = *out;
   attn.name = "attention";
   attn.has_ffn = false;
   attn.heads = 32;
   attn.kv_heads = 8;
   attn.head_dim = 128;
-  ACTMEM_TRY(get_uint("num_attention_heads", &attn.heads, false));
+  ACTMEM_TRY(r.get_uint("num_attention_heads", &attn.heads, false));
   // num_key_value_heads: null is num_attention_heads (NemotronHConfig's backward compatibility).
   if (j.contains("num_key_value_heads") && j["num_key_value_heads"].is_null())
     attn.kv_heads = attn.heads;
   else
-    ACTMEM_TRY(get_uint("num_key_value_heads", &attn.kv_heads, false));
+    ACTMEM_TRY(r.get_uint("num_key_value_heads", &attn.kv_heads, false));
   // head_dim, or attention_head_dim in the first published files (NemotronHConfig's default 128;
   // a null attention_head_dim is no value, a null head_dim is refused as an int key's null).
   const bool ahd = j.contains("attention_head_dim") && !j["attention_head_dim"].is_null();
@@ -360,60 +392,126 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
                       "model.attention_head_dim: " + short_dump(j["attention_head_dim"]) +
                           " conflicts with model.head_dim: " + short_dump(j["head_dim"]) +
                           "; give one");
-  ACTMEM_TRY(get_uint(j.contains("head_dim") || !ahd ? "head_dim" : "attention_head_dim",
-                      &attn.head_dim, false));
+  ACTMEM_TRY(r.get_uint(j.contains("head_dim") || !ahd ? "head_dim" : "attention_head_dim",
+                        &attn.head_dim, false));
   bool attn_bias = false;
-  ACTMEM_TRY(get_bool("attention_bias", &attn_bias));
+  ACTMEM_TRY(r.get_bool("attention_bias", &attn_bias));
   attn.qkv_bias = attn.o_bias = attn_bias;
+  return std::nullopt;
+}
 
-  // Nemotron 3's MoE layers ('E', NemotronHMoE): a sigmoid router with the score-correction
-  // bias and group-limited top-k (DeepseekV3TopkRouter), n_routed_experts squared-ReLU experts of
-  // moe_intermediate_size (up and down, not gated) and a shared squared-ReLU MLP of
-  // moe_shared_expert_intermediate_size; NemotronHConfig's defaults. transformers' grouped experts
-  // are not measured: every profile keeps the Megatron-style expert records (HfMoe::kGeneric).
-  LayerKind moe = mlp;
-  moe.name = "moe";
-  auto read_moe = [&]() -> std::optional<Error> {
-    MoeSpec& e = moe.moe;
-    e.experts = 8;
-    e.top_k = 2;
-    e.expert_ffn = e.shared_expert_ffn = 7688;
-    e.shared_experts = 1;
-    e.groups = e.topk_groups = 1;
-    e.norm_topk = true;
-    e.score_bias = true;
-    ACTMEM_TRY(get_uint("n_routed_experts", &e.experts, false, "num_local_experts"));
-    ACTMEM_TRY(get_uint("num_experts_per_tok", &e.top_k, false));
-    ACTMEM_TRY(get_uint("moe_intermediate_size", &e.expert_ffn, false));
-    // NemotronHMoE builds one shared NemotronHMLP of moe_shared_expert_intermediate_size
-    // whatever n_shared_experts says (modeling_nemotron_h.py @ 008d9e95).
-    e.shared_experts = 1;
-    ACTMEM_TRY(get_uint("moe_shared_expert_intermediate_size", &e.shared_expert_ffn, false));
-    std::uint64_t n_shared = 1;
-    ACTMEM_TRY(get_uint("n_shared_experts", &n_shared, false));
-    if (n_shared != 1 && warnings)
-      warnings->push_back("model.n_shared_experts: " + std::to_string(n_shared) +
-                          " ignored (NemotronHMoE builds one shared expert of "
-                          "moe_shared_expert_intermediate_size)");
-    ACTMEM_TRY(get_uint("n_group", &e.groups, false));
-    ACTMEM_TRY(get_uint("topk_group", &e.topk_groups, false));
-    ACTMEM_TRY(get_bool("norm_topk_prob", &e.norm_topk));
-    if (e.top_k > e.experts)
-      return make_error("invalid_value", "model.num_experts_per_tok",
-                        "model.num_experts_per_tok: " + std::to_string(e.top_k) +
-                            " must be between 1 and n_routed_experts=" + std::to_string(e.experts));
-    if (e.experts % e.groups != 0 || e.topk_groups > e.groups)
-      return make_error("invalid_value", "model.n_group",
-                        "model.n_group: " + std::to_string(e.groups) +
-                            " groups must divide n_routed_experts=" + std::to_string(e.experts) +
-                            " and hold topk_group=" + std::to_string(e.topk_groups));
-    return std::nullopt;
-  };
+// Nemotron 3's MoE layers ('E', NemotronHMoE): a sigmoid router with the score-correction
+// bias and group-limited top-k (DeepseekV3TopkRouter), n_routed_experts squared-ReLU experts of
+// moe_intermediate_size (up and down, not gated) and a shared squared-ReLU MLP of
+// moe_shared_expert_intermediate_size; NemotronHConfig's defaults. transformers' grouped experts
+// are not measured: every profile keeps the Megatron-style expert records (HfMoe::kGeneric).
+std::optional<Error> read_moe(const Reader& r, MoeSpec* out, std::vector<std::string>* warnings) {
+  MoeSpec& e = *out;
+  e.experts = 8;
+  e.top_k = 2;
+  e.expert_ffn = e.shared_expert_ffn = 7688;
+  e.shared_experts = 1;
+  e.groups = e.topk_groups = 1;
+  e.norm_topk = true;
+  e.score_bias = true;
+  ACTMEM_TRY(r.get_uint("n_routed_experts", &e.experts, false, "num_local_experts"));
+  ACTMEM_TRY(r.get_uint("num_experts_per_tok", &e.top_k, false));
+  ACTMEM_TRY(r.get_uint("moe_intermediate_size", &e.expert_ffn, false));
+  // NemotronHMoE builds one shared NemotronHMLP of moe_shared_expert_intermediate_size
+  // whatever n_shared_experts says (modeling_nemotron_h.py @ 008d9e95).
+  e.shared_experts = 1;
+  ACTMEM_TRY(r.get_uint("moe_shared_expert_intermediate_size", &e.shared_expert_ffn, false));
+  std::uint64_t n_shared = 1;
+  ACTMEM_TRY(r.get_uint("n_shared_experts", &n_shared, false));
+  if (n_shared != 1 && warnings)
+    warnings->push_back("model.n_shared_experts: " + std::to_string(n_shared) +
+                        " ignored (NemotronHMoE builds one shared expert of "
+                        "moe_shared_expert_intermediate_size)");
+  ACTMEM_TRY(r.get_uint("n_group", &e.groups, false));
+  ACTMEM_TRY(r.get_uint("topk_group", &e.topk_groups, false));
+  ACTMEM_TRY(r.get_bool("norm_topk_prob", &e.norm_topk));
+  if (e.top_k > e.experts)
+    return make_error("invalid_value", "model.num_experts_per_tok",
+                      "model.num_experts_per_tok: " + std::to_string(e.top_k) +
+                          " must be between 1 and n_routed_experts=" + std::to_string(e.experts));
+  if (e.experts % e.groups != 0 || e.topk_groups > e.groups)
+    return make_error("invalid_value", "model.n_group",
+                      "model.n_group: " + std::to_string(e.groups) +
+                          " groups must divide n_routed_experts=" + std::to_string(e.experts) +
+                          " and hold topk_group=" + std::to_string(e.topk_groups));
+  return std::nullopt;
+}
 
-  // The layers: layers_block_type (or layer_types) when given, else hybrid_override_pattern, else
-  // NemotronHConfig's default [linear_attention, moe, full_attention, mlp]; num_hidden_layers is
-  // derived from them (a different value is only warned about, as __post_init__ does).
-  std::string letters;
+// The layer list (layers_block_type or layer_types) as hybrid_override_pattern's letters.
+std::optional<Error> letters_from_list(const Reader& r, const char* list_key, std::string* out) {
+  const json& j = r.j;
+  std::string& letters = *out;
+  const json& a = j[list_key];
+  const std::string field = std::string("model.") + list_key;
+  if (!a.is_array())
+    return make_error("wrong_type", field,
+                      field + ": must be a list of layer types, got " + got(a));
+  if (a.size() > kMaxLayers)
+    return make_error("invalid_value", field,
+                      field + ": " + std::to_string(a.size()) +
+                          " layers is more than the supported " + std::to_string(kMaxLayers));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    // remap_legacy_layer_types: mamba and attention are the older names.
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    std::string t;
+    ACTMEM_TRY(read_string(a[i], f, &t));
+    const char c = t == "linear_attention" || t == "mamba"     ? 'M'
+                   : t == "full_attention" || t == "attention" ? '*'
+                   : t == "mlp"                                ? '-'
+                   : t == "moe"                                ? 'E'
+                                                               : '\0';
+    if (c == '\0')
+      return make_error("unsupported", f,
+                        f + ": " + shown_letter(t) +
+                            " is not a layer type; allowed: linear_attention (mamba), "
+                            "full_attention (attention), mlp, moe");
+    letters += c;
+  }
+  if (j.contains("hybrid_override_pattern") && !j["hybrid_override_pattern"].is_null() &&
+      j["hybrid_override_pattern"] != letters)
+    return make_error("invalid_value", "model.hybrid_override_pattern",
+                      "model.hybrid_override_pattern: " + short_dump(j["hybrid_override_pattern"]) +
+                          " conflicts with " + field + " (" + short_dump(json(letters)) +
+                          " as letters); give one");
+  return std::nullopt;
+}
+
+// hybrid_override_pattern's letters, each a layer type.
+std::optional<Error> letters_from_pattern(const Reader& r, std::string* out) {
+  const json& j = r.j;
+  std::string& letters = *out;
+  ACTMEM_TRY(read_string(j["hybrid_override_pattern"], "model.hybrid_override_pattern", &letters));
+  // Letters one by one before the length (a non-ASCII character is several bytes).
+  for (std::size_t i = 0; i < letters.size(); ++i) {
+    const char c = letters[i];
+    if (c == 'M' || c == '*' || c == '-' || c == 'E') continue;
+    std::size_t n = 1;  // the whole UTF-8 sequence, for the message
+    while (i + n < letters.size() && (static_cast<unsigned char>(letters[i + n]) & 0xC0) == 0x80)
+      ++n;
+    return make_error("unsupported", "model.hybrid_override_pattern",
+                      "model.hybrid_override_pattern: letter " + std::to_string(i) + " " +
+                          shown_letter(letters.substr(i, n)) +
+                          " is not a layer type; allowed: M (Mamba-2), * (attention), - "
+                          "(MLP), E (MoE)");
+  }
+  if (letters.size() > kMaxLayers)
+    return make_error("invalid_value", "model.hybrid_override_pattern",
+                      "model.hybrid_override_pattern: " + std::to_string(letters.size()) +
+                          " layers is more than the supported " + std::to_string(kMaxLayers));
+  return std::nullopt;
+}
+
+// The layers: layers_block_type (or layer_types) when given, else hybrid_override_pattern, else
+// NemotronHConfig's default [linear_attention, moe, full_attention, mlp]; num_hidden_layers is
+// derived from them (a different value is only warned about, as __post_init__ does).
+std::optional<Error> read_layer_letters(const Reader& r, std::string* out) {
+  const json& j = r.j;
+  std::string& letters = *out;
   const char* list_key = j.contains("layers_block_type") ? "layers_block_type" : "layer_types";
   if (j.contains("layers_block_type") && j.contains("layer_types") &&
       !j["layers_block_type"].is_null() && !j["layer_types"].is_null())
@@ -421,58 +519,9 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
                       "model.layer_types: the same list as layers_block_type; give one");
   if (j.contains("layers_block_type") && j["layers_block_type"].is_null()) list_key = "layer_types";
   if (j.contains(list_key) && !j[list_key].is_null()) {
-    const json& a = j[list_key];
-    const std::string field = std::string("model.") + list_key;
-    if (!a.is_array())
-      return make_error("wrong_type", field,
-                        field + ": must be a list of layer types, got " + got(a));
-    if (a.size() > kMaxLayers)
-      return make_error("invalid_value", field,
-                        field + ": " + std::to_string(a.size()) +
-                            " layers is more than the supported " + std::to_string(kMaxLayers));
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      // remap_legacy_layer_types: mamba and attention are the older names.
-      const std::string f = field + "[" + std::to_string(i) + "]";
-      std::string t;
-      ACTMEM_TRY(read_string(a[i], f, &t));
-      const char c = t == "linear_attention" || t == "mamba"     ? 'M'
-                     : t == "full_attention" || t == "attention" ? '*'
-                     : t == "mlp"                                ? '-'
-                     : t == "moe"                                ? 'E'
-                                                                 : '\0';
-      if (c == '\0')
-        return make_error("unsupported", f,
-                          f + ": " + shown_letter(t) +
-                              " is not a layer type; allowed: linear_attention (mamba), "
-                              "full_attention (attention), mlp, moe");
-      letters += c;
-    }
-    if (j.contains("hybrid_override_pattern") && !j["hybrid_override_pattern"].is_null() &&
-        j["hybrid_override_pattern"] != letters)
-      return make_error("invalid_value", "model.hybrid_override_pattern",
-                        "model.hybrid_override_pattern: " +
-                            short_dump(j["hybrid_override_pattern"]) + " conflicts with " + field +
-                            " (" + short_dump(json(letters)) + " as letters); give one");
+    ACTMEM_TRY(letters_from_list(r, list_key, &letters));
   } else if (j.contains("hybrid_override_pattern")) {
-    ACTMEM_TRY(
-        read_string(j["hybrid_override_pattern"], "model.hybrid_override_pattern", &letters));
-    // Letters one by one before the length (a non-ASCII character is several bytes).
-    for (std::size_t i = 0; i < letters.size(); ++i) {
-      const char c = letters[i];
-      if (c == 'M' || c == '*' || c == '-' || c == 'E') continue;
-      std::size_t n = 1;  // the whole UTF-8 sequence, for the message
-      while (i + n < letters.size() && (static_cast<unsigned char>(letters[i + n]) & 0xC0) == 0x80)
-        ++n;
-      return make_error("unsupported", "model.hybrid_override_pattern",
-                        "model.hybrid_override_pattern: letter " + std::to_string(i) + " " +
-                            shown_letter(letters.substr(i, n)) +
-                            " is not a layer type; allowed: M (Mamba-2), * (attention), - "
-                            "(MLP), E (MoE)");
-    }
-    if (letters.size() > kMaxLayers)
-      return make_error("invalid_value", "model.hybrid_override_pattern",
-                        "model.hybrid_override_pattern: " + std::to_string(letters.size()) +
-                            " layers is more than the supported " + std::to_string(kMaxLayers));
+    ACTMEM_TRY(letters_from_pattern(r, &letters));
   } else {
     letters = "ME*-";
   }
@@ -480,21 +529,13 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     return make_error("invalid_value", "model.hybrid_override_pattern",
                       "model.hybrid_override_pattern: empty; it needs one letter per layer (M "
                       "Mamba-2, * attention, - MLP, E MoE)");
-  m.layers = letters.size();
-  if (j.contains("num_hidden_layers")) {
-    std::uint64_t given = 0;
-    ACTMEM_TRY(read_uint(j["num_hidden_layers"], "model.num_hidden_layers", &given));
-    if (given != m.layers && warnings)
-      warnings->push_back("model.num_hidden_layers: " + std::to_string(given) +
-                          " differs from the layer list's " + std::to_string(m.layers) +
-                          " layers; the list is used (NemotronHConfig derives the count from it)");
-  }
-  const bool any_moe = letters.find('E') != std::string::npos;
-  if (any_moe) ACTMEM_TRY(read_moe());
-  if (!any_moe && warnings)
-    for (const char* k : kNemotronMoeKeys)
-      if (j.contains(k))
-        warnings->push_back(std::string("model.") + k + ": ignored (no MoE layer in the stack)");
+  return std::nullopt;
+}
+
+// The kinds in the order the stack first uses them, and each layer's kind (no stack for one kind).
+void build_stack(const std::string& letters, const LayerKind& mamba, const LayerKind& attn,
+                 const LayerKind& mlp, const LayerKind& moe, ModelSpec* out) {
+  ModelSpec& m = *out;
   m.kinds.clear();
   m.stack.assign(letters.size(), 0);
   for (std::size_t i = 0; i < letters.size(); ++i) {
@@ -509,6 +550,51 @@ std::optional<Error> read_mamba_family(const json& j, const std::string& type, M
     m.stack[i] = static_cast<std::uint32_t>(it - m.kinds.begin());
   }
   if (m.kinds.size() == 1) m.stack.clear();
+}
+
+}  // namespace
+
+bool is_mamba_type(const std::string& model_type) {
+  return model_type == "mamba2" || model_type == "nemotron_h";
+}
+
+std::optional<Error> read_mamba_family(const json& j, const std::string& type, ModelSpec* out,
+                                       std::vector<std::string>* warnings) {
+  const bool nemotron = type == "nemotron_h";
+  ModelSpec& m = *out;
+  ACTMEM_TRY(check_keys(j, type, warnings));
+  const Reader r{j, type, nemotron};
+  ACTMEM_TRY(read_common(r, &m));
+  LayerKind mamba;
+  ACTMEM_TRY(read_mamba_kind(r, &mamba));
+  if (!nemotron) return read_mamba2_stack(r, mamba, &m);
+
+  ACTMEM_TRY(refuse_nemotron_unmodelled(r));
+  LayerKind mlp;
+  ACTMEM_TRY(read_mlp_kind(r, &mlp));
+  LayerKind attn;
+  ACTMEM_TRY(read_attention_kind(r, &attn));
+  // The MoE layer ('E') is the MLP's kind with experts (read below, with an 'E' in the stack).
+  LayerKind moe = mlp;
+  moe.name = "moe";
+  std::string letters;
+  ACTMEM_TRY(read_layer_letters(r, &letters));
+  m.layers = letters.size();
+  if (j.contains("num_hidden_layers")) {
+    std::uint64_t given = 0;
+    ACTMEM_TRY(read_uint(j["num_hidden_layers"], "model.num_hidden_layers", &given));
+    if (given != m.layers && warnings)
+      warnings->push_back("model.num_hidden_layers: " + std::to_string(given) +
+                          " differs from the layer list's " + std::to_string(m.layers) +
+                          " layers; the list is used (NemotronHConfig derives the count from it)");
+  }
+  const bool any_moe = letters.find('E') != std::string::npos;
+  if (any_moe) ACTMEM_TRY(read_moe(r, &moe.moe, warnings));
+  if (!any_moe && warnings)
+    for (const char* k : kNemotronMoeKeys)
+      if (j.contains(k))
+        warnings->push_back(std::string("model.") + k + ": ignored (no MoE layer in the stack)");
+  build_stack(letters, mamba, attn, mlp, moe, &m);
   return std::nullopt;
 }
 
