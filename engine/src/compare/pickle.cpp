@@ -268,6 +268,7 @@ Result<Pickle> Pickle::parse(std::string_view bytes) {
     if (!r.has(1)) return fail("it ends before its STOP opcode");
     const unsigned char op = static_cast<unsigned char>(r.b[r.pos++]);
     std::optional<std::string> what;
+    // The stream's own opcodes here; the others to their group, named as pickletools.py does.
     switch (op) {
       case 0x80:  // PROTO
         if (!r.has(1)) return fail("truncated PROTO");
