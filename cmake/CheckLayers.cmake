@@ -95,6 +95,16 @@ foreach(dir IN LISTS folders)
   endif()
 endforeach()
 
+# The tests mirror the engine: each test file sits in the folder of the engine folder it tests
+# (tests/<folder>/test_*.cpp for engine/src/<folder>, tests/executor/ for engine/executor).
+file(GLOB_RECURSE tests RELATIVE "${ROOT}/tests" "${ROOT}/tests/test_*.cpp")
+foreach(t IN LISTS tests)
+  get_filename_component(dir "${t}" DIRECTORY)
+  if(NOT dir OR (NOT IS_DIRECTORY "${ROOT}/engine/src/${dir}" AND NOT dir STREQUAL "executor"))
+    list(APPEND violations "tests/${t}: not in a folder named for the engine folder it tests")
+  endif()
+endforeach()
+
 if(violations)
   list(JOIN violations "\n  " text)
   message(FATAL_ERROR "include order broken:\n  ${text}")

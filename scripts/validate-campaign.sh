@@ -2,7 +2,7 @@
 # The validator's recorded campaign (issue 12, docs/validation.md §5): the CPU executor over a grid
 # reaching s = 128, h = 256 and 8 layers, both families (GPT: LayerNorm, GELU, biases; Llama:
 # RMSNorm, SwiGLU, RoPE, GQA), eager and flash, every policy, fp32 measured against fp64 and finite
-# differences. Too slow for CI (about half an hour on one core); CI runs tests/test_executor.cpp's
+# differences. Too slow for CI (about half an hour on one core); CI runs tests/executor/test_executor.cpp's
 # subset. Usage: scripts/validate-campaign.sh [OUT_DIR]  (writes campaign.jsonl and prints a table)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Purpose: write the small torch.cuda.memory._snapshot() files the compare tests read
-# (tests/test_compare.cpp), in PyTorch's own format (the dict of torch/cuda/memory.py `_snapshot`:
+# (tests/compare/test_compare.cpp), in PyTorch's own format (the dict of torch/cuda/memory.py `_snapshot`:
 # segments with their blocks, device_traces, allocator_settings), each a hand-worked allocation
 # sequence whose peaks are known; then, where PyTorch is installed, read each back with PyTorch's
 # own viewer (torch.cuda._memory_viz: segsum, trace, trace_plot, segment_plot) so the format is

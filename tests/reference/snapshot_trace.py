@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Purpose: turn a torch.cuda.memory._snapshot() pickle with its trace into the plain-text replay file
-# that tests/test_allocator.cpp feeds to the engine's caching-allocator model: the allocator's state
+# that tests/device/test_allocator.cpp feeds to the engine's caching-allocator model: the allocator's state
 # when recording began (segments, and the blocks live then), every allocation and free of the
 # recorded trace in order, and the state the snapshot ends with. Needs only Python's pickle.
 #

@@ -7,7 +7,7 @@ parallelize_llama.py (_apply_ac_to_transformer_block), and for pipelining torch'
 get_schedule_class, torchtitan's generate_split_points (when the TOML gives none) and
 stage_ids_this_rank; it prints, as JSON, the degrees, the local batch, the micro-batches, each
 stage's layers, the ranks' stage ids and the AC and float8 settings.
-tests/test_torchtitan_toml.cpp reads the output (tests/reference/torchtitan_parsed.json) and
+tests/frameworks/test_torchtitan_toml.cpp reads the output (tests/reference/torchtitan_parsed.json) and
 checks that actmem's reader gives the same layout.
 
 Needs torch (2.6 here, from the Debian 13 root: ../shared/toolchain.md) and torchtitan 9dec370's

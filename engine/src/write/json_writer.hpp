@@ -1,7 +1,7 @@
 // Internal: a streaming JSON writer for the large answers (the estimate), byte-identical to
 // nlohmann::json::dump(-1, ' ', false, replace) of the same value: object keys in sorted order
 // (fields may be written in any order; each object is sorted when it closes), numbers and strings
-// formatted as nlohmann formats them. tests/test_json.cpp checks parse(text).dump() == text.
+// formatted as nlohmann formats them. tests/read/test_json.cpp checks parse(text).dump() == text.
 #pragma once
 
 #include <algorithm>

@@ -16,7 +16,7 @@ constexpr std::size_t kPlainTextMax = 64;
 // characters, \uXXXX (a surrogate pair above U+FFFF) for every code point from U+007F, and \ufffd
 // for each ill-formed UTF-8 sequence (Unicode 15, Table 3-7; a byte that ends a sequence early is
 // read again as the start of the next). Byte for byte what nlohmann::json's dump(-1, ' ', true,
-// error_handler_t::replace) writes for a string (3.11; tests/test_text.cpp compares the two).
+// error_handler_t::replace) writes for a string (3.11; tests/core/test_text.cpp compares the two).
 std::string quoted_text(std::string_view text);
 
 // `quoted_text` cut to 40 characters ("..." in the last three) when longer.

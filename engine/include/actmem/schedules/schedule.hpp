@@ -128,8 +128,8 @@ void for_each_op(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v, 
 //   period is walked; whole periods after it are skipped without any call, and the pairs left
 //   over (repeats too) are applied in bulk.
 // Every op passed to f carries its true micro-batch index, so peak labels are the full walk's.
-// The walk is O(v) runs per rank whatever m is; tests/test_timeline.cpp asserts the collapsed walk
-// gives the full walk's peaks, labels, host peaks and PCIe bytes.
+// The walk is O(v) runs per rank whatever m is; tests/report/test_timeline.cpp asserts the
+// collapsed walk gives the full walk's peaks, labels, host peaks and PCIe bytes.
 //
 // `ends(forward_chunk, backward_chunk)` (kNoChunk for the side a run does not have) says which end
 // of a run can hold the consumer's first maximum: bit 1 the first op (or pair), bit 2 the last.
