@@ -163,3 +163,17 @@ endif()
 expect_error_naming("config.attention_dropout: 0 conflicts with config.dropout" estimate --preset gpt2 --dropout 0.1 --attention-dropout 0)
 expect_error_naming("config.seq: sweep takes its sequences" sweep --preset gpt2 --seq 512)
 expect_error_naming("config.recompute: plan chooses the recompute policy" plan --preset gpt2 --gpu h100-80gb --recompute full)
+
+# Issue 38: 10^9 routed experts exit 2 with one line naming the field (they aborted with
+# bad_alloc); zb-v without --vpp runs with vpp 2 (the schedule's two chunks per rank).
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/experts.json"
+     "{\"model_type\":\"mixtral\",\"hidden_size\":64,\"num_attention_heads\":4,\"num_key_value_heads\":4,\"num_hidden_layers\":2,\"intermediate_size\":128,\"vocab_size\":100,\"num_local_experts\":1000000000,\"num_experts_per_tok\":2}")
+expect_exit(2 estimate --model "${CMAKE_CURRENT_BINARY_DIR}/experts.json" --gpu h100-80gb)
+expect_one_line_error("10^9 experts")
+if(NOT LAST_ERR MATCHES "^actmem: error: model.num_local_experts: ")
+  message(FATAL_ERROR "10^9 experts: the error should name model.num_local_experts, got: ${LAST_ERR}")
+endif()
+expect_exit(0 estimate --preset llama-3.1-8b --seq 1024 --pp 2 --schedule zb-v --micro-batches 4 --json)
+if(NOT LAST_OUT MATCHES "\"vpp\": 2")
+  message(FATAL_ERROR "zb-v without --vpp should run with vpp 2")
+endif()

@@ -36,3 +36,20 @@ TEST_CASE(
   req["command"] = "timeline";
   CHECK(actmem::evaluate_json(req)["error"]["field"] == "config.seq");
 }
+
+TEST_CASE(
+    "Held-out regression experts-bad-alloc.json (issue 38: 10^9 routed experts aborted the device "
+    "replay with std::bad_alloc): now a model.num_local_experts error on every command",
+    "[fuzz][bounds]") {
+  const std::string text = read("experts-bad-alloc.json");
+  REQUIRE_FALSE(text.empty());
+  json req = json::parse(text);
+  for (const char* command : {"estimate", "explain", "timeline", "view", "fit", "plan"}) {
+    INFO(command);
+    req["command"] = command;
+    req["config"]["gpu"] = "h100-80gb";
+    const json r = actmem::evaluate_json(req);
+    REQUIRE_FALSE(r["ok"].get<bool>());
+    CHECK(r["error"]["field"] == "model.num_local_experts");
+  }
+}

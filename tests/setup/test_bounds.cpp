@@ -429,3 +429,45 @@ TEST_CASE("Hostile run, round 5: pattern longer than a chunk, Gemma keys on gpt2
     CHECK(err({{"model", g}})["field"] == std::string("model.") + k);
   }
 }
+
+// Issue 38, held-out finding 1: a model of 10^9 experts aborted the device replay with bad_alloc
+// (one allocation per expert's weights). kMaxParamTensors (limits.hpp, docs/reliability.md) is
+// checked when the setup counts each GPU's parameter tensors, before anything is allocated.
+TEST_CASE("10^9 routed experts: a field-named refusal, not bad_alloc (kMaxParamTensors)",
+          "[bounds]") {
+  json model = {{"model_type", "qwen3_moe"}, {"hidden_size", 64},
+                {"num_attention_heads", 4},  {"num_key_value_heads", 4},
+                {"num_hidden_layers", 2},    {"intermediate_size", 128},
+                {"vocab_size", 100},         {"num_experts", 1000000000},
+                {"num_experts_per_tok", 2},  {"moe_intermediate_size", 32}};
+  for (const char* command : {"estimate", "view", "timeline", "fit", "plan"}) {
+    const json r = actmem::evaluate_json(
+        {{"command", command}, {"model", model}, {"config", {{"seq", 16}, {"gpu", "h100-80gb"}}}});
+    INFO(command);
+    REQUIRE(r["ok"] == false);
+    CHECK(r["error"]["field"] == "model.num_local_experts");
+    CHECK(r["error"]["message"] ==
+          "model.num_local_experts: one GPU would hold more than 1048576 parameter tensors (each "
+          "routed expert's weights are tensors of their own), more than the device replay "
+          "allocates; shard the experts with ep, or use more pipeline stages");
+  }
+  // Below the bound: 2 layers x 2 expert weights x 16,384 experts (and the few other tensors)
+  // stay far below 2^20 and are answered.
+  model["num_experts"] = 16384;
+  const json ok = actmem::evaluate_json({{"model", model}, {"config", {{"seq", 16}}}});
+  CHECK(ok["ok"] == true);
+  // In a stack of kinds (our schema), the kind with the most experts is named.
+  const json stacked = {{"hidden_size", 64},
+                        {"num_attention_heads", 4},
+                        {"num_hidden_layers", 2},
+                        {"intermediate_size", 128},
+                        {"vocab_size", 100},
+                        {"num_local_experts", 4},
+                        {"num_experts_per_tok", 2},
+                        {"moe_intermediate_size", 32},
+                        {"layer_kinds", {{"huge", {{"num_local_experts", 1000000000}}}}},
+                        {"layer_stack", {{{"kind", "huge"}, {"repeat", 2}}}}};
+  const json k = actmem::evaluate_json({{"model", stacked}, {"config", {{"seq", 16}}}});
+  REQUIRE(k["ok"] == false);
+  CHECK(k["error"]["field"] == "model.layer_kinds.huge.num_local_experts");
+}

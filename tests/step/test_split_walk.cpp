@@ -208,7 +208,7 @@ TEST_CASE("Shapes the split-backward schedules' code refuses are refused by fiel
     const char* field;
   } rows[] = {
       {{{"schedule", "zb-h1"}, {"vpp", 2}, {"micro_batches", 4}}, "config.vpp"},
-      {{{"schedule", "zb-v"}}, "config.vpp"},
+      {{{"schedule", "zb-v"}, {"vpp", 3}}, "config.vpp"},
       {{{"schedule", "dualpipev"}, {"vpp", 2}, {"micro_batches", 3}}, "config.grad_accum"},
       {{{"schedule", "dualpipe"}, {"micro_batches", 3}}, "config.grad_accum"},
       {{{"schedule", "dualpipe"}, {"micro_batches", 6}, {"pp", 3}}, "config.pp"},
@@ -646,4 +646,28 @@ TEST_CASE(
   CHECK(r0.head_chunk == 1);
   CHECK(r1.chunk_sizes == std::vector<std::uint64_t>{16, 16});
   CHECK(r1.chunk_first == std::vector<std::uint64_t>{14, 30});
+}
+
+// Issue 38, held-out finding 4: zb-v and dualpipev always place two chunks per rank in a V, so a
+// config naming one without vpp takes vpp = 2 (listed in framework_defaults, the answer's
+// config showing it); another vpp given is refused as before.
+TEST_CASE("zb-v and dualpipev without vpp take vpp = 2 and say so, vpp = 3 is still refused",
+          "[split][schedule]") {
+  for (const char* schedule : {"zb-v", "dualpipev"}) {
+    INFO(schedule);
+    json implied = request("estimate", 8, {{"schedule", schedule}, {"micro_batches", 4}});
+    json given = request("estimate", 8, {{"schedule", schedule}, {"micro_batches", 4}, {"vpp", 2}});
+    const json a = run(implied), b = run(given);
+    REQUIRE(a["ok"] == true);
+    CHECK(u(a["config"]["vpp"]) == 2);
+    CHECK(a["peak_bytes"] == b["peak_bytes"]);
+    CHECK(a["stages"] == b["stages"]);
+    REQUIRE(a["framework_defaults"].size() == 1);
+    CHECK(a["framework_defaults"][0]["key"] == "vpp");
+    CHECK(a["framework_defaults"][0]["value"] == 2);
+    CHECK(b["framework_defaults"].empty());
+    const json c = actmem::evaluate_json(
+        request("estimate", 8, {{"schedule", schedule}, {"micro_batches", 4}, {"vpp", 3}}));
+    CHECK(c["error"]["field"] == "config.vpp");
+  }
 }

@@ -435,6 +435,24 @@ std::optional<Error> ConfigReader::read_custom_keep() {
 
 }  // namespace
 
+namespace {
+
+// ZB-V and DualPipeV always place two chunks per rank in a V (PyTorch 2.6 ScheduleZBVZeroBubble;
+// deepseek-ai/DualPipe 3da1bbea DualPipeV): a config naming one without a vpp of its own takes 2,
+// listed in the answer beside the framework's defaults; another vpp given is refused by validate().
+Result<TrainConfig> with_v_chunks(const json& j, Result<TrainConfig> r) {
+  if (!r.ok() || !is_v_shape(r.value().schedule) || j.contains("vpp") || r.value().par.vpp != 1)
+    return r;
+  r.value().par.vpp = 2;
+  r.value().framework_filled.push_back(
+      FrameworkDefault{"vpp", "2",
+                       "the schedule's two chunks per rank in a V (zb-v: PyTorch 2.6 "
+                       "ScheduleZBVZeroBubble; dualpipev: deepseek-ai/DualPipe DualPipeV)"});
+  return r;
+}
+
+}  // namespace
+
 Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   if (!j.is_object())
     return make_error("wrong_type", "config",
@@ -446,7 +464,7 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   // read by the same reader; the user's keys win.
   const auto defaults =
       framework_defaults(first.value(), [&](const char* k) { return j.contains(k); });
-  if (defaults.empty()) return first;
+  if (defaults.empty()) return with_v_chunks(j, std::move(first));
   json merged = j;
   std::vector<FrameworkDefault> filled;
   for (const FrameworkDefault& d : defaults)
@@ -456,7 +474,7 @@ Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
     }
   auto out = ConfigReader(merged, c).read();
   if (out.ok()) out.value().framework_filled = filled;
-  return out;
+  return with_v_chunks(j, std::move(out));
 }
 
 Result<GpuSpec> gpu_from_json(const json& j, const std::string& id) {

@@ -289,6 +289,29 @@ Bytes fsdp2_gathered(const ModelSpec& m, const TrainConfig& c, bool first, bool 
   return gathered_bytes(root, c, "static.gathered_params_bytes", ck);
 }
 
+// The parameter tensors one GPU holds, against kMaxParamTensors (limits.hpp): counted before the
+// device replay allocates each (a model of 10^9 experts aborted it with bad_alloc). Only routed
+// experts can pass it, so the refusal names the expert count of the kind with the most.
+std::optional<Error> check_param_tensors(const ModelSpec& m, const std::vector<ParamRecord>& v) {
+  std::uint64_t n = 0;
+  for (const ParamRecord& q : v)
+    n = q.copies > kMaxParamTensors - n ? kMaxParamTensors + 1 : n + q.copies;
+  if (n <= kMaxParamTensors) return std::nullopt;
+  // The kind with the most experts is the one to shard (or correct).
+  std::string field = m.field + ".num_hidden_layers";
+  std::uint64_t most = 0;
+  for (const LayerKind& k : m.kinds)
+    if (k.is_moe() && k.moe.experts > most) {
+      most = k.moe.experts;
+      field = k.field + ".num_local_experts";
+    }
+  return make_error("invalid_value", field,
+                    field + ": one GPU would hold more than " + std::to_string(kMaxParamTensors) +
+                        " parameter tensors (each routed expert's weights are tensors of their "
+                        "own), more than the device replay allocates; shard the experts with ep, "
+                        "or use more pipeline stages");
+}
+
 // One rank's static memory: one set of parameters per layer it holds, per kind, the embedding
 // and head where it holds them, and the fp8 caches and FSDP2's gathered parameters.
 std::optional<Error> rank_static_memory(const ModelSpec& m, const TrainConfig& c,
@@ -307,7 +330,8 @@ std::optional<Error> rank_static_memory(const ModelSpec& m, const TrainConfig& c
   if (last) scaled.insert(scaled.end(), outer.head.begin(), outer.head.end());
   if (last) scaled.insert(scaled.end(), outer.mtp.begin(), outer.mtp.end());
   auto st = static_memory(scaled, c);
-  if (!st.ok()) return st.error();
+  if (!st.ok()) return st.error();  // an overflow names its own field first
+  if (auto err = check_param_tensors(m, scaled)) return err;
   stat = st.value();
   if (c.float8 == Float8::kDelayed) {
     const Bytes fp8 = fp8_weight_caches(m, c, counts, kind_params, ck);

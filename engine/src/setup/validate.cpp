@@ -264,6 +264,12 @@ std::optional<Error> validate_splits(const ModelSpec& m, const TrainConfig& c) {
 // Interleaving: vpp > 1 needs pp > 1, and the interleaved schedule needs vpp > 1.
 std::optional<Error> validate_interleaving(const ModelSpec&, const TrainConfig& c) {
   const Parallel& p = c.par;
+  // ZB-V and DualPipeV take vpp = 2 themselves (read/config.cpp): their pipeline is what is
+  // missing.
+  if (p.vpp > 1 && p.pp == 1 && is_v_shape(c.schedule))
+    return bad("config.pp", std::string(schedule_name(c.schedule)) +
+                                " places two chunks per rank in a V over the pipeline's ranks: it "
+                                "needs pp > 1");
   if (p.vpp > 1 && p.pp == 1) return bad("config.vpp", "interleaving (vpp > 1) needs pp > 1");
   // Asked for by name, the interleaved schedule needs chunks to interleave: with vpp = 1 the
   // answer would be 1F1B's while saying "interleaved".

@@ -487,7 +487,6 @@ TEST_CASE(
                         {ds, "kv_lora_rank", 4611686018427387904ULL, "model.kv_lora_rank"},
                         {ds, "n_routed_experts", 4611686018427387904ULL, "model.n_routed_experts"},
                         {ds, "n_shared_experts", 1099511627776ULL, "model.n_shared_experts"},
-                        {ds, "first_k_dense_replace", 6, "model.first_k_dense_replace"},
                         {ds, "num_experts_per_tok", 10, "model.num_experts_per_tok"},
                         {fa, "ffn_hidden_size", 4611686018427387904ULL, "model.ffn_hidden_size"},
                         {fa, "n_head_kv", 8, "model.n_head_kv"},
@@ -724,5 +723,39 @@ TEST_CASE(
     CHECK(fp32.count("moe.router_weight_fp32") == 0);
     CHECK(fp32.count("moe.router_in_fp32") == 0);
     CHECK(fp32.count("moe.router_in") == 1);
+  }
+}
+
+// Issue 38, held-out finding 3: first_k_dense_replace at or past num_hidden_layers was refused
+// ("leaves no sparse layer"), yet transformers builds the model: DeepseekV3DecoderLayer (and
+// V2's) makes a sparse MLP only where layer_idx >= first_k_dense_replace, so every layer is the
+// dense DeepseekV3MLP of intermediate_size and the expert keys describe no layer. The answer is
+// the dense model's: the same config with n_routed_experts null, byte for byte.
+TEST_CASE(
+    "DeepSeek-V2/V3 with first_k_dense_replace >= num_hidden_layers: every layer dense, as "
+    "transformers builds it (modeling_deepseek_v3.py DeepseekV3DecoderLayer)",
+    "[hf][families][deepseek]") {
+  for (const char* file : {"deepseek-v3.config.json", "deepseek-v2-lite.maxtext.config.json"}) {
+    INFO(file);
+    json all_dense = hub_config(file);
+    all_dense["num_hidden_layers"] = 4;
+    all_dense["num_nextn_predict_layers"] = 0;
+    all_dense.erase("quantization_config");
+    for (const std::uint64_t k : {4, 5, 1000}) {
+      all_dense["first_k_dense_replace"] = k;
+      json dense = all_dense;
+      dense["n_routed_experts"] = nullptr;
+      for (const char* key : {"num_experts_per_tok", "n_shared_experts", "first_k_dense_replace"})
+        dense.erase(key);
+      const json cfg = {{"seq", 256}, {"tp", 2}};
+      const json a = run(json{{"model", all_dense}, {"config", cfg}});
+      const json b = run(json{{"model", dense}, {"config", cfg}});
+      REQUIRE(a["ok"] == true);
+      CHECK(u(a["model"]["num_local_experts"]) == 0);
+      CHECK(a["peak_bytes"] == b["peak_bytes"]);
+      CHECK(a["total_bytes"] == b["total_bytes"]);
+      CHECK(a["model"]["params"] == b["model"]["params"]);
+      CHECK(a["per_layer"] == b["per_layer"]);
+    }
   }
 }

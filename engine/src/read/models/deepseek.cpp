@@ -121,9 +121,8 @@ std::optional<Error> read_router(const json& j, const std::string& type, bool v3
 }
 
 // Experts: n_routed_experts null is a dense model.
-std::optional<Error> read_experts(const json& j, const std::string& type, bool v3,
-                                  const ModelSpec& m, LayerKind& b, std::uint64_t* experts_out,
-                                  std::uint64_t* first_dense_out) {
+std::optional<Error> read_experts(const json& j, const std::string& type, bool v3, LayerKind& b,
+                                  std::uint64_t* experts_out, std::uint64_t* first_dense_out) {
   std::uint64_t& experts = *experts_out;
   std::uint64_t& first_dense = *first_dense_out;
   ACTMEM_TRY(get_dim(j, type, "n_routed_experts", &experts, false, true));
@@ -135,15 +134,6 @@ std::optional<Error> read_experts(const json& j, const std::string& type, bool v
     ACTMEM_TRY(get_dim(j, type, "n_shared_experts", &e.shared_experts, true, true, 1024));
     e.shared_expert_ffn = e.shared_experts > 0 ? e.expert_ffn : 0;
     ACTMEM_TRY(get_dim(j, type, "first_k_dense_replace", &first_dense, true));
-    // At least one sparse layer: otherwise the expert keys would describe nothing (and the MTP
-    // depth, DeepSeek's layer L, would change kind).
-    if (first_dense >= m.layers)
-      return make_error(
-          "invalid_value", "model.first_k_dense_replace",
-          "model.first_k_dense_replace: " + std::to_string(first_dense) +
-              " leaves no sparse layer among num_hidden_layers=" + std::to_string(m.layers) +
-              "; allowed: 0 to " + std::to_string(m.layers == 0 ? 0 : m.layers - 1) +
-              " (or n_routed_experts null for a dense model)");
     if (j.contains("moe_layer_freq")) {
       std::uint64_t freq = 1;
       ACTMEM_TRY(read_uint(j["moe_layer_freq"], "model.moe_layer_freq", &freq));
@@ -183,15 +173,22 @@ std::optional<Error> read_mtp(const json& j, bool v3, ModelSpec* m) {
 }
 
 // The stack: first_k_dense_replace dense layers (DeepseekV3MLP of intermediate_size), then the
-// sparse ones (DeepseekV3DecoderLayer).
+// sparse ones (DeepseekV3DecoderLayer). With first_k_dense_replace >= num_hidden_layers every
+// layer is dense: transformers builds it so (modeling_deepseek_v3.py, DeepseekV3DecoderLayer: a
+// sparse MLP only where layer_idx >= first_k_dense_replace), the expert keys describing no layer;
+// an MTP depth takes the last layer's kind, dense then (inventory/params.cpp).
 void split_dense_layers(std::uint64_t experts, std::uint64_t first_dense, ModelSpec* m) {
   LayerKind& b = m->kinds[0];
+  if (experts > 0 && first_dense >= m->layers) {
+    b.moe = MoeSpec{};
+    return;
+  }
   if (experts > 0 && first_dense > 0 && m->layers <= kMaxLayers) {
     LayerKind d = b;
     d.name = "dense";
     d.moe = MoeSpec{};
     b.name = "moe";
-    const LayerKind sparse = b;  // first_dense < layers: checked where it was read
+    const LayerKind sparse = b;  // first_dense < layers: all-dense returned above
     m->kinds = {d, sparse};
     m->stack.assign(m->layers, 1);
     for (std::uint64_t i = 0; i < first_dense; ++i) m->stack[i] = 0;
@@ -233,7 +230,7 @@ std::optional<Error> read_deepseek(const json& j, const std::string& type, Model
   ACTMEM_TRY(refuse_mla_unmodelled(j, b));
   ACTMEM_TRY(read_mla(j, type, b));
   std::uint64_t experts = 0, first_dense = 0;
-  ACTMEM_TRY(read_experts(j, type, v3, *m, b, &experts, &first_dense));
+  ACTMEM_TRY(read_experts(j, type, v3, b, &experts, &first_dense));
   ACTMEM_TRY(read_mtp(j, v3, m));
   split_dense_layers(experts, first_dense, m);
   return std::nullopt;
