@@ -759,3 +759,39 @@ TEST_CASE(
     }
   }
 }
+
+// Issue 38, the same class in the other readers: values transformers writes when it saves a
+// config. FalconConfig sets num_kv_heads = num_attention_heads when none was given (and
+// FalconAttention uses one KV head under multi_query without new_decoder_architecture);
+// DeepseekV2Config and DeepseekV3Config set head_dim = qk_rope_head_dim. Both are read as the
+// configs without them, byte for byte; another head_dim is still refused.
+TEST_CASE(
+    "Configs as transformers saves them: Falcon-7B's num_kv_heads = num_attention_heads, "
+    "DeepSeek's head_dim = qk_rope_head_dim (FalconConfig, DeepseekV3Config)",
+    "[hf][families][falcon][deepseek]") {
+  const json cfg = {{"seq", 256}};
+  json falcon = hub_config("falcon-7b-instruct.config.json");
+  json saved = falcon;
+  saved["num_kv_heads"] = falcon["num_attention_heads"];
+  const json a = run(json{{"model", saved}, {"config", cfg}});
+  const json b = run(json{{"model", falcon}, {"config", cfg}});
+  CHECK(a["peak_bytes"] == b["peak_bytes"]);
+  CHECK(a["model"]["params"] == b["model"]["params"]);
+  CHECK(u(a["model"]["num_key_value_heads"]) == 1);
+  saved["num_kv_heads"] = 8;  // neither 1 nor what FalconConfig writes
+  CHECK(actmem::evaluate_json(json{{"model", saved}, {"config", cfg}})["error"]["field"] ==
+        "model.num_kv_heads");
+
+  json deepseek = hub_config("deepseek-v3.config.json");
+  deepseek.erase("quantization_config");
+  deepseek["num_hidden_layers"] = 4;
+  json with_head = deepseek;
+  with_head["head_dim"] = deepseek["qk_rope_head_dim"];
+  const json c = run(json{{"model", with_head}, {"config", cfg}});
+  const json d = run(json{{"model", deepseek}, {"config", cfg}});
+  CHECK(c["peak_bytes"] == d["peak_bytes"]);
+  CHECK(c["per_layer"] == d["per_layer"]);
+  with_head["head_dim"] = 128;
+  CHECK(actmem::evaluate_json(json{{"model", with_head}, {"config", cfg}})["error"]["field"] ==
+        "model.head_dim");
+}

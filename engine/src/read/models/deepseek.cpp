@@ -43,11 +43,15 @@ std::optional<Error> refuse_mla_unmodelled(const json& j, const LayerKind& b) {
         "(biases on MLA's projections) is not modelled; allowed: false");
   if (b.mlp_bias)
     return refuse_value(j, "mlp_bias", "is not modelled for DeepSeek; allowed: false");
-  if (j.contains("head_dim") && !j["head_dim"].is_null())
+  // DeepseekV2Config and DeepseekV3Config set head_dim = qk_rope_head_dim (the RoPE width their
+  // rotary embedding reads), so a config transformers saved carries it; any other value is not
+  // what the heads are.
+  if (j.contains("head_dim") && !j["head_dim"].is_null() &&
+      !(j.contains("qk_rope_head_dim") && j["head_dim"] == j["qk_rope_head_dim"]))
     return refuse_value(
         j, "head_dim",
         "is not read for DeepSeek: each head is qk_nope_head_dim + qk_rope_head_dim "
-        "wide; remove it");
+        "wide; remove it (or give qk_rope_head_dim's value, as transformers saves it)");
   if (j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null() &&
       b.kv_heads != b.heads)
     return refuse_value(

@@ -237,7 +237,11 @@ std::optional<Error> read_kv_heads(const FalconJson& in, const FalconFlags& f, L
     // Named as given: num_kv_heads or FalconConfig's older n_head_kv.
     const std::string kv_key =
         j.contains("num_kv_heads") ? "model.num_kv_heads" : "model.n_head_kv";
-    if (kv_given && b->kv_heads != (multi_query ? 1 : b->heads))
+    // FalconConfig writes num_kv_heads = num_attention_heads when none was given, and
+    // FalconAttention then uses 1 under multi_query (config.num_kv_heads only with
+    // new_decoder_architecture or without multi_query): a config transformers saved carries it.
+    const bool saved_default = multi_query && b->kv_heads == b->heads;
+    if (kv_given && b->kv_heads != (multi_query ? 1 : b->heads) && !saved_default)
       return make_error("unsupported", kv_key,
                         kv_key +
                             ": read only with new_decoder_architecture: true; the "
