@@ -18,7 +18,8 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
   std::string name;
   auto command = api::read_command(req, snapshot != nullptr, &name);
   if (!command.ok()) return error_to_json(command.error());
-  if (command.value() == api::Command::kPresets) {
+  const api::CommandSpec& spec = *command.value();
+  if (spec.id == api::Command::kPresets) {
     for (const auto& item : req.items())
       if (item.key() != "command")
         return error_to_json(
@@ -26,15 +27,11 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
                        shown_text(item.key()) + ": the presets command reads no other key"));
     return api::presets_listing();
   }
-  auto r = api::read_request(req, command.value(), name);
+  auto r = api::read_request(req, spec.id, name);
   if (!r.ok()) return error_to_json(r.error());
-  for (std::size_t i = 0; i < api::kCommandCount; ++i)
-    if (api::kCommands[i].id == command.value()) {
-      auto out = api::kCommands[i].answer(r.value(), req, text, snapshot);
-      if (!out.ok()) return error_to_json(out.error());
-      return std::move(out.value());
-    }
-  return error_to_json(make_error("invalid_value", "command", "command: not answered"));
+  auto out = spec.answer(r.value(), req, text, snapshot);
+  if (!out.ok()) return error_to_json(out.error());
+  return std::move(out.value());
 }
 
 }  // namespace

@@ -387,7 +387,7 @@ std::optional<Error> check_chosen(const Request& r) {
 
 }  // namespace
 
-Result<Command> read_command(const json& req, bool has_snapshot, std::string* name) {
+Result<const CommandSpec*> read_command(const json& req, bool has_snapshot, std::string* name) {
   if (!req.is_object())
     return make_error("wrong_type", "request", "request: must be a JSON object");
   ACTMEM_TRY(detail::check_keys(req, "", kRequestKeys,
@@ -405,7 +405,7 @@ Result<Command> read_command(const json& req, bool has_snapshot, std::string* na
     return make_error(
         "invalid_value", "command",
         "command: '" + shown_text(*name) + "' is not allowed; allowed: " + listed_commands());
-  return spec->id;
+  return spec;
 }
 
 Result<Request> read_request(const json& req, Command command, std::string name) {

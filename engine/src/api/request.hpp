@@ -48,10 +48,6 @@ struct Request {
   std::vector<std::string> warnings;
 };
 
-// The command a request names (default estimate), checked with the keys only some commands read.
-// `name` is the command as given, for messages.
-Result<Command> read_command(const nlohmann::json& req, bool has_snapshot, std::string* name);
-
 // Everything but the command: example, model, launch configs, config, GPU, emit, and the config
 // keys the command chooses itself.
 Result<Request> read_request(const nlohmann::json& req, Command command, std::string name);
@@ -71,6 +67,11 @@ struct CommandSpec {
 // The table of commands (commands.cpp), in Command order.
 extern const CommandSpec kCommands[];
 extern const std::size_t kCommandCount;
+
+// The command a request names (default estimate) from the table of commands, checked with the
+// keys only some commands read. `name` is the command as given, for messages.
+Result<const CommandSpec*> read_command(const nlohmann::json& req, bool has_snapshot,
+                                        std::string* name);
 
 // The presets command's answer: every compiled-in preset and the option lists (names.hpp).
 nlohmann::json presets_listing();

@@ -116,23 +116,11 @@ class ConfigReader {
   std::optional<Error> choice(const char* k, Parse parse, T* out,
                               const std::string& allowed) const {
     if (!j_.contains(k)) return std::nullopt;
-    const std::string field = std::string("config.") + k;
-    std::string s;
-    ACTMEM_TRY(detail::read_string(j_[k], field, &s));
-    if (!parse(s, out))
-      return make_error(
-          "invalid_value", field,
-          field + ": '" + detail::key_text(s) + "' is not allowed; allowed: " + allowed);
-    return std::nullopt;
+    return detail::read_choice(j_[k], std::string("config.") + k, parse, out, allowed);
   }
   std::optional<Error> prob(const char* k, double* out) const {
     if (!j_.contains(k)) return std::nullopt;
-    const std::string field = std::string("config.") + k;
-    ACTMEM_TRY(detail::read_double(j_[k], field, out));
-    if (*out < 0.0 || *out >= 1.0)
-      return make_error("invalid_value", field,
-                        field + ": must be in [0, 1), got " + detail::short_dump(j_[k]));
-    return std::nullopt;
+    return detail::read_prob(j_[k], std::string("config.") + k, out);
   }
 
   std::optional<Error> read_batch_and_precision();

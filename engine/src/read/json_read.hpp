@@ -115,6 +115,26 @@ std::string closest(const std::string& key, const char* const* allowed, std::siz
 // shortened.
 std::string key_text(const std::string& key);
 
+// A rate in [0, 1) (the dropout keys of models and configs alike).
+inline std::optional<Error> read_prob(const json& v, const std::string& field, double* out) {
+  ACTMEM_TRY(read_double(v, field, out));
+  if (*out < 0.0 || *out >= 1.0)
+    return make_error("invalid_value", field, field + ": must be in [0, 1), got " + short_dump(v));
+  return std::nullopt;
+}
+
+// A name read by `parse` (one of names.hpp's tables), refused with the list of what is allowed.
+template <typename Parse, typename T>
+std::optional<Error> read_choice(const json& v, const std::string& field, Parse parse, T* out,
+                                 const std::string& allowed) {
+  std::string s;
+  ACTMEM_TRY(read_string(v, field, &s));
+  if (!parse(s, out))
+    return make_error("invalid_value", field,
+                      field + ": '" + key_text(s) + "' is not allowed; allowed: " + allowed);
+  return std::nullopt;
+}
+
 // "PREFIX.KEY: unknown key (did you mean 'X'?); allowed: a, b, c" (`tail` replaces the allowed
 // list when given; `what` replaces "unknown key").
 std::optional<Error> unknown_key(const std::string& prefix, const std::string& key,

@@ -476,25 +476,15 @@ class DecoderReader {
   }
   std::optional<Error> prob(const char* k, double* out) const {
     if (!j_.contains(k)) return std::nullopt;
-    const std::string field = std::string("model.") + k;
-    ACTMEM_TRY(detail::read_double(j_[k], field, out));
-    if (*out < 0.0 || *out >= 1.0)
-      return make_error("invalid_value", field,
-                        field + ": must be in [0, 1), got " + detail::short_dump(j_[k]));
-    return std::nullopt;
+    return detail::read_prob(j_[k], std::string("model.") + k, out);
   }
   // A string key parsed by one of names.hpp's tables, refused with the table's list.
   template <typename Table, typename E>
   std::optional<Error> named(const char* k, const Table& table, E* out) const {
     if (!j_.contains(k)) return std::nullopt;
-    const std::string field = std::string("model.") + k;
-    std::string s;
-    ACTMEM_TRY(detail::read_string(j_[k], field, &s));
-    if (!table.parse(s, out))
-      return make_error(
-          "invalid_value", field,
-          field + ": '" + detail::key_text(s) + "' is not allowed; allowed: " + table.list());
-    return std::nullopt;
+    return detail::read_choice(
+        j_[k], std::string("model.") + k,
+        [&](const std::string& s, E* e) { return table.parse(s, e); }, out, table.list());
   }
 
   std::optional<Error> embd_matches(double embd_default);

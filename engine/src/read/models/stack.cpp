@@ -63,13 +63,11 @@ std::optional<Error> read_kind(const json& j, const std::string& field, LayerKin
     k->qkv_bias = k->o_bias = attention_bias;
   }
   ACTMEM_TRY(b("mlp_bias", &k->mlp_bias));
-  if (j.contains("ffn_type")) {
-    std::string s;
-    ACTMEM_TRY(read_string(j["ffn_type"], field + ".ffn_type", &s));
-    if (!ffn_table().parse(s, &k->ffn))
-      return bad(field + ".ffn_type",
-                 "'" + key_text(s) + "' is not allowed; allowed: " + ffn_table().list());
-  }
+  if (j.contains("ffn_type"))
+    ACTMEM_TRY(read_choice(
+        j["ffn_type"], field + ".ffn_type",
+        [](const std::string& s, FfnType* f) { return ffn_table().parse(s, f); }, &k->ffn,
+        ffn_table().list()));
   if (j.contains("num_local_experts")) {
     std::uint64_t e = 0;
     ACTMEM_TRY(u("num_local_experts", &e, true));
