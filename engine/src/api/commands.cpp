@@ -133,7 +133,7 @@ Result<AdviseRequest> advise_request(const json& req) {
     };
     if (colon == std::string::npos || !digits(t.substr(0, colon)) || !digits(t.substr(colon + 1)))
       return make_error("invalid_value", "advise.num_gpus",
-                        "advise.num_gpus: '" + detail::key_text(t) +
+                        "advise.num_gpus: '" + shown_text(t) +
                             "' is not a count or a range; allowed: N or MIN:MAX (e.g. 8:64)");
     r.gpus_min = std::stoull(t.substr(0, colon));
     r.gpus_max = std::stoull(t.substr(colon + 1));
@@ -312,9 +312,8 @@ Result<json> answer_view(Request& r, const json& req, std::string* text, const s
     std::string which;
     ACTMEM_TRY(detail::read_string(req["stages"], "stages", &which));
     if (which != "worst" && which != "all")
-      return make_error(
-          "invalid_value", "stages",
-          "stages: '" + detail::key_text(which) + "' is not allowed; allowed: worst, all");
+      return make_error("invalid_value", "stages",
+                        "stages: '" + shown_text(which) + "' is not allowed; allowed: worst, all");
     o.all_stages = which == "all";
   }
   auto v = make_view(r.model, r.config, r.has_gpu ? &r.gpu : nullptr, o);
@@ -401,7 +400,7 @@ Result<json> answer_timeline(Request& r, const json& req, std::string*, const st
   if (which != "all" && which != "worst" && which != "worst_ops" && which != "all_ops" &&
       which != "none")
     return make_error("invalid_value", "events",
-                      "events: '" + detail::key_text(which) +
+                      "events: '" + shown_text(which) +
                           "' is not allowed; allowed: all, all_ops, worst, worst_ops, none");
   // The estimate already simulated every stage's peak, so it knows the most loaded one.
   const bool worst = which == "worst" || which == "worst_ops";

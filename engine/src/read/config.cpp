@@ -250,7 +250,7 @@ std::optional<Error> ConfigReader::read_lora_targets() {
     for (const char* k : kLinears) known = known || id == k;
     if (!known)
       return make_error("invalid_value", field,
-                        field + ": '" + detail::key_text(id) +
+                        field + ": '" + shown_text(id) +
                             "' is not allowed; allowed: q_proj, k_proj, v_proj, o_proj, "
                             "gate_proj, up_proj, down_proj, fc1, fc2");
     if (c_.lora.targets_linear(id))
@@ -276,7 +276,7 @@ std::optional<Error> ConfigReader::read_gpu() {
     ACTMEM_TRY(detail::read_string(j_["gpu"], "config.gpu", &c_.gpu_id));
     if (!find_preset("gpus", c_.gpu_id))
       return make_error("unknown_preset", "config.gpu",
-                        "config.gpu: unknown GPU '" + detail::key_text(c_.gpu_id) +
+                        "config.gpu: unknown GPU '" + shown_text(c_.gpu_id) +
                             "'; allowed: " + preset_ids("gpus"));
   }
   ACTMEM_TRY(uint("gpu_memory_bytes", &c_.gpu_bytes));
@@ -292,9 +292,9 @@ std::optional<Error> ConfigReader::read_gpu() {
     std::string text;
     ACTMEM_TRY(detail::read_string(j_["gpu_memory"], "config.gpu_memory", &text));
     if (!parse_size(text, &c_.gpu_bytes))
-      return make_error("invalid_value", "config.gpu_memory",
-                        "config.gpu_memory: '" + detail::key_text(text) +
-                            "' is not a size; allowed: " + kSizeAllowed);
+      return make_error(
+          "invalid_value", "config.gpu_memory",
+          "config.gpu_memory: '" + shown_text(text) + "' is not a size; allowed: " + kSizeAllowed);
   }
   return std::nullopt;
 }
@@ -344,7 +344,7 @@ std::optional<Error> ConfigReader::read_buffers() {
     ACTMEM_TRY(detail::read_string(j_["device_stages"], "config.device_stages", &which));
     if (which != "worst" && which != "all")
       return make_error("invalid_value", "config.device_stages",
-                        "config.device_stages: '" + detail::key_text(which) +
+                        "config.device_stages: '" + shown_text(which) +
                             "' is not allowed; allowed: worst (the most loaded stage), all");
     c_.device_all_stages = which == "all";
   }
@@ -596,7 +596,7 @@ struct Scan : json::json_sax_t {
   std::string where() const {
     std::string s;
     for (const Frame& f : stack)
-      s += f.object ? "." + detail::key_text(f.key)
+      s += f.object ? "." + shown_text(f.key)
                     : "[" + std::to_string(f.index == 0 ? 0 : f.index - 1) + "]";
     // One line: a path through 64 levels of long keys keeps its last 120 characters.
     if (s.size() > 120) s = "..." + s.substr(s.size() - 117);
@@ -739,7 +739,7 @@ Result<json> parse_json_text(const std::string& raw, const std::string& field) {
         const std::string at =
             field == "request" && !scan.path.empty() ? scan.path.substr(1) : field + scan.path;
         return make_error("invalid_value", at,
-                          at + ": " + detail::key_text(scan.overflow) +
+                          at + ": " + shown_text(scan.overflow) +
                               " is out of range (a JSON number here must fit a double)");
       }
       std::size_t pos = scan.error_pos;
@@ -792,7 +792,7 @@ Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* 
     }
   return make_error(
       "unknown_preset", "preset",
-      "preset: unknown model '" + detail::key_text(id) + "'; allowed: " + preset_ids("models"));
+      "preset: unknown model '" + shown_text(id) + "'; allowed: " + preset_ids("models"));
 }
 
 Result<GpuSpec> gpu_preset(const std::string& id) {
@@ -800,7 +800,7 @@ Result<GpuSpec> gpu_preset(const std::string& id) {
   if (!p)
     return make_error(
         "unknown_preset", "config.gpu",
-        "config.gpu: unknown GPU '" + detail::key_text(id) + "'; allowed: " + preset_ids("gpus"));
+        "config.gpu: unknown GPU '" + shown_text(id) + "'; allowed: " + preset_ids("gpus"));
   auto j = parse_json_text(p->json, "gpu");
   if (!j.ok()) return j.error();
   return gpu_from_json(j.value(), id);

@@ -40,16 +40,10 @@ std::string closest(const std::string& key, const char* const* allowed, std::siz
   return best;
 }
 
-// The one wording of user text in a message (core/text.hpp), here for the readers' detail::
-// helpers.
-std::string key_text(const std::string& key) {
-  return shown_text(key);
-}
-
 std::optional<Error> unknown_key(const std::string& prefix, const std::string& key,
                                  const char* const* allowed, std::size_t n, const char* what,
                                  const std::string& tail) {
-  const std::string field = prefix.empty() ? key_text(key) : prefix + "." + key_text(key);
+  const std::string field = prefix.empty() ? shown_text(key) : prefix + "." + shown_text(key);
   const std::string hint = closest(key, allowed, n);
   std::string list;
   for (std::size_t i = 0; i < n; ++i) list += (i ? ", " : "") + std::string(allowed[i]);

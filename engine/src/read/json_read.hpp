@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actmem/core/error.hpp"
+#include "actmem/core/text.hpp"
 
 // Returns the error of a reader call from the enclosing function (which returns Result<T>).
 #define ACTMEM_TRY(expr)                  \
@@ -111,10 +112,6 @@ bool listed(const char* const (&list)[N], const std::string& k) {
 // Closest allowed key by edit distance, for "did you mean" hints on unknown keys (json_keys.cpp).
 std::string closest(const std::string& key, const char* const* allowed, std::size_t n);
 
-// A key as an error message shows it: as typed when short and printable, else escaped and
-// shortened.
-std::string key_text(const std::string& key);
-
 // A rate in [0, 1) (the dropout keys of models and configs alike).
 inline std::optional<Error> read_prob(const json& v, const std::string& field, double* out) {
   ACTMEM_TRY(read_double(v, field, out));
@@ -131,7 +128,7 @@ std::optional<Error> read_choice(const json& v, const std::string& field, Parse 
   ACTMEM_TRY(read_string(v, field, &s));
   if (!parse(s, out))
     return make_error("invalid_value", field,
-                      field + ": '" + key_text(s) + "' is not allowed; allowed: " + allowed);
+                      field + ": '" + shown_text(s) + "' is not allowed; allowed: " + allowed);
   return std::nullopt;
 }
 

@@ -190,7 +190,7 @@ std::optional<Error> collect_values(const json& root, Values* values,
     const std::string& sec = s.key();
     if (std::find(std::begin(kLaterSections), std::end(kLaterSections), sec) !=
         std::end(kLaterSections))
-      return bad("[" + detail::key_text(sec) +
+      return bad("[" + shown_text(sec) +
                  "] is torchtitan's later layout; actmem reads 9dec370's (degrees in [training] "
                  "and [experimental]), the version framework torchtitan's defaults follow");
     if (!s.value().is_object()) {
@@ -210,7 +210,7 @@ std::optional<Error> collect_values(const json& root, Values* values,
         continue;
       }
       if (!has_type(k.value(), key->type))
-        return bad(detail::key_text(name) + " " + detail::short_dump(k.value()) + ": must be " +
+        return bad(shown_text(name) + " " + detail::short_dump(k.value()) + ": must be " +
                    type_name(key->type) + " (torchtitan 9dec370 config_manager.py)");
       if (key->use == Use::kRead) v[name] = k.value();
     }

@@ -180,7 +180,7 @@ std::optional<Error> read_flags(const FalconJson& in, FalconFlags* out) {
     if (act != "gelu")
       return make_error(
           "unsupported", "model.activation",
-          "model.activation: '" + key_text(act) + "' is not supported for falcon; allowed: gelu");
+          "model.activation: '" + shown_text(act) + "' is not supported for falcon; allowed: gelu");
   }
   *out = FalconFlags{new_arch, multi_query, parallel, bias};
   return std::nullopt;

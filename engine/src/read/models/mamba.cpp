@@ -152,10 +152,10 @@ constexpr Foreign kForeign[] = {{"ssm_state_size", "state_size", nullptr},
                                 {"num_experts_per_tok", nullptr, nullptr},
                                 {"n_routed_experts", nullptr, nullptr}};
 
-// A value as a message quotes it: 'M' when key_text shows it as typed, else key_text's escaped,
+// A value as a message quotes it: 'M' when shown_text shows it as typed, else shown_text's escaped,
 // double-quoted form ("\u2014") on its own.
 std::string shown_letter(const std::string& v) {
-  const std::string k = key_text(v);
+  const std::string k = shown_text(v);
   return !k.empty() && k.front() == '"' ? k : "'" + k + "'";
 }
 

@@ -348,8 +348,8 @@ Error unsupported_type(const json& j, const std::string& type) {
   std::string all;
   for (const char* t : types) all += (all.empty() ? "" : ", ") + std::string(t);
   return make_error("unsupported", "model.model_type",
-                    "model.model_type: '" + detail::key_text(type) +
-                        "' is not a supported architecture" + hint + "; allowed: " + all);
+                    "model.model_type: '" + shown_text(type) + "' is not a supported architecture" +
+                        hint + "; allowed: " + all);
 }
 
 // Hugging Face keys that change memory in ways not modelled: refused, never ignored. A quantized
@@ -557,7 +557,7 @@ std::optional<Error> DecoderReader::read_gpt2_dims() {
     ACTMEM_TRY(detail::read_string(j_["activation_function"], "model.activation_function", &act));
   if (j_.contains("activation_function") && !listed(kGeluNames, act) && act != "relu")
     return make_error("unsupported", "model.activation_function",
-                      "model.activation_function: '" + detail::key_text(act) +
+                      "model.activation_function: '" + shown_text(act) +
                           "' is not supported for gpt2; allowed: " + joined(kGeluNames) + ", relu");
   return std::nullopt;
 }
@@ -621,8 +621,8 @@ std::optional<Error> DecoderReader::read_activation() {
     ACTMEM_TRY(detail::read_string(j_["hidden_activation"], "model.hidden_activation", &ha));
     if (!act.empty() && act != ha)
       return make_error("invalid_value", "model.hidden_activation",
-                        "model.hidden_activation: '" + detail::key_text(ha) +
-                            "' conflicts with model.hidden_act '" + detail::key_text(act) +
+                        "model.hidden_activation: '" + shown_text(ha) +
+                            "' conflicts with model.hidden_act '" + shown_text(act) +
                             "'; give one");
     act = ha;
     act_key = "model.hidden_activation";
@@ -636,7 +636,7 @@ std::optional<Error> DecoderReader::read_activation() {
     b_.ffn = FfnType::kGeglu;
   else
     return make_error("unsupported", act_key,
-                      std::string(act_key) + ": '" + detail::key_text(act) +
+                      std::string(act_key) + ": '" + shown_text(act) +
                           "' is not supported; allowed: silu, swish, " + joined(kGeluNames));
   return std::nullopt;
 }
