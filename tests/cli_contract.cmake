@@ -108,9 +108,11 @@ expect_error_naming("config.cublas_workspace_bytes: 18446744073709551615 is more
 file(WRITE "${T}/n_layer.json" "{\"n_layer\": 2, \"hidden_size\": 256, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"intermediate_size\": 512, \"vocab_size\": 1000, \"max_position_embeddings\": 128}")
 expect_error_naming("model.n_layer: a GPT-2 key name" estimate --model "${T}/n_layer.json" --seq 64)
 file(WRITE "${T}/gpt2_hidden.json" "{\"model_type\": \"gpt2\", \"n_embd\": 256, \"n_head\": 4, \"n_layer\": 2, \"vocab_size\": 1000, \"hidden_size\": 512}")
-expect_error_naming("model.hidden_size: not read for model_type gpt2; this model reads n_embd" estimate --model "${T}/gpt2_hidden.json" --seq 64)
+expect_error_naming("model.hidden_size: 512 conflicts with model.n_embd: 256; give one" estimate --model "${T}/gpt2_hidden.json" --seq 64)
+file(WRITE "${T}/gpt2_inner.json" "{\"model_type\": \"gpt2\", \"n_embd\": 256, \"n_head\": 4, \"n_layer\": 2, \"vocab_size\": 1000, \"intermediate_size\": 512}")
+expect_error_naming("model.intermediate_size: not read for model_type gpt2; this model reads n_inner" estimate --model "${T}/gpt2_inner.json" --seq 64)
 # A mixture-of-experts model_type without its expert count is not a dense model.
-file(WRITE "${T}/mixtral.json" "{\"model_type\": \"mixtral\", \"hidden_size\": 256, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"intermediate_size\": 512, \"vocab_size\": 1000}")
+file(WRITE "${T}/mixtral.json" "{\"model_type\": \"mixtral\", \"hidden_size\": 256, \"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"num_hidden_layers\": 2, \"intermediate_size\": 512, \"vocab_size\": 1000}")
 expect_error_naming("model.num_local_experts: required for model_type mixtral" estimate --model "${T}/mixtral.json" --seq 64)
 # Names from a user's file reach the terminal escaped: no raw escape codes or extra lines.
 string(ASCII 27 ESC)

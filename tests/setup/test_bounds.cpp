@@ -103,11 +103,9 @@ TEST_CASE("keys of the other naming are refused, never ignored (n_layer in our s
 
 TEST_CASE("a mixture-of-experts model_type without its expert count is refused, not dense",
           "[bounds][silent]") {
-  const json base = {{"hidden_size", 256},
-                     {"num_attention_heads", 4},
-                     {"num_hidden_layers", 2},
-                     {"intermediate_size", 512},
-                     {"vocab_size", 1000}};
+  const json base = {{"hidden_size", 256},       {"num_attention_heads", 4},
+                     {"num_key_value_heads", 4}, {"num_hidden_layers", 2},
+                     {"intermediate_size", 512}, {"vocab_size", 1000}};
   json mixtral = base;
   mixtral["model_type"] = "mixtral";
   CHECK(actmem::evaluate_json({{"model", mixtral}})["error"]["field"] == "model.num_local_experts");
@@ -280,6 +278,7 @@ TEST_CASE("Hostile run, round 2: settings that were silently resolved or ignored
   // Two expert counts: the first was used silently.
   json moe = tiny;
   moe["model_type"] = "qwen2_moe";
+  moe["num_key_value_heads"] = 4;
   moe["num_experts"] = 8;
   moe["num_local_experts"] = 4;
   moe["num_experts_per_tok"] = 2;
@@ -352,10 +351,10 @@ TEST_CASE("Hostile run, round 3: config-class defaults, rate conflicts, NaN keys
                   {"n_layer", 2},         {"vocab_size", 100}, {"resid_pdrop", 0.1}};
   CHECK(ok({{"model", g}, {"config", {{"seq", 64}}}})["ok"] == true);
   // Config classes with a numeric head_dim default: Qwen3Config 128, not h / a.
-  const json q3 = {{"model_type", "qwen3"},        {"hidden_size", 64},
-                   {"num_attention_heads", 4},     {"num_hidden_layers", 2},
-                   {"intermediate_size", 128},     {"vocab_size", 100},
-                   {"max_position_embeddings", 64}};
+  const json q3 = {{"model_type", "qwen3"},    {"hidden_size", 64},
+                   {"num_attention_heads", 4}, {"num_key_value_heads", 4},
+                   {"num_hidden_layers", 2},   {"intermediate_size", 128},
+                   {"vocab_size", 100},        {"max_position_embeddings", 64}};
   CHECK(u(ok({{"model", q3}, {"config", {{"seq", 64}}}})["model"]["head_dim"]) == 128);
   // Qwen-MoE expert widths have their own defaults: a missing one is an error.
   json q3m = q3;
@@ -379,10 +378,15 @@ TEST_CASE("Hostile run, round 4: Gemma defaults, activation names, number overfl
                    {"num_attention_heads", 8}, {"head_dim", 8},
                    {"num_hidden_layers", 2},   {"intermediate_size", 128},
                    {"vocab_size", 100},        {"max_position_embeddings", 64}};
-  // Gemma2Config's num_key_value_heads default is 4, not the head count.
-  CHECK(err({{"model", g2}})["field"] == "model.num_key_value_heads");
   json named = g2;
   named["num_key_value_heads"] = 4;
+  // Gemma2Config's num_key_value_heads default is 4, not the head count: read, and said.
+  const json defaulted = actmem::evaluate_json({{"model", g2}, {"config", {{"seq", 64}}}});
+  CHECK(defaulted["activations"] ==
+        actmem::evaluate_json({{"model", named}, {"config", {{"seq", 64}}}})["activations"]);
+  CHECK(defaulted["warnings"].dump().find("model.num_key_value_heads: not given; model_type "
+                                          "gemma2's config class default 4 is read") !=
+        std::string::npos);
   // Activation names transformers does not know are refused, naming the key they came from.
   for (const char* bad : {"", "geluX", "nonsense"}) {
     json m = named;

@@ -452,7 +452,7 @@ void add_ffn(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Rec
     if (m.block != BlockLayout::kParallel)
       rb.add("mlp.fc1_in", {g.b, g.s_rep, g.h}, p, "first linear(s) backward",
              "weight gradient needs the input (gate and up share it)", kDeriv);
-    if (k.ffn == FfnType::kGelu && hf && !falcon) {
+    if (k.ffn == FfnType::kGelu && hf && !falcon && !m.hf_gelu_native) {
       // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) in Python ops.
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "pow(x, 3) backward", "3x^2 needs x", kHfGpt2);
       rb.add("mlp.gelu_tanh", {g.b, g.s_tp, g.f}, p, "tanh backward", "1 - tanh^2 needs the output",
@@ -462,7 +462,8 @@ void add_ffn(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Rec
       rb.add("mlp.gelu_one_plus_tanh", {g.b, g.s_tp, g.f}, p, "mul backward",
              "(0.5x) * (1 + t) keeps both factors", kHfGpt2);
     } else if (k.ffn == FfnType::kGelu) {
-      // F.gelu (the pytorch block's nn.GELU, Falcon's ACT2FN["gelu"]): one saved input.
+      // F.gelu (the pytorch block's nn.GELU, Falcon's ACT2FN["gelu"], GPT-2's "gelu" and
+      // "gelu_pytorch_tanh"): one saved input.
       rb.add("mlp.act_in", {g.b, g.s_tp, g.f}, p, "gelu backward", "gelu_backward(grad, self)",
              falcon ? kHfFalcon : kDeriv);
     } else if (k.ffn == FfnType::kRelu2) {

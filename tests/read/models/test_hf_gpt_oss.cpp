@@ -180,7 +180,7 @@ TEST_CASE(
       {"experts_per_token", 4, "model.experts_per_token"},  // conflicts with num_experts_per_tok 2
       {"hidden_act", "gelu", "model.hidden_act"},
       {"mlp_bias", false, "model.mlp_bias"},
-      {"num_experts", 8, "model.num_experts"},
+      {"num_experts", 4, "model.num_experts"},  // conflicts with num_local_experts 8
       {"moe_intermediate_size", 128, "model.moe_intermediate_size"},
       {"attn_sinks", false, "model.attn_sinks"},
       {"output_router_logits", true, "model.output_router_logits"},

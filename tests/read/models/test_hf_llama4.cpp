@@ -105,7 +105,7 @@ TEST_CASE(
     json value;
     const char* field;
   };
-  const Case cases[] = {{"moe_layers", json::array({4}), "model.moe_layers[0]"},
+  const Case cases[] = {{"moe_layers", json::array({-1}), "model.moe_layers[0]"},
                         {"no_rope_layers", json::array({1, 2, 1, 1}), "model.no_rope_layers"},
                         {"no_rope_layers", json::array({1}), "model.no_rope_layers"},
                         {"num_experts", 4, "model.num_experts"},
@@ -117,6 +117,13 @@ TEST_CASE(
     INFO(c.key << " = " << c.value.dump());
     CHECK(actmem::evaluate_json(json{{"model", m}})["error"]["field"] == c.field);
   }
+  // Llama4TextDecoderLayer tests `layer_idx in config.moe_layers`: an index past the last layer
+  // names none (transformers builds the model), so it changes nothing.
+  json listed = tiny(), past = tiny();
+  listed["moe_layers"] = {1, 3};
+  past["moe_layers"] = {1, 3, 4, 99};
+  CHECK(run(json{{"model", past}})["activations"] == run(json{{"model", listed}})["activations"]);
+  // Llama4TextConfig's default 8 KV heads does not divide 4 heads: the key is required.
   json no_kv = tiny();
   no_kv.erase("num_key_value_heads");
   CHECK(actmem::evaluate_json(json{{"model", no_kv}})["error"]["field"] ==

@@ -206,6 +206,10 @@ struct ModelSpec {
   // its queries are contiguous as (b, a, s, d): cuDNN attention's output then follows that layout
   // and o_proj's input is a copy (measured: hf_layers.json, phi3 sdpa).
   bool hf_rope_cat = false;
+  // GPT-2's activation_function "gelu" or "gelu_pytorch_tanh": one F.gelu that keeps its input
+  // (activations.py GELUActivation, PytorchGELUTanh), not the default gelu_new's Python ops
+  // (NewGELUActivation keeps four tensors).
+  bool hf_gelu_native = false;
   // DeepSeek-V3's multi-token-prediction depths (num_nextn_predict_layers): parameters counted
   // apart from the model's (model.mtp_params).
   std::uint64_t mtp_layers = 0;

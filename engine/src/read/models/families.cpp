@@ -77,7 +77,8 @@ Family deepseek(const char* type) {
 Family gemma(const char* type) {
   Family f{type};
   f.gemma = true;
-  f.kv_heads_default = "4";
+  f.kv_heads_default = 4;
+  f.kv_null_is_heads = false;
   f.head_dim = 256;
   return f;
 }
@@ -107,7 +108,7 @@ std::vector<Family> make_families() {
   f.gpt2_names = true;
   t.push_back(f);
   f = Family{"gpt_oss"};  // GptOssConfig: biased attention, head_dim 64, windows of 128
-  f.kv_heads_default = "8";
+  f.kv_heads_default = 8;
   f.attention_bias = true;
   f.head_dim = 64;
   f.sliding = SlidingPattern::kEveryOther;
@@ -123,7 +124,7 @@ std::vector<Family> make_families() {
   t.push_back(f);
   t.push_back(Family{"llama"});
   f = Family{"llama4_text"};  // Llama4TextConfig: 8 KV heads, head_dim 128, top-1 routing
-  f.kv_heads_default = "8";
+  f.kv_heads_default = 8;
   f.head_dim = 128;
   f.own_key = is_llama4_key;
   f.own_stack = stack_llama4;
@@ -138,10 +139,14 @@ std::vector<Family> make_families() {
   f = Family{"mamba2"};
   f.whole = read_mamba_family;
   t.push_back(f);
-  t.push_back(Family{"mistral"});
-  f = Family{"mixtral"};
+  f = Family{"mistral"};  // MistralConfig: 8 KV heads
+  f.kv_heads_default = 8;
+  t.push_back(f);
+  f = Family{"mixtral"};  // MixtralConfig: 8 KV heads
+  f.kv_heads_default = 8;
   f.experts_key = "num_local_experts";
   f.experts_default = "MixtralConfig's default is 8";
+  f.experts_alias = "num_experts";  // MixtralConfig.attribute_map
   t.push_back(f);
   f = Family{"nemotron_h"};
   f.whole = read_mamba_family;
@@ -150,7 +155,7 @@ std::vector<Family> make_families() {
   f.phi3 = true;
   t.push_back(f);
   f = Family{"phimoe"};  // PhimoeConfig: 8 KV heads, sparsemixer top-2
-  f.kv_heads_default = "8";
+  f.kv_heads_default = 8;
   f.own_key = is_phimoe_key;
   f.extra = extra_phimoe;
   f.refused_keys = kStackKeys;
@@ -158,25 +163,34 @@ std::vector<Family> make_families() {
   f.top_k_default = 2;
   f.stack = FamilyStack::kUniform;
   t.push_back(f);
-  f = Family{"qwen2"};
+  f = Family{"qwen2"};  // Qwen2Config: 32 KV heads
   f.qkv_bias = true;
+  f.kv_heads_default = 32;
   t.push_back(f);
-  f = Family{"qwen2_moe"};  // Qwen2MoeConfig: 60 experts of 1408, a shared expert of 5632
+  // Qwen2MoeConfig: 16 KV heads, 60 experts of 1408, a shared expert of 5632
+  f = Family{"qwen2_moe"};
   f.qkv_bias = true;
+  f.kv_heads_default = 16;
+  f.kv_null_is_heads = false;
   f.experts_key = "num_experts";
   f.experts_default = "Qwen2MoeConfig's default is 60";
   f.moe_width_required = f.shared_width_required = true;
   f.stack = FamilyStack::kSparseStep;
   t.push_back(f);
-  f = Family{"qwen3"};  // Qwen3Config: q/k norms, head_dim 128
+  f = Family{"qwen3"};  // Qwen3Config: 32 KV heads, q/k norms, head_dim 128
   f.qk_norm = true;
   f.head_dim = 128;
+  f.kv_heads_default = 32;
   t.push_back(f);
-  f = Family{"qwen3_moe"};  // Qwen3MoeConfig: 128 experts of 768
+  // Qwen3MoeConfig: 4 KV heads, 128 experts of 768; it has no head_dim field, so
+  // Qwen3MoeAttention's getattr falls back to hidden / heads.
+  f = Family{"qwen3_moe"};
   f.qk_norm = true;
-  f.head_dim = 128;
+  f.kv_heads_default = 4;
+  f.kv_null_is_heads = false;
   f.experts_key = "num_experts";
   f.experts_default = "Qwen3MoeConfig's default is 128";
+  f.experts_alias = "num_local_experts";  // Qwen3MoeConfig.attribute_map
   f.moe_width_required = true;
   f.qwen3_moe_block = true;
   f.stack = FamilyStack::kSparseStep;

@@ -50,10 +50,14 @@ struct Family {
   bool gemma = false;         // Gemma's RMSNorm, sandwich, GeGLU, tied, scaled embedding
   double attn_softcap = 0.0;  // Gemma2Config's defaults (50, 30)
   double final_softcap = 0.0;
-  const char* kv_heads_default = nullptr;  // a class default that is not the head count
-  bool attention_bias = false;             // GptOssConfig: attention_bias defaults to True
-  std::uint64_t head_dim = 0;              // a class default that is not hidden / heads
-  bool head_dim_own = false;               // DeepSeek: nope + rope widths (its reader)
+  // num_key_value_heads when the key is absent: the class default (0: num_attention_heads, as
+  // LlamaConfig), and whether null means num_attention_heads (the classes that map None so) or is
+  // refused (Qwen2MoeConfig, Qwen3MoeConfig, Gemma2Config, Gemma3TextConfig keep None).
+  std::uint64_t kv_heads_default = 0;
+  bool kv_null_is_heads = true;
+  bool attention_bias = false;  // GptOssConfig: attention_bias defaults to True
+  std::uint64_t head_dim = 0;   // a class default that is not hidden / heads
+  bool head_dim_own = false;    // DeepSeek: nope + rope widths (its reader)
   // A quantized checkpoint read as its logical model: quant_method and the warning said.
   const char* quant_method = nullptr;
   const char* quant_warning = nullptr;
@@ -71,6 +75,7 @@ struct Family {
   const char* refused_why = nullptr;
   // Mixture of experts: the key its count must be given by and the class default said.
   const char* experts_key = nullptr;
+  const char* experts_alias = nullptr;  // the class's attribute_map name for the same count
   const char* experts_default = nullptr;
   std::uint64_t top_k_default = 0;     // 0: num_experts_per_tok is required
   bool moe_width_required = false;     // Qwen-MoE: moe_intermediate_size has its own default

@@ -32,12 +32,12 @@ std::optional<Error> read_gpt_oss(const json& j, ModelSpec* m) {
                         "is not a gpt-oss key: its experts always carry biases; remove it");
   if (j.contains("attn_sinks") && j["attn_sinks"] != true)
     return refuse_value(j, "attn_sinks", "gpt-oss's attention always has sinks; allowed: true");
-  if (!j.contains("num_local_experts"))
+  // GptOssConfig's attribute_map reads num_experts as num_local_experts (the shared expert
+  // reader takes either and refuses two that disagree).
+  if (!j.contains("num_local_experts") && !j.contains("num_experts"))
     return make_error("missing_key", "model.num_local_experts",
                       "model.num_local_experts: required for model_type gpt_oss (GptOssConfig's "
                       "default is 128)");
-  if (j.contains("num_experts"))
-    return refuse_value(j, "num_experts", "is not read for gpt_oss; it reads num_local_experts");
   for (const char* k :
        {"moe_intermediate_size", "num_shared_experts", "shared_expert_intermediate_size"})
     if (j.contains(k))

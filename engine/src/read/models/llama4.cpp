@@ -61,11 +61,9 @@ std::optional<Error> read_llama4(const json& j, ModelSpec* m) {
       std::uint64_t l = 0;
       const std::string field = "model.moe_layers[" + std::to_string(i) + "]";
       ACTMEM_TRY(read_uint(a[i], field, &l, true));
-      if (l >= n)
-        return make_error("invalid_value", field,
-                          field + ": " + std::to_string(l) +
-                              " is not a layer index; allowed: 0 to " + std::to_string(n - 1));
-      moe[l] = true;
+      // Llama4TextDecoderLayer tests `layer_idx in config.moe_layers`: an index past the last
+      // layer names no layer and changes nothing, as there.
+      if (l < n) moe[l] = true;
     }
   } else {
     std::uint64_t step = 1;

@@ -103,6 +103,9 @@ const char* const kLlamaOnly[] = {"hidden_size",
                                   "sandwich_norm",
                                   "gemma_norm",
                                   "qk_norm"};
+// GPT2Config.attribute_map's names for n_embd, n_head, n_layer and n_positions.
+const char* const kGpt2AttributeMap[] = {"hidden_size", "num_attention_heads", "num_hidden_layers",
+                                         "max_position_embeddings"};
 // What the other naming calls it, for the message.
 const char* other_name(const std::string& k) {
   static const std::pair<const char*, const char*> kPairs[] = {
@@ -411,6 +414,7 @@ std::optional<Error> check_naming(const json& j, const Family& f) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (!(f.gpt2_names ? listed(kLlamaOnly, k) : listed(kGpt2Only, k))) continue;
+    if (f.gpt2_names && listed(kGpt2AttributeMap, k)) continue;  // read_gpt2_dims reads them
     // Phi3Config names its residual and embedding dropout as GPT-2 does (read below).
     if (f.phi3 && (k == "resid_pdrop" || k == "embd_pdrop")) continue;
     const char* other = other_name(k);
@@ -434,8 +438,9 @@ namespace {
 // a config meets does not depend on how the reading is split.
 class DecoderReader {
  public:
-  DecoderReader(const json& j, const Family& f, const std::string& type, ModelSpec* m)
-      : j_(j), f_(f), type_(type), m_(*m), b_(m->kinds[0]) {}
+  DecoderReader(const json& j, const Family& f, const std::string& type, ModelSpec* m,
+                std::vector<std::string>* warnings)
+      : j_(j), f_(f), type_(type), m_(*m), b_(m->kinds[0]), warnings_(warnings) {}
 
   std::optional<Error> read() {
     ACTMEM_TRY(f_.gpt2_names ? read_gpt2_dims() : read_llama_dims());
@@ -461,14 +466,14 @@ class DecoderReader {
  private:
   // Key `k` (shown as model.k) into an integer if present; `required` makes absence an error.
   std::optional<Error> uint(const char* k, std::uint64_t* out, bool required,
-                            bool allow_null = false) const {
+                            bool allow_null = false, bool allow_zero = false) const {
     const std::string field = std::string("model.") + k;
     if (!j_.contains(k) || (allow_null && j_[k].is_null())) {
       if (required)
         return make_error("missing_key", field, field + ": required (a positive integer)");
       return std::nullopt;
     }
-    return detail::read_uint(j_[k], field, out);
+    return detail::read_uint(j_[k], field, out, allow_zero);
   }
   std::optional<Error> flag(const char* k, bool* out) const {
     if (!j_.contains(k)) return std::nullopt;
@@ -489,7 +494,10 @@ class DecoderReader {
 
   std::optional<Error> embd_matches(double embd_default);
   std::optional<Error> read_gpt2_dims();
+  std::optional<Error> gpt2_uint(const char* k, std::uint64_t* out, bool required);
+  std::optional<Error> read_gpt2_activation();
   std::optional<Error> read_llama_dims();
+  std::optional<Error> read_kv_heads();
   std::optional<Error> read_activation();
   std::optional<Error> read_head_dim();
   std::optional<Error> read_switches();
@@ -504,6 +512,7 @@ class DecoderReader {
   const std::string& type_;
   ModelSpec& m_;
   LayerKind& b_;  // the top-level keys: the base kind every layer kind starts from
+  std::vector<std::string>* warnings_;
 };
 
 // One hidden dropout covers the embedding and the residual branches (inventory/moe_and_io.cpp's
@@ -539,11 +548,11 @@ std::optional<Error> DecoderReader::read_gpt2_dims() {
   m_.tied_embeddings = true;
   b_.qkv_bias = b_.o_bias = b_.mlp_bias = true;
   m_.attention_dropout = m_.hidden_dropout = 0.1;
-  ACTMEM_TRY(uint("n_embd", &m_.hidden, true));
-  ACTMEM_TRY(uint("n_head", &b_.heads, true));
-  ACTMEM_TRY(uint("n_layer", &m_.layers, true));
+  ACTMEM_TRY(gpt2_uint("n_embd", &m_.hidden, true));
+  ACTMEM_TRY(gpt2_uint("n_head", &b_.heads, true));
+  ACTMEM_TRY(gpt2_uint("n_layer", &m_.layers, true));
   m_.max_positions = 1024;
-  ACTMEM_TRY(uint("n_positions", &m_.max_positions, false));
+  ACTMEM_TRY(gpt2_uint("n_positions", &m_.max_positions, false));
   ACTMEM_TRY(uint("vocab_size", &m_.vocab, true));
   b_.kv_heads = b_.heads;
   b_.ffn_hidden = 0;
@@ -552,14 +561,40 @@ std::optional<Error> DecoderReader::read_gpt2_dims() {
   ACTMEM_TRY(prob("attn_pdrop", &m_.attention_dropout));
   ACTMEM_TRY(prob("resid_pdrop", &m_.hidden_dropout));
   ACTMEM_TRY(embd_matches(0.1));
+  return read_gpt2_activation();
+}
+
+// GPT2Config's attribute_map: hidden_size, num_attention_heads, num_hidden_layers and
+// max_position_embeddings set n_embd, n_head, n_layer and n_positions; two names that disagree
+// would leave one ignored.
+std::optional<Error> DecoderReader::gpt2_uint(const char* k, std::uint64_t* out, bool required) {
+  const char* alias = other_name(k);
+  if (!j_.contains(alias)) return uint(k, out, required);
+  if (j_.contains(k) && j_[k] != j_[alias])
+    return make_error("invalid_value", std::string("model.") + alias,
+                      std::string("model.") + alias + ": " + detail::short_dump(j_[alias]) +
+                          " conflicts with model." + k + ": " + detail::short_dump(j_[k]) +
+                          "; give one");
+  return uint(alias, out, required);
+}
+
+// GPT-2's activation_function as GPT2MLP runs it (ACT2FN, activations.py): gelu_new (the
+// default) in Python ops, gelu and gelu_pytorch_tanh as one F.gelu. The other names keep other
+// tensors (ReLU and tanh their output, which c_proj also keeps; FastGELU and QuickGELU other
+// Python ops), which the inventory does not hold: refused rather than counted as gelu_new.
+std::optional<Error> DecoderReader::read_gpt2_activation() {
+  if (!j_.contains("activation_function")) return std::nullopt;
   std::string act;
-  if (j_.contains("activation_function"))
-    ACTMEM_TRY(detail::read_string(j_["activation_function"], "model.activation_function", &act));
-  if (j_.contains("activation_function") && !listed(kGeluNames, act) && act != "relu")
-    return make_error("unsupported", "model.activation_function",
-                      "model.activation_function: '" + shown_text(act) +
-                          "' is not supported for gpt2; allowed: " + joined(kGeluNames) + ", relu");
-  return std::nullopt;
+  ACTMEM_TRY(detail::read_string(j_["activation_function"], "model.activation_function", &act));
+  if (act == "gelu_new") return std::nullopt;
+  if (act == "gelu" || act == "gelu_pytorch_tanh") {
+    m_.hf_gelu_native = true;
+    return std::nullopt;
+  }
+  return make_error("unsupported", "model.activation_function",
+                    "model.activation_function: '" + shown_text(act) +
+                        "' is not modelled for gpt2 (its saved tensors differ); allowed: "
+                        "gelu_new, gelu, gelu_pytorch_tanh");
 }
 
 // LlamaConfig's defaults (RMSNorm, RoPE, SwiGLU, untied, no biases, no dropout) with the family's
@@ -584,14 +619,7 @@ std::optional<Error> DecoderReader::read_llama_dims() {
   ACTMEM_TRY(uint("num_attention_heads", &b_.heads, true));
   ACTMEM_TRY(uint("num_hidden_layers", &m_.layers, true));
   ACTMEM_TRY(uint("vocab_size", &m_.vocab, true));
-  b_.kv_heads = b_.heads;
-  if (f_.kv_heads_default &&
-      (!j_.contains("num_key_value_heads") || j_["num_key_value_heads"].is_null()))
-    return make_error("missing_key", "model.num_key_value_heads",
-                      "model.num_key_value_heads: required for model_type " + type_ +
-                          " (its config class's default is " + f_.kv_heads_default +
-                          ", not num_attention_heads)");
-  ACTMEM_TRY(uint("num_key_value_heads", &b_.kv_heads, false, true));
+  ACTMEM_TRY(read_kv_heads());
   ACTMEM_TRY(uint("intermediate_size", &b_.ffn_hidden, false));
   ACTMEM_TRY(uint("max_position_embeddings", &m_.max_positions, false));
   bool attention_bias = f_.attention_bias;
@@ -607,6 +635,30 @@ std::optional<Error> DecoderReader::read_llama_dims() {
     ACTMEM_TRY(embd_matches(0.0));
   }
   return read_activation();
+}
+
+// num_key_value_heads as the family's config class reads it: absent is the class default (said
+// as a warning where it is not the head count), null is num_attention_heads where the class maps
+// None so. A default that does not divide the heads would build no working attention
+// (num_key_value_groups = heads // kv), so the key is then required.
+std::optional<Error> DecoderReader::read_kv_heads() {
+  const char* k = "num_key_value_heads";
+  b_.kv_heads = b_.heads;
+  if (j_.contains(k) && j_[k].is_null() && !f_.kv_null_is_heads)
+    return make_error("invalid_value", "model.num_key_value_heads",
+                      "model.num_key_value_heads: null is not read for model_type " + type_ +
+                          " (its config class keeps None); give the number of KV heads");
+  if (j_.contains(k)) return uint(k, &b_.kv_heads, false, true);
+  const std::uint64_t kv = f_.kv_heads_default;
+  if (kv == 0 || kv == b_.heads) return std::nullopt;
+  const std::string said = "model_type " + type_ + "'s config class default " + std::to_string(kv);
+  if (b_.heads % kv != 0)
+    return make_error("missing_key", "model.num_key_value_heads",
+                      "model.num_key_value_heads: required: " + said +
+                          " does not divide num_attention_heads=" + std::to_string(b_.heads));
+  b_.kv_heads = kv;
+  if (warnings_) warnings_->push_back("model.num_key_value_heads: not given; " + said + " is read");
+  return std::nullopt;
 }
 
 // hidden_act, or Gemma's hidden_activation (hidden_act is legacy there): two names that disagree
@@ -641,8 +693,8 @@ std::optional<Error> DecoderReader::read_activation() {
   return std::nullopt;
 }
 
-// hidden / heads, or the config class's own head_dim default (Qwen3Config, Qwen3MoeConfig and
-// Llama4TextConfig 128, Gemma2Config and Gemma3TextConfig 256, GptOssConfig 64), or the key.
+// hidden / heads, or the config class's own head_dim default (Qwen3Config and Llama4TextConfig
+// 128, Gemma2Config and Gemma3TextConfig 256, GptOssConfig 64), or the key.
 std::optional<Error> DecoderReader::read_head_dim() {
   b_.head_dim = b_.heads ? m_.hidden / b_.heads : 0;
   if (f_.head_dim) b_.head_dim = f_.head_dim;
@@ -709,13 +761,17 @@ std::optional<Error> DecoderReader::refuse_other_keys() const {
 // num_experts + moe_intermediate_size + shared_expert_intermediate_size).
 std::optional<Error> DecoderReader::read_experts() {
   // A mixture-of-experts model_type without its expert count would be read as a dense model.
-  if (f_.experts_key && !j_.contains(f_.experts_key))
+  if (f_.experts_key && !j_.contains(f_.experts_key) &&
+      !(f_.experts_alias && j_.contains(f_.experts_alias)))
     return make_error("missing_key", std::string("model.") + f_.experts_key,
                       std::string("model.") + f_.experts_key + ": required for model_type " +
                           type_ + " (" + f_.experts_default + ")");
+  // Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer build the sparse block only when num_experts > 0:
+  // zero experts there is a dense model, whose expert keys transformers never reads.
+  const bool zero_is_dense = f_.stack == FamilyStack::kSparseStep;
   std::uint64_t experts = 0;
-  ACTMEM_TRY(uint("num_local_experts", &experts, false));
-  if (experts == 0) ACTMEM_TRY(uint("num_experts", &experts, false));
+  ACTMEM_TRY(uint("num_local_experts", &experts, false, false, zero_is_dense));
+  if (experts == 0) ACTMEM_TRY(uint("num_experts", &experts, false, false, zero_is_dense));
   // Two names for the expert count (Mixtral's and Qwen-MoE's): both given must agree.
   if (j_.contains("num_local_experts") && j_.contains("num_experts") &&
       j_["num_local_experts"] != j_["num_experts"])
@@ -724,6 +780,7 @@ std::optional<Error> DecoderReader::read_experts() {
                           " conflicts with model.num_local_experts: " +
                           detail::short_dump(j_["num_local_experts"]) + "; give one");
   // Keys read only for a mixture of experts: on a dense model they would change nothing.
+  if (experts == 0 && zero_is_dense) return std::nullopt;
   if (experts == 0) {
     for (const char* k : {"num_experts_per_tok", "moe_intermediate_size", "capacity_factor",
                           "num_shared_experts", "shared_expert_intermediate_size"})
@@ -835,7 +892,7 @@ Result<ModelSpec> model_from_json(const json& j, const std::string& id,
   }
   ACTMEM_TRY(check_naming(j, *f));
   ACTMEM_TRY(read_metadata(j, &m));
-  ACTMEM_TRY(DecoderReader(j, *f, type, &m).read());
+  ACTMEM_TRY(DecoderReader(j, *f, type, &m, warnings).read());
   return m;
 }
 

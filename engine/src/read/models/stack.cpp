@@ -241,7 +241,10 @@ std::optional<Error> read_sparse_step_stack(const json& j, ModelSpec* m) {
   if (j.contains("decoder_sparse_step"))
     ACTMEM_TRY(read_uint(j["decoder_sparse_step"], "model.decoder_sparse_step", &step));
   std::vector<bool> dense(std::min<std::uint64_t>(m->layers, kMaxLayers), false);
-  if (j.contains("mlp_only_layers")) {
+  // Qwen2MoeConfig / Qwen3MoeConfig: mlp_only_layers null is []; an index past the last layer
+  // names no layer (the decoder layer tests `layer_idx not in mlp_only_layers`), so it is read
+  // and changes nothing, as there.
+  if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
     const json& a = j["mlp_only_layers"];
     if (!a.is_array())
       return make_error(
@@ -251,10 +254,7 @@ std::optional<Error> read_sparse_step_stack(const json& j, ModelSpec* m) {
       std::uint64_t l = 0;
       const std::string field = "model.mlp_only_layers[" + std::to_string(i) + "]";
       ACTMEM_TRY(read_uint(a[i], field, &l, true));
-      if (l >= dense.size())
-        return bad(field, std::to_string(l) + " is not a layer index; allowed: 0 to " +
-                              std::to_string(m->layers - 1));
-      dense[l] = true;
+      if (l < dense.size()) dense[l] = true;
     }
   }
   bool any_dense = false;
