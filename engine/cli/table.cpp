@@ -109,6 +109,27 @@ void write_gpu_verdict(std::ostream& o, const json& r) {
     << format_bytes(fits ? mem - peak : peak - mem) << "\n";
 }
 
+// The phase of the peak, its three largest lines, and each phase's own peak (issue 36): "the
+// optimizer step peaks 3.1 GiB above backward" reads off these lines. `phases` and `peak_phase`
+// are the answer's (estimate: the worst stage's; timeline: each stage's).
+void write_phases(std::ostream& o, const json& phases, const json& peak_phase, const json* top) {
+  std::string phase = text(peak_phase);
+  for (const auto& p : phases)
+    if (p["phase"] == peak_phase) phase = text(p["label"]);
+  o << "  peak in the " << phase;
+  if (top) {
+    o << "; largest lines:";
+    for (std::size_t i = 0; i < top->size(); ++i) o << (i ? ", " : " ") << text((*top)[i]["label"]);
+  }
+  o << "\n  peak of each phase:\n";
+  for (const auto& p : phases) {
+    const unsigned long long below = u(p["below_peak_bytes"]);
+    o << "    " << pad(text(p["label"]), 16) << pad(format_bytes(u(p["peak_bytes"])), 34)
+      << (below == 0 ? std::string("the peak") : human(static_cast<double>(below)) + " below")
+      << ", at " << text(p["at"]) << "\n";
+  }
+}
+
 // What the GPU holds beyond the tensors: the allocator model's peaks and each fixed cost, adding
 // up to what nvidia-smi would show.
 void write_device(std::ostream& o, const json& r) {
@@ -204,6 +225,7 @@ std::string render_estimate(const json& r) {
   line("transients", pk["transient_bytes"]);
   if (u(pk["fragmentation_bytes"]) > 0) line("fragmentation allowance", pk["fragmentation_bytes"]);
   line("peak (sum of the above)", r["peak_bytes"]);
+  write_phases(o, r["phases"], pk["phase"], &pk["top"]);
   if (u(a["host_bytes"]) > 0) line("offloaded to host", a["host_bytes"]);
   if (r["static"].contains("host_bytes") && u(r["static"]["host_bytes"]) > 0)
     line("optimizer on the host", r["static"]["host_bytes"]);
@@ -330,6 +352,7 @@ std::string render_timeline(const json& r) {
   line("transients", u(w["at_peak"]["transients"]));
   line("fragmentation allowance", u(w["fragmentation_bytes"]));
   line("peak", u(w["peak_bytes"]));
+  write_phases(o, w["phases"], w["peak_phase"], nullptr);
   write_gpu_verdict(o, r);
   if (u(w["host_peak_bytes"]) > 0) {
     line("host (offloaded) peak", u(w["host_peak_bytes"]));

@@ -16,6 +16,17 @@ function suggestionText(s, v) {
   return parts.join(' + ') + ': peak ' + fmt(s.peak_bytes) + (s.fits ? ', fits' : '');
 }
 
+// The phase of the tensor peak, its largest lines and how far below it every other phase peaks
+// (the engine's peak.phase, peak.top and phases; issue 36).
+function phaseText(est) {
+  const p = est.peak, phases = est.phases || [];
+  const at = phases.find((x) => x.phase === p.phase);
+  if (!at) return '';
+  const others = phases.filter((x) => x.phase !== p.phase).map((x) => x.label + ' ' + fmt(x.below_peak_bytes) + ' below');
+  return ' The tensor peak falls in the ' + at.label + '; its largest parts: ' + p.top.map((t) => t.label + ' ' + fmt(t.bytes)).join(', ') + '.' +
+    (others.length ? ' Each other phase peaks lower: ' + others.join(', ') + '.' : '');
+}
+
 function drawVerdict(v) {
   const d = v.verdict, l = v.layout, verdict = $('verdict');
   const gpus = d.gpus + (d.gpus === 1 ? ' GPU' : ' GPUs');
@@ -41,7 +52,7 @@ function drawVerdict(v) {
     '; through PyTorch\'s caching allocator ' + fmt(d.allocated_bytes) + ' allocated, ' + fmt(d.reserved_bytes) + ' reserved, plus the fixed costs (CUDA context, NCCL)' +
     '. Layout ' + layoutText(l) + ' = ' + gpus + '; sequence ' + commas(l.seq) + ', micro-batch ' + l.micro_batch + ', ' + l.micro_batches +
     (l.micro_batches === 1 ? ' micro-batch per step, ' : ' micro-batches per step, ') + l.schedule + ', recompute ' + l.recompute + '.' +
-    (fit && d.fits ? ' Largest micro-batch that fits: ' + fit.max_micro_batch + '.' : '');
+    (fit && d.fits ? ' Largest micro-batch that fits: ' + fit.max_micro_batch + '.' : '') + phaseText(v.estimate);
   $('embed-summary').textContent = v.model.name + ' · sequence ' + commas(l.seq) + ' · micro-batch ' + l.micro_batch + ' · ' + layoutText(l) + ' · ' + (d.gpu || 'no GPU chosen');
   const list = $('suggestions');
   clear(list);
@@ -70,6 +81,7 @@ function drawVerdict(v) {
     ['recompute overhead', pct(v.estimate.recompute_overhead_pct)],
   ];
   if (p.fragmentation_bytes > 0) rows.splice(6, 0, ['fragmentation allowance', exact(p.fragmentation_bytes)]);
+  for (const ph of v.estimate.phases || []) rows.push(['peak in ' + ph.label, exact(ph.peak_bytes) + ' at ' + ph.at + (ph.phase === p.phase ? ' (the peak)' : '')]);
   rows.splice(1, 0, ['on the device (nvidia-smi)', exact(d.total_bytes)], ['allocated (allocator)', exact(d.allocated_bytes)], ['reserved (allocator)', exact(d.reserved_bytes)]);
   if (d.capacity_bytes !== undefined) rows.push(['headroom', commas(d.headroom_bytes) + ' bytes']);
   for (const n of d.notes || []) rows.push(['note', n]);

@@ -36,6 +36,23 @@ std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
   return out;
 }
 
+// The peak's lines (write_peak's, on the GPU) ranked: the three largest, the first of equals in
+// the order the peak lists them.
+std::vector<Stage::Contributor> top_lines(const Stage& st) {
+  std::vector<Stage::Contributor> v;
+  for (const StaticLine& l : static_lines())
+    if (l.place != StaticPlace::kHost) v.push_back({l.key, l.label, st.stat.*l.bytes});
+  v.push_back({"kept_activations_bytes", "kept activations", st.peak_activations});
+  v.push_back({"recomputed_bytes", "recomputed activations", st.peak_recompute});
+  v.push_back({"transient_bytes", "transients", st.peak_transients});
+  v.push_back({"fragmentation_bytes", "fragmentation allowance", st.peak_fragmentation});
+  std::stable_sort(
+      v.begin(), v.end(),
+      [](const Stage::Contributor& a, const Stage::Contributor& b) { return a.bytes > b.bytes; });
+  v.resize(3);
+  return v;
+}
+
 // One stage of the per-stage view: the setup's layers, the policy's choices, the evaluation's
 // numbers.
 void set_stage(const RankSetup& rk, const StageEval& ev, const TrainConfig& c, Stage& st) {
@@ -58,6 +75,9 @@ void set_stage(const RankSetup& rk, const StageEval& ev, const TrainConfig& c, S
   st.peak_recompute = ev.at_peak.recompute;
   st.peak_transients = ev.at_peak.transients;
   st.peak_fragmentation = ev.fragmentation_bytes;
+  st.phases = phase_figures(ev);
+  st.peak_phase = phase_of(ev.peak_at.kind);
+  st.peak_top = top_lines(st);
 }
 
 // Everything that depends on config.recompute (per-layer choices, the evaluation, the per-stage

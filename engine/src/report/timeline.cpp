@@ -102,6 +102,8 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
     out.peak_at = event_label(st.peak_at);
     out.at_peak = TimelineEvent{out.peak_at, st.at_peak.live, st.at_peak.activations,
                                 st.at_peak.recompute, st.at_peak.transients};
+    out.peak_phase = phase_of(st.peak_at.kind);
+    out.phases = phase_figures(st);
     out.host_peak_bytes = st.host_peak_bytes;
     out.pcie_bytes = st.pcie_bytes;
     out.transients = named;
@@ -111,6 +113,15 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
   tl.extra_flops = ev.extra_flops;
   tl.recompute_overhead_pct = ev.recompute_overhead_pct;
   return tl;
+}
+
+std::vector<PhaseFigure> phase_figures(const StageEval& ev) {
+  std::vector<PhaseFigure> out;
+  for (std::size_t i = 0; i < kStepPhases; ++i)
+    if (ev.phases[i].seen)
+      out.push_back(
+          {static_cast<StepPhase>(i), ev.phases[i].peak_bytes, event_label(ev.phases[i].at)});
+  return out;
 }
 
 std::string event_words(const StepEvent& k, bool chunks) {

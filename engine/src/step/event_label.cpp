@@ -1,5 +1,5 @@
 // An event of the step walk written as the timeline and the estimate's peak name it ("F mb3 c1
-// L12", "loss bwd mb0"): one wording for both (evaluation.hpp).
+// L12", "loss bwd mb0"): one wording for both (evaluation.hpp); and the phase each event is in.
 #include <string>
 
 #include "actmem/step/evaluation.hpp"
@@ -28,6 +28,34 @@ std::string event_label(const StepEvent& k) {
       return "optimizer step";
   }
   return "?";
+}
+
+StepPhase phase_of(StepEvent::Kind k) {
+  switch (k) {
+    case StepEvent::kFwd:
+      return StepPhase::kForward;
+    case StepEvent::kLossFwd:
+    case StepEvent::kLossBwd:
+      return StepPhase::kLoss;
+    case StepEvent::kOptimizer:
+      return StepPhase::kOptimizer;
+    case StepEvent::kRecompute:
+    case StepEvent::kBwd:
+    case StepEvent::kBwdInput:
+    case StepEvent::kBwdWeight:
+      break;
+  }
+  return StepPhase::kBackward;
+}
+
+const char* phase_id(StepPhase p) {
+  static const char* const kIds[kStepPhases] = {"forward", "loss", "backward", "optimizer_step"};
+  return kIds[static_cast<std::size_t>(p)];
+}
+
+const char* phase_label(StepPhase p) {
+  static const char* const kLabels[kStepPhases] = {"forward", "loss", "backward", "optimizer step"};
+  return kLabels[static_cast<std::size_t>(p)];
 }
 
 }  // namespace actmem

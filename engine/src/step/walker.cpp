@@ -4,6 +4,7 @@
 #include "step/walker.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "setup/overflow.hpp"
 
@@ -26,11 +27,12 @@ struct State {
   bool seen = false;
   StepEvent peak_key;
   LiveBytes peak_live;
+  std::array<PhasePeak, kStepPhases> phases{};  // peak_bytes without the allowance until finish
 
   Bytes add(Bytes a, Bytes b) { return ck->add(a, b, kPeakField); }
 
   // An event with the given kept and recomputed bytes (the first event, then only a strictly
-  // higher one, is the peak).
+  // higher one, is the peak: of the step and of the event's phase).
   void event(const StepEvent& k, Bytes a, Bytes r, Bytes trans) {
     const Bytes live = add(add(stat, a), add(r, trans));
     if (!seen || live > peak) {
@@ -39,6 +41,9 @@ struct State {
       peak_key = k;
       peak_live = LiveBytes{live, a, r, trans};
     }
+    PhasePeak& ph = phases[static_cast<std::size_t>(phase_of(k.kind))];
+    if (!ph.seen || live > ph.peak_bytes)
+      ph = PhasePeak{true, live, k, LiveBytes{live, a, r, trans}};
     if (rec) rec->event(k, LiveBytes{live, a, r, trans});
   }
 };
@@ -531,6 +536,14 @@ void RankWalk::finish(StageEval* out) {
   o.peak_bytes = ck_.add(st_.peak, o.fragmentation_bytes, kPeakField);
   o.peak_at = st_.peak_key;
   o.at_peak = st_.peak_live;
+  for (std::size_t i = 0; i < kStepPhases; ++i) {
+    o.phases[i] = st_.phases[i];
+    const Bytes live = st_.phases[i].peak_bytes;
+    // The same allowance as the peak's, so the highest phase's figure is peak_bytes exactly.
+    o.phases[i].peak_bytes = ck_.add(
+        live, static_cast<Bytes>(static_cast<double>(live) * s_.config.fragmentation_pct / 100.0),
+        kPeakField);
+  }
   o.host_peak_bytes = st_.host_peak;
   // Offload traffic: every micro-batch's pass through each chunk moves its kept bytes out and
   // back_.

@@ -166,11 +166,39 @@ void write_peak(JsonWriter& w, const Stage& st) {
   w.field("bytes", st.peak_bytes);
   w.field("fragmentation_bytes", st.peak_fragmentation);
   w.field("kept_activations_bytes", st.peak_activations);
+  w.field("phase", phase_id(st.peak_phase));
   w.field("recomputed_bytes", st.peak_recompute);
   w.field("stage", st.index);
   w.field("static_bytes", st.stat.total_bytes);
+  w.key("top");
+  w.begin_array();
+  for (const Stage::Contributor& c : st.peak_top) {
+    w.begin_object();
+    w.field("bytes", c.bytes);
+    w.field("key", c.key);
+    w.field("label", c.label);
+    w.end_object();
+  }
+  w.end_array();
   w.field("transient_bytes", st.peak_transients);
   w.end_object();
+}
+
+// The worst stage's peak of each phase it runs, in step order, and how far each is below the
+// step's peak (docs/schema.md "phases").
+void write_phases(JsonWriter& w, const Stage& st) {
+  w.key("phases");
+  w.begin_array();
+  for (const PhaseFigure& p : st.phases) {
+    w.begin_object();
+    w.field("at", p.at);
+    w.field("below_peak_bytes", st.peak_bytes - p.peak_bytes);
+    w.field("label", phase_label(p.phase));
+    w.field("peak_bytes", p.peak_bytes);
+    w.field("phase", phase_id(p.phase));
+    w.end_object();
+  }
+  w.end_array();
 }
 
 template <class T>
@@ -401,6 +429,7 @@ std::string estimate_text(const Estimate& e) {
   write_peak(w, st);
   w.field("peak_at", st.peak_at);
   w.field("peak_bytes", st.peak_bytes);
+  write_phases(w, st);
 
   write_per_layer(w, e);
 
@@ -438,6 +467,7 @@ std::string summary_text(const Estimate& e) {
   write_peak(w, st);
   w.field("peak_at", st.peak_at);
   w.field("peak_bytes", st.peak_bytes);
+  write_phases(w, st);
   w.key("per_layer");
   w.begin_object();
   w.field("activation_bytes", e.per_layer_kept_bytes);

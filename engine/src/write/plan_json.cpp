@@ -45,6 +45,13 @@ json timeline_to_json(const Estimate& e, const Timeline& t, bool compact) {
       events.push_back(
           compact ? json::array({ev.label, ev.live, ev.activations, ev.recompute, ev.transients})
                   : event_json(ev));
+    json phases = json::array();
+    for (const PhaseFigure& p : s.phases)
+      phases.push_back(json{{"phase", phase_id(p.phase)},
+                            {"label", phase_label(p.phase)},
+                            {"peak_bytes", p.peak_bytes},
+                            {"below_peak_bytes", s.peak_bytes - p.peak_bytes},
+                            {"at", p.at}});
     json transients = json::array();
     for (const auto& tr : s.transients)
       transients.push_back(
@@ -52,6 +59,8 @@ json timeline_to_json(const Estimate& e, const Timeline& t, bool compact) {
     stages.push_back(json{{"stage", s.stage},
                           {"peak_bytes", s.peak_bytes},
                           {"peak_at", s.peak_at},
+                          {"peak_phase", phase_id(s.peak_phase)},
+                          {"phases", phases},
                           {"static_bytes", s.static_bytes},
                           {"at_peak", event_json(s.at_peak)},
                           {"fragmentation_bytes", s.fragmentation_bytes},
@@ -72,6 +81,7 @@ json timeline_to_json(const Estimate& e, const Timeline& t, bool compact) {
               {"peak_bytes", t.worst_stage().peak_bytes},
               {"peak_stage", t.worst},
               {"peak_at", t.worst_stage().peak_at},
+              {"peak_phase", phase_id(t.worst_stage().peak_phase)},
               {"recompute_overhead_pct", t.recompute_overhead_pct},
               {"step_flops", t.step_flops},
               {"extra_flops", t.extra_flops},

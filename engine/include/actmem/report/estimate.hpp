@@ -12,6 +12,7 @@
 #include "actmem/core/error.hpp"
 #include "actmem/device/device.hpp"
 #include "actmem/report/explanation.hpp"
+#include "actmem/report/timeline.hpp"
 #include "actmem/setup/setup.hpp"
 #include "actmem/step/evaluation.hpp"
 #include "actmem/step/offload.hpp"
@@ -36,6 +37,17 @@ struct Stage {
   Bytes peak_bytes = 0;   // the simulated peak of the step (timeline), what must fit
   std::string peak_at;
   Bytes peak_activations = 0, peak_recompute = 0, peak_transients = 0, peak_fragmentation = 0;
+  // Each phase's highest event (issue 36: "the optimizer step peaks 3.1 GiB above backward"), in
+  // step order, the phases this rank runs only; the phase of the peak; and the peak's three
+  // largest lines (peak's JSON keys, largest first, the first of equals in the peak's order).
+  std::vector<PhaseFigure> phases;
+  StepPhase peak_phase = StepPhase::kForward;
+  struct Contributor {
+    const char* key;    // the line's key in "peak"
+    const char* label;  // ... as the table and the page say it
+    Bytes bytes = 0;
+  };
+  std::vector<Contributor> peak_top;
 };
 
 // The report of one request: the setup (model, normalized config, kinds, ranks), the evaluation

@@ -31,12 +31,23 @@ struct TimelineEvent {
   Bytes transients = 0;
 };
 
+// One phase's highest event on a rank (evaluation.hpp's PhasePeak with its event written).
+struct PhaseFigure {
+  StepPhase phase = StepPhase::kForward;
+  Bytes peak_bytes = 0;  // with the fragmentation allowance, as the stage's peak_bytes
+  std::string at;
+};
+// The phases the rank ran, in step order (forward, loss, backward, optimizer step).
+std::vector<PhaseFigure> phase_figures(const StageEval& ev);
+
 struct StageTimeline {
   std::uint64_t stage = 0;
   Bytes static_bytes = 0;  // parameters, gradients, master weights, optimizer states, all step long
   Bytes peak_bytes = 0;    // including the fragmentation allowance
   std::string peak_at;
   TimelineEvent at_peak;
+  StepPhase peak_phase = StepPhase::kForward;
+  std::vector<PhaseFigure> phases;
   Bytes fragmentation_bytes = 0;  // the allowance, its own line (config.fragmentation_pct)
   Bytes host_peak_bytes = 0;      // offloaded activations resident in host memory at most
   Bytes pcie_bytes = 0;           // offload traffic per step (out and back)

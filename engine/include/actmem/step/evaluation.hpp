@@ -4,6 +4,7 @@
 // report (estimate.hpp, timeline.hpp) only when asked.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,6 +38,15 @@ struct StepEvent {
 // The event as the timeline and the estimate's peak name it: "F mb3 c1 L12", "loss bwd mb0".
 std::string event_label(const StepEvent& at);
 
+// The phases of a step a peak can fall in (issue 36): the layers' forward, the loss (its forward
+// and backward on the last stage), the layers' backward (with recompute and a split schedule's
+// input and weight parts) and the optimizer step.
+enum class StepPhase : std::uint8_t { kForward, kLoss, kBackward, kOptimizer };
+constexpr std::size_t kStepPhases = 4;
+StepPhase phase_of(StepEvent::Kind k);
+const char* phase_id(StepPhase p);     // "forward", "loss", "backward", "optimizer_step"
+const char* phase_label(StepPhase p);  // "forward", "loss", "backward", "optimizer step"
+
 // What is live on the GPU at one event: live = static + activations + recompute + transients.
 struct LiveBytes {
   Bytes live = 0, activations = 0, recompute = 0, transients = 0;
@@ -51,6 +61,14 @@ struct StageActivations {
   Bytes total_bytes = 0;              // on the GPU
 };
 
+// The highest event of one phase on one rank (the first of equals), as the stage's peak is.
+struct PhasePeak {
+  bool seen = false;     // the rank ran the phase (the loss runs on the last stage only)
+  Bytes peak_bytes = 0;  // live at that event, with the fragmentation allowance (as peak_bytes)
+  StepEvent at;
+  LiveBytes live;
+};
+
 struct StageEval {
   std::uint64_t in_flight = 0;         // micro-batches (x chunks) whose activations coexist
   std::uint64_t kept_layer_slots = 0;  // layers' worth of kept activations at that moment
@@ -60,6 +78,7 @@ struct StageEval {
   Bytes fragmentation_bytes = 0;
   StepEvent peak_at;
   LiveBytes at_peak;
+  std::array<PhasePeak, kStepPhases> phases;  // by StepPhase; the peak is the highest of them
   Bytes host_peak_bytes = 0;  // offloaded activations resident in host memory at most
   Bytes pcie_bytes = 0;       // offload traffic per step (out and back)
 };
