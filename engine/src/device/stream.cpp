@@ -175,12 +175,28 @@ void AllocStream::allocate_states() {
       if (two) {
         statics_.push_back(take(opt / 2));
         statics_.push_back(take(opt - opt / 2));
+        if (c.optimizer_impl == OptimizerImpl::kForeach && !c.optimizer_offload)
+          step_list_.push_back(opt - opt / 2);
       } else {
         statics_.push_back(take(opt));
       }
     }
   }
   params_.clear();
+}
+
+// The step's transient: plain PyTorch's foreach AdamW allocates one tensor per state (its
+// torch._foreach_sqrt list, in parameter order) and frees the list last to first (CPython's
+// list_dealloc), as the H200 step's trace shows (docs/validation.md 4.3); the rest is one block
+// (setup/optimizer_step.cpp).
+void AllocStream::optimizer_step() {
+  if (step_list_.empty()) {
+    drop(take(s_.ranks[rank_].opt_temp));
+    return;
+  }
+  step_held_.clear();
+  for (Bytes b : step_list_) step_held_.push_back(take(b));
+  for (auto it = step_held_.rbegin(); it != step_held_.rend(); ++it) drop(*it);
 }
 
 void AllocStream::begin_step() {
@@ -349,7 +365,7 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
     }
     case StepEvent::kOptimizer: {
       if (!states_done_) allocate_states(), states_done_ = true;
-      drop(take(s_.opt_temp));
+      optimizer_step();
       // zero_grad(set_to_none=True), PyTorch's default since 2.0: the step's gradients go.
       for (auto hh : step_grads_) drop(hh);
       step_grads_.clear();

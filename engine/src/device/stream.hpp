@@ -58,6 +58,7 @@ class AllocStream final : public Recorder {
   Bytes tensor(std::uint64_t rows, std::uint64_t cols, Bytes width);
   void allocate_static();
   void allocate_states();
+  void optimizer_step();
   Held& held(const StepEvent& at, std::uint64_t layer);
   // Layer g's position in the event's chunk (what its recompute choice depends on).
   std::uint64_t in_chunk(const StepEvent& at, std::uint64_t g) const;
@@ -78,6 +79,10 @@ class AllocStream final : public Recorder {
   std::vector<Bytes> in_records_, out_records_, embed_grads_, head_grads_;
   std::vector<Handle> statics_, step_grads_;
   std::vector<ParamRecord> params_;  // plain PyTorch: whose optimizer states the first step makes
+  // Plain PyTorch's foreach AdamW: one exp_avg_sq-sized tensor per parameter at each step (its
+  // sqrt list), in parameter order; empty where the step's transient is one block.
+  std::vector<Bytes> step_list_;
+  std::vector<Handle> step_held_;  // the list while the step runs
   std::set<std::uint64_t> grads_made_;
   // What each (micro-batch, chunk, layer) holds. The map's nodes come from a pool and released
   // entries' vectors are reused: a replay of thousands of micro-batches then allocates nothing

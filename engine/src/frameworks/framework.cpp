@@ -72,6 +72,11 @@ void megatron_defaults(std::vector<FrameworkDefault>& d) {
                "count (docs/formulas.md, megatron profile)"});
   d.push_back({"grad_dtype", "\"fp32\"", kMegatronArgs});
   d.push_back({"shard_group", "\"dp-cp\"", kMegatronGroups});
+  d.push_back({"optimizer_impl", "\"fused\"",
+               "Megatron-LM 0011998 megatron/core/optimizer/__init__.py l.13-19: "
+               "TransformerEngine's FusedAdam, else Apex's (multi_tensor_apply, in place); the "
+               "distributed optimizer's main gradients are views of the fp32 grad buffer "
+               "(distrib_optimizer.py l.2441)"});
 }
 
 void torchtitan_defaults(const TrainConfig& c, const std::function<bool(const char*)>& given,
@@ -100,6 +105,10 @@ void torchtitan_defaults(const TrainConfig& c, const std::function<bool(const ch
   d.push_back({"param_dtype", "\"fp32\"", mp});
   d.push_back({"grad_dtype", "\"fp32\"", mp});
   d.push_back({"master_weights", "false", mp});
+  d.push_back({"optimizer_impl", "\"foreach\"",
+               "torchtitan 9dec370 torchtitan/optimizer.py l.132-138: fused = "
+               "job_config.optimizer.fused (config_manager.py l.194: store_true, off), foreach = "
+               "not fused; one AdamW over the model part's local shards"});
   d.push_back({"loss", "\"eager\"",
                "torchtitan 9dec370 train.py l.131-138: cross_entropy(pred.flatten(0, 1)"
                ".float(), labels.flatten(0, 1)); compiling the loss turned off (PR #755)"});
@@ -169,6 +178,9 @@ void deepspeed_defaults(const TrainConfig& c, const std::function<bool(const cha
                "without ZeRO)"});
   d.push_back(
       {"zero", "0", "DeepSpeed v0.16.0 runtime/zero/config.py l.89: stage: ZeroStageEnum = 0"});
+  d.push_back({"optimizer_impl", "\"fused\"",
+               "DeepSpeed v0.16.0 runtime/engine.py l.1361: optimizer type Adam/AdamW builds "
+               "deepspeed.ops.adam.FusedAdam (multi_tensor_adam, in place)"});
   d.push_back({"shard_group", "\"dp\"",
                "DeepSpeed v0.16.0 utils/groups.py l.517-523: ZeRO shards over "
                "seq_data_parallel_group, the data-parallel ranks"});
@@ -207,6 +219,10 @@ void hf_trainer_defaults(const TrainConfig& c, const std::function<bool(const ch
   d.push_back({"optimizer_dtype", w,
                "transformers 9feae5fb TrainingArguments optim = 'adamw_torch': torch AdamW's "
                "exp_avg and exp_avg_sq are zeros_like(p), in the parameters' dtype"});
+  d.push_back({"optimizer_impl", "\"foreach\"",
+               "transformers 9feae5fb TrainingArguments optim = 'adamw_torch': torch.optim.AdamW "
+               "without foreach or fused, which torch 2.6 runs as foreach on CUDA "
+               "(_default_to_fused_or_foreach)"});
   d.push_back({"loss", "\"eager\"",
                "transformers loss_utils.py ForCausalLMLoss: cross_entropy on "
                "logits.float()"});

@@ -34,6 +34,10 @@ const EnumName<Optimizer> kOptimizers[] = {{Optimizer::kAdamW, "adamw"},
                                            {Optimizer::kAdam8bit, "adam8bit"},
                                            {Optimizer::kAdafactor, "adafactor"},
                                            {Optimizer::kAdamW, "adam", false}};
+const EnumName<OptimizerImpl> kOptimizerImpls[] = {{OptimizerImpl::kAuto, "auto"},
+                                                   {OptimizerImpl::kForeach, "foreach"},
+                                                   {OptimizerImpl::kFused, "fused"},
+                                                   {OptimizerImpl::kForLoop, "for-loop"}};
 const EnumName<Schedule> kSchedules[] = {{Schedule::kGpipe, "gpipe"},
                                          {Schedule::k1F1B, "1f1b"},
                                          {Schedule::kInterleaved, "interleaved"},
@@ -87,6 +91,9 @@ EnumTable<Attention> attention_table() {
 }
 EnumTable<Optimizer> optimizer_table() {
   return table(kOptimizers);
+}
+EnumTable<OptimizerImpl> optimizer_impl_table() {
+  return table(kOptimizerImpls);
 }
 EnumTable<Schedule> schedule_table() {
   return table(kSchedules);
@@ -152,6 +159,12 @@ const char* attention_name(Attention a) {
 }
 const char* optimizer_name(Optimizer o) {
   return optimizer_table().name(o);
+}
+const char* optimizer_impl_name(OptimizerImpl i) {
+  return optimizer_impl_table().name(i);
+}
+bool parse_optimizer_impl(const std::string& s, OptimizerImpl* out) {
+  return optimizer_impl_table().parse(s, out);
 }
 const char* schedule_name(Schedule s) {
   return schedule_table().name(s);

@@ -72,7 +72,8 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "ddp_bucket_view",
                                    "async_tp",
                                    "float8_all_gather",
-                                   "fp8_amax_history"};
+                                   "fp8_amax_history",
+                                   "optimizer_impl"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -151,6 +152,8 @@ std::optional<Error> ConfigReader::read_batch_and_precision() {
   ACTMEM_TRY(choice("grad_dtype", parse_float_dtype, &c_.grad_dtype, float_dtype_table().list()));
   ACTMEM_TRY(flag("master_weights", &c_.master_weights));
   ACTMEM_TRY(choice("optimizer", parse_optimizer, &c_.optimizer, optimizer_table().list()));
+  ACTMEM_TRY(choice("optimizer_impl", parse_optimizer_impl, &c_.optimizer_impl,
+                    optimizer_impl_table().list()));
   return std::nullopt;
 }
 

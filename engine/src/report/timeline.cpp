@@ -7,6 +7,7 @@
 #include "actmem/config/sharding.hpp"
 #include "actmem/report/estimate.hpp"
 #include "actmem/report/view.hpp"
+#include "setup/optimizer_step.hpp"
 #include "step/walker.hpp"
 
 namespace actmem {
@@ -68,7 +69,7 @@ std::vector<Transient> named_transients(const Setup& s) {
       {"grad.reduce_bucket", c.par.dp > 1 ? c.grad_bucket : 0, "backward (data parallel)",
        "PyTorch DDP bucket_cap_mb = 25"},
       {"optimizer.step_temp", s.opt_temp, "optimizer step",
-       "fp32 temporaries of the largest parameter tensor (foreach AdamW)"},
+       detail::optimizer_step_source(c) + " (docs/formulas.md, The optimizer step)"},
   };
 }
 

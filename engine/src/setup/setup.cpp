@@ -9,6 +9,7 @@
 #include "actmem/core/text.hpp"
 
 #include "inventory/builder.hpp"
+#include "setup/optimizer_step.hpp"
 #include "setup/overflow.hpp"
 
 namespace actmem {
@@ -91,6 +92,13 @@ std::optional<Error> normalize_config(const ModelSpec& m, TrainConfig& c) {
   if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
   if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;
   c.grad_accum = default_micro_batches(c);
+  // Megatron-LM 0011998 megatron/core/optimizer/__init__.py l.13-19: TransformerEngine's or
+  // Apex's FusedAdam; torch 2.6 torch/optim/adamw.py: _default_to_fused_or_foreach picks foreach
+  // on CUDA tensors.
+  if (c.optimizer_impl == OptimizerImpl::kAuto && c.optimizer == Optimizer::kAdamW)
+    c.optimizer_impl = c.profile == Profile::kMegatron || c.profile == Profile::kTextbook
+                           ? OptimizerImpl::kFused
+                           : OptimizerImpl::kForeach;
   return std::nullopt;
 }
 
@@ -421,32 +429,16 @@ void set_loss_buffers(Setup& e, Checked& ck) {
   }
 }
 
-// The largest layer's ZeRO-3 gather and gradient peak, and the optimizer step's temporaries.
-void set_layer_peaks_and_opt_temp(Setup& e, const std::vector<ParamRecord>& embed, Checked& ck) {
+// The largest layer's ZeRO-3 gather and gradient peak.
+void set_layer_peaks(Setup& e) {
   const TrainConfig& c = e.config;
   const Parallel& p = c.par;
-  Bytes largest_param = 0;
   for (const KindEstimate& ke : e.kinds) {
-    largest_param = std::max<Bytes>(largest_param, ke.largest_param);
     if (p.zero >= 3 && !gathers_resident(c) && !fsdp2_buffers(c))
       e.zero3_gather = std::max(e.zero3_gather, ke.param_bytes);
     if (e.grad_peak_at.empty() || ke.costs.grad_peak > e.grad_peak)
       e.grad_peak = ke.costs.grad_peak, e.grad_peak_at = ke.costs.grad_peak_at;
   }
-  for (const auto& q : embed)
-    if (!q.frozen) largest_param = std::max<Bytes>(largest_param, q.rows * q.cols);
-  // AdamW, Adafactor and 8-bit Adam compute their update in fp32 temporaries of one tensor at a
-  // time; SGD (with or without momentum) updates in place (torch/optim/sgd.py,
-  // _single_tensor_sgd: buf.mul_(momentum).add_(grad), param.add_(grad, alpha=-lr)), so its step
-  // adds nothing. The CPU executor's in-place SGD measured this: a vocabulary-dominated model
-  // peaks at the loss backward, not at a step temporary (docs/validation.md section 5).
-  // ZeRO-Offload steps on the CPU (DeepSpeedCPUAdam): no GPU temporaries.
-  const bool in_place = c.optimizer == Optimizer::kSgd || c.optimizer == Optimizer::kSgdMomentum ||
-                        c.optimizer_offload;
-  e.opt_temp = in_place
-                   ? 0
-                   : ck.mul(p.zero >= 1 ? ceil_div(largest_param, shard_ranks(p)) : largest_param,
-                            4, "timeline.optimizer_step");
 }
 
 // FSDP2 under torchtitan (docs/frameworks.md, "FSDP2's buffers"): forward keeps a group's flat
@@ -612,7 +604,8 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
     if (auto err = add_mtp_records(e)) return *err;
   set_step_sizes(e, ck);
   set_loss_buffers(e, ck);
-  set_layer_peaks_and_opt_temp(e, outer.embed, ck);
+  set_layer_peaks(e);
+  detail::set_optimizer_step(e, outer.embed, outer.head, ck);
   set_layer_transients(e, outer.head, ck);
   set_kv_cache_total(e, ck);
   set_kv_cache_per_gpu(e, ck);

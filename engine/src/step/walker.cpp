@@ -184,7 +184,7 @@ class RankWalk {
     else
       for_each_op(sched_, r_, p_, v_, m_, [this](const PipeOp& op) { op_summary(op); });
     st_.event(StepEvent{StepEvent::kOptimizer, 0, 0, 0, 0}, st_.act, st_.rec_bytes,
-              add(ws_, s_.opt_temp));
+              add(ws_, rk_.opt_temp));
     finish(out);
   }
 

@@ -21,6 +21,12 @@ enum class Profile { kMegatron, kTextbook, kPytorch, kHf };
 // H200: flash's tensors, its own RNG state, and the mask and layouts transformers hands it).
 enum class Attention { kEager, kSdpaMath, kFlash, kSdpaCudnn };
 enum class Optimizer { kAdamW, kSgd, kSgdMomentum, kAdam8bit, kAdafactor };
+// How torch.optim.AdamW runs its step (torch/optim/adamw.py, its foreach and fused flags):
+// foreach (the default on CUDA, _default_to_fused_or_foreach) computes over every parameter's
+// tensor at once, fused in one kernel per tensor list, for-loop one tensor at a time
+// (docs/formulas.md, "The optimizer step"). Auto, resolved by the setup: the profile's own
+// framework's, Megatron-LM's FusedAdam (megatron, textbook) or torch.optim's foreach (pytorch, hf).
+enum class OptimizerImpl { kAuto, kForeach, kFused, kForLoop };
 // kPattern: an explicit per-layer pattern, one letter per layer of a chunk, repeated:
 // K keep, S selective, C checkpoint, R recompute (inside a segment), X custom.
 enum class RecomputeKind { kNone, kSelective, kFull, kEveryK, kCustom, kPattern };
@@ -76,7 +82,8 @@ struct TrainConfig {
   // fp32 master weights), or the parameters' own when torch.optim runs on bf16 parameters without
   // a master copy (torch/optim/adamw.py _init_group: zeros_like(p)).
   DType optimizer_dtype = DType::kFp32;
-  double attention_dropout = -1.0;  // < 0: take the model's default
+  OptimizerImpl optimizer_impl = OptimizerImpl::kAuto;  // AdamW only
+  double attention_dropout = -1.0;                      // < 0: take the model's default
   double hidden_dropout = -1.0;
   Attention attention = Attention::kEager;
   Profile profile = Profile::kMegatron;
@@ -151,10 +158,12 @@ inline std::uint64_t default_micro_batches(const TrainConfig& c) {
 const char* profile_name(Profile p);
 const char* attention_name(Attention a);
 const char* optimizer_name(Optimizer o);
+const char* optimizer_impl_name(OptimizerImpl i);
 std::string recompute_name(const Recompute& r);
 bool parse_profile(const std::string& s, Profile* out);
 bool parse_attention(const std::string& s, Attention* out);
 bool parse_optimizer(const std::string& s, Optimizer* out);
+bool parse_optimizer_impl(const std::string& s, OptimizerImpl* out);
 // "none" | "selective" | "full" | "every:K" (K >= 1).
 bool parse_recompute(const std::string& s, Recompute* out);
 

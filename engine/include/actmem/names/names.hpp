@@ -61,10 +61,12 @@ enum class DType;
 enum class Framework;
 enum class ShardGroup;
 enum class Float8;
+enum class OptimizerImpl;
 
 EnumTable<Profile> profile_table();
 EnumTable<Attention> attention_table();
 EnumTable<Optimizer> optimizer_table();
+EnumTable<OptimizerImpl> optimizer_impl_table();
 EnumTable<Schedule> schedule_table();
 EnumTable<FfnType> ffn_table();
 EnumTable<NormType> norm_table();

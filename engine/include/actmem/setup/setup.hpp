@@ -52,6 +52,7 @@ struct RankSetup {
   static constexpr std::uint32_t kNoChunk = ~std::uint32_t{0};
   std::uint32_t embed_chunk = kNoChunk, head_chunk = kNoChunk;
   StaticMemory stat;
+  Bytes opt_temp = 0;  // the optimizer step's transient on this rank (setup/optimizer_step.cpp)
 };
 
 struct KvCache {
@@ -80,7 +81,7 @@ struct Setup {
   // the end of backward (setup.cpp).
   Bytes fsdp_root_grads = 0;
   Bytes loss_bwd_bufs[2] = {0, 0};
-  Bytes opt_temp = 0;      // fp32 temporaries of the optimizer step
+  Bytes opt_temp = 0;      // the optimizer step's transient, the largest rank's
   Bytes zero3_gather = 0;  // the largest layer's gathered parameters (ZeRO-3)
   Bytes grad_peak = 0;     // the largest layer backward's gradient buffers
   std::string grad_peak_at;
