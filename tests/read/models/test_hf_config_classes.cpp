@@ -201,3 +201,30 @@ TEST_CASE(
           std::string::npos);
   }
 }
+
+TEST_CASE(
+    "DeepseekV3Config's attribute_map reads num_local_experts as n_routed_experts (DeepSeek-V2's "
+    "config has no such name: refused there)",
+    "[hf][config_classes][deepseek]") {
+  json v3 = mla_model(2);
+  v3["model_type"] = "deepseek_v3";
+  v3["n_routed_experts"] = 4;
+  v3["num_experts_per_tok"] = 2;
+  v3["moe_intermediate_size"] = 128;
+  v3["n_shared_experts"] = 1;
+  v3["first_k_dense_replace"] = 1;
+  v3["n_group"] = 1;
+  v3["topk_group"] = 1;
+  json alias = v3;
+  alias.erase("n_routed_experts");
+  alias["num_local_experts"] = 4;
+  CHECK(answer(alias)["activations"] == answer(v3)["activations"]);
+  CHECK(answer(alias)["model"] == answer(v3)["model"]);
+  json both = v3;
+  both["num_local_experts"] = 8;
+  CHECK(error_of(both)["message"] ==
+        "model.num_local_experts: 8 conflicts with model.n_routed_experts: 4; give one");
+  json v2 = mla_model(2);
+  v2["num_local_experts"] = 4;
+  CHECK(error_of(v2)["field"] == "model.num_local_experts");
+}

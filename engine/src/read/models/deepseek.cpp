@@ -129,7 +129,18 @@ std::optional<Error> read_experts(const json& j, const std::string& type, bool v
                                   std::uint64_t* experts_out, std::uint64_t* first_dense_out) {
   std::uint64_t& experts = *experts_out;
   std::uint64_t& first_dense = *first_dense_out;
-  ACTMEM_TRY(get_dim(j, type, "n_routed_experts", &experts, false, true));
+  // DeepseekV3Config.attribute_map reads num_local_experts as n_routed_experts: either name,
+  // two that disagree refused.
+  const char* key = "n_routed_experts";
+  if (v3 && j.contains("num_local_experts")) {
+    if (j.contains(key) && j[key] != j["num_local_experts"])
+      return make_error("invalid_value", "model.num_local_experts",
+                        "model.num_local_experts: " + short_dump(j["num_local_experts"]) +
+                            " conflicts with model.n_routed_experts: " + short_dump(j[key]) +
+                            "; give one");
+    key = "num_local_experts";
+  }
+  ACTMEM_TRY(get_dim(j, type, key, &experts, false, true));
   if (experts > 0) {
     MoeSpec& e = b.moe;
     e.experts = experts;

@@ -43,6 +43,19 @@ const char* const kDeepseekRefused[] = {"num_local_experts",
                                         "sandwich_norm",
                                         "gemma_norm",
                                         nullptr};
+// DeepseekV3Config reads num_local_experts as n_routed_experts (its attribute_map).
+const char* const kDeepseekV3Refused[] = {"num_experts",
+                                          "capacity_factor",
+                                          "num_shared_experts",
+                                          "shared_expert_intermediate_size",
+                                          "decoder_sparse_step",
+                                          "mlp_only_layers",
+                                          "layer_kinds",
+                                          "layer_stack",
+                                          "qk_norm",
+                                          "sandwich_norm",
+                                          "gemma_norm",
+                                          nullptr};
 const char* const kDeepseekWhy =
     " (n_routed_experts, n_shared_experts and first_k_dense_replace describe its experts and "
     "stack)";
@@ -89,6 +102,7 @@ std::vector<Family> make_families() {
   // In the order the messages list them.
   t.push_back(deepseek("deepseek_v2"));
   f = deepseek("deepseek_v3");
+  f.refused_keys = kDeepseekV3Refused;
   f.quant_method = "fp8";
   f.quant_warning = kFp8Warning;
   t.push_back(f);
