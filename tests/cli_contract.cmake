@@ -81,6 +81,9 @@ expect_error_naming("--seq: needs a value, got the option \"--tp\"" estimate --p
 # A flag given twice with two values; two models.
 expect_error_naming("--seq: given twice (1024 and 2048)" estimate --preset gpt2 --seq 1024 --seq 2048)
 expect_error_naming("--model: give one model" estimate --preset gpt2 --model ${SRC}/presets/models/mistral-7b.json)
+# The optimizer step's implementation: read only with AdamW, one of its names.
+expect_error_naming("config.optimizer_impl: 'fusd' is not allowed; allowed: auto, foreach, fused, for-loop" estimate --preset gpt2 --optimizer-impl fusd)
+expect_error_naming("config.optimizer_impl: 'fused' is read only with optimizer adamw; optimizer is sgd" estimate --preset gpt2 --optimizer sgd --optimizer-impl fused)
 # Two config files merge; the same key with two values is a conflict naming both files.
 file(WRITE "${T}/ga3.json" "{\"grad_accum\": 3}")
 file(WRITE "${T}/ga4.json" "{\"grad_accum\": 4}")

@@ -14,7 +14,7 @@ import { Script } from 'node:vm';
 // window counters) comes first, dom.js registers the tooltip's document listeners, and main.js
 // comes last (it starts the worker, whose answers call into every other file). The others only
 // declare functions and constants, in the order of the page's sections.
-export const ORDER = ['state.js', 'dom.js', 'format.js', 'form.js', 'request.js', 'view.js', 'verdict.js',
+export const ORDER = ['state.js', 'dom.js', 'format.js', 'controls.js', 'form.js', 'request.js', 'view.js', 'verdict.js',
   'charts.js', 'tables.js', 'planner.js', 'compare.js', 'exports.js', 'embed.js', 'main.js'];
 
 const HEADER = `// actmem page: reads the form, asks the engine (in a Web Worker) for the view of the current

@@ -48,6 +48,7 @@ const char* const kUsage =
     "  tokens over the mean, dropless MoE, 1..ep) --mtp (train with the model's MTP depths)\n"
     "  --optimizer-dtype fp32|bf16|fp16 (AdamW/SGD states; bf16 when torch.optim runs on bf16\n"
     "  parameters without master weights)\n"
+    "  --optimizer-impl auto|foreach|fused|for-loop (AdamW's step: its transient)\n"
     "framework: --framework plain|megatron-lm|torchtitan|deepspeed|hf-trainer (documented\n"
     "  defaults for the keys you leave out; the answer lists them)\n"
     "  --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
@@ -148,6 +149,7 @@ const std::pair<const char*, const char*> kValued[] = {
     {"--fragmentation", "fragmentation_pct"},
     {"--moe-imbalance", "moe_imbalance"},
     {"--optimizer-dtype", "optimizer_dtype"},
+    {"--optimizer-impl", "optimizer_impl"},
     {"--alloc-conf", "alloc_conf"},
     {"--cuda-context-bytes", "cuda_context_bytes"},
     {"--nccl-comm-bytes", "nccl_comm_bytes"},

@@ -372,6 +372,133 @@ test('a dropped snapshot is compared with the prediction; a wrong file is refuse
   await page.close();
 });
 
+// The engine's JSON entry on the native CLI: one request line, its answer (the page's worker
+// answers the same request through the wasm build).
+function nativeRequest(req) {
+  return JSON.parse(execFileSync(cli, ['requests', '-'], { input: JSON.stringify(req) + '\n', encoding: 'utf8' }));
+}
+
+test('key coverage: every request key the engine reads has a control on the page, each with a label and a tooltip naming its default, or a stated reason', async () => {
+  const engineKeys = JSON.parse(execFileSync(cli, ['presets', '--json'], { encoding: 'utf8' })).options.config_keys;
+  const { page, errors } = await open('preset=gpt2&seq=1024');
+  const controls = await page.$$eval('[data-field^="config."]', (ns) => ns.map((n) => n.dataset.field.slice(7)));
+  const reasons = await page.$$eval('.not-on-page[data-key]', (ns) => ns.map((n) => n.dataset.key));
+  const page_ = new Set([...controls, ...reasons]);
+  assert.deepEqual(engineKeys.filter((k) => !page_.has(k)), [], 'engine keys without a control');
+  assert.deepEqual([...page_].filter((k) => !engineKeys.includes(k)), [], 'controls for keys the engine does not read');
+  const tips = await page.$$eval('#option-groups label', (ls) => ls.map((l) => [l.textContent.trim(), l.dataset.tip || '']));
+  for (const [label, tipText] of tips) assert.match(tipText, /Default/, label);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('framework, float8, LoRA and optimizer options: the page answers the CLI\'s numbers for the same request, defaults named from the framework', async () => {
+  const cases = [
+    { hash: 'preset=llama-3.1-8b&gpu=h100-80gb&seq=8192&micro_batch=2&dp=8&framework=torchtitan&float8=tensorwise&float8_all_gather=true',
+      config: { micro_batch: 2, seq: 8192, tp: 1, pp: 1, vpp: 1, cp: 1, dp: 8, ep: 1, gpu: 'h100-80gb', framework: 'torchtitan', float8: 'tensorwise', float8_all_gather: true } },
+    { hash: 'preset=llama-3.1-8b&gpu=a100-80gb&seq=4096&attention=flash&profile=hf&recompute=none&lora_rank=16&lora_targets=q_proj,v_proj,o_proj&qlora=true&lora_dtype=bf16',
+      config: { micro_batch: 1, seq: 4096, tp: 1, pp: 1, vpp: 1, cp: 1, dp: 1, ep: 1, zero: 0, dtype: 'bf16', attention: 'flash', optimizer: 'adamw', profile: 'hf', schedule: '1f1b', recompute: 'none', gpu: 'a100-80gb', lora_rank: 16, lora_targets: ['q_proj', 'v_proj', 'o_proj'], qlora: true, lora_dtype: 'bf16' } },
+    { hash: 'preset=gpt2&gpu=rtx-4090&seq=1024&profile=pytorch&recompute=none&optimizer_impl=for-loop&alloc_conf=expandable_segments:True&fragmentation_pct=0',
+      config: { micro_batch: 1, seq: 1024, tp: 1, pp: 1, vpp: 1, cp: 1, dp: 1, ep: 1, zero: 0, dtype: 'bf16', attention: 'flash', optimizer: 'adamw', profile: 'pytorch', schedule: '1f1b', recompute: 'none', gpu: 'rtx-4090', optimizer_impl: 'for-loop', alloc_conf: 'expandable_segments:True', fragmentation_pct: 0 } },
+  ];
+  for (const c of cases) {
+    const preset = new URLSearchParams(c.hash).get('preset');
+    const n = nativeRequest({ preset, config: c.config });
+    assert.equal(n.ok, true, JSON.stringify(n.error));
+    const { page, errors } = await open(c.hash);
+    assert.equal(await page.getAttribute('#verdict', 'data-peak'), String(n.peak_bytes), c.hash);
+    assert.equal(await page.getAttribute('#verdict', 'data-total'), String(n.device.total_bytes), c.hash);
+    assert.equal(digits(await page.textContent('#per-layer-bytes')), String(n.per_layer.activation_bytes), c.hash);
+    assert.deepEqual(errors, []);
+    if (c.config.framework === 'torchtitan') {
+      // The framework's defaults, shown where the user left the field empty.
+      assert.equal(await page.$eval('#profile', (s) => s.options[0].textContent), 'torchtitan: pytorch');
+      assert.equal(await page.$eval('#opt-optimizer_impl', (s) => s.options[0].textContent), 'torchtitan: foreach');
+      assert.equal(await page.$eval('#opt-param_dtype', (s) => s.options[0].textContent), 'torchtitan: fp32');
+      await page.screenshot({ path: join(shots, 'torchtitan-float8.png'), fullPage: true });
+    }
+    await page.close();
+  }
+});
+
+// What the form sends before any change (index.html's values, main.js's selections).
+const formBase = { micro_batch: 1, seq: 4096, tp: 1, pp: 1, vpp: 1, cp: 1, dp: 1, ep: 1, zero: 0, dtype: 'bf16', attention: 'flash',
+  optimizer: 'adamw', profile: 'megatron', schedule: '1f1b', recompute: 'selective' };
+
+test('bad values in the options show the engine\'s message beside the field, the previous answer marked stale', async () => {
+  const { page } = await open('preset=llama-3.1-8b&gpu=h100-80gb&seq=4096&dp=8');
+  await page.click('#options summary');
+  const before = await page.textContent('#verdict');
+  const cases = [
+    ['#opt-dp_replicate', '3', 'config.dp_replicate'],
+    ['#opt-lora_targets', 'q_proj,zz_proj', 'config.lora_targets'],
+    ['#opt-alloc_conf', 'bogus:1', 'config.alloc_conf'],
+    ['#opt-moe_imbalance', '-2', 'config.moe_imbalance'],
+    ['#opt-loss', 'chunked:1', 'config.loss'],
+  ];
+  for (const [sel, value, field] of cases) {
+    await settle(page, () => page.fill(sel, value));
+    const text = await page.textContent(`[data-err="${field}"]`);
+    assert.ok(text.startsWith(field), `${sel}=${value}: ${text}`);
+    // The engine's own message for the request the page sent (the form's fields and this option).
+    const option = sel === '#opt-lora_targets' ? value.split(',') : sel === '#opt-moe_imbalance' || sel === '#opt-dp_replicate' ? Number(value) : value;
+    const config = { ...formBase, seq: 4096, dp: 8, gpu: 'h100-80gb', [field.slice(7)]: option };
+    assert.equal(text, nativeRequest({ preset: 'llama-3.1-8b', config }).error.message);
+    assert.equal(await page.textContent('#verdict'), before);
+    assert.equal(await page.getAttribute('#results', 'data-stale'), '1');
+    await settle(page, () => page.fill(sel, ''));
+    assert.equal(await page.getAttribute('#results', 'data-stale'), '0');
+  }
+  await page.close();
+});
+
+test('options travel in the URL: a link with them opens the same answer, an old link without them its old one', async () => {
+  const { page } = await open('preset=llama-3.1-8b&gpu=h100-80gb&seq=4096&dp=8&zero=1');
+  const old = await page.getAttribute('#verdict', 'data-peak');
+  await settle(page, async () => { await page.click('#options summary'); await page.selectOption('#opt-optimizer_impl', 'foreach'); await page.fill('#opt-grad_bucket_bytes', '1048576'); });
+  const url = page.url();
+  assert.match(url, /optimizer_impl=foreach/);
+  const fresh = await browser.newPage();
+  await fresh.goto(url);
+  await fresh.waitForSelector('body[data-ready="1"]');
+  assert.equal(await fresh.getAttribute('#verdict', 'data-peak'), await page.getAttribute('#verdict', 'data-peak'));
+  assert.equal(await fresh.inputValue('#opt-grad_bucket_bytes'), '1048576');
+  await fresh.close();
+  const { page: again } = await open('preset=llama-3.1-8b&gpu=h100-80gb&seq=4096&dp=8&zero=1');
+  assert.equal(await again.getAttribute('#verdict', 'data-peak'), old);
+  await again.close();
+  await page.close();
+});
+
+test('a pasted Megatron-LM argument list and a pasted torchtitan TOML are the run the page shows, equal to the CLI; copy writes the launch config of the layout shown', async () => {
+  const args = '--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --micro-batch-size 2 --seq-length 4096 --bf16 --use-distributed-optimizer --recompute-activations\n';
+  const toml = await readFile(join(root, 'tests', 'data', 'torchtitan', 'emitted', 'fsdp8_op.toml'), 'utf8');
+  for (const [kind, text, preset] of [['megatron_args', args, 'llama-3.1-8b'], ['torchtitan_toml', toml, 'llama-3.1-8b']]) {
+    const { page, errors } = await open(`preset=${preset}&gpu=h100-80gb`);
+    await page.click('#launch summary');
+    await page.selectOption('#launch-kind', kind);
+    await page.fill('#launch-text', text);
+    await settle(page, () => page.click('#use-launch'));
+    const n = nativeRequest({ preset, [kind]: text, config: { gpu: 'h100-80gb' } });
+    assert.equal(n.ok, true, JSON.stringify(n.error));
+    assert.equal(await page.getAttribute('#verdict', 'data-peak'), String(n.peak_bytes), kind);
+    assert.equal(await page.getAttribute('#verdict', 'data-total'), String(n.device.total_bytes), kind);
+    // Each field shows the value the launch config set.
+    assert.equal(await page.getAttribute('#tp', 'placeholder'), 'default: ' + n.config.tp);
+    assert.deepEqual(errors, []);
+    if (kind === 'megatron_args') await page.screenshot({ path: join(shots, 'megatron-args.png'), fullPage: true });
+    await page.close();
+  }
+  // Copy out: the layout on screen written as torchtitan's TOML, as `actmem estimate --emit torchtitan`.
+  const { page } = await open('preset=llama-3.1-8b&gpu=h100-80gb&seq=8192&dp=8&framework=torchtitan');
+  await page.click('#launch summary');
+  await page.click('#copy-torchtitan');
+  await page.waitForFunction(() => document.getElementById('launch-text').value.length > 0);
+  const emitted = nativeRequest({ preset: 'llama-3.1-8b', emit: 'torchtitan', config: { micro_batch: 1, seq: 8192, tp: 1, pp: 1, vpp: 1, cp: 1, dp: 8, ep: 1, gpu: 'h100-80gb', framework: 'torchtitan' } });
+  assert.equal(await page.inputValue('#launch-text'), emitted.text);
+  await page.close();
+});
+
 test('a select change sends one engine request', async () => {
   const { page } = await open('preset=gpt2&seq=1024&gpu=rtx-4090');
   for (const [sel, value] of [['#attention', 'eager'], ['#profile', 'hf'], ['#zero', '1']]) {

@@ -17,7 +17,33 @@ function exportTimeline(then) {
   state.exportsPending.set(send('export', req), then);
 }
 
+// The launch config for the layout on screen: the engine's emit of the same request.
+function copyLaunch(kind) {
+  if (!state.shown) return;
+  const req = { ...state.shown.req, command: 'estimate', emit: kind };
+  delete req.stages;
+  state.exportsPending.set(send('export', req), async (ans) => {
+    if (!ans.ok) { $('launch-note').textContent = ans.error.message; return; }
+    $('launch-text').value = ans.text;
+    try { await navigator.clipboard.writeText(ans.text); $('launch-note').textContent = 'Copied (also in the box above).'; } catch (e) { $('launch-note').textContent = 'In the box above.'; }
+  });
+}
+
+function wireLaunch() {
+  $('use-launch').addEventListener('click', () => {
+    clearErrors();
+    state.launch = { key: $('launch-kind').value, text: $('launch-text').value };
+    clearForLaunch();
+    $('launch-note').textContent = 'In use: each empty field shows the value it sets; a field given beside it must agree.';
+    update();
+  });
+  $('clear-launch').addEventListener('click', () => { state.launch = null; $('launch-note').textContent = ''; update(); });
+  $('copy-megatron').addEventListener('click', () => copyLaunch('megatron'));
+  $('copy-torchtitan').addEventListener('click', () => copyLaunch('torchtitan'));
+}
+
 function wireExports() {
+  wireLaunch();
   $('export-json').addEventListener('click', () => exportTimeline((tl) => {
     download('actmem.json', JSON.stringify({ view: state.shown.view, timeline: tl }, null, 2), 'application/json');
   }));

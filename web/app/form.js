@@ -32,10 +32,14 @@ function readForm() {
   const split = $('layer_split').value.trim();
   if (split !== '') config.layer_split = split.split(/[\s,]+/).filter(Boolean).map(typed);
   if ($('gpu').value) config.gpu = $('gpu').value;
+  readOptions(config);
   // The field is in GiB: a plain number gets the unit; the engine parses the size exactly.
   const mem = $('gpu_memory').value.trim();
   if (mem !== '') config.gpu_memory = /^[\d.]+$/.test(mem) ? mem + 'GiB' : mem;
   const req = { command: 'view', config };
+  // A pasted launch config is read by the engine as the config; a field given beside it must
+  // agree with it (the engine names a conflict).
+  if (state.launch) req[state.launch.key] = state.launch.text;
   if (state.currentExample) req.example = state.currentExample;
   else if (state.customModelText !== null) req.model_text = state.customModelText;
   else req.preset = $('preset').value;
@@ -54,6 +58,7 @@ function writeHash() {
   if ($('sp').checked) p.set('sp', '1');
   if ($('offload').checked) p.set('offload', '1');
   if ($('all-stages').checked) p.set('all_stages', '1');
+  writeOptionsHash(p);
   if (state.customModelText !== null) p.set('model', state.customModelText);
   if (state.currentExample) p.set('example', state.currentExample);
   const cur = new URLSearchParams(location.hash.slice(1));
@@ -79,6 +84,7 @@ function readHash() {
   $('sp').checked = p.get('sp') === '1';
   $('offload').checked = p.get('offload') === '1';
   $('all-stages').checked = p.get('all_stages') === '1';
+  readOptionsHash(p);
   state.customModelText = null;
   if (p.has('model')) {
     $('model-json').value = p.get('model');
@@ -131,7 +137,8 @@ function showError(err) {
 // A suggestion's or a layout's change (engine config keys) written into the form, then asked for.
 function applyChange(change) {
   for (const [k, val] of Object.entries(change)) {
-    if (k === 'offload' || k === 'sp') $(k).checked = !!val;
+    if ($(optionId(k))) $(optionId(k)).value = Array.isArray(val) ? val.join(',') : String(val);
+    else if (k === 'offload' || k === 'sp') $(k).checked = !!val;
     else if (k === 'zero' || k === 'schedule') setSelect($(k), String(val));
     else if (k === 'layer_split') $(k).value = Array.isArray(val) ? val.join(',') : String(val);
     else $(k).value = String(val);
@@ -163,6 +170,7 @@ function applyExample(id) {
     for (const k of ['micro_batch', 'seq', 'micro_batches', 'dropout', 'layer_split', 'gpu_memory']) $(k).value = '';
     for (const k of ['tp', 'pp', 'vpp', 'cp', 'dp', 'ep']) $(k).value = '1';
     setSelect($('zero'), '0');
+    for (const r of optionRows()) $(optionId(r.key)).value = '';
     $('sp').checked = $('offload').checked = false;
     $('recompute').value = 'none';
     for (const [k, val] of Object.entries(ex.body.config || {})) {
@@ -185,8 +193,9 @@ function wireForm() {
   // moment, a choice is sent at once; identical requests are not sent twice.
   form.addEventListener('input', (e) => {
     const id = e.target.id;
-    if (id === 'model-json' || id === 'example' || id === 'model-file' || id === 'preset-search') return;
+    if (id === 'model-json' || id === 'example' || id === 'model-file' || id === 'preset-search' || id === 'launch-text' || id === 'launch-kind') return;
     if (id === 'preset') { state.customModelText = null; state.currentExample = null; $('example').value = ''; showModelChoice(); }
+    if (id === optionId('framework') && e.target.value !== '' && e.target.value !== 'plain') clearForFramework(null);
     const typing = e.target.tagName === 'INPUT' && e.target.type !== 'checkbox';
     schedule(typing ? 25 : 0);
   });

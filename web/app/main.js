@@ -14,6 +14,8 @@ function startWorker() {
 function fillSelect(id, values, current) {
   const s = $(id);
   clear(s);
+  // Empty: the engine's (or the chosen framework's) default, which the answer names.
+  s.appendChild(el('option', 'default')).value = '';
   for (const v of values) s.appendChild(el('option', v)).value = v;
   if (current !== undefined) s.value = current;
 }
@@ -41,6 +43,7 @@ function boot(list) {
   fillSelect('optimizer', opt.optimizers, 'adamw');
   fillSelect('profile', opt.profiles, 'megatron');
   fillSelect('schedule', opt.schedules, '1f1b');
+  buildOptions(opt);
   const dl = $('recompute-list');
   for (const r of opt.recompute) if (!/[A-Z]/.test(r) && r !== 'custom') dl.appendChild(el('option')).value = r;
   $('preset').value = DEFAULT_PRESET;

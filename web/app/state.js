@@ -15,6 +15,7 @@ const state = Object.seal({
   customModelText: null,
   customName: '',            // its name and size from the engine's last answer
   currentExample: null,      // a worked example id: its preset and config are the request's base
+  launch: null,              // a pasted launch config in use: { key: megatron_args | torchtitan_toml, text }
   // The view request and its answer (request.js).
   seq: 0,                    // request ids, every lane; only the answer to `wanted` is drawn as current
   wanted: 0,                 // the id of the current inputs' view request

@@ -7,6 +7,8 @@ function draw(v, key, req) {
   state.customName = v.model.name + ' (' + (v.model.params / 1e9).toFixed(2) + ' B parameters)';
   showModelChoice();
   drawVerdict(v);
+  showOptionDefaults(v.estimate);
+  showFormDefaults(v.estimate);
   drawBar(v);
   drawTimeline(v);
   drawInventory(v.estimate);

@@ -34,6 +34,8 @@ Result<ModelSpec> model_from_json(const nlohmann::json& j, const std::string& id
 
 // A training config object layered over `base`; unknown keys are errors.
 Result<TrainConfig> config_from_json(const nlohmann::json& j, TrainConfig base);
+// Every key config_from_json reads, in its table's order (the page's key-coverage check).
+std::vector<const char*> config_keys();
 
 Result<GpuSpec> gpu_from_json(const nlohmann::json& j, const std::string& id);
 

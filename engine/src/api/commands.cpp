@@ -55,6 +55,11 @@ json presets_listing() {
       {"optimizers", optimizer_table().names()},
       {"schedules", schedule_table().names()},
       {"dtypes", float_dtype_table().names()},
+      {"frameworks", framework_table().names()},
+      {"shard_groups", shard_group_table().names()},
+      {"float8", float8_table().names()},
+      {"optimizer_impls", optimizer_impl_table().names()},
+      {"config_keys", config_keys()},
       {"recompute", {"none", "selective", "full", "every:K", "custom", "layers:PATTERN"}},
       {"recompute_letters", std::string(kChoiceLetters)}};
   return out;

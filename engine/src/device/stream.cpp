@@ -175,7 +175,7 @@ void AllocStream::allocate_states() {
       if (two) {
         statics_.push_back(take(opt / 2));
         statics_.push_back(take(opt - opt / 2));
-        if (c.optimizer_impl == OptimizerImpl::kForeach && !c.optimizer_offload)
+        if (effective_optimizer_impl(c) == OptimizerImpl::kForeach && !c.optimizer_offload)
           step_list_.push_back(opt - opt / 2);
       } else {
         statics_.push_back(take(opt));

@@ -185,6 +185,12 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
       return cannot(std::string("megatron: the ") + optimizer_name(c.optimizer) +
                     " optimizer has no Megatron-LM argument; allowed: adamw, sgd, sgd_momentum");
   }
+  // Megatron-LM 0011998 megatron/core/optimizer/__init__.py l.13-19: TransformerEngine's or Apex's
+  // FusedAdam; torch's foreach AdamW only where neither is installed, which no argument asks for.
+  if (c.optimizer == Optimizer::kAdamW && c.optimizer_impl != OptimizerImpl::kFused &&
+      c.optimizer_impl != OptimizerImpl::kAuto)
+    return cannot(std::string("megatron: optimizer_impl ") + optimizer_impl_name(c.optimizer_impl) +
+                  ": Megatron-LM steps TransformerEngine's or Apex's FusedAdam; allowed: fused");
   if (c.act_dtype != DType::kFp32 && (!c.master_weights || c.optimizer_dtype != DType::kFp32))
     return cannot(
         "megatron: Megatron-LM keeps fp32 main parameters and optimizer states with --bf16 or "

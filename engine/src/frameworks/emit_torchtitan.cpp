@@ -52,6 +52,10 @@ std::optional<Error> check_model_and_step(const ModelSpec& m, const TrainConfig&
                   ": torchtitan 9dec370 builds Adam or AdamW (allowed: adamw)");
   if (c.optimizer_offload || any_offload(c.recompute))
     return cannot("offload: torchtitan 9dec370 has no activation or optimizer offload");
+  if (c.optimizer_impl == OptimizerImpl::kForLoop)
+    return cannot(
+        "optimizer_impl for-loop: torchtitan 9dec370 steps AdamW foreach or fused "
+        "(optimizer.py l.132-138; allowed: foreach, fused)");
   if (c.async_tp)
     return cannot("async_tp: torchtitan's async TP needs torch.compile, which is not modelled");
   if (p.ep > 1) return cannot("ep: torchtitan 9dec370 has no expert parallelism");
@@ -199,7 +203,9 @@ std::string toml_text(const ModelSpec& m, const TrainConfig& c, const std::strin
       ". Merge into your train config; [model] name, flavor and tokenizer are\n"
       "# yours. Memory: " +
       dp_words + ".\n";
-  t += "[model]\nnorm_type = \"rmsnorm\"\n\n[optimizer]\nname = \"AdamW\"\n\n[training]\n";
+  t += "[model]\nnorm_type = \"rmsnorm\"\n\n[optimizer]\nname = \"AdamW\"\n";
+  if (c.optimizer_impl == OptimizerImpl::kFused) t += "fused = true\n";
+  t += "\n[training]\n";
   t += "batch_size = " + std::to_string(c.micro_batch * c.grad_accum) + "\n";
   t += "seq_len = " + std::to_string(c.seq) + "\n";
   t += "data_parallel_replicate_degree = " + std::to_string(rep) + "\n";

@@ -444,6 +444,10 @@ Result<TrainConfig> with_v_chunks(const json& j, Result<TrainConfig> r) {
 
 }  // namespace
 
+std::vector<const char*> config_keys() {
+  return std::vector<const char*>(kConfigKeys, kConfigKeys + kNumConfigKeys);
+}
+
 Result<TrainConfig> config_from_json(const json& j, TrainConfig c) {
   if (!j.is_object())
     return make_error("wrong_type", "config",

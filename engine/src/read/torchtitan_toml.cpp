@@ -62,7 +62,7 @@ const Key kKeys[] = {
     {"model", "tokenizer_path", Type::kString, Use::kHarmless},
     {"optimizer", "name", Type::kString, Use::kRead},
     {"optimizer", "lr", Type::kNumber, Use::kHarmless},
-    {"optimizer", "fused", Type::kBool, Use::kHarmless},
+    {"optimizer", "fused", Type::kBool, Use::kRead},
     {"optimizer", "early_step_in_backward", Type::kBool, Use::kRead},
     {"training", "dataset", Type::kString, Use::kHarmless},
     {"training", "dataset_path", Type::kString, Use::kHarmless},
@@ -521,12 +521,14 @@ std::optional<Error> read_precision(Values& v, TorchtitanToml* out) {
   return std::nullopt;
 }
 
-// The optimizer (optimizer.py l.30-45): Adam and AdamW keep the same two states.
+// The optimizer (optimizer.py l.30-45): Adam and AdamW keep the same two states; l.132-138:
+// fused = optimizer.fused, foreach = not fused (the step's transient, setup/optimizer_step.cpp).
 std::optional<Error> read_optimizer(Values& v, json& c) {
   const std::string opt = v.str("optimizer.name", "AdamW");
   if (opt != "AdamW" && opt != "Adam")
     return bad("optimizer.name " + detail::short_dump(json(opt)) + ": allowed: AdamW, Adam");
   c["optimizer"] = "adamw";
+  c["optimizer_impl"] = v.flag("optimizer.fused") ? "fused" : "foreach";
   return std::nullopt;
 }
 

@@ -44,8 +44,8 @@ std::uint64_t largest_tensor(const Setup& e, const RankSetup& rk,
 //     the sqrt and the quotient of one tensor at once.
 Bytes adamw_bytes(const TrainConfig& c, const StaticMemory& st, std::uint64_t largest,
                   Checked& ck) {
-  switch (c.optimizer_impl) {
-    case OptimizerImpl::kAuto:  // resolved by normalize_config before any walk
+  switch (effective_optimizer_impl(c)) {
+    case OptimizerImpl::kAuto:  // effective_optimizer_impl resolves it
     case OptimizerImpl::kForeach:
       return st.optimizer_bytes / 2;  // exp_avg_sq's share of the two states
     case OptimizerImpl::kFused:
@@ -117,7 +117,7 @@ std::string optimizer_step_source(const TrainConfig& c) {
   if (c.optimizer != Optimizer::kAdamW)
     return "fp32 temporaries of the largest parameter tensor (one tensor at a time)";
   std::string s;
-  switch (c.optimizer_impl) {
+  switch (effective_optimizer_impl(c)) {
     case OptimizerImpl::kAuto:
     case OptimizerImpl::kForeach:
       s = "foreach AdamW: sqrt of every exp_avg_sq at once (one state's bytes)";

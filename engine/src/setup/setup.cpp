@@ -92,13 +92,6 @@ std::optional<Error> normalize_config(const ModelSpec& m, TrainConfig& c) {
   if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
   if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;
   c.grad_accum = default_micro_batches(c);
-  // Megatron-LM 0011998 megatron/core/optimizer/__init__.py l.13-19: TransformerEngine's or
-  // Apex's FusedAdam; torch 2.6 torch/optim/adamw.py: _default_to_fused_or_foreach picks foreach
-  // on CUDA tensors.
-  if (c.optimizer_impl == OptimizerImpl::kAuto && c.optimizer == Optimizer::kAdamW)
-    c.optimizer_impl = c.profile == Profile::kMegatron || c.profile == Profile::kTextbook
-                           ? OptimizerImpl::kFused
-                           : OptimizerImpl::kForeach;
   return std::nullopt;
 }
 

@@ -29,150 +29,253 @@ void array(JsonWriter& w, const char* key, const std::vector<T>& v) {
 }
 
 // The keys in the order the answer lists them (the writer sorts each object as nlohmann does).
-const ConfigKey kConfigKeys[] = {
-    {"accumulate_unsharded",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.accumulate_unsharded); },
-     false},
-    {"async_tp", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.async_tp); },
-     false},
-    {"attention",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) {
-       w.field(k, attention_name(c.attention));
-     },
-     false},
-    {"attention_dropout",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.attention_dropout); },
-     false},
-    {"cp", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.par.cp); }, true},
-    {"ddp_bucket_view",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.ddp_bucket_view); },
-     false},
-    // An op-level policy's ids are in its recompute name (op:ID,...), not in custom_keep.
-    {"custom_keep",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) {
-       array(w, k, c.recompute.ops ? std::vector<std::string>{} : c.recompute.custom_keep);
-     },
-     false},
-    {"dp", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.par.dp); }, true},
-    {"dp_replicate",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.par.dp_replicate); },
-     false},
-    {"dtype",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) {
-       w.field(k, dtype_name(c.act_dtype));
-     },
-     false},
-    {"ep", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.par.ep); }, true},
-    {"float8",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, float8_name(c.float8)); },
-     false},
-    {"float8_all_gather",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.float8_all_gather); },
-     false},
-    {"fp8_amax_history",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.fp8_amax_history); },
-     false},
-    {"fragmentation_pct",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.fragmentation_pct); },
-     false},
-    {"framework",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) {
-       w.field(k, framework_name(c.framework));
-     },
-     false},
-    {"grad_accum",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.grad_accum); }, false},
-    {"grad_bucket_bytes",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.grad_bucket); }, false},
-    {"grad_dtype",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) {
-       w.field(k, dtype_name(c.grad_dtype));
-     },
-     false},
-    {"hidden_dropout",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.hidden_dropout); },
-     false},
-    {"layer_split",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { array(w, k, c.layer_split); }, true},
-    {"lora_dropout",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.lora.dropout); }, false},
-    {"lora_dtype",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) {
-       w.field(k, dtype_name(c.lora.dtype));
-     },
-     false},
-    {"lora_rank",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.lora.rank); }, false},
-    {"lora_targets",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { array(w, k, c.lora.targets); },
-     false},
-    {"loss",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, loss_name(c.loss)); },
-     false},
-    {"master_weights",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.master_weights); },
-     false},
-    {"micro_batch",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.micro_batch); }, true},
-    {"micro_batches",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.grad_accum); }, true},
-    {"moe_imbalance",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.moe_imbalance); },
-     false},
-    {"mtp", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.mtp); }, false},
-    {"offload",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.recompute.offload); },
-     true},
-    {"optimizer",
-     [](JsonWriter& w, const char* k,
-        const TrainConfig& c) { w.field(k, optimizer_name(c.optimizer)); },
-     false},
-    {"optimizer_dtype",
-     [](JsonWriter& w, const char* k,
-        const TrainConfig& c) { w.field(k, dtype_name(c.optimizer_dtype)); },
-     false},
-    {"optimizer_impl",
-     [](JsonWriter& w, const char* k,
-        const TrainConfig& c) { w.field(k, optimizer_impl_name(c.optimizer_impl)); },
-     false},
-    {"optimizer_offload",
-     [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.optimizer_offload); },
-     false},
-    {"param_dtype",
-     [](JsonWriter& w, const char* k,
-        const TrainConfig& c) { w.field(k, dtype_name(c.param_dtype)); },
-     false},
-    {"pp", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.par.pp); }, true},
-    {"profile",
-     [](JsonWriter& w, const char* k,
-        const TrainConfig& c) { w.field(k, profile_name(c.profile)); },
-     false},
-    {"qlora", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.lora.qlora); },
-     false},
-    {"recompute",
-     [](JsonWriter& w, const char* k,
-        const TrainConfig& c) { w.field(k, recompute_name(c.recompute)); },
-     true},
-    {"reshard_after_forward",
-     [](JsonWriter& w, const char* k,
-        const TrainConfig& c) { w.field(k, c.reshard_after_forward); },
-     false},
-    // 1F1B with vpp > 1 is Megatron-LM's interleaved schedule: the schedule that runs.
-    {"schedule",
-     [](JsonWriter& w, const char* k,
-        const TrainConfig& c) { w.field(k, schedule_name(effective_schedule(c))); },
-     true},
-    {"seq", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.seq); }, true},
-    {"shard_group",
-     [](JsonWriter& w, const char* k,
-        const TrainConfig& c) { w.field(k, shard_group_name(c.par.shard_group)); },
-     false},
-    {"sp", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.par.sp); }, true},
-    {"tp", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.par.tp); }, true},
-    {"vpp", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.par.vpp); },
-     true},
-    {"zero", [](JsonWriter& w, const char* k, const TrainConfig& c) { w.field(k, c.par.zero); },
-     true}};
+const ConfigKey kConfigKeys[] = {{"accumulate_unsharded",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.accumulate_unsharded);
+                                  },
+                                  false},
+                                 {"async_tp",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.async_tp);
+                                  },
+                                  false},
+                                 {"attention",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, attention_name(c.attention));
+                                  },
+                                  false},
+                                 {"attention_dropout",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.attention_dropout);
+                                  },
+                                  false},
+                                 {"cp",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.par.cp);
+                                  },
+                                  true},
+                                 {"ddp_bucket_view",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.ddp_bucket_view);
+                                  },
+                                  false},
+                                 // An op-level policy's ids are in its recompute name (op:ID,...),
+                                 // not in custom_keep.
+                                 {"custom_keep",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    array(w, k,
+                                          c.recompute.ops ? std::vector<std::string>{}
+                                                          : c.recompute.custom_keep);
+                                  },
+                                  false},
+                                 {"dp",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.par.dp);
+                                  },
+                                  true},
+                                 {"dp_replicate",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.par.dp_replicate);
+                                  },
+                                  false},
+                                 {"dtype",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, dtype_name(c.act_dtype));
+                                  },
+                                  false},
+                                 {"ep",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.par.ep);
+                                  },
+                                  true},
+                                 {"float8",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, float8_name(c.float8));
+                                  },
+                                  false},
+                                 {"float8_all_gather",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.float8_all_gather);
+                                  },
+                                  false},
+                                 {"fp8_amax_history",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.fp8_amax_history);
+                                  },
+                                  false},
+                                 {"fragmentation_pct",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.fragmentation_pct);
+                                  },
+                                  false},
+                                 {"framework",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, framework_name(c.framework));
+                                  },
+                                  false},
+                                 {"grad_accum",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.grad_accum);
+                                  },
+                                  false},
+                                 {"grad_bucket_bytes",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.grad_bucket);
+                                  },
+                                  false},
+                                 {"grad_dtype",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, dtype_name(c.grad_dtype));
+                                  },
+                                  false},
+                                 {"hidden_dropout",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.hidden_dropout);
+                                  },
+                                  false},
+                                 {"layer_split",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    array(w, k, c.layer_split);
+                                  },
+                                  true},
+                                 {"lora_dropout",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.lora.dropout);
+                                  },
+                                  false},
+                                 {"lora_dtype",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, dtype_name(c.lora.dtype));
+                                  },
+                                  false},
+                                 {"lora_rank",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.lora.rank);
+                                  },
+                                  false},
+                                 {"lora_targets",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    array(w, k, c.lora.targets);
+                                  },
+                                  false},
+                                 {"loss",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, loss_name(c.loss));
+                                  },
+                                  false},
+                                 {"master_weights",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.master_weights);
+                                  },
+                                  false},
+                                 {"micro_batch",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.micro_batch);
+                                  },
+                                  true},
+                                 {"micro_batches",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.grad_accum);
+                                  },
+                                  true},
+                                 {"moe_imbalance",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.moe_imbalance);
+                                  },
+                                  false},
+                                 {"mtp",
+                                  [](JsonWriter& w, const char* k,
+                                     const TrainConfig& c) { w.field(k, c.mtp); },
+                                  false},
+                                 {"offload",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.recompute.offload);
+                                  },
+                                  true},
+                                 {"optimizer",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, optimizer_name(c.optimizer));
+                                  },
+                                  false},
+                                 {"optimizer_dtype",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, dtype_name(c.optimizer_dtype));
+                                  },
+                                  false},
+                                 {"optimizer_impl",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    // AdamW's implementation as run (auto resolved); other
+                                    // optimizers do not read it.
+                                    w.field(k, optimizer_impl_name(c.optimizer == Optimizer::kAdamW
+                                                                       ? effective_optimizer_impl(c)
+                                                                       : c.optimizer_impl));
+                                  },
+                                  false},
+                                 {"optimizer_offload",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.optimizer_offload);
+                                  },
+                                  false},
+                                 {"param_dtype",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, dtype_name(c.param_dtype));
+                                  },
+                                  false},
+                                 {"pp",
+                                  [](JsonWriter& w, const char* k,
+                                     const TrainConfig& c) { w.field(k, c.par.pp); },
+                                  true},
+                                 {"profile",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, profile_name(c.profile));
+                                  },
+                                  false},
+                                 {"qlora",
+                                  [](JsonWriter& w, const char* k,
+                                     const TrainConfig& c) { w.field(k, c.lora.qlora); },
+                                  false},
+                                 {"recompute",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, recompute_name(c.recompute));
+                                  },
+                                  true},
+                                 {"reshard_after_forward",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.reshard_after_forward);
+                                  },
+                                  false},
+                                 // 1F1B with vpp > 1 is Megatron-LM's interleaved schedule: the
+                                 // schedule that runs.
+                                 {"schedule",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, schedule_name(effective_schedule(c)));
+                                  },
+                                  true},
+                                 {"seq",
+                                  [](JsonWriter& w, const char* k,
+                                     const TrainConfig& c) { w.field(k, c.seq); },
+                                  true},
+                                 {"shard_group",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, shard_group_name(c.par.shard_group));
+                                  },
+                                  false},
+                                 {"sp",
+                                  [](JsonWriter& w, const char* k,
+                                     const TrainConfig& c) { w.field(k, c.par.sp); },
+                                  true},
+                                 {"tp",
+                                  [](JsonWriter& w, const char* k,
+                                     const TrainConfig& c) { w.field(k, c.par.tp); },
+                                  true},
+                                 {"vpp",
+                                  [](JsonWriter& w, const char* k,
+                                     const TrainConfig& c) { w.field(k, c.par.vpp); },
+                                  true},
+                                 {"zero",
+                                  [](JsonWriter& w, const char* k,
+                                     const TrainConfig& c) { w.field(k, c.par.zero); },
+                                  true}};
 
 // Whether an advised layout leaves the key at its default out (see LayoutFor).
 bool left_out(const std::string& key, const TrainConfig& c, LayoutFor use) {

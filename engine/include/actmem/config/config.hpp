@@ -155,6 +155,17 @@ inline std::uint64_t default_micro_batches(const TrainConfig& c) {
   return c.par.vpp > 1 || c.schedule == Schedule::kDualPipe ? 2 * c.par.pp : c.par.pp;
 }
 
+// optimizer_impl as the step runs it: auto is the profile's framework's, Megatron-LM 0011998's
+// TransformerEngine or Apex FusedAdam (megatron/core/optimizer/__init__.py l.13-19) for the
+// megatron and textbook profiles, torch 2.6's foreach for pytorch and hf (torch/optim/adamw.py,
+// _default_to_fused_or_foreach on CUDA tensors). An emitted launch config follows what was asked.
+inline OptimizerImpl effective_optimizer_impl(const TrainConfig& c) {
+  if (c.optimizer_impl != OptimizerImpl::kAuto) return c.optimizer_impl;
+  return c.profile == Profile::kMegatron || c.profile == Profile::kTextbook
+             ? OptimizerImpl::kFused
+             : OptimizerImpl::kForeach;
+}
+
 const char* profile_name(Profile p);
 const char* attention_name(Attention a);
 const char* optimizer_name(Optimizer o);
