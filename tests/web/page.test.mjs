@@ -493,7 +493,7 @@ test('a pasted Megatron-LM argument list and a pasted torchtitan TOML are the ru
   const { page } = await open('preset=llama-3.1-8b&gpu=h100-80gb&seq=8192&dp=8&framework=torchtitan');
   await page.click('#launch summary');
   await page.click('#copy-torchtitan');
-  await page.waitForFunction(() => document.getElementById('launch-text').value.length > 0);
+  await page.waitForSelector('#launch-note:not(:empty)');
   const emitted = nativeRequest({ preset: 'llama-3.1-8b', emit: 'torchtitan', config: { micro_batch: 1, seq: 8192, tp: 1, pp: 1, vpp: 1, cp: 1, dp: 8, ep: 1, gpu: 'h100-80gb', framework: 'torchtitan' } });
   assert.equal(await page.inputValue('#launch-text'), emitted.text);
   await page.close();

@@ -53,6 +53,25 @@ await shot('error.png', `${base}/index.html#${h70}`, { width: 1280, height: 900 
 });
 await shot('does-not-fit.png', `${base}/index.html#preset=llama-3.1-70b&gpu=h100-80gb&seq=8192&tp=8&sp=1&pp=4&dp=2&attention=flash&recompute=none&micro_batch=4&theme=light`, { width: 1280, height: 900 });
 await shot('narrow-360.png', `${base}/index.html#${h70}`, { width: 360, height: 900 });
+// A torchtitan float8 run (the options open, each empty control naming torchtitan's default).
+await shot('torchtitan-float8.png', `${base}/index.html#preset=llama-3.1-8b&gpu=h100-80gb&seq=8192&micro_batch=2&dp=8&framework=torchtitan&float8=tensorwise&float8_all_gather=true&theme=light`,
+  { width: 1280, height: 1400 }, async (page) => { await page.evaluate(() => { document.getElementById('options').open = true; }); });
+// A pasted Megatron-LM argument list, in use.
+await shot('megatron-args.png', `${base}/index.html#preset=llama-3.1-8b&gpu=h100-80gb&theme=light`, { width: 1280, height: 1100 }, async (page) => {
+  await page.click('#launch summary');
+  await page.fill('#launch-text', '--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --micro-batch-size 2 --seq-length 4096 --bf16 --use-distributed-optimizer --recompute-activations');
+  await page.evaluate(() => { document.body.dataset.ready = '0'; });
+  await page.click('#use-launch');
+  await page.waitForSelector('body[data-ready="1"]');
+});
+// The advisor: 64 GPUs for Llama 3.1 70B, ranked layouts.
+await shot('advisor.png', `${base}/index.html#${h70}`, { width: 1280, height: 1400 }, async (page) => {
+  await page.fill('#advise-gpus', '64');
+  await page.fill('#advise-batch', '128');
+  await page.click('#advise-run');
+  await page.waitForSelector('#advise-panel[data-state="ok"]', { timeout: 60000 });
+  await page.evaluate(() => document.getElementById('advise-panel').scrollIntoView());
+});
 {
   const page = await browser.newPage({ viewport: { width: 800, height: 560 } });
   await page.goto(`${base}/docs-page.html`);
