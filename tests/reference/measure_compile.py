@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+# Purpose: measure which tensors torch.compile's partitioner saves for backward in one
+# torchtitan-style Llama block (issue 36), against the same block in eager mode.
+#
+# Usage (PyTorch 2.6 on the CPU, the Debian 13 root of ../shared/toolchain.md):
+#   chroot FOLDER python3 measure_compile.py > tests/reference/compile_saved.json
+#
+# Method: the block below follows torchtitan 9dec370 torchtitan/models/llama/model.py and
+# models/norms.py as they compute (RMSNorm in fp32 cast back, RoPE through complex64 freqs_cis,
+# repeat_kv, causal SDPA, SwiGLU w2(silu(w1 x) * w3 x)), written here, not copied. It runs once
+# eager and once under torch.compile(backend="aot_eager_decomp_partition"): AOTAutograd with
+# inductor's decompositions and its partitioner (min_cut_rematerialization_partition,
+# compiler="inductor", torch 2.6 torch/_dynamo/backends/debugging.py), so the saved set is the one
+# inductor's backward receives without needing a C++ compiler for inductor's CPU kernels. Every
+# tensor packed by saved_tensors_hooks is recorded once per storage; parameters and the
+# model-level freqs_cis are static and left out. activation_memory_budget (torch 2.6
+# torch/_functorch/config.py) is swept over 1.0 (the default), 0.5 and 0.0.
+import json
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
+
+
+def rope(xq, xk, freqs_cis):
+    q = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    k = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    fc = freqs_cis.view(1, q.shape[1], 1, q.shape[-1])
+    return (torch.view_as_real(q * fc).flatten(3).type_as(xq),
+            torch.view_as_real(k * fc).flatten(3).type_as(xk))
+
+
+def repeat_kv(x, n):
+    b, s, kv, d = x.shape
+    return x if n == 1 else x[:, :, :, None, :].expand(b, s, kv, n, d).reshape(b, s, kv * n, d)
+
+
+class Block(nn.Module):
+    def __init__(self, h, a, kv, f):
+        super().__init__()
+        self.a, self.kv, self.d = a, kv, h // a
+        self.wq = nn.Linear(h, a * self.d, bias=False)
+        self.wk = nn.Linear(h, kv * self.d, bias=False)
+        self.wv = nn.Linear(h, kv * self.d, bias=False)
+        self.wo = nn.Linear(a * self.d, h, bias=False)
+        self.w1 = nn.Linear(h, f, bias=False)
+        self.w2 = nn.Linear(f, h, bias=False)
+        self.w3 = nn.Linear(h, f, bias=False)
+        self.attention_norm = RMSNorm(h)
+        self.ffn_norm = RMSNorm(h)
+
+    def forward(self, x, freqs_cis):
+        b, s, _ = x.shape
+        y = self.attention_norm(x)
+        q = self.wq(y).view(b, s, -1, self.d)
+        k = self.wk(y).view(b, s, -1, self.d)
+        v = self.wv(y).view(b, s, -1, self.d)
+        q, k = rope(q, k, freqs_cis)
+        n = self.a // self.kv
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), repeat_kv(k, n).transpose(1, 2),
+                                           repeat_kv(v, n).transpose(1, 2), is_causal=True)
+        h = x + self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))
+        z = self.ffn_norm(h)
+        return h + self.w2(F.silu(self.w1(z)) * self.w3(z))
+
+
+def saved(fn, x, fc, static):
+    out = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in static and ptr not in out:
+            out[ptr] = {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                        "bytes": t.untyped_storage().nbytes()}
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = fn(x, fc)
+    y.sum().backward()  # the graph is complete
+    return sorted(out.values(), key=lambda r: (-r["bytes"], r["shape"]))
+
+
+def case(b, s, h, a, kv, f, budget):
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    torch._functorch.config.activation_memory_budget = budget
+    blk = Block(h, a, kv, f).to(torch.bfloat16)
+    x = torch.randn(b, s, h, dtype=torch.bfloat16, requires_grad=True)
+    d = h // a
+    freqs = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+    fc = torch.polar(torch.ones(s, d // 2), torch.outer(torch.arange(s).float(), freqs))
+    static = {p.untyped_storage().data_ptr() for p in blk.parameters()} | {fc.untyped_storage().data_ptr()}
+    compiled = saved(torch.compile(blk, backend="aot_eager_decomp_partition"), x, fc, static)
+    row = {"b": b, "s": s, "h": h, "a": a, "kv": kv, "f": f, "dtype": "bfloat16",
+           "activation_memory_budget": budget,
+           "compiled": compiled, "compiled_bytes": sum(t["bytes"] for t in compiled)}
+    if budget == 1.0:
+        eager = saved(blk, x, fc, static)
+        row["eager_bytes"] = sum(t["bytes"] for t in eager)
+    return row
+
+
+def main():
+    shapes = [(2, 64, 256, 4, 2, 512), (2, 64, 256, 4, 4, 512), (1, 128, 256, 8, 2, 1024),
+              (2, 32, 512, 8, 8, 384), (4, 64, 128, 2, 1, 256)]
+    rows = [case(*sh, budget) for sh in shapes for budget in (1.0, 0.5, 0.0)]
+    json.dump({"torch": torch.__version__, "backend": "aot_eager_decomp_partition",
+               "block": "torchtitan 9dec370 Llama TransformerBlock (own code, this script)",
+               "rows": rows}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
