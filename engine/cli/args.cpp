@@ -49,6 +49,8 @@ const char* const kUsage =
     "  --optimizer-dtype fp32|bf16|fp16 (AdamW/SGD states; bf16 when torch.optim runs on bf16\n"
     "  parameters without master weights)\n"
     "  --optimizer-impl auto|foreach|fused|for-loop (AdamW's step: its transient)\n"
+    "  --compile (torch.compile of each block: what inductor's partitioner saves; the pytorch\n"
+    "  profile, torchtitan's Llama block, tp 1, cp 1) --activation-memory-budget 1\n"
     "framework: --framework plain|megatron-lm|torchtitan|deepspeed|hf-trainer (documented\n"
     "  defaults for the keys you leave out; the answer lists them)\n"
     "  --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
@@ -150,6 +152,7 @@ const std::pair<const char*, const char*> kValued[] = {
     {"--moe-imbalance", "moe_imbalance"},
     {"--optimizer-dtype", "optimizer_dtype"},
     {"--optimizer-impl", "optimizer_impl"},
+    {"--activation-memory-budget", "activation_memory_budget"},
     {"--alloc-conf", "alloc_conf"},
     {"--cuda-context-bytes", "cuda_context_bytes"},
     {"--nccl-comm-bytes", "nccl_comm_bytes"},
@@ -187,7 +190,8 @@ const Boolean kBoolean[] = {{"--json", &Options::json, nullptr, true},
                             {"--offload", nullptr, "offload", true},
                             {"--mtp", nullptr, "mtp", true},
                             {"--no-master-weights", nullptr, "master_weights", false},
-                            {"--qlora", nullptr, "qlora", true}};
+                            {"--qlora", nullptr, "qlora", true},
+                            {"--compile", nullptr, "compile", true}};
 
 // Flags override files, aliases included: a flag's key replaces the file's other spellings of the
 // same setting, which would otherwise conflict with it (or, for dropout, win over it).

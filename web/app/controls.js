@@ -17,6 +17,8 @@ const OPTION_GROUPS = [
     { key: 'ddp_bucket_view', label: 'DDP bucket view', kind: 'flag', tip: 'DDP\'s gradient_as_bucket_view: false keeps its buckets as a second copy of every gradient. Default: true.' },
     { key: 'async_tp', label: 'async TP', kind: 'flag', tip: 'Asynchronous tensor parallelism (Megatron-LM tp-comm-overlap, torchtitan symmetric memory): its buffers are device overheads. Default: false.' },
     { key: 'optimizer_offload', label: 'ZeRO-Offload', kind: 'flag', tip: 'Optimizer states, fp32 parameters and gradients in host memory, the step on the CPU (ZeRO 2 or 3). Default: false.' },
+    { key: 'compile', label: 'torch.compile', kind: 'flag', tip: 'Each block compiled: what inductor\'s partitioner saves for backward, measured for torchtitan\'s Llama block (pytorch profile, flash, tp 1, cp 1, recompute none or full). Default: false.' },
+    { key: 'activation_memory_budget', label: 'compile memory budget', kind: 'number', tip: 'torch._functorch.config.activation_memory_budget: 1 is modelled; 0 is recompute full; values between are refused (the partitioner\'s knapsack). Default: 1.' },
     { key: 'loss', label: 'loss', kind: 'text', suggest: ['eager', 'chunked:8', 'compiled', 'fused'], tip: 'How the loss is computed: eager (fp32 logits), chunked:K, compiled, fused. Default: eager.' },
   ] },
   { legend: 'Precision', rows: [

@@ -185,6 +185,10 @@ Result<std::string> megatron_args(const ModelSpec& m, const TrainConfig& c) {
       return cannot(std::string("megatron: the ") + optimizer_name(c.optimizer) +
                     " optimizer has no Megatron-LM argument; allowed: adamw, sgd, sgd_momentum");
   }
+  if (c.compile)
+    return cannot(
+        "megatron: compile is torch.compile of torchtitan's block; Megatron-LM has no "
+        "argument for it");
   // Megatron-LM 0011998 megatron/core/optimizer/__init__.py l.13-19: TransformerEngine's or Apex's
   // FusedAdam; torch's foreach AdamW only where neither is installed, which no argument asks for.
   if (c.optimizer == Optimizer::kAdamW && c.optimizer_impl != OptimizerImpl::kFused &&

@@ -212,7 +212,8 @@ std::string toml_text(const ModelSpec& m, const TrainConfig& c, const std::strin
   t += "data_parallel_shard_degree = " + std::to_string(shard) + "\n";
   t += "tensor_parallel_degree = " + std::to_string(p.tp) + "\n";
   t += std::string("mixed_precision_param = ") + (bf16 ? "\"bfloat16\"" : "\"float32\"") + "\n";
-  t += "mixed_precision_reduce = \"float32\"\ncompile = false\n\n[experimental]\n";
+  t += std::string("mixed_precision_reduce = \"float32\"\ncompile = ") +
+       (c.compile ? "true" : "false") + "\n\n[experimental]\n";
   t += "context_parallel_degree = " + std::to_string(p.cp) + "\n";
   t += "pipeline_parallel_degree = " + std::to_string(p.pp) + "\n";
   if (p.pp > 1) {

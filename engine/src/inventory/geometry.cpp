@@ -18,6 +18,7 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
   g.lora = c.lora;
   g.float8 = c.float8;
   g.float8_all_gather = c.float8_all_gather;
+  g.compiled = c.compile;
   g.attn_dropout = attn_dropout > 0.0;
   g.hidden_dropout = hidden_dropout > 0.0;
   // cuDNN attention keeps what flash keeps (Q, K, V, O, fp32 softmax statistics), so every rule

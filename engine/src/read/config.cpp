@@ -73,7 +73,9 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "async_tp",
                                    "float8_all_gather",
                                    "fp8_amax_history",
-                                   "optimizer_impl"};
+                                   "optimizer_impl",
+                                   "compile",
+                                   "activation_memory_budget"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -154,6 +156,11 @@ std::optional<Error> ConfigReader::read_batch_and_precision() {
   ACTMEM_TRY(choice("optimizer", parse_optimizer, &c_.optimizer, optimizer_table().list()));
   ACTMEM_TRY(choice("optimizer_impl", parse_optimizer_impl, &c_.optimizer_impl,
                     optimizer_impl_table().list()));
+  ACTMEM_TRY(flag("compile", &c_.compile));
+  if (j_.contains("activation_memory_budget"))
+    ACTMEM_TRY(detail::read_double(j_["activation_memory_budget"],
+                                   "config.activation_memory_budget",
+                                   &c_.activation_memory_budget));
   return std::nullopt;
 }
 

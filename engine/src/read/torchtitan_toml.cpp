@@ -221,9 +221,6 @@ std::optional<Error> collect_values(const json& root, Values* values,
 // Keys torchtitan reads that change memory in ways actmem does not model: refused when set.
 std::optional<Error> refuse_unmodelled(Values& v) {
   const std::pair<const char*, const char*> unmodelled[] = {
-      {"training.compile",
-       "torch.compile's fused kernels save other tensors than eager autograd, which actmem "
-       "does not model"},
       {"experimental.enable_compiled_autograd", "compiled autograd is not modelled"},
       {"training.enable_cpu_offload",
        "FSDP2's CPU offload of parameters, gradients and optimizer states is not modelled"},
@@ -323,8 +320,8 @@ std::optional<Error> read_degrees(Values& v, Degrees* d, TorchtitanToml* out) {
         "not modelled (the loss is vocab-parallel); remove it");
   if (tp > 1 && v.flag("experimental.enable_async_tensor_parallel"))
     return bad(
-        "experimental.enable_async_tensor_parallel = true needs training.compile, which is not "
-        "modelled (torchtitan: 'Async TP requires --training.compile')");
+        "experimental.enable_async_tensor_parallel = true needs training.compile, which is "
+        "modelled at tp 1 only (torchtitan: 'Async TP requires --training.compile')");
   const std::string rotate = v.str("experimental.context_parallel_rotate_method", "allgather");
   if (rotate != "allgather")
     return bad("experimental.context_parallel_rotate_method " + detail::short_dump(json(rotate)) +
@@ -529,6 +526,9 @@ std::optional<Error> read_optimizer(Values& v, json& c) {
     return bad("optimizer.name " + detail::short_dump(json(opt)) + ": allowed: AdamW, Adam");
   c["optimizer"] = "adamw";
   c["optimizer_impl"] = v.flag("optimizer.fused") ? "fused" : "foreach";
+  // train.py / parallelize_llama.py apply_compile: each TransformerBlock under torch.compile
+  // (the engine's compile key says where its saved tensors are measured, and refuses the rest).
+  if (v.flag("training.compile")) c["compile"] = true;
   return std::nullopt;
 }
 

@@ -681,6 +681,67 @@ std::optional<Error> validate_optimizer_dtype(const ModelSpec&, const TrainConfi
   return std::nullopt;
 }
 
+// A layer kind compile's measured records hold (docs/validation.md 6.2): torchtitan's Llama block
+// (attention with RoPE, no biases, norms or sinks on q and k, full attention; a SwiGLU MLP).
+bool compiled_block(const LayerKind& k) {
+  return k.has_attention() && !k.is_mla() && k.has_ffn && !k.is_moe() &&
+         k.ffn == FfnType::kSwiglu && k.rope && !k.qkv_bias && !k.o_bias && !k.mlp_bias &&
+         !k.attn_sinks && !k.qk_norm && !k.qk_l2_norm && !k.attn_temperature && k.window == 0;
+}
+
+// torch.compile: the partitioner's saved tensors are measured for one block, one GPU's shapes
+// (tp 1, cp 1), at budget 1 (docs/validation.md 6.2); the rest is refused by field.
+std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) {
+  const double budget = c.activation_memory_budget;
+  if (!(budget >= 0.0 && budget <= 1.0))
+    return bad("config.activation_memory_budget", "must be between 0 and 1");
+  if (!c.compile) {
+    if (budget != 1.0)
+      return bad("config.activation_memory_budget", "read only with compile: true");
+    return std::nullopt;
+  }
+  if (budget == 0.0)
+    return bad("config.activation_memory_budget",
+               "0 saves each block's input only, what recompute: full keeps; use recompute full");
+  if (budget != 1.0)
+    return bad("config.activation_memory_budget",
+               "between 0 and 1 the partitioner's knapsack over its runtime estimates chooses "
+               "(docs/validation.md 6.2), which is not modelled; allowed: 1, or recompute full");
+  if (c.profile != Profile::kPytorch)
+    return bad("config.compile", std::string("the compiled block is measured for torchtitan's "
+                                             "model under the pytorch profile; profile is ") +
+                                     profile_name(c.profile));
+  for (std::size_t i = 0; i < m.kinds.size(); ++i)
+    if (!compiled_block(m.kinds[i]))
+      return bad("config.compile",
+                 "layer kind " + std::to_string(i) + " ('" + m.kinds[i].name +
+                     "') is not torchtitan's Llama block (RoPE attention without biases, sinks, "
+                     "q/k norms or windows, and a SwiGLU MLP), the block compile is measured on");
+  if (m.norm != NormType::kRmsNorm || m.sandwich_norm || m.gemma_norm ||
+      m.block != BlockLayout::kSequential || m.attn_softcap > 0)
+    return bad("config.compile",
+               "the compiled block is measured with RMSNorm before attention "
+               "and MLP (torchtitan's Llama)");
+  if (c.attention != Attention::kFlash)
+    return bad("config.compile", std::string("measured with SDPA's flash kernel; attention is ") +
+                                     attention_name(c.attention));
+  if (c.par.tp > 1 || c.par.cp > 1)
+    return bad("config.compile",
+               "measured on one GPU's block (tp 1, cp 1); the partitioner "
+               "under tensor or context parallelism is not measured");
+  if (c.recompute.kind != RecomputeKind::kNone && c.recompute.kind != RecomputeKind::kFull)
+    return bad("config.compile", "with recompute " + recompute_name(c.recompute) +
+                                     " the partitioner and the checkpointing policy decide "
+                                     "together, which is not measured; allowed: none, full");
+  if (c.float8 != Float8::kNone || c.lora.rank > 0)
+    return bad("config.compile", "float8 and LoRA linears under compile are not measured");
+  const double ad = c.attention_dropout >= 0 ? c.attention_dropout : m.attention_dropout;
+  const double hd = c.hidden_dropout >= 0 ? c.hidden_dropout : m.hidden_dropout;
+  if (ad != 0 || hd != 0)
+    return bad("config.compile", "measured without dropout (torchtitan's Llama has none)");
+  return std::nullopt;
+}
+
 // GPUs per node: which NCCL groups stay inside a node.
 std::optional<Error> validate_gpus_per_node(const ModelSpec&, const TrainConfig& c) {
   if (c.gpus_per_node == 0 || c.gpus_per_node > kMaxGpusPerNode)
@@ -817,6 +878,7 @@ constexpr Check kChecks[] = {validate_model,
                              validate_layer_split,
                              validate_fragmentation,
                              validate_optimizer_dtype,
+                             validate_compile,
                              validate_gpus_per_node,
                              validate_mtp,
                              validate_moe_imbalance,

@@ -202,6 +202,16 @@ const ConfigKey kConfigKeys[] = {{"accumulate_unsharded",
                                     w.field(k, dtype_name(c.optimizer_dtype));
                                   },
                                   false},
+                                 {"compile",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.compile);
+                                  },
+                                  false},
+                                 {"activation_memory_budget",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.activation_memory_budget);
+                                  },
+                                  false},
                                  {"optimizer_impl",
                                   [](JsonWriter& w, const char* k, const TrainConfig& c) {
                                     // AdamW's implementation as run (auto resolved); other

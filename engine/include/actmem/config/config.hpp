@@ -83,7 +83,11 @@ struct TrainConfig {
   // a master copy (torch/optim/adamw.py _init_group: zeros_like(p)).
   DType optimizer_dtype = DType::kFp32;
   OptimizerImpl optimizer_impl = OptimizerImpl::kAuto;  // AdamW only
-  double attention_dropout = -1.0;                      // < 0: take the model's default
+  // torch.compile of each block (torchtitan's apply_compile): what inductor's partitioner saves
+  // for backward (docs/validation.md 6.2), at torch._functorch.config.activation_memory_budget.
+  bool compile = false;
+  double activation_memory_budget = 1.0;
+  double attention_dropout = -1.0;  // < 0: take the model's default
   double hidden_dropout = -1.0;
   Attention attention = Attention::kEager;
   Profile profile = Profile::kMegatron;

@@ -104,6 +104,7 @@ struct LayerGeometry {
   bool hidden_dropout = false;
   bool flash = false;      // a fused kernel: flash, or cuDNN (which also sets cudnn)
   bool cudnn = false;      // SDPA's cuDNN backend under transformers (hf profile only)
+  bool compiled = false;   // config.compile: the partitioner's saved set (inventory/compiled.cpp)
   bool sdpa_math = false;  // only the pytorch/hf profiles distinguish it from eager
 };
 

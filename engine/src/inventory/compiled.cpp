@@ -1,0 +1,60 @@
+// The records of a compiled block (config.compile, the pytorch profile): what torch.compile's
+// partitioner saves for backward in torchtitan's Llama block at activation_memory_budget 1,
+// measured with inductor's partitioner on torch 2.6 over five shapes (tests/reference/
+// compile_saved.json, docs/validation.md 6.2). validate.cpp admits only the block it was measured
+// on (RoPE attention, SwiGLU, RMSNorm, flash attention, tp 1, cp 1, no dropout).
+#include "inventory/builder.hpp"
+
+namespace actmem::detail {
+
+namespace {
+
+constexpr const char* kCompiled =
+    "measured: inductor's partitioner (min_cut_rematerialization_partition, torch 2.6) on "
+    "torchtitan 9dec370's Llama block, tests/reference/compile_saved.json (docs/validation.md "
+    "6.2)";
+constexpr const char* kCompiledRng =
+    "the flash kernel's philox seed and offset, as eager's (docs/validation.md 4.2); the CPU "
+    "measurement has no CUDA RNG state";
+
+}  // namespace
+
+//   x [b, s, h] -> rmsnorm -> y -> wq, wk, wv -> RoPE -> q, k, v (repeat_kv) -> flash -> o -> wo
+//   h = x + wo(o) -> rmsnorm -> z -> w1, w3 -> w2(silu(gate) * up); out = h + w2(...)
+void build_compiled(const LayerGeometry& g, RecordBuilder& rb) {
+  const DType p = g.act;
+  const Dim tokens = g.s_rep;  // tp 1, cp 1: every token of the sequence
+  rb.add("ln1.in", {g.b, tokens, g.h}, p, "compiled backward (attention norm)",
+         "the block's input: the norm's backward and the residual read it", kCompiled);
+  rb.add("ln1.rstd", {g.b, tokens}, DType::kFp32, "compiled backward (attention norm)",
+         "rsqrt(mean(x^2) + eps) in fp32, the norm's backward reads it", kCompiled);
+  rb.add("attn.qkv_in", {g.b, tokens, g.h}, p, "q/k/v linear backward",
+         "weight gradient needs the input", kCompiled);
+  rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "flash attention backward",
+         "q after RoPE, as the kernel received it", kCompiled);
+  // repeat_kv copies k and v to every query head, except a single KV head, which it expands as
+  // a stride-0 view of that head (measured: kv = 1 keeps one head's bytes).
+  const Dim m = g.kv.value == 1 && g.a.value > 1 ? g.kv : g.a;
+  rb.add("attn.k", {g.b, m, g.s_tp, g.d}, p, "flash attention backward",
+         "k after RoPE and repeat_kv, as the kernel received it", kCompiled);
+  rb.add("attn.v", {g.b, m, g.s_tp, g.dv}, p, "flash attention backward",
+         "v after repeat_kv, as the kernel received it", kCompiled);
+  rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
+         "rebuilds P = exp(S - lse) without storing it", kCompiled);
+  rb.add("attn.rng_state", {Dim{"3", 3}}, DType::kInt64, "flash attention backward",
+         "philox seed/offset (16 B) and an unused slot (8 B)", kCompiledRng);
+  rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection and flash backward",
+         "the attention output: wo's weight gradient and the kernel's backward read it", kCompiled);
+  rb.add("ln2.in", {g.b, tokens, g.h}, p, "compiled backward (FFN norm)",
+         "the residual after attention, the FFN norm's input", kCompiled);
+  rb.add("ln2.rstd", {g.b, tokens}, DType::kFp32, "compiled backward (FFN norm)",
+         "rsqrt(mean(h^2) + eps) in fp32", kCompiled);
+  rb.add("mlp.fc1_in", {g.b, tokens, g.h}, p, "w1/w3 linear backward",
+         "weight gradient needs the input", kCompiled);
+  rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p, "silu backward", "w1's output", kCompiled);
+  rb.add("mlp.up", {g.b, g.s_tp, g.f}, p, "mul backward", "w3's output", kCompiled);
+  rb.add("mlp.fc2_in", {g.b, g.s_tp, g.f}, p, "w2 linear backward",
+         "silu(gate) * up: w2's weight gradient needs its input", kCompiled);
+}
+
+}  // namespace actmem::detail

@@ -1,0 +1,109 @@
+// config.compile against what inductor's partitioner saved in torchtitan's Llama block
+// (tests/reference/compile_saved.json, torch 2.6 on the CPU; docs/validation.md 6.2): every
+// measured shape at activation_memory_budget 1, record for record, and the refusals of what was
+// not measured.
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+
+using namespace actmem::test;
+
+namespace {
+
+json measured() {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/compile_saved.json");
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+// One layer of the row's shape, torchtitan's block (RoPE, SwiGLU, RMSNorm, no biases).
+json block_model(const json& row) {
+  return {{"hidden_size", row["h"]},          {"num_attention_heads", row["a"]},
+          {"num_key_value_heads", row["kv"]}, {"intermediate_size", row["f"]},
+          {"num_hidden_layers", 1},           {"vocab_size", 128},
+          {"max_position_embeddings", 4096}};
+}
+
+json compiled(const json& model, const json& row, json extra = json::object()) {
+  json c = {{"compile", true}, {"profile", "pytorch"}, {"attention", "flash"},
+            {"dtype", "bf16"}, {"dropout", 0},         {"micro_batch", row["b"]},
+            {"seq", row["s"]}, {"recompute", "none"}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) c[it.key()] = it.value();
+  return json{{"model", model}, {"config", c}};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "compile: every record of the compiled block equals a tensor inductor's partitioner saved "
+    "(compile_saved.json, five shapes at budget 1), the CUDA flash kernel's 24 B RNG state "
+    "beside them",
+    "[compile][reference]") {
+  int checked = 0;
+  const json ref = measured();
+  for (const json& row : ref["rows"]) {
+    if (row["activation_memory_budget"] != 1.0) continue;
+    INFO("b s h a kv f = " << row["b"] << " " << row["s"] << " " << row["h"] << " " << row["a"]
+                           << " " << row["kv"] << " " << row["f"]);
+    const json r = run(compiled(block_model(row), row));
+    std::vector<std::uint64_t> engine, saved;
+    for (const json& t : r["per_layer"]["all_tensors"])
+      if (t["name"] != "attn.rng_state")
+        engine.push_back(u(t["bytes"]));
+      else
+        CHECK(u(t["bytes"]) == 24);
+    for (const json& t : row["compiled"]) saved.push_back(u(t["bytes"]));
+    std::sort(engine.begin(), engine.end());
+    std::sort(saved.begin(), saved.end());
+    CHECK(engine == saved);
+    CHECK(u(r["per_layer"]["activation_bytes"]) == u(row["compiled_bytes"]) + 24);
+    ++checked;
+  }
+  CHECK(checked == 5);
+}
+
+TEST_CASE(
+    "compile with recompute full keeps each block's input, as without compile (budget 0's set)",
+    "[compile]") {
+  const json ref = measured();
+  const json row = ref["rows"][0];
+  const json with = run(compiled(block_model(row), row, {{"recompute", "full"}}));
+  json without = compiled(block_model(row), row, {{"recompute", "full"}});
+  without["config"]["compile"] = false;
+  CHECK(with["per_layer"]["activation_bytes"] == run(without)["per_layer"]["activation_bytes"]);
+  // Budget 0's measured set is that input alone.
+  for (const json& r : ref["rows"])
+    if (r["activation_memory_budget"] == 0.0)
+      CHECK(u(r["compiled_bytes"]) == u(r["b"]) * u(r["s"]) * u(r["h"]) * 2);
+}
+
+TEST_CASE("compile: what was not measured is refused by its field, saying why",
+          "[compile][errors]") {
+  const json row = measured()["rows"][0];
+  const json model = block_model(row);
+  auto err = [&](json extra) {
+    return actmem::evaluate_json(compiled(model, row, std::move(extra)))["error"];
+  };
+  CHECK(err({{"activation_memory_budget", 0.5}})["field"] == "config.activation_memory_budget");
+  CHECK(err({{"activation_memory_budget", 0}})["message"] ==
+        "config.activation_memory_budget: 0 saves each block's input only, what recompute: full "
+        "keeps; use recompute full");
+  CHECK(err({{"activation_memory_budget", 1.5}})["field"] == "config.activation_memory_budget");
+  CHECK(err({{"profile", "megatron"}})["field"] == "config.compile");
+  CHECK(err({{"attention", "eager"}})["field"] == "config.compile");
+  CHECK(err({{"tp", 2}})["field"] == "config.compile");
+  CHECK(err({{"recompute", "selective"}})["field"] == "config.compile");
+  CHECK(err({{"dropout", 0.1}})["field"] == "config.compile");
+  json gpt = compiled(model, row);
+  gpt["preset"] = "gpt2";
+  gpt.erase("model");
+  gpt["config"]["seq"] = 64;
+  CHECK(actmem::evaluate_json(gpt)["error"]["field"] == "config.compile");
+  json no_compile = compiled(model, row, {{"activation_memory_budget", 0.5}});
+  no_compile["config"]["compile"] = false;
+  CHECK(actmem::evaluate_json(no_compile)["error"]["message"] ==
+        "config.activation_memory_budget: read only with compile: true");
+}
