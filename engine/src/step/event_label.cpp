@@ -30,24 +30,6 @@ std::string event_label(const StepEvent& k) {
   return "?";
 }
 
-StepPhase phase_of(StepEvent::Kind k) {
-  switch (k) {
-    case StepEvent::kFwd:
-      return StepPhase::kForward;
-    case StepEvent::kLossFwd:
-    case StepEvent::kLossBwd:
-      return StepPhase::kLoss;
-    case StepEvent::kOptimizer:
-      return StepPhase::kOptimizer;
-    case StepEvent::kRecompute:
-    case StepEvent::kBwd:
-    case StepEvent::kBwdInput:
-    case StepEvent::kBwdWeight:
-      break;
-  }
-  return StepPhase::kBackward;
-}
-
 const char* phase_id(StepPhase p) {
   static const char* const kIds[kStepPhases] = {"forward", "loss", "backward", "optimizer_step"};
   return kIds[static_cast<std::size_t>(p)];

@@ -43,7 +43,20 @@ std::string event_label(const StepEvent& at);
 // input and weight parts) and the optimizer step.
 enum class StepPhase : std::uint8_t { kForward, kLoss, kBackward, kOptimizer };
 constexpr std::size_t kStepPhases = 4;
-StepPhase phase_of(StepEvent::Kind k);
+// Inline: the walker asks it at every event.
+inline StepPhase phase_of(StepEvent::Kind k) {
+  switch (k) {
+    case StepEvent::kFwd:
+      return StepPhase::kForward;
+    case StepEvent::kLossFwd:
+    case StepEvent::kLossBwd:
+      return StepPhase::kLoss;
+    case StepEvent::kOptimizer:
+      return StepPhase::kOptimizer;
+    default:  // R, B, I, W: recompute and the backward's parts
+      return StepPhase::kBackward;
+  }
+}
 const char* phase_id(StepPhase p);     // "forward", "loss", "backward", "optimizer_step"
 const char* phase_label(StepPhase p);  // "forward", "loss", "backward", "optimizer step"
 
