@@ -55,7 +55,8 @@ std::vector<Stage::Contributor> top_lines(const Stage& st) {
 
 // One stage of the per-stage view: the setup's layers, the policy's choices, the evaluation's
 // numbers.
-void set_stage(const RankSetup& rk, const StageEval& ev, const TrainConfig& c, Stage& st) {
+void set_stage(const RankSetup& rk, const StageEval& ev, const Evaluation::PhasePeaks& phases,
+               const TrainConfig& c, Stage& st) {
   st.index = rk.index;
   st.layers = rk.layers;
   st.chunk_sizes = rk.chunk_sizes;
@@ -75,7 +76,7 @@ void set_stage(const RankSetup& rk, const StageEval& ev, const TrainConfig& c, S
   st.peak_recompute = ev.at_peak.recompute;
   st.peak_transients = ev.at_peak.transients;
   st.peak_fragmentation = ev.fragmentation_bytes;
-  st.phases = phase_figures(ev);
+  st.phases = phase_figures(phases);
   st.peak_phase = phase_of(ev.peak_at.kind);
   st.peak_top = top_lines(st);
 }
@@ -84,10 +85,11 @@ void set_stage(const RankSetup& rk, const StageEval& ev, const TrainConfig& c, S
 // view, fits) on an estimate whose setup is built (make_setup made the costs for this policy).
 std::optional<Error> apply_recompute(Estimate& e) {
   const TrainConfig& c = e.config;
+  e.eval.phases = true;  // the answer names each phase's peak
   if (auto err = evaluate(e, c.recompute, &e.eval)) return *err;
   e.stages.resize(e.ranks.size());
   for (std::size_t i = 0; i < e.ranks.size(); ++i)
-    set_stage(e.ranks[i], e.eval.stages[i], c, e.stages[i]);
+    set_stage(e.ranks[i], e.eval.stages[i], e.eval.phase_peaks[i], c, e.stages[i]);
   e.worst_stage = e.eval.worst;
   e.recompute_overhead_pct = e.eval.recompute_overhead_pct;
   if (e.has_gpu) {

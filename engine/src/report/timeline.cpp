@@ -90,6 +90,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
     if (recorded(rank)) recorders[rank] = &lists.back();
   }
   Evaluation ev;
+  ev.phases = true;  // each stage's phases are in the answer
   if (auto err = detail::walk_step(e, e.config.recompute, recorders.data(), !per_op, &ev))
     return *err;
   const std::vector<Transient> named = events_all ? named_transients(e) : std::vector<Transient>{};
@@ -104,7 +105,7 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
     out.at_peak = TimelineEvent{out.peak_at, st.at_peak.live, st.at_peak.activations,
                                 st.at_peak.recompute, st.at_peak.transients};
     out.peak_phase = phase_of(st.peak_at.kind);
-    out.phases = phase_figures(st);
+    out.phases = phase_figures(ev.phase_peaks[rank]);
     out.host_peak_bytes = st.host_peak_bytes;
     out.pcie_bytes = st.pcie_bytes;
     out.transients = named;
@@ -116,12 +117,11 @@ Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_
   return tl;
 }
 
-std::vector<PhaseFigure> phase_figures(const StageEval& ev) {
+std::vector<PhaseFigure> phase_figures(const Evaluation::PhasePeaks& peaks) {
   std::vector<PhaseFigure> out;
   for (std::size_t i = 0; i < kStepPhases; ++i)
-    if (ev.phases[i].seen)
-      out.push_back(
-          {static_cast<StepPhase>(i), ev.phases[i].peak_bytes, event_label(ev.phases[i].at)});
+    if (peaks[i].seen)
+      out.push_back({static_cast<StepPhase>(i), peaks[i].peak_bytes, event_label(peaks[i].at)});
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include "setup/optimizer_step.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "actmem/config/framework.hpp"
 #include "actmem/config/sharding.hpp"
@@ -42,8 +43,8 @@ std::uint64_t largest_tensor(const Setup& e, const RankSetup& rk,
 //   fused: _fused_adamw_ updates in place (multi_tensor_apply), no tensor;
 //   for-loop: _single_tensor_adam's denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt) holds
 //     the sqrt and the quotient of one tensor at once.
-Bytes adamw_bytes(const TrainConfig& c, const StaticMemory& st, std::uint64_t largest,
-                  Checked& ck) {
+Bytes adamw_bytes(const TrainConfig& c, const StaticMemory& st,
+                  const std::function<std::uint64_t()>& largest, Checked& ck) {
   switch (effective_optimizer_impl(c)) {
     case OptimizerImpl::kAuto:  // effective_optimizer_impl resolves it
     case OptimizerImpl::kForeach:
@@ -51,7 +52,7 @@ Bytes adamw_bytes(const TrainConfig& c, const StaticMemory& st, std::uint64_t la
     case OptimizerImpl::kFused:
       return 0;
     case OptimizerImpl::kForLoop:
-      return ck.mul(ck.mul(largest, dtype_bytes(c.optimizer_dtype), "timeline.optimizer_step"), 2,
+      return ck.mul(ck.mul(largest(), dtype_bytes(c.optimizer_dtype), "timeline.optimizer_step"), 2,
                     "timeline.optimizer_step");
   }
   return 0;
@@ -96,11 +97,13 @@ void set_optimizer_step(Setup& e, const std::vector<ParamRecord>& embed,
     if (c.optimizer == Optimizer::kSgd || c.optimizer == Optimizer::kSgdMomentum ||
         c.optimizer_offload)
       continue;
-    const std::uint64_t largest = largest_tensor(e, rk, embed, head);
+    // The largest tensor only where a step reads it (a walk over the rank's layers: the advisor
+    // builds thousands of setups).
+    auto largest = [&] { return largest_tensor(e, rk, embed, head); };
     if (c.optimizer != Optimizer::kAdamW) {
       // 8-bit Adam and Adafactor compute their update in fp32 temporaries of one tensor at a
       // time (bitsandbytes' dequantized blocks, Adafactor's factored update).
-      rk.opt_temp = ck.mul(largest, 4, "timeline.optimizer_step");
+      rk.opt_temp = ck.mul(largest(), 4, "timeline.optimizer_step");
     } else {
       const std::uint64_t elems = rk.stat.optimizer_bytes / 2 / dtype_bytes(c.optimizer_dtype);
       rk.opt_temp = ck.add(adamw_bytes(c, rk.stat, largest, ck), wrapper_bytes(c, elems, ck),

@@ -27,7 +27,9 @@ struct State {
   bool seen = false;
   StepEvent peak_key;
   LiveBytes peak_live;
-  std::array<PhasePeak, kStepPhases> phases{};  // peak_bytes without the allowance until finish
+  // Each phase's highest event, written into the stage's answer (peak_bytes without the
+  // allowance until finish); null when the caller does not ask for phases.
+  PhasePeak* phases = nullptr;
 
   Bytes add(Bytes a, Bytes b) { return ck->add(a, b, kPeakField); }
 
@@ -41,9 +43,11 @@ struct State {
       peak_key = k;
       peak_live = LiveBytes{live, a, r, trans};
     }
-    PhasePeak& ph = phases[static_cast<std::size_t>(phase_of(k.kind))];
-    if (!ph.seen || live > ph.peak_bytes)
-      ph = PhasePeak{true, live, k, LiveBytes{live, a, r, trans}};
+    if (phases) {
+      PhasePeak& ph = phases[static_cast<std::size_t>(phase_of(k.kind))];
+      if (!ph.seen || live > ph.peak_bytes)
+        ph = PhasePeak{true, live, k, LiveBytes{live, a, r, trans}};
+    }
     if (rec) rec->event(k, LiveBytes{live, a, r, trans});
   }
 };
@@ -169,6 +173,7 @@ class RankWalk {
     summarize_chunks();
     st_.ck = &ck_;
     st_.rec = rec_;
+    st_.phases = sc_.phase_out;
     st_.stat = rk_.stat.total_bytes;
     fl_.per_chunk = sc_.per_chunk.data();
     fl_.best_per_chunk = sc_.best_per_chunk.data();
@@ -536,11 +541,10 @@ void RankWalk::finish(StageEval* out) {
   o.peak_bytes = ck_.add(st_.peak, o.fragmentation_bytes, kPeakField);
   o.peak_at = st_.peak_key;
   o.at_peak = st_.peak_live;
-  for (std::size_t i = 0; i < kStepPhases; ++i) {
-    o.phases[i] = st_.phases[i];
+  for (std::size_t i = 0; st_.phases && i < kStepPhases; ++i) {
     const Bytes live = st_.phases[i].peak_bytes;
     // The same allowance as the peak's, so the highest phase's figure is peak_bytes exactly.
-    o.phases[i].peak_bytes = ck_.add(
+    st_.phases[i].peak_bytes = ck_.add(
         live, static_cast<Bytes>(static_cast<double>(live) * s_.config.fragmentation_pct / 100.0),
         kPeakField);
   }
@@ -647,6 +651,7 @@ std::optional<Error> walk_step(const Setup& s, const Recompute& r, Recorder* con
   const Schedule sched = effective_schedule(s.config);
   // (The split schedules, DualPipe's included, place their W ops differently on each rank.)
   const bool prune = e.worst_only && !recorders && !is_split_backward(sched);
+  if (e.phases) e.phase_peaks.assign(s.ranks.size(), Evaluation::PhasePeaks{});
   auto interior = [&](const RankSetup& rk) {
     return rk.embed_chunk == RankSetup::kNoChunk && rk.head_chunk == RankSetup::kNoChunk;
   };
@@ -672,6 +677,7 @@ std::optional<Error> walk_step(const Setup& s, const Recompute& r, Recorder* con
         }
       }
     }
+    sc.phase_out = e.phases ? e.phase_peaks[rank].data() : nullptr;
     walk_rank(s, rank, sc, ck, recorders ? recorders[rank] : nullptr, layer_events,
               &e.stages[rank]);
     if (e.stages[rank].peak_bytes > e.stages[e.worst].peak_bytes) e.worst = rank;

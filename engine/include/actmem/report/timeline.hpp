@@ -38,7 +38,7 @@ struct PhaseFigure {
   std::string at;
 };
 // The phases the rank ran, in step order (forward, loss, backward, optimizer step).
-std::vector<PhaseFigure> phase_figures(const StageEval& ev);
+std::vector<PhaseFigure> phase_figures(const Evaluation::PhasePeaks& peaks);
 
 struct StageTimeline {
   std::uint64_t stage = 0;

@@ -91,7 +91,6 @@ struct StageEval {
   Bytes fragmentation_bytes = 0;
   StepEvent peak_at;
   LiveBytes at_peak;
-  std::array<PhasePeak, kStepPhases> phases;  // by StepPhase; the peak is the highest of them
   Bytes host_peak_bytes = 0;  // offloaded activations resident in host memory at most
   Bytes pcie_bytes = 0;       // offload traffic per step (out and back)
 };
@@ -110,6 +109,12 @@ struct Evaluation {
   // With worst_only: once a rank's peak passes this, no further rank is walked, and the worst
   // stage is that rank (a caller that only asks "does it fit under this?" learns "no").
   Bytes stop_above = kMaxBytes;
+  // Keep each phase's highest event: the reports ask for it (estimate, timeline); the searches
+  // (plan, fit, advise) do not, and skip its cost per event. phase_peaks[stage][StepPhase] then
+  // holds them (the stage's peak is the highest), beside `stages`.
+  bool phases = false;
+  using PhasePeaks = std::array<PhasePeak, kStepPhases>;
+  std::vector<PhasePeaks> phase_peaks;
 
   // Scratch the walk reuses between calls (per global layer, per chunk): no allocation once grown.
   struct Scratch {
@@ -150,6 +155,7 @@ struct Evaluation {
     std::vector<SplitOps> split;
     std::size_t split_next = 0;       // the entry the next new key replaces
     std::vector<SplitOp> split_list;  // a recorded walk's whole op list
+    PhasePeak* phase_out = nullptr;   // the walked rank's phase_peaks entry, or null
   } scratch;
 };
 
