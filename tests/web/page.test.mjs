@@ -431,7 +431,7 @@ test('bad values in the options show the engine\'s message beside the field, the
   const before = await page.textContent('#verdict');
   const cases = [
     ['#opt-dp_replicate', '3', 'config.dp_replicate'],
-    ['#opt-lora_targets', 'q_proj,zz_proj', 'config.lora_targets'],
+    ['#opt-grad_bucket_bytes', '-5', 'config.grad_bucket_bytes'],
     ['#opt-alloc_conf', 'bogus:1', 'config.alloc_conf'],
     ['#opt-moe_imbalance', '-2', 'config.moe_imbalance'],
     ['#opt-loss', 'chunked:1', 'config.loss'],
@@ -441,7 +441,7 @@ test('bad values in the options show the engine\'s message beside the field, the
     const text = await page.textContent(`[data-err="${field}"]`);
     assert.ok(text.startsWith(field), `${sel}=${value}: ${text}`);
     // The engine's own message for the request the page sent (the form's fields and this option).
-    const option = sel === '#opt-lora_targets' ? value.split(',') : sel === '#opt-moe_imbalance' || sel === '#opt-dp_replicate' ? Number(value) : value;
+    const option = ['#opt-moe_imbalance', '#opt-dp_replicate', '#opt-grad_bucket_bytes'].includes(sel) ? Number(value) : value;
     const config = { ...formBase, seq: 4096, dp: 8, gpu: 'h100-80gb', [field.slice(7)]: option };
     assert.equal(text, nativeRequest({ preset: 'llama-3.1-8b', config }).error.message);
     assert.equal(await page.textContent('#verdict'), before);
@@ -449,6 +449,21 @@ test('bad values in the options show the engine\'s message beside the field, the
     await settle(page, () => page.fill(sel, ''));
     assert.equal(await page.getAttribute('#results', 'data-stale'), '0');
   }
+  await page.close();
+});
+
+test('options that apply only beside another setting are disabled with the reason until it is set', async () => {
+  const { page, errors } = await open('preset=llama-3.1-8b&gpu=h100-80gb&seq=4096&profile=hf');
+  await page.click('#options summary');
+  assert.equal(await page.isDisabled('#opt-lora_targets'), true);
+  assert.match(await page.$eval('#opt-lora_targets', (c) => c.closest('label').dataset.tip), /Not now: applies with a LoRA rank/);
+  assert.equal(await page.isDisabled('#opt-float8_all_gather'), true);
+  await settle(page, () => page.fill('#opt-lora_rank', '8'));
+  assert.equal(await page.isDisabled('#opt-lora_targets'), false);
+  assert.doesNotMatch(await page.$eval('#opt-lora_targets', (c) => c.closest('label').dataset.tip), /Not now/);
+  await settle(page, () => page.selectOption('#opt-float8', 'tensorwise'));
+  assert.equal(await page.isDisabled('#opt-float8_all_gather'), false);
+  assert.deepEqual(errors, []);
   await page.close();
 });
 

@@ -73,6 +73,7 @@ function buildOptions(lists) {
     const grid = el('div', null, 'grid');
     for (const r of g.rows) {
       const label = tip(el('label', r.label + (r.unit ? ' (' + r.unit + ')' : '') + ' '), r.tip);
+      OPTION_TIPS[r.key] = r.tip;
       let c;
       if (r.kind === 'choice' || r.kind === 'flag') {
         c = el('select');
@@ -109,6 +110,34 @@ function buildOptions(lists) {
   host.appendChild(not);
 }
 
+// Controls that apply only beside another setting: empty, they are disabled with the reason (a
+// value given stays enabled and is sent, for the engine to refuse by its field if it must).
+const val = (id) => ($(id) ? $(id).value.trim() : '');
+const APPLIES = {
+  float8_all_gather: [() => val(optionId('float8')) === 'tensorwise', 'applies to tensorwise float8 under ZeRO 3 (FSDP)'],
+  fp8_amax_history: [() => val(optionId('float8')) === 'delayed', 'applies to float8 delayed (TransformerEngine)'],
+  lora_targets: [() => val(optionId('lora_rank')) !== '', 'applies with a LoRA rank'],
+  lora_dropout: [() => val(optionId('lora_rank')) !== '', 'applies with a LoRA rank'],
+  lora_dtype: [() => val(optionId('lora_rank')) !== '', 'applies with a LoRA rank'],
+  qlora: [() => val(optionId('lora_rank')) !== '', 'applies with a LoRA rank'],
+  activation_memory_budget: [() => val(optionId('compile')) === 'true', 'applies with torch.compile'],
+  custom_keep: [() => val('recompute') === 'custom', 'applies with recompute custom'],
+  optimizer_impl: [() => val('optimizer') === '' || val('optimizer') === 'adamw', 'applies to AdamW'],
+};
+function applyApplicability() {
+  for (const [key, [applies, why]] of Object.entries(APPLIES)) {
+    const c = $(optionId(key));
+    if (!c) continue;
+    const off = !applies() && c.value.trim() === '';
+    c.disabled = off;
+    const label = c.closest('label');
+    label.dataset.why = off ? why : '';
+    if (off) tip(label, OPTION_TIPS[key] + ' Not now: ' + why + '.');
+    else tip(label, OPTION_TIPS[key]);
+  }
+}
+const OPTION_TIPS = {};
+
 // The options given, as the engine reads them (empty controls are left to the defaults).
 function readOptions(config) {
   let n = 0;
@@ -136,8 +165,9 @@ function showOptionDefaults(est) {
     const why = filled.has(r.key) ? used.framework + ': ' : 'default: ';
     if (c.tagName === 'SELECT') c.options[0].textContent = why + text;
     else c.placeholder = why + text;
-    tip(c.closest('label'), r.tip + (filled.has(r.key) ? ' Now ' + text + ', from ' + filled.get(r.key).source : ''));
+    OPTION_TIPS[r.key] = r.tip + (filled.has(r.key) ? ' Now ' + text + ', from ' + filled.get(r.key).source : '');
   }
+  applyApplicability();
 }
 
 // The form's selects and fields a framework has defaults for: emptied when a framework is chosen
@@ -178,6 +208,7 @@ function readOptionsHash(p) {
     any = any || v !== '';
   }
   if (any) $('options').open = true;
+  applyApplicability();
   const fw = p.get('framework');
   if (fw && fw !== 'plain') clearForFramework(p);
 }

@@ -196,6 +196,7 @@ function wireForm() {
     if (id === 'model-json' || id === 'example' || id === 'model-file' || id === 'preset-search' || id === 'launch-text' || id === 'launch-kind') return;
     if (id === 'preset') { state.customModelText = null; state.currentExample = null; $('example').value = ''; showModelChoice(); }
     if (id === optionId('framework') && e.target.value !== '' && e.target.value !== 'plain') clearForFramework(null);
+    applyApplicability();
     const typing = e.target.tagName === 'INPUT' && e.target.type !== 'checkbox';
     schedule(typing ? 25 : 0);
   });

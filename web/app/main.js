@@ -44,6 +44,7 @@ function boot(list) {
   fillSelect('profile', opt.profiles, 'megatron');
   fillSelect('schedule', opt.schedules, '1f1b');
   buildOptions(opt);
+  applyApplicability();
   const dl = $('recompute-list');
   for (const r of opt.recompute) if (!/[A-Z]/.test(r) && r !== 'custom') dl.appendChild(el('option')).value = r;
   $('preset').value = DEFAULT_PRESET;
