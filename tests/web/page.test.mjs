@@ -561,6 +561,16 @@ test('Find a layout: the engine\'s ranked layouts, one applied with one click fi
   const native5 = JSON.parse(execFileSync(cli, ['advise', '--preset', 'llama-3.1-8b', '--gpu', 'h100-80gb', '--seq', '8192', '--attention', 'flash', '--num-gpus', '8', '--global-batch', '64', '--limit', '5', '--json'], { encoding: 'utf8' }));
   const changes = await page.$$eval('#advise-table button.apply', (bs) => bs.map((b) => JSON.parse(b.dataset.change)));
   assert.deepEqual(changes, native5.layouts.map((l) => l.config));
+  // A layout's launch config in one click: the engine's emit of the form's request with that
+  // layout, as the CLI answers it (here a zero-bubble layout, which Megatron-LM cannot launch:
+  // the engine's refusal is what the note shows).
+  await page.click('#advise-table button.copy-layout');
+  await page.waitForSelector('#launch-note:not(:empty)');
+  const layout = { ...changes[0] };
+  if (Array.isArray(layout.layer_split) && layout.layer_split.length === 0) delete layout.layer_split;
+  const emitted = nativeRequest({ preset: 'llama-3.1-8b', emit: 'megatron', config: { ...formBase, seq: 8192, gpu: 'h100-80gb', ...layout } });
+  if (emitted.ok) assert.equal(await page.inputValue('#launch-text'), emitted.text);
+  else assert.equal(await page.textContent('#launch-note'), emitted.error.message);
   await settle(page, () => page.click('#advise-table button.apply'));
   assert.match(await page.textContent('#verdict'), /^Fits: .* on 8 GPUs\.$/);
   assert.equal(await page.inputValue('#tp'), String(changes[0].tp));

@@ -29,6 +29,23 @@ function copyLaunch(kind) {
   });
 }
 
+// A ranked layout's launch config: torchtitan's TOML under framework torchtitan, else Megatron-LM's
+// arguments, for the form's request with the layout's keys.
+function copyLayoutLaunch(layout) {
+  const form = readForm();
+  const req = { ...form, command: 'estimate', config: { ...form.config, ...layout } };
+  delete req.stages;
+  for (const k of ['layer_split']) if (Array.isArray(req.config[k]) && req.config[k].length === 0) delete req.config[k];
+  req.emit = req.config.framework === 'torchtitan' ? 'torchtitan' : 'megatron';
+  $('launch').open = true;
+  state.exportsPending.set(send('export', req), async (ans) => {
+    if (!ans.ok) { $('launch-note').textContent = ans.error.message; return; }
+    $('launch-kind').value = req.emit === 'torchtitan' ? 'torchtitan_toml' : 'megatron_args';
+    $('launch-text').value = ans.text;
+    try { await navigator.clipboard.writeText(ans.text); $('launch-note').textContent = 'Copied the layout\'s launch config (also in the box).'; } catch (e) { $('launch-note').textContent = 'The layout\'s launch config is in the box.'; }
+  });
+}
+
 function wireLaunch() {
   $('use-launch').addEventListener('click', () => {
     clearErrors();

@@ -83,6 +83,11 @@ function onAdvise(m) {
     b.dataset.change = JSON.stringify(l.config);
     b.addEventListener('click', () => applyChange(Object.assign({ layer_split: [], offload: false }, l.config)));
     td.appendChild(b);
+    // The layout's launch config (the engine's emit of the form's request with this layout).
+    const c = el('button', 'Copy launch config', 'copy-layout');
+    c.type = 'button';
+    c.addEventListener('click', () => copyLayoutLaunch(l.config));
+    td.appendChild(c);
     tr.appendChild(td);
     tb.appendChild(tr);
   });
