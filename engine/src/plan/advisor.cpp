@@ -98,8 +98,7 @@ SearchFacts search_facts(const ModelSpec& m, const Setup& base_setup, const GpuS
   // torchtitan (9dec370) runs what its layout implies: the advisor sets it per layout.
   f.titan = base.framework == Framework::kTorchtitan;
   f.launcher = req.launcher != PolicyFamily::kAny || f.titan;
-  for (const FrameworkDefault& d : base.framework_filled)
-    f.dtype_filled |= std::string(d.key) == "dtype";
+  f.dtype_filled = framework_filled(base, "dtype");
   // The policies: none, selective, full, and each with its kept bytes offloaded to host memory
   // when the GPU's FLOPs and host link give the copies a time (offload.hpp). torchtitan's
   // activation_checkpoint modes instead: none, its op list, full.

@@ -671,10 +671,8 @@ std::optional<Error> validate_optimizer_dtype(const ModelSpec&, const TrainConfi
                    ", which keeps its own state format; allowed: fp32 (the default)");
   // optimizer_impl names torch.optim.AdamW's implementations; another optimizer's step does
   // not read it (a framework's default for it is not the user's).
-  bool filled = false;
-  for (const FrameworkDefault& d : c.framework_filled)
-    filled = filled || std::string(d.key) == "optimizer_impl";
-  if (c.optimizer_impl != OptimizerImpl::kAuto && c.optimizer != Optimizer::kAdamW && !filled)
+  if (c.optimizer_impl != OptimizerImpl::kAuto && c.optimizer != Optimizer::kAdamW &&
+      !framework_filled(c, "optimizer_impl"))
     return bad("config.optimizer_impl", std::string("'") + optimizer_impl_name(c.optimizer_impl) +
                                             "' is read only with optimizer adamw; optimizer is " +
                                             optimizer_name(c.optimizer));

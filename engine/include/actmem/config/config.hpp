@@ -154,6 +154,13 @@ inline Schedule effective_schedule(const TrainConfig& c) {
 // schedule's steady state: p for 1F1B and ZB-H1, 2p for the interleaved schedule (Megatron-LM
 // runs all-forward-then-backward when m == p), ZB-V, DualPipeV and DualPipe (the least DualPipe
 // and DualPipeV accept). The one definition every caller uses.
+// Whether the framework filled `key` (its default, not the user's value).
+inline bool framework_filled(const TrainConfig& c, const char* key) {
+  for (const FrameworkDefault& d : c.framework_filled)
+    if (std::string(d.key) == key) return true;
+  return false;
+}
+
 inline std::uint64_t default_micro_batches(const TrainConfig& c) {
   if (c.grad_accum != 0) return c.grad_accum;
   return c.par.vpp > 1 || c.schedule == Schedule::kDualPipe ? 2 * c.par.pp : c.par.pp;

@@ -30,6 +30,8 @@ std::optional<Error> stack_llama4(const json& j, const std::string&, ModelSpec* 
   return read_llama4(j, m);
 }
 
+// num_local_experts first: DeepSeek-V3 refuses the rest (DeepseekV3Config.attribute_map reads
+// num_local_experts as n_routed_experts), DeepSeek-V2 all.
 const char* const kDeepseekRefused[] = {"num_local_experts",
                                         "num_experts",
                                         "capacity_factor",
@@ -43,19 +45,6 @@ const char* const kDeepseekRefused[] = {"num_local_experts",
                                         "sandwich_norm",
                                         "gemma_norm",
                                         nullptr};
-// DeepseekV3Config reads num_local_experts as n_routed_experts (its attribute_map).
-const char* const kDeepseekV3Refused[] = {"num_experts",
-                                          "capacity_factor",
-                                          "num_shared_experts",
-                                          "shared_expert_intermediate_size",
-                                          "decoder_sparse_step",
-                                          "mlp_only_layers",
-                                          "layer_kinds",
-                                          "layer_stack",
-                                          "qk_norm",
-                                          "sandwich_norm",
-                                          "gemma_norm",
-                                          nullptr};
 const char* const kDeepseekWhy =
     " (n_routed_experts, n_shared_experts and first_k_dense_replace describe its experts and "
     "stack)";
@@ -102,7 +91,7 @@ std::vector<Family> make_families() {
   // In the order the messages list them.
   t.push_back(deepseek("deepseek_v2"));
   f = deepseek("deepseek_v3");
-  f.refused_keys = kDeepseekV3Refused;
+  f.refused_keys = kDeepseekRefused + 1;  // all but num_local_experts
   f.quant_method = "fp8";
   f.quant_warning = kFp8Warning;
   t.push_back(f);
