@@ -9,12 +9,14 @@
 #include "actmem/json_io.hpp"
 #include "actmem/names/names.hpp"
 #include "actmem/plan/advisor.hpp"
+#include "actmem/plan/data.hpp"
 #include "actmem/plan/planner.hpp"
 #include "actmem/read/presets.hpp"
 #include "actmem/report/timeline.hpp"
 #include "actmem/report/view.hpp"
 #include "actmem/setup/policy.hpp"
 #include "api/request.hpp"
+#include "read/data_read.hpp"
 #include "read/json_read.hpp"
 
 namespace actmem::api {
@@ -423,6 +425,23 @@ Result<json> answer_timeline(Request& r, const json& req, std::string*, const st
   return out;
 }
 
+// data: sequence lengths batched as the run batches them (data.hpp), judged on the GPU. The
+// config's seq, when given, is the length sequences are cut to (the tokenizer's max_length).
+Result<json> answer_data(Request& r, const json& req, std::string*, const std::string_view*) {
+  ACTMEM_TRY(need_gpu(r));
+  if (!req.contains("data"))
+    return make_error("missing_key", "data",
+                      "data: give {\"lengths\": [...] or a lengths file's text, \"batching\": "
+                      "\"padded\"|\"padding_free\"|\"token_budget\"}");
+  auto d = detail::read_data_spec(req["data"]);
+  if (!d.ok()) return d.error();
+  if (r.config_json.is_object() && r.config_json.contains("seq"))
+    d.value().truncate_to = r.config.seq;
+  auto a = data_peaks(r.model, r.config, r.gpu, d.value());
+  if (!a.ok()) return a.error();
+  return with_warnings(data_to_json(a.value()), r.warnings);
+}
+
 }  // namespace
 
 const CommandSpec kCommands[] = {{Command::kEstimate, "estimate", true, answer_estimate},
@@ -434,6 +453,7 @@ const CommandSpec kCommands[] = {{Command::kEstimate, "estimate", true, answer_e
                                  {Command::kView, "view", true, answer_view},
                                  {Command::kCompare, "compare", false, answer_compare},
                                  {Command::kAdvise, "advise", true, answer_advise},
+                                 {Command::kData, "data", true, answer_data},
                                  {Command::kPresets, "presets", true, nullptr}};
 const std::size_t kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]);
 

@@ -21,9 +21,9 @@ using nlohmann::json;
 namespace {
 
 const char* const kRequestKeys[] = {
-    "command", "preset", "model",   "model_text",    "config",         "gpu",
-    "sweep",   "events", "summary", "example",       "compact_events", "stages",
-    "stats",   "advise", "emit",    "megatron_args", "torchtitan_toml"};
+    "command", "preset", "model",   "model_text",    "config",          "gpu",
+    "sweep",   "events", "summary", "example",       "compact_events",  "stages",
+    "stats",   "advise", "emit",    "megatron_args", "torchtitan_toml", "data"};
 
 constexpr unsigned bit(Command c) {
   return 1u << static_cast<unsigned>(c);
@@ -43,6 +43,7 @@ const OnlyFor kOnlyFor[] = {
     {"summary", bit(Command::kEstimate)},
     {"stats", bit(Command::kCompare)},
     {"advise", bit(Command::kAdvise)},
+    {"data", bit(Command::kData)},
     {"emit", bit(Command::kEstimate) | bit(Command::kPlan) | bit(Command::kAdvise)},
     // A worked example fixes the micro-batch, sequence and policy that fit, plan and sweep
     // choose themselves (its values would go unused).

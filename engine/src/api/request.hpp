@@ -29,6 +29,7 @@ enum class Command : std::uint8_t {
   kView,
   kCompare,
   kAdvise,
+  kData,
   kPresets
 };
 

@@ -3,9 +3,11 @@
 
 #include "actmem/device/device.hpp"
 #include "actmem/step/offload.hpp"
+#include "plan/fit_search.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -102,6 +104,53 @@ std::string pattern_string(const std::vector<LayerChoice>& v) {
 
 }  // namespace
 
+// The largest x in [1, hi] whose config (`set` writes x into it) fits: searched on the tensor
+// peak against the budget (each x simulated once, exact integer comparisons deciding, doubles
+// only aiming the first probe), then settled on the device figure from there outwards (both
+// grow with the size searched).
+std::uint64_t largest_fitting(const ModelSpec& m, const TrainConfig& norm, const GpuSpec& gpu,
+                              Bytes budget, std::uint64_t hi,
+                              const std::function<void(TrainConfig&, std::uint64_t)>& set,
+                              std::uint64_t* probes, std::uint64_t* device_probes) {
+  Evaluation ev;  // its scratch is reused by every probe
+  const double cap = static_cast<double>(budget);
+  std::map<std::uint64_t, Result<Bytes>> seen;
+  auto peak = [&](std::uint64_t x) -> const Result<Bytes>& {
+    auto it = seen.find(x);
+    if (it != seen.end()) return it->second;
+    TrainConfig t = norm;
+    set(t, x);
+    return seen.emplace(x, peak_of(m, t, &ev)).first->second;
+  };
+  auto fits = [&](std::uint64_t x) {
+    const Result<Bytes>& p = peak(x);
+    return p.ok() && p.value() <= budget;
+  };
+  auto approx = [&](std::uint64_t x) {
+    const Result<Bytes>& p = peak(x);
+    return p.ok() ? static_cast<double>(p.value()) : -1.0;
+  };
+  const std::uint64_t guess = fits(1) ? largest(hi, aim(hi, cap, approx), fits) : 1;
+  *probes += seen.size();
+  std::map<std::uint64_t, bool> dev;
+  auto device_fits = [&](std::uint64_t x) {
+    auto it = dev.find(x);
+    if (it != dev.end()) return it->second;
+    TrainConfig t = norm;
+    set(t, x);
+    bool ok = false;
+    auto s = make_setup(m, t);
+    if (s.ok()) {
+      auto d = device_memory(s.value(), &gpu, nullptr, false);
+      ok = d.ok() && d.value().fits;
+    }
+    return dev.emplace(x, ok).first->second;
+  };
+  const std::uint64_t best = largest(hi, guess, device_fits);
+  *device_probes += dev.size();
+  return best;
+}
+
 Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu) {
   FitResult f;
   auto base = make_setup(m, c);  // validates the config as given
@@ -114,47 +163,8 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& g
   f.overhead_bytes = device_overhead_bytes(base.value(), &gpu);
   const Bytes budget = f.capacity > f.overhead_bytes ? f.capacity - f.overhead_bytes : 0;
   f.budget = budget;
-  Evaluation ev;  // its scratch is reused by every probe
-  const double cap = static_cast<double>(budget);
-  // The largest x in [1, hi] whose config (`set` writes x into it) fits the budget: each x
-  // simulated once, exact integer comparisons deciding, doubles only aiming the first probe.
   auto search = [&](std::uint64_t hi, auto set) {
-    std::map<std::uint64_t, Result<Bytes>> seen;
-    auto peak = [&](std::uint64_t x) -> const Result<Bytes>& {
-      auto it = seen.find(x);
-      if (it != seen.end()) return it->second;
-      TrainConfig t = norm;
-      set(t, x);
-      return seen.emplace(x, peak_of(m, t, &ev)).first->second;
-    };
-    auto fits = [&](std::uint64_t x) {
-      const Result<Bytes>& p = peak(x);
-      return p.ok() && p.value() <= budget;
-    };
-    auto approx = [&](std::uint64_t x) {
-      const Result<Bytes>& p = peak(x);
-      return p.ok() ? static_cast<double>(p.value()) : -1.0;
-    };
-    const std::uint64_t guess = fits(1) ? largest(hi, aim(hi, cap, approx), fits) : 1;
-    f.probes += seen.size();
-    // The device figure from the tensor answer outwards (both grow with the size searched).
-    std::map<std::uint64_t, bool> dev;
-    auto device_fits = [&](std::uint64_t x) {
-      auto it = dev.find(x);
-      if (it != dev.end()) return it->second;
-      TrainConfig t = norm;
-      set(t, x);
-      bool ok = false;
-      auto s = make_setup(m, t);
-      if (s.ok()) {
-        auto d = device_memory(s.value(), &gpu, nullptr, false);
-        ok = d.ok() && d.value().fits;
-      }
-      return dev.emplace(x, ok).first->second;
-    };
-    const std::uint64_t best = largest(hi, guess, device_fits);
-    f.device_probes += dev.size();
-    return best;
+    return largest_fitting(m, norm, gpu, budget, hi, set, &f.probes, &f.device_probes);
   };
   f.micro_batch_limit = kMaxFitMicroBatch;
   f.max_micro_batch =
