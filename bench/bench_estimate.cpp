@@ -320,4 +320,45 @@ BENCHMARK(BM_Advise405B)->Arg(1)->Arg(5)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
+// The data command over a JSONL text of 100,000 lengths (issue 37's goal: under 100 ms native),
+// padded (arg 0) and verl's token budget (arg 1), through the JSON entry point as the CLI sends it;
+// `x_fit` is its time over one fit request for the same config timed in the same run (the data
+// answer searches the longest row that fits as fit searches the sequence).
+void BM_Data100k(benchmark::State& state) {
+  std::string text;
+  std::uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 100000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64: lengths 64..16383, a long tail
+    const std::uint64_t len = x % 8 == 0 ? 4096 + x % 12288 : 64 + (x >> 8) % 4032;
+    text += std::to_string(len) + "\n";
+  }
+  const nlohmann::json config = {
+      {"micro_batch", 4}, {"attention", "flash"}, {"recompute", "full"}, {"dp", 8},
+      {"zero", 3},        {"micro_batches", 4},   {"gpu", "h100-80gb"}};
+  nlohmann::json data = {{"lengths", text}};
+  if (state.range(0) == 1)
+    data = {{"lengths", text},
+            {"batching", "token_budget"},
+            {"max_tokens", 16384},
+            {"step_sequences", 1000}};
+  const nlohmann::json req = {
+      {"command", "data"}, {"preset", "qwen2.5-7b"}, {"config", config}, {"data", data}};
+  const nlohmann::json fit = {{"command", "fit"}, {"preset", "qwen2.5-7b"}, {"config", config}};
+  double data_s = 0, fit_s = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = actmem::evaluate_json(req);
+    auto t1 = std::chrono::steady_clock::now();
+    auto f = actmem::evaluate_json(fit);
+    auto t2 = std::chrono::steady_clock::now();
+    if (!r.value("ok", false) || !f.value("ok", false)) state.SkipWithError("request failed");
+    benchmark::DoNotOptimize(r);
+    data_s += std::chrono::duration<double>(t1 - t0).count();
+    fit_s += std::chrono::duration<double>(t2 - t1).count();
+  }
+  state.counters["data_ms"] = 1e3 * data_s / static_cast<double>(state.iterations());
+  state.counters["x_fit"] = data_s / fit_s;
+}
+BENCHMARK(BM_Data100k)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 BENCHMARK_MAIN();

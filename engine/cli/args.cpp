@@ -31,6 +31,13 @@ const char* const kUsage =
 
     "  advise     layouts (tp, sp, pp, vpp, cp, dp, ep, ZeRO, micro-batch, schedule, recompute)\n"
     "             that fit the GPU, ranked: --num-gpus N|MIN:MAX --global-batch B [--limit K]\n"
+    "  data       sequence lengths batched as the run batches them: the worst micro-batch, how\n"
+    "             many micro-batches and steps pass the GPU, the longest row that fits:\n"
+    "             --lengths FILE (JSONL: an integer, or {\"length\": n} or {\"input_ids\": [...]}\n"
+    "             per line; or a JSON array) --batching padded|padding_free|token_budget\n"
+    "             --pad-to-multiple-of N --max-tokens N --step-sequences N\n"
+    "             --iteration-sequences N (token_budget: verl's dynamic batch size); --seq\n"
+    "             cuts longer sequences\n"
     "  presets    list model, GPU and worked-example presets\n"
     "model:   --preset ID | --model FILE (our JSON or a Hugging Face config.json)\n"
     "config:  --config FILE, then flags override it:\n"
@@ -220,6 +227,7 @@ class ArgParser {
   bool boolean(std::string* err);
   bool valued(std::string* err);
   bool advise(std::string* err);
+  bool data(std::string* err);
   bool request_key(std::string* err);
   bool model_or_config(std::string* err);
   bool list(std::string* err);
@@ -280,10 +288,11 @@ std::string ArgParser::read_command() {
   }
   if (o_.command != "estimate" && o_.command != "explain" && o_.command != "presets" &&
       o_.command != "timeline" && o_.command != "fit" && o_.command != "plan" &&
-      o_.command != "sweep" && o_.command != "compare" && o_.command != "advise")
+      o_.command != "sweep" && o_.command != "compare" && o_.command != "advise" &&
+      o_.command != "data")
     return "command: " + shown(o_.command) +
            " is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, compare, "
-           "advise, presets";
+           "advise, data, presets";
   return "";
 }
 
@@ -296,8 +305,8 @@ std::string ArgParser::read_flag() {
   inline_value_ = eq_ != std::string::npos;
   missing_.clear();
   std::string err;
-  if (boolean(&err) || valued(&err) || advise(&err) || request_key(&err) || model_or_config(&err) ||
-      list(&err) || budget(&err))
+  if (boolean(&err) || valued(&err) || advise(&err) || data(&err) || request_key(&err) ||
+      model_or_config(&err) || list(&err) || budget(&err))
     return err;
   if (prev_boolean_ && !argv_[i_].empty() && argv_[i_][0] != '-')
     return std::string(prev_boolean_) + ": takes no value, got " + shown(argv_[i_]) + "; give " +
@@ -312,7 +321,8 @@ std::string ArgParser::read_flag() {
          "--schedule --gpu --gpu-memory --budget --json --csv --megatron-args "
          "--torchtitan-toml "
          "--emit "
-         "(advise: --num-gpus --global-batch --limit)";
+         "(advise: --num-gpus --global-batch --limit; data: --lengths --batching "
+         "--pad-to-multiple-of --max-tokens --step-sequences --iteration-sequences)";
 }
 
 bool ArgParser::boolean(std::string* err) {
@@ -367,6 +377,38 @@ bool ArgParser::advise(std::string* err) {
     *err = a_ + ": given twice; give it once";
   else
     o_.request["advise"][key] = number_or_string(v);  // a range stays text ("8:64")
+  return true;
+}
+
+// data's lengths file (its text, read here: the engine does no I/O) and how they are batched.
+bool ArgParser::data(std::string* err) {
+  static const std::pair<const char*, const char*> kData[] = {
+      {"--lengths", "lengths"},
+      {"--batching", "batching"},
+      {"--pad-to-multiple-of", "pad_to_multiple_of"},
+      {"--max-tokens", "max_tokens"},
+      {"--step-sequences", "step_sequences"},
+      {"--iteration-sequences", "iteration_sequences"}};
+  const char* key = nullptr;
+  for (const auto& [flag, k] : kData)
+    if (a_ == flag) key = k;
+  if (!key) return false;
+  std::string v;
+  if (o_.command != "data")
+    *err = a_ + ": read only by the data command";
+  else if (!value(&v))
+    *err = a_ + ": needs a value" + missing_;
+  else if (o_.request.contains("data") && o_.request["data"].contains(key))
+    *err = a_ + ": given twice; give it once";
+  else if (std::string(key) != "lengths")
+    o_.request["data"][key] = number_or_string(v);
+  else if (std::string text; !read_file(v, &text))
+    *err = "--lengths: cannot read " + shown(v);
+  else if (text.size() > kMaxJsonTextBytes)
+    *err = "--lengths: " + shown(v) + " is larger than the " + std::to_string(kMaxJsonTextBytes) +
+           " bytes read (docs/reliability.md)";
+  else
+    o_.request["data"]["lengths"] = std::move(text);
   return true;
 }
 

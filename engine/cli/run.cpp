@@ -181,6 +181,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     out << render_compare(r);
   } else if (opt.command == "advise") {
     out << render_advice(r) << render_warnings(r);
+  } else if (opt.command == "data") {
+    out << render_data(r) << render_warnings(r);
   } else {
     out << render_estimate(r);
   }

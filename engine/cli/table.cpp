@@ -414,6 +414,47 @@ std::string pct_text(double x) {
 }
 }  // namespace
 
+// data: the lengths, the worst and median micro-batch, the limits and what passes them.
+std::string render_data(const json& r) {
+  std::ostringstream o;
+  auto shape = [&](const json& s) {
+    std::ostringstream t;
+    t << u(s["rows"]) << " x " << u(s["seq"]) << " tokens (" << u(s["sequences"]) << " sequences, "
+      << commas(u(s["tokens"])) << " real tokens; step " << u(s["step"]) << ", rank "
+      << u(s["rank"]) << "): peak " << format_bytes(u(s["peak_bytes"])) << ", device "
+      << format_bytes(u(s["device_total_bytes"]))
+      << (s["fits"].get<bool>() ? ", fits" : ", does NOT fit");
+    return t.str();
+  };
+  o << commas(u(r["sequences"])) << " sequences, " << commas(u(r["tokens"])) << " tokens, longest "
+    << u(r["longest"]) << "; batching " << text(r["batching"]) << ": "
+    << commas(u(r["micro_batches"])) << " micro-batches in " << commas(u(r["steps"]))
+    << " steps (up to " << u(r["micro_batches_per_step"]) << " per rank and step)\n";
+  o << "padding: " << commas(u(r["padding_tokens"])) << " tokens; micro-batch tokens min "
+    << commas(u(r["shape_tokens"]["min"])) << ", median " << commas(u(r["shape_tokens"]["median"]))
+    << ", max " << commas(u(r["shape_tokens"]["max"])) << "\n";
+  o << "worst micro-batch:  " << shape(r["worst"]) << "\n";
+  o << "median micro-batch: " << shape(r["median"]) << "\n";
+  for (const json& l : r["limits"])
+    o << "longest row that fits with " << u(l["rows"]) << (u(l["rows"]) == 1 ? " row" : " rows")
+      << ": " << (u(l["max_seq"]) == 0 ? std::string("none") : commas(u(l["max_seq"])) + " tokens")
+      << (l["at_limit"].get<bool>() ? " (the search's bound: longer may fit)" : "") << "\n";
+  o << "past the GPU: " << commas(u(r["over"]["micro_batches"])) << " of "
+    << commas(u(r["micro_batches"])) << " micro-batches, " << commas(u(r["over"]["steps"]))
+    << " of " << commas(u(r["steps"])) << " steps";
+  if (r["over"]["shuffled_step_share"].is_number())
+    o << "; with the order shuffled, "
+      << pct_text(100 * r["over"]["shuffled_step_share"].get<double>()) << " of steps";
+  o << "\n";
+  if (r.contains("fitting_max_tokens"))
+    o << "max_tokens whose partition of this data fits every micro-batch: "
+      << (u(r["fitting_max_tokens"]) == 0 ? std::string("none found")
+                                          : commas(u(r["fitting_max_tokens"])))
+      << "\n";
+  for (const json& n : r["notes"]) o << "note: " << text(n) << "\n";
+  return o.str();
+}
+
 std::string render_plan(const json& r) {
   std::ostringstream o;
   char pct[32];

@@ -185,25 +185,37 @@ class DataSearch {
   DataAnswer& a_;
 };
 
-// verl's budget whose partition of this data keeps every micro-batch within the limit: the
-// limit itself, then scaled down by limit / worst part, at most eight tries.
-void fitting_budget(const DataSpec& d, const TrainConfig& norm, DataAnswer* a) {
+// A verl budget whose partition of this data keeps every micro-batch within the limit: the
+// limit scaled down by the overshoot the configured budget's partition showed (its largest part
+// over the budget), then by each try's own overshoot, at most four tries, each checked by
+// partitioning the data with it. Not proven the largest: the partition is not monotone in the
+// budget.
+void fitting_budget(const DataSpec& d, const TrainConfig& norm, const std::vector<DataBatch>& bs,
+                    DataAnswer* a) {
   const std::uint64_t limit = a->limits.empty() ? 0 : a->limits.front().seq;
-  std::uint64_t budget = limit;
-  for (int tries = 0; tries < 8 && budget > 0; ++tries) {
-    DataSpec t = d;
+  auto largest = [](const std::vector<DataBatch>& v) {
+    std::uint64_t w = 0;
+    for (const DataBatch& b : v) w = std::max(w, b.seq);
+    return w;
+  };
+  auto scaled = [](std::uint64_t x, std::uint64_t num, std::uint64_t den) {
+    return static_cast<std::uint64_t>(static_cast<double>(x) * static_cast<double>(num) /
+                                      static_cast<double>(den));
+  };
+  std::uint64_t worst = largest(bs);
+  std::uint64_t budget =
+      std::min(limit, scaled(limit, d.max_tokens, std::max(worst, d.max_tokens)));
+  DataSpec t = d;
+  for (int tries = 0; tries < 4 && budget > 0; ++tries) {
     t.max_tokens = budget;
-    auto bs = data_batches(t, norm);
-    if (!bs.ok()) return;  // a rank short of sequences: no budget this low works
-    std::uint64_t worst = 0;
-    for (const DataBatch& b : bs.value()) worst = std::max(worst, b.seq);
+    auto next = data_batches(t, norm);
+    if (!next.ok()) return;  // below the longest sequence, or a rank short of sequences
+    worst = largest(next.value());
     if (worst <= limit) {
       a->fitting_max_tokens = budget;
       return;
     }
-    const std::uint64_t scaled = static_cast<std::uint64_t>(
-        static_cast<double>(budget) * static_cast<double>(limit) / static_cast<double>(worst));
-    budget = std::min(budget - 1, scaled);
+    budget = std::min(budget - 1, scaled(budget, limit, worst));
   }
 }
 
@@ -247,7 +259,7 @@ Result<DataAnswer> data_peaks(const ModelSpec& m, const TrainConfig& c, const Gp
       a.shuffled_step_share = shuffled_share(
           a.sequences, over, norm.micro_batch * default_micro_batches(norm) * norm.par.dp);
   }
-  if (d.batching == Batching::kTokenBudget) fitting_budget(d, norm, &a);
+  if (d.batching == Batching::kTokenBudget) fitting_budget(d, norm, bs, &a);
   if (a.truncated)
     a.notes.push_back(std::to_string(a.truncated) + " sequences cut to config.seq " +
                       std::to_string(d.truncate_to) + " tokens (the tokenizer's max_length)");

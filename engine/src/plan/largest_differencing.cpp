@@ -9,7 +9,8 @@
 //  - states live in a binary heap with Python's heapq sift rules; the two first popped merge
 //    (the first's i-th part takes the second's (k-1-i)-th) until one state is left.
 // Empty parts are kept implicit (they sort last and never differ), so a state of one sequence
-// costs one part, not k.
+// costs one part, not k; a part's items are a linked list, so a merge costs O(parts), not
+// O(items).
 #include <algorithm>
 #include <utility>
 
@@ -21,33 +22,35 @@ namespace {
 
 __extension__ typedef unsigned __int128 Wide;
 
+// A part's items are a list threaded through `next` (one slot per sequence): merging two parts
+// links them in O(1), in the order Python appends them.
 struct Part {
   Wide sum = 0;
-  std::vector<std::pair<std::uint64_t, Wide>> items;  // (index, workload), as appended
+  std::uint64_t count = 0, head = 0, tail = 0;
 };
 
-// Python's Set.__lt__: sum, then item count, then the item lists (tuples compare in order).
+// Python's Set.__lt__: sum, then item count, then the item lists. Two parts compared never share
+// a sequence, so their first (index, workload) items already differ, in the index.
 bool part_less(const Part& a, const Part& b) {
   if (a.sum != b.sum) return a.sum < b.sum;
-  if (a.items.size() != b.items.size()) return a.items.size() < b.items.size();
-  return a.items < b.items;
+  if (a.count != b.count) return a.count < b.count;
+  return a.head < b.head;
 }
 
 struct State {
   std::vector<Part> parts;  // the non-empty parts, largest first; k - size() empty ones follow
-  Wide spread(std::uint64_t k) const {
-    return parts.front().sum - (parts.size() == k ? parts.back().sum : 0);
-  }
+  Wide spread = 0;          // the largest part less the smallest (an empty one counts 0)
 };
 
 class Partitioner {
  public:
-  explicit Partitioner(std::uint64_t k) : k_(k) {}
+  Partitioner(std::uint64_t k, std::uint64_t n) : k_(k), next_(n, kEnd) {}
+
+  static constexpr std::uint64_t kEnd = ~std::uint64_t{0};
 
   // State.__lt__: the larger spread first, then the larger largest part.
   bool less(const State& a, const State& b) const {
-    const Wide sa = a.spread(k_), sb = b.spread(k_);
-    if (sa != sb) return sa > sb;
+    if (a.spread != b.spread) return a.spread > b.spread;
     return part_less(b.parts.front(), a.parts.front());
   }
 
@@ -71,27 +74,40 @@ class Partitioner {
   std::size_t size() const { return heap_.size(); }
 
   // State.merge: part i takes the other's part k-1-i, then the parts are sorted again.
-  void merge(State* into, State&& other) const {
+  void merge(State* into, State&& other) {
     const std::uint64_t a = into->parts.size(), b = other.parts.size();
-    std::vector<Part> out;
-    out.reserve(std::min<std::uint64_t>(k_, a + b));
+    scratch_.clear();
     for (std::uint64_t i = 0; i < k_; ++i) {
       const bool mine = i < a, theirs = k_ - 1 - i < b;
       if (!mine && !theirs) {
         i = std::max(i, k_ - b) - 1;  // skip the empty parts on both sides
         continue;
       }
-      Part p = mine ? std::move(into->parts[i]) : Part{};
-      if (theirs) {
-        Part& o = other.parts[k_ - 1 - i];
+      Part p = mine ? into->parts[i] : other.parts[k_ - 1 - i];
+      if (mine && theirs) {
+        const Part& o = other.parts[k_ - 1 - i];
+        next_[p.tail] = o.head;
+        p.tail = o.tail;
         p.sum += o.sum;
-        p.items.insert(p.items.end(), o.items.begin(), o.items.end());
+        p.count += o.count;
       }
-      out.push_back(std::move(p));
+      scratch_.push_back(p);
     }
-    std::stable_sort(out.begin(), out.end(),
-                     [](const Part& x, const Part& y) { return part_less(y, x); });
-    into->parts = std::move(out);
+    // The parts are distinct (part_less is a strict total order): no stability needed.
+    std::sort(scratch_.begin(), scratch_.end(),
+              [](const Part& x, const Part& y) { return part_less(y, x); });
+    into->parts.swap(scratch_);
+    into->spread =
+        into->parts.front().sum - (into->parts.size() == k_ ? into->parts.back().sum : 0);
+  }
+
+  // A part's sequence indices, sorted (_check_and_sort_partitions).
+  std::vector<std::uint64_t> indices(const Part& p) const {
+    std::vector<std::uint64_t> idx;
+    idx.reserve(p.count);
+    for (std::uint64_t i = p.head; i != kEnd; i = next_[i]) idx.push_back(i);
+    std::sort(idx.begin(), idx.end());
+    return idx;
   }
 
  private:
@@ -119,7 +135,9 @@ class Partitioner {
   }
 
   std::uint64_t k_;
+  std::vector<std::uint64_t> next_;  // each sequence's successor in its part, or kEnd
   std::vector<State> heap_;
+  std::vector<Part> scratch_;
 };
 
 }  // namespace
@@ -133,10 +151,11 @@ std::vector<std::vector<std::uint64_t>> largest_differencing(
     sorted.emplace_back(24576 * len + len * len, i);
   }
   std::sort(sorted.begin(), sorted.end());
-  Partitioner h(k);
+  Partitioner h(k, lengths.size());
   for (const auto& [w, i] : sorted) {
     State s;
-    s.parts.push_back(Part{w, {{i, w}}});
+    s.parts.push_back(Part{w, 1, i, i});
+    s.spread = k == 1 ? 0 : w;
     h.push(std::move(s));
   }
   while (h.size() > 1) {
@@ -147,12 +166,7 @@ std::vector<std::vector<std::uint64_t>> largest_differencing(
   }
   std::vector<std::vector<std::uint64_t>> out;
   if (h.size() == 0) return out;
-  for (const Part& p : h.pop().parts) {
-    std::vector<std::uint64_t> idx;
-    for (const auto& it : p.items) idx.push_back(it.first);
-    std::sort(idx.begin(), idx.end());  // _check_and_sort_partitions
-    out.push_back(std::move(idx));
-  }
+  for (const Part& p : h.pop().parts) out.push_back(h.indices(p));
   return out;
 }
 
