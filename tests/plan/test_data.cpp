@@ -109,7 +109,7 @@ TEST_CASE(
 
 TEST_CASE(
     "data token_budget: k = min(n, ceil(tokens / max_tokens)) per rank, the ranks' largest "
-    "(verl rearrange_micro_batches, all_reduce MAX); iterations chunked across ranks",
+    "(verl rearrange_micro_batches, all_reduce MAX), iterations chunked across ranks",
     "[data]") {
   TrainConfig c;
   c.par.dp = 2;
