@@ -64,6 +64,8 @@ const char* const kUsage =
     "  --dp-replicate R (hybrid sharding: R replicas, each sharding over dp/R ranks)\n"
     "  --reshard-after-forward true|false --accumulate-unsharded true|false (FSDP, zero 3)\n"
     "  --loss eager|chunked:K|compiled|fused (PyTorch's loss as run: kept tensors, buffers)\n"
+    "  --loss logprob|logprob_torch[+entropy[:eager|chunked|checkpoint]] (verl's RL actor:\n"
+    "  log-probabilities, entropy, PPO's clipped loss) --response-len R (its response tokens)\n"
     "  --optimizer-offload true|false (ZeRO-Offload, zero 2/3: optimizer on the host)\n"
     "  --lora-rank R --lora-targets q_proj,v_proj,... --lora-dropout P --lora-dtype fp32|bf16\n"
     "  --qlora (LoRA as peft runs it; QLoRA's NF4 base weights)\n"
@@ -176,6 +178,7 @@ const std::pair<const char*, const char*> kValued[] = {
     {"--reshard-after-forward", "reshard_after_forward"},
     {"--accumulate-unsharded", "accumulate_unsharded"},
     {"--loss", "loss"},
+    {"--response-len", "response_len"},
     {"--optimizer-offload", "optimizer_offload"},
     {"--lora-rank", "lora_rank"},
     {"--lora-dropout", "lora_dropout"},

@@ -19,7 +19,8 @@ const OPTION_GROUPS = [
     { key: 'optimizer_offload', label: 'ZeRO-Offload', kind: 'flag', tip: 'Optimizer states, fp32 parameters and gradients in host memory, the step on the CPU (ZeRO 2 or 3). Default: false.' },
     { key: 'compile', label: 'torch.compile', kind: 'flag', tip: 'Each block compiled: what inductor\'s partitioner saves for backward, measured for torchtitan\'s Llama block (pytorch profile, flash, tp 1, cp 1, recompute none or full). Default: false.' },
     { key: 'activation_memory_budget', label: 'compile memory budget', kind: 'number', tip: 'torch._functorch.config.activation_memory_budget: 1 is modelled; 0 is recompute full; values between are refused (the partitioner\'s knapsack). Default: 1.' },
-    { key: 'loss', label: 'loss', kind: 'text', suggest: ['eager', 'chunked:8', 'compiled', 'fused'], tip: 'How the loss is computed: eager (fp32 logits), chunked:K, compiled, fused. Default: eager.' },
+    { key: 'loss', label: 'loss', kind: 'text', suggest: ['eager', 'chunked:8', 'compiled', 'fused', 'logprob', 'logprob+entropy', 'logprob_torch'], tip: 'How the loss is computed: eager (fp32 logits), chunked:K, compiled, fused; or verl\'s RL actor: logprob (flash-attn cross entropy), logprob_torch (its torch fallback), each with +entropy (compiled) or +entropy:eager|chunked|checkpoint. Default: eager.' },
+    { key: 'response_len', label: 'response tokens', kind: 'int', unit: 'tokens', tip: 'With an RL loss (logprob): the response tokens per sequence PPO\'s policy loss runs over (verl pads responses to response_length). Default: the whole sequence.' },
   ] },
   { legend: 'Precision', rows: [
     { key: 'param_dtype', label: 'parameters', kind: 'choice', list: 'dtypes', tip: 'The parameters\' dtype. Default: bf16.' },
@@ -123,6 +124,7 @@ const APPLIES = {
   activation_memory_budget: [() => val(optionId('compile')) === 'true', 'applies with torch.compile'],
   custom_keep: [() => val('recompute') === 'custom', 'applies with recompute custom'],
   optimizer_impl: [() => val('optimizer') === '' || val('optimizer') === 'adamw', 'applies to AdamW'],
+  response_len: [() => val(optionId('loss')).startsWith('logprob'), 'applies with an RL loss (logprob)'],
 };
 function applyApplicability() {
   for (const [key, [applies, why]] of Object.entries(APPLIES)) {

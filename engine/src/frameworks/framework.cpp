@@ -27,6 +27,35 @@ bool torchtitan_fsdp(const Parallel& p) {
   return dp_shard > 1 || p.cp > 1;
 }
 
+namespace {
+
+const char* const kEntropyNames[] = {"none", "compiled", "eager", "chunked", "checkpoint"};
+
+// "logprob[_torch][+entropy[:MODE]]".
+bool parse_rl_loss(const std::string& s, Loss* out) {
+  const std::size_t plus = s.find('+');
+  const std::string base = s.substr(0, plus);
+  if (base != "logprob" && base != "logprob_torch") return false;
+  Loss l{base == "logprob" ? LossImpl::kLogprob : LossImpl::kLogprobTorch, 1, Entropy::kNone};
+  if (plus != std::string::npos) {
+    const std::string rest = s.substr(plus + 1);
+    if (rest == "entropy") {
+      l.entropy = Entropy::kCompiled;
+    } else if (rest.rfind("entropy:", 0) == 0) {
+      bool found = false;
+      for (int i = 1; i < 5; ++i)
+        if (rest.substr(8) == kEntropyNames[i]) l.entropy = static_cast<Entropy>(i), found = true;
+      if (!found) return false;
+    } else {
+      return false;
+    }
+  }
+  *out = l;
+  return true;
+}
+
+}  // namespace
+
 std::string loss_name(const Loss& l) {
   switch (l.impl) {
     case LossImpl::kEager:
@@ -37,6 +66,14 @@ std::string loss_name(const Loss& l) {
       return "compiled";
     case LossImpl::kFused:
       return "fused";
+    case LossImpl::kLogprob:
+    case LossImpl::kLogprobTorch: {
+      std::string n = l.impl == LossImpl::kLogprob ? "logprob" : "logprob_torch";
+      if (l.entropy == Entropy::kCompiled) n += "+entropy";
+      if (l.entropy != Entropy::kNone && l.entropy != Entropy::kCompiled)
+        n += std::string("+entropy:") + kEntropyNames[static_cast<int>(l.entropy)];
+      return n;
+    }
   }
   return "?";
 }
@@ -49,6 +86,7 @@ bool parse_loss(const std::string& s, Loss* out) {
                 1};
     return true;
   }
+  if (s.rfind("logprob", 0) == 0) return parse_rl_loss(s, out);
   if (s.rfind("chunked:", 0) != 0 || s.size() == 8 || s.size() > 8 + 7) return false;
   std::uint64_t k = 0;
   for (std::size_t i = 8; i < s.size(); ++i) {
@@ -61,7 +99,8 @@ bool parse_loss(const std::string& s, Loss* out) {
 }
 
 const char* loss_names() {
-  return "eager, chunked:K (2 <= K <= 1048576), compiled, fused";
+  return "eager, chunked:K (2 <= K <= 1048576), compiled, fused, logprob, logprob_torch (each "
+         "optionally +entropy or +entropy:compiled|eager|chunked|checkpoint)";
 }
 
 namespace {

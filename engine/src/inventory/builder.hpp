@@ -108,4 +108,8 @@ void add_op_outputs(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
 void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile p, RecordBuilder& in,
                      RecordBuilder& out);
 
+// The output layer's records under an RL policy loss (rl_loss.cpp): logits, log-probabilities,
+// the entropy and PPO's clipped surrogate as verl's actor keeps them.
+void build_rl_loss(const LayerGeometry& g, RecordBuilder& out);
+
 }  // namespace actmem::detail

@@ -38,6 +38,7 @@ Result<LayerGeometry> resolve_geometry(const ModelSpec& m, const LayerKind& k, c
     g.s_rep = g.s_tp;
   // Local queries still attend to every key of the sequence.
   g.s_keys = {"s", c.seq};
+  g.response = c.response_len ? Dim{"R", c.response_len} : Dim{"s", c.seq};
   g.h = {"h", m.hidden};
   g.a = {t > 1 ? "a/t" : "a", tp_shard(k.heads, t)};
   // t a multiple of kv: each rank holds one replicated KV head.

@@ -150,6 +150,10 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
   }
   out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
           "weight gradient needs its input", kK43);
+  if (rl_loss(g.loss)) {
+    build_rl_loss(g, out);  // validate.cpp: the hf profile
+    return;
+  }
   if (torch_like && g.loss.impl == LossImpl::kCompiled) {
     // The compiled loss keeps its bf16 input and recomputes the softmax from it; hf already
     // keeps those logits (the returned ModelOutput), the same tensor.

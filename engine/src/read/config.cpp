@@ -75,7 +75,8 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "fp8_amax_history",
                                    "optimizer_impl",
                                    "compile",
-                                   "activation_memory_budget"};
+                                   "activation_memory_budget",
+                                   "response_len"};
 constexpr std::size_t kNumConfigKeys = sizeof(kConfigKeys) / sizeof(kConfigKeys[0]);
 
 }  // namespace
@@ -148,6 +149,7 @@ class ConfigReader {
 std::optional<Error> ConfigReader::read_batch_and_precision() {
   ACTMEM_TRY(uint("micro_batch", &c_.micro_batch));
   ACTMEM_TRY(uint("seq", &c_.seq));
+  ACTMEM_TRY(uint("response_len", &c_.response_len, true));  // 0: the whole sequence
   ACTMEM_TRY(uint("grad_accum", &c_.grad_accum));
   ACTMEM_TRY(choice("dtype", parse_float_dtype, &c_.act_dtype, float_dtype_table().list()));
   ACTMEM_TRY(choice("param_dtype", parse_float_dtype, &c_.param_dtype, float_dtype_table().list()));

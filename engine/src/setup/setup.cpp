@@ -370,6 +370,37 @@ std::optional<Error> set_rank_statics(Setup& e, const KindParams& kind_params,
   }
   return std::nullopt;
 }
+// verl's actor loss (framework.hpp, kLogprob): what the forward and backward allocate beyond what
+// they keep, from the code (verl b178a3c dp_actor.py and torch_functional.py; flash-attn 058ad35
+// cross_entropy.py), N = b x s tokens, X = N x V in the logits' dtype. Forward: the eager
+// entropy's pd * logits product (X; with checkpointing the softmax as well, 2X), one fp32 chunk
+// product for the chunked entropy (2,048 tokens, verl's chunk). Backward: div_'s gradient
+// (grad / temperature, X) always; a second X where the log-probability's gradient is not written
+// into the logits (flash-attn's inplace_backward is off once the entropy is computed; the torch
+// fallback's per-row gradients are stacked).
+static void set_rl_loss_transients(Setup& e, const LayerGeometry& g0, Checked& ck) {
+  const TrainConfig& c = e.config;
+  const char* lf = "timeline.loss";
+  const Bytes n = ck.mul(g0.b.value, g0.s_tp.value, lf);
+  const Bytes x = ck.mul(ck.mul(n, g0.v.value, lf), dtype_bytes(c.act_dtype), lf);
+  switch (c.loss.entropy) {
+    case Entropy::kNone:
+    case Entropy::kCompiled:
+      break;
+    case Entropy::kEager:
+      e.loss_fwd_ws = x;
+      break;
+    case Entropy::kCheckpoint:
+      e.loss_fwd_ws = ck.mul(x, 2, lf);
+      break;
+    case Entropy::kChunked:
+      e.loss_fwd_ws = ck.mul(ck.mul(std::min<Bytes>(n, 2048), g0.v.value, lf), 4, lf);
+      break;
+  }
+  e.loss_bwd_bufs[0] = x;
+  if (c.loss.entropy != Entropy::kNone || c.loss.impl == LossImpl::kLogprobTorch)
+    e.loss_bwd_bufs[1] = x;
+}
 
 // Step-wide transients (docs/schedules.md): the input and output layers' records, the cuBLAS
 // workspace and SP's gather of the layer input.
@@ -418,6 +449,10 @@ void set_loss_buffers(Setup& e, Checked& ck) {
       // One [chunk, V] logits chunk in the input's dtype (Liger-Kernel 77ff1a9
       // fused_linear_cross_entropy.py: chunk_size = next_power_of_2(cdiv(BT, cdiv(V, H)))).
       e.loss_fwd_ws = ck.mul(ck.mul(liger_chunk(g0), g0.v.value, lf), dtype_bytes(c.act_dtype), lf);
+      break;
+    case LossImpl::kLogprob:
+    case LossImpl::kLogprobTorch:
+      set_rl_loss_transients(e, g0, ck);
       break;
   }
 }

@@ -345,6 +345,14 @@ std::optional<Error> validate_shard_group(const ModelSpec&, const TrainConfig& c
 // The loss implementations other than eager are PyTorch's (docs/frameworks.md, The loss).
 std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
   const Parallel& p = c.par;
+  if (c.response_len && !rl_loss(c.loss))
+    return bad("config.response_len",
+               "response_len=" + std::to_string(c.response_len) +
+                   " is read only with an RL loss (loss logprob or logprob_torch)");
+  if (c.response_len > c.seq)
+    return bad("config.response_len", "response_len=" + std::to_string(c.response_len) +
+                                          " is longer than seq=" + std::to_string(c.seq) +
+                                          " (the prompt and response together)");
   if (c.loss.impl == LossImpl::kEager) return std::nullopt;
   const std::string l = "'" + loss_name(c.loss) + "'";
   if (c.profile != Profile::kPytorch && c.profile != Profile::kHf)
@@ -360,6 +368,12 @@ std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
   if (c.loss.impl != LossImpl::kChunked && m.final_softcap > 0)
     return bad("config.loss", l + " is not modelled with final logit soft-capping "
                                   "(final_logit_softcapping); allowed: eager, chunked:K");
+  if (rl_loss(c.loss) && c.profile != Profile::kHf)
+    return bad("config.loss", l + " is verl's actor over a transformers model; allowed with "
+                                  "profile hf");
+  if (rl_loss(c.loss) && (p.tp > 1 || p.cp > 1 || p.pp > 1))
+    return bad("config.loss", l + " is verl's FSDP actor (no tensor, context or pipeline "
+                                  "parallelism); allowed with tp, cp and pp 1");
   if (c.loss.impl == LossImpl::kChunked && c.loss.chunks > c.seq / p.cp)
     return bad("config.loss", l + ": more chunks than the " + std::to_string(c.seq / p.cp) +
                                   " tokens of a sequence on this GPU");

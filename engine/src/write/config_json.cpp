@@ -254,6 +254,11 @@ const ConfigKey kConfigKeys[] = {{"accumulate_unsharded",
                                     w.field(k, c.reshard_after_forward);
                                   },
                                   false},
+                                 {"response_len",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    w.field(k, c.response_len);
+                                  },
+                                  false},
                                  // 1F1B with vpp > 1 is Megatron-LM's interleaved schedule: the
                                  // schedule that runs.
                                  {"schedule",

@@ -70,6 +70,9 @@ struct TrainConfig {
   std::vector<FrameworkDefault> framework_filled;
   std::uint64_t micro_batch = 1;
   std::uint64_t seq = 0;  // 0: 2048, or the learned position table if shorter
+  // With an RL loss (logprob, logprob_torch): the response tokens per sequence the policy loss
+  // runs over (verl pads responses to response_length); 0: the whole sequence.
+  std::uint64_t response_len = 0;
   // Micro-batches per step per pipeline (gradient accumulation). 0 = auto: just enough to fill
   // the pipeline (pp), the steady state Korthikanti et al. 2022 assume.
   std::uint64_t grad_accum = 0;

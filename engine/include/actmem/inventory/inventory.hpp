@@ -76,6 +76,7 @@ struct LayerGeometry {
   Dim dr;             // MLA: the RoPE part of d, one key shared by the heads
   Dim f;              // FFN width on this GPU
   Dim v;              // vocabulary shard on this GPU
+  Dim response;       // an RL loss's response tokens per sequence (response_len, or s)
   Dim expert_tokens;  // MoE: tokens processed by this GPU's experts (top-k routing, capacity)
   Dim expert_f;       // MoE: routed expert width on this GPU
   Dim shared_f;       // MoE: total shared-expert width on this GPU

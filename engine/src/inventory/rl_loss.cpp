@@ -1,0 +1,93 @@
+// The output layer under an RL policy loss (framework.hpp, LossImpl::kLogprob): what verl's FSDP
+// actor keeps for backward past the final norm, with padding removed (N = b x s tokens in one
+// row). Measured on the CPU with verl's own functions: tests/reference/measure_rl_loss.py ->
+// tests/reference/rl_loss_saved.json (torch 2.6.0; docs/validation.md section 7), except
+// flash-attn's Triton cross entropy, which runs on GPUs only (its saved tensors from the code).
+#include "actmem/config/framework.hpp"
+#include "inventory/builder.hpp"
+
+namespace actmem::detail {
+
+namespace {
+
+constexpr const char* kMeasured =
+    "verl b178a3c verl/utils/torch_functional.py; measured: tests/reference/rl_loss_saved.json";
+constexpr const char* kFlashCe =
+    "flash-attn 058ad35 flash_attn/ops/triton/cross_entropy.py CrossEntropyLoss.forward: "
+    "ctx.save_for_backward(logits, lse, labels), called by verl b178a3c "
+    "torch_functional.py logprobs_from_logits";
+constexpr const char* kPolicy =
+    "verl b178a3c verl/trainer/ppo/core_algos.py compute_policy_loss_vanilla, agg_loss "
+    "token-mean; measured: tests/reference/rl_loss_saved.json (policy_loss)";
+
+void add_entropy(const LayerGeometry& g, RecordBuilder& out) {
+  const DType p = g.act;
+  switch (g.loss.entropy) {
+    case Entropy::kNone:
+    case Entropy::kCheckpoint:  // keeps only the logits, recomputed in backward
+      return;
+    case Entropy::kEager:
+      out.add("entropy.softmax", {g.b, g.s_tp, g.v}, p, "softmax backward",
+              "entropy_from_logits: pd = softmax(logits) keeps its output", kMeasured);
+      out.add("entropy.logsumexp", {g.b, g.s_tp}, p, "logsumexp backward",
+              "logsumexp keeps its output beside its input (the logits)", kMeasured);
+      return;
+    case Entropy::kCompiled:
+      // torch.compile(entropy_from_logits) (use_torch_compile: verl's default): inductor's
+      // partitioner keeps the logits, two fp32 row statistics and the bf16 logsumexp.
+      out.add("entropy.amax", {g.b, g.s_tp}, DType::kFp32, "compiled entropy backward",
+              "each row's largest logit, upcast (the softmax is recomputed from it)", kMeasured);
+      out.add("entropy.softmax_sum", {g.b, g.s_tp}, DType::kFp32, "compiled entropy backward",
+              "each row's sum of exp(logit - max), the softmax's denominator", kMeasured);
+      out.add("entropy.logsumexp", {g.b, g.s_tp}, p, "compiled entropy backward",
+              "the logsumexp output, in the logits' dtype", kMeasured);
+      return;
+    case Entropy::kChunked:
+      // entropy_from_logits_with_chunking upcasts each chunk and every chunk's graph stays
+      // alive until backward: under grad it keeps twice the fp32 logits, not less.
+      out.add("entropy.chunk_logits_fp32", {g.b, g.s_tp, g.v}, DType::kFp32,
+              "softmax and mul backward (per chunk)", "each chunk's logits.float() copy",
+              kMeasured);
+      out.add("entropy.chunk_softmax_fp32", {g.b, g.s_tp, g.v}, DType::kFp32,
+              "softmax backward (per chunk)", "each chunk's softmax output", kMeasured);
+      out.add("entropy.chunk_logsumexp", {g.b, g.s_tp}, DType::kFp32,
+              "logsumexp backward (per chunk)", "each chunk's fp32 logsumexp output", kMeasured);
+      return;
+  }
+}
+
+}  // namespace
+
+void build_rl_loss(const LayerGeometry& g, RecordBuilder& out) {
+  const DType p = g.act;
+  out.add("logits", {g.b, g.s_tp, g.v}, p, "log-probability backward",
+          "output.logits (divided by the temperature in place) is what the log-probability and "
+          "entropy read",
+          "verl b178a3c verl/workers/actor/dp_actor.py _forward_micro_batch (use_remove_padding)");
+  if (g.loss.impl == LossImpl::kLogprob) {
+    out.add("logprob.lse", {g.b, g.s_tp}, DType::kFp32, "cross entropy backward",
+            "each token's fp32 log-sum-exp", kFlashCe);
+  } else {
+    out.add("logprob.row_log_softmax", {g.b, g.s_tp, g.v}, p, "log_softmax backward (per row)",
+            "logprobs_from_logits_v2 on bf16 logits: one log_softmax per token row, each keeping "
+            "its output",
+            kMeasured);
+  }
+  out.add("logprob.labels", {g.b, g.s_tp}, DType::kInt64, "cross entropy / gather backward",
+          "the rolled input ids (each token's next token)", kMeasured);
+  add_entropy(g, out);
+  // PPO's clipped surrogate over the response: eight fp32 and three bool tensors per token (the
+  // ratio, its clamp, the three surrogate terms and their maximum, minimum and where, the
+  // negated advantages and the KL metric's difference; the clamp and compare masks), and two
+  // 0-dim tensors: the token count agg_loss divides by and the KL metric's divisor.
+  out.add("policy_loss.fp32", {g.b, g.response, Dim{"8", 8}}, DType::kFp32,
+          "the policy loss's backward", "eight fp32 tensors per response token", kPolicy);
+  out.add("policy_loss.masks", {g.b, g.response, Dim{"3", 3}}, DType::kBool,
+          "the policy loss's backward", "three bool masks per response token", kPolicy);
+  out.add("policy_loss.token_count", {}, DType::kInt64, "div backward",
+          "agg_loss's token count (loss_mask.sum())", kPolicy);
+  out.add("policy_loss.kl_divisor", {}, DType::kFp32, "div backward",
+          "masked_mean's divisor for the KL metric", kPolicy);
+}
+
+}  // namespace actmem::detail

@@ -1,0 +1,154 @@
+// The output layer under verl's RL loss (loss logprob / logprob_torch, +entropy): each record
+// equals what verl's own functions keep for backward under torch 2.6.0 on the CPU
+// (tests/reference/measure_rl_loss.py -> tests/reference/rl_loss_saved.json: N = 64 tokens,
+// V = 1000; the policy loss at B = 4, R = 16).
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+
+using namespace actmem::test;
+
+namespace {
+
+json measured() {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/rl_loss_saved.json");
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+// A small Llama (V = 1000, as measured) under the hf profile, one micro-batch of b x s tokens.
+json rl_request(const std::string& loss, std::uint64_t b, std::uint64_t s, std::uint64_t r = 0) {
+  json m = {{"model_type", "llama"},    {"hidden_size", 64},
+            {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+            {"num_hidden_layers", 2},   {"vocab_size", 1000},
+            {"intermediate_size", 128}, {"max_position_embeddings", 4096}};
+  json c = {
+      {"profile", "hf"}, {"attention", "flash"}, {"micro_batch", b}, {"seq", s}, {"loss", loss}};
+  if (r) c["response_len"] = r;
+  return {{"model", m}, {"config", c}};
+}
+
+// The output layer's records, by id.
+std::map<std::string, std::uint64_t> records(const json& answer) {
+  std::map<std::string, std::uint64_t> out;
+  for (const json& t : answer["output_layer"]["tensors"]) out[t["name"]] = u(t["bytes"]);
+  return out;
+}
+
+// The measured storages of one case other than the logits (which the model output holds).
+std::uint64_t measured_beside_logits(const json& m, const std::string& name) {
+  std::uint64_t sum = 0;
+  for (const json& e : m["cases"][name])
+    if (!e["is_logits"].get<bool>()) sum += u(e["storage_bytes"]);
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "RL loss records equal verl's saved tensors (tests/reference/rl_loss_saved.json, torch "
+    "2.6.0, verl b178a3c)",
+    "[rl_loss]") {
+  const json m = measured();
+  REQUIRE(u(m["N"]) == 64);
+  REQUIRE(u(m["V"]) == 1000);
+  struct Case {
+    const char* loss;
+    const char* measured;          // the case whose storages the records add
+    std::vector<std::string> ids;  // the records beyond logits and labels
+  };
+  const Case cases[] = {
+      {"logprob_torch", "logprob_v2", {"logprob.row_log_softmax", "logprob.labels"}},
+      {"logprob+entropy:eager", "entropy_eager", {"entropy.softmax", "entropy.logsumexp"}},
+      {"logprob+entropy:chunked",
+       "entropy_chunked",
+       {"entropy.chunk_logits_fp32", "entropy.chunk_softmax_fp32", "entropy.chunk_logsumexp"}},
+      {"logprob+entropy:checkpoint", "entropy_checkpointed", {}},
+      {"logprob+entropy",
+       "entropy_compiled",
+       {"entropy.amax", "entropy.softmax_sum", "entropy.logsumexp"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.loss);
+    const auto r = records(run(rl_request(c.loss, 1, 64)));
+    std::uint64_t sum = 0;
+    for (const std::string& id : c.ids) {
+      REQUIRE(r.count(id) == 1);
+      sum += r.at(id);
+    }
+    CHECK(sum == measured_beside_logits(m, c.measured));
+    // The logits the output holds: every case saved that storage, or (v2) its rows' outputs.
+    CHECK(r.at("logits") == 64 * 1000 * 2);
+  }
+  // The chunked entropy keeps more under grad than the eager one (each chunk's fp32 copy and
+  // softmax stay alive until backward): 2 x 4NV + 4N against 2NV + 2N.
+  CHECK(measured_beside_logits(m, "entropy_chunked") == 2 * 64 * 1000 * 4 + 64 * 4);
+  CHECK(measured_beside_logits(m, "entropy_eager") == 64 * 1000 * 2 + 64 * 2);
+}
+
+TEST_CASE(
+    "RL loss: flash-attn's cross entropy keeps the logits, an fp32 log-sum-exp and the "
+    "labels (flash-attn 058ad35 cross_entropy.py save_for_backward)",
+    "[rl_loss]") {
+  const auto r = records(run(rl_request("logprob", 2, 64)));
+  CHECK(r.at("logits") == 2 * 64 * 1000 * 2);
+  CHECK(r.at("logprob.lse") == 2 * 64 * 4);
+  CHECK(r.at("logprob.labels") == 2 * 64 * 8);
+  CHECK(r.count("loss.log_softmax_out") == 0);
+  CHECK(r.count("entropy.softmax") == 0);
+}
+
+TEST_CASE(
+    "RL loss: PPO's clipped policy loss keeps 8 fp32 and 3 bool tensors per response token "
+    "and two 0-dim tensors (rl_loss_saved.json policy_loss, B = 4, R = 16)",
+    "[rl_loss]") {
+  const json m = measured();
+  std::uint64_t fp32 = 0, masks = 0, scalars = 0;
+  for (const json& e : m["policy_loss"]) {
+    if (e["is_input"].get<bool>()) continue;  // the response mask lives in the batch
+    if (e["shape"].empty())
+      scalars += u(e["storage_bytes"]);
+    else if (e["dtype"] == "float32")
+      fp32 += u(e["storage_bytes"]);
+    else if (e["dtype"] == "bool")
+      masks += u(e["storage_bytes"]);
+    else
+      FAIL("an unexpected saved tensor: " + e.dump());
+  }
+  const auto r = records(run(rl_request("logprob", 4, 64, 16)));
+  CHECK(r.at("policy_loss.fp32") == fp32);
+  CHECK(r.at("policy_loss.masks") == masks);
+  CHECK(r.at("policy_loss.token_count") + r.at("policy_loss.kl_divisor") == scalars);
+  // Without response_len the whole sequence is the response.
+  CHECK(records(run(rl_request("logprob", 4, 64)))["policy_loss.fp32"] == 4 * 64 * 8 * 4);
+}
+
+TEST_CASE("RL loss: refusals name the field", "[rl_loss]") {
+  auto msg = [](json req) {
+    const json r = actmem::evaluate_json(req);
+    return r.value("ok", true) ? std::string("ok") : r["error"]["message"].get<std::string>();
+  };
+  json req = rl_request("logprob", 1, 64);
+  req["config"]["profile"] = "pytorch";
+  CHECK(msg(req) ==
+        "config.loss: 'logprob' is verl's actor over a transformers model; allowed with profile "
+        "hf");
+  req = rl_request("logprob+entropy:chunked", 1, 64);
+  req["config"]["tp"] = 2;
+  CHECK(msg(req) ==
+        "config.loss: 'logprob+entropy:chunked' is verl's FSDP actor (no tensor, "
+        "context or pipeline parallelism); allowed with tp, cp and pp 1");
+  CHECK(msg(rl_request("logprob", 1, 64, 65)) ==
+        "config.response_len: response_len=65 is longer than seq=64 (the prompt and response "
+        "together)");
+  req = rl_request("eager", 1, 64, 16);
+  CHECK(msg(req) ==
+        "config.response_len: response_len=16 is read only with an RL loss (loss "
+        "logprob or logprob_torch)");
+  CHECK(msg(rl_request("logprob+entropies", 1, 64))
+            .rfind("config.loss: 'logprob+entropies' is "
+                   "not allowed",
+                   0) == 0);
+}
