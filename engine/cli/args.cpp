@@ -38,6 +38,10 @@ const char* const kUsage =
     "             --pad-to-multiple-of N --max-tokens N --step-sequences N\n"
     "             --iteration-sequences N (token_budget: verl's dynamic batch size); --seq\n"
     "             cuts longer sequences\n"
+    "  rl         an RL step (GRPO, verl's FSDP actor beside a vLLM rollout on every GPU) phase\n"
+    "             by phase: --rl KEY=VALUE (reference=true, param_offload=true,\n"
+    "             rollout.tp=2, rollout.gpu_memory_utilization=0.5, rollout.max_num_seqs=256,\n"
+    "             rollout.cudagraph_bytes=N, ...; docs/schema.md, The rl answer)\n"
     "  presets    list model, GPU and worked-example presets\n"
     "model:   --preset ID | --model FILE (our JSON or a Hugging Face config.json)\n"
     "config:  --config FILE, then flags override it:\n"
@@ -231,6 +235,7 @@ class ArgParser {
   bool valued(std::string* err);
   bool advise(std::string* err);
   bool data(std::string* err);
+  bool rl(std::string* err);
   bool request_key(std::string* err);
   bool model_or_config(std::string* err);
   bool list(std::string* err);
@@ -292,10 +297,10 @@ std::string ArgParser::read_command() {
   if (o_.command != "estimate" && o_.command != "explain" && o_.command != "presets" &&
       o_.command != "timeline" && o_.command != "fit" && o_.command != "plan" &&
       o_.command != "sweep" && o_.command != "compare" && o_.command != "advise" &&
-      o_.command != "data")
+      o_.command != "data" && o_.command != "rl")
     return "command: " + shown(o_.command) +
            " is not allowed; allowed: estimate, explain, timeline, fit, plan, sweep, compare, "
-           "advise, data, presets";
+           "advise, data, rl, presets";
   return "";
 }
 
@@ -308,8 +313,8 @@ std::string ArgParser::read_flag() {
   inline_value_ = eq_ != std::string::npos;
   missing_.clear();
   std::string err;
-  if (boolean(&err) || valued(&err) || advise(&err) || data(&err) || request_key(&err) ||
-      model_or_config(&err) || list(&err) || budget(&err))
+  if (boolean(&err) || valued(&err) || advise(&err) || data(&err) || rl(&err) ||
+      request_key(&err) || model_or_config(&err) || list(&err) || budget(&err))
     return err;
   if (prev_boolean_ && !argv_[i_].empty() && argv_[i_][0] != '-')
     return std::string(prev_boolean_) + ": takes no value, got " + shown(argv_[i_]) + "; give " +
@@ -325,7 +330,8 @@ std::string ArgParser::read_flag() {
          "--torchtitan-toml "
          "--emit "
          "(advise: --num-gpus --global-batch --limit; data: --lengths --batching "
-         "--pad-to-multiple-of --max-tokens --step-sequences --iteration-sequences)";
+         "--pad-to-multiple-of --max-tokens --step-sequences --iteration-sequences; rl: --rl "
+         "KEY=VALUE)";
 }
 
 bool ArgParser::boolean(std::string* err) {
@@ -380,6 +386,41 @@ bool ArgParser::advise(std::string* err) {
     *err = a_ + ": given twice; give it once";
   else
     o_.request["advise"][key] = number_or_string(v);  // a range stays text ("8:64")
+  return true;
+}
+
+// rl's settings, one KEY=VALUE per flag ("rollout.tp=2" sets rl.rollout.tp).
+bool ArgParser::rl(std::string* err) {
+  if (a_ != "--rl") return false;
+  std::string v;
+  if (o_.command != "rl") {
+    *err = "--rl: read only by the rl command";
+    return true;
+  }
+  if (!value(&v)) {
+    *err = "--rl: needs KEY=VALUE" + missing_;
+    return true;
+  }
+  const std::size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    *err = "--rl: " + shown(v) + " is not KEY=VALUE (e.g. rollout.tp=2)";
+    return true;
+  }
+  std::string key = v.substr(0, eq);
+  json* at = &o_.request["rl"];
+  for (std::size_t dot; (dot = key.find('.')) != std::string::npos; key = key.substr(dot + 1)) {
+    json& next = (*at)[key.substr(0, dot)];
+    if (!next.is_null() && !next.is_object()) {
+      *err = "--rl: " + shown(v) + " nests under a key given a value";
+      return true;
+    }
+    at = &next;
+  }
+  if (at->contains(key)) {
+    *err = "--rl: " + shown(v.substr(0, eq)) + " given twice; give it once";
+    return true;
+  }
+  (*at)[key] = number_or_string(v.substr(eq + 1));
   return true;
 }
 

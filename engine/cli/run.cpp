@@ -183,6 +183,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     out << render_advice(r) << render_warnings(r);
   } else if (opt.command == "data") {
     out << render_data(r) << render_warnings(r);
+  } else if (opt.command == "rl") {
+    out << render_rl(r) << render_warnings(r);
   } else {
     out << render_estimate(r);
   }

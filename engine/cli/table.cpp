@@ -414,6 +414,31 @@ std::string pct_text(double x) {
 }
 }  // namespace
 
+// rl: each phase's lines, the peak phase and verdict, vLLM's KV cache.
+std::string render_rl(const json& r) {
+  std::ostringstream o;
+  const std::uint64_t cap = u(r["capacity_bytes"]);
+  for (const json& p : r["phases"]) {
+    const bool peak = p["id"] == r["peak"]["phase"];
+    o << text(p["label"]) << ": " << format_bytes(u(p["total_bytes"]))
+      << (peak ? "  <- the step's peak" : "") << "\n";
+    for (const json& l : p["lines"])
+      o << "  " << pad(text(l["process"]), 8) << pad(human(static_cast<double>(u(l["bytes"]))), 12)
+        << pad(text(l["basis"]), 9) << text(l["what"]) << "\n";
+  }
+  o << "peak " << format_bytes(u(r["peak"]["bytes"])) << " in " << text(r["peak"]["phase"])
+    << " against " << format_bytes(cap) << ": " << (r["fits"].get<bool>() ? "fits" : "does NOT fit")
+    << "\n";
+  const json& v = r["vllm"];
+  o << "vLLM: budget " << human(static_cast<double>(u(v["requested_bytes"]))) << ", weights "
+    << human(static_cast<double>(u(v["weights_bytes"]))) << ", KV cache "
+    << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = " << commas(u(v["kv_blocks"]))
+    << " blocks, " << commas(u(v["kv_tokens"])) << " tokens (" << commas(u(v["kv_bytes_per_token"]))
+    << " B per token); " << (v["starts"].get<bool>() ? "starts" : "does NOT start") << "\n";
+  for (const json& n : r["notes"]) o << "note: " << text(n) << "\n";
+  return o.str();
+}
+
 // data: the lengths, the worst and median micro-batch, the limits and what passes them.
 std::string render_data(const json& r) {
   std::ostringstream o;

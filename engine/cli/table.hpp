@@ -21,6 +21,7 @@ std::string render_fit(const nlohmann::json& r);
 std::string render_plan(const nlohmann::json& r);
 std::string render_advice(const nlohmann::json& r);
 std::string render_data(const nlohmann::json& r);
+std::string render_rl(const nlohmann::json& r);
 // The answer's "warnings" (what was not read, what was assumed), one "note:" line each.
 std::string render_warnings(const nlohmann::json& r);
 std::string render_sweep(const nlohmann::json& r);

@@ -53,6 +53,7 @@ nlohmann::json sweep_to_json(const struct Sweep& s);
 nlohmann::json compare_to_json(const struct Comparison& c);
 nlohmann::json advice_to_json(const struct Advice& a);
 nlohmann::json data_to_json(const struct DataAnswer& a);
+nlohmann::json rl_to_json(const struct RlAnswer& a);
 // The "view" answer: the page's whole screen for one configuration (view.hpp), streamed, with the
 // estimate answer's text (and a worked example's checks, when given) nested in it.
 std::string view_text(const struct View& v, const std::string& estimate_answer,

@@ -11,6 +11,7 @@
 #include "actmem/plan/advisor.hpp"
 #include "actmem/plan/data.hpp"
 #include "actmem/plan/planner.hpp"
+#include "actmem/plan/rl.hpp"
 #include "actmem/read/presets.hpp"
 #include "actmem/report/timeline.hpp"
 #include "actmem/report/view.hpp"
@@ -18,6 +19,7 @@
 #include "api/request.hpp"
 #include "read/data_read.hpp"
 #include "read/json_read.hpp"
+#include "read/rl_read.hpp"
 
 namespace actmem::api {
 
@@ -442,6 +444,28 @@ Result<json> answer_data(Request& r, const json& req, std::string*, const std::s
   return with_warnings(data_to_json(a.value()), r.warnings);
 }
 
+// rl: an RL step's phases on shared GPUs (rl.hpp). The actor is verl's FSDP actor (framework
+// verl fills the keys the config leaves out) unless the config names another framework.
+Result<json> answer_rl(Request& r, const json& req, std::string*, const std::string_view*) {
+  ACTMEM_TRY(need_gpu(r));
+  auto spec = detail::read_rl_spec(req.contains("rl") ? req["rl"] : json());
+  if (!spec.ok()) return spec.error();
+  TrainConfig actor = r.config;
+  if (!(r.config_json.is_object() && r.config_json.contains("framework"))) {
+    json cj = r.config_json.is_object() ? r.config_json : json::object();
+    cj["framework"] = "verl";
+    auto c = config_from_json(cj, TrainConfig());
+    if (!c.ok()) return c.error();
+    actor = c.value();
+    actor.gpu_id = r.config.gpu_id;
+  }
+  auto a = rl_step(r.model, actor, r.gpu, spec.value());
+  if (!a.ok()) return a.error();
+  for (const FrameworkDefault& d : actor.framework_filled)
+    a.value().defaults.push_back(std::string(d.key) + " = " + d.value + " (" + d.source + ")");
+  return with_warnings(rl_to_json(a.value()), r.warnings);
+}
+
 }  // namespace
 
 const CommandSpec kCommands[] = {{Command::kEstimate, "estimate", true, answer_estimate},
@@ -454,6 +478,7 @@ const CommandSpec kCommands[] = {{Command::kEstimate, "estimate", true, answer_e
                                  {Command::kCompare, "compare", false, answer_compare},
                                  {Command::kAdvise, "advise", true, answer_advise},
                                  {Command::kData, "data", true, answer_data},
+                                 {Command::kRl, "rl", true, answer_rl},
                                  {Command::kPresets, "presets", true, nullptr}};
 const std::size_t kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]);
 

@@ -23,7 +23,7 @@ namespace {
 const char* const kRequestKeys[] = {
     "command", "preset", "model",   "model_text",    "config",          "gpu",
     "sweep",   "events", "summary", "example",       "compact_events",  "stages",
-    "stats",   "advise", "emit",    "megatron_args", "torchtitan_toml", "data"};
+    "stats",   "advise", "emit",    "megatron_args", "torchtitan_toml", "data", "rl"};
 
 constexpr unsigned bit(Command c) {
   return 1u << static_cast<unsigned>(c);
@@ -44,6 +44,7 @@ const OnlyFor kOnlyFor[] = {
     {"stats", bit(Command::kCompare)},
     {"advise", bit(Command::kAdvise)},
     {"data", bit(Command::kData)},
+    {"rl", bit(Command::kRl)},
     {"emit", bit(Command::kEstimate) | bit(Command::kPlan) | bit(Command::kAdvise)},
     // A worked example fixes the micro-batch, sequence and policy that fit, plan and sweep
     // choose themselves (its values would go unused).

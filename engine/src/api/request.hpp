@@ -30,6 +30,7 @@ enum class Command : std::uint8_t {
   kCompare,
   kAdvise,
   kData,
+  kRl,
   kPresets
 };
 

@@ -235,6 +235,34 @@ void deepspeed_defaults(const TrainConfig& c, const std::function<bool(const cha
                            "all-reduced in chunks of 5e8 elements"});
 }
 
+// verl at b178a3c (2026-01-29): the FSDP actor of its PPO/GRPO trainer (strategy fsdp, the
+// defaults of verl/trainer/config/_generated_ppo_trainer.yaml).
+void verl_defaults(std::vector<FrameworkDefault>& d) {
+  const char* mp =
+      "verl b178a3c fsdp_workers.py l.324-326 (model_dtype fp32: the actor is built in fp32) and "
+      "l.493-503 (MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)): fp32 shards computed "
+      "in bf16";
+  d.push_back({"profile", "\"hf\"",
+               "verl b178a3c fsdp_workers.py l.331-333: AutoModelForCausalLM with "
+               "attn_implementation flash_attention_2 (the hf profile's records)"});
+  d.push_back({"attention", "\"flash\"", "verl b178a3c fsdp_workers.py l.331 (flash_attention_2)"});
+  d.push_back({"dtype", "\"bf16\"", mp});
+  d.push_back({"param_dtype", "\"fp32\"", mp});
+  d.push_back({"grad_dtype", "\"fp32\"", mp});
+  d.push_back({"master_weights", "false", mp});
+  d.push_back({"zero", "3",
+               "verl b178a3c fsdp_workers.py l.108-124, 521-535: FULL_SHARD over the data-parallel "
+               "ranks (fsdp_size -1)"});
+  d.push_back({"optimizer_impl", "\"foreach\"",
+               "verl b178a3c optim/fsdp.yaml: torch.optim AdamW (foreach on CUDA)"});
+  d.push_back({"loss", "\"logprob\"",
+               "verl b178a3c dp_actor.py l.255-270: logprobs_from_logits (flash-attn's cross "
+               "entropy) over the unpadded logits; actor.entropy_coeff 0 (no entropy)"});
+  d.push_back({"recompute", "\"full\"",
+               "verl b178a3c model/hf_model.yaml: enable_gradient_checkpointing True (every "
+               "decoder layer checkpointed)"});
+}
+
 void hf_trainer_defaults(const TrainConfig& c, const std::function<bool(const char*)>& given,
                          std::vector<FrameworkDefault>& d) {
   // transformers' Trainer (training_args.py and trainer.py at 9feae5fb, 4.48.0.dev0) with
@@ -298,6 +326,9 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
       break;
     case Framework::kHfTrainer:
       hf_trainer_defaults(c, given, d);
+      break;
+    case Framework::kVerl:
+      verl_defaults(d);
       break;
   }
   return d;

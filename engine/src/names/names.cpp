@@ -45,11 +45,10 @@ const EnumName<Schedule> kSchedules[] = {{Schedule::kGpipe, "gpipe"},
                                          {Schedule::kZbV, "zb-v"},
                                          {Schedule::kDualPipe, "dualpipe"},
                                          {Schedule::kDualPipeV, "dualpipev"}};
-const EnumName<Framework> kFrameworks[] = {{Framework::kPlain, "plain"},
-                                           {Framework::kMegatronLm, "megatron-lm"},
-                                           {Framework::kTorchtitan, "torchtitan"},
-                                           {Framework::kDeepspeed, "deepspeed"},
-                                           {Framework::kHfTrainer, "hf-trainer"}};
+const EnumName<Framework> kFrameworks[] = {
+    {Framework::kPlain, "plain"},           {Framework::kMegatronLm, "megatron-lm"},
+    {Framework::kTorchtitan, "torchtitan"}, {Framework::kDeepspeed, "deepspeed"},
+    {Framework::kHfTrainer, "hf-trainer"},  {Framework::kVerl, "verl"}};
 const EnumName<ShardGroup> kShardGroups[] = {{ShardGroup::kDp, "dp"}, {ShardGroup::kDpCp, "dp-cp"}};
 const EnumName<Float8> kFloat8s[] = {{Float8::kNone, "none"},
                                      {Float8::kTensorwise, "tensorwise"},

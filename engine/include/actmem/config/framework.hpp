@@ -13,8 +13,9 @@
 
 namespace actmem {
 
-// plain: today's accounting, no framework defaults applied.
-enum class Framework { kPlain, kMegatronLm, kTorchtitan, kDeepspeed, kHfTrainer };
+// plain: today's accounting, no framework defaults applied. verl: its FSDP actor (volcengine/verl
+// b178a3c fsdp_workers.py, dp_actor.py), what the rl command trains.
+enum class Framework { kPlain, kMegatronLm, kTorchtitan, kDeepspeed, kHfTrainer, kVerl };
 
 // The ranks ZeRO / FSDP shard parameters, gradients and optimizer states over: the data-parallel
 // ranks, or data × context parallel ranks (Megatron-LM's distributed optimizer and torchtitan's

@@ -38,7 +38,10 @@ constexpr std::uint64_t shard_ranks(const Parallel& p) {
 // fp32 parameters to MixedPrecisionPolicy.param_dtype, the compute dtype, before its all-gather;
 // ZeRO-3 elsewhere gathers the stored parameters.
 inline DType gather_dtype(const TrainConfig& c) {
-  return c.framework == Framework::kTorchtitan ? c.act_dtype : c.param_dtype;
+  // FSDP's mixed precision gathers in the compute dtype (torchtitan's FSDP2 MixedPrecisionPolicy,
+  // verl's FSDP MixedPrecision(param_dtype=bf16) over fp32 shards).
+  return c.framework == Framework::kTorchtitan || c.framework == Framework::kVerl ? c.act_dtype
+                                                                                  : c.param_dtype;
 }
 
 // FSDP keeps every layer of the stage gathered through the step (config.reshard_after_forward =

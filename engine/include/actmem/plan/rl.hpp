@@ -1,0 +1,84 @@
+// An RL post-training step on shared GPUs (issue 37): GRPO as verl runs it with its FSDP hybrid
+// engine and a colocated vLLM rollout server on every GPU (volcengine/verl b178a3c, vLLM
+// 0.10-0.12's memory rule). The step is a sequence of phases (weight sync, generation, the old
+// policy's and the reference's log-probabilities, the policy update); each phase's peak is the sum
+// of what the trainer process and the vLLM process hold on one GPU during it, line by line, each
+// line marked exact (the engine's own figures), from the code (a framework's rule, cited), or an
+// estimate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actmem/config/config.hpp"
+#include "actmem/config/gpu.hpp"
+#include "actmem/core/error.hpp"
+#include "actmem/model/model.hpp"
+
+namespace actmem {
+
+struct RlRollout {
+  std::uint64_t tp = 2;                         // tensor_model_parallel_size (verl default 2)
+  double gpu_memory_utilization = 0.5;          // verl default 0.5
+  std::uint64_t max_num_seqs = 256;             // verl default 256
+  std::uint64_t max_num_batched_tokens = 8192;  // verl default 8192
+  std::uint64_t max_model_len = 0;              // 0: the config's seq (prompt + response)
+  std::uint64_t block_size = 16;                // vLLM's default on CUDA
+  bool free_cache_engine = true;                // verl default: sleep (level 2 in hybrid mode)
+  bool enforce_eager = false;                   // verl default: CUDA graphs captured
+  Bytes cudagraph_bytes = 0;                    // what vLLM logs for its graphs; 0: not given
+  Bytes bucket_bytes = Bytes{2048} << 20;       // checkpoint_engine.update_weights_bucket_megabytes
+  Bytes context_bytes = 0;                      // the vLLM process's CUDA context; 0: the GPU's
+  Bytes profile_peak_bytes = 0;                 // vLLM's profiled activation peak; 0: estimated
+};
+
+struct RlSpec {
+  std::string algorithm = "grpo";
+  bool reference = false;                  // a reference model (use_kl_loss or use_kl_in_reward)
+  bool param_offload = false;              // actor.fsdp_config.param_offload (verl default false)
+  bool optimizer_offload = false;          // actor.fsdp_config.optimizer_offload
+  bool ref_param_offload = false;          // ref.fsdp_config.param_offload
+  std::uint64_t log_prob_micro_batch = 0;  // log_prob_micro_batch_size_per_gpu; 0: micro_batch
+  RlRollout rollout;
+};
+
+// One line of a phase: what one process holds on the GPU.
+struct RlLine {
+  std::string process;  // "trainer" or "vllm"
+  std::string what;     // e.g. "actor parameters (fp32 FSDP shard)"
+  Bytes bytes = 0;
+  std::string basis;  // "exact", "code" or "estimate"
+  std::string source;
+};
+
+struct RlPhase {
+  std::string id;  // weight_sync, generate, old_log_prob, ref_log_prob, update
+  std::string label;
+  std::vector<RlLine> lines;
+  Bytes total_bytes = 0;
+};
+
+struct RlAnswer {
+  std::vector<RlPhase> phases;
+  std::size_t peak_phase = 0;
+  Bytes peak_bytes = 0, capacity = 0;
+  bool fits = false;
+  // vLLM's KV cache (vLLM 0.10-0.12 gpu_worker.py determine_available_memory and
+  // kv_cache_utils.py): requested = utilization x the GPU's total, less weights, the profiled
+  // activation peak; blocks of block_size tokens, each layer's page 2 x block x kv heads per GPU
+  // x head dim x 2 B (MLA: block x (latent + rope) x 2 B).
+  Bytes vllm_requested = 0, vllm_weights = 0, vllm_profile_peak = 0, kv_cache_bytes = 0;
+  Bytes kv_bytes_per_token = 0;  // every layer's, on one GPU
+  std::uint64_t kv_blocks = 0, kv_tokens = 0, max_model_len = 0;
+  double kv_concurrency = 0;  // sequences of max_model_len the cache holds at once
+  bool vllm_starts = false;   // free memory at vLLM's start >= requested (vLLM raises otherwise)
+  Bytes free_at_start = 0;
+  std::vector<std::string> defaults;  // the actor keys the rl command filled, with their source
+  std::vector<std::string> notes;
+};
+
+Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
+                         const RlSpec& rl);
+
+}  // namespace actmem

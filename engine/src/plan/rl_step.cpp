@@ -1,0 +1,342 @@
+// An RL step on shared GPUs (rl.hpp): GRPO as verl b178a3c runs it in hybrid mode, its FSDP
+// trainer and a vLLM server process on every GPU, phase by phase, each phase the sum of what the
+// two processes hold.
+#include "actmem/plan/rl.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "actmem/core/checked.hpp"
+#include "actmem/device/device.hpp"
+#include "actmem/setup/setup.hpp"
+
+namespace actmem {
+
+namespace {
+
+constexpr const char* kVerlWorker =
+    "verl b178a3c verl/workers/fsdp_workers.py (rollout_mode, compute_log_prob, update_actor)";
+constexpr const char* kVerlSync =
+    "verl b178a3c vllm_rollout.py update_weights: each parameter's fp32 full_tensor, cast to the "
+    "rollout dtype and copied into a bucket of update_weights_bucket_megabytes (2048)";
+constexpr const char* kVllmBudget =
+    "vLLM 0.10-0.12 v1/worker/gpu_worker.py determine_available_memory: KV cache = "
+    "gpu_memory_utilization x total - (weights + profiled activation peak + non-torch); the "
+    "process holds that budget, its CUDA context and its CUDA graphs";
+constexpr const char* kVllmSleep =
+    "verl b178a3c vllm_async_server.py sleep: level 2 in hybrid mode (weights and KV cache "
+    "discarded); CUDA graphs stay (rollout.yaml: they cannot be offloaded)";
+
+RlPhase phase(const char* id, const char* label) {
+  RlPhase p;
+  p.id = id;
+  p.label = label;
+  return p;
+}
+
+Error rl_error(const std::string& field, const std::string& message) {
+  return make_error("invalid_value", field, field + ": " + message);
+}
+
+std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl) {
+  if (rl.algorithm != "grpo")
+    return rl_error("rl.algorithm",
+                    "'" + rl.algorithm +
+                        "' is not answered yet (PPO's critic is a value-head model whose training "
+                        "step the engine does not model); allowed: grpo");
+  if (c.par.tp > 1 || c.par.pp > 1 || c.par.cp > 1)
+    return rl_error("config.tp",
+                    "verl's FSDP actor runs with tp, pp and cp 1 (its Ulysses "
+                    "sequence parallelism is not modelled)");
+  for (const LayerKind& k : m.kinds) {
+    if (!k.has_attention() || k.window > 0 || k.is_moe())
+      return rl_error("model", "layer kind '" + k.name +
+                                   "' (MoE, sliding-window or state-space layers): vLLM's cache "
+                                   "and the weight sync of such layers are not modelled; dense "
+                                   "full-attention models only");
+  }
+  const RlRollout& r = rl.rollout;
+  if (!(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1))
+    return rl_error("rl.rollout.gpu_memory_utilization",
+                    "must be in (0, 1] (vLLM's fraction of the GPU's total)");
+  if (r.tp == 0 || c.par.dp % r.tp != 0)
+    return rl_error("rl.rollout.tp", std::to_string(r.tp) + " does not divide the " +
+                                         std::to_string(c.par.dp) +
+                                         " GPUs (config.dp) into rollout replicas");
+  static const std::uint64_t kBlocks[] = {8, 16, 32, 64, 128};
+  if (std::find(std::begin(kBlocks), std::end(kBlocks), r.block_size) == std::end(kBlocks))
+    return rl_error("rl.rollout.block_size",
+                    std::to_string(r.block_size) + " tokens; allowed on CUDA: 8, 16, 32, 64, 128");
+  const std::uint64_t len = r.max_model_len ? r.max_model_len : c.seq;
+  if (len < c.seq)
+    return rl_error("rl.rollout.max_model_len",
+                    std::to_string(len) +
+                        " is shorter than a prompt and its response (config.seq " +
+                        std::to_string(c.seq) + "): vLLM would cut the response");
+  return std::nullopt;
+}
+
+// The largest parameter the weight sync gathers whole (fp32 full_tensor), in elements: the
+// embedding or head (V x h), a projection (f x h, heads x d x h).
+std::uint64_t largest_param(const ModelSpec& m) {
+  std::uint64_t n = m.vocab * m.hidden;
+  for (const LayerKind& k : m.kinds)
+    n = std::max({n, k.ffn_hidden * m.hidden, k.heads * k.head_dim * m.hidden});
+  return n;
+}
+
+class RlBuilder {
+ public:
+  RlBuilder(const ModelSpec& m, const Setup& actor, const GpuSpec& gpu, const RlSpec& rl,
+            RlAnswer* a)
+      : m_(m), s_(actor), gpu_(gpu), rl_(rl), a_(*a) {}
+
+  std::optional<Error> prepare();
+  void phases();
+
+ private:
+  void line(RlPhase& p, const char* process, std::string what, Bytes b, const char* basis,
+            const char* source) {
+    p.lines.push_back({process, std::move(what), b, basis, source});
+    p.total_bytes = ck_.add(p.total_bytes, b, "rl");
+  }
+  void trainer_base(RlPhase& p, bool params, bool optimizer);
+  void vllm(RlPhase& p, bool awake, bool weights_only);
+  Bytes forward_peak(std::uint64_t b, bool entropy) const;
+
+  const ModelSpec& m_;
+  const Setup& s_;
+  const GpuSpec& gpu_;
+  const RlSpec& rl_;
+  RlAnswer& a_;
+  Checked ck_;
+  Bytes trainer_fixed_ = 0, vllm_context_ = 0;
+  Bytes update_total_ = 0;
+};
+
+// The trainer's fixed costs (the engine's device overheads: context, NCCL, workspace) and what
+// stays on the GPU between phases.
+void RlBuilder::trainer_base(RlPhase& p, bool params, bool optimizer) {
+  const StaticMemory& st = s_.ranks[0].stat;
+  line(p, "trainer", "fixed costs (CUDA context, NCCL, cuBLAS workspace)", trainer_fixed_, "exact",
+       "the engine's device overheads (device.hpp)");
+  if (params)
+    line(p, "trainer", "actor parameters (FSDP shard)", st.params_bytes, "exact",
+         "the engine's static memory; verl fsdp_config model_dtype fp32");
+  if (optimizer)
+    line(p, "trainer", "actor optimizer states (FSDP shard)",
+         ck_.add(st.optimizer_bytes, st.master_bytes, "rl"), "exact",
+         "the engine's static memory (AdamW allocates them at the first step)");
+  if (rl_.reference && !rl_.ref_param_offload)
+    line(p, "trainer", "reference parameters (FSDP shard)", st.params_bytes, "code",
+         "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
+}
+
+void RlBuilder::vllm(RlPhase& p, bool awake, bool weights_only) {
+  line(p, "vllm", "CUDA context", vllm_context_, "exact", "the GPU preset's measured context");
+  if (rl_.rollout.cudagraph_bytes && !rl_.rollout.enforce_eager)
+    line(p, "vllm", "CUDA graphs (given)", rl_.rollout.cudagraph_bytes, "code", kVllmSleep);
+  if (weights_only)
+    line(p, "vllm", "weights (tensor-parallel shard, bf16)", a_.vllm_weights, "exact",
+         "the engine's parameter count split by rollout tp");
+  else if (awake)
+    line(p, "vllm", "its budget: weights, activations and KV cache", a_.vllm_requested, "code",
+         kVllmBudget);
+}
+
+// A forward without grad over b sequences (the log-probabilities): the largest layer gathered
+// (exact) and the larger of one layer's working set and the head's (logits, log-probabilities,
+// the entropy), an estimate: T = b x s tokens, T(2h + (a + 2kv)d + 3f) x 2 B in the widest layer,
+// T(h + V) x 2 B at the head (+ T x V x 2 for an eager entropy's softmax).
+Bytes RlBuilder::forward_peak(std::uint64_t b, bool entropy) const {
+  Checked ck;
+  const std::uint64_t t = ck.mul(b, s_.config.seq, "rl");
+  std::uint64_t layer = 0;
+  for (const LayerKind& k : m_.kinds) {
+    const std::uint64_t w =
+        2 * m_.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim + 3 * k.ffn_hidden;
+    layer = std::max(layer, w);
+  }
+  std::uint64_t head = m_.hidden + m_.vocab;
+  if (entropy && s_.config.loss.entropy == Entropy::kEager) head += m_.vocab;
+  const Bytes ws = ck.mul(ck.mul(t, std::max(layer, head), "rl"), 2, "rl");
+  return ck.add(s_.zero3_gather, ws, "rl");
+}
+
+std::optional<Error> RlBuilder::prepare() {
+  const TrainConfig& c = s_.config;
+  const RlRollout& r = rl_.rollout;
+  a_.capacity = device_capacity(gpu_, nullptr);
+  trainer_fixed_ = device_overhead_bytes(s_, &gpu_);
+  for (const DeviceOverhead& o : device_overheads(s_, &gpu_))
+    if (o.name == "cuda.context") vllm_context_ = o.bytes;
+  if (r.context_bytes) vllm_context_ = r.context_bytes;
+  // vLLM's weights: the model under tensor parallelism r.tp in bf16 (the engine's own split:
+  // columns, rows and the vocabulary divided, norms replicated, as vLLM's parallel layers do).
+  TrainConfig v;
+  v.profile = Profile::kHf;
+  v.attention = Attention::kFlash;
+  v.par.tp = r.tp;
+  v.param_dtype = DType::kBf16;
+  v.optimizer = Optimizer::kSgd;
+  v.seq = c.seq;
+  auto vs = make_setup(m_, v);
+  if (!vs.ok())
+    return rl_error("rl.rollout.tp", "vLLM's tensor parallelism: " + vs.error().message);
+  a_.vllm_weights = vs.value().ranks[0].stat.params_bytes;
+  a_.vllm_requested =
+      static_cast<Bytes>(std::floor(r.gpu_memory_utilization * static_cast<double>(a_.capacity)));
+  a_.max_model_len = r.max_model_len ? r.max_model_len : c.seq;
+  // KV bytes per token on one GPU (vLLM: kv heads split by tp, at least one; MLA's latent is not
+  // split), and each layer's page of block_size tokens.
+  for (std::uint64_t l = 0; l < m_.layers; ++l) {
+    const LayerKind& k = m_.kind_of(l);
+    const std::uint64_t kv = std::max<std::uint64_t>(1, k.kv_heads / r.tp);
+    a_.kv_bytes_per_token = ck_.add(
+        a_.kv_bytes_per_token, ck_.mul(kv_cache_width(k, k.is_mla() ? 1 : kv, ck_), 2, "rl"), "rl");
+  }
+  const std::uint64_t tokens =
+      std::min(r.max_num_batched_tokens, ck_.mul(r.max_num_seqs, a_.max_model_len, "rl"));
+  const std::uint64_t reqs = std::min(r.max_num_seqs, r.max_num_batched_tokens);
+  if (r.profile_peak_bytes) {
+    a_.vllm_profile_peak = r.profile_peak_bytes;
+  } else {
+    // Estimate: the dummy prefill of max_num_batched_tokens tokens through the widest layer
+    // (hidden, residual, qkv, gate/up/act), and the sampler's fp32 logits and probabilities for
+    // min(max_num_seqs, max_num_batched_tokens) requests.
+    std::uint64_t w = 0;
+    for (const LayerKind& k : m_.kinds)
+      w = std::max(w, 2 * m_.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim / r.tp +
+                          3 * k.ffn_hidden / r.tp);
+    a_.vllm_profile_peak = ck_.add(ck_.mul(ck_.mul(tokens, w, "rl"), 2, "rl"),
+                                   ck_.mul(ck_.mul(reqs, m_.vocab, "rl"), 8, "rl"), "rl");
+  }
+  const Bytes non_kv = ck_.add(a_.vllm_weights, a_.vllm_profile_peak, "rl");
+  const Bytes page = ck_.mul(ck_.mul(r.block_size, a_.kv_bytes_per_token, "rl"), 1, "rl");
+  if (a_.vllm_requested > non_kv && page > 0) {
+    a_.kv_blocks = (a_.vllm_requested - non_kv) / page;
+    a_.kv_cache_bytes = ck_.mul(a_.kv_blocks, page, "rl");
+    a_.kv_tokens = ck_.mul(a_.kv_blocks, r.block_size, "rl");
+    a_.kv_concurrency = static_cast<double>(a_.kv_tokens) / static_cast<double>(a_.max_model_len);
+  }
+  // The policy update: the engine's own step on the GPU.
+  auto d = device_memory(s_, &gpu_, nullptr, false);
+  if (!d.ok()) return d.error();
+  update_total_ = d.value().total_bytes;
+  if (ck_.overflowed()) return rl_error("rl", "a byte count passes 2^63");
+  return std::nullopt;
+}
+
+void RlBuilder::phases() {
+  const RlRollout& r = rl_.rollout;
+  const StaticMemory& st = s_.ranks[0].stat;
+  const bool params = !rl_.param_offload, opt = !rl_.optimizer_offload;
+  const bool asleep_awake = !r.free_cache_engine;  // without sleep vLLM stays whole
+  RlPhase sync =
+      phase("weight_sync", "weight sync (vLLM weights resumed, parameters sent in buckets)");
+  trainer_base(sync, true, opt);
+  const Bytes largest = largest_param(m_);
+  line(sync, "trainer", "bucket buffer", r.bucket_bytes, "code", kVerlSync);
+  line(sync, "trainer", "the largest parameter gathered whole (fp32) and cast (bf16)",
+       ck_.mul(largest, 6, "rl"), "code", kVerlSync);
+  vllm(sync, asleep_awake, !asleep_awake);
+  RlPhase gen = phase("generate", "generation (vLLM awake: weights and KV cache)");
+  trainer_base(gen, params, opt);
+  vllm(gen, true, false);
+  const std::uint64_t lb =
+      rl_.log_prob_micro_batch ? rl_.log_prob_micro_batch : s_.config.micro_batch;
+  RlPhase old = phase("old_log_prob", "old policy's log-probabilities (actor forward, no grad)");
+  trainer_base(old, true, opt);
+  line(old, "trainer", "forward without grad (" + std::to_string(lb) + " sequences)",
+       forward_peak(lb, true), "estimate", kVerlWorker);
+  vllm(old, asleep_awake, false);
+  a_.phases = {sync, gen, old};
+  if (rl_.reference) {
+    RlPhase ref = phase("ref_log_prob", "reference log-probabilities (reference forward, no grad)");
+    trainer_base(ref, params, opt);
+    if (rl_.ref_param_offload)
+      line(ref, "trainer", "reference parameters (loaded for its forward)", st.params_bytes, "code",
+           "verl ref.fsdp_config.param_offload");
+    line(ref, "trainer", "forward without grad (" + std::to_string(lb) + " sequences)",
+         forward_peak(lb, false), "estimate", kVerlWorker);
+    vllm(ref, asleep_awake, false);
+    a_.phases.push_back(ref);
+  }
+  RlPhase upd = phase("update", "policy update (the training step)");
+  line(upd, "trainer",
+       "the training step on the device (fixed costs, parameters, gradients, "
+       "optimizer, activations, the allocator's cache)",
+       update_total_, "exact", "the engine's device figure (estimate --gpu)");
+  if (rl_.reference && !rl_.ref_param_offload)
+    line(upd, "trainer", "reference parameters (FSDP shard)", st.params_bytes, "code",
+         "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
+  vllm(upd, asleep_awake, false);
+  a_.phases.push_back(upd);
+}
+
+// vLLM's start (verl builds the actor and reference first; AdamW's states come at the first
+// step), and what vLLM would refuse.
+void notes(const ModelSpec& m, const Setup& s, const RlSpec& rl, RlAnswer* a) {
+  const RlRollout& r = rl.rollout;
+  const StaticMemory& st = s.ranks[0].stat;
+  Bytes held = 0;
+  for (const RlLine& l : a->phases[0].lines)
+    if (l.process == "trainer" && l.what.rfind("fixed costs", 0) == 0) held += l.bytes;
+  for (const RlLine& l : a->phases[0].lines)
+    if (l.process == "vllm" && l.what == "CUDA context") held += l.bytes;
+  if (!rl.param_offload) held += st.params_bytes;
+  if (rl.reference && !rl.ref_param_offload) held += st.params_bytes;
+  a->free_at_start = a->capacity > held ? a->capacity - held : 0;
+  a->vllm_starts =
+      a->free_at_start >= a->vllm_requested && a->kv_blocks > 0 && a->kv_tokens >= a->max_model_len;
+  if (a->free_at_start < a->vllm_requested)
+    a->notes.push_back(
+        "vLLM does not start: at its start the GPU has " + std::to_string(a->free_at_start) +
+        " B free and gpu_memory_utilization asks for " + std::to_string(a->vllm_requested) +
+        " B (vLLM raises 'Free memory on device ... is less than desired GPU memory "
+        "utilization'); lower it or offload the actor's or reference's parameters");
+  if (a->kv_blocks == 0)
+    a->notes.push_back(
+        "vLLM's budget leaves nothing for the KV cache after its weights and "
+        "activations (vLLM raises 'No available memory for the cache blocks')");
+  else if (a->kv_tokens < a->max_model_len)
+    a->notes.push_back("the KV cache holds " + std::to_string(a->kv_tokens) +
+                       " tokens, fewer than max_model_len " + std::to_string(a->max_model_len) +
+                       " (vLLM raises at start)");
+  if (!r.enforce_eager && r.cudagraph_bytes == 0)
+    a->notes.push_back(
+        "CUDA graphs are captured (enforce_eager false) but their memory is not included: vLLM "
+        "logs it at start ('Graph capturing finished ... took X GiB'); give it as "
+        "rl.rollout.cudagraph_bytes, or set enforce_eager");
+  if (r.profile_peak_bytes == 0)
+    a->notes.push_back(
+        "vLLM's profiled activation peak is an estimate (the dummy prefill of "
+        "max_num_batched_tokens through the widest layer and the sampler's fp32 "
+        "logits); vLLM logs the true KV cache size ('Available KV cache memory')");
+  const Bytes largest = largest_param(m) * 2;
+  if (largest > r.bucket_bytes)
+    a->notes.push_back("the largest parameter (" + std::to_string(largest) +
+                       " B in bf16) does not fit the weight-sync bucket: verl asserts ('too large "
+                       "to fit in the bucket'); raise update_weights_bucket_megabytes");
+}
+
+}  // namespace
+
+Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
+                         const RlSpec& rl) {
+  auto s = make_setup(m, actor);
+  if (!s.ok()) return s.error();
+  if (auto err = check(m, s.value().config, rl)) return *err;
+  RlAnswer a;
+  RlBuilder b(m, s.value(), gpu, rl, &a);
+  if (auto err = b.prepare()) return *err;
+  b.phases();
+  for (std::size_t i = 0; i < a.phases.size(); ++i)
+    if (a.phases[i].total_bytes > a.peak_bytes)
+      a.peak_bytes = a.phases[i].total_bytes, a.peak_phase = i;
+  a.fits = a.peak_bytes <= a.capacity;
+  notes(m, s.value(), rl, &a);
+  return a;
+}
+
+}  // namespace actmem

@@ -1,0 +1,48 @@
+// The rl command's answer as JSON (docs/schema.md, "The rl answer"): each phase's lines and
+// total, the peak phase and the verdict, and vLLM's KV cache in blocks.
+#include "actmem/json_io.hpp"
+#include "actmem/plan/rl.hpp"
+
+namespace actmem {
+
+using nlohmann::json;
+
+json rl_to_json(const RlAnswer& a) {
+  json phases = json::array();
+  for (const RlPhase& p : a.phases) {
+    json lines = json::array();
+    for (const RlLine& l : p.lines)
+      lines.push_back({{"process", l.process},
+                       {"what", l.what},
+                       {"bytes", l.bytes},
+                       {"basis", l.basis},
+                       {"source", l.source}});
+    phases.push_back({{"id", p.id},
+                      {"label", p.label},
+                      {"total_bytes", p.total_bytes},
+                      {"headroom_bytes", static_cast<std::int64_t>(a.capacity) -
+                                             static_cast<std::int64_t>(p.total_bytes)},
+                      {"lines", lines}});
+  }
+  return json{{"ok", true},
+              {"phases", phases},
+              {"peak", {{"phase", a.phases[a.peak_phase].id}, {"bytes", a.peak_bytes}}},
+              {"capacity_bytes", a.capacity},
+              {"fits", a.fits},
+              {"vllm",
+               {{"requested_bytes", a.vllm_requested},
+                {"weights_bytes", a.vllm_weights},
+                {"profile_peak_bytes", a.vllm_profile_peak},
+                {"kv_cache_bytes", a.kv_cache_bytes},
+                {"kv_bytes_per_token", a.kv_bytes_per_token},
+                {"kv_blocks", a.kv_blocks},
+                {"kv_tokens", a.kv_tokens},
+                {"max_model_len", a.max_model_len},
+                {"concurrency", a.kv_concurrency},
+                {"starts", a.vllm_starts},
+                {"free_at_start_bytes", a.free_at_start}}},
+              {"defaults", a.defaults},
+              {"notes", a.notes}};
+}
+
+}  // namespace actmem

@@ -1,0 +1,174 @@
+// The rl command (rl.hpp, issue 37): GRPO as verl b178a3c runs it beside a vLLM rollout on every
+// GPU, each phase's lines checked by hand for Qwen2.5-7B on 8 H100s (rollout tp 2), and what vLLM
+// and verl refuse.
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+
+using namespace actmem::test;
+
+namespace {
+
+// Qwen2.5-7B (presets/models/qwen2.5-7b.json): h 3584, 28 layers, 28 heads of 128, 4 kv heads,
+// f 18944, V 152064, q/k/v biases, untied embeddings.
+constexpr std::uint64_t kH = 3584, kL = 28, kF = 18944, kV = 152064, kKv = 4 * 128;
+constexpr std::uint64_t kLayerParams =
+    (kH * kH + kH) + 2 * (kH * kKv + kKv) + kH * kH + 3 * kH * kF + 2 * kH;
+constexpr std::uint64_t kParams = 2 * kV * kH + kL * kLayerParams + kH;
+
+json grpo(const json& rl = json::object(), const json& config = json::object()) {
+  json c = {
+      {"dp", 8}, {"micro_batch", 4}, {"seq", 4096}, {"response_len", 3072}, {"gpu", "h100-80gb"}};
+  for (auto it = config.begin(); it != config.end(); ++it) c[it.key()] = it.value();
+  json r = {{"reference", true}, {"rollout", {{"tp", 2}, {"gpu_memory_utilization", 0.5}}}};
+  for (auto it = rl.begin(); it != rl.end(); ++it) r[it.key()] = it.value();
+  return {{"command", "rl"}, {"preset", "qwen2.5-7b"}, {"config", c}, {"rl", r}};
+}
+
+const json& phase(const json& a, const std::string& id) {
+  for (const json& p : a["phases"])
+    if (p["id"] == id) return p;
+  FAIL("no phase " + id);
+  return a;
+}
+
+std::uint64_t line(const json& p, const std::string& what_prefix) {
+  for (const json& l : p["lines"])
+    if (l["what"].get<std::string>().rfind(what_prefix, 0) == 0) return u(l["bytes"]);
+  return 0;
+}
+
+std::uint64_t lines_sum(const json& p) {
+  std::uint64_t s = 0;
+  for (const json& l : p["lines"]) s += u(l["bytes"]);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "rl GRPO, Qwen2.5-7B on 8 H100s, rollout tp 2: every phase's lines by hand (verl "
+    "b178a3c, vLLM 0.10-0.12)",
+    "[rl]") {
+  const json a = run(grpo());
+  // The actor: verl's fp32 FSDP shards over 8 GPUs (4P / 8), AdamW's two fp32 states (8P / 8).
+  const std::uint64_t shard = kParams * 4 / 8, adam = kParams * 8 / 8;
+  const json& gen = phase(a, "generate");
+  CHECK(line(gen, "actor parameters") == shard);
+  CHECK(line(gen, "actor optimizer states") == adam);
+  CHECK(line(gen, "reference parameters") == shard);
+  // vLLM's budget: floor(0.5 x the H100's 85,520,809,984 B as nvidia-smi reports it).
+  CHECK(u(a["vllm"]["requested_bytes"]) == 42760404992);
+  CHECK(line(gen, "its budget") == 42760404992);
+  // vLLM's weights at tp 2: every matrix, bias and the vocabulary split in two, the norms
+  // (2h per layer and the final h) replicated; bf16.
+  const std::uint64_t norms = 2 * kH * kL + kH;
+  const std::uint64_t vllm_weights = ((kParams - norms) / 2 + norms) * 2;
+  CHECK(u(a["vllm"]["weights_bytes"]) == vllm_weights);
+  // KV per token: 28 layers x (K and V) x 2 kv heads per GPU x 128 x 2 B.
+  CHECK(u(a["vllm"]["kv_bytes_per_token"]) == kL * 2 * 2 * 128 * 2);
+  // The profiled activation peak's estimate: 8,192 tokens x (2h + (28 + 8) x 128 / 2 + 3f / 2)
+  // x 2 B, and the sampler's fp32 logits and probabilities for 256 requests (256 x V x 8 B).
+  const std::uint64_t profile = 8192 * (2 * kH + 36 * 128 / 2 + 3 * kF / 2) * 2 + 256 * kV * 8;
+  CHECK(u(a["vllm"]["profile_peak_bytes"]) == profile);
+  const std::uint64_t page = 16 * kL * 2 * 2 * 128 * 2;
+  const std::uint64_t blocks = (42760404992 - vllm_weights - profile) / page;
+  CHECK(u(a["vllm"]["kv_blocks"]) == blocks);
+  CHECK(u(a["vllm"]["kv_tokens"]) == blocks * 16);
+  CHECK(a["vllm"]["starts"] == true);
+  // The weight sync: the bucket (2,048 MiB) and the largest parameter, the embedding, gathered
+  // whole in fp32 and cast to bf16 (V x h x 6 B); vLLM's weights resumed.
+  const json& sync = phase(a, "weight_sync");
+  CHECK(line(sync, "bucket buffer") == std::uint64_t{2048} << 20);
+  CHECK(line(sync, "the largest parameter") == kV * kH * 6);
+  CHECK(line(sync, "weights (tensor-parallel shard") == vllm_weights);
+  // The update: the engine's own device figure for the actor's config (verl's defaults), the
+  // reference's shard beside it, and vLLM asleep (level 2: its context only).
+  json est = {{"preset", "qwen2.5-7b"},
+              {"config",
+               {{"framework", "verl"},
+                {"dp", 8},
+                {"micro_batch", 4},
+                {"seq", 4096},
+                {"response_len", 3072},
+                {"gpu", "h100-80gb"}}}};
+  const json e = run(est);
+  const json& upd = phase(a, "update");
+  CHECK(line(upd, "the training step") == u(e["device"]["total_bytes"]));
+  CHECK(line(upd, "reference parameters") == shard);
+  CHECK(line(upd, "its budget") == 0);
+  // Each phase is the sum of its lines; the peak is the largest phase.
+  std::uint64_t peak = 0;
+  for (const json& p : a["phases"]) {
+    CHECK(u(p["total_bytes"]) == lines_sum(p));
+    peak = std::max(peak, u(p["total_bytes"]));
+  }
+  CHECK(u(a["peak"]["bytes"]) == peak);
+  CHECK(a["peak"]["phase"] == "generate");
+  CHECK(a["fits"] == true);
+  // verl's defaults are listed with their source.
+  bool loss = false;
+  for (const json& d : a["defaults"])
+    loss = loss || d.get<std::string>().rfind("loss = \"logprob\"", 0) == 0;
+  CHECK(loss);
+}
+
+TEST_CASE("rl: offload, sleep and vLLM's start change what each phase holds", "[rl]") {
+  const json base = run(grpo());
+  // param_offload: the actor's shard leaves the GPU outside its own phases.
+  const json off = run(grpo({{"param_offload", true}, {"optimizer_offload", true}}));
+  CHECK(line(phase(off, "generate"), "actor parameters") == 0);
+  CHECK(line(phase(off, "generate"), "actor optimizer states") == 0);
+  CHECK(line(phase(off, "weight_sync"), "actor parameters") ==
+        line(phase(base, "weight_sync"), "actor parameters"));
+  // free_cache_engine false: vLLM never sleeps, its budget stays through the update.
+  const json awake = run(grpo({{"rollout", {{"tp", 2}, {"free_cache_engine", false}}}}));
+  CHECK(line(phase(awake, "update"), "its budget") == u(awake["vllm"]["requested_bytes"]));
+  // gpu_memory_utilization 0.9 asks for more than the GPU has free once the actor and reference
+  // are built: vLLM raises at its start.
+  const json greedy = run(grpo({{"rollout", {{"tp", 2}, {"gpu_memory_utilization", 0.9}}}}));
+  CHECK(greedy["vllm"]["starts"] == false);
+  CHECK(greedy["notes"][0].get<std::string>().rfind("vLLM does not start", 0) == 0);
+  // A bucket smaller than the embedding: verl asserts.
+  const json small = run(grpo({{"rollout", {{"tp", 2}, {"bucket_bytes", 1 << 20}}}}));
+  bool note = false;
+  for (const json& n : small["notes"])
+    note = note ||
+           n.get<std::string>().find("does not fit the weight-sync bucket") != std::string::npos;
+  CHECK(note);
+}
+
+TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
+  auto msg = [](const json& req) {
+    const json r = actmem::evaluate_json(req);
+    return r.value("ok", true) ? std::string("ok") : r["error"]["message"].get<std::string>();
+  };
+  CHECK(msg(grpo({{"algorithm", "ppo"}})).rfind("rl.algorithm: 'ppo' is not answered yet", 0) == 0);
+  CHECK(msg(grpo({{"algorithm", "dpo"}})) ==
+        "rl.algorithm: 'dpo' is not allowed; allowed: grpo (ppo is named and refused)");
+  CHECK(msg(grpo({{"rollout", {{"tp", 3}}}})) ==
+        "rl.rollout.tp: 3 does not divide the 8 GPUs (config.dp) into rollout replicas");
+  CHECK(msg(grpo({{"rollout", {{"gpu_memory_utilization", 0}}}})) ==
+        "rl.rollout.gpu_memory_utilization: 0 is outside (0, 1] (vLLM's fraction of the GPU's "
+        "total)");
+  CHECK(msg(grpo({{"rollout", {{"max_model_len", 2048}}}})) ==
+        "rl.rollout.max_model_len: 2048 is shorter than a prompt and its response (config.seq "
+        "4096): vLLM would cut the response");
+  CHECK(msg(grpo({{"rollout", {{"block_size", 12}}}})) ==
+        "rl.rollout.block_size: 12 tokens; allowed on CUDA: 8, 16, 32, 64, 128");
+  CHECK(
+      msg(grpo({{"rollout", {{"tp", 2}, {"gpus", 1}}}})).rfind("rl.rollout.gpus: unknown key", 0) ==
+      0);
+  CHECK(msg(grpo({}, {{"tp", 2}})) ==
+        "config.loss: 'logprob' is verl's FSDP actor (no tensor, "
+        "context or pipeline parallelism); allowed with tp, cp and "
+        "pp 1");
+  json no_gpu = grpo();
+  no_gpu["config"].erase("gpu");
+  CHECK(msg(no_gpu).rfind("config.gpu: rl needs a GPU preset", 0) == 0);
+  CHECK(msg({{"command", "estimate"}, {"preset", "qwen2.5-7b"}, {"rl", json::object()}}) ==
+        "rl: read only by the rl command, not by estimate");
+  json moe = grpo();
+  moe["preset"] = "qwen3-30b-a3b";
+  CHECK(msg(moe).rfind("model: layer kind", 0) == 0);
+}
