@@ -48,7 +48,7 @@ std::uint64_t lines_sum(const json& p) {
 
 TEST_CASE(
     "rl GRPO, Qwen2.5-7B on 8 H100s, rollout tp 2: every phase's lines by hand (verl "
-    "b178a3c, vLLM 0.10-0.12)",
+    "b178a3c, vLLM V1 start-snapshot rule)",
     "[rl]") {
   const json a = run(grpo());
   // The actor: verl's fp32 FSDP shards over 8 GPUs (4P / 8), AdamW's two fp32 states (8P / 8).

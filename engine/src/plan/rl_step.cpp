@@ -20,9 +20,10 @@ constexpr const char* kVerlSync =
     "verl b178a3c vllm_rollout.py update_weights: each parameter's fp32 full_tensor, cast to the "
     "rollout dtype and copied into a bucket of update_weights_bucket_megabytes (2048)";
 constexpr const char* kVllmBudget =
-    "vLLM 0.10-0.12 v1/worker/gpu_worker.py determine_available_memory: KV cache = "
-    "gpu_memory_utilization x total - (weights + profiled activation peak + non-torch); the "
-    "process holds that budget, its CUDA context and its CUDA graphs";
+    "vLLM's V1 worker (gpu_worker.py determine_available_memory, the start-snapshot rule of the "
+    "releases verl b178a3c allows): requested = gpu_memory_utilization x total; KV cache = "
+    "requested - (weights + profiled activation peak + non-torch increase); the process holds "
+    "that budget, its CUDA context and its CUDA graphs";
 constexpr const char* kVllmSleep =
     "verl b178a3c vllm_async_server.py sleep: level 2 in hybrid mode (weights and KV cache "
     "discarded); CUDA graphs stay (rollout.yaml: they cannot be offloaded)";
@@ -212,7 +213,7 @@ std::optional<Error> RlBuilder::prepare() {
                                    ck_.mul(ck_.mul(reqs, m_.vocab, "rl"), 8, "rl"), "rl");
   }
   const Bytes non_kv = ck_.add(a_.vllm_weights, a_.vllm_profile_peak, "rl");
-  const Bytes page = ck_.mul(ck_.mul(r.block_size, a_.kv_bytes_per_token, "rl"), 1, "rl");
+  const Bytes page = ck_.mul(r.block_size, a_.kv_bytes_per_token, "rl");
   if (a_.vllm_requested > non_kv && page > 0) {
     a_.kv_blocks = (a_.vllm_requested - non_kv) / page;
     a_.kv_cache_bytes = ck_.mul(a_.kv_blocks, page, "rl");

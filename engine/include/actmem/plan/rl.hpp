@@ -1,10 +1,10 @@
 // An RL post-training step on shared GPUs (issue 37): GRPO as verl runs it with its FSDP hybrid
-// engine and a colocated vLLM rollout server on every GPU (volcengine/verl b178a3c, vLLM
-// 0.10-0.12's memory rule). The step is a sequence of phases (weight sync, generation, the old
-// policy's and the reference's log-probabilities, the policy update); each phase's peak is the sum
-// of what the trainer process and the vLLM process hold on one GPU during it, line by line, each
-// line marked exact (the engine's own figures), from the code (a framework's rule, cited), or an
-// estimate.
+// engine and a colocated vLLM rollout server on every GPU (volcengine/verl b178a3c; vLLM's V1
+// worker and its start-snapshot memory rule). The step is a sequence of phases (weight sync,
+// generation, the old policy's and the reference's log-probabilities, the policy update); each
+// phase's peak is the sum of what the trainer process and the vLLM process hold on one GPU during
+// it, line by line, each line marked exact (the engine's own figures), from the code (a framework's
+// rule, cited), or an estimate.
 #pragma once
 
 #include <cstdint>
@@ -64,8 +64,8 @@ struct RlAnswer {
   std::size_t peak_phase = 0;
   Bytes peak_bytes = 0, capacity = 0;
   bool fits = false;
-  // vLLM's KV cache (vLLM 0.10-0.12 gpu_worker.py determine_available_memory and
-  // kv_cache_utils.py): requested = utilization x the GPU's total, less weights, the profiled
+  // vLLM's KV cache (V1 gpu_worker.py determine_available_memory and kv_cache_utils.py):
+  // requested = utilization x the GPU's total, less weights, the profiled
   // activation peak; blocks of block_size tokens, each layer's page 2 x block x kv heads per GPU
   // x head dim x 2 B (MLA: block x (latent + rope) x 2 B).
   Bytes vllm_requested = 0, vllm_weights = 0, vllm_profile_peak = 0, kv_cache_bytes = 0;
