@@ -133,12 +133,12 @@ TEST_CASE("RL loss: refusals name the field", "[rl_loss]") {
   json req = rl_request("logprob", 1, 64);
   req["config"]["profile"] = "pytorch";
   CHECK(msg(req) ==
-        "config.loss: 'logprob' is verl's actor over a transformers model; allowed with profile "
-        "hf");
+        "config.loss: 'logprob' is verl's actor or critic over a transformers model; allowed with "
+        "profile hf");
   req = rl_request("logprob+entropy:chunked", 1, 64);
   req["config"]["tp"] = 2;
   CHECK(msg(req) ==
-        "config.loss: 'logprob+entropy:chunked' is verl's FSDP actor (no tensor, "
+        "config.loss: 'logprob+entropy:chunked' is verl's FSDP actor or critic (no tensor, "
         "context or pipeline parallelism); allowed with tp, cp and pp 1");
   CHECK(msg(rl_request("logprob", 1, 64, 65)) ==
         "config.response_len: response_len=65 is longer than seq=64 (the prompt and response "
@@ -146,9 +146,53 @@ TEST_CASE("RL loss: refusals name the field", "[rl_loss]") {
   req = rl_request("eager", 1, 64, 16);
   CHECK(msg(req) ==
         "config.response_len: response_len=16 is read only with an RL loss (loss "
-        "logprob or logprob_torch)");
+        "logprob, logprob_torch or value)");
   CHECK(msg(rl_request("logprob+entropies", 1, 64))
             .rfind("config.loss: 'logprob+entropies' is "
                    "not allowed",
                    0) == 0);
+}
+
+TEST_CASE(
+    "RL loss value: PPO's critic keeps the score head's dropout mask and input and the value "
+    "loss's tensors (rl_loss_saved.json critic, transformers GenericForTokenClassification, "
+    "verl compute_value_loss)",
+    "[rl_loss]") {
+  const json m = measured();
+  // The head: two [N, H] storages besides the final norm's output and the weight (on the CPU the
+  // dropout's mask is a bf16 tensor; CUDA's native_dropout keeps it as bool, as the engine's
+  // other dropout masks).
+  std::uint64_t head = 0, head_tensors = 0;
+  for (const json& e : m["critic"]["head"])
+    if (!e["is_input"].get<bool>()) head += u(e["storage_bytes"]), ++head_tensors;
+  CHECK(head_tensors == 2);
+  CHECK(head == 2 * 64 * 64 * 2);
+  std::uint64_t fp32 = 0, masks = 0, scalars = 0;
+  for (const json& e : m["critic"]["value_loss"]) {
+    if (e["is_input"].get<bool>()) continue;
+    if (e["shape"].empty())
+      scalars += u(e["storage_bytes"]);
+    else if (e["dtype"] == "float32")
+      fp32 += u(e["storage_bytes"]);
+    else if (e["dtype"] == "bool")
+      masks += u(e["storage_bytes"]);
+    else
+      FAIL("an unexpected saved tensor: " + e.dump());
+  }
+  json req = rl_request("value", 4, 16, 16);
+  req["model"]["hidden_size"] = 64;
+  const auto r = records(run(req));
+  CHECK(r.at("critic.score_in") == 4 * 16 * 64 * 2);
+  CHECK(r.at("critic.dropout_mask") == 4 * 16 * 64);
+  CHECK(r.at("value_loss.fp32") == fp32);
+  CHECK(r.at("value_loss.mask") == masks);
+  CHECK(r.at("value_loss.token_count") == scalars);
+  CHECK(r.count("logits") == 0);
+  CHECK(r.count("lm_head.in") == 0);
+  // The head's parameters: score.weight (h) and its bias in place of lm_head (V x h).
+  const json lm = run(rl_request("logprob", 4, 16));
+  json value64 = rl_request("value", 4, 16);
+  const json v = run(value64);
+  CHECK(u(lm["static"]["params_bytes"]) - u(v["static"]["params_bytes"]) ==
+        (1000 * 64 - 64 - 1) * 2);
 }

@@ -160,7 +160,7 @@ TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
       msg(grpo({{"rollout", {{"tp", 2}, {"gpus", 1}}}})).rfind("rl.rollout.gpus: unknown key", 0) ==
       0);
   CHECK(msg(grpo({}, {{"tp", 2}})) ==
-        "config.loss: 'logprob' is verl's FSDP actor (no tensor, "
+        "config.loss: 'logprob' is verl's FSDP actor or critic (no tensor, "
         "context or pipeline parallelism); allowed with tp, cp and "
         "pp 1");
   json no_gpu = grpo();

@@ -10,7 +10,10 @@ torch.utils.checkpoint, or compiled (torch.compile as verl wraps it, measured wi
 decompositions and partitioner through aot_eager_decomp_partition), and the log-probabilities of
 verl's naive variant; then verl's PPO clipped policy loss (verl/trainer/ppo/core_algos.py
 compute_policy_loss_vanilla with agg_loss "token-mean", clip 0.2 / 0.28) on fp32 log-probabilities
-[B, R]. For each case prints every storage autograd keeps for backward (saved-tensor hooks; one
+[B, R]; and PPO's critic head as transformers' GenericForTokenClassification builds it
+(nn.Dropout(0.1) and nn.Linear(h, 1) over the final norm's bf16 output [N, H]) with verl's
+compute_value_loss (clip 0.5, token-mean) on its bf16 predictions [B, R]. For each case prints every
+storage autograd keeps for backward (saved-tensor hooks; one
 entry per storage) with its shape, dtype and bytes, and whether it is an input (the logits, the
 response mask) that lives anyway.
 
@@ -34,6 +37,7 @@ import torch.utils.checkpoint
 
 N, V, CHUNK, TEMPERATURE = 64, 1000, 16, 0.7
 B, R = 4, 16
+H = 64  # the critic head's hidden size
 
 
 def load(path, names, scope=None):
@@ -102,6 +106,42 @@ def measure(fn):
     return saved
 
 
+def critic_saved(root):
+    tf = load(root + "/verl/utils/torch_functional.py", {"masked_sum", "masked_mean",
+                                                         "clip_by_value"})
+    shim = types.SimpleNamespace(masked_sum=tf["masked_sum"], masked_mean=tf["masked_mean"],
+                                 clip_by_value=tf["clip_by_value"])
+    ca = load(root + "/verl/trainer/ppo/core_algos.py", {"compute_value_loss", "agg_loss"},
+              {"verl_F": shim, "Optional": Optional})
+    torch.manual_seed(0)
+    head = torch.nn.Sequential(torch.nn.Dropout(0.1), torch.nn.Linear(H, 1)).to(torch.bfloat16)
+    head.train()
+    hidden = torch.randn(N, H, dtype=torch.bfloat16, requires_grad=True)
+    normed = hidden * 1  # the final norm's output, a non-leaf that lives anyway
+    inputs = {normed.untyped_storage().data_ptr()}
+    for p in head.parameters():
+        inputs.add(p.untyped_storage().data_ptr())
+    seen_head, seen_loss = {}, {}
+
+    def packer(seen):
+        def pack(t):
+            p = t.untyped_storage().data_ptr()
+            seen.setdefault(p, dict(entry(t), is_input=p in inputs))
+            return t
+        return pack
+
+    with torch.autograd.graph.saved_tensors_hooks(packer(seen_head), lambda t: t):
+        values = head(normed).squeeze(-1)
+    vpreds = torch.randn(B, R, dtype=torch.bfloat16, requires_grad=True)
+    old, returns = torch.randn(B, R), torch.randn(B, R)
+    mask = torch.ones(B, R, dtype=torch.int64)
+    inputs.update(t.untyped_storage().data_ptr() for t in (vpreds, old, returns, mask))
+    with torch.autograd.graph.saved_tensors_hooks(packer(seen_loss), lambda t: t):
+        loss, _ = ca["compute_value_loss"](vpreds, returns, old, mask, 0.5, "token-mean")
+    (values.float().sum() + loss).backward()
+    return {"head": list(seen_head.values()), "value_loss": list(seen_loss.values())}
+
+
 def main():
     root = sys.argv[1]
     f = load(root + "/verl/utils/torch_functional.py", {"gather_from_labels", "logprobs_from_logits_v2",
@@ -122,10 +162,12 @@ def main():
         "logprob_v2_entropy_eager": lambda x, y: [v2(x, y), ent(x)],
     }
     out = {"torch": torch.__version__, "N": N, "V": V, "chunk": CHUNK, "B": B, "R": R,
+           "H": H,
            "source": "volcengine/verl b178a3c verl/utils/torch_functional.py, "
                      "verl/trainer/ppo/core_algos.py",
            "cases": {k: measure(fn) for k, fn in cases.items()},
-           "policy_loss": policy_loss_saved(root)}
+           "policy_loss": policy_loss_saved(root),
+           "critic": critic_saved(root)}
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
 

@@ -66,6 +66,8 @@ std::string loss_name(const Loss& l) {
       return "compiled";
     case LossImpl::kFused:
       return "fused";
+    case LossImpl::kValue:
+      return "value";
     case LossImpl::kLogprob:
     case LossImpl::kLogprobTorch: {
       std::string n = l.impl == LossImpl::kLogprob ? "logprob" : "logprob_torch";
@@ -79,9 +81,10 @@ std::string loss_name(const Loss& l) {
 }
 
 bool parse_loss(const std::string& s, Loss* out) {
-  if (s == "eager" || s == "compiled" || s == "fused") {
+  if (s == "eager" || s == "compiled" || s == "fused" || s == "value") {
     *out = Loss{s == "eager"      ? LossImpl::kEager
                 : s == "compiled" ? LossImpl::kCompiled
+                : s == "value"    ? LossImpl::kValue
                                   : LossImpl::kFused,
                 1};
     return true;
@@ -100,7 +103,7 @@ bool parse_loss(const std::string& s, Loss* out) {
 
 const char* loss_names() {
   return "eager, chunked:K (2 <= K <= 1048576), compiled, fused, logprob, logprob_torch (each "
-         "optionally +entropy or +entropy:compiled|eager|chunked|checkpoint)";
+         "optionally +entropy or +entropy:compiled|eager|chunked|checkpoint), value";
 }
 
 namespace {

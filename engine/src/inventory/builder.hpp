@@ -111,5 +111,7 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile p, Reco
 // The output layer's records under an RL policy loss (rl_loss.cpp): logits, log-probabilities,
 // the entropy and PPO's clipped surrogate as verl's actor keeps them.
 void build_rl_loss(const LayerGeometry& g, RecordBuilder& out);
+// ... and under PPO's critic (loss value): the score head's dropout and input, the value loss.
+void build_value_head(const LayerGeometry& g, RecordBuilder& out);
 
 }  // namespace actmem::detail

@@ -148,6 +148,10 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
             "the output weight's gradient, computed in the forward (the weight's dtype)", kLiger);
     return;
   }
+  if (g.loss.impl == LossImpl::kValue) {
+    build_value_head(g, out);  // validate.cpp: the hf profile
+    return;
+  }
   out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
           "weight gradient needs its input", kK43);
   if (rl_loss(g.loss)) {

@@ -138,6 +138,13 @@ std::vector<ParamRecord> head_params(const ModelSpec& m, const ParamShards& s,
   push_norm(v, m, "final_norm.weight", "final_norm.bias", ParamPlace::kHead);
   // Tied embeddings share the embedding matrix, except that with pipeline parallelism the last
   // stage holds its own copy (Megatron-LM keeps the two in sync with an all-reduce).
+  if (s.value_head) {
+    // transformers modeling_layers.py GenericForTokenClassification: nn.Linear(hidden_size,
+    // num_labels=1), bias=token_classification_bias (True).
+    push(v, "score.weight", 1, m.hidden, ParamPlace::kHead);
+    push(v, "score.bias", 1, 1, ParamPlace::kHead);
+    return v;
+  }
   if (!m.tied_embeddings || separate_stage)
     push(v, "lm_head.weight", vocab_shard(m.vocab, s.tp), m.hidden, ParamPlace::kHead);
   // PhiMoE's lm_head carries a bias (lm_head_bias), split with the vocabulary.

@@ -90,4 +90,31 @@ void build_rl_loss(const LayerGeometry& g, RecordBuilder& out) {
           "masked_mean's divisor for the KL metric", kPolicy);
 }
 
+void build_value_head(const LayerGeometry& g, RecordBuilder& out) {
+  constexpr const char* kHead =
+      "transformers modeling_layers.py GenericForTokenClassification (dropout: classifier_dropout, "
+      "else hidden_dropout, else 0.1; score = nn.Linear(h, 1)) as verl b178a3c's critic loads "
+      "it (fsdp_workers.py, num_labels = 1); measured: tests/reference/rl_loss_saved.json "
+      "(critic.head)";
+  constexpr const char* kValueLoss =
+      "verl b178a3c core_algos.py compute_value_loss (clip_by_value, squared errors, max, "
+      "agg_loss token-mean, the clip fraction); measured: tests/reference/rl_loss_saved.json "
+      "(critic.value_loss)";
+  // On CUDA native_dropout keeps a bool mask (the CPU measurement's mask is a tensor in the
+  // input's dtype; the engine's other dropout masks are CUDA's).
+  out.add("critic.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "dropout backward",
+          "the classifier dropout's mask (p = 0.1 in train mode)", kHead);
+  out.add("critic.score_in", {g.b, g.s_rep, g.h}, g.act, "score backward",
+          "the score head's weight gradient needs its input, the dropout's output", kHead);
+  out.add("value_loss.fp32", {g.b, g.response, Dim{"7", 7}}, DType::kFp32,
+          "the value loss's backward",
+          "seven fp32 tensors per response token (the clipped prediction, the two errors and "
+          "squares, their maximum, the masked values)",
+          kValueLoss);
+  out.add("value_loss.mask", {g.b, g.response}, DType::kBool, "the value loss's backward",
+          "the clip fraction's comparison", kValueLoss);
+  out.add("value_loss.token_count", {}, DType::kInt64, "div backward",
+          "agg_loss's token count (loss_mask.sum())", kValueLoss);
+}
+
 }  // namespace actmem::detail

@@ -454,6 +454,8 @@ void set_loss_buffers(Setup& e, Checked& ck) {
     case LossImpl::kLogprobTorch:
       set_rl_loss_transients(e, g0, ck);
       break;
+    case LossImpl::kValue:  // one value per token: no vocabulary-wide buffer
+      break;
   }
 }
 
@@ -620,7 +622,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   const TrainConfig& c = e.config;
   // One overflow record for the whole setup: the first field to overflow is the one named.
   Checked ck;
-  const ParamShards shards{c.par.tp, c.par.ep};
+  const ParamShards shards{c.par.tp, c.par.ep, c.loss.impl == LossImpl::kValue};
   KindParams kind_params;
   if (auto err = resolve_kinds(e, shards, kind_params, ck)) return *err;
   if (auto err = set_model_params(e)) return *err;

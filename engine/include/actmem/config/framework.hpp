@@ -38,12 +38,15 @@ enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8, kDelayed };
 // same kept bytes, a K-times smaller upcast); compiled: torch.compile of that loss, keeping its
 // bf16 logits input and two fp32 numbers per token; fused: Liger-Kernel's fused linear cross
 // entropy, keeping the input's and the weight's gradients computed in the forward instead.
+// value: verl's PPO critic (dp_critic.py, padding removed): transformers'
+// GenericForTokenClassification head (dropout 0.1, Linear(h, 1)) in place of lm_head, and the
+// clipped value loss (core_algos.py compute_value_loss) over the response.
 // logprob: verl's FSDP actor (volcengine/verl b178a3c dp_actor.py _forward_micro_batch, padding
 // removed) computing each token's log-probability with flash-attn's Triton cross entropy, and
 // PPO's clipped policy loss over the response (core_algos.py compute_policy_loss_vanilla);
 // logprob_torch: the same where flash-attn is absent (torch_functional.py
 // logprobs_from_logits_v2: one log_softmax per token row). Either may add the entropy bonus.
-enum class LossImpl { kEager, kChunked, kCompiled, kFused, kLogprob, kLogprobTorch };
+enum class LossImpl { kEager, kChunked, kCompiled, kFused, kLogprob, kLogprobTorch, kValue };
 
 // verl's entropy of each token's distribution (entropy_coeff != 0 or calculate_entropy):
 // compiled (torch.compile of entropy_from_logits, use_torch_compile: verl's default), eager,
@@ -56,12 +59,15 @@ struct Loss {
   Entropy entropy = Entropy::kNone;  // kLogprob, kLogprobTorch
 };
 
+// verl's actor and critic losses (the hf profile, tp = cp = pp = 1, response_len).
 inline bool rl_loss(const Loss& l) {
-  return l.impl == LossImpl::kLogprob || l.impl == LossImpl::kLogprobTorch;
+  return l.impl == LossImpl::kLogprob || l.impl == LossImpl::kLogprobTorch ||
+         l.impl == LossImpl::kValue;
 }
 
 std::string loss_name(const Loss& l);
-// "eager" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "logprob" | "logprob_torch",
+// "eager" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "value" | "logprob" |
+// "logprob_torch",
 // the last two optionally followed by "+entropy" (compiled) or "+entropy:MODE".
 bool parse_loss(const std::string& s, Loss* out);
 // The listing error messages give.

@@ -47,6 +47,9 @@ void apply_lora_params(const ModelSpec& m, const LayerKind& k, const Lora& l,
 struct ParamShards {
   std::uint64_t tp = 1;
   std::uint64_t ep = 1;
+  // PPO's critic (loss value): transformers' GenericForTokenClassification with one label, a
+  // score head Linear(h, 1) with its bias in place of lm_head.
+  bool value_head = false;
 };
 
 // One layer's (of kind k) parameters on one GPU, and the embedding/head/final-norm parameters.
