@@ -113,6 +113,54 @@ TEST_CASE(
   CHECK(loss);
 }
 
+TEST_CASE(
+    "rl PPO, Qwen2.5-7B on 8 H100s: the critic's phases and residency by hand (verl "
+    "b178a3c CriticWorker, transformers GenericForTokenClassification)",
+    "[rl]") {
+  const json a = run(grpo({{"algorithm", "ppo"}}));
+  // The critic: the actor's model with a one-label score head (h weights and a bias) in place of
+  // lm_head (V x h): fp32 FSDP shards over 8 GPUs (bytes rounded up), AdamW's states.
+  const std::uint64_t critic = kParams - kV * kH + kH + 1;
+  const std::uint64_t critic_shard = (critic * 4 + 7) / 8, critic_adam = critic * 8 / 8;
+  for (const char* id : {"weight_sync", "generate", "old_log_prob", "ref_log_prob", "update"}) {
+    INFO(id);
+    CHECK(line(phase(a, id), "critic parameters") == critic_shard);
+    CHECK(line(phase(a, id), "critic optimizer states") == critic_adam);
+  }
+  // The critic's update: its own device figure (loss value), the actor's and reference's shards
+  // beside it.
+  const json e = run({{"preset", "qwen2.5-7b"},
+                      {"config",
+                       {{"framework", "verl"},
+                        {"loss", "value"},
+                        {"dp", 8},
+                        {"micro_batch", 4},
+                        {"seq", 4096},
+                        {"response_len", 3072},
+                        {"gpu", "h100-80gb"}}}});
+  const json& cu = phase(a, "critic_update");
+  CHECK(line(cu, "the critic's training step") == u(e["device"]["total_bytes"]));
+  CHECK(line(cu, "actor parameters") == kParams * 4 / 8);
+  CHECK(line(cu, "reference parameters") == kParams * 4 / 8);
+  CHECK(line(cu, "critic parameters") == 0);  // inside its device figure
+  // The values phase: the critic's forward without grad; its head is h + 1 wide, not V.
+  const json& val = phase(a, "values");
+  const json& old = phase(a, "old_log_prob");
+  CHECK(line(val, "critic forward") < line(old, "forward without grad"));
+  for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == lines_sum(p));
+  // The order verl's fit loop runs them in.
+  std::vector<std::string> ids;
+  for (const json& p : a["phases"]) ids.push_back(p["id"]);
+  CHECK((ids == std::vector<std::string>{"weight_sync", "generate", "old_log_prob", "ref_log_prob",
+                                         "values", "critic_update", "update"}));
+  // Offloading the critic takes its lines out of every phase but its own.
+  const json off = run(grpo(
+      {{"algorithm", "ppo"}, {"critic_param_offload", true}, {"critic_optimizer_offload", true}}));
+  CHECK(line(phase(off, "generate"), "critic parameters") == 0);
+  CHECK(u(phase(off, "generate")["total_bytes"]) ==
+        u(phase(a, "generate")["total_bytes"]) - critic_shard - critic_adam);
+}
+
 TEST_CASE("rl: offload, sleep and vLLM's start change what each phase holds", "[rl]") {
   const json base = run(grpo());
   // param_offload: the actor's shard leaves the GPU outside its own phases.
@@ -143,9 +191,8 @@ TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
     const json r = actmem::evaluate_json(req);
     return r.value("ok", true) ? std::string("ok") : r["error"]["message"].get<std::string>();
   };
-  CHECK(msg(grpo({{"algorithm", "ppo"}})).rfind("rl.algorithm: 'ppo' is not answered yet", 0) == 0);
   CHECK(msg(grpo({{"algorithm", "dpo"}})) ==
-        "rl.algorithm: 'dpo' is not allowed; allowed: grpo (ppo is named and refused)");
+        "rl.algorithm: 'dpo' is not allowed; allowed: grpo, ppo");
   CHECK(msg(grpo({{"rollout", {{"tp", 3}}}})) ==
         "rl.rollout.tp: 3 does not divide the 8 GPUs (config.dp) into rollout replicas");
   CHECK(msg(grpo({{"rollout", {{"gpu_memory_utilization", 0}}}})) ==

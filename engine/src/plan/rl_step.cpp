@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "actmem/core/checked.hpp"
 #include "actmem/device/device.hpp"
@@ -40,11 +41,8 @@ Error rl_error(const std::string& field, const std::string& message) {
 }
 
 std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl) {
-  if (rl.algorithm != "grpo")
-    return rl_error("rl.algorithm",
-                    "'" + rl.algorithm +
-                        "' is not answered yet (PPO's critic is a value-head model whose training "
-                        "step the engine does not model); allowed: grpo");
+  if (rl.algorithm != "grpo" && rl.algorithm != "ppo")
+    return rl_error("rl.algorithm", "'" + rl.algorithm + "'; allowed: grpo, ppo");
   if (c.par.tp > 1 || c.par.pp > 1 || c.par.cp > 1)
     return rl_error("config.tp",
                     "verl's FSDP actor runs with tp, pp and cp 1 (its Ulysses "
@@ -88,9 +86,9 @@ std::uint64_t largest_param(const ModelSpec& m) {
 
 class RlBuilder {
  public:
-  RlBuilder(const ModelSpec& m, const Setup& actor, const GpuSpec& gpu, const RlSpec& rl,
-            RlAnswer* a)
-      : m_(m), s_(actor), gpu_(gpu), rl_(rl), a_(*a) {}
+  RlBuilder(const ModelSpec& m, const Setup& actor, const Setup* critic, const GpuSpec& gpu,
+            const RlSpec& rl, RlAnswer* a)
+      : m_(m), s_(actor), critic_(critic), gpu_(gpu), rl_(rl), a_(*a) {}
 
   std::optional<Error> prepare();
   void phases();
@@ -102,17 +100,19 @@ class RlBuilder {
     p.total_bytes = ck_.add(p.total_bytes, b, "rl");
   }
   void trainer_base(RlPhase& p, bool params, bool optimizer);
+  void critic_lines(RlPhase& p);
   void vllm(RlPhase& p, bool awake, bool weights_only);
-  Bytes forward_peak(std::uint64_t b, bool entropy) const;
+  Bytes forward_peak(std::uint64_t b, bool entropy, bool value_head = false) const;
 
   const ModelSpec& m_;
   const Setup& s_;
+  const Setup* critic_;  // PPO's critic, else null
   const GpuSpec& gpu_;
   const RlSpec& rl_;
   RlAnswer& a_;
   Checked ck_;
   Bytes trainer_fixed_ = 0, vllm_context_ = 0;
-  Bytes update_total_ = 0;
+  Bytes update_total_ = 0, critic_update_total_ = 0;
 };
 
 // The trainer's fixed costs (the engine's device overheads: context, NCCL, workspace) and what
@@ -131,6 +131,21 @@ void RlBuilder::trainer_base(RlPhase& p, bool params, bool optimizer) {
   if (rl_.reference && !rl_.ref_param_offload)
     line(p, "trainer", "reference parameters (FSDP shard)", st.params_bytes, "code",
          "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
+  critic_lines(p);
+}
+
+// PPO's critic between its own phases: its shard and AdamW's states unless offloaded.
+void RlBuilder::critic_lines(RlPhase& p) {
+  if (!critic_) return;
+  const StaticMemory& cs = critic_->ranks[0].stat;
+  if (!rl_.critic_param_offload)
+    line(p, "trainer", "critic parameters (FSDP shard)", cs.params_bytes, "exact",
+         "the engine's static memory for the critic (score head in place of lm_head); verl "
+         "fsdp_workers.py l.1289 (model_dtype fp32)");
+  if (!rl_.critic_optimizer_offload)
+    line(p, "trainer", "critic optimizer states (FSDP shard)",
+         ck_.add(cs.optimizer_bytes, cs.master_bytes, "rl"), "exact",
+         "the engine's static memory for the critic");
 }
 
 void RlBuilder::vllm(RlPhase& p, bool awake, bool weights_only) {
@@ -149,7 +164,7 @@ void RlBuilder::vllm(RlPhase& p, bool awake, bool weights_only) {
 // (exact) and the larger of one layer's working set and the head's (logits, log-probabilities,
 // the entropy), an estimate: T = b x s tokens, T(2h + (a + 2kv)d + 3f) x 2 B in the widest layer,
 // T(h + V) x 2 B at the head (+ T x V x 2 for an eager entropy's softmax).
-Bytes RlBuilder::forward_peak(std::uint64_t b, bool entropy) const {
+Bytes RlBuilder::forward_peak(std::uint64_t b, bool entropy, bool value_head) const {
   Checked ck;
   const std::uint64_t t = ck.mul(b, s_.config.seq, "rl");
   std::uint64_t layer = 0;
@@ -158,8 +173,8 @@ Bytes RlBuilder::forward_peak(std::uint64_t b, bool entropy) const {
         2 * m_.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim + 3 * k.ffn_hidden;
     layer = std::max(layer, w);
   }
-  std::uint64_t head = m_.hidden + m_.vocab;
-  if (entropy && s_.config.loss.entropy == Entropy::kEager) head += m_.vocab;
+  std::uint64_t head = m_.hidden + (value_head ? 1 : m_.vocab);
+  if (!value_head && entropy && s_.config.loss.entropy == Entropy::kEager) head += m_.vocab;
   const Bytes ws = ck.mul(ck.mul(t, std::max(layer, head), "rl"), 2, "rl");
   return ck.add(s_.zero3_gather, ws, "rl");
 }
@@ -224,6 +239,11 @@ std::optional<Error> RlBuilder::prepare() {
   auto d = device_memory(s_, &gpu_, nullptr, false);
   if (!d.ok()) return d.error();
   update_total_ = d.value().total_bytes;
+  if (critic_) {
+    auto cd = device_memory(*critic_, &gpu_, nullptr, false);
+    if (!cd.ok()) return cd.error();
+    critic_update_total_ = cd.value().total_bytes;
+  }
   if (ck_.overflowed()) return rl_error("rl", "a byte count passes 2^63");
   return std::nullopt;
 }
@@ -263,6 +283,34 @@ void RlBuilder::phases() {
     vllm(ref, asleep_awake, false);
     a_.phases.push_back(ref);
   }
+  if (critic_) {
+    RlPhase val = phase("values", "critic values (critic forward, no grad)");
+    trainer_base(val, params, opt);
+    line(val, "trainer", "critic forward without grad (" + std::to_string(lb) + " sequences)",
+         forward_peak(lb, false, true), "estimate",
+         "verl b178a3c fsdp_workers.py CriticWorker compute_values");
+    vllm(val, asleep_awake, false);
+    a_.phases.push_back(val);
+    // The critic's step: its device figure holds the process's fixed costs, the critic's shards,
+    // gradients and states; the actor's and the reference's stay beside it.
+    RlPhase cu = phase("critic_update", "critic update (its training step)");
+    line(cu, "trainer",
+         "the critic's training step on the device (fixed costs, parameters, gradients, "
+         "optimizer, activations, the allocator's cache)",
+         critic_update_total_, "exact", "the engine's device figure for the critic");
+    if (params)
+      line(cu, "trainer", "actor parameters (FSDP shard)", st.params_bytes, "exact",
+           "the engine's static memory");
+    if (opt)
+      line(cu, "trainer", "actor optimizer states (FSDP shard)",
+           ck_.add(st.optimizer_bytes, st.master_bytes, "rl"), "exact",
+           "the engine's static memory");
+    if (rl_.reference && !rl_.ref_param_offload)
+      line(cu, "trainer", "reference parameters (FSDP shard)", st.params_bytes, "code",
+           "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
+    vllm(cu, asleep_awake, false);
+    a_.phases.push_back(cu);
+  }
   RlPhase upd = phase("update", "policy update (the training step)");
   line(upd, "trainer",
        "the training step on the device (fixed costs, parameters, gradients, "
@@ -271,6 +319,7 @@ void RlBuilder::phases() {
   if (rl_.reference && !rl_.ref_param_offload)
     line(upd, "trainer", "reference parameters (FSDP shard)", st.params_bytes, "code",
          "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
+  critic_lines(upd);
   vllm(upd, asleep_awake, false);
   a_.phases.push_back(upd);
 }
@@ -328,8 +377,18 @@ Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const Gpu
   auto s = make_setup(m, actor);
   if (!s.ok()) return s.error();
   if (auto err = check(m, s.value().config, rl)) return *err;
+  // PPO's critic: the actor's model and config with the value head and loss (verl's critic
+  // model path defaults to the actor's).
+  std::optional<Setup> critic;
+  if (rl.algorithm == "ppo") {
+    TrainConfig cc = s.value().config;
+    cc.loss = Loss{LossImpl::kValue, 1, Entropy::kNone};
+    auto cs = make_setup(m, cc);
+    if (!cs.ok()) return cs.error();
+    critic = std::move(cs.value());
+  }
   RlAnswer a;
-  RlBuilder b(m, s.value(), gpu, rl, &a);
+  RlBuilder b(m, s.value(), critic ? &*critic : nullptr, gpu, rl, &a);
   if (auto err = b.prepare()) return *err;
   b.phases();
   for (std::size_t i = 0; i < a.phases.size(); ++i)

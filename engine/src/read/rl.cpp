@@ -79,19 +79,24 @@ Result<RlSpec> read_rl_spec(const json& rl) {
                                       "optimizer_offload",
                                       "ref_param_offload",
                                       "log_prob_micro_batch",
-                                      "rollout"};
-  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 7));
+                                      "rollout",
+                                      "critic_param_offload",
+                                      "critic_optimizer_offload"};
+  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 9));
   if (rl.contains("algorithm")) {
     ACTMEM_TRY(read_string(rl["algorithm"], "rl.algorithm", &s.algorithm));
     if (s.algorithm != "grpo" && s.algorithm != "ppo")
-      return make_error("invalid_value", "rl.algorithm",
-                        "rl.algorithm: '" + shown_text(s.algorithm) +
-                            "' is not allowed; allowed: grpo (ppo is named and refused)");
+      return make_error(
+          "invalid_value", "rl.algorithm",
+          "rl.algorithm: '" + shown_text(s.algorithm) + "' is not allowed; allowed: grpo, ppo");
   }
-  const std::pair<const char*, bool*> flags[] = {{"reference", &s.reference},
-                                                 {"param_offload", &s.param_offload},
-                                                 {"optimizer_offload", &s.optimizer_offload},
-                                                 {"ref_param_offload", &s.ref_param_offload}};
+  const std::pair<const char*, bool*> flags[] = {
+      {"reference", &s.reference},
+      {"param_offload", &s.param_offload},
+      {"optimizer_offload", &s.optimizer_offload},
+      {"ref_param_offload", &s.ref_param_offload},
+      {"critic_param_offload", &s.critic_param_offload},
+      {"critic_optimizer_offload", &s.critic_optimizer_offload}};
   for (const auto& [k, dst] : flags)
     if (rl.contains(k)) ACTMEM_TRY(read_bool(rl[k], std::string("rl.") + k, dst));
   if (rl.contains("log_prob_micro_batch")) {

@@ -1,6 +1,6 @@
-// An RL post-training step on shared GPUs (issue 37): GRPO as verl runs it with its FSDP hybrid
-// engine and a colocated vLLM rollout server on every GPU (volcengine/verl b178a3c; vLLM's V1
-// worker and its start-snapshot memory rule). The step is a sequence of phases (weight sync,
+// An RL post-training step on shared GPUs (issue 37): GRPO and PPO as verl runs them with its FSDP
+// hybrid engine and a colocated vLLM rollout server on every GPU (volcengine/verl b178a3c; vLLM's
+// V1 worker and its start-snapshot memory rule). The step is a sequence of phases (weight sync,
 // generation, the old policy's and the reference's log-probabilities, the policy update); each
 // phase's peak is the sum of what the trainer process and the vLLM process hold on one GPU during
 // it, line by line, each line marked exact (the engine's own figures), from the code (a framework's
@@ -35,10 +35,12 @@ struct RlRollout {
 
 struct RlSpec {
   std::string algorithm = "grpo";
-  bool reference = false;                  // a reference model (use_kl_loss or use_kl_in_reward)
-  bool param_offload = false;              // actor.fsdp_config.param_offload (verl default false)
-  bool optimizer_offload = false;          // actor.fsdp_config.optimizer_offload
-  bool ref_param_offload = false;          // ref.fsdp_config.param_offload
+  bool reference = false;          // a reference model (use_kl_loss or use_kl_in_reward)
+  bool param_offload = false;      // actor.fsdp_config.param_offload (verl default false)
+  bool optimizer_offload = false;  // actor.fsdp_config.optimizer_offload
+  bool ref_param_offload = false;  // ref.fsdp_config.param_offload
+  // PPO's critic (the actor's model with a one-label score head, critic.fsdp_config's offloads).
+  bool critic_param_offload = false, critic_optimizer_offload = false;
   std::uint64_t log_prob_micro_batch = 0;  // log_prob_micro_batch_size_per_gpu; 0: micro_batch
   RlRollout rollout;
 };
