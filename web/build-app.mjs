@@ -15,7 +15,7 @@ import { Script } from 'node:vm';
 // comes last (it starts the worker, whose answers call into every other file). The others only
 // declare functions and constants, in the order of the page's sections.
 export const ORDER = ['state.js', 'dom.js', 'format.js', 'controls.js', 'form.js', 'request.js', 'view.js', 'verdict.js',
-  'charts.js', 'tables.js', 'planner.js', 'compare.js', 'exports.js', 'embed.js', 'main.js'];
+  'charts.js', 'tables.js', 'planner.js', 'rl.js', 'compare.js', 'exports.js', 'embed.js', 'main.js'];
 
 const HEADER = `// actmem page: reads the form, asks the engine (in a Web Worker) for the view of the current
 // inputs, and draws the answer. Every number, choice and suggestion comes from the engine's view

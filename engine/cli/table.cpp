@@ -435,6 +435,9 @@ std::string render_rl(const json& r) {
     << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = " << commas(u(v["kv_blocks"]))
     << " blocks, " << commas(u(v["kv_tokens"])) << " tokens (" << commas(u(v["kv_bytes_per_token"]))
     << " B per token); " << (v["starts"].get<bool>() ? "starts" : "does NOT start") << "\n";
+  for (const json& f : r.value("fixes", json::array()))
+    o << "fits with " << text(f["change"]) << ": peak " << format_bytes(u(f["peak_bytes"]))
+      << " in " << text(f["phase"]) << "\n";
   for (const json& n : r["notes"]) o << "note: " << text(n) << "\n";
   return o.str();
 }

@@ -186,6 +186,41 @@ TEST_CASE("rl: offload, sleep and vLLM's start change what each phase holds", "[
   CHECK(note);
 }
 
+TEST_CASE(
+    "rl: a step that does not fit lists each single change that fits, verified by running "
+    "it",
+    "[rl]") {
+  json req = grpo({{"rollout", {{"tp", 2}, {"gpu_memory_utilization", 0.6}}}});
+  req["config"]["gpu"] = "a100-40gb";
+  const json a = run(req);
+  REQUIRE(a["fits"] == false);
+  REQUIRE(a["fixes"].size() >= 2);
+  // The cheapest first: the largest utilization (in hundredths) the generation leaves room for.
+  const std::string first = a["fixes"][0]["change"];
+  REQUIRE(first.rfind("rl.rollout.gpu_memory_utilization=", 0) == 0);
+  const double util = std::stod(first.substr(first.find('=') + 1));
+  CHECK(util < 0.6);
+  json fixed = req;
+  fixed["rl"]["rollout"]["gpu_memory_utilization"] = util;
+  const json b = run(fixed);
+  CHECK(b["fits"] == true);
+  CHECK(u(b["peak"]["bytes"]) == u(a["fixes"][0]["peak_bytes"]));
+  // One hundredth more does not fit (the largest that does).
+  fixed["rl"]["rollout"]["gpu_memory_utilization"] = util + 0.01;
+  CHECK(run(fixed)["fits"] == false);
+  // Each listed change fits when made.
+  for (const json& f : a["fixes"]) {
+    const std::string c = f["change"];
+    if (c.rfind("rl.", 0) != 0 || c.find("rollout") != std::string::npos) continue;
+    json g = req;
+    g["rl"][c.substr(3, c.find('=') - 3)] = true;
+    INFO(c);
+    CHECK(run(g)["fits"] == true);
+  }
+  // A step that fits lists none.
+  CHECK(run(grpo())["fixes"].empty());
+}
+
 TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
   auto msg = [](const json& req) {
     const json r = actmem::evaluate_json(req);

@@ -595,6 +595,41 @@ test('Find a layout: the engine\'s ranked layouts, one applied with one click fi
   await page.close();
 });
 
+test('RL step: verl\'s GRPO beside a vLLM rollout, phase by phase, the CLI\'s answer; a bad utilization is refused beside its field', async () => {
+  const { page, errors } = await open('preset=qwen2.5-7b&gpu=h100-80gb&seq=4096&micro_batch=4');
+  await page.fill('#rl-gpus', '8');
+  await page.fill('#rl-response', '3072');
+  await page.check('#rl-reference');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="ok"]', { timeout: 60000 });
+  // The panel's answer is the engine's for the request it sent, and the CLI's flags ask the same.
+  const req = JSON.parse(await page.getAttribute('#rl-panel', 'data-request'));
+  const answer = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  assert.deepEqual(answer, nativeRequest(req));
+  const flags = JSON.parse(execFileSync(cli, ['rl', '--preset', 'qwen2.5-7b', '--gpu', 'h100-80gb', '--seq', '4096', '--micro-batch', '4', '--dp', '8',
+    '--response-len', '3072', '--rl', 'algorithm=grpo', '--rl', 'reference=true', '--rl', 'param_offload=false', '--rl', 'optimizer_offload=false',
+    '--rl', 'rollout.tp=2', '--rl', 'rollout.gpu_memory_utilization=0.5', '--rl', 'rollout.free_cache_engine=true', '--json'], { encoding: 'utf8' }));
+  assert.deepEqual(answer, flags);
+  const rows = await page.$$eval('#rl-table tbody tr', (r) => r.map((tr) => tr.dataset.phase));
+  assert.deepEqual(rows, answer.phases.map((p) => p.id));
+  assert.equal(await page.getAttribute('#rl-table tr.peak', 'data-phase'), answer.peak.phase);
+  assert.match(await page.textContent('#rl-summary'), /^Fits: the peak is .* in generation/);
+  await page.screenshot({ path: join(shots, 'rl.png') });
+  // PPO adds the critic's phases.
+  await page.selectOption('#rl-algorithm', 'ppo');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-table tr[data-phase="critic_update"]', { timeout: 60000 });
+  // A utilization outside (0, 1]: the engine's message beside the field, no table.
+  await page.fill('#rl-util', '1.5');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="error"]', { timeout: 30000 });
+  assert.equal(await page.textContent('[data-rl-err="rl.rollout.gpu_memory_utilization"]'),
+    'rl.rollout.gpu_memory_utilization: 1.5 is outside (0, 1] (vLLM\'s fraction of the GPU\'s total)');
+  assert.equal(await page.$$eval('#rl-table tbody tr', (r) => r.length), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('an error appearing shifts nothing (cumulative layout shift 0), by link and by typing', async () => {
   const { page } = await open('preset=gpt2&seq=1024&gpu=rtx-4090');
   await page.evaluate(() => { window.cls = 0; });

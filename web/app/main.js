@@ -58,6 +58,7 @@ function boot(list) {
 function wire() {
   wireCompare();
   wireAdvise();
+  wireRl();
   wireForm();
   wireTables();
   wireExports();

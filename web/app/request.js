@@ -57,6 +57,7 @@ function onMessage(e) {
   if (m.lane === 'fallback') { onFallback(m); return; }
   if (m.lane === 'compare') { onCompare(m); return; }
   if (m.lane === 'advise') { onAdvise(m); return; }
+  if (m.lane === 'rl') { onRl(m); return; }
   if (m.id !== state.wanted) return;  // superseded by a newer input
   state.awaiting = false;
   const t0 = performance.now();

@@ -35,6 +35,7 @@ const state = Object.seal({
   exportsPending: new Map(), // export request id -> what to do with its answer (exports.js)
   inventoryEst: null,        // the estimate whose layer inventory is on screen; the kind selector redraws from it (tables.js)
   adviseId: 0,               // the Find a layout request whose answer is drawn (planner.js)
+  rlId: 0,                   // the RL step request whose answer is drawn (rl.js)
   snapshotBytes: null,       // the chosen memory snapshot's bytes (compare.js)
   statsObject: null,         // the torch.cuda.memory_stats() JSON given with it, parsed, if any
   compareId: 0,              // the compare request whose answer is drawn

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 #include "actmem/core/checked.hpp"
@@ -372,8 +373,9 @@ void notes(const ModelSpec& m, const Setup& s, const RlSpec& rl, RlAnswer* a) {
 
 }  // namespace
 
-Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
-                         const RlSpec& rl) {
+// The step's answer without fixes (rl_step adds them).
+Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
+                           const RlSpec& rl) {
   auto s = make_setup(m, actor);
   if (!s.ok()) return s.error();
   if (auto err = check(m, s.value().config, rl)) return *err;
@@ -396,6 +398,63 @@ Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const Gpu
       a.peak_bytes = a.phases[i].total_bytes, a.peak_phase = i;
   a.fits = a.peak_bytes <= a.capacity;
   notes(m, s.value(), rl, &a);
+  return a;
+}
+
+namespace {
+
+// The single changes rl_step tries when the step does not fit, the cheapest first.
+std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, const RlAnswer& a) {
+  std::vector<std::pair<std::string, RlSpec>> out;
+  auto add = [&](const std::string& change, auto set) {
+    RlSpec s = rl;
+    set(s);
+    out.emplace_back(change, s);
+  };
+  if (!rl.rollout.free_cache_engine)
+    add("rl.rollout.free_cache_engine=true", [](RlSpec& s) { s.rollout.free_cache_engine = true; });
+  // The largest utilization (in hundredths) that leaves the generation within the GPU.
+  const RlPhase* gen = nullptr;
+  for (const RlPhase& p : a.phases)
+    if (p.id == "generate") gen = &p;
+  if (gen && gen->total_bytes > a.capacity) {
+    const Bytes others = gen->total_bytes - a.vllm_requested;
+    if (others < a.capacity) {
+      const double u = std::floor(100.0 * static_cast<double>(a.capacity - others) /
+                                  static_cast<double>(a.capacity)) /
+                       100.0;
+      if (u > 0 && u < rl.rollout.gpu_memory_utilization) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.2f", u);
+        add(std::string("rl.rollout.gpu_memory_utilization=") + buf,
+            [u](RlSpec& s) { s.rollout.gpu_memory_utilization = u; });
+      }
+    }
+  }
+  if (rl.reference && !rl.ref_param_offload)
+    add("rl.ref_param_offload=true", [](RlSpec& s) { s.ref_param_offload = true; });
+  if (!rl.optimizer_offload)
+    add("rl.optimizer_offload=true", [](RlSpec& s) { s.optimizer_offload = true; });
+  if (!rl.param_offload) add("rl.param_offload=true", [](RlSpec& s) { s.param_offload = true; });
+  if (rl.algorithm == "ppo" && !rl.critic_optimizer_offload)
+    add("rl.critic_optimizer_offload=true", [](RlSpec& s) { s.critic_optimizer_offload = true; });
+  if (rl.algorithm == "ppo" && !rl.critic_param_offload)
+    add("rl.critic_param_offload=true", [](RlSpec& s) { s.critic_param_offload = true; });
+  return out;
+}
+
+}  // namespace
+
+Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
+                         const RlSpec& rl) {
+  auto a = rl_phases(m, actor, gpu, rl);
+  if (!a.ok() || (a.value().fits && a.value().vllm_starts)) return a;
+  for (const auto& [change, spec] : fix_candidates(rl, a.value())) {
+    auto t = rl_phases(m, actor, gpu, spec);
+    if (t.ok() && t.value().fits && t.value().vllm_starts)
+      a.value().fixes.push_back(
+          {change, t.value().peak_bytes, t.value().phases[t.value().peak_phase].id});
+  }
   return a;
 }
 

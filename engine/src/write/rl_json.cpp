@@ -24,6 +24,9 @@ json rl_to_json(const RlAnswer& a) {
                                              static_cast<std::int64_t>(p.total_bytes)},
                       {"lines", lines}});
   }
+  json fixes = json::array();
+  for (const RlFix& f : a.fixes)
+    fixes.push_back({{"change", f.change}, {"peak_bytes", f.peak_bytes}, {"phase", f.phase}});
   return json{{"ok", true},
               {"phases", phases},
               {"peak", {{"phase", a.phases[a.peak_phase].id}, {"bytes", a.peak_bytes}}},
@@ -42,6 +45,7 @@ json rl_to_json(const RlAnswer& a) {
                 {"starts", a.vllm_starts},
                 {"free_at_start_bytes", a.free_at_start}}},
               {"defaults", a.defaults},
+              {"fixes", fixes},
               {"notes", a.notes}};
 }
 

@@ -61,6 +61,13 @@ struct RlPhase {
   Bytes total_bytes = 0;
 };
 
+// One setting changed that makes the step fit (and vLLM start).
+struct RlFix {
+  std::string change;  // e.g. "rl.rollout.gpu_memory_utilization=0.42"
+  Bytes peak_bytes = 0;
+  std::string phase;
+};
+
 struct RlAnswer {
   std::vector<RlPhase> phases;
   std::size_t peak_phase = 0;
@@ -77,6 +84,9 @@ struct RlAnswer {
   bool vllm_starts = false;   // free memory at vLLM's start >= requested (vLLM raises otherwise)
   Bytes free_at_start = 0;
   std::vector<std::string> defaults;  // the actor keys the rl command filled, with their source
+  // When it does not fit: each single change that does, the cheapest first (sleep between
+  // generations, a smaller vLLM budget, then offloads, then smaller log-probability batches).
+  std::vector<RlFix> fixes;
   std::vector<std::string> notes;
 };
 

@@ -1,0 +1,94 @@
+// The RL step (the engine's rl command): GRPO or PPO as verl runs it beside a vLLM rollout on
+// every GPU, for the form's model, sequence, micro-batch and GPU; each phase as a bar of what the
+// trainer and vLLM hold against the GPU, the peak phase, vLLM's KV cache, the changes that fit.
+
+// The request: the form's model and shape only (verl's defaults fill the actor's other keys).
+function rlRequest() {
+  const form = readForm();
+  const config = { dp: typed($('rl-gpus').value) };
+  for (const k of ['micro_batch', 'seq', 'gpu', 'gpu_memory']) if (form.config[k] !== undefined) config[k] = form.config[k];
+  if ($('rl-response').value.trim() !== '') config.response_len = typed($('rl-response').value);
+  const rl = {
+    algorithm: $('rl-algorithm').value,
+    reference: $('rl-reference').checked,
+    param_offload: $('rl-param-offload').checked,
+    optimizer_offload: $('rl-optimizer-offload').checked,
+    rollout: { tp: typed($('rl-tp').value), gpu_memory_utilization: typed($('rl-util').value), free_cache_engine: !$('rl-awake').checked },
+  };
+  const req = { command: 'rl', config, rl };
+  for (const k of ['preset', 'model_text']) if (form[k] !== undefined) req[k] = form[k];
+  return req;
+}
+
+function runRl() {
+  if (!state.bootDone) return;
+  const panel = $('rl-panel');
+  for (const slot of panel.querySelectorAll('[data-rl-err]')) slot.textContent = '';
+  for (const input of panel.querySelectorAll('[data-rl-field]')) input.classList.remove('invalid');
+  const req = rlRequest();
+  panel.dataset.request = JSON.stringify(req);
+  state.rlId = send('rl', req);
+  panel.dataset.state = 'running';
+  $('rl-summary').textContent = 'Answering…';
+}
+
+function rlError(panel, err) {
+  panel.dataset.state = 'error';
+  $('rl-summary').textContent = '';
+  const f = String(err.field || '');
+  const slot = panel.querySelector('[data-rl-err="' + CSS.escape(f) + '"]');
+  (slot || panel.querySelector('[data-rl-err="rl"]')).textContent = err.message;
+  const input = panel.querySelector('[data-rl-field="' + CSS.escape(f) + '"]');
+  if (input) input.classList.add('invalid');
+}
+
+function rlRow(ans, p, i) {
+  const tr = document.createElement('tr');
+  if (p.id === ans.peak.phase) tr.classList.add('peak');
+  if (p.headroom_bytes < 0) tr.classList.add('over');
+  tr.appendChild(el('td', p.label));
+  tr.appendChild(tip(el('td', fmt(p.total_bytes), 'num'), commas(p.total_bytes) + ' bytes on the GPU in this phase'));
+  const bar = el('div', '', 'rl-bar');
+  const part = (who) => p.lines.filter((l) => l.process === who).reduce((s, l) => s + l.bytes, 0);
+  for (const who of ['trainer', 'vllm']) {
+    const span = el('span', '', who);
+    span.style.width = Math.min(100, 100 * part(who) / ans.capacity_bytes).toFixed(2) + '%';
+    bar.appendChild(span);
+  }
+  const lines = p.lines.map((l) => l.process + ': ' + l.what + ' ' + fmt(l.bytes) + ' (' + l.basis + ')').join('\n');
+  const td = document.createElement('td');
+  td.appendChild(tip(bar, lines));
+  tr.appendChild(td);
+  tr.appendChild(el('td', (p.headroom_bytes < 0 ? '-' : '') + fmt(Math.abs(p.headroom_bytes)), 'num'));
+  tr.dataset.phase = p.id;
+  tr.dataset.index = String(i);
+  return tr;
+}
+
+function onRl(m) {
+  if (m.id !== state.rlId) return;
+  const ans = JSON.parse(m.text);
+  const panel = $('rl-panel');
+  panel.dataset.ms = m.ms.toFixed(1);
+  panel.dataset.answer = m.text;
+  const tb = $('rl-table').tBodies[0];
+  clear(tb);
+  clear($('rl-notes'));
+  if (!ans.ok) { rlError(panel, ans.error); return; }
+  panel.dataset.state = 'ok';
+  const peak = ans.phases.find((p) => p.id === ans.peak.phase);
+  const v = ans.vllm;
+  $('rl-summary').textContent = (ans.fits ? 'Fits: ' : 'Does not fit: ') + 'the peak is ' + fmt(ans.peak.bytes) + ' in ' + peak.label.split(' (')[0] +
+    ', against ' + fmt(ans.capacity_bytes) + '. vLLM: a ' + fmt(v.requested_bytes) + ' budget, ' + fmt(v.kv_cache_bytes) + ' of KV cache = ' +
+    commas(v.kv_blocks) + ' blocks (' + commas(v.kv_tokens) + ' tokens, ' + v.concurrency.toFixed(1) + ' sequences of ' + commas(v.max_model_len) + ')' +
+    (v.starts ? '.' : '; vLLM does not start.');
+  ans.phases.forEach((p, i) => tb.appendChild(rlRow(ans, p, i)));
+  for (const f of ans.fixes || []) $('rl-notes').appendChild(el('li', 'Fits with ' + f.change + ': peak ' + fmt(f.peak_bytes) + ' in ' + f.phase + '.', 'fix'));
+  for (const n of ans.notes) $('rl-notes').appendChild(el('li', n));
+}
+
+function wireRl() {
+  $('rl-run').addEventListener('click', runRl);
+  for (const id of ['rl-gpus', 'rl-response', 'rl-tp', 'rl-util'])
+    $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); runRl(); } });
+}
