@@ -614,7 +614,7 @@ test('RL step: verl\'s GRPO beside a vLLM rollout, phase by phase, the CLI\'s an
   assert.deepEqual(rows, answer.phases.map((p) => p.id));
   assert.equal(await page.getAttribute('#rl-table tr.peak', 'data-phase'), answer.peak.phase);
   assert.match(await page.textContent('#rl-summary'), /^Fits: the peak is .* in generation/);
-  await page.screenshot({ path: join(shots, 'rl.png') });
+  await (await page.$('#rl-panel')).screenshot({ path: join(shots, 'rl.png') });
   // PPO adds the critic's phases.
   await page.selectOption('#rl-algorithm', 'ppo');
   await page.click('#rl-run');
