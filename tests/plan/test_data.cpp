@@ -233,6 +233,10 @@ TEST_CASE("data: the lengths as a list, a histogram or a lengths file's text giv
   const json text = evaluate_json(data_request(
       {{"lengths", "512\r\n{\"length\": 512}\n\n  1024 \n{\"input_ids\": [1, 2, 3]}\n"}}));
   CHECK(text == evaluate_json(data_request({{"lengths", {512, 512, 1024, 3}}})));
+  // RL samples: a prompt and its response, one sequence of both.
+  const json rl = evaluate_json(
+      data_request({{"lengths", "{\"prompt\": 300, \"response\": 212}\n512\n1024\n3\n"}}));
+  CHECK(rl == text);
   const json array_text = evaluate_json(data_request({{"lengths", " [512, 512, 1024, 4096]"}}));
   CHECK(array_text == list);
 }
@@ -247,7 +251,7 @@ TEST_CASE("data: bad input gets one line naming the field (docs/reliability.md)"
         "data.lengths[0]: 2147483648 tokens; allowed: 1 to 1073741824");
   CHECK(msg({{"lengths", "12\nabc\n"}}) ==
         "data.lengths line 2: 'abc' is not a length; allowed: a positive integer, or an object "
-        "with \"length\" or \"input_ids\"");
+        "with \"length\", \"input_ids\" or \"prompt\" and \"response\"");
   CHECK(msg({{"lengths", "12\n{\"length\": 0}\n"}}) ==
         "data.lengths line 2.length: must be a positive integer, got 0");
   CHECK(msg({{"lengths", {1}}, {"histogram", {{1, 1}}}}) ==

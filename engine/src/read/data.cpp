@@ -57,11 +57,17 @@ std::optional<Error> read_line(std::string_view line, const std::string& field,
     ACTMEM_TRY(read_length(j["length"], field + ".length", &v));
   } else if (j.is_object() && j.contains("input_ids") && j["input_ids"].is_array()) {
     ACTMEM_TRY(read_length(json(j["input_ids"].size()), field + ".input_ids", &v));
+  } else if (j.is_object() && j.contains("prompt") && j.contains("response")) {
+    // An RL sample: its prompt and its response tokens, one sequence of both.
+    std::uint64_t p = 0, r = 0;
+    ACTMEM_TRY(read_length(j["prompt"], field + ".prompt", &p));
+    ACTMEM_TRY(read_length(j["response"], field + ".response", &r));
+    ACTMEM_TRY(read_length(json(p + r), field, &v));
   } else {
     return make_error("invalid_value", field,
                       field + ": '" + shown_text(line) +
                           "' is not a length; allowed: a positive integer, or an object with "
-                          "\"length\" or \"input_ids\"");
+                          "\"length\", \"input_ids\" or \"prompt\" and \"response\"");
   }
   out->push_back(v);
   return std::nullopt;
