@@ -41,8 +41,8 @@ const char* const kUsage =
     "             cuts longer sequences\n"
     "  rl         an RL step (GRPO or PPO, verl's FSDP trainer beside a vLLM rollout on every\n"
     "             GPU) phase by phase: --rl KEY=VALUE (algorithm=ppo, reference=true,\n"
-    "             param_offload=true,
-    "             rollout.tp=2, rollout.gpu_memory_utilization=0.5, rollout.max_num_seqs=256,\n"
+    "             param_offload=true, rollout.tp=2, rollout.gpu_memory_utilization=0.5, "
+    "rollout.max_num_seqs=256,\n"
     "             rollout.cudagraph_bytes=N, ...; docs/schema.md, The rl answer)\n"
     "  presets    list model, GPU and worked-example presets\n"
     "model:   --preset ID | --model FILE (our JSON or a Hugging Face config.json)\n"

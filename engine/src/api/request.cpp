@@ -21,9 +21,9 @@ using nlohmann::json;
 namespace {
 
 const char* const kRequestKeys[] = {
-    "command", "preset", "model",   "model_text",    "config",          "gpu",
-    "sweep",   "events", "summary", "example",       "compact_events",  "stages",
-    "stats",   "advise", "emit",    "megatron_args", "torchtitan_toml", "data", "rl"};
+    "command", "preset",        "model",           "model_text",     "config", "gpu",   "sweep",
+    "events",  "summary",       "example",         "compact_events", "stages", "stats", "advise",
+    "emit",    "megatron_args", "torchtitan_toml", "data",           "rl"};
 
 constexpr unsigned bit(Command c) {
   return 1u << static_cast<unsigned>(c);
