@@ -52,7 +52,7 @@ fuzz actmem-fuzz-validate 50000 fuzz/cli.dict fuzz/corpus-validate   # actmem-va
 fuzz actmem-fuzz-snapshot 10000 fuzz/pickle.dict fuzz/corpus-snapshot # compare's snapshot file
 fuzz actmem-fuzz-megatron 10000 fuzz/megatron.dict fuzz/corpus-megatron # --megatron-args FILE
 fuzz actmem-fuzz-torchtitan 50000 fuzz/torchtitan.dict fuzz/corpus-torchtitan # --torchtitan-toml FILE
-fuzz actmem-fuzz-lengths 3000 fuzz/lengths.dict fuzz/corpus-lengths   # data --lengths FILE
+fuzz actmem-fuzz-lengths 30000 fuzz/lengths.dict fuzz/corpus-lengths  # data --lengths FILE
 
 section "clang-format"
 files=$(git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null || find engine tests bench -name '*.[ch]pp')
