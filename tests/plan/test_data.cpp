@@ -284,6 +284,16 @@ TEST_CASE("data: bad input gets one line naming the field (docs/reliability.md)"
              {"step_sequences", 3}}) ==
         "data.step_sequences: 3 sequences do not divide among 8 data-parallel ranks; allowed: a "
         "multiple of dp");
+    // verl's partition past the engine's bound: 2^13 sequences of one token each per rank (8 ranks),
+  // each its own micro-batch (max_tokens 1), pair 2^26 sequence-micro-batch slots.
+  CHECK(msg({{"histogram", {{1, 8 << 13}}},
+             {"batching", "token_budget"},
+             {"max_tokens", 1},
+             {"step_sequences", 8 << 13}}) ==
+        "data.max_tokens: 8192 sequences per rank in 8192 micro-batches (step 0): verl's "
+        "partition would take more than the engine's bound of 2^24 sequence-micro-batch pairs "
+        "per rank and step, 2^28 in all (docs/reliability.md); raise max_tokens or lower "
+        "step_sequences");
   CHECK(msg({{"lengths", {10}}}, {{"pp", 2}}) ==
         "config.pp: 2 stages: a pipeline holds several micro-batches in flight, of different "
         "lengths, and the engine walks one shape per step (Megatron-LM needs "

@@ -58,13 +58,22 @@ std::vector<DataBatch> grouped(const DataSpec& d, const TrainConfig& c, std::uin
 // same_micro_num_in_dp).
 std::optional<Error> partition_step(const DataSpec& d, std::uint64_t q, std::uint64_t step,
                                     const std::vector<std::uint64_t>& at, std::uint64_t len,
-                                    std::vector<DataBatch>* out) {
+                                    std::uint64_t* slots, std::vector<DataBatch>* out) {
   std::uint64_t k = 0;
   for (std::uint64_t first : at) {
     const std::uint64_t sum = std::accumulate(d.lengths.begin() + first,
                                               d.lengths.begin() + first + len, std::uint64_t{0});
     k = std::max(k, std::min(len, ceil_div(sum, d.max_tokens)));
   }
+  // len <= 2^23 and k <= len: the products stay far inside 64 bits.
+  *slots += at.size() * len * k;
+  if (len * k > kMaxPartitionSlots || *slots > kMaxPartitionSlotsTotal)
+    return data_error("data.max_tokens",
+                      std::to_string(len) + " sequences per rank in " + std::to_string(k) +
+                          " micro-batches (step " + std::to_string(step) +
+                          "): verl's partition would take more than the engine's bound of 2^24 "
+                          "sequence-micro-batch pairs per rank and step, 2^28 in all "
+                          "(docs/reliability.md); raise max_tokens or lower step_sequences");
   std::vector<std::uint64_t> share;
   for (std::uint64_t rank = 0; rank < at.size(); ++rank) {
     share.assign(d.lengths.begin() + at[rank], d.lengths.begin() + at[rank] + len);
@@ -112,12 +121,13 @@ Result<std::vector<DataBatch>> budgeted(const DataSpec& d, const TrainConfig& c,
                           " (verl drops the last incomplete batch: "
                           "dataloader drop_last); allowed: a multiple of iteration_sequences");
   std::vector<DataBatch> out;
+  std::uint64_t slots = 0;
   std::vector<std::uint64_t> at(dp);
   const std::uint64_t chunk = it / dp, mini = g / dp;
   for (std::uint64_t start = 0, step = 0; start < n; start += it)
     for (std::uint64_t m = 0; m < chunk; m += mini, ++step) {
       for (std::uint64_t r = 0; r < dp; ++r) at[r] = start + r * chunk + m;
-      if (auto err = partition_step(d, q, step, at, mini, &out)) return *err;
+      if (auto err = partition_step(d, q, step, at, mini, &slots, &out)) return *err;
     }
   return out;
 }

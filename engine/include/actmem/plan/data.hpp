@@ -20,6 +20,12 @@ namespace actmem {
 constexpr std::uint64_t kMaxDataSequences = std::uint64_t{1} << 23;
 // A sequence's tokens: fit's sequence bound (kMaxFitSeq).
 constexpr std::uint64_t kMaxDataLength = std::uint64_t{1} << 30;
+// verl's partition merges states of up to k parts for each of a rank's n sequences: its work
+// grows as n x k per rank and step. One mini-batch may pair at most 2^24 sequence-part slots and
+// the data 2^28 in all (about 2 s natively at the bound; a real mini-batch of 1,024 sequences in
+// 64 micro-batches is 2^16; docs/reliability.md).
+constexpr std::uint64_t kMaxPartitionSlots = std::uint64_t{1} << 24;
+constexpr std::uint64_t kMaxPartitionSlotsTotal = std::uint64_t{1} << 28;
 
 // How sequences become micro-batches.
 //  kPadded: micro_batch sequences in the sampler's order, padded to the longest of them
