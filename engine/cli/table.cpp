@@ -435,6 +435,10 @@ std::string render_rl(const json& r) {
     << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = " << commas(u(v["kv_blocks"]))
     << " blocks, " << commas(u(v["kv_tokens"])) << " tokens (" << commas(u(v["kv_bytes_per_token"]))
     << " B per token); " << (v["starts"].get<bool>() ? "starts" : "does NOT start") << "\n";
+  for (const json& x : r.value("rollout_options", json::array()))
+    o << "rollout tp " << u(x["tp"]) << ": peak " << human(static_cast<double>(u(x["peak_bytes"])))
+      << " in " << text(x["peak_phase"]) << ", KV cache " << commas(u(x["kv_tokens"])) << " tokens"
+      << (x["fits"].get<bool>() && x["starts"].get<bool>() ? "" : " (does not fit)") << "\n";
   for (const json& f : r.value("fixes", json::array()))
     o << "fits with " << text(f["change"]) << ": peak " << format_bytes(u(f["peak_bytes"]))
       << " in " << text(f["phase"]) << "\n";

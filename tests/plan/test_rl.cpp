@@ -221,6 +221,25 @@ TEST_CASE(
   CHECK(run(grpo())["fixes"].empty());
 }
 
+TEST_CASE(
+    "rl: the rollout's tensor parallelism ranked (each tp dividing the GPUs and the heads, "
+    "the largest KV cache first)",
+    "[rl]") {
+  const json a = run(grpo());
+  // Qwen2.5-7B's 28 heads on 8 GPUs: tp 1, 2, 4 (8 does not divide 28).
+  std::vector<std::uint64_t> tps;
+  for (const json& o : a["rollout_options"]) tps.push_back(u(o["tp"]));
+  CHECK((tps == std::vector<std::uint64_t>{4, 2, 1}));
+  // Each option is the step asked with that tp: tp 2 is this request's own answer.
+  for (const json& o : a["rollout_options"])
+    if (u(o["tp"]) == 2) {
+      CHECK(u(o["kv_tokens"]) == u(a["vllm"]["kv_tokens"]));
+      CHECK(u(o["peak_bytes"]) == u(a["peak"]["bytes"]));
+    }
+  json tp4 = grpo({{"rollout", {{"tp", 4}, {"gpu_memory_utilization", 0.5}}}});
+  CHECK(u(run(tp4)["vllm"]["kv_tokens"]) == u(a["rollout_options"][0]["kv_tokens"]));
+}
+
 TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
   auto msg = [](const json& req) {
     const json r = actmem::evaluate_json(req);

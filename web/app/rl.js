@@ -83,7 +83,9 @@ function onRl(m) {
     commas(v.kv_blocks) + ' blocks (' + commas(v.kv_tokens) + ' tokens, ' + v.concurrency.toFixed(1) + ' sequences of ' + commas(v.max_model_len) + ')' +
     (v.starts ? '.' : '; vLLM does not start.');
   ans.phases.forEach((p, i) => tb.appendChild(rlRow(ans, p, i)));
-  for (const f of ans.fixes || []) $('rl-notes').appendChild(el('li', 'Fits with ' + f.change + ': peak ' + fmt(f.peak_bytes) + ' in ' + f.phase + '.', 'fix'));
+    for (const f of ans.fixes || []) $('rl-notes').appendChild(el('li', 'Fits with ' + f.change + ': peak ' + fmt(f.peak_bytes) + ' in ' + f.phase + '.', 'fix'));
+  const opts = (ans.rollout_options || []).map((o) => 'tp ' + o.tp + ': ' + commas(o.kv_tokens) + ' KV tokens, peak ' + fmt(o.peak_bytes) + (o.fits && o.starts ? '' : ' (does not fit)'));
+  if (opts.length) $('rl-notes').appendChild(el('li', 'Rollout tensor parallelism, the largest KV cache first: ' + opts.join('; ') + '.', 'options'));
   for (const n of ans.notes) $('rl-notes').appendChild(el('li', n));
 }
 

@@ -445,10 +445,37 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
 
 }  // namespace
 
+// Every rollout tp that divides the GPUs and the heads, ranked (RlAnswer::rollout_options).
+std::vector<RlRolloutOption> rollout_options(const ModelSpec& m, const TrainConfig& actor,
+                                             const GpuSpec& gpu, const RlSpec& rl) {
+  std::vector<RlRolloutOption> out;
+  for (std::uint64_t t = 1; t <= actor.par.dp && t <= 64; t *= 2) {
+    bool divides = actor.par.dp % t == 0;
+    for (const LayerKind& k : m.kinds) divides = divides && k.heads % t == 0;
+    if (!divides) continue;
+    RlSpec s = rl;
+    s.rollout.tp = t;
+    auto r = rl_phases(m, actor, gpu, s);
+    if (!r.ok()) continue;  // the engine refuses this split (its message is the request's own)
+    const RlAnswer& a = r.value();
+    out.push_back({t, a.fits, a.vllm_starts, a.peak_bytes, a.phases[a.peak_phase].id, a.kv_tokens,
+                   a.kv_concurrency});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RlRolloutOption& x, const RlRolloutOption& y) {
+    const bool gx = x.fits && x.starts, gy = y.fits && y.starts;
+    if (gx != gy) return gx;
+    if (x.kv_tokens != y.kv_tokens) return x.kv_tokens > y.kv_tokens;
+    return x.tp < y.tp;
+  });
+  return out;
+}
+
 Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
                          const RlSpec& rl) {
   auto a = rl_phases(m, actor, gpu, rl);
-  if (!a.ok() || (a.value().fits && a.value().vllm_starts)) return a;
+  if (!a.ok()) return a;
+  a.value().rollout_options = rollout_options(m, actor, gpu, rl);
+  if (a.value().fits && a.value().vllm_starts) return a;
   for (const auto& [change, spec] : fix_candidates(rl, a.value())) {
     auto t = rl_phases(m, actor, gpu, spec);
     if (t.ok() && t.value().fits && t.value().vllm_starts)

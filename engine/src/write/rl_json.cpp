@@ -24,6 +24,15 @@ json rl_to_json(const RlAnswer& a) {
                                              static_cast<std::int64_t>(p.total_bytes)},
                       {"lines", lines}});
   }
+  json options = json::array();
+  for (const RlRolloutOption& o : a.rollout_options)
+    options.push_back({{"tp", o.tp},
+                       {"fits", o.fits},
+                       {"starts", o.starts},
+                       {"peak_bytes", o.peak_bytes},
+                       {"peak_phase", o.peak_phase},
+                       {"kv_tokens", o.kv_tokens},
+                       {"concurrency", o.concurrency}});
   json fixes = json::array();
   for (const RlFix& f : a.fixes)
     fixes.push_back({{"change", f.change}, {"peak_bytes", f.peak_bytes}, {"phase", f.phase}});
@@ -46,6 +55,7 @@ json rl_to_json(const RlAnswer& a) {
                 {"free_at_start_bytes", a.free_at_start}}},
               {"defaults", a.defaults},
               {"fixes", fixes},
+              {"rollout_options", options},
               {"notes", a.notes}};
 }
 

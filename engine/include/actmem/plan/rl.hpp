@@ -68,6 +68,17 @@ struct RlFix {
   std::string phase;
 };
 
+// The rollout's tensor parallelism tried at the same utilization (the advisor's question for an
+// RL run): each divisor of the GPU count that divides the heads, its peak and its KV cache.
+struct RlRolloutOption {
+  std::uint64_t tp = 0;
+  bool fits = false, starts = false;
+  Bytes peak_bytes = 0;
+  std::string peak_phase;
+  std::uint64_t kv_tokens = 0;
+  double concurrency = 0;
+};
+
 struct RlAnswer {
   std::vector<RlPhase> phases;
   std::size_t peak_phase = 0;
@@ -87,6 +98,9 @@ struct RlAnswer {
   // When it does not fit: each single change that does, the cheapest first (sleep between
   // generations, a smaller vLLM budget, then offloads, then smaller log-probability batches).
   std::vector<RlFix> fixes;
+  // Ranked: those that fit and start first, then the most sequences of max_model_len the KV
+  // cache holds at once (generation's throughput), then the smaller tp (less communication).
+  std::vector<RlRolloutOption> rollout_options;
   std::vector<std::string> notes;
 };
 
