@@ -284,7 +284,7 @@ TEST_CASE("data: bad input gets one line naming the field (docs/reliability.md)"
              {"step_sequences", 3}}) ==
         "data.step_sequences: 3 sequences do not divide among 8 data-parallel ranks; allowed: a "
         "multiple of dp");
-    // verl's partition past the engine's bound: 2^13 sequences of one token each per rank (8 ranks),
+  // verl's partition past the engine's bound: 2^13 sequences of one token each per rank (8 ranks),
   // each its own micro-batch (max_tokens 1), pair 2^26 sequence-micro-batch slots.
   CHECK(msg({{"histogram", {{1, 8 << 13}}},
              {"batching", "token_budget"},
