@@ -461,8 +461,7 @@ Result<json> answer_rl(Request& r, const json& req, std::string*, const std::str
   }
   auto a = rl_step(r.model, actor, r.gpu, spec.value());
   if (!a.ok()) return a.error();
-  for (const FrameworkDefault& d : actor.framework_filled)
-    a.value().defaults.push_back(std::string(d.key) + " = " + d.value + " (" + d.source + ")");
+  a.value().framework_defaults = actor.framework_filled;
   return with_warnings(rl_to_json(a.value()), r.warnings);
 }
 

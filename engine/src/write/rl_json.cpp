@@ -33,6 +33,11 @@ json rl_to_json(const RlAnswer& a) {
                        {"peak_phase", o.peak_phase},
                        {"kv_tokens", o.kv_tokens},
                        {"concurrency", o.concurrency}});
+  // As the estimate answer lists them (estimate_json.cpp): each value the JSON the reader read.
+  json defaults = json::array();
+  for (const FrameworkDefault& d : a.framework_defaults)
+    defaults.push_back(
+        {{"key", d.key}, {"value", json::parse(d.value, nullptr, false)}, {"source", d.source}});
   json fixes = json::array();
   for (const RlFix& f : a.fixes)
     fixes.push_back({{"change", f.change}, {"peak_bytes", f.peak_bytes}, {"phase", f.phase}});
@@ -53,7 +58,7 @@ json rl_to_json(const RlAnswer& a) {
                 {"concurrency", a.kv_concurrency},
                 {"starts", a.vllm_starts},
                 {"free_at_start_bytes", a.free_at_start}}},
-              {"defaults", a.defaults},
+              {"framework_defaults", defaults},
               {"fixes", fixes},
               {"rollout_options", options},
               {"notes", a.notes}};

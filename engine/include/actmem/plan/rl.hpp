@@ -94,7 +94,8 @@ struct RlAnswer {
   double kv_concurrency = 0;  // sequences of max_model_len the cache holds at once
   bool vllm_starts = false;   // free memory at vLLM's start >= requested (vLLM raises otherwise)
   Bytes free_at_start = 0;
-  std::vector<std::string> defaults;  // the actor keys the rl command filled, with their source
+  // The actor keys framework verl filled (the config's framework_defaults), each with its source.
+  std::vector<FrameworkDefault> framework_defaults;
   // When it does not fit: each single change that does, the cheapest first (sleep between
   // generations, a smaller vLLM budget, then offloads, then smaller log-probability batches).
   std::vector<RlFix> fixes;
