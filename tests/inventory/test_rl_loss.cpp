@@ -45,6 +45,27 @@ std::uint64_t measured_beside_logits(const json& m, const std::string& name) {
   return sum;
 }
 
+// A per-token loss's measured storages other than its inputs, summed by kind: fp32 tensors, bool
+// masks, 0-dim scalars (anything else fails the test).
+struct PerTokenSaved {
+  std::uint64_t fp32 = 0, masks = 0, scalars = 0;
+};
+PerTokenSaved per_token_saved(const json& entries) {
+  PerTokenSaved out;
+  for (const json& e : entries) {
+    if (e["is_input"].get<bool>()) continue;
+    if (e["shape"].empty())
+      out.scalars += u(e["storage_bytes"]);
+    else if (e["dtype"] == "float32")
+      out.fp32 += u(e["storage_bytes"]);
+    else if (e["dtype"] == "bool")
+      out.masks += u(e["storage_bytes"]);
+    else
+      FAIL("an unexpected saved tensor: " + e.dump());
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -105,18 +126,8 @@ TEST_CASE(
     "and two 0-dim tensors (rl_loss_saved.json policy_loss, B = 4, R = 16)",
     "[rl_loss]") {
   const json m = measured();
-  std::uint64_t fp32 = 0, masks = 0, scalars = 0;
-  for (const json& e : m["policy_loss"]) {
-    if (e["is_input"].get<bool>()) continue;  // the response mask lives in the batch
-    if (e["shape"].empty())
-      scalars += u(e["storage_bytes"]);
-    else if (e["dtype"] == "float32")
-      fp32 += u(e["storage_bytes"]);
-    else if (e["dtype"] == "bool")
-      masks += u(e["storage_bytes"]);
-    else
-      FAIL("an unexpected saved tensor: " + e.dump());
-  }
+  // The response mask lives in the batch (an input, not counted).
+  const auto [fp32, masks, scalars] = per_token_saved(m["policy_loss"]);
   const auto r = records(run(rl_request("logprob", 4, 64, 16)));
   CHECK(r.at("policy_loss.fp32") == fp32);
   CHECK(r.at("policy_loss.masks") == masks);
@@ -167,18 +178,7 @@ TEST_CASE(
     if (!e["is_input"].get<bool>()) head += u(e["storage_bytes"]), ++head_tensors;
   CHECK(head_tensors == 2);
   CHECK(head == 2 * 64 * 64 * 2);
-  std::uint64_t fp32 = 0, masks = 0, scalars = 0;
-  for (const json& e : m["critic"]["value_loss"]) {
-    if (e["is_input"].get<bool>()) continue;
-    if (e["shape"].empty())
-      scalars += u(e["storage_bytes"]);
-    else if (e["dtype"] == "float32")
-      fp32 += u(e["storage_bytes"]);
-    else if (e["dtype"] == "bool")
-      masks += u(e["storage_bytes"]);
-    else
-      FAIL("an unexpected saved tensor: " + e.dump());
-  }
+  const auto [fp32, masks, scalars] = per_token_saved(m["critic"]["value_loss"]);
   json req = rl_request("value", 4, 16, 16);
   req["model"]["hidden_size"] = 64;
   const auto r = records(run(req));

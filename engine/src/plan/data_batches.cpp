@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "actmem/config/sharding.hpp"
 #include "actmem/core/checked.hpp"
 #include "actmem/plan/data.hpp"
 
@@ -12,13 +13,6 @@ namespace {
 
 std::uint64_t round_up(std::uint64_t x, std::uint64_t q) {
   return ceil_div(x, q) * q;
-}
-
-// Rows are padded to a multiple of the data's pad_to_multiple_of and of what the layout needs
-// (context parallelism splits the sequence cp ways, sequence parallelism tp ways).
-std::uint64_t row_multiple(const DataSpec& d, const TrainConfig& c) {
-  const std::uint64_t layout = c.par.cp * (c.par.sp && c.par.tp > 1 ? c.par.tp : 1);
-  return std::lcm(std::max<std::uint64_t>(1, d.pad_to_multiple_of), layout);
 }
 
 Error data_error(const std::string& field, const std::string& message) {
@@ -134,12 +128,25 @@ Result<std::vector<DataBatch>> budgeted(const DataSpec& d, const TrainConfig& c,
 
 }  // namespace
 
-Result<std::vector<DataBatch>> data_batches(const DataSpec& in, const TrainConfig& c) {
-  if (in.lengths.empty()) return data_error("data.lengths", "no sequence lengths given");
+std::uint64_t data_row_multiple(const DataSpec& d, const TrainConfig& c) {
+  return std::lcm(std::max<std::uint64_t>(1, d.pad_to_multiple_of), seq_step(c.par));
+}
+
+DataSpec data_truncated(const DataSpec& in, std::uint64_t* truncated) {
   DataSpec d = in;
   for (std::uint64_t& x : d.lengths)
-    if (d.truncate_to && x > d.truncate_to) x = d.truncate_to;
-  const std::uint64_t q = row_multiple(d, c);
+    if (d.truncate_to && x > d.truncate_to) x = d.truncate_to, ++*truncated;
+  d.truncate_to = 0;
+  return d;
+}
+
+Result<std::vector<DataBatch>> data_batches(const DataSpec& d, const TrainConfig& c) {
+  if (d.lengths.empty()) return data_error("data.lengths", "no sequence lengths given");
+  if (d.truncate_to) {
+    std::uint64_t truncated = 0;  // copied only when there is something to cut
+    return data_batches(data_truncated(d, &truncated), c);
+  }
+  const std::uint64_t q = data_row_multiple(d, c);
   if (d.batching != Batching::kTokenBudget) return grouped(d, c, q);
   // rearrange_micro_batches asserts max_token_len >= the longest sequence.
   const std::uint64_t longest = *std::max_element(d.lengths.begin(), d.lengths.end());

@@ -39,16 +39,14 @@ std::optional<Error> check_layout(const TrainConfig& c, const DataSpec& d) {
   return std::nullopt;
 }
 
-// The totals of the lengths as the micro-batches hold them (truncation applied).
+// The totals of the lengths as the micro-batches hold them (truncation already applied).
 std::optional<Error> count_data(const DataSpec& d, const std::vector<DataBatch>& batches,
                                 DataAnswer* a) {
   Checked ck;
   a->sequences = d.lengths.size();
   for (std::uint64_t x : d.lengths) {
-    const std::uint64_t kept = d.truncate_to ? std::min(x, d.truncate_to) : x;
-    a->truncated += kept < x;
-    a->longest = std::max(a->longest, kept);
-    a->tokens = ck.add(a->tokens, kept, "data.lengths");
+    a->longest = std::max(a->longest, x);
+    a->tokens = ck.add(a->tokens, x, "data.lengths");
   }
   a->micro_batches = batches.size();
   a->steps = batches.back().step + 1;
@@ -222,8 +220,11 @@ void fitting_budget(const DataSpec& d, const TrainConfig& norm, const std::vecto
 }  // namespace
 
 Result<DataAnswer> data_peaks(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
-                              const DataSpec& d) {
-  if (auto err = check_layout(c, d)) return *err;
+                              const DataSpec& in) {
+  if (auto err = check_layout(c, in)) return *err;
+  // The lengths cut once (the tokenizer's max_length); every pass below reads them as cut.
+  DataAnswer a;
+  const DataSpec d = data_truncated(in, &a.truncated);
   auto base = make_setup(m, c);  // the config as given, before any shape is asked
   if (!base.ok()) return base.error();
   const TrainConfig& norm = base.value().config;
@@ -231,11 +232,8 @@ Result<DataAnswer> data_peaks(const ModelSpec& m, const TrainConfig& c, const Gp
   auto batches = data_batches(d, norm);
   if (!batches.ok()) return batches.error();
   const std::vector<DataBatch>& bs = batches.value();
-  DataAnswer a;
   a.batching = d.batching;
-  a.seq_multiple =
-      std::lcm(d.pad_to_multiple_of,
-               norm.par.cp * (norm.par.sp && norm.par.tp > 1 ? norm.par.tp : std::uint64_t{1}));
+  a.seq_multiple = data_row_multiple(d, norm);
   if (auto err = count_data(d, bs, &a)) return *err;
   a.capacity = device_capacity(gpu, nullptr);
   const Bytes overhead = device_overhead_bytes(base.value(), &gpu);
@@ -251,10 +249,7 @@ Result<DataAnswer> data_peaks(const ModelSpec& m, const TrainConfig& c, const Gp
     // Sequences whose padded length alone passes the full micro-batch's limit.
     const std::uint64_t lim = search.limit_of(norm.micro_batch);
     std::uint64_t over = 0;
-    for (std::uint64_t x : d.lengths) {
-      const std::uint64_t kept = d.truncate_to ? std::min(x, d.truncate_to) : x;
-      over += ceil_div(kept, a.seq_multiple) * a.seq_multiple > lim;
-    }
+    for (std::uint64_t x : d.lengths) over += ceil_div(x, a.seq_multiple) * a.seq_multiple > lim;
     if (rows.count(norm.micro_batch))
       a.shuffled_step_share = shuffled_share(
           a.sequences, over, norm.micro_batch * default_micro_batches(norm) * norm.par.dp);
@@ -262,7 +257,7 @@ Result<DataAnswer> data_peaks(const ModelSpec& m, const TrainConfig& c, const Gp
   if (d.batching == Batching::kTokenBudget) fitting_budget(d, norm, bs, &a);
   if (a.truncated)
     a.notes.push_back(std::to_string(a.truncated) + " sequences cut to config.seq " +
-                      std::to_string(d.truncate_to) + " tokens (the tokenizer's max_length)");
+                      std::to_string(in.truncate_to) + " tokens (the tokenizer's max_length)");
   if (a.seq_multiple > 1)
     a.notes.push_back("each micro-batch's row is padded to a multiple of " +
                       std::to_string(a.seq_multiple) +

@@ -1,6 +1,7 @@
 // fit, plan and sweep: searches over the engine's simulated peak (no formula of their own).
 #include "actmem/plan/planner.hpp"
 
+#include "actmem/config/sharding.hpp"
 #include "actmem/device/device.hpp"
 #include "actmem/step/offload.hpp"
 #include "plan/fit_search.hpp"
@@ -170,7 +171,7 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& g
   f.max_micro_batch =
       search(kMaxFitMicroBatch, [](TrainConfig& t, std::uint64_t b) { t.micro_batch = b; });
   f.micro_batch_at_limit = f.max_micro_batch == kMaxFitMicroBatch;
-  f.seq_step = norm.par.cp * (norm.par.sp && norm.par.tp > 1 ? norm.par.tp : 1);
+  f.seq_step = seq_step(norm.par);
   std::uint64_t max_steps = kMaxFitSeq / f.seq_step;
   if (m.pos == PosEncoding::kLearned && m.max_positions / f.seq_step < max_steps) {
     max_steps = m.max_positions / f.seq_step;

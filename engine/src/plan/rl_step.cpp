@@ -93,6 +93,12 @@ class RlBuilder {
 
   std::optional<Error> prepare();
   void phases();
+  void start();
+  // Every sum of the phases checked (line, start): a byte count past 2^63 is an error.
+  std::optional<Error> overflow() const {
+    if (ck_.overflowed()) return rl_error("rl", "a byte count passes 2^63");
+    return std::nullopt;
+  }
 
  private:
   void line(RlPhase& p, const char* process, std::string what, Bytes b, const char* basis,
@@ -101,6 +107,8 @@ class RlBuilder {
     p.total_bytes = ck_.add(p.total_bytes, b, "rl");
   }
   void trainer_base(RlPhase& p, bool params, bool optimizer);
+  void actor_lines(RlPhase& p, bool params, bool optimizer);
+  void reference_line(RlPhase& p);
   void critic_lines(RlPhase& p);
   void vllm(RlPhase& p, bool awake, bool weights_only);
   Bytes forward_peak(std::uint64_t b, bool entropy, bool value_head = false) const;
@@ -119,9 +127,16 @@ class RlBuilder {
 // The trainer's fixed costs (the engine's device overheads: context, NCCL, workspace) and what
 // stays on the GPU between phases.
 void RlBuilder::trainer_base(RlPhase& p, bool params, bool optimizer) {
-  const StaticMemory& st = s_.ranks[0].stat;
   line(p, "trainer", "fixed costs (CUDA context, NCCL, cuBLAS workspace)", trainer_fixed_, "exact",
        "the engine's device overheads (device.hpp)");
+  actor_lines(p, params, optimizer);
+  reference_line(p);
+  critic_lines(p);
+}
+
+// The actor's shard and AdamW's states, each where the phase holds it.
+void RlBuilder::actor_lines(RlPhase& p, bool params, bool optimizer) {
+  const StaticMemory& st = s_.ranks[0].stat;
   if (params)
     line(p, "trainer", "actor parameters (FSDP shard)", st.params_bytes, "exact",
          "the engine's static memory; verl fsdp_config model_dtype fp32");
@@ -129,10 +144,13 @@ void RlBuilder::trainer_base(RlPhase& p, bool params, bool optimizer) {
     line(p, "trainer", "actor optimizer states (FSDP shard)",
          ck_.add(st.optimizer_bytes, st.master_bytes, "rl"), "exact",
          "the engine's static memory (AdamW allocates them at the first step)");
+}
+
+// The reference model's shard (fp32 like the actor's) unless offloaded.
+void RlBuilder::reference_line(RlPhase& p) {
   if (rl_.reference && !rl_.ref_param_offload)
-    line(p, "trainer", "reference parameters (FSDP shard)", st.params_bytes, "code",
+    line(p, "trainer", "reference parameters (FSDP shard)", s_.ranks[0].stat.params_bytes, "code",
          "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
-  critic_lines(p);
 }
 
 // PPO's critic between its own phases: its shard and AdamW's states unless offloaded.
@@ -299,16 +317,8 @@ void RlBuilder::phases() {
          "the critic's training step on the device (fixed costs, parameters, gradients, "
          "optimizer, activations, the allocator's cache)",
          critic_update_total_, "exact", "the engine's device figure for the critic");
-    if (params)
-      line(cu, "trainer", "actor parameters (FSDP shard)", st.params_bytes, "exact",
-           "the engine's static memory");
-    if (opt)
-      line(cu, "trainer", "actor optimizer states (FSDP shard)",
-           ck_.add(st.optimizer_bytes, st.master_bytes, "rl"), "exact",
-           "the engine's static memory");
-    if (rl_.reference && !rl_.ref_param_offload)
-      line(cu, "trainer", "reference parameters (FSDP shard)", st.params_bytes, "code",
-           "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
+    actor_lines(cu, params, opt);
+    reference_line(cu);
     vllm(cu, asleep_awake, false);
     a_.phases.push_back(cu);
   }
@@ -317,29 +327,28 @@ void RlBuilder::phases() {
        "the training step on the device (fixed costs, parameters, gradients, "
        "optimizer, activations, the allocator's cache)",
        update_total_, "exact", "the engine's device figure (estimate --gpu)");
-  if (rl_.reference && !rl_.ref_param_offload)
-    line(upd, "trainer", "reference parameters (FSDP shard)", st.params_bytes, "code",
-         "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
+  reference_line(upd);
   critic_lines(upd);
   vllm(upd, asleep_awake, false);
   a_.phases.push_back(upd);
 }
 
-// vLLM's start (verl builds the actor and reference first; AdamW's states come at the first
-// step), and what vLLM would refuse.
-void notes(const ModelSpec& m, const Setup& s, const RlSpec& rl, RlAnswer* a) {
+// vLLM's start: verl builds the actor and the reference first (AdamW's states come at the first
+// step), so the GPU holds both processes' fixed costs and those shards not offloaded.
+void RlBuilder::start() {
+  const StaticMemory& st = s_.ranks[0].stat;
+  Bytes held = ck_.add(trainer_fixed_, vllm_context_, "rl");
+  if (!rl_.param_offload) held = ck_.add(held, st.params_bytes, "rl");
+  if (rl_.reference && !rl_.ref_param_offload) held = ck_.add(held, st.params_bytes, "rl");
+  a_.free_at_start = a_.capacity > held ? a_.capacity - held : 0;
+  a_.vllm_starts =
+      a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 && a_.kv_tokens >= a_.max_model_len;
+}
+
+// What vLLM or verl would refuse, and what the answer estimates or leaves out.
+void notes(const ModelSpec& m, const RlSpec& rl, RlAnswer* a) {
   const RlRollout& r = rl.rollout;
-  const StaticMemory& st = s.ranks[0].stat;
-  Bytes held = 0;
-  for (const RlLine& l : a->phases[0].lines)
-    if (l.process == "trainer" && l.what.rfind("fixed costs", 0) == 0) held += l.bytes;
-  for (const RlLine& l : a->phases[0].lines)
-    if (l.process == "vllm" && l.what == "CUDA context") held += l.bytes;
-  if (!rl.param_offload) held += st.params_bytes;
-  if (rl.reference && !rl.ref_param_offload) held += st.params_bytes;
-  a->free_at_start = a->capacity > held ? a->capacity - held : 0;
-  a->vllm_starts =
-      a->free_at_start >= a->vllm_requested && a->kv_blocks > 0 && a->kv_tokens >= a->max_model_len;
+
   if (a->free_at_start < a->vllm_requested)
     a->notes.push_back(
         "vLLM does not start: at its start the GPU has " + std::to_string(a->free_at_start) +
@@ -393,11 +402,13 @@ Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const G
   RlBuilder b(m, s.value(), critic ? &*critic : nullptr, gpu, rl, &a);
   if (auto err = b.prepare()) return *err;
   b.phases();
+  b.start();
+  if (auto err = b.overflow()) return *err;
   for (std::size_t i = 0; i < a.phases.size(); ++i)
     if (a.phases[i].total_bytes > a.peak_bytes)
       a.peak_bytes = a.phases[i].total_bytes, a.peak_phase = i;
   a.fits = a.peak_bytes <= a.capacity;
-  notes(m, s.value(), rl, &a);
+  notes(m, rl, &a);
   return a;
 }
 

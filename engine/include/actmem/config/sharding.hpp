@@ -37,6 +37,12 @@ constexpr std::uint64_t shard_ranks(const Parallel& p) {
 // The dtype ZeRO-3 / FSDP gathers a layer's parameters in: FSDP2 (torchtitan) casts the sharded
 // fp32 parameters to MixedPrecisionPolicy.param_dtype, the compute dtype, before its all-gather;
 // ZeRO-3 elsewhere gathers the stored parameters.
+// The multiple a sequence's tokens must be for the layout: context parallelism splits the
+// sequence cp ways, sequence parallelism tp ways (validate.cpp refuses other lengths).
+inline std::uint64_t seq_step(const Parallel& p) {
+  return p.cp * (p.sp && p.tp > 1 ? p.tp : 1);
+}
+
 inline DType gather_dtype(const TrainConfig& c) {
   // FSDP's mixed precision gathers in the compute dtype (torchtitan's FSDP2 MixedPrecisionPolicy,
   // verl's FSDP MixedPrecision(param_dtype=bf16) over fp32 shards).

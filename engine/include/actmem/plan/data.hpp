@@ -73,6 +73,13 @@ struct DataBatch {
 // The micro-batches of the data, step by step and rank by rank. Errors name the data field.
 Result<std::vector<DataBatch>> data_batches(const DataSpec& d, const TrainConfig& c);
 
+// The multiple every micro-batch's row is padded to: pad_to_multiple_of and the layout's
+// sequence step (seq_step, sharding.hpp).
+std::uint64_t data_row_multiple(const DataSpec& d, const TrainConfig& c);
+
+// The data with its lengths cut to truncate_to (then 0), counting the sequences cut.
+DataSpec data_truncated(const DataSpec& d, std::uint64_t* truncated);
+
 // verl's partition of one rank's lengths into k micro-batches (Karmarkar-Karp, largest
 // differencing, with Python's heapq and its tie-breaking, so the sums are the ones verl gets):
 // each part's indices into `lengths`, in the order verl lists them.
