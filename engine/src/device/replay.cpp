@@ -4,7 +4,9 @@
 #include "actmem/device/device.hpp"
 
 #include <algorithm>
+#include <array>
 #include <memory>
+#include <numeric>
 
 #include "actmem/config/gpu.hpp"
 #include "device/stream.hpp"
@@ -34,11 +36,16 @@ std::string alloc_conf_text(const AllocatorConfig& a) {
   return s.empty() ? "default" : s;
 }
 
+// Each replayed stage's period proofs, for its first and its second step (stream.hpp).
+using Proofs = std::vector<std::array<detail::PeriodProof, 2>>;
+
 // Two steps of every stage (or of stage `only` alone, when >= 0): the first fills the cache, the
 // second is measured (a job's reserved memory settles after its first step; docs/validation.md
-// 4.3 measures the second).
+// 4.3 measures the second). With `proofs`, each stream compares its states at the steady state's
+// period boundaries (1F1B and interleaved schedules: periodic()).
 std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes capacity,
-                              std::int64_t only, std::vector<StageDevice>* out) {
+                              std::int64_t only, std::vector<StageDevice>* out,
+                              Proofs* proofs = nullptr) {
   const std::size_t P = e.ranks.size();
   std::vector<std::unique_ptr<CachingAllocator>> allocs(P);
   std::vector<std::unique_ptr<detail::AllocStream>> streams(P);
@@ -50,6 +57,11 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
     streams[r] = std::make_unique<detail::AllocStream>(e, policy, r, allocs[r].get());
     recorders[r] = streams[r].get();
     ranks.push_back(r);
+    if (proofs) {
+      const std::uint64_t p = e.config.par.pp, v = e.ranks[r].chunk_sizes.size();
+      const std::uint64_t m = default_micro_batches(e.config);
+      streams[r]->watch({p, v, warmup_forwards(r, p, v, m), m * v});
+    }
   }
   std::vector<std::uint64_t> before(P, 0);
   Evaluation ev;
@@ -59,6 +71,11 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
       if (step == 1) allocs[r]->reset_peaks(), before[r] = streams[r]->allocations();
     }
     if (auto err = detail::walk_step(e, policy, recorders.data(), true, &ev)) return err;
+    if (proofs) {
+      proofs->resize(ranks.size());
+      for (std::size_t i = 0; i < ranks.size(); ++i)
+        (*proofs)[i][static_cast<std::size_t>(step)] = streams[ranks[i]]->proof();
+    }
   }
   out->clear();
   for (std::size_t r : ranks) {
@@ -78,6 +95,96 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
   return std::nullopt;
 }
 
+// The steady state of a 1F1B or interleaved step repeats one period: a forward/backward pair
+// (1F1B), or p·v pairs after which the micro-batches have moved by p (interleaved: the chunk
+// order cycles; stream.hpp, SteadyBoundaries). A step of m micro-batches, with m' ≡ m modulo that
+// move and the same warm-up, is the step of m' with (m - m') / move more periods where the
+// shorter one's last period boundary stands. When in both of the shorter step's steps the state
+// at that boundary is the state of the boundary `cycle` periods before (the allocator's blocks by
+// place and size, every held tensor's block, micro-batches counted from the boundary's:
+// PeriodProof), and the periods inserted are whole cycles of both steps, each inserted cycle
+// starts from that state and repeats the last one exactly: the full step has the shorter one's
+// peaks, its counters moved by a cycle's amounts per cycle. A proof, not a sample. The move is 0
+// for the schedules this does not cover.
+std::uint64_t period_move(const Setup& e) {
+  const Schedule sched = effective_schedule(e.config);
+  if (sched != Schedule::k1F1B && sched != Schedule::kInterleaved) return 0;
+  return e.ranks.front().chunk_sizes.size() == 1 ? 1 : e.config.par.pp;
+}
+
+// The inserted periods a proven run of n micro-batches stands for; 0 when its proofs do not
+// cover the step's m (no cycle on some stage or step, or m - n not whole cycles of all).
+std::uint64_t whole_cycles(std::uint64_t m, std::uint64_t n, std::uint64_t move,
+                           const Proofs& proofs, std::uint64_t* lcm) {
+  *lcm = 1;
+  for (const auto& st : proofs)
+    for (const detail::PeriodProof& p : st) {
+      if (p.cycle == 0) return *lcm = 0;
+      *lcm = std::lcm(*lcm, p.cycle);
+    }
+  if (n >= m || (m - n) % (*lcm * move) != 0) return 0;
+  return (m - n) / move;
+}
+
+// The full step's stages from a proven shorter run: `periods` more, each step's counters moved by
+// its cycle's amounts per cycle.
+std::optional<Error> extend(const Setup& e, std::uint64_t periods, const Proofs& proofs,
+                            std::vector<StageDevice>* out) {
+  Checked ck;
+  for (std::size_t i = 0; i < out->size(); ++i) {
+    StageDevice& d = (*out)[i];
+    for (std::size_t step = 0; step < 2; ++step) {
+      const detail::PeriodProof& p = proofs[i][step];
+      const std::uint64_t cycles = periods / p.cycle;
+      auto grow = [&](std::uint64_t* x, std::uint64_t per) {
+        *x = ck.add(*x, ck.mul(per, cycles, "device.allocations"), "device.allocations");
+      };
+      if (step == 1) grow(&d.allocations, p.allocations);  // the reported (second) step's
+      grow(&d.stats.device_allocs, p.device_allocs);
+      grow(&d.stats.device_frees, p.device_frees);
+      grow(&d.stats.retries, p.retries);
+      grow(&d.stats.ooms, p.ooms);
+    }
+    d.ooms = d.stats.ooms;
+  }
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), e.config);
+  return std::nullopt;
+}
+
+// A run of n micro-batches with its proofs; when they cover the full step (perhaps after one more
+// run of as many micro-batches modulo the cycles as the step), `*out` is the full step's answer
+// and `*proven` is set.
+std::optional<Error> run_proving(const Setup& e, const Recompute& policy, Bytes capacity,
+                                 std::int64_t only, std::uint64_t n, std::uint64_t move,
+                                 std::vector<StageDevice>* out, bool* proven, std::uint64_t* ran) {
+  const std::uint64_t m = default_micro_batches(e.config);
+  Setup part = e;
+  part.config.grad_accum = n;
+  Proofs proofs;
+  *ran = n;
+  const bool watch = move != 0 && n < m;
+  if (auto err = simulate(part, policy, capacity, only, out, watch ? &proofs : nullptr)) return err;
+  if (!watch) return std::nullopt;
+  std::uint64_t lcm = 0;
+  std::uint64_t periods = whole_cycles(m, n, move, proofs, &lcm);
+  if (periods == 0 && lcm != 0) {
+    // Cycles found, but m - n is not whole cycles: the run of the next n that is, when it costs
+    // no more than the next doubling would.
+    const std::uint64_t n2 = n + (m - n) % (lcm * move);
+    if (n2 >= m || n2 - n > n) return std::nullopt;
+    std::vector<StageDevice> again;
+    part.config.grad_accum = n2;
+    if (auto err = simulate(part, policy, capacity, only, &again, &proofs)) return err;
+    periods = whole_cycles(m, n2, move, proofs, &lcm);
+    if (periods == 0) return std::nullopt;
+    *out = std::move(again);
+    *ran = n2;
+  }
+  if (periods == 0) return std::nullopt;
+  *proven = true;
+  return extend(e, periods, proofs, out);
+}
+
 // The steady state repeats one pattern per micro-batch, so the allocator's peaks settle within a
 // few: simulate min(m, 2·pp·vpp + 8) micro-batches, then twice as many, until two runs give the
 // same peaks on every stage (or all m are simulated). Bounds the cost of a step of thousands of
@@ -86,22 +193,30 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
 // more precision on its reserved memory changes no verdict).
 std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, Bytes capacity,
                                       std::int64_t only, Bytes stop_above,
-                                      std::vector<StageDevice>* out, std::uint64_t* simulated) {
+                                      std::vector<StageDevice>* out, std::uint64_t* simulated,
+                                      bool* proven) {
   const std::uint64_t m = default_micro_batches(e.config);
   const std::uint64_t pp = e.config.par.pp, pv = pp * e.config.par.vpp;
   auto round_pp = [&](std::uint64_t x) { return std::min(m, ceil_div(x, pp) * pp); };
   std::uint64_t n = round_pp(2 * pv + 8);
+  *proven = false;
   if (n >= m) {
     *simulated = m;
     return simulate(e, policy, capacity, only, out);
   }
-  Setup part = e;
+  // Each run tries the proof first (period_move); where it holds the answer is the full step's.
+  const std::uint64_t move = period_move(e);
+  std::uint64_t ran = 0;
   auto run = [&](std::uint64_t k, std::vector<StageDevice>* o) {
-    part.config.grad_accum = k;
-    return simulate(part, policy, capacity, only, o);
+    return run_proving(e, policy, capacity, only, k, move, o, proven, &ran);
   };
   std::vector<StageDevice> a, b;
   if (auto err = run(n, &a)) return err;
+  if (*proven) {
+    *out = a;
+    *simulated = ran;
+    return std::nullopt;
+  }
   auto over = [&](const std::vector<StageDevice>& v) {
     for (const StageDevice& d : v)
       if (d.allocated_peak_bytes > stop_above) return true;
@@ -115,6 +230,11 @@ std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, B
   for (;;) {
     const std::uint64_t next = round_pp(2 * n);
     if (auto err = next == m ? simulate(e, policy, capacity, only, &b) : run(next, &b)) return err;
+    if (*proven) {
+      *out = b;
+      *simulated = ran;
+      return std::nullopt;
+    }
     bool same = true;
     for (std::size_t r = 0; r < a.size(); ++r)
       same = same && a[r].allocated_peak_bytes == b[r].allocated_peak_bytes &&
@@ -143,6 +263,12 @@ Bytes device_capacity(const GpuSpec& gpu, std::string* source) {
                     "this GPU)"
                   : gpu.reported_source;
   return gpu.memory_bytes;
+}
+
+Result<std::vector<StageDevice>> device_replay_full(const Setup& e, const Recompute* policy) {
+  std::vector<StageDevice> out;
+  if (auto err = simulate(e, policy ? *policy : e.config.recompute, 0, -1, &out)) return *err;
+  return out;
 }
 
 Bytes device_overhead_bytes(const Setup& s, const GpuSpec* gpu) {
@@ -178,7 +304,9 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
     const Bytes cap = device_capacity(*gpu, nullptr);
     room = cap > d.overhead_bytes ? cap - d.overhead_bytes : 0;
   }
-  if (auto err = simulate_settled(e, r, 0, only, room, &d.stages, &d.micro_batches_simulated))
+  bool proven = false;
+  if (auto err =
+          simulate_settled(e, r, 0, only, room, &d.stages, &d.micro_batches_simulated, &proven))
     return *err;
   auto pick = [&] {
     d.worst = 0;
@@ -204,11 +332,15 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
   const std::uint64_t m = default_micro_batches(c);
   const bool past_room = d.allocated_peak_bytes > room;
   if (d.micro_batches_simulated < m)
-    d.notes.push_back("the allocator replayed " + std::to_string(d.micro_batches_simulated) +
-                      " of the step's " + std::to_string(m) + " micro-batches: " +
-                      (past_room
-                           ? std::string("its allocated blocks already pass what the GPU leaves")
-                           : std::string("its peaks had settled (the same with half as many)")));
+    d.notes.push_back(
+        "the allocator replayed " + std::to_string(d.micro_batches_simulated) + " of the step's " +
+        std::to_string(m) + " micro-batches: " +
+        (past_room ? std::string("its allocated blocks already pass what the GPU leaves")
+         : proven  ? std::string("in both steps its state at a steady-state period boundary "
+                                  "repeats an earlier boundary's exactly (the allocator's blocks "
+                                  "and every held tensor), so the other micro-batches repeat those "
+                                  "periods: the full step's peaks")
+                   : std::string("its peaks had settled (the same with half as many)")));
   if (gpu) {
     d.capacity_bytes = device_capacity(*gpu, &d.capacity_source);
     if (gpu->reported_bytes != 0 && gpu->driver_reserved_bytes == 0)
@@ -226,8 +358,9 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
     } else if (!manual && d.total_bytes > d.capacity_bytes && d.overhead_bytes < d.capacity_bytes) {
       std::vector<StageDevice> limited;
       std::uint64_t n = 0;
+      bool exact = false;
       if (auto err = simulate_settled(e, r, d.capacity_bytes - d.overhead_bytes, only, kMaxBytes,
-                                      &limited, &n))
+                                      &limited, &n, &exact))
         return *err;
       bool ok = true;
       for (const StageDevice& s : limited) ok = ok && s.ooms == 0;

@@ -19,11 +19,33 @@
 
 namespace actmem::detail {
 
+// The steady state of a 1F1B or interleaved step (schedule.hpp, for_each_op): the forward of
+// virtual micro-batch warm + k·period, for each k with that forward below total, begins a period:
+// one forward/backward pair for 1F1B (the micro-batches move by 1), p·v pairs for the interleaved
+// schedule (its chunk order cycles there; the micro-batches move by p).
+struct SteadyBoundaries {
+  std::uint64_t p = 0, v = 1, warm = 0, total = 0;
+};
+
+// What a step's period boundaries showed: `cycle`, when its last boundary held the state of the
+// boundary `cycle` periods before (the allocator's blocks by place and size, every held tensor's
+// block, micro-batches counted from the boundary's; 0: none within kCycles), and what the step's
+// counters moved by over those periods. The states then cycle: a step with a multiple of `cycle`
+// periods more has the same peaks, its counters moved by that much per cycle (replay.cpp).
+struct PeriodProof {
+  std::uint64_t cycle = 0;
+  std::uint64_t allocations = 0, device_allocs = 0, device_frees = 0, retries = 0, ooms = 0;
+};
+
 class AllocStream final : public Recorder {
  public:
   AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank, CachingAllocator* alloc);
   // Before each walked step: the static tensors, the first time.
   void begin_step();
+  // Compare the state at each of these boundaries with the one before (device/replay.cpp).
+  void watch(const SteadyBoundaries& b) { watch_ = b; }
+  // The step begun last: what its boundaries showed.
+  const PeriodProof& proof() const { return proof_; }
   void event(const StepEvent& at, const LiveBytes& live) override;
   std::uint64_t allocations() const { return allocations_; }
   // A size product that overflowed (never for a setup that built: its totals bound every tensor).
@@ -69,6 +91,13 @@ class AllocStream final : public Recorder {
   void backward_layer(const StepEvent& at, bool input_part = false);
   void weight_layer(const StepEvent& at);
   void release(const Key& k);
+  // A period boundary: the state compared with the previous boundary's (watch()).
+  void boundary(const StepEvent& at);
+  // The state as words, micro-batches counted from `base` (CachingAllocator::canonical).
+  void canonical(std::uint64_t base, std::vector<std::uint64_t>* out);
+  PeriodProof counters() const;
+  // The last boundaries' states (a ring, newest at ring_at_ - 1), their hashes and counters.
+  static constexpr std::size_t kCycles = 16;
 
   const Setup& s_;
   const Recompute& r_;
@@ -97,6 +126,16 @@ class AllocStream final : public Recorder {
   bool static_done_ = false, grads_static_ = false, states_done_ = false;
   bool split_ = false;  // a split-backward schedule: linear inputs are held apart
   std::uint64_t allocations_ = 0;
+  SteadyBoundaries watch_;
+  PeriodProof proof_;
+  struct Seen {
+    std::vector<std::uint64_t> state;
+    std::uint64_t hash = 0;
+    PeriodProof counters;
+  };
+  std::vector<Seen> ring_;
+  std::size_t ring_at_ = 0, ring_n_ = 0;  // the next slot; the boundaries held (this step)
+  std::vector<std::uint64_t> now_;
 };
 
 }  // namespace actmem::detail

@@ -81,6 +81,16 @@ class CachingAllocator {
   // The segments and blocks in address order, as torch.cuda.memory._snapshot() lists them.
   std::vector<AllocatorSegment> snapshot() const;
 
+  // The state every later decision depends on, as words appended to `out`: the current stats
+  // (not the peaks or counters), then each live segment in address order with its blocks, every
+  // address written as (the segment's rank by address, the offset in it). Two states with equal
+  // words answer every later request stream alike: each decision compares sizes and the order of
+  // addresses, and a new segment always lands above every existing one (device/replay.cpp proves
+  // a step's steady state periodic with it). Sets the ranks canonical_place() reads.
+  void canonical(std::vector<std::uint64_t>* out);
+  // Block h's place in the last canonical(): the segment's rank and the offset, as one word pair.
+  void canonical_place(Handle h, std::vector<std::uint64_t>* out) const;
+
  private:
   // A pool's free blocks ordered as BlockComparatorSize orders them: size, then address. Their
   // nodes come from the allocator's own pool (node_pool.hpp).
@@ -128,6 +138,8 @@ class CachingAllocator {
   std::map<Bytes, std::uint32_t> segment_at_;  // replayed segments by address (add_segment)
   Handle tail_ = kNoHandle;                    // the free rest add_live_block last cut
   AllocatorStats stats_;
+  std::vector<std::uint32_t> rank_of_;  // canonical(): each segment's rank by address
+  std::vector<std::uint32_t> by_addr_;  // canonical()'s scratch: live segments in address order
   Bytes next_segment_address_ = Bytes{1} << 40;
   bool forced_ = false;
 };

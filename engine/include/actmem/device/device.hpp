@@ -73,6 +73,12 @@ Bytes device_capacity(const GpuSpec& gpu, std::string* source);
 Result<DeviceMemory> device_memory(const Setup& s, const GpuSpec* gpu,
                                    const Recompute* policy = nullptr, bool all_stages = true);
 
+// Every micro-batch of both steps of every stage replayed, nothing shortened (no settled peaks, no
+// period proof): the reference device_memory's shortened replays are checked against
+// (tests/device/test_device_periodic.cpp). O(m) per stage: for checks, not for searches.
+Result<std::vector<StageDevice>> device_replay_full(const Setup& s,
+                                                    const Recompute* policy = nullptr);
+
 // The sum of device_overheads(s, gpu) (checked: an overflow returns kMaxBytes).
 Bytes device_overhead_bytes(const Setup& s, const GpuSpec* gpu);
 
