@@ -199,6 +199,27 @@ BENCHMARK(BM_Device405B)
     ->Args({64, 0})
     ->Args({4096, 0})
     ->Unit(benchmark::kMillisecond);
+// Long steps whose steady state cycles (the period proof, device/replay.cpp): llama-3.1-8b on one
+// stage (ZeRO-1 over 8, full recompute) and llama-3.1-70b over 4 1F1B stages (tp 8 + SP,
+// selective), m micro-batches; the most loaded stage.
+void BM_DeviceLongStep(benchmark::State& state) {
+  actmem::TrainConfig c;
+  c.seq = 4096;
+  c.attention = actmem::Attention::kFlash;
+  c.grad_accum = static_cast<std::uint64_t>(state.range(1));
+  c.par.dp = 8;
+  c.par.zero = 1;
+  const bool big = state.range(0) == 70;
+  c.recompute.kind = big ? actmem::RecomputeKind::kSelective : actmem::RecomputeKind::kFull;
+  if (big) c.par.tp = 8, c.par.sp = true, c.par.pp = 4;
+  run_device(state, big ? "llama-3.1-70b" : "llama-3.1-8b", c, false);
+}
+BENCHMARK(BM_DeviceLongStep)
+    ->Args({8, 64})
+    ->Args({8, 4096})
+    ->Args({70, 64})
+    ->Args({70, 1024})
+    ->Unit(benchmark::kMicrosecond);
 void BM_DeviceGpt2(benchmark::State& state) {
   actmem::TrainConfig c;
   c.seq = 1024;
