@@ -53,7 +53,7 @@ TEST_CASE(
       {"toy", Profile::kPytorch, 4, 1, 41, "none"},
       {"llama-3.1-8b", Profile::kMegatron, 4, 1, 48, "selective"},
       {"llama-3.1-8b", Profile::kMegatron, 4, 1, 48, "selective", true},
-      {"llama-3.1-8b", Profile::kPytorch, 4, 2, 200, "full"},
+      {"llama-3.1-8b", Profile::kHf, 4, 2, 200, "full", true},
       {"llama-3.1-8b", Profile::kMegatron, 4, 2, 200, "full", true},
   };
   for (const Case& k : cases) {

@@ -479,38 +479,19 @@ CachingAllocator::Handle CachingAllocator::add_live_block(Bytes address, Bytes s
   return kNoHandle;
 }
 
-void CachingAllocator::canonical(std::vector<std::uint64_t>* out) {
+void CachingAllocator::rank_segments() {
   by_addr_.clear();
   for (std::uint32_t i = 0; i < segments_.size(); ++i)
     if (segments_[i].live) by_addr_.push_back(i);
-  std::sort(by_addr_.begin(), by_addr_.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return segments_[a].addr < segments_[b].addr;
-  });
-  rank_of_.assign(segments_.size(), ~std::uint32_t{0});
+  // The model's segments are made at rising addresses, so they are in order already unless a
+  // replayed trace placed them (add_segment, set_next_segment_address).
+  auto by_address = [&](std::uint32_t x, std::uint32_t y) {
+    return segments_[x].addr < segments_[y].addr;
+  };
+  if (!std::is_sorted(by_addr_.begin(), by_addr_.end(), by_address))
+    std::sort(by_addr_.begin(), by_addr_.end(), by_address);
+  rank_of_.resize(segments_.size());
   for (std::uint32_t k = 0; k < by_addr_.size(); ++k) rank_of_[by_addr_[k]] = k;
-  const AllocatorStats& st = stats_;
-  out->insert(out->end(), {st.allocated, st.reserved, st.requested, st.inactive_split, st.segments,
-                           by_addr_.size()});
-  for (std::uint32_t i : by_addr_) {
-    const Segment& seg = segments_[i];
-    out->insert(out->end(),
-                {seg.size, std::uint64_t{seg.small} | std::uint64_t{seg.expandable} << 1});
-    for (Handle h = seg.first; h != kNoHandle; h = blocks_[h].next) {
-      const Block& b = blocks_[h];
-      out->insert(out->end(), {b.addr - seg.addr, b.size, b.allocated ? b.requested : 0,
-                               std::uint64_t{b.allocated} | std::uint64_t{b.mapped} << 1});
-    }
-    out->push_back(kMaxBytes);  // the segment's end (no block's offset reaches it)
-  }
-}
-
-void CachingAllocator::canonical_place(Handle h, std::vector<std::uint64_t>* out) const {
-  if (h == kNoHandle || h >= blocks_.size() || !blocks_[h].in_use) {
-    out->insert(out->end(), {~std::uint64_t{0}, ~std::uint64_t{0}});
-    return;
-  }
-  const Block& b = blocks_[h];
-  out->insert(out->end(), {rank_of_[b.segment], b.addr - segments_[b.segment].addr});
 }
 
 std::vector<AllocatorSegment> CachingAllocator::snapshot() const {

@@ -203,6 +203,7 @@ void AllocStream::begin_step() {
   if (!static_done_) allocate_static(), static_done_ = true;
   proof_ = PeriodProof{};
   ring_n_ = 0;
+  suspect_cycle_ = 0;
 }
 
 PeriodProof AllocStream::counters() const {
@@ -214,57 +215,69 @@ PeriodProof AllocStream::counters() const {
   return c;
 }
 
-void AllocStream::canonical(std::uint64_t base, std::vector<std::uint64_t>* out) {
-  out->clear();
-  a_->canonical(out);
-  auto place = [&](Handle h) { a_->canonical_place(h, out); };
-  out->push_back(live_.size());
+template <class Put>
+void AllocStream::canonical(std::uint64_t base, Put&& put) {
+  a_->canonical(put);
+  auto place = [&](Handle h) { a_->place(h, put); };
+  put(live_.size());
   for (const auto& [key, hs] : live_) {
-    // Unsigned differences: the same label at every boundary whatever the sign.
-    out->insert(out->end(),
-                {std::get<0>(key) - base, std::get<1>(key), std::get<2>(key), hs.size()});
+    put(std::get<0>(key) - base);  // unsigned: the same label at every boundary whatever the sign
+    put(std::get<1>(key));
+    put(std::get<2>(key));
+    put(hs.size());
     for (Handle h : hs) place(h);
   }
   place(dy_);
-  out->push_back(step_grads_.size());
+  put(step_grads_.size());
   for (Handle h : step_grads_) place(h);
-  out->push_back(grads_made_.size());
-  out->insert(out->end(), grads_made_.begin(), grads_made_.end());
-  out->insert(out->end(), {statics_.size(), step_list_.size(), std::uint64_t{states_done_}});
+  put(grads_made_.size());
+  for (std::uint64_t g : grads_made_) put(g);
+  put(statics_.size());
+  put(step_list_.size());
+  put(std::uint64_t{states_done_});
 }
 
-// At a steady-state period boundary: this state against the last kCycles boundaries' (FNV-1a
-// hashes first, then word by word), the nearest equal one giving the cycle.
+// At a steady-state period boundary. The state's FNV-1a hash is compared with the last kCycles
+// boundaries'; the nearest match is a suspected cycle, whose state is kept and compared word by
+// word with the state a cycle later: equal, the cycle is proven (and, the replay being
+// deterministic, holds at every later boundary of the step).
 void AllocStream::boundary(const StepEvent& at) {
   const SteadyBoundaries& w = watch_;
   const std::uint64_t fw = at.mb / w.p * w.p * w.v + at.chunk * w.p + at.mb % w.p;
   const std::uint64_t period = w.v == 1 ? 1 : w.p * w.v;
   if (fw < w.warm || fw >= w.total || (fw - w.warm) % period != 0) return;
-  // The last state's size, and some, so the words are written without regrowing the vector.
-  if (ring_n_ > 0) now_.reserve(ring_[(ring_at_ + kCycles - 1) % kCycles].state.size() + 256);
-  canonical(at.mb, &now_);
-  std::uint64_t hash = 14695981039346656037ull;
-  for (std::uint64_t x : now_) hash = (hash ^ x) * 1099511628211ull;
+  const std::size_t index = ring_n_++;
   const PeriodProof c = counters();
-  if (ring_.size() < kCycles) ring_.resize(kCycles);
-  proof_ = PeriodProof{};
-  for (std::size_t k = 1; k <= ring_n_ && k <= kCycles; ++k) {
-    const Seen& old = ring_[(ring_at_ + kCycles - k) % kCycles];
-    if (old.hash != hash || old.state != now_) continue;
-    proof_.cycle = k;
-    proof_.allocations = c.allocations - old.counters.allocations;
-    proof_.device_allocs = c.device_allocs - old.counters.device_allocs;
-    proof_.device_frees = c.device_frees - old.counters.device_frees;
-    proof_.retries = c.retries - old.counters.retries;
-    proof_.ooms = c.ooms - old.counters.ooms;
-    break;
-  }
   Seen& slot = ring_[ring_at_];
-  slot.state.swap(now_);
+  ring_at_ = (ring_at_ + 1) % kCycles;
+  if (proof_.cycle != 0) return;  // proven: the rest of the step repeats it
+  std::uint64_t hash = 14695981039346656037ull;
+  canonical(at.mb, [&](std::uint64_t x) { hash = (hash ^ x) * 1099511628211ull; });
+  if (suspect_cycle_ != 0 && index == suspect_at_ + suspect_cycle_) {
+    now_.clear();
+    canonical(at.mb, [&](std::uint64_t x) { now_.push_back(x); });
+    if (now_ == suspect_) {
+      const PeriodProof& then = ring_[(ring_at_ + kCycles - 1 - suspect_cycle_) % kCycles].counters;
+      proof_.cycle = suspect_cycle_;
+      proof_.allocations = c.allocations - then.allocations;
+      proof_.device_allocs = c.device_allocs - then.device_allocs;
+      proof_.device_frees = c.device_frees - then.device_frees;
+      proof_.retries = c.retries - then.retries;
+      proof_.ooms = c.ooms - then.ooms;
+    }
+    suspect_cycle_ = 0;
+  }
+  if (proof_.cycle == 0 && suspect_cycle_ == 0)
+    for (std::size_t k = 1; k <= index && k < kCycles; ++k)
+      if (ring_[(ring_at_ + kCycles - 1 - k) % kCycles].hash == hash) {
+        suspect_.clear();
+        canonical(at.mb, [&](std::uint64_t x) { suspect_.push_back(x); });
+        suspect_at_ = index;
+        suspect_cycle_ = k;
+        break;
+      }
   slot.hash = hash;
   slot.counters = c;
-  ring_at_ = (ring_at_ + 1) % kCycles;
-  ++ring_n_;
 }
 
 AllocStream::Held& AllocStream::held(const StepEvent& at, std::uint64_t layer) {

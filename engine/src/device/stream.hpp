@@ -93,10 +93,12 @@ class AllocStream final : public Recorder {
   void release(const Key& k);
   // A period boundary: the state compared with the previous boundary's (watch()).
   void boundary(const StepEvent& at);
-  // The state as words, micro-batches counted from `base` (CachingAllocator::canonical).
-  void canonical(std::uint64_t base, std::vector<std::uint64_t>* out);
+  // The state as words given to `put`, micro-batches counted from `base`
+  // (CachingAllocator::canonical).
+  template <class Put>
+  void canonical(std::uint64_t base, Put&& put);
   PeriodProof counters() const;
-  // The last boundaries' states (a ring, newest at ring_at_ - 1), their hashes and counters.
+  // The last boundaries' hashes and counters (a ring, newest at ring_at_ - 1).
   static constexpr std::size_t kCycles = 16;
 
   const Setup& s_;
@@ -129,13 +131,15 @@ class AllocStream final : public Recorder {
   SteadyBoundaries watch_;
   PeriodProof proof_;
   struct Seen {
-    std::vector<std::uint64_t> state;
     std::uint64_t hash = 0;
     PeriodProof counters;
   };
-  std::vector<Seen> ring_;
-  std::size_t ring_at_ = 0, ring_n_ = 0;  // the next slot; the boundaries held (this step)
-  std::vector<std::uint64_t> now_;
+  Seen ring_[kCycles];
+  std::size_t ring_at_ = 0, ring_n_ = 0;  // the next slot; the boundaries seen (this step)
+  // A cycle the hashes suggest is checked word by word: the state of boundary `suspect_at`,
+  // compared with the state `suspect_cycle` boundaries later.
+  std::vector<std::uint64_t> suspect_, now_;
+  std::size_t suspect_at_ = 0, suspect_cycle_ = 0;
 };
 
 }  // namespace actmem::detail

@@ -81,15 +81,45 @@ class CachingAllocator {
   // The segments and blocks in address order, as torch.cuda.memory._snapshot() lists them.
   std::vector<AllocatorSegment> snapshot() const;
 
-  // The state every later decision depends on, as words appended to `out`: the current stats
-  // (not the peaks or counters), then each live segment in address order with its blocks, every
-  // address written as (the segment's rank by address, the offset in it). Two states with equal
-  // words answer every later request stream alike: each decision compares sizes and the order of
-  // addresses, and a new segment always lands above every existing one (device/replay.cpp proves
-  // a step's steady state periodic with it). Sets the ranks canonical_place() reads.
-  void canonical(std::vector<std::uint64_t>* out);
-  // Block h's place in the last canonical(): the segment's rank and the offset, as one word pair.
-  void canonical_place(Handle h, std::vector<std::uint64_t>* out) const;
+  // The state every later decision depends on, as words given to `put` in order: the current
+  // stats (not the peaks or counters), then each live segment in address order with its blocks,
+  // every address written as (the segment's rank by address, the offset in it). Two states with
+  // equal words answer every later request stream alike: each decision compares sizes and the
+  // order of addresses, and a new segment always lands above every existing one (device/replay.cpp
+  // proves a step's steady state periodic with it). Sets the ranks place() reads.
+  template <class Put>
+  void canonical(Put&& put) {
+    rank_segments();
+    const AllocatorStats& st = stats_;
+    for (Bytes w : {st.allocated, st.reserved, st.requested, st.inactive_split, st.segments})
+      put(w);
+    put(by_addr_.size());
+    for (std::uint32_t i : by_addr_) {
+      const Segment& seg = segments_[i];
+      put(seg.size);
+      put(std::uint64_t{seg.small} | std::uint64_t{seg.expandable} << 1);
+      for (Handle h = seg.first; h != kNoHandle; h = blocks_[h].next) {
+        const Block& b = blocks_[h];
+        put(b.addr - seg.addr);
+        put(b.size);
+        put(b.allocated ? b.requested : 0);  // a free block's last request decides nothing
+        put(std::uint64_t{b.allocated} | std::uint64_t{b.mapped} << 1);
+      }
+      put(kMaxBytes);  // the segment's end (no block's offset reaches it)
+    }
+  }
+  // Block h's place as of the last canonical(): the segment's rank and the offset.
+  template <class Put>
+  void place(Handle h, Put&& put) const {
+    if (h == kNoHandle || h >= blocks_.size() || !blocks_[h].in_use) {
+      put(~std::uint64_t{0});
+      put(~std::uint64_t{0});
+      return;
+    }
+    const Block& b = blocks_[h];
+    put(rank_of_[b.segment]);
+    put(b.addr - segments_[b.segment].addr);
+  }
 
  private:
   // A pool's free blocks ordered as BlockComparatorSize orders them: size, then address. Their
@@ -123,6 +153,7 @@ class CachingAllocator {
   bool should_split(const Block& b, Bytes size) const;
   void release_cached();
   void note_peaks();
+  void rank_segments();  // canonical(): the live segments in address order, their ranks
 
   AllocatorConfig cfg_;
   Bytes capacity_ = 0;
