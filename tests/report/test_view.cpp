@@ -204,3 +204,31 @@ TEST_CASE("view: the series' peak point, the grid's fits and each suggestion's G
   CHECK(u(v["suggestions"][0]["gpus"]) == 4);
   CHECK(v["suggestions"][0]["change"] == json{{"dp", 4}, {"zero", 3}});
 }
+
+TEST_CASE(
+    "view without its searches (searches: false): the full view less plan, fit and suggestions, "
+    "which it names as pending") {
+  for (json req : {llama_70b({{"recompute", "selective"}}), llama_70b({{"micro_batch", 4}}),
+                   pipeline_405b(64)}) {
+    json full = view(req);
+    req["searches"] = false;
+    json quick = view(req);
+    REQUIRE(quick["pending"] == json({"plan", "fit", "suggestions"}));
+    CHECK(quick["suggestions"] == json::array());
+    CHECK_FALSE(quick.contains("plan"));
+    CHECK_FALSE(quick.contains("fit"));
+    // Everything else, the verdict and the device figure included, is the full view's.
+    for (const char* key : {"plan", "fit", "suggestions"}) full.erase(key), quick.erase(key);
+    quick.erase("pending");
+    CHECK(quick == full);
+  }
+  // No GPU: the view runs no searches, so nothing is pending.
+  json none = view({{"preset", "gpt2"}, {"config", {{"seq", 1024}}}, {"searches", false}});
+  CHECK_FALSE(none.contains("pending"));
+  json bad =
+      actmem::evaluate_json(json{{"command", "view"}, {"preset", "gpt2"}, {"searches", "no"}});
+  CHECK(bad["error"]["field"] == "searches");
+  json other =
+      actmem::evaluate_json(json{{"command", "estimate"}, {"preset", "gpt2"}, {"searches", false}});
+  CHECK(other["error"]["field"] == "searches");
+}

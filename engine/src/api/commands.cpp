@@ -325,6 +325,8 @@ Result<json> answer_view(Request& r, const json& req, std::string* text, const s
                         "stages: '" + shown_text(which) + "' is not allowed; allowed: worst, all");
     o.all_stages = which == "all";
   }
+  if (req.contains("searches"))
+    ACTMEM_TRY(detail::read_bool(req["searches"], "searches", &o.searches));
   auto v = make_view(r.model, r.config, r.has_gpu ? &r.gpu : nullptr, o);
   if (!v.ok()) return v.error();
   View& view = v.value();

@@ -21,9 +21,9 @@ using nlohmann::json;
 namespace {
 
 const char* const kRequestKeys[] = {
-    "command", "preset",        "model",           "model_text",     "config", "gpu",   "sweep",
-    "events",  "summary",       "example",         "compact_events", "stages", "stats", "advise",
-    "emit",    "megatron_args", "torchtitan_toml", "data",           "rl"};
+    "command", "preset",        "model",           "model_text",     "config", "gpu",     "sweep",
+    "events",  "summary",       "example",         "compact_events", "stages", "stats",   "advise",
+    "emit",    "megatron_args", "torchtitan_toml", "data",           "rl",     "searches"};
 
 constexpr unsigned bit(Command c) {
   return 1u << static_cast<unsigned>(c);
@@ -40,6 +40,7 @@ const OnlyFor kOnlyFor[] = {
     {"events", bit(Command::kTimeline)},
     {"compact_events", bit(Command::kTimeline)},
     {"stages", bit(Command::kView)},
+    {"searches", bit(Command::kView)},
     {"summary", bit(Command::kEstimate)},
     {"stats", bit(Command::kCompare)},
     {"advise", bit(Command::kAdvise)},

@@ -176,7 +176,8 @@ Result<View> make_view(const ModelSpec& m, const TrainConfig& c, const GpuSpec* 
     v.profiles.push_back(row);
   }
 
-  if (gpu) {
+  v.searches_pending = gpu && !o.searches;
+  if (gpu && o.searches) {
     auto p = plan(m, c, *gpu);
     if (p.ok())
       v.plan = std::move(p.value());

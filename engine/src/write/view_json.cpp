@@ -367,6 +367,11 @@ std::string view_text(const View& v, const std::string& estimate_answer,
   w.begin_array();
   for (const Suggestion& s : v.suggestions) write_suggestion(w, s);
   w.end_array();
+  // Asked without its searches: what the full view adds (its plan, fit and suggestions).
+  if (v.searches_pending) {
+    w.key("pending");
+    w.raw(R"(["plan","fit","suggestions"])");
+  }
 
   write_tensor_bar(w, v);
   write_device_bar(w, v);

@@ -72,7 +72,8 @@ struct View {
   std::vector<Suggestion> suggestions;  // empty when it fits or without a GPU
   std::vector<PolicyRow> policies;
   std::vector<ProfileRow> profiles;
-  std::optional<Plan> plan;  // with a GPU; plan_error says why not when the planner refuses
+  bool searches_pending = false;  // asked without its searches: plan, fit, suggestions not run
+  std::optional<Plan> plan;       // with a GPU; plan_error says why not when the planner refuses
   std::string plan_error;
   std::optional<FitResult> fit;
   std::string fit_error;
@@ -83,6 +84,10 @@ struct View {
 struct ViewOptions {
   bool all_stages = false;       // a series for every stage, not only the most loaded
   std::size_t max_points = 600;  // per stage
+  // false: the view without its searches on the device figure (plan, fit, the suggestions),
+  // which cost 85-95% of a view with a GPU: the page's first answer for new inputs, the full
+  // view following it (issue 35: the verdict first, the rest marked pending until it comes).
+  bool searches = true;
 };
 
 // The whole view of one configuration; errors are the estimate's (the request's own).
