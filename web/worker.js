@@ -1,6 +1,7 @@
 // actmem engine worker: runs the WebAssembly engine off the page's main thread. The page posts
-// {id, lane, request}; in the "view" lane only the latest request is answered (older ones that
-// queued up while the engine was busy are dropped), other lanes (exports) answer every request.
+// {id, lane, request}; in the "quick" and "view" lanes only the latest request is answered (older
+// ones that queued up while the engine was busy are dropped), "quick" (the view without its
+// searches, the verdict first) before "view"; other lanes (exports) answer every request.
 // Replies {id, lane, text, ms} carry the engine's answer text unchanged. The "compare" lane also
 // carries the snapshot file's bytes ({bytes: Uint8Array}).
 'use strict';
@@ -34,16 +35,16 @@ function run(job) {
 
 function drain() {
   scheduled = false;
-  const job = queue.length ? queue.shift() : latest.get('view');
+  const job = queue.length ? queue.shift() : latest.get('quick') || latest.get('view');
   if (!job) return;
-  if (job.lane === 'view') latest.delete('view');
+  if (job.lane === 'view' || job.lane === 'quick') latest.delete(job.lane);
   run(job);
   if (queue.length || latest.size) schedule();
 }
 
 onmessage = (e) => {
   const job = e.data;
-  if (job.lane === 'view') latest.set('view', job); else queue.push(job);
+  if (job.lane === 'view' || job.lane === 'quick') latest.set(job.lane, job); else queue.push(job);
   schedule();
 };
 

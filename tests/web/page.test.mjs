@@ -697,6 +697,31 @@ test('light and dark screenshots, and a 360 px wide one', async () => {
   await page.close();
 });
 
+test('a slow view answers its verdict first: the searches marked pending, then the full view replaces them', async () => {
+  const split = '7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7';
+  const { page, errors } = await open(`preset=llama-3.1-405b&gpu=h100-80gb&seq=8192&tp=8&sp=1&pp=16&vpp=2&micro_batches=4096&layer_split=${split}&dp=8&zero=1&attention=flash&recompute=selective`);
+  // The last view took over 100 ms (a second here), so the next input asks the quick view first.
+  await page.evaluate(() => { document.body.dataset.ready = '0'; });
+  await page.fill('#micro_batches', '4080');
+  await page.waitForSelector('#status[data-kind="partial"]', { timeout: 30000 });
+  const partial = await page.evaluate(() => ({ verdict: document.getElementById('verdict').textContent, fit: document.getElementById('fit').textContent,
+    plan: document.getElementById('plan').textContent, stale: document.getElementById('results').dataset.stale, ready: document.body.dataset.ready }));
+  assert.match(partial.fit, /^Searching for the largest micro-batch and sequence that fit/);
+  assert.match(partial.plan, /^Planner: searching/);
+  assert.equal(partial.stale, '0', 'the verdict shown is the inputs\' own');
+  assert.equal(partial.ready, '0', 'not final until the full view');
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
+  assert.equal(await page.getAttribute('#status', 'data-kind'), 'current');
+  assert.equal(await page.textContent('#verdict'), partial.verdict, 'the full view has the same verdict');
+  assert.doesNotMatch(await page.textContent('#fit'), /Searching/);
+  assert.doesNotMatch(await page.textContent('#plan'), /searching/);
+  // The engine's own answer without searches names what it left out.
+  const quick = nativeRequest({ command: 'view', preset: 'llama-3.1-8b', searches: false, config: { gpu: 'h100-80gb' } });
+  assert.deepEqual(quick.pending, ['plan', 'fit', 'suggestions']);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('speed: engine time per view, input to every panel redrawn, long tasks, first verdict (recorded, not asserted)', async () => {
   const split = '7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7';
   const configs = {
@@ -707,10 +732,14 @@ test('speed: engine time per view, input to every panel redrawn, long tasks, fir
   const p95 = (xs) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(0.95 * xs.length))];
   for (const [name, hash] of Object.entries(configs)) {
     const { page } = await open(hash);
-    const engine = [], redraw = [], drawing = [];
+    const engine = [], redraw = [], drawing = [], verdict = [], quick = [];
     for (const b of ['2', '1', '2', '1', '2', '1', '2', '1', '2', '1']) {
       await settle(page, () => page.fill('#micro_batch', b));
       engine.push(Number(await page.getAttribute('body', 'data-engine-ms')));
+      // The view without its searches, drawn first: its engine time, and input to its verdict.
+      const q = await page.getAttribute('body', 'data-quick-ms');
+      quick.push(q === null ? null : Number(q));  // null: not asked (the last view was quick)
+      verdict.push(Number(await page.getAttribute('body', 'data-verdict-ms')));
       redraw.push(Number(await page.getAttribute('body', 'data-render-ms')));
       drawing.push(Number(await page.getAttribute('body', 'data-draw-ms')));
     }
@@ -722,11 +751,20 @@ test('speed: engine time per view, input to every panel redrawn, long tasks, fir
     await settle(page, () => page.selectOption('#attention', 'eager'));
     await settle(page, () => page.fill('#micro_batches', '4096'));
     const big = Number(await page.getAttribute('body', 'data-engine-ms'));
+    // Once more at 4,096: the last view was slow, so its verdict comes first (request.js).
+    await settle(page, () => page.fill('#micro_batches', '4080'));
+    await settle(page, () => page.fill('#micro_batches', '4096'));
+    const bigVerdict = Number(await page.getAttribute('body', 'data-verdict-ms'));
+    const bigRedraw = Number(await page.getAttribute('body', 'data-render-ms'));
     const long = await page.evaluate(() => window.longTasks);
-    record[name] = { engine_ms: engine, engine_ms_4096_micro_batches: big, draw_ms: drawing, input_to_redraw_ms: redraw, input_to_redraw_p95_ms: p95(redraw), long_tasks_ms: long };
-    console.log(`# page ${name}: engine per view ${engine.map((x) => x.toFixed(1)).join(', ')} ms (4,096 micro-batches: ${big.toFixed(1)} ms); ` +
+    record[name] = { engine_ms: engine, engine_ms_4096_micro_batches: big, draw_ms: drawing, input_to_redraw_ms: redraw, input_to_redraw_p95_ms: p95(redraw),
+      engine_ms_without_searches: quick, input_to_verdict_ms: verdict, input_to_verdict_p95_ms: p95(verdict),
+      input_to_verdict_ms_4096_micro_batches: bigVerdict, input_to_redraw_ms_4096_micro_batches: bigRedraw, long_tasks_ms: long };
+    console.log(`# page ${name}: engine per view ${engine.map((x) => x.toFixed(1)).join(', ')} ms (4,096 micro-batches: ${big.toFixed(1)} ms, ` +
+      `input to its verdict ${bigVerdict.toFixed(1)} ms, to every panel ${bigRedraw.toFixed(1)} ms); ` +
       `drawing ${drawing.map((x) => x.toFixed(1)).join(', ')} ms; ` +
-      `input to every panel p95 ${p95(redraw).toFixed(1)} ms; main-thread long tasks: ${long.length ? long.map((x) => x.toFixed(0)).join(', ') + ' ms' : 'none'}`);
+      `input to every panel p95 ${p95(redraw).toFixed(1)} ms; input to the verdict (searches pending) p95 ${p95(verdict).toFixed(1)} ms, its engine ${quick.map((x) => (x === null ? '-' : x.toFixed(1))).join(', ')} ms; ` +
+      `main-thread long tasks: ${long.length ? long.map((x) => x.toFixed(0)).join(', ') + ' ms' : 'none'}`);
     await page.close();
   }
   const cold = [];

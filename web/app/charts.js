@@ -153,7 +153,8 @@ function drawGrid(v) {
   legend.appendChild(el('li', 'current setting', 'sw-current'));
   legend.appendChild(el('li', 'not valid (—)', 'sw-invalid'));
   const fit = $('fit');
-  if (!v.fit) { fit.textContent = 'Choose a GPU to see the largest micro-batch and sequence that fit.'; fit.dataset.maxMicroBatch = ''; }
+  if (pending(v, 'fit')) { fit.textContent = 'Searching for the largest micro-batch and sequence that fit…'; fit.dataset.maxMicroBatch = ''; }
+  else if (!v.fit) { fit.textContent = 'Choose a GPU to see the largest micro-batch and sequence that fit.'; fit.dataset.maxMicroBatch = ''; }
   else if (!v.fit.ok) { fit.textContent = v.fit.message; fit.dataset.maxMicroBatch = ''; }
   else {
     fit.textContent = 'Largest micro-batch that fits: ' + v.fit.max_micro_batch + (v.fit.max_micro_batch === 0 ? ' (not even one)' : '') +

@@ -3,7 +3,8 @@
 
 function drawPlan(v) {
   const plan = $('plan');
-  if (!v.plan) plan.textContent = 'Choose a GPU for the planner.';
+  if (pending(v, 'plan')) plan.textContent = 'Planner: searching for the cheapest recompute policy that fits…';
+  else if (!v.plan) plan.textContent = 'Choose a GPU for the planner.';
   else if (!v.plan.ok) plan.textContent = 'Planner: ' + v.plan.message;
   else {
     plan.textContent = v.plan.found ? 'Planner: the cheapest policy that fits is ' + v.plan.policy + (v.plan.offload ? ' with offload' : v.plan.host_layers ? ' (lower-case layers offloaded)' : '') + ', peak ' +

@@ -66,7 +66,8 @@ function drawVerdict(v) {
     list.appendChild(li);
   }
   $('fixes').hidden = v.suggestions.length === 0 && !(d.capacity_bytes !== undefined && !d.fits);
-  if (!d.fits && d.capacity_bytes !== undefined && v.suggestions.length === 0) list.appendChild(el('li', 'No change of micro-batch, ZeRO stage, recompute or data-parallel GPUs (up to 1,024) fits; try tensor or pipeline parallelism.'));
+  if (!d.fits && d.capacity_bytes !== undefined && pending(v, 'suggestions')) list.appendChild(el('li', 'Searching for the smallest changes that fit…', 'pending'));
+  else if (!d.fits && d.capacity_bytes !== undefined && v.suggestions.length === 0) list.appendChild(el('li', 'No change of micro-batch, ZeRO stage, recompute or data-parallel GPUs (up to 1,024) fits; try tensor or pipeline parallelism.'));
   const dl = $('summary');
   clear(dl);
   const p = v.estimate.peak;

@@ -1,6 +1,9 @@
 // One view answer drawn onto every panel (verdict, charts, tables, planner line, worked example),
 // and drawn again when the window's width changes.
 
+// Whether the answer left `part` (plan, fit, suggestions) for the full view that follows it.
+function pending(v, part) { return Array.isArray(v.pending) && v.pending.includes(part); }
+
 function draw(v, key, req) {
   const t0 = performance.now();
   state.shown = { key, req, view: v };
