@@ -94,9 +94,12 @@ function onQuick(m) {
   const ans = JSON.parse(m.text);
   if (!ans.ok) return;
   document.body.dataset.quickMs = m.ms.toFixed(2);
+  // The other panels follow in the next task; the line above the verdict says what is pending
+  // once they are drawn.
+  drawVerdictFirst(ans, state.wantedKey, state.wantedReq, () => {
+    setStatus('partial', 'The verdict for the inputs as shown; still searching for the largest sizes that fit, the planner\'s policy and the changes that fit…');
+  });
   if (state.inputAt) document.body.dataset.verdictMs = (performance.now() - state.inputAt).toFixed(2);
-  draw(ans, state.wantedKey, state.wantedReq);
-  setStatus('partial', 'The verdict for the inputs as shown; still searching for the largest sizes that fit, the planner\'s policy and the changes that fit…');
   if (!document.body.dataset.firstVerdictMs) document.body.dataset.firstVerdictMs = performance.now().toFixed(1);
 }
 
