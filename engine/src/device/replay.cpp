@@ -42,7 +42,7 @@ using Proofs = std::vector<std::array<detail::PeriodProof, 2>>;
 // Two steps of every stage (or of stage `only` alone, when >= 0): the first fills the cache, the
 // second is measured (a job's reserved memory settles after its first step; docs/validation.md
 // 4.3 measures the second). With `proofs`, each stream compares its states at the steady state's
-// period boundaries (1F1B and interleaved schedules: periodic()).
+// period boundaries (1F1B and interleaved schedules: period_move()).
 std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes capacity,
                               std::int64_t only, std::vector<StageDevice>* out,
                               Proofs* proofs = nullptr) {
