@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actmem/api/api.hpp"
 #include "actmem/json_io.hpp"
 
 namespace actmem::test {
@@ -34,6 +36,14 @@ inline json toy_model(std::uint64_t layers = 4) {
   json m = json::parse(in);
   m["num_hidden_layers"] = layers;
   return m;
+}
+
+// A preset by id, or "toy": the toy model above, 12 layers (the walk and replay tests' models).
+inline ModelSpec model_of(const std::string& id) {
+  std::vector<std::string> w;
+  auto m = id == "toy" ? model_from_json(toy_model(12), "toy", &w) : model_preset(id, &w);
+  REQUIRE(m.ok());
+  return m.value();
 }
 
 // A small DeepSeek-V2 config (MLA, dense SwiGLU): h 256, 4 heads, q latent 96, kv latent 64, nope

@@ -28,13 +28,6 @@ struct Case {
   bool expandable = false;  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 };
 
-ModelSpec model_of(const std::string& id) {
-  std::vector<std::string> w;
-  auto m = id == "toy" ? model_from_json(test::toy_model(12), "toy", &w) : model_preset(id, &w);
-  REQUIRE(m.ok());
-  return m.value();
-}
-
 bool noted(const DeviceMemory& d, const char* text) {
   for (const std::string& n : d.notes)
     if (n.find(text) != std::string::npos) return true;
@@ -57,7 +50,7 @@ TEST_CASE(
       {"llama-3.1-8b", Profile::kMegatron, 4, 2, 200, "full", true},
   };
   for (const Case& k : cases) {
-    const ModelSpec m = model_of(k.model);
+    const ModelSpec m = test::model_of(k.model);
     TrainConfig c;
     c.seq = k.model == "toy" ? 16 : 1024;
     c.attention = Attention::kFlash;

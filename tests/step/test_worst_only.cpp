@@ -28,13 +28,6 @@ struct Case {
   bool offload = false;
 };
 
-ModelSpec model_of(const std::string& id) {
-  std::vector<std::string> w;
-  auto m = id == "toy" ? model_from_json(test::toy_model(12), "toy", &w) : model_preset(id, &w);
-  REQUIRE(m.ok());
-  return m.value();
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -70,7 +63,7 @@ TEST_CASE(
   };
   std::uint64_t skipped = 0;
   for (const Case& k : cases) {
-    const ModelSpec m = model_of(k.model);
+    const ModelSpec m = test::model_of(k.model);
     TrainConfig c;
     c.seq = k.model == "toy" ? 16 : 1024;  // the toy model has 16 positions
     c.attention = Attention::kFlash;
