@@ -136,6 +136,57 @@ TEST_CASE(
   CHECK(records(run(rl_request("logprob", 4, 64)))["policy_loss.fp32"] == 4 * 64 * 8 * 4);
 }
 
+TEST_CASE(
+    "TRL's GRPO loss records equal what TRL's _compute_loss keeps (tests/reference/"
+    "trl_loss_saved.json, torch 2.6.0, huggingface/trl f2cd577, B = 4, P = 8, R = 16)",
+    "[rl_loss]") {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/trl_loss_saved.json");
+  REQUIRE(in.good());
+  const json m = json::parse(in);
+  REQUIRE(u(m["B"]) == 4);
+  REQUIRE(u(m["P"]) + u(m["R"]) == 24);
+  REQUIRE(u(m["V"]) == 1000);
+  const std::vector<std::string> ids = {"lm_head.in", "logprob.row_log_softmax",
+                                        "policy_loss.ratio", "policy_loss.terms",
+                                        "policy_loss.normalizer"};
+  // Case: loss and the measured case; the input ids (int64, the gather's index) are the
+  // storage the embedding keeps (embed.token_ids), not the loss's own.
+  for (const auto& [loss, name] : {std::pair{"logprob_trl", "vllm"}, {"logprob_trl", "no_vllm"},
+                                   {"logprob_trl+kl", "beta"}}) {
+    INFO(name);
+    const json a = run(rl_request(loss, 4, 24, 16));
+    const auto r = records(a);
+    std::uint64_t sum = 0;
+    for (const std::string& id : ids) sum += r.at(id);
+    if (std::string(loss).find("+kl") != std::string::npos) sum += r.at("policy_loss.kl_exp");
+    std::uint64_t measured_sum = 0, index = 0;
+    for (const json& e : m["cases"][name]) {
+      if (e["lives_anyway"].get<bool>()) continue;
+      if (e["dtype"] == "int64")
+        index += u(e["storage_bytes"]);
+      else
+        measured_sum += u(e["storage_bytes"]);
+    }
+    CHECK(sum == measured_sum);
+    std::uint64_t token_ids = 0;
+    for (const json& t : a["input_layer"]["tensors"])
+      if (t["name"] == "embed.token_ids") token_ids = u(t["bytes"]);
+    CHECK(index == token_ids);
+    // Nothing of the full-vocabulary logits is kept.
+    CHECK(r.count("logits") == 0);
+  }
+  // By hand: the response's hidden states [4, 17, 64] bf16, one [16, 1000] bf16 log_softmax per
+  // sequence, the ratio [4, 16] bf16, two fp32 terms and the divisor.
+  const auto r = records(run(rl_request("logprob_trl", 4, 24, 16)));
+  CHECK(r.at("lm_head.in") == 4 * 17 * 64 * 2);
+  CHECK(r.at("logprob.row_log_softmax") == 4 * 16 * 1000 * 2);
+  CHECK(r.at("policy_loss.ratio") == 4 * 16 * 2);
+  CHECK(r.at("policy_loss.terms") == 4 * 16 * 2 * 4);
+  CHECK(r.at("policy_loss.normalizer") == 4);
+  // With a one-token prompt the kept slice is the whole sequence: the norm's output itself.
+  CHECK(records(run(rl_request("logprob_trl", 4, 17, 16))).at("lm_head.in") == 4 * 17 * 64 * 2);
+}
+
 TEST_CASE("RL loss: refusals name the field", "[rl_loss]") {
   auto msg = [](json req) {
     const json r = actmem::evaluate_json(req);
@@ -144,20 +195,20 @@ TEST_CASE("RL loss: refusals name the field", "[rl_loss]") {
   json req = rl_request("logprob", 1, 64);
   req["config"]["profile"] = "pytorch";
   CHECK(msg(req) ==
-        "config.loss: 'logprob' is verl's actor or critic over a transformers model; allowed with "
-        "profile hf");
+        "config.loss: 'logprob' is verl's or TRL's actor (or verl's critic) over a transformers "
+        "model; allowed with profile hf");
   req = rl_request("logprob+entropy:chunked", 1, 64);
   req["config"]["tp"] = 2;
   CHECK(msg(req) ==
-        "config.loss: 'logprob+entropy:chunked' is verl's FSDP actor or critic (no tensor, "
-        "context or pipeline parallelism); allowed with tp, cp and pp 1");
+        "config.loss: 'logprob+entropy:chunked' is verl's FSDP or TRL's data-parallel actor (no "
+        "tensor, context or pipeline parallelism); allowed with tp, cp and pp 1");
   CHECK(msg(rl_request("logprob", 1, 64, 65)) ==
         "config.response_len: response_len=65 is longer than seq=64 (the prompt and response "
         "together)");
   req = rl_request("eager", 1, 64, 16);
   CHECK(msg(req) ==
         "config.response_len: response_len=16 is read only with an RL loss (loss "
-        "logprob, logprob_torch or value)");
+        "logprob, logprob_torch, logprob_trl or value)");
   CHECK(msg(rl_request("logprob+entropies", 1, 64))
             .rfind("config.loss: 'logprob+entropies' is "
                    "not allowed",

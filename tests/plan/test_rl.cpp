@@ -262,9 +262,8 @@ TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
       msg(grpo({{"rollout", {{"tp", 2}, {"gpus", 1}}}})).rfind("rl.rollout.gpus: unknown key", 0) ==
       0);
   CHECK(msg(grpo({}, {{"tp", 2}})) ==
-        "config.loss: 'logprob' is verl's FSDP actor or critic (no tensor, "
-        "context or pipeline parallelism); allowed with tp, cp and "
-        "pp 1");
+        "config.loss: 'logprob' is verl's FSDP or TRL's data-parallel actor (no tensor, "
+        "context or pipeline parallelism); allowed with tp, cp and pp 1");
   json no_gpu = grpo();
   no_gpu["config"].erase("gpu");
   CHECK(msg(no_gpu).rfind("config.gpu: rl needs a GPU preset", 0) == 0);

@@ -447,23 +447,17 @@ Result<json> answer_data(Request& r, const json& req, std::string*, const std::s
 }
 
 // rl: an RL step's phases on shared GPUs (rl.hpp). The actor is verl's FSDP actor (framework
-// verl fills the keys the config leaves out) unless the config names another framework.
+// verl fills the keys the config leaves out) unless the config names another framework, or TRL's
+// (rl.framework trl: transformers' Trainer with TRL's keys; read/rl.cpp rl_actor_config).
 Result<json> answer_rl(Request& r, const json& req, std::string*, const std::string_view*) {
   ACTMEM_TRY(need_gpu(r));
   auto spec = detail::read_rl_spec(req.contains("rl") ? req["rl"] : json());
   if (!spec.ok()) return spec.error();
-  TrainConfig actor = r.config;
-  if (!(r.config_json.is_object() && r.config_json.contains("framework"))) {
-    json cj = r.config_json.is_object() ? r.config_json : json::object();
-    cj["framework"] = "verl";
-    auto c = config_from_json(cj, TrainConfig());
-    if (!c.ok()) return c.error();
-    actor = c.value();
-    actor.gpu_id = r.config.gpu_id;
-  }
-  auto a = rl_step(r.model, actor, r.gpu, spec.value());
+  auto actor = detail::rl_actor_config(r.model, r.config_json, r.config, spec.value());
+  if (!actor.ok()) return actor.error();
+  auto a = rl_step(r.model, actor.value(), r.gpu, spec.value());
   if (!a.ok()) return a.error();
-  a.value().framework_defaults = actor.framework_filled;
+  a.value().framework_defaults = actor.value().framework_filled;
   return with_warnings(rl_to_json(a.value()), r.warnings);
 }
 

@@ -31,8 +31,12 @@ namespace {
 
 const char* const kEntropyNames[] = {"none", "compiled", "eager", "chunked", "checkpoint"};
 
-// "logprob[_torch][+entropy[:MODE]]".
+// "logprob[_torch][+entropy[:MODE]]" | "logprob_trl[+kl]".
 bool parse_rl_loss(const std::string& s, Loss* out) {
+  if (s == "logprob_trl" || s == "logprob_trl+kl") {
+    *out = Loss{LossImpl::kLogprobTrl, 1, Entropy::kNone, s.size() > 11};
+    return true;
+  }
   const std::size_t plus = s.find('+');
   const std::string base = s.substr(0, plus);
   if (base != "logprob" && base != "logprob_torch") return false;
@@ -68,6 +72,8 @@ std::string loss_name(const Loss& l) {
       return "fused";
     case LossImpl::kValue:
       return "value";
+    case LossImpl::kLogprobTrl:
+      return l.kl ? "logprob_trl+kl" : "logprob_trl";
     case LossImpl::kLogprob:
     case LossImpl::kLogprobTorch: {
       std::string n = l.impl == LossImpl::kLogprob ? "logprob" : "logprob_torch";
@@ -103,7 +109,8 @@ bool parse_loss(const std::string& s, Loss* out) {
 
 const char* loss_names() {
   return "eager, chunked:K (2 <= K <= 1048576), compiled, fused, logprob, logprob_torch (each "
-         "optionally +entropy or +entropy:compiled|eager|chunked|checkpoint), value";
+         "optionally +entropy or +entropy:compiled|eager|chunked|checkpoint), logprob_trl, "
+         "logprob_trl+kl, value";
 }
 
 namespace {

@@ -152,8 +152,18 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     build_value_head(g, out);  // validate.cpp: the hf profile
     return;
   }
-  out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
-          "weight gradient needs its input", kK43);
+  if (g.loss.impl == LossImpl::kLogprobTrl && g.response.value + 1 < g.s_rep.value)
+    // transformers' logits_to_keep: lm_head over hidden_states[:, -(R + 1):, :], a strided view
+    // that matmul's reshape copies (aten linear -> matmul, device independent); the norm's
+    // output itself is then kept by nobody.
+    out.add("lm_head.in", {g.b, Dim{"R+1", g.response.value + 1}, g.h}, p,
+            "output projection backward", "the weight gradient needs its input: the response's "
+            "last hidden states, copied contiguous",
+            "transformers causal-LM forward (logits_to_keep) as huggingface/trl f2cd577 calls "
+            "it; measured: tests/reference/trl_loss_saved.json");
+  else
+    out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
+            "weight gradient needs its input", kK43);
   if (rl_loss(g.loss)) {
     build_rl_loss(g, out);  // validate.cpp: the hf profile
     return;

@@ -58,8 +58,36 @@ void add_entropy(const LayerGeometry& g, RecordBuilder& out) {
 
 }  // namespace
 
+// TRL's GRPOTrainer (huggingface/trl f2cd577): _get_per_token_logps_and_entropies asks the model
+// for the response's logits only (logits_to_keep = R + 1), divides them in place, and
+// selective_log_softmax runs one log_softmax per sequence on bf16 logits; the entropy is computed
+// under no_grad (entropy_coef 0), so nothing of it is kept; _compute_loss's "dapo" loss keeps the
+// ratio, the two clipped terms and the token-count divisor. The logits themselves are not kept
+// (freed when the loss's forward returns), and the gather's index is a view of the input ids the
+// embedding keeps (embed.token_ids). Measured: tests/reference/trl_loss_saved.json.
+void build_trl_loss(const LayerGeometry& g, RecordBuilder& out) {
+  constexpr const char* kTrl =
+      "huggingface/trl f2cd577 trl/trainer/grpo_trainer.py _compute_loss, "
+      "trl/trainer/utils.py selective_log_softmax; measured: tests/reference/trl_loss_saved.json";
+  const DType p = g.act;
+  out.add("logprob.row_log_softmax", {g.b, g.response, g.v}, p, "log_softmax backward (per row)",
+          "selective_log_softmax on bf16 logits: one log_softmax per sequence over its response "
+          "tokens, each keeping its output",
+          kTrl);
+  out.add("policy_loss.ratio", {g.b, g.response}, p, "exp and clamp backward",
+          "coef_1 = exp(log_ratio), in the log-probabilities' dtype", kTrl);
+  out.add("policy_loss.terms", {g.b, g.response, Dim{"2", 2}}, DType::kFp32, "minimum backward",
+          "the two clipped terms (coef x advantages, fp32) torch.min compares", kTrl);
+  out.add("policy_loss.normalizer", {}, DType::kFp32, "div backward",
+          "loss_type dapo: num_items_in_batch / num_processes", kTrl);
+  if (g.loss.kl)
+    out.add("policy_loss.kl_exp", {g.b, g.response}, p, "exp backward",
+            "beta != 0: exp(ref_logps - logps) of the KL term", kTrl);
+}
+
 void build_rl_loss(const LayerGeometry& g, RecordBuilder& out) {
   const DType p = g.act;
+  if (g.loss.impl == LossImpl::kLogprobTrl) return build_trl_loss(g, out);
   out.add("logits", {g.b, g.s_tp, g.v}, p, "log-probability backward",
           "output.logits (divided by the temperature in place) is what the log-probability and "
           "entropy read",

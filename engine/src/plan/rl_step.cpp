@@ -11,8 +11,12 @@
 #include "actmem/core/checked.hpp"
 #include "actmem/device/device.hpp"
 #include "actmem/setup/setup.hpp"
+#include "plan/rl_parts.hpp"
 
 namespace actmem {
+
+using detail::rl_error;
+using detail::rl_phase;
 
 namespace {
 
@@ -30,17 +34,6 @@ constexpr const char* kVllmSleep =
     "verl b178a3c vllm_async_server.py sleep: level 2 in hybrid mode (weights and KV cache "
     "discarded); CUDA graphs stay (rollout.yaml: they cannot be offloaded)";
 
-RlPhase phase(const char* id, const char* label) {
-  RlPhase p;
-  p.id = id;
-  p.label = label;
-  return p;
-}
-
-Error rl_error(const std::string& field, const std::string& message) {
-  return make_error("invalid_value", field, field + ": " + message);
-}
-
 std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl) {
   if (rl.algorithm != "grpo" && rl.algorithm != "ppo")
     return rl_error("rl.algorithm", "'" + rl.algorithm + "'; allowed: grpo, ppo");
@@ -48,41 +41,13 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
     return rl_error("config.tp",
                     "verl's FSDP actor runs with tp, pp and cp 1 (its Ulysses "
                     "sequence parallelism is not modelled)");
-  for (const LayerKind& k : m.kinds) {
-    if (!k.has_attention() || k.window > 0 || k.is_moe())
-      return rl_error("model", "layer kind '" + k.name +
-                                   "' (MoE, sliding-window or state-space layers): vLLM's cache "
-                                   "and the weight sync of such layers are not modelled; dense "
-                                   "full-attention models only");
-  }
+  if (c.loss.impl == LossImpl::kLogprobTrl)
+    return rl_error("config.loss", "'" + loss_name(c.loss) +
+                                       "' is TRL's loss; verl's actor computes logprob or "
+                                       "logprob_torch (or give rl.framework trl)");
+  if (auto err = detail::check_dense(m)) return err;
   const RlRollout& r = rl.rollout;
-  if (!(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1))
-    return rl_error("rl.rollout.gpu_memory_utilization",
-                    "must be in (0, 1] (vLLM's fraction of the GPU's total)");
-  if (r.tp == 0 || c.par.dp % r.tp != 0)
-    return rl_error("rl.rollout.tp", std::to_string(r.tp) + " does not divide the " +
-                                         std::to_string(c.par.dp) +
-                                         " GPUs (config.dp) into rollout replicas");
-  static const std::uint64_t kBlocks[] = {8, 16, 32, 64, 128};
-  if (std::find(std::begin(kBlocks), std::end(kBlocks), r.block_size) == std::end(kBlocks))
-    return rl_error("rl.rollout.block_size",
-                    std::to_string(r.block_size) + " tokens; allowed on CUDA: 8, 16, 32, 64, 128");
-  const std::uint64_t len = r.max_model_len ? r.max_model_len : c.seq;
-  if (len < c.seq)
-    return rl_error("rl.rollout.max_model_len",
-                    std::to_string(len) +
-                        " is shorter than a prompt and its response (config.seq " +
-                        std::to_string(c.seq) + "): vLLM would cut the response");
-  return std::nullopt;
-}
-
-// The largest parameter the weight sync gathers whole (fp32 full_tensor), in elements: the
-// embedding or head (V x h), a projection (f x h, heads x d x h).
-std::uint64_t largest_param(const ModelSpec& m) {
-  std::uint64_t n = m.vocab * m.hidden;
-  for (const LayerKind& k : m.kinds)
-    n = std::max({n, k.ffn_hidden * m.hidden, k.heads * k.head_dim * m.hidden});
-  return n;
+  return detail::check_vllm(c, r, r.max_model_len ? r.max_model_len : c.seq);
 }
 
 class RlBuilder {
@@ -186,12 +151,7 @@ void RlBuilder::vllm(RlPhase& p, bool awake, bool weights_only) {
 Bytes RlBuilder::forward_peak(std::uint64_t b, bool entropy, bool value_head) const {
   Checked ck;
   const std::uint64_t t = ck.mul(b, s_.config.seq, "rl");
-  std::uint64_t layer = 0;
-  for (const LayerKind& k : m_.kinds) {
-    const std::uint64_t w =
-        2 * m_.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim + 3 * k.ffn_hidden;
-    layer = std::max(layer, w);
-  }
+  const std::uint64_t layer = detail::widest_layer(m_, 1);
   std::uint64_t head = m_.hidden + (value_head ? 1 : m_.vocab);
   if (!value_head && entropy && s_.config.loss.entropy == Entropy::kEager) head += m_.vocab;
   const Bytes ws = ck.mul(ck.mul(t, std::max(layer, head), "rl"), 2, "rl");
@@ -206,54 +166,9 @@ std::optional<Error> RlBuilder::prepare() {
   for (const DeviceOverhead& o : device_overheads(s_, &gpu_))
     if (o.name == "cuda.context") vllm_context_ = o.bytes;
   if (r.context_bytes) vllm_context_ = r.context_bytes;
-  // vLLM's weights: the model under tensor parallelism r.tp in bf16 (the engine's own split:
-  // columns, rows and the vocabulary divided, norms replicated, as vLLM's parallel layers do).
-  TrainConfig v;
-  v.profile = Profile::kHf;
-  v.attention = Attention::kFlash;
-  v.par.tp = r.tp;
-  v.param_dtype = DType::kBf16;
-  v.optimizer = Optimizer::kSgd;
-  v.seq = c.seq;
-  auto vs = make_setup(m_, v);
-  if (!vs.ok())
-    return rl_error("rl.rollout.tp", "vLLM's tensor parallelism: " + vs.error().message);
-  a_.vllm_weights = vs.value().ranks[0].stat.params_bytes;
-  a_.vllm_requested =
-      static_cast<Bytes>(std::floor(r.gpu_memory_utilization * static_cast<double>(a_.capacity)));
-  a_.max_model_len = r.max_model_len ? r.max_model_len : c.seq;
-  // KV bytes per token on one GPU (vLLM: kv heads split by tp, at least one; MLA's latent is not
-  // split), and each layer's page of block_size tokens.
-  for (std::uint64_t l = 0; l < m_.layers; ++l) {
-    const LayerKind& k = m_.kind_of(l);
-    const std::uint64_t kv = std::max<std::uint64_t>(1, k.kv_heads / r.tp);
-    a_.kv_bytes_per_token = ck_.add(
-        a_.kv_bytes_per_token, ck_.mul(kv_cache_width(k, k.is_mla() ? 1 : kv, ck_), 2, "rl"), "rl");
-  }
-  const std::uint64_t tokens =
-      std::min(r.max_num_batched_tokens, ck_.mul(r.max_num_seqs, a_.max_model_len, "rl"));
-  const std::uint64_t reqs = std::min(r.max_num_seqs, r.max_num_batched_tokens);
-  if (r.profile_peak_bytes) {
-    a_.vllm_profile_peak = r.profile_peak_bytes;
-  } else {
-    // Estimate: the dummy prefill of max_num_batched_tokens tokens through the widest layer
-    // (hidden, residual, qkv, gate/up/act), and the sampler's fp32 logits and probabilities for
-    // min(max_num_seqs, max_num_batched_tokens) requests.
-    std::uint64_t w = 0;
-    for (const LayerKind& k : m_.kinds)
-      w = std::max(w, 2 * m_.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim / r.tp +
-                          3 * k.ffn_hidden / r.tp);
-    a_.vllm_profile_peak = ck_.add(ck_.mul(ck_.mul(tokens, w, "rl"), 2, "rl"),
-                                   ck_.mul(ck_.mul(reqs, m_.vocab, "rl"), 8, "rl"), "rl");
-  }
-  const Bytes non_kv = ck_.add(a_.vllm_weights, a_.vllm_profile_peak, "rl");
-  const Bytes page = ck_.mul(r.block_size, a_.kv_bytes_per_token, "rl");
-  if (a_.vllm_requested > non_kv && page > 0) {
-    a_.kv_blocks = (a_.vllm_requested - non_kv) / page;
-    a_.kv_cache_bytes = ck_.mul(a_.kv_blocks, page, "rl");
-    a_.kv_tokens = ck_.mul(a_.kv_blocks, r.block_size, "rl");
-    a_.kv_concurrency = static_cast<double>(a_.kv_tokens) / static_cast<double>(a_.max_model_len);
-  }
+  if (auto err = detail::size_vllm(m_, c.seq, r, r.max_num_seqs,
+                                   r.max_model_len ? r.max_model_len : c.seq, a_, ck_))
+    return err;
   // The policy update: the engine's own step on the GPU.
   auto d = device_memory(s_, &gpu_, nullptr, false);
   if (!d.ok()) return d.error();
@@ -273,26 +188,26 @@ void RlBuilder::phases() {
   const bool params = !rl_.param_offload, opt = !rl_.optimizer_offload;
   const bool asleep_awake = !r.free_cache_engine;  // without sleep vLLM stays whole
   RlPhase sync =
-      phase("weight_sync", "weight sync (vLLM weights resumed, parameters sent in buckets)");
+      rl_phase("weight_sync", "weight sync (vLLM weights resumed, parameters sent in buckets)");
   trainer_base(sync, true, opt);
-  const Bytes largest = largest_param(m_);
+  const Bytes largest = detail::largest_param(m_);
   line(sync, "trainer", "bucket buffer", r.bucket_bytes, "code", kVerlSync);
   line(sync, "trainer", "the largest parameter gathered whole (fp32) and cast (bf16)",
        ck_.mul(largest, 6, "rl"), "code", kVerlSync);
   vllm(sync, asleep_awake, !asleep_awake);
-  RlPhase gen = phase("generate", "generation (vLLM awake: weights and KV cache)");
+  RlPhase gen = rl_phase("generate", "generation (vLLM awake: weights and KV cache)");
   trainer_base(gen, params, opt);
   vllm(gen, true, false);
   const std::uint64_t lb =
       rl_.log_prob_micro_batch ? rl_.log_prob_micro_batch : s_.config.micro_batch;
-  RlPhase old = phase("old_log_prob", "old policy's log-probabilities (actor forward, no grad)");
+  RlPhase old = rl_phase("old_log_prob", "old policy's log-probabilities (actor forward, no grad)");
   trainer_base(old, true, opt);
   line(old, "trainer", "forward without grad (" + std::to_string(lb) + " sequences)",
        forward_peak(lb, true), "estimate", kVerlWorker);
   vllm(old, asleep_awake, false);
   a_.phases = {sync, gen, old};
   if (rl_.reference) {
-    RlPhase ref = phase("ref_log_prob", "reference log-probabilities (reference forward, no grad)");
+    RlPhase ref = rl_phase("ref_log_prob", "reference log-probabilities (reference forward, no grad)");
     trainer_base(ref, params, opt);
     if (rl_.ref_param_offload)
       line(ref, "trainer", "reference parameters (loaded for its forward)", st.params_bytes, "code",
@@ -303,7 +218,7 @@ void RlBuilder::phases() {
     a_.phases.push_back(ref);
   }
   if (critic_) {
-    RlPhase val = phase("values", "critic values (critic forward, no grad)");
+    RlPhase val = rl_phase("values", "critic values (critic forward, no grad)");
     trainer_base(val, params, opt);
     line(val, "trainer", "critic forward without grad (" + std::to_string(lb) + " sequences)",
          forward_peak(lb, false, true), "estimate",
@@ -312,7 +227,7 @@ void RlBuilder::phases() {
     a_.phases.push_back(val);
     // The critic's step: its device figure holds the process's fixed costs, the critic's shards,
     // gradients and states; the actor's and the reference's stay beside it.
-    RlPhase cu = phase("critic_update", "critic update (its training step)");
+    RlPhase cu = rl_phase("critic_update", "critic update (its training step)");
     line(cu, "trainer",
          "the critic's training step on the device (fixed costs, parameters, gradients, "
          "optimizer, activations, the allocator's cache)",
@@ -322,7 +237,7 @@ void RlBuilder::phases() {
     vllm(cu, asleep_awake, false);
     a_.phases.push_back(cu);
   }
-  RlPhase upd = phase("update", "policy update (the training step)");
+  RlPhase upd = rl_phase("update", "policy update (the training step)");
   line(upd, "trainer",
        "the training step on the device (fixed costs, parameters, gradients, "
        "optimizer, activations, the allocator's cache)",
@@ -349,31 +264,8 @@ void RlBuilder::start() {
 void notes(const ModelSpec& m, const RlSpec& rl, RlAnswer* a) {
   const RlRollout& r = rl.rollout;
 
-  if (a->free_at_start < a->vllm_requested)
-    a->notes.push_back(
-        "vLLM does not start: at its start the GPU has " + std::to_string(a->free_at_start) +
-        " B free and gpu_memory_utilization asks for " + std::to_string(a->vllm_requested) +
-        " B (vLLM raises 'Free memory on device ... is less than desired GPU memory "
-        "utilization'); lower it or offload the actor's or reference's parameters");
-  if (a->kv_blocks == 0)
-    a->notes.push_back(
-        "vLLM's budget leaves nothing for the KV cache after its weights and "
-        "activations (vLLM raises 'No available memory for the cache blocks')");
-  else if (a->kv_tokens < a->max_model_len)
-    a->notes.push_back("the KV cache holds " + std::to_string(a->kv_tokens) +
-                       " tokens, fewer than max_model_len " + std::to_string(a->max_model_len) +
-                       " (vLLM raises at start)");
-  if (!r.enforce_eager && r.cudagraph_bytes == 0)
-    a->notes.push_back(
-        "CUDA graphs are captured (enforce_eager false) but their memory is not included: vLLM "
-        "logs it at start ('Graph capturing finished ... took X GiB'); give it as "
-        "rl.rollout.cudagraph_bytes, or set enforce_eager");
-  if (r.profile_peak_bytes == 0)
-    a->notes.push_back(
-        "vLLM's profiled activation peak is an estimate (the dummy prefill of "
-        "max_num_batched_tokens through the widest layer and the sampler's fp32 "
-        "logits); vLLM logs the true KV cache size ('Available KV cache memory')");
-  const Bytes largest = largest_param(m) * 2;
+  detail::vllm_notes(r, *a);
+  const Bytes largest = detail::largest_param(m) * 2;
   if (largest > r.bucket_bytes)
     a->notes.push_back("the largest parameter (" + std::to_string(largest) +
                        " B in bf16) does not fit the weight-sync bucket: verl asserts ('too large "
@@ -385,6 +277,7 @@ void notes(const ModelSpec& m, const RlSpec& rl, RlAnswer* a) {
 // The step's answer without fixes (rl_step adds them).
 Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
                            const RlSpec& rl) {
+  if (rl.framework == "trl") return detail::trl_phases(m, actor, gpu, rl);
   auto s = make_setup(m, actor);
   if (!s.ok()) return s.error();
   if (auto err = check(m, s.value().config, rl)) return *err;
@@ -399,6 +292,7 @@ Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const G
     critic = std::move(cs.value());
   }
   RlAnswer a;
+  a.framework = "verl", a.engine = "vllm", a.mode = "colocate", a.vllm_here = true;
   RlBuilder b(m, s.value(), critic ? &*critic : nullptr, gpu, rl, &a);
   if (auto err = b.prepare()) return *err;
   b.phases();
@@ -422,13 +316,13 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
     set(s);
     out.emplace_back(change, s);
   };
-  if (!rl.rollout.free_cache_engine)
+  if (a.vllm_here && !rl.rollout.free_cache_engine)
     add("rl.rollout.free_cache_engine=true", [](RlSpec& s) { s.rollout.free_cache_engine = true; });
   // The largest utilization (in hundredths) that leaves the generation within the GPU.
   const RlPhase* gen = nullptr;
   for (const RlPhase& p : a.phases)
     if (p.id == "generate") gen = &p;
-  if (gen && gen->total_bytes > a.capacity) {
+  if (gen && a.vllm_here && gen->total_bytes > a.capacity) {
     const Bytes others = gen->total_bytes - a.vllm_requested;
     if (others < a.capacity) {
       const double u = std::floor(100.0 * static_cast<double>(a.capacity - others) /
@@ -441,6 +335,18 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
             [u](RlSpec& s) { s.rollout.gpu_memory_utilization = u; });
       }
     }
+  }
+  // TRL: a generation batch of one micro-batch (the KV cache and generation's working set scale
+  // with it), or a vLLM server on other GPUs; offloading is DeepSpeed's, in the config.
+  if (rl.framework == "trl") {
+    if (a.steps_per_generation > 1)
+      add("rl.steps_per_generation=1", [](RlSpec& s) { s.steps_per_generation = 1; });
+    if (rl.rollout.engine != "vllm" || rl.rollout.mode != "server")
+      add("rl.rollout.engine=vllm, rl.rollout.mode=server", [](RlSpec& s) {
+        s.rollout.engine = "vllm";
+        s.rollout.mode = "server";
+      });
+    return out;
   }
   if (rl.reference && !rl.ref_param_offload)
     add("rl.ref_param_offload=true", [](RlSpec& s) { s.ref_param_offload = true; });
@@ -485,7 +391,7 @@ Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const Gpu
                          const RlSpec& rl) {
   auto a = rl_phases(m, actor, gpu, rl);
   if (!a.ok()) return a;
-  a.value().rollout_options = rollout_options(m, actor, gpu, rl);
+  if (a.value().vllm_here) a.value().rollout_options = rollout_options(m, actor, gpu, rl);
   if (a.value().fits && a.value().vllm_starts) return a;
   for (const auto& [change, spec] : fix_candidates(rl, a.value())) {
     auto t = rl_phases(m, actor, gpu, spec);

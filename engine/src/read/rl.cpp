@@ -1,6 +1,9 @@
-// The rl command's request (rl_read.hpp): the algorithm, what verl offloads, and the vLLM
-// rollout's settings, each field checked and named.
+// The rl command's request (rl_read.hpp): the framework (verl or TRL), the algorithm, what verl
+// offloads, and the rollout's settings, each field checked and named; a key the chosen framework
+// does not have is refused, never ignored.
 #include "actmem/core/limits.hpp"
+#include "actmem/json_io.hpp"
+#include "actmem/setup/setup.hpp"
 #include "read/json_read.hpp"
 #include "read/rl_read.hpp"
 
@@ -11,7 +14,9 @@ namespace {
 std::optional<Error> read_rollout(const json& r, RlRollout* out) {
   if (!r.is_object())
     return make_error("wrong_type", "rl.rollout", "rl.rollout: must be an object, got " + got(r));
-  static const char* const kKeys[] = {"tp",
+  static const char* const kKeys[] = {"engine",
+                                      "mode",
+                                      "tp",
                                       "gpu_memory_utilization",
                                       "max_num_seqs",
                                       "max_num_batched_tokens",
@@ -23,7 +28,24 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
                                       "bucket_bytes",
                                       "context_bytes",
                                       "profile_peak_bytes"};
-  ACTMEM_TRY(check_keys(r, "rl.rollout", kKeys, 12));
+  ACTMEM_TRY(check_keys(r, "rl.rollout", kKeys, 14));
+  struct Choice {
+    const char* key;
+    std::string* dst;
+    const char* a;
+    const char* b;
+  };
+  const Choice choices[] = {{"engine", &out->engine, "vllm", "transformers"},
+                            {"mode", &out->mode, "colocate", "server"}};
+  for (const Choice& ch : choices)
+    if (r.contains(ch.key)) {
+      const std::string field = std::string("rl.rollout.") + ch.key;
+      ACTMEM_TRY(read_string(r[ch.key], field, ch.dst));
+      if (*ch.dst != ch.a && *ch.dst != ch.b)
+        return make_error("invalid_value", field,
+                          field + ": '" + shown_text(*ch.dst) + "' is not allowed; allowed: " +
+                              ch.a + ", " + ch.b);
+    }
   const std::pair<const char*, std::uint64_t*> counts[] = {
       {"tp", &out->tp},
       {"max_num_seqs", &out->max_num_seqs},
@@ -68,12 +90,66 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
 
 }  // namespace
 
+namespace {
+
+// The keys one framework has and the other does not: verl's offloads, log-probability batch,
+// weight-sync bucket and separate vLLM process; TRL's generation steps and importance-sampling
+// switch, its engine and mode choices, and the vLLM settings TRL derives or fixes itself.
+std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
+  const json empty = json::object();
+  const json& r = rl.contains("rollout") ? rl["rollout"] : empty;
+  if (s.framework == "trl") {
+    static const char* const kVerl[] = {"param_offload",        "optimizer_offload",
+                                        "ref_param_offload",    "critic_param_offload",
+                                        "critic_optimizer_offload", "log_prob_micro_batch"};
+    for (const char* k : kVerl)
+      if (rl.contains(k))
+        return make_error("invalid_value", std::string("rl.") + k,
+                          std::string("rl.") + k +
+                              ": verl's setting; TRL offloads through DeepSpeed (config.zero, "
+                              "config.optimizer_offload) and computes log-probabilities in "
+                              "batches of config.micro_batch");
+    const std::pair<const char*, const char*> kFixed[] = {
+        {"max_num_seqs",
+         "TRL derives it (per_device_train_batch_size x vllm_tensor_parallel_size x "
+         "steps_per_generation, grpo_trainer.py l.1091-1093)"},
+        {"max_num_batched_tokens", "TRL fixes it at 4096 (vllm_generation.py l.363)"},
+        {"bucket_bytes", "TRL loads the parameters into vLLM one by one (no bucket)"},
+        {"context_bytes", "TRL's colocated vLLM shares the training process's CUDA context"}};
+    for (const auto& [k, why] : kFixed)
+      if (r.is_object() && r.contains(k))
+        return make_error("invalid_value", std::string("rl.rollout.") + k,
+                          std::string("rl.rollout.") + k + ": " + why);
+    return std::nullopt;
+  }
+  for (const char* k : {"steps_per_generation", "importance_sampling_correction"})
+    if (rl.contains(k))
+      return make_error("invalid_value", std::string("rl.") + k,
+                        std::string("rl.") + k + ": TRL's setting; give rl.framework trl");
+  if (s.rollout.engine != "vllm")
+    return make_error("invalid_value", "rl.rollout.engine",
+                      "rl.rollout.engine: '" + shown_text(s.rollout.engine) +
+                          "': verl's hybrid engine generates with vLLM (transformers' generate "
+                          "is TRL's: give rl.framework trl)");
+  if (s.rollout.mode != "colocate")
+    return make_error("invalid_value", "rl.rollout.mode",
+                      "rl.rollout.mode: '" + shown_text(s.rollout.mode) +
+                          "': verl's hybrid engine runs vLLM colocated (a vLLM server is TRL's: "
+                          "give rl.framework trl)");
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<RlSpec> read_rl_spec(const json& rl) {
   RlSpec s;
   if (rl.is_null()) return s;
   if (!rl.is_object())
     return make_error("wrong_type", "rl", "rl: must be an object, got " + got(rl));
-  static const char* const kKeys[] = {"algorithm",
+  static const char* const kKeys[] = {"framework",
+                                      "steps_per_generation",
+                                      "importance_sampling_correction",
+                                      "algorithm",
                                       "reference",
                                       "param_offload",
                                       "optimizer_offload",
@@ -82,7 +158,15 @@ Result<RlSpec> read_rl_spec(const json& rl) {
                                       "rollout",
                                       "critic_param_offload",
                                       "critic_optimizer_offload"};
-  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 9));
+  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 12));
+  if (rl.contains("framework")) {
+    ACTMEM_TRY(read_string(rl["framework"], "rl.framework", &s.framework));
+    if (s.framework != "verl" && s.framework != "trl")
+      return make_error(
+          "invalid_value", "rl.framework",
+          "rl.framework: '" + shown_text(s.framework) + "' is not allowed; allowed: verl, trl");
+    if (s.framework == "trl") s.rollout = trl_rollout_defaults();
+  }
   if (rl.contains("algorithm")) {
     ACTMEM_TRY(read_string(rl["algorithm"], "rl.algorithm", &s.algorithm));
     if (s.algorithm != "grpo" && s.algorithm != "ppo")
@@ -107,8 +191,83 @@ Result<RlSpec> read_rl_spec(const json& rl) {
           "invalid_value", "rl.log_prob_micro_batch",
           "rl.log_prob_micro_batch: more than the supported " + std::to_string(kMaxFitMicroBatch));
   }
+  if (rl.contains("steps_per_generation")) {
+    ACTMEM_TRY(read_uint(rl["steps_per_generation"], "rl.steps_per_generation",
+                         &s.steps_per_generation));
+    if (s.steps_per_generation == 0 || s.steps_per_generation > kMaxFitMicroBatch)
+      return make_error("invalid_value", "rl.steps_per_generation",
+                        "rl.steps_per_generation: " + std::to_string(s.steps_per_generation) +
+                            " is outside 1.." + std::to_string(kMaxFitMicroBatch));
+  }
+  if (rl.contains("importance_sampling_correction"))
+    ACTMEM_TRY(read_bool(rl["importance_sampling_correction"],
+                         "rl.importance_sampling_correction", &s.importance_sampling_correction));
   if (rl.contains("rollout")) ACTMEM_TRY(read_rollout(rl["rollout"], &s.rollout));
+  ACTMEM_TRY(refuse_foreign(rl, s));
   return s;
+}
+
+namespace {
+
+// TRL's keys over transformers' Trainer: gradient checkpointing and bf16 on, its loss, and the
+// completion length; a policy loaded in fp32 under bf16 autocast (TRL's default without
+// DeepSpeed) is refused by name.
+Result<json> trl_actor_json(json cj, const ModelSpec& m, const TrainConfig& parsed,
+                            const RlSpec& rl, std::vector<FrameworkDefault>* filled) {
+  auto fill = [&](const char* key, const json& value, const char* source) {
+    if (cj.contains(key)) return;
+    cj[key] = value;
+    filled->push_back({key, value.dump(), source});
+  };
+  fill("framework", "hf-trainer",
+       "huggingface/trl f2cd577: GRPOTrainer is a transformers Trainer (accelerate: DDP unless "
+       "a DeepSpeed config is given)");
+  const std::string fw = cj["framework"].is_string() ? cj["framework"].get<std::string>() : "";
+  if (fw != "hf-trainer" && fw != "deepspeed")
+    return make_error("invalid_value", "config.framework",
+                      "config.framework: '" + shown_text(fw) +
+                          "': TRL trains through transformers' Trainer; allowed with rl.framework "
+                          "trl: hf-trainer (DDP), deepspeed (ZeRO through accelerate's DeepSpeed plugin)");
+  fill("recompute", "full",
+       "huggingface/trl f2cd577 grpo_config.py l.407: gradient_checkpointing True (every decoder "
+       "layer checkpointed)");
+  fill("dtype", "bf16", "huggingface/trl f2cd577 grpo_config.py l.408: bf16 True");
+  fill("loss", rl.reference ? "logprob_trl+kl" : "logprob_trl",
+       "huggingface/trl f2cd577 grpo_trainer.py _compute_loss (loss_type dapo, grpo_config.py "
+       "l.791; the KL term when beta != 0, l.671)");
+  if ((parsed.seq ? parsed.seq : default_seq(m)) > 512)
+    fill("response_len", 512, "huggingface/trl f2cd577 grpo_config.py l.488: max_completion_length 512");
+  if (fw == "hf-trainer" && !cj.contains("param_dtype"))
+    return make_error(
+        "invalid_value", "config.param_dtype",
+        "config.param_dtype: not given, and TRL loads the policy in float32 (model_init_kwargs "
+        "dtype, grpo_trainer.py l.174-176) and trains it under accelerate's bf16 autocast, "
+        "which is not modelled; give param_dtype bf16 (model_init_kwargs={\"dtype\": "
+        "\"bfloat16\"}) or framework deepspeed (DeepSpeed casts the model to bf16, no autocast)");
+  return cj;
+}
+
+}  // namespace
+
+Result<TrainConfig> rl_actor_config(const ModelSpec& m, const json& config_json,
+                                    const TrainConfig& parsed, const RlSpec& rl) {
+  const bool named = config_json.is_object() && config_json.contains("framework");
+  if (rl.framework == "verl" && named) return parsed;
+  json cj = config_json.is_object() ? config_json : json::object();
+  std::vector<FrameworkDefault> trl;
+  if (rl.framework == "trl") {
+    auto j = trl_actor_json(cj, m, parsed, rl, &trl);
+    if (!j.ok()) return j.error();
+    cj = j.value();
+  } else {
+    cj["framework"] = "verl";
+  }
+  auto c = config_from_json(cj, TrainConfig());
+  if (!c.ok()) return c.error();
+  TrainConfig actor = c.value();
+  actor.gpu_id = parsed.gpu_id;
+  actor.framework_filled.insert(actor.framework_filled.begin(), trl.begin(), trl.end());
+  return actor;
 }
 
 }  // namespace actmem::detail

@@ -84,10 +84,7 @@ std::optional<Error> add_mtp_records(Setup& e) {
 // Fills the config's defaults around validate(): seq before it (validate checks the defaulted
 // seq), the dropouts and the micro-batch count after it (validate checks them as given).
 std::optional<Error> normalize_config(const ModelSpec& m, TrainConfig& c) {
-  if (c.seq == 0)
-    c.seq = m.pos == PosEncoding::kLearned && m.max_positions > 0
-                ? std::min<std::uint64_t>(2048, m.max_positions)
-                : 2048;
+  if (c.seq == 0) c.seq = default_seq(m);
   if (auto err = validate(m, c)) return nest_model_fields(*err, m.field);
   if (c.attention_dropout < 0) c.attention_dropout = m.attention_dropout;
   if (c.hidden_dropout < 0) c.hidden_dropout = m.hidden_dropout;
@@ -402,6 +399,25 @@ static void set_rl_loss_transients(Setup& e, const LayerGeometry& g0, Checked& c
     e.loss_bwd_bufs[1] = x;
 }
 
+// TRL's GRPO loss (huggingface/trl f2cd577 grpo_trainer.py _get_per_token_logps_and_entropies,
+// utils.py entropy_from_logits), from the code, X = b x R x V and X1 = b x (R + 1) x V in the
+// logits' dtype. Forward: the logits (X1, freed when the loss returns), the entropy's
+// reshape(-1, V) of the [:, :-1] view (a copy, X) and one chunk's log_softmax, exp and product
+// (3 x min(128, b x R) rows of V). Backward: the rows' gradients stacked by unbind's backward (X)
+// and the logits' gradient (X1), which the slice and the in-place division write into.
+static void set_trl_loss_transients(Setup& e, const LayerGeometry& g0, Checked& ck) {
+  const char* lf = "timeline.loss";
+  const Bytes w = dtype_bytes(e.config.act_dtype);
+  const Bytes rows = ck.mul(g0.b.value, g0.response.value, lf);
+  const Bytes x = ck.mul(ck.mul(rows, g0.v.value, lf), w, lf);
+  const Bytes x1 = ck.mul(ck.mul(ck.mul(g0.b.value, g0.response.value + 1, lf), g0.v.value, lf),
+                          w, lf);
+  const Bytes chunk = ck.mul(ck.mul(std::min<Bytes>(rows, 128), g0.v.value, lf), w, lf);
+  e.loss_fwd_ws = ck.add(ck.add(x1, x, lf), ck.mul(chunk, 3, lf), lf);
+  e.loss_bwd_bufs[0] = x;
+  e.loss_bwd_bufs[1] = x1;
+}
+
 // Step-wide transients (docs/schedules.md): the input and output layers' records, the cuBLAS
 // workspace and SP's gather of the layer input.
 void set_step_sizes(Setup& e, Checked& ck) {
@@ -453,6 +469,9 @@ void set_loss_buffers(Setup& e, Checked& ck) {
     case LossImpl::kLogprob:
     case LossImpl::kLogprobTorch:
       set_rl_loss_transients(e, g0, ck);
+      break;
+    case LossImpl::kLogprobTrl:
+      set_trl_loss_transients(e, g0, ck);
       break;
     case LossImpl::kValue:  // one value per token: no vocabulary-wide buffer
       break;
@@ -612,6 +631,12 @@ std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
   for (KindEstimate& ke : s.kinds)
     ke.costs = layer_costs(ke.inventory, r, ke.flops.total, ke.flops.attention_core);
   return std::nullopt;
+}
+
+std::uint64_t default_seq(const ModelSpec& m) {
+  return m.pos == PosEncoding::kLearned && m.max_positions > 0
+             ? std::min<std::uint64_t>(2048, m.max_positions)
+             : 2048;
 }
 
 Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {

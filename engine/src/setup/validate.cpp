@@ -348,7 +348,7 @@ std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
   if (c.response_len && !rl_loss(c.loss))
     return bad("config.response_len",
                "response_len=" + std::to_string(c.response_len) +
-                   " is read only with an RL loss (loss logprob, logprob_torch or value)");
+                   " is read only with an RL loss (loss logprob, logprob_torch, logprob_trl or value)");
   if (c.response_len > c.seq)
     return bad("config.response_len", "response_len=" + std::to_string(c.response_len) +
                                           " is longer than seq=" + std::to_string(c.seq) +
@@ -369,11 +369,11 @@ std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.loss", l + " is not modelled with final logit soft-capping "
                                   "(final_logit_softcapping); allowed: eager, chunked:K");
   if (rl_loss(c.loss) && c.profile != Profile::kHf)
-    return bad("config.loss", l + " is verl's actor or critic over a transformers model; "
-                                  "allowed with profile hf");
+    return bad("config.loss", l + " is verl's or TRL's actor (or verl's critic) over a "
+                                  "transformers model; allowed with profile hf");
   if (rl_loss(c.loss) && (p.tp > 1 || p.cp > 1 || p.pp > 1))
-    return bad("config.loss", l + " is verl's FSDP actor or critic (no tensor, context or "
-                                  "pipeline parallelism); allowed with tp, cp and pp 1");
+    return bad("config.loss", l + " is verl's FSDP or TRL's data-parallel actor (no tensor, "
+                                  "context or pipeline parallelism); allowed with tp, cp and pp 1");
   if (c.loss.impl == LossImpl::kChunked && c.loss.chunks > c.seq / p.cp)
     return bad("config.loss", l + ": more chunks than the " + std::to_string(c.seq / p.cp) +
                                   " tokens of a sequence on this GPU");

@@ -41,13 +41,18 @@ json rl_to_json(const RlAnswer& a) {
   json fixes = json::array();
   for (const RlFix& f : a.fixes)
     fixes.push_back({{"change", f.change}, {"peak_bytes", f.peak_bytes}, {"phase", f.phase}});
+  json rollout = {{"engine", a.engine}, {"steps_per_generation", a.steps_per_generation}};
+  if (!a.mode.empty()) rollout["mode"] = a.mode;
   return json{{"ok", true},
+              {"framework", a.framework},
+              {"rollout", rollout},
               {"phases", phases},
               {"peak", {{"phase", a.phases[a.peak_phase].id}, {"bytes", a.peak_bytes}}},
               {"capacity_bytes", a.capacity},
               {"fits", a.fits},
               {"vllm",
-               {{"requested_bytes", a.vllm_requested},
+               {{"on_these_gpus", a.vllm_here},
+                {"requested_bytes", a.vllm_requested},
                 {"weights_bytes", a.vllm_weights},
                 {"profile_peak_bytes", a.vllm_profile_peak},
                 {"kv_cache_bytes", a.kv_cache_bytes},
@@ -55,6 +60,7 @@ json rl_to_json(const RlAnswer& a) {
                 {"kv_blocks", a.kv_blocks},
                 {"kv_tokens", a.kv_tokens},
                 {"max_model_len", a.max_model_len},
+                {"max_num_seqs", a.max_num_seqs},
                 {"concurrency", a.kv_concurrency},
                 {"starts", a.vllm_starts},
                 {"free_at_start_bytes", a.free_at_start}}},

@@ -46,7 +46,19 @@ enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8, kDelayed };
 // PPO's clipped policy loss over the response (core_algos.py compute_policy_loss_vanilla);
 // logprob_torch: the same where flash-attn is absent (torch_functional.py
 // logprobs_from_logits_v2: one log_softmax per token row). Either may add the entropy bonus.
-enum class LossImpl { kEager, kChunked, kCompiled, kFused, kLogprob, kLogprobTorch, kValue };
+// logprob_trl: TRL's GRPOTrainer (huggingface/trl f2cd577 grpo_trainer.py _compute_loss): logits
+// only for the response (transformers' logits_to_keep), selective_log_softmax's row loop, the
+// entropy under no_grad (entropy_coef 0), the "dapo" clipped loss; +kl adds beta's KL term.
+enum class LossImpl {
+  kEager,
+  kChunked,
+  kCompiled,
+  kFused,
+  kLogprob,
+  kLogprobTorch,
+  kValue,
+  kLogprobTrl
+};
 
 // verl's entropy of each token's distribution (entropy_coeff != 0 or calculate_entropy):
 // compiled (torch.compile of entropy_from_logits, use_torch_compile: verl's default), eager,
@@ -57,18 +69,19 @@ struct Loss {
   LossImpl impl = LossImpl::kEager;
   std::uint64_t chunks = 1;          // kChunked: K >= 2
   Entropy entropy = Entropy::kNone;  // kLogprob, kLogprobTorch
+  bool kl = false;                   // kLogprobTrl: beta != 0 (the reference's KL term)
 };
 
-// verl's actor and critic losses (the hf profile, tp = cp = pp = 1, response_len).
+// verl's actor and critic losses and TRL's (the hf profile, tp = cp = pp = 1, response_len).
 inline bool rl_loss(const Loss& l) {
   return l.impl == LossImpl::kLogprob || l.impl == LossImpl::kLogprobTorch ||
-         l.impl == LossImpl::kValue;
+         l.impl == LossImpl::kValue || l.impl == LossImpl::kLogprobTrl;
 }
 
 std::string loss_name(const Loss& l);
 // "eager" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "value" | "logprob" |
-// "logprob_torch",
-// the last two optionally followed by "+entropy" (compiled) or "+entropy:MODE".
+// "logprob_torch", the last two optionally followed by "+entropy" (compiled) or
+// "+entropy:MODE" | "logprob_trl" | "logprob_trl+kl".
 bool parse_loss(const std::string& s, Loss* out);
 // The listing error messages give.
 const char* loss_names();

@@ -1,10 +1,11 @@
 // An RL post-training step on shared GPUs (issue 37): GRPO and PPO as verl runs them with its FSDP
 // hybrid engine and a colocated vLLM rollout server on every GPU (volcengine/verl b178a3c; vLLM's
-// V1 worker and its start-snapshot memory rule). The step is a sequence of phases (weight sync,
-// generation, the old policy's and the reference's log-probabilities, the policy update); each
-// phase's peak is the sum of what the trainer process and the vLLM process hold on one GPU during
-// it, line by line, each line marked exact (the engine's own figures), from the code (a framework's
-// rule, cited), or an estimate.
+// V1 worker and its start-snapshot memory rule), and GRPO as TRL's GRPOTrainer runs it
+// (huggingface/trl f2cd577: transformers' generate, or vLLM in the training process or on a
+// server). The step is a sequence of phases (weight sync, generation, the old policy's and the
+// reference's log-probabilities, the policy update); each phase's peak is the sum of what the
+// trainer and vLLM hold on one GPU during it, line by line, each line marked exact (the engine's
+// own figures), from the code (a framework's rule, cited), or an estimate.
 #pragma once
 
 #include <cstdint>
@@ -19,11 +20,16 @@
 namespace actmem {
 
 struct RlRollout {
+  // Who generates: "vllm", or "transformers" (TRL's use_vllm false: generate() on the policy).
+  std::string engine = "vllm";
+  // Where vLLM runs: "colocate" (on the training GPUs) or "server" (TRL's vllm_mode server: on
+  // other GPUs; these hold none of it).
+  std::string mode = "colocate";
   std::uint64_t tp = 2;                         // tensor_model_parallel_size (verl default 2)
   double gpu_memory_utilization = 0.5;          // verl default 0.5
-  std::uint64_t max_num_seqs = 256;             // verl default 256
+  std::uint64_t max_num_seqs = 256;             // verl default 256; TRL: 0, derived
   std::uint64_t max_num_batched_tokens = 8192;  // verl default 8192
-  std::uint64_t max_model_len = 0;              // 0: the config's seq (prompt + response)
+  std::uint64_t max_model_len = 0;  // 0: the config's seq (verl); the model's positions (TRL)
   std::uint64_t block_size = 16;                // vLLM's default on CUDA
   bool free_cache_engine = true;                // verl default: sleep (level 2 in hybrid mode)
   bool enforce_eager = false;                   // verl default: CUDA graphs captured
@@ -34,6 +40,7 @@ struct RlRollout {
 };
 
 struct RlSpec {
+  std::string framework = "verl";  // "verl" or "trl" (TRL's GRPOTrainer)
   std::string algorithm = "grpo";
   bool reference = false;          // a reference model (use_kl_loss or use_kl_in_reward)
   bool param_offload = false;      // actor.fsdp_config.param_offload (verl default false)
@@ -42,12 +49,21 @@ struct RlSpec {
   // PPO's critic (the actor's model with a one-label score head, critic.fsdp_config's offloads).
   bool critic_param_offload = false, critic_optimizer_offload = false;
   std::uint64_t log_prob_micro_batch = 0;  // log_prob_micro_batch_size_per_gpu; 0: micro_batch
+  // TRL: steps_per_generation (0: the config's gradient accumulation steps, GRPOConfig's
+  // default) and vllm_importance_sampling_correction (true: an old-policy pass with vLLM).
+  std::uint64_t steps_per_generation = 0;
+  bool importance_sampling_correction = true;
   RlRollout rollout;
 };
 
+// TRL's rollout defaults (huggingface/trl f2cd577 grpo_config.py): transformers' generate
+// (use_vllm false); with vLLM: colocated, tp 1, utilization 0.3, no sleep, 4,096 batched tokens
+// (vllm_generation.py l.363), max_num_seqs derived, max_model_len the model's.
+RlRollout trl_rollout_defaults();
+
 // One line of a phase: what one process holds on the GPU.
 struct RlLine {
-  std::string process;  // "trainer" or "vllm"
+  std::string process;  // "trainer" or "vllm" (TRL's colocate mode: one process holds both)
   std::string what;     // e.g. "actor parameters (fp32 FSDP shard)"
   Bytes bytes = 0;
   std::string basis;  // "exact", "code" or "estimate"
@@ -80,6 +96,7 @@ struct RlRolloutOption {
 };
 
 struct RlAnswer {
+  std::string framework, engine, mode;  // as the request resolved them
   std::vector<RlPhase> phases;
   std::size_t peak_phase = 0;
   Bytes peak_bytes = 0, capacity = 0;
@@ -93,6 +110,9 @@ struct RlAnswer {
   std::uint64_t kv_blocks = 0, kv_tokens = 0, max_model_len = 0;
   double kv_concurrency = 0;  // sequences of max_model_len the cache holds at once
   bool vllm_starts = false;   // free memory at vLLM's start >= requested (vLLM raises otherwise)
+  bool vllm_here = false;     // vLLM runs on these GPUs (false: transformers' generate, a server)
+  std::uint64_t max_num_seqs = 0;  // as resolved (TRL derives it)
+  std::uint64_t steps_per_generation = 1;  // TRL, as resolved (verl: 1)
   Bytes free_at_start = 0;
   // The actor keys framework verl filled (the config's framework_defaults), each with its source.
   std::vector<FrameworkDefault> framework_defaults;

@@ -95,6 +95,9 @@ struct Setup {
 // recompute policy only sets the per-kind costs' custom keep set; evaluate() takes the policy.
 Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c);
 
+// The sequence length a config without seq runs: 2048, or a learned position table if shorter.
+std::uint64_t default_seq(const ModelSpec& m);
+
 // Recomputes each kind's costs for a policy (only custom keep sets change them). Errors when a
 // custom id names no record of any kind.
 std::optional<Error> set_policy_costs(Setup& s, const Recompute& r);

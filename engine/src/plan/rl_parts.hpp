@@ -1,0 +1,60 @@
+// Internal: what verl's and TRL's RL steps share (rl_step.cpp, rl_trl.cpp): vLLM's budget and KV
+// cache (rl_vllm.cpp), the errors' shape, the largest parameter and the widest layer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "actmem/core/checked.hpp"
+#include "actmem/plan/rl.hpp"
+
+namespace actmem::detail {
+
+inline Error rl_error(const std::string& field, const std::string& message) {
+  return make_error("invalid_value", field, field + ": " + message);
+}
+
+inline RlPhase rl_phase(const char* id, const char* label) {
+  RlPhase p;
+  p.id = id;
+  p.label = label;
+  return p;
+}
+
+// The largest parameter a weight sync gathers whole, in elements: the embedding or head (V x h),
+// a projection (f x h, heads x d x h).
+std::uint64_t largest_param(const ModelSpec& m);
+
+// The widest layer's working set per token in elements (hidden and residual, q/k/v, the FFN's
+// gate, up and activation), each split by tp: what a forward without grad holds at once.
+std::uint64_t widest_layer(const ModelSpec& m, std::uint64_t tp);
+
+// vLLM's side of the GPU (V1 gpu_worker.py determine_available_memory, kv_cache_utils.py): its
+// requested budget from a.capacity, its weights at the rollout's tp (bf16), the profiled
+// activation peak (given, or estimated from max_num_batched_tokens and max_num_seqs), and the KV
+// cache in blocks for max_model_len; written into a (vllm_*, kv_*, max_model_len,
+// max_num_seqs).
+std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
+                               std::uint64_t max_num_seqs, std::uint64_t max_model_len,
+                               RlAnswer& a, Checked& ck);
+
+// Dense full-attention models only: vLLM's cache and the weight sync of MoE, sliding-window and
+// state-space layers are not modelled.
+std::optional<Error> check_dense(const ModelSpec& m);
+
+// What vLLM refuses: a utilization outside (0, 1], a tp that does not divide the GPUs, a block
+// size CUDA does not offer, a max_model_len shorter than a prompt and its response.
+std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
+                                std::uint64_t max_model_len);
+
+// The notes vLLM's figures call for: it does not start (free memory, no blocks, too few tokens for
+// max_model_len), CUDA graphs not included, the profiled peak estimated.
+void vllm_notes(const RlRollout& r, RlAnswer& a);
+
+// TRL's GRPOTrainer step (rl_trl.cpp): its phases, the peak and the verdict, without the fixes
+// and rollout options rl_step adds.
+Result<RlAnswer> trl_phases(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
+                            const RlSpec& rl);
+
+}  // namespace actmem::detail

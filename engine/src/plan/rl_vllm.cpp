@@ -1,0 +1,136 @@
+// vLLM's side of an RL step on shared GPUs (rl_parts.hpp): its budget, weights, profiled
+// activation peak and KV cache, as vLLM's V1 worker sizes them, for verl's and TRL's rollouts.
+#include <algorithm>
+#include <cmath>
+
+#include "actmem/setup/setup.hpp"
+#include "plan/rl_parts.hpp"
+
+namespace actmem::detail {
+
+std::uint64_t largest_param(const ModelSpec& m) {
+  std::uint64_t n = m.vocab * m.hidden;
+  for (const LayerKind& k : m.kinds)
+    n = std::max({n, k.ffn_hidden * m.hidden, k.heads * k.head_dim * m.hidden});
+  return n;
+}
+
+std::uint64_t widest_layer(const ModelSpec& m, std::uint64_t tp) {
+  std::uint64_t w = 0;
+  for (const LayerKind& k : m.kinds)
+    w = std::max(w, 2 * m.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim / tp +
+                        3 * k.ffn_hidden / tp);
+  return w;
+}
+
+std::optional<Error> check_dense(const ModelSpec& m) {
+  for (const LayerKind& k : m.kinds) {
+    if (!k.has_attention() || k.window > 0 || k.is_moe())
+      return rl_error("model", "layer kind '" + k.name +
+                                   "' (MoE, sliding-window or state-space layers): vLLM's cache "
+                                   "and the weight sync of such layers are not modelled; dense "
+                                   "full-attention models only");
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
+                                std::uint64_t max_model_len) {
+  if (!(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1))
+    return rl_error("rl.rollout.gpu_memory_utilization",
+                    "must be in (0, 1] (vLLM's fraction of the GPU's total)");
+  if (r.tp == 0 || c.par.dp % r.tp != 0)
+    return rl_error("rl.rollout.tp", std::to_string(r.tp) + " does not divide the " +
+                                         std::to_string(c.par.dp) +
+                                         " GPUs (config.dp) into rollout replicas");
+  static const std::uint64_t kBlocks[] = {8, 16, 32, 64, 128};
+  if (std::find(std::begin(kBlocks), std::end(kBlocks), r.block_size) == std::end(kBlocks))
+    return rl_error("rl.rollout.block_size",
+                    std::to_string(r.block_size) + " tokens; allowed on CUDA: 8, 16, 32, 64, 128");
+  if (max_model_len < c.seq)
+    return rl_error("rl.rollout.max_model_len",
+                    std::to_string(max_model_len) +
+                        " is shorter than a prompt and its response (config.seq " +
+                        std::to_string(c.seq) + "): vLLM would cut the response");
+  return std::nullopt;
+}
+
+std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
+                               std::uint64_t max_num_seqs, std::uint64_t max_model_len,
+                               RlAnswer& a, Checked& ck) {
+  // vLLM's weights: the model under tensor parallelism r.tp in bf16 (the engine's own split:
+  // columns, rows and the vocabulary divided, norms replicated, as vLLM's parallel layers do).
+  TrainConfig v;
+  v.profile = Profile::kHf;
+  v.attention = Attention::kFlash;
+  v.par.tp = r.tp;
+  v.param_dtype = DType::kBf16;
+  v.optimizer = Optimizer::kSgd;
+  v.seq = seq;
+  auto vs = make_setup(m, v);
+  if (!vs.ok())
+    return rl_error("rl.rollout.tp", "vLLM's tensor parallelism: " + vs.error().message);
+  a.vllm_weights = vs.value().ranks[0].stat.params_bytes;
+  a.vllm_requested =
+      static_cast<Bytes>(std::floor(r.gpu_memory_utilization * static_cast<double>(a.capacity)));
+  a.max_model_len = max_model_len;
+  a.max_num_seqs = max_num_seqs;
+  // KV bytes per token on one GPU (vLLM: kv heads split by tp, at least one; MLA's latent is not
+  // split), and each layer's page of block_size tokens.
+  for (std::uint64_t l = 0; l < m.layers; ++l) {
+    const LayerKind& k = m.kind_of(l);
+    const std::uint64_t kv = std::max<std::uint64_t>(1, k.kv_heads / r.tp);
+    a.kv_bytes_per_token = ck.add(
+        a.kv_bytes_per_token, ck.mul(kv_cache_width(k, k.is_mla() ? 1 : kv, ck), 2, "rl"), "rl");
+  }
+  const std::uint64_t tokens =
+      std::min(r.max_num_batched_tokens, ck.mul(max_num_seqs, a.max_model_len, "rl"));
+  const std::uint64_t reqs = std::min(max_num_seqs, r.max_num_batched_tokens);
+  if (r.profile_peak_bytes) {
+    a.vllm_profile_peak = r.profile_peak_bytes;
+  } else {
+    // Estimate: the dummy prefill of max_num_batched_tokens tokens through the widest layer
+    // (hidden, residual, qkv, gate/up/act), and the sampler's fp32 logits and probabilities for
+    // min(max_num_seqs, max_num_batched_tokens) requests.
+    a.vllm_profile_peak = ck.add(ck.mul(ck.mul(tokens, widest_layer(m, r.tp), "rl"), 2, "rl"),
+                                 ck.mul(ck.mul(reqs, m.vocab, "rl"), 8, "rl"), "rl");
+  }
+  const Bytes non_kv = ck.add(a.vllm_weights, a.vllm_profile_peak, "rl");
+  const Bytes page = ck.mul(r.block_size, a.kv_bytes_per_token, "rl");
+  if (a.vllm_requested > non_kv && page > 0) {
+    a.kv_blocks = (a.vllm_requested - non_kv) / page;
+    a.kv_cache_bytes = ck.mul(a.kv_blocks, page, "rl");
+    a.kv_tokens = ck.mul(a.kv_blocks, r.block_size, "rl");
+    a.kv_concurrency = static_cast<double>(a.kv_tokens) / static_cast<double>(a.max_model_len);
+  }
+  return std::nullopt;
+}
+
+void vllm_notes(const RlRollout& r, RlAnswer& a) {
+  if (a.free_at_start < a.vllm_requested)
+    a.notes.push_back(
+        "vLLM does not start: at its start the GPU has " + std::to_string(a.free_at_start) +
+        " B free and gpu_memory_utilization asks for " + std::to_string(a.vllm_requested) +
+        " B (vLLM raises 'Free memory on device ... is less than desired GPU memory "
+        "utilization'); lower it or offload the actor's or reference's parameters");
+  if (a.kv_blocks == 0)
+    a.notes.push_back(
+        "vLLM's budget leaves nothing for the KV cache after its weights and "
+        "activations (vLLM raises 'No available memory for the cache blocks')");
+  else if (a.kv_tokens < a.max_model_len)
+    a.notes.push_back("the KV cache holds " + std::to_string(a.kv_tokens) +
+                      " tokens, fewer than max_model_len " + std::to_string(a.max_model_len) +
+                      " (vLLM raises at start)");
+  if (!r.enforce_eager && r.cudagraph_bytes == 0)
+    a.notes.push_back(
+        "CUDA graphs are captured (enforce_eager false) but their memory is not included: vLLM "
+        "logs it at start ('Graph capturing finished ... took X GiB'); give it as "
+        "rl.rollout.cudagraph_bytes, or set enforce_eager");
+  if (r.profile_peak_bytes == 0)
+    a.notes.push_back(
+        "vLLM's profiled activation peak is an estimate (the dummy prefill of "
+        "max_num_batched_tokens through the widest layer and the sampler's fp32 "
+        "logits); vLLM logs the true KV cache size ('Available KV cache memory')");
+}
+
+}  // namespace actmem::detail
