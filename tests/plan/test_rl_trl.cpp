@@ -1,0 +1,252 @@
+// The rl command with rl.framework trl (rl_trl.cpp, issue 37): GRPO as TRL's GRPOTrainer runs it
+// (huggingface/trl f2cd577), each phase's lines checked by hand for Qwen2.5-7B on 8 H100s under
+// DeepSpeed ZeRO-3: vLLM inside the training process, transformers' generate, a vLLM server; and
+// what TRL has no key for, refused by field.
+#include <cmath>
+
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+
+using namespace actmem::test;
+
+namespace {
+
+// Qwen2.5-7B (presets/models/qwen2.5-7b.json): h 3584, 28 layers, 28 heads of 128, 4 kv heads,
+// f 18944, V 152064, q/k/v biases, untied embeddings, max_position_embeddings 131072.
+constexpr std::uint64_t kH = 3584, kL = 28, kF = 18944, kV = 152064, kKv = 4 * 128;
+constexpr std::uint64_t kLayerParams =
+    (kH * kH + kH) + 2 * (kH * kKv + kKv) + kH * kH + 3 * kH * kF + 2 * kH;
+constexpr std::uint64_t kParams = 2 * kV * kH + kL * kLayerParams + kH;
+constexpr std::uint64_t kCapacity = 85520809984;  // the H100's total as nvidia-smi reports it
+constexpr std::uint64_t kKvPerToken = kL * 2 * 4 * 128 * 2;  // every layer's K and V, bf16
+
+json trl(const json& rl = json::object(), const json& config = json::object()) {
+  json c = {{"framework", "deepspeed"}, {"zero", 3},       {"dp", 8},
+            {"micro_batch", 4},         {"seq", 1024},     {"gpu", "h100-80gb"}};
+  for (auto it = config.begin(); it != config.end(); ++it) c[it.key()] = it.value();
+  json r = {{"framework", "trl"}};
+  for (auto it = rl.begin(); it != rl.end(); ++it) r[it.key()] = it.value();
+  return {{"command", "rl"}, {"preset", "qwen2.5-7b"}, {"config", c}, {"rl", r}};
+}
+
+json vllm(const json& more = json::object()) {
+  json r = {{"engine", "vllm"}};
+  for (auto it = more.begin(); it != more.end(); ++it) r[it.key()] = it.value();
+  return r;
+}
+
+const json* find_phase(const json& a, const std::string& id) {
+  for (const json& p : a["phases"])
+    if (p["id"] == id) return &p;
+  return nullptr;
+}
+
+const json& phase(const json& a, const std::string& id) {
+  const json* p = find_phase(a, id);
+  REQUIRE(p != nullptr);
+  return *p;
+}
+
+std::uint64_t line(const json& p, const std::string& what_prefix) {
+  for (const json& l : p["lines"])
+    if (l["what"].get<std::string>().rfind(what_prefix, 0) == 0) return u(l["bytes"]);
+  return 0;
+}
+
+std::uint64_t process_sum(const json& p, const std::string& process) {
+  std::uint64_t s = 0;
+  for (const json& l : p["lines"])
+    if (l["process"] == process) s += u(l["bytes"]);
+  return s;
+}
+
+// The estimate of the trainer's step with the keys TRL fills (its framework defaults).
+json update_estimate(const json& config, bool kl = false) {
+  json c = config;
+  c["recompute"] = "full";
+  c["dtype"] = "bf16";
+  c["loss"] = kl ? "logprob_trl+kl" : "logprob_trl";
+  c["response_len"] = 512;
+  return run({{"preset", "qwen2.5-7b"}, {"config", c}});
+}
+
+}  // namespace
+
+TEST_CASE(
+    "rl trl, vLLM colocated: Qwen2.5-7B on 8 H100s under ZeRO-3, every phase's lines by hand "
+    "(huggingface/trl f2cd577 grpo_config.py, vllm_generation.py; vLLM V1's budget rule)",
+    "[rl][trl]") {
+  const json a = run(trl({{"rollout", vllm()}}));
+  REQUIRE(a["ok"] == true);
+  CHECK(a["framework"] == "trl");
+  CHECK(a["rollout"]["engine"] == "vllm");
+  CHECK(a["rollout"]["mode"] == "colocate");
+  // vLLM: 0.3 of the GPU (vllm_gpu_memory_utilization), bf16 weights at tp 1, max_num_seqs =
+  // micro_batch 4 x tp 1 x steps_per_generation 1, 4,096 batched tokens, max_model_len the
+  // model's 131,072 positions.
+  const auto requested = static_cast<std::uint64_t>(std::floor(0.3 * double(kCapacity)));
+  CHECK(u(a["vllm"]["requested_bytes"]) == requested);
+  CHECK(u(a["vllm"]["weights_bytes"]) == kParams * 2);
+  CHECK(u(a["vllm"]["max_num_seqs"]) == 4);
+  CHECK(u(a["vllm"]["max_model_len"]) == 131072);
+  CHECK(u(a["vllm"]["kv_bytes_per_token"]) == kKvPerToken);
+  // The profiled peak's estimate: 4,096 tokens through the widest layer (2h + (28 + 8) x 128 +
+  // 3f, bf16) and the sampler's fp32 logits and probabilities for 4 requests.
+  const std::uint64_t profile = 4096 * (2 * kH + 36 * 128 + 3 * kF) * 2 + 4 * kV * 8;
+  CHECK(u(a["vllm"]["profile_peak_bytes"]) == profile);
+  const std::uint64_t blocks = (requested - kParams * 2 - profile) / (16 * kKvPerToken);
+  CHECK(u(a["vllm"]["kv_blocks"]) == blocks);
+  CHECK(u(a["vllm"]["kv_cache_bytes"]) == blocks * 16 * kKvPerToken);
+  // The trainer under ZeRO-3 (DeepSpeed bf16): a bf16 shard of the parameters, the fp32 master
+  // shard and AdamW's two fp32 states.
+  const json& gen = phase(a, "generate");
+  const std::uint64_t shard = kParams * 2 / 8;
+  CHECK(line(gen, "policy parameters") == shard);
+  CHECK(line(gen, "optimizer states") == kParams * 12 / 8);
+  CHECK(line(gen, "its budget") == requested);
+  CHECK(line(gen, "reference parameters") == 0);  // beta 0: no reference
+  // No second CUDA context: vLLM runs inside the training process.
+  CHECK(line(gen, "CUDA context") == 0);
+  // Between generations vLLM keeps its weights and KV cache (no sleep mode).
+  const std::uint64_t held = kParams * 2 + blocks * 16 * kKvPerToken;
+  for (const char* id : {"weight_sync", "old_log_prob", "update"}) {
+    INFO(id);
+    CHECK(process_sum(phase(a, id), "vllm") == held);
+  }
+  // The weight sync gathers one parameter at a time: the largest, the embedding, in bf16.
+  CHECK(line(phase(a, "weight_sync"), "the largest parameter gathered whole") == kV * kH * 2);
+  // With vLLM's importance-sampling correction (the default), an old-policy pass runs.
+  REQUIRE(find_phase(a, "old_log_prob") != nullptr);
+  CHECK(find_phase(a, "ref_log_prob") == nullptr);
+  // The update: the engine's own device figure for the trainer with TRL's keys.
+  const json e = update_estimate(trl()["config"]);
+  CHECK(line(phase(a, "update"), "the training step") == u(e["device"]["total_bytes"]));
+  // vLLM's start: the trainer's fixed costs and the policy's shard are on the GPU before it.
+  const std::uint64_t fixed = line(gen, "fixed costs");
+  CHECK(u(a["vllm"]["free_at_start_bytes"]) == kCapacity - fixed - shard);
+  CHECK(a["vllm"]["starts"] == true);
+  std::uint64_t peak = 0;
+  for (const json& p : a["phases"]) {
+    CHECK(u(p["total_bytes"]) == process_sum(p, "trainer") + process_sum(p, "vllm"));
+    peak = std::max(peak, u(p["total_bytes"]));
+  }
+  CHECK(u(a["peak"]["bytes"]) == peak);
+  CHECK(a["peak"]["phase"] == "update");
+  // TRL's keys are listed first with their source, then DeepSpeed's.
+  const json& fd = a["framework_defaults"];
+  REQUIRE(fd.size() > 4);
+  CHECK(fd[0]["key"] == "recompute");
+  CHECK(fd[0]["value"] == "full");
+  CHECK(fd[2]["key"] == "loss");
+  CHECK(fd[2]["value"] == "logprob_trl");
+  CHECK(fd[3]["key"] == "response_len");
+  CHECK(u(fd[3]["value"]) == 512);
+  // Options: every rollout tp dividing the GPUs and the heads (1, 2, 4).
+  CHECK(a["rollout_options"].size() == 3);
+}
+
+TEST_CASE(
+    "rl trl, transformers' generate (use_vllm false, TRL's default): the gathered policy and "
+    "the KV cache of the whole generation batch by hand",
+    "[rl][trl]") {
+  // gradient_accumulation_steps 4: steps_per_generation 4, 16 sequences generated at once.
+  const json a = run(trl({}, {{"grad_accum", 4}}));
+  REQUIRE(a["ok"] == true);
+  CHECK(a["rollout"]["engine"] == "transformers");
+  CHECK(u(a["rollout"]["steps_per_generation"]) == 4);
+  CHECK(a["vllm"]["on_these_gpus"] == false);
+  const json& gen = phase(a, "generate");
+  // ds3_gather_for_generation: every ZeRO-3 parameter gathered whole in bf16.
+  CHECK(line(gen, "the policy gathered whole") == kParams * 2);
+  CHECK(line(gen, "KV cache (16 sequences of 1024 tokens)") == 16 * 1024 * kKvPerToken);
+  CHECK(process_sum(gen, "vllm") == 0);
+  // Aligned steps without vLLM: no old-policy pass, no weight sync.
+  CHECK(find_phase(a, "old_log_prob") == nullptr);
+  CHECK(find_phase(a, "weight_sync") == nullptr);
+  // steps_per_generation 3 against 4 accumulation steps: misaligned, the old policy's pass runs.
+  const json mis = run(trl({{"steps_per_generation", 3}}, {{"grad_accum", 4}}));
+  CHECK(find_phase(mis, "old_log_prob") != nullptr);
+  CHECK(line(phase(mis, "generate"), "KV cache (12 sequences") == 12 * 1024 * kKvPerToken);
+  // 128 sequences at once (micro_batch 8 x 16 steps) pass an A100 40GB in generation; each
+  // listed change fits when made: one generation step's batch, or a vLLM server.
+  json big = trl({}, {{"grad_accum", 16}, {"gpu", "a100-40gb"}, {"micro_batch", 8}});
+  const json s = run(big);
+  CHECK(s["fits"] == false);
+  CHECK(s["peak"]["phase"] == "generate");
+  REQUIRE(s["fixes"].size() == 2);
+  CHECK(s["fixes"][0]["change"] == "rl.steps_per_generation=1");
+  CHECK(s["fixes"][1]["change"] == "rl.rollout.engine=vllm, rl.rollout.mode=server");
+  json g = big;
+  g["rl"]["steps_per_generation"] = 1;
+  CHECK(run(g)["fits"] == true);
+  CHECK(u(run(g)["peak"]["bytes"]) == u(s["fixes"][0]["peak_bytes"]));
+  g = big;
+  g["rl"]["rollout"] = vllm({{"mode", "server"}});
+  CHECK(run(g)["fits"] == true);
+}
+
+TEST_CASE(
+    "rl trl: a vLLM server holds nothing on these GPUs; sleep mode frees vLLM outside "
+    "generation; the reference is sharded like the policy",
+    "[rl][trl]") {
+  const json srv = run(trl({{"rollout", vllm({{"mode", "server"}})}}));
+  REQUIRE(srv["ok"] == true);
+  CHECK(srv["vllm"]["on_these_gpus"] == false);
+  for (const json& p : srv["phases"]) CHECK(process_sum(p, "vllm") == 0);
+  CHECK(line(phase(srv, "weight_sync"), "the largest parameter gathered whole") == kV * kH * 2);
+  CHECK(srv["rollout_options"].empty());
+  // Sleep mode (vllm_enable_sleep_mode): level 2 between generations, weights woken to sync.
+  const json sl = run(trl({{"rollout", vllm({{"free_cache_engine", true}})}}));
+  CHECK(process_sum(phase(sl, "update"), "vllm") == 0);
+  CHECK(process_sum(phase(sl, "old_log_prob"), "vllm") == 0);
+  CHECK(line(phase(sl, "weight_sync"), "weights (woken") == kParams * 2);
+  CHECK(line(phase(sl, "generate"), "its budget") == u(sl["vllm"]["requested_bytes"]));
+  // beta != 0: a reference under ZeRO-3 (prepare_deepspeed), the KL term in the loss.
+  const json ref = run(trl({{"reference", true}, {"rollout", vllm()}}));
+  for (const json& p : ref["phases"]) CHECK(line(p, "reference parameters") == kParams * 2 / 8);
+  CHECK(find_phase(ref, "ref_log_prob") != nullptr);
+  const json e = update_estimate(trl()["config"], true);
+  CHECK(line(phase(ref, "update"), "the training step") == u(e["device"]["total_bytes"]));
+}
+
+TEST_CASE("rl trl: what TRL has no key for is refused by field", "[rl][trl]") {
+  auto msg = [](const json& req) {
+    const json r = actmem::evaluate_json(req);
+    return r.value("ok", true) ? std::string("ok") : r["error"]["message"].get<std::string>();
+  };
+  auto field = [](const json& req) {
+    const json r = actmem::evaluate_json(req);
+    return r.value("ok", true) ? std::string("ok") : r["error"]["field"].get<std::string>();
+  };
+  // TRL's default without DeepSpeed: an fp32 policy under bf16 autocast.
+  json ddp = trl();
+  ddp["config"].erase("framework");
+  ddp["config"].erase("zero");
+  CHECK(field(ddp) == "config.param_dtype");
+  CHECK(msg(ddp).find("bf16 autocast, which is not modelled") != std::string::npos);
+  ddp["config"]["param_dtype"] = "bf16";
+  CHECK(field(ddp) == "ok");
+  CHECK(field(trl({}, {{"framework", "torchtitan"}})) == "config.framework");
+  CHECK(field(trl({{"param_offload", true}})) == "rl.param_offload");
+  CHECK(field(trl({{"rollout", vllm({{"max_num_seqs", 64}})}})) == "rl.rollout.max_num_seqs");
+  CHECK(field(trl({{"rollout", vllm({{"context_bytes", 1}})}})) == "rl.rollout.context_bytes");
+  CHECK(msg(trl({{"rollout", {{"engine", "sglang"}}}})) ==
+        "rl.rollout.engine: 'sglang' is not allowed; allowed: vllm, transformers");
+  CHECK(field(trl({{"algorithm", "ppo"}})) == "rl.algorithm");
+  CHECK(field(trl({}, {{"loss", "logprob"}})) == "config.loss");
+  CHECK(field(trl({{"reference", true}}, {{"loss", "logprob_trl"}})) == "config.loss");
+  CHECK(field(trl({{"steps_per_generation", 0}})) == "rl.steps_per_generation");
+  CHECK(msg(trl({{"framework", "openrlhf"}})) ==
+        "rl.framework: 'openrlhf' is not allowed; allowed: verl, trl");
+  // verl has none of TRL's keys.
+  json verl = trl({{"steps_per_generation", 2}});
+  verl["rl"]["framework"] = "verl";
+  CHECK(field(verl) == "rl.steps_per_generation");
+  verl = trl({{"rollout", vllm({{"mode", "server"}})}});
+  verl["rl"]["framework"] = "verl";
+  CHECK(field(verl) == "rl.rollout.mode");
+  verl = trl({{"rollout", {{"engine", "transformers"}}}});
+  verl["rl"]["framework"] = "verl";
+  CHECK(field(verl) == "rl.rollout.engine");
+}
