@@ -414,7 +414,8 @@ std::string pct_text(double x) {
 }
 }  // namespace
 
-// rl: each phase's lines, the peak phase and verdict, vLLM's KV cache.
+// rl: each phase's lines, the peak phase and verdict, vLLM's KV cache (when vLLM runs on these
+// GPUs: not for TRL's transformers generation or a vLLM server).
 std::string render_rl(const json& r) {
   std::ostringstream o;
   const std::uint64_t cap = u(r["capacity_bytes"]);
@@ -430,7 +431,8 @@ std::string render_rl(const json& r) {
     << " against " << format_bytes(cap) << ": " << (r["fits"].get<bool>() ? "fits" : "does NOT fit")
     << "\n";
   const json& v = r["vllm"];
-  o << "vLLM: budget " << human(static_cast<double>(u(v["requested_bytes"]))) << ", weights "
+  if (v.value("on_these_gpus", true))
+    o << "vLLM: budget " << human(static_cast<double>(u(v["requested_bytes"]))) << ", weights "
     << human(static_cast<double>(u(v["weights_bytes"]))) << ", KV cache "
     << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = " << commas(u(v["kv_blocks"]))
     << " blocks, " << commas(u(v["kv_tokens"])) << " tokens (" << commas(u(v["kv_bytes_per_token"]))

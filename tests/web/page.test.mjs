@@ -630,6 +630,48 @@ test('RL step: verl\'s GRPO beside a vLLM rollout, phase by phase, the CLI\'s an
   await page.close();
 });
 
+test('RL step: TRL\'s GRPOTrainer (DeepSpeed ZeRO-3, vLLM colocated, then a vLLM server) is the CLI\'s answer; a rollout tp that does not divide the GPUs is refused beside its field', async () => {
+  const { page, errors } = await open('preset=qwen2.5-7b&gpu=h100-80gb&seq=1024&micro_batch=4');
+  // TRL's controls appear and the rollout's defaults become TRL's; verl's offloads are hidden.
+  assert.equal(await page.isVisible('#rl-engine'), false);
+  await page.selectOption('#rl-framework', 'trl');
+  assert.equal(await page.isVisible('#rl-engine'), true);
+  assert.equal(await page.isVisible('#rl-param-offload'), false);
+  assert.equal(await page.inputValue('#rl-tp'), '1');
+  assert.equal(await page.inputValue('#rl-util'), '0.3');
+  await page.fill('#rl-gpus', '8');
+  await page.selectOption('#rl-trainer', 'zero3');
+  await page.selectOption('#rl-engine', 'colocate');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="ok"]', { timeout: 60000 });
+  const req = JSON.parse(await page.getAttribute('#rl-panel', 'data-request'));
+  const answer = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  assert.equal(answer.framework, 'trl');
+  assert.deepEqual(answer, nativeRequest(req));
+  const flags = JSON.parse(execFileSync(cli, ['rl', '--preset', 'qwen2.5-7b', '--gpu', 'h100-80gb', '--seq', '1024', '--micro-batch', '4', '--dp', '8',
+    '--framework', 'deepspeed', '--zero', '3', '--rl', 'framework=trl', '--rl', 'algorithm=grpo', '--rl', 'reference=false', '--rl', 'rollout.engine=vllm',
+    '--rl', 'rollout.mode=colocate', '--rl', 'rollout.tp=1', '--rl', 'rollout.gpu_memory_utilization=0.3', '--rl', 'rollout.free_cache_engine=false', '--json'], { encoding: 'utf8' }));
+  assert.deepEqual(answer, flags);
+  const rows = await page.$$eval('#rl-table tbody tr', (r) => r.map((tr) => tr.dataset.phase));
+  assert.deepEqual(rows, ['weight_sync', 'generate', 'old_log_prob', 'update']);
+  assert.match(await page.textContent('#rl-summary'), /^Fits: the peak is .* in policy update.*vLLM: a /);
+  await (await page.$('#rl-panel')).screenshot({ path: join(shots, 'rl-trl.png') });
+  // A vLLM server: the vLLM settings no longer apply here, and no vLLM line is drawn.
+  await page.selectOption('#rl-engine', 'server');
+  assert.equal(await page.isDisabled('#rl-tp'), true);
+  await page.click('#rl-run');
+  await page.waitForFunction(() => JSON.parse(document.querySelector('#rl-panel').dataset.answer || '{}').vllm?.on_these_gpus === false, null, { timeout: 60000 });
+  assert.match(await page.textContent('#rl-summary'), /Generation: on the vLLM server's GPUs/);
+  // vLLM colocated with tp 3 on 8 GPUs: the engine's message beside the tp field.
+  await page.selectOption('#rl-engine', 'colocate');
+  await page.fill('#rl-tp', '3');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="error"]', { timeout: 30000 });
+  assert.equal(await page.textContent('[data-rl-err="rl.rollout.tp"]'), 'rl.rollout.tp: 3 does not divide the 8 GPUs (config.dp) into rollout replicas');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('an error appearing shifts nothing (cumulative layout shift 0), by link and by typing', async () => {
   const { page } = await open('preset=gpt2&seq=1024&gpu=rtx-4090');
   await page.evaluate(() => { window.cls = 0; });

@@ -1,23 +1,51 @@
 // The RL step (the engine's rl command): GRPO or PPO as verl runs it beside a vLLM rollout on
-// every GPU, for the form's model, sequence, micro-batch and GPU; each phase as a bar of what the
-// trainer and vLLM hold against the GPU, the peak phase, vLLM's KV cache, the changes that fit.
+// every GPU, or GRPO as TRL's GRPOTrainer runs it, for the form's model, sequence, micro-batch and
+// GPU; each phase as a bar of what the trainer and vLLM hold against the GPU, the peak phase,
+// vLLM's KV cache, the changes that fit.
 
-// The request: the form's model and shape only (verl's defaults fill the actor's other keys).
+// The request: the form's model and shape only (the framework's defaults fill the actor's other
+// keys); TRL adds its trainer and generation choices, verl its offloads.
 function rlRequest() {
   const form = readForm();
+  const trl = $('rl-framework').value === 'trl';
   const config = { dp: typed($('rl-gpus').value) };
   for (const k of ['micro_batch', 'seq', 'gpu', 'gpu_memory']) if (form.config[k] !== undefined) config[k] = form.config[k];
   if ($('rl-response').value.trim() !== '') config.response_len = typed($('rl-response').value);
-  const rl = {
-    algorithm: $('rl-algorithm').value,
-    reference: $('rl-reference').checked,
-    param_offload: $('rl-param-offload').checked,
-    optimizer_offload: $('rl-optimizer-offload').checked,
-    rollout: { tp: typed($('rl-tp').value), gpu_memory_utilization: typed($('rl-util').value), free_cache_engine: !$('rl-awake').checked },
-  };
+  if (trl && $('rl-trainer').value === 'zero3') Object.assign(config, { framework: 'deepspeed', zero: 3 });
+  if (trl && $('rl-trainer').value === 'ddp') Object.assign(config, { framework: 'hf-trainer', param_dtype: 'bf16' });
+  const rollout = { tp: typed($('rl-tp').value), gpu_memory_utilization: typed($('rl-util').value), free_cache_engine: !$('rl-awake').checked };
+  const rl = { algorithm: $('rl-algorithm').value, reference: $('rl-reference').checked };
+  if (trl) {
+    const gen = $('rl-engine').value;
+    rl.framework = 'trl';
+    rl.rollout = gen === 'transformers' ? { engine: 'transformers' } : Object.assign({ engine: 'vllm', mode: gen }, gen === 'colocate' ? rollout : {});
+  } else {
+    Object.assign(rl, { param_offload: $('rl-param-offload').checked, optimizer_offload: $('rl-optimizer-offload').checked, rollout });
+  }
   const req = { command: 'rl', config, rl };
   for (const k of ['preset', 'model_text']) if (form[k] !== undefined) req[k] = form[k];
   return req;
+}
+
+// Each framework's controls: the other's are hidden; the rollout's defaults are the framework's
+// own (verl: tp 2, utilization 0.5, vLLM asleep between generations; TRL: tp 1, 0.3, awake).
+// The vLLM settings apply only where vLLM runs on these GPUs.
+function rlControls(changed) {
+  const fw = $('rl-framework').value;
+  for (const e of $('rl-panel').querySelectorAll('[data-rl-only]')) e.hidden = e.dataset.rlOnly !== fw;
+  if (changed) {
+    $('rl-tp').value = fw === 'trl' ? '1' : '2';
+    $('rl-util').value = fw === 'trl' ? '0.3' : '0.5';
+    $('rl-awake').checked = fw === 'trl';
+    if (fw === 'trl') $('rl-algorithm').value = 'grpo';
+  }
+  const vllmHere = fw === 'verl' || $('rl-engine').value === 'colocate';
+  for (const id of ['rl-tp', 'rl-util', 'rl-awake']) {
+    $(id).disabled = !vllmHere;
+    $(id).title = vllmHere ? '' : 'No vLLM on these GPUs with this generation choice';
+  }
+  for (const o of $('rl-algorithm').options)
+    if (o.text === 'ppo') { o.disabled = fw === 'trl'; o.title = fw === 'trl' ? 'TRL\'s GRPOTrainer runs GRPO' : ''; }
 }
 
 function runRl() {
@@ -78,10 +106,13 @@ function onRl(m) {
   panel.dataset.state = 'ok';
   const peak = ans.phases.find((p) => p.id === ans.peak.phase);
   const v = ans.vllm;
-  $('rl-summary').textContent = (ans.fits ? 'Fits: ' : 'Does not fit: ') + 'the peak is ' + fmt(ans.peak.bytes) + ' in ' + peak.label.split(' (')[0] +
-    ', against ' + fmt(ans.capacity_bytes) + '. vLLM: a ' + fmt(v.requested_bytes) + ' budget, ' + fmt(v.kv_cache_bytes) + ' of KV cache = ' +
+  const verdict = (ans.fits ? 'Fits: ' : 'Does not fit: ') + 'the peak is ' + fmt(ans.peak.bytes) + ' in ' + peak.label.split(' (')[0] +
+    ', against ' + fmt(ans.capacity_bytes) + '. ';
+  const gen = ans.rollout.engine === 'transformers' ? 'Generation: transformers\' generate on the policy, ' + ans.rollout.steps_per_generation + ' step(s) of micro-batches at once.'
+    : 'Generation: on the vLLM server\'s GPUs (not sized here).';
+  $('rl-summary').textContent = verdict + (v.on_these_gpus ? 'vLLM: a ' + fmt(v.requested_bytes) + ' budget, ' + fmt(v.kv_cache_bytes) + ' of KV cache = ' +
     commas(v.kv_blocks) + ' blocks (' + commas(v.kv_tokens) + ' tokens, ' + v.concurrency.toFixed(1) + ' sequences of ' + commas(v.max_model_len) + ')' +
-    (v.starts ? '.' : '; vLLM does not start.');
+    (v.starts ? '.' : '; vLLM does not start.') : gen);
   ans.phases.forEach((p, i) => tb.appendChild(rlRow(ans, p, i)));
     for (const f of ans.fixes || []) $('rl-notes').appendChild(el('li', 'Fits with ' + f.change + ': peak ' + fmt(f.peak_bytes) + ' in ' + f.phase + '.', 'fix'));
   const opts = (ans.rollout_options || []).map((o) => 'tp ' + o.tp + ': ' + commas(o.kv_tokens) + ' KV tokens, peak ' + fmt(o.peak_bytes) + (o.fits && o.starts ? '' : ' (does not fit)'));
@@ -91,6 +122,9 @@ function onRl(m) {
 
 function wireRl() {
   $('rl-run').addEventListener('click', runRl);
+  $('rl-framework').addEventListener('change', () => rlControls(true));
+  $('rl-engine').addEventListener('change', () => rlControls(false));
+  rlControls(false);
   for (const id of ['rl-gpus', 'rl-response', 'rl-tp', 'rl-util'])
     $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); runRl(); } });
 }
