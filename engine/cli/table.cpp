@@ -433,10 +433,11 @@ std::string render_rl(const json& r) {
   const json& v = r["vllm"];
   if (v.value("on_these_gpus", true))
     o << "vLLM: budget " << human(static_cast<double>(u(v["requested_bytes"]))) << ", weights "
-    << human(static_cast<double>(u(v["weights_bytes"]))) << ", KV cache "
-    << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = " << commas(u(v["kv_blocks"]))
-    << " blocks, " << commas(u(v["kv_tokens"])) << " tokens (" << commas(u(v["kv_bytes_per_token"]))
-    << " B per token); " << (v["starts"].get<bool>() ? "starts" : "does NOT start") << "\n";
+      << human(static_cast<double>(u(v["weights_bytes"]))) << ", KV cache "
+      << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = " << commas(u(v["kv_blocks"]))
+      << " blocks, " << commas(u(v["kv_tokens"])) << " tokens ("
+      << commas(u(v["kv_bytes_per_token"])) << " B per token); "
+      << (v["starts"].get<bool>() ? "starts" : "does NOT start") << "\n";
   for (const json& x : r.value("rollout_options", json::array()))
     o << "rollout tp " << u(x["tp"]) << ": peak " << human(static_cast<double>(u(x["peak_bytes"])))
       << " in " << text(x["peak_phase"]) << ", KV cache " << commas(u(x["kv_tokens"])) << " tokens"

@@ -151,8 +151,8 @@ TEST_CASE(
                                         "policy_loss.normalizer"};
   // Case: loss and the measured case; the input ids (int64, the gather's index) are the
   // storage the embedding keeps (embed.token_ids), not the loss's own.
-  for (const auto& [loss, name] : {std::pair{"logprob_trl", "vllm"}, {"logprob_trl", "no_vllm"},
-                                   {"logprob_trl+kl", "beta"}}) {
+  for (const auto& [loss, name] :
+       {std::pair{"logprob_trl", "vllm"}, {"logprob_trl", "no_vllm"}, {"logprob_trl+kl", "beta"}}) {
     INFO(name);
     const json a = run(rl_request(loss, 4, 24, 16));
     const auto r = records(a);

@@ -22,8 +22,8 @@ constexpr std::uint64_t kCapacity = 85520809984;  // the H100's total as nvidia-
 constexpr std::uint64_t kKvPerToken = kL * 2 * 4 * 128 * 2;  // every layer's K and V, bf16
 
 json trl(const json& rl = json::object(), const json& config = json::object()) {
-  json c = {{"framework", "deepspeed"}, {"zero", 3},       {"dp", 8},
-            {"micro_batch", 4},         {"seq", 1024},     {"gpu", "h100-80gb"}};
+  json c = {{"framework", "deepspeed"}, {"zero", 3},   {"dp", 8},
+            {"micro_batch", 4},         {"seq", 1024}, {"gpu", "h100-80gb"}};
   for (auto it = config.begin(); it != config.end(); ++it) c[it.key()] = it.value();
   json r = {{"framework", "trl"}};
   for (auto it = rl.begin(); it != rl.end(); ++it) r[it.key()] = it.value();
@@ -75,7 +75,7 @@ json update_estimate(const json& config, bool kl = false) {
 
 TEST_CASE(
     "rl trl, vLLM colocated: Qwen2.5-7B on 8 H100s under ZeRO-3, every phase's lines by hand "
-    "(huggingface/trl f2cd577 grpo_config.py, vllm_generation.py; vLLM V1's budget rule)",
+    "(huggingface/trl f2cd577 grpo_config.py, vllm_generation.py, vLLM V1's budget rule)",
     "[rl][trl]") {
   const json a = run(trl({{"rollout", vllm()}}));
   REQUIRE(a["ok"] == true);
@@ -187,8 +187,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "rl trl: a vLLM server holds nothing on these GPUs; sleep mode frees vLLM outside "
-    "generation; the reference is sharded like the policy",
+    "rl trl: a vLLM server holds nothing on these GPUs, sleep mode frees vLLM outside "
+    "generation, the reference is sharded like the policy",
     "[rl][trl]") {
   const json srv = run(trl({{"rollout", vllm({{"mode", "server"}})}}));
   REQUIRE(srv["ok"] == true);

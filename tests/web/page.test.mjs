@@ -660,7 +660,11 @@ test('RL step: TRL\'s GRPOTrainer (DeepSpeed ZeRO-3, vLLM colocated, then a vLLM
   await page.selectOption('#rl-engine', 'server');
   assert.equal(await page.isDisabled('#rl-tp'), true);
   await page.click('#rl-run');
-  await page.waitForFunction(() => JSON.parse(document.querySelector('#rl-panel').dataset.answer || '{}').vllm?.on_these_gpus === false, null, { timeout: 60000 });
+  await page.waitForSelector('#rl-panel[data-state="ok"]', { timeout: 60000 });
+  const served = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  assert.equal(served.vllm.on_these_gpus, false);
+  assert.deepEqual(served, nativeRequest(JSON.parse(await page.getAttribute('#rl-panel', 'data-request'))));
+  assert.equal(await page.$$eval('#rl-table tbody tr', (r) => r.length), served.phases.length);
   assert.match(await page.textContent('#rl-summary'), /Generation: on the vLLM server's GPUs/);
   // vLLM colocated with tp 3 on 8 GPUs: the engine's message beside the tp field.
   await page.selectOption('#rl-engine', 'colocate');

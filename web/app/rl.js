@@ -33,6 +33,7 @@ function rlRequest() {
 function rlControls(changed) {
   const fw = $('rl-framework').value;
   for (const e of $('rl-panel').querySelectorAll('[data-rl-only]')) e.hidden = e.dataset.rlOnly !== fw;
+  $('rl-response').placeholder = fw === 'trl' ? '512 (TRL)' : 'the sequence';
   if (changed) {
     $('rl-tp').value = fw === 'trl' ? '1' : '2';
     $('rl-util').value = fw === 'trl' ? '0.3' : '0.5';

@@ -157,7 +157,8 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     // that matmul's reshape copies (aten linear -> matmul, device independent); the norm's
     // output itself is then kept by nobody.
     out.add("lm_head.in", {g.b, Dim{"R+1", g.response.value + 1}, g.h}, p,
-            "output projection backward", "the weight gradient needs its input: the response's "
+            "output projection backward",
+            "the weight gradient needs its input: the response's "
             "last hidden states, copied contiguous",
             "transformers causal-LM forward (logits_to_keep) as huggingface/trl f2cd577 calls "
             "it; measured: tests/reference/trl_loss_saved.json");

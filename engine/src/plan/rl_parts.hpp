@@ -36,8 +36,8 @@ std::uint64_t widest_layer(const ModelSpec& m, std::uint64_t tp);
 // cache in blocks for max_model_len; written into a (vllm_*, kv_*, max_model_len,
 // max_num_seqs).
 std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
-                               std::uint64_t max_num_seqs, std::uint64_t max_model_len,
-                               RlAnswer& a, Checked& ck);
+                               std::uint64_t max_num_seqs, std::uint64_t max_model_len, RlAnswer& a,
+                               Checked& ck);
 
 // Dense full-attention models only: vLLM's cache and the weight sync of MoE, sliding-window and
 // state-space layers are not modelled.

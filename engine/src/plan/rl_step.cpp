@@ -207,7 +207,8 @@ void RlBuilder::phases() {
   vllm(old, asleep_awake, false);
   a_.phases = {sync, gen, old};
   if (rl_.reference) {
-    RlPhase ref = rl_phase("ref_log_prob", "reference log-probabilities (reference forward, no grad)");
+    RlPhase ref =
+        rl_phase("ref_log_prob", "reference log-probabilities (reference forward, no grad)");
     trainer_base(ref, params, opt);
     if (rl_.ref_param_offload)
       line(ref, "trainer", "reference parameters (loaded for its forward)", st.params_bytes, "code",

@@ -60,8 +60,8 @@ constexpr const char* kTrlRef =
 std::optional<Error> trl_check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl,
                                std::uint64_t max_model_len) {
   if (rl.algorithm != "grpo")
-    return rl_error("rl.algorithm", "'" + rl.algorithm +
-                                        "': rl.framework trl is TRL's GRPOTrainer; allowed: grpo");
+    return rl_error("rl.algorithm",
+                    "'" + rl.algorithm + "': rl.framework trl is TRL's GRPOTrainer; allowed: grpo");
   if (c.loss.impl != LossImpl::kLogprobTrl)
     return rl_error("config.loss", "'" + loss_name(c.loss) +
                                        "': TRL's GRPOTrainer computes logprob_trl (with a "
@@ -153,8 +153,7 @@ void TrlBuilder::resident(RlPhase& p) {
   if (st.ddp_buckets_bytes)
     line(p, "trainer", "DDP's gradient buckets", st.ddp_buckets_bytes, "exact",
          "the engine's static memory (accelerate's DDP, gradient_as_bucket_view False)");
-  if (rl_.reference)
-    line(p, "trainer", "reference parameters", st.params_bytes, "code", kTrlRef);
+  if (rl_.reference) line(p, "trainer", "reference parameters", st.params_bytes, "code", kTrlRef);
 }
 
 // vLLM inside the process between generations: its weights and KV cache unless asleep, and its
@@ -176,11 +175,10 @@ Bytes TrlBuilder::no_grad_forward(std::uint64_t b) {
   const TrainConfig& c = s_.config;
   const Bytes w = dtype_bytes(c.act_dtype);
   const std::uint64_t kept = std::min(response_ + 1, c.seq);
-  const Bytes layer =
-      ck_.mul(ck_.mul(ck_.mul(b, c.seq, "rl"), widest_layer(m_, 1), "rl"), w, "rl");
-  const Bytes head = ck_.mul(
-      ck_.add(ck_.mul(ck_.mul(b, kept, "rl"), m_.vocab, "rl"), response_ * m_.vocab, "rl"), w,
-      "rl");
+  const Bytes layer = ck_.mul(ck_.mul(ck_.mul(b, c.seq, "rl"), widest_layer(m_, 1), "rl"), w, "rl");
+  const Bytes head =
+      ck_.mul(ck_.add(ck_.mul(ck_.mul(b, kept, "rl"), m_.vocab, "rl"), response_ * m_.vocab, "rl"),
+              w, "rl");
   return ck_.add(s_.zero3_gather, std::max(layer, head), "rl");
 }
 
@@ -203,8 +201,7 @@ RlPhase TrlBuilder::generate() {
   const Bytes w = dtype_bytes(c.act_dtype);
   if (c.par.zero >= 3)
     line(gen, "trainer", "the policy gathered whole for generation (ZeRO-3)",
-         ck_.mul(s_.ranks[0].stat.params, dtype_bytes(c.param_dtype), "rl"), "code",
-         kTrlGenerate);
+         ck_.mul(s_.ranks[0].stat.params, dtype_bytes(c.param_dtype), "rl"), "code", kTrlGenerate);
   // transformers' DynamicCache: K and V of every layer for every token of the batch.
   Bytes per_token = 0, widest = 0;
   for (std::uint64_t l = 0; l < m_.layers; ++l) {
@@ -224,12 +221,12 @@ RlPhase TrlBuilder::generate() {
   // the fp32 copy and the sampler's fp32 probabilities), and one layer's K or V copied as
   // torch.cat grows it.
   const std::uint64_t prompt = std::max<std::uint64_t>(1, c.seq - std::min(response_, c.seq));
-  const Bytes prefill = ck_.mul(
-      ck_.mul(ck_.mul(gen_batch_, prompt, "rl"), widest_layer(m_, 1), "rl"), w, "rl");
+  const Bytes prefill =
+      ck_.mul(ck_.mul(ck_.mul(gen_batch_, prompt, "rl"), widest_layer(m_, 1), "rl"), w, "rl");
   const Bytes logits = ck_.mul(ck_.mul(gen_batch_, m_.vocab, "rl"), 10, "rl");
   line(gen, "trainer", "generation's working set (prefill, logits, the cache's growth)",
-       ck_.add(ck_.add(prefill, logits, "rl"), ck_.mul(tokens, widest / 2, "rl"), "rl"),
-       "estimate", kTrlGenerate);
+       ck_.add(ck_.add(prefill, logits, "rl"), ck_.mul(tokens, widest / 2, "rl"), "rl"), "estimate",
+       kTrlGenerate);
   return gen;
 }
 

@@ -18,8 +18,8 @@ std::uint64_t largest_param(const ModelSpec& m) {
 std::uint64_t widest_layer(const ModelSpec& m, std::uint64_t tp) {
   std::uint64_t w = 0;
   for (const LayerKind& k : m.kinds)
-    w = std::max(w, 2 * m.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim / tp +
-                        3 * k.ffn_hidden / tp);
+    w = std::max(
+        w, 2 * m.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim / tp + 3 * k.ffn_hidden / tp);
   return w;
 }
 
@@ -56,8 +56,8 @@ std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
 }
 
 std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
-                               std::uint64_t max_num_seqs, std::uint64_t max_model_len,
-                               RlAnswer& a, Checked& ck) {
+                               std::uint64_t max_num_seqs, std::uint64_t max_model_len, RlAnswer& a,
+                               Checked& ck) {
   // vLLM's weights: the model under tensor parallelism r.tp in bf16 (the engine's own split:
   // columns, rows and the vocabulary divided, norms replicated, as vLLM's parallel layers do).
   TrainConfig v;

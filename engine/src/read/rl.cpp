@@ -43,8 +43,8 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
       ACTMEM_TRY(read_string(r[ch.key], field, ch.dst));
       if (*ch.dst != ch.a && *ch.dst != ch.b)
         return make_error("invalid_value", field,
-                          field + ": '" + shown_text(*ch.dst) + "' is not allowed; allowed: " +
-                              ch.a + ", " + ch.b);
+                          field + ": '" + shown_text(*ch.dst) +
+                              "' is not allowed; allowed: " + ch.a + ", " + ch.b);
     }
   const std::pair<const char*, std::uint64_t*> counts[] = {
       {"tp", &out->tp},
@@ -99,9 +99,9 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
   const json empty = json::object();
   const json& r = rl.contains("rollout") ? rl["rollout"] : empty;
   if (s.framework == "trl") {
-    static const char* const kVerl[] = {"param_offload",        "optimizer_offload",
-                                        "ref_param_offload",    "critic_param_offload",
-                                        "critic_optimizer_offload", "log_prob_micro_batch"};
+    static const char* const kVerl[] = {
+        "param_offload",        "optimizer_offload",        "ref_param_offload",
+        "critic_param_offload", "critic_optimizer_offload", "log_prob_micro_batch"};
     for (const char* k : kVerl)
       if (rl.contains(k))
         return make_error("invalid_value", std::string("rl.") + k,
@@ -192,16 +192,16 @@ Result<RlSpec> read_rl_spec(const json& rl) {
           "rl.log_prob_micro_batch: more than the supported " + std::to_string(kMaxFitMicroBatch));
   }
   if (rl.contains("steps_per_generation")) {
-    ACTMEM_TRY(read_uint(rl["steps_per_generation"], "rl.steps_per_generation",
-                         &s.steps_per_generation));
+    ACTMEM_TRY(
+        read_uint(rl["steps_per_generation"], "rl.steps_per_generation", &s.steps_per_generation));
     if (s.steps_per_generation == 0 || s.steps_per_generation > kMaxFitMicroBatch)
       return make_error("invalid_value", "rl.steps_per_generation",
                         "rl.steps_per_generation: " + std::to_string(s.steps_per_generation) +
                             " is outside 1.." + std::to_string(kMaxFitMicroBatch));
   }
   if (rl.contains("importance_sampling_correction"))
-    ACTMEM_TRY(read_bool(rl["importance_sampling_correction"],
-                         "rl.importance_sampling_correction", &s.importance_sampling_correction));
+    ACTMEM_TRY(read_bool(rl["importance_sampling_correction"], "rl.importance_sampling_correction",
+                         &s.importance_sampling_correction));
   if (rl.contains("rollout")) ACTMEM_TRY(read_rollout(rl["rollout"], &s.rollout));
   ACTMEM_TRY(refuse_foreign(rl, s));
   return s;
@@ -224,10 +224,11 @@ Result<json> trl_actor_json(json cj, const ModelSpec& m, const TrainConfig& pars
        "a DeepSpeed config is given)");
   const std::string fw = cj["framework"].is_string() ? cj["framework"].get<std::string>() : "";
   if (fw != "hf-trainer" && fw != "deepspeed")
-    return make_error("invalid_value", "config.framework",
-                      "config.framework: '" + shown_text(fw) +
-                          "': TRL trains through transformers' Trainer; allowed with rl.framework "
-                          "trl: hf-trainer (DDP), deepspeed (ZeRO through accelerate's DeepSpeed plugin)");
+    return make_error(
+        "invalid_value", "config.framework",
+        "config.framework: '" + shown_text(fw) +
+            "': TRL trains through transformers' Trainer; allowed with rl.framework "
+            "trl: hf-trainer (DDP), deepspeed (ZeRO through accelerate's DeepSpeed plugin)");
   fill("recompute", "full",
        "huggingface/trl f2cd577 grpo_config.py l.407: gradient_checkpointing True (every decoder "
        "layer checkpointed)");
@@ -236,7 +237,8 @@ Result<json> trl_actor_json(json cj, const ModelSpec& m, const TrainConfig& pars
        "huggingface/trl f2cd577 grpo_trainer.py _compute_loss (loss_type dapo, grpo_config.py "
        "l.791; the KL term when beta != 0, l.671)");
   if ((parsed.seq ? parsed.seq : default_seq(m)) > 512)
-    fill("response_len", 512, "huggingface/trl f2cd577 grpo_config.py l.488: max_completion_length 512");
+    fill("response_len", 512,
+         "huggingface/trl f2cd577 grpo_config.py l.488: max_completion_length 512");
   if (fw == "hf-trainer" && !cj.contains("param_dtype"))
     return make_error(
         "invalid_value", "config.param_dtype",

@@ -19,8 +19,8 @@ Result<RlSpec> read_rl_spec(const nlohmann::json& rl);
 
 // The actor's config: the request's config object (config_json, parsed as parsed) with the RL
 // framework's keys filled where it leaves them out: verl's FSDP actor (config framework verl), or
-// TRL's GRPOTrainer over transformers' Trainer (config framework hf-trainer, or deepspeed when given),
-// TRL's own keys listed first among the framework defaults, each with its source.
+// TRL's GRPOTrainer over transformers' Trainer (config framework hf-trainer, or deepspeed when
+// given), TRL's own keys listed first among the framework defaults, each with its source.
 Result<TrainConfig> rl_actor_config(const ModelSpec& m, const nlohmann::json& config_json,
                                     const TrainConfig& parsed, const RlSpec& rl);
 

@@ -410,8 +410,8 @@ static void set_trl_loss_transients(Setup& e, const LayerGeometry& g0, Checked& 
   const Bytes w = dtype_bytes(e.config.act_dtype);
   const Bytes rows = ck.mul(g0.b.value, g0.response.value, lf);
   const Bytes x = ck.mul(ck.mul(rows, g0.v.value, lf), w, lf);
-  const Bytes x1 = ck.mul(ck.mul(ck.mul(g0.b.value, g0.response.value + 1, lf), g0.v.value, lf),
-                          w, lf);
+  const Bytes x1 =
+      ck.mul(ck.mul(ck.mul(g0.b.value, g0.response.value + 1, lf), g0.v.value, lf), w, lf);
   const Bytes chunk = ck.mul(ck.mul(std::min<Bytes>(rows, 128), g0.v.value, lf), w, lf);
   e.loss_fwd_ws = ck.add(ck.add(x1, x, lf), ck.mul(chunk, 3, lf), lf);
   e.loss_bwd_bufs[0] = x;

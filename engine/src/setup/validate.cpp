@@ -346,9 +346,10 @@ std::optional<Error> validate_shard_group(const ModelSpec&, const TrainConfig& c
 std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
   const Parallel& p = c.par;
   if (c.response_len && !rl_loss(c.loss))
-    return bad("config.response_len",
-               "response_len=" + std::to_string(c.response_len) +
-                   " is read only with an RL loss (loss logprob, logprob_torch, logprob_trl or value)");
+    return bad(
+        "config.response_len",
+        "response_len=" + std::to_string(c.response_len) +
+            " is read only with an RL loss (loss logprob, logprob_torch, logprob_trl or value)");
   if (c.response_len > c.seq)
     return bad("config.response_len", "response_len=" + std::to_string(c.response_len) +
                                           " is longer than seq=" + std::to_string(c.seq) +

@@ -30,13 +30,13 @@ struct RlRollout {
   std::uint64_t max_num_seqs = 256;             // verl default 256; TRL: 0, derived
   std::uint64_t max_num_batched_tokens = 8192;  // verl default 8192
   std::uint64_t max_model_len = 0;  // 0: the config's seq (verl); the model's positions (TRL)
-  std::uint64_t block_size = 16;                // vLLM's default on CUDA
-  bool free_cache_engine = true;                // verl default: sleep (level 2 in hybrid mode)
-  bool enforce_eager = false;                   // verl default: CUDA graphs captured
-  Bytes cudagraph_bytes = 0;                    // what vLLM logs for its graphs; 0: not given
-  Bytes bucket_bytes = Bytes{2048} << 20;       // checkpoint_engine.update_weights_bucket_megabytes
-  Bytes context_bytes = 0;                      // the vLLM process's CUDA context; 0: the GPU's
-  Bytes profile_peak_bytes = 0;                 // vLLM's profiled activation peak; 0: estimated
+  std::uint64_t block_size = 16;    // vLLM's default on CUDA
+  bool free_cache_engine = true;    // verl default: sleep (level 2 in hybrid mode)
+  bool enforce_eager = false;       // verl default: CUDA graphs captured
+  Bytes cudagraph_bytes = 0;        // what vLLM logs for its graphs; 0: not given
+  Bytes bucket_bytes = Bytes{2048} << 20;  // checkpoint_engine.update_weights_bucket_megabytes
+  Bytes context_bytes = 0;                 // the vLLM process's CUDA context; 0: the GPU's
+  Bytes profile_peak_bytes = 0;            // vLLM's profiled activation peak; 0: estimated
 };
 
 struct RlSpec {
@@ -111,7 +111,7 @@ struct RlAnswer {
   double kv_concurrency = 0;  // sequences of max_model_len the cache holds at once
   bool vllm_starts = false;   // free memory at vLLM's start >= requested (vLLM raises otherwise)
   bool vllm_here = false;     // vLLM runs on these GPUs (false: transformers' generate, a server)
-  std::uint64_t max_num_seqs = 0;  // as resolved (TRL derives it)
+  std::uint64_t max_num_seqs = 0;          // as resolved (TRL derives it)
   std::uint64_t steps_per_generation = 1;  // TRL, as resolved (verl: 1)
   Bytes free_at_start = 0;
   // The actor keys framework verl filled (the config's framework_defaults), each with its source.
