@@ -269,7 +269,38 @@ TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
   CHECK(msg(no_gpu).rfind("config.gpu: rl needs a GPU preset", 0) == 0);
   CHECK(msg({{"command", "estimate"}, {"preset", "qwen2.5-7b"}, {"rl", json::object()}}) ==
         "rl: read only by the rl command, not by estimate");
-  json moe = grpo();
-  moe["preset"] = "qwen3-30b-a3b";
-  CHECK(msg(moe).rfind("model: layer kind", 0) == 0);
+  // Sliding-window layers (gpt-oss-20b's alternate ones): vLLM's cache of them is not modelled.
+  json sliding = grpo();
+  sliding["preset"] = "gpt-oss-20b";
+  CHECK(msg(sliding).rfind("model: layer kind", 0) == 0);
+}
+
+TEST_CASE(
+    "rl GRPO, Qwen3-30B-A3B (MoE) on 8 H100s, rollout tp 2: vLLM's weights and KV cache, the "
+    "fused experts in the weight sync and the profile's estimate by hand",
+    "[rl]") {
+  // presets/models/qwen3-30b-a3b.json: h 2048, 48 layers, 32 heads of 128, 4 kv heads, 128
+  // experts of width 768, top-8, q/k norms, V 151936; 30,532,122,624 parameters.
+  constexpr std::uint64_t h = 2048, layers = 48, experts = 128, ef = 768, vocab = 151936;
+  constexpr std::uint64_t params = 30532122624;
+  json req = grpo();
+  req["preset"] = "qwen3-30b-a3b";
+  req["config"]["micro_batch"] = 2;
+  const json a = run(req);
+  REQUIRE(a["ok"] == true);
+  // vLLM at tp 2: everything split in two but what vLLM replicates: the norms (2h and the q/k
+  // norms' 2 x 128 per layer, the final h) and each layer's router (ReplicatedLinear, E x h).
+  const std::uint64_t replicated = layers * (2 * h + 2 * 128) + h + layers * experts * h;
+  CHECK(u(a["vllm"]["weights_bytes"]) == ((params - replicated) / 2 + replicated) * 2);
+  // The KV cache: attention layers only, 2 kv heads per GPU.
+  CHECK(u(a["vllm"]["kv_bytes_per_token"]) == layers * 2 * 2 * 128 * 2);
+  // The largest parameter: one layer's fused gate and up (E x 2f x h, transformers 5's grouped
+  // experts), larger than the embedding (V x h), gathered in fp32 and cast.
+  CHECK(experts * 2 * ef * h > vocab * h);
+  CHECK(line(phase(a, "weight_sync"), "the largest parameter") == experts * 2 * ef * h * 6);
+  // The profile's estimate: 8,192 tokens through the widest layer, whose FFN is the top-8
+  // experts' gate/up, activation and output (3f / tp + h each) and the router's fp32 logits.
+  const std::uint64_t width = 2 * h + (32 + 8) * 128 / 2 + 8 * (3 * ef / 2 + h) + 2 * experts;
+  CHECK(u(a["vllm"]["profile_peak_bytes"]) == 8192 * width * 2 + 256 * vocab * 8);
+  for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == lines_sum(p));
 }

@@ -23,11 +23,12 @@ inline RlPhase rl_phase(const char* id, const char* label) {
 }
 
 // The largest parameter a weight sync gathers whole, in elements: the embedding or head (V x h),
-// a projection (f x h, heads x d x h).
+// a projection (f x h, heads x d x h), an MoE layer's fused gate and up (E x 2f x h).
 std::uint64_t largest_param(const ModelSpec& m);
 
 // The widest layer's working set per token in elements (hidden and residual, q/k/v, the FFN's
-// gate, up and activation), each split by tp: what a forward without grad holds at once.
+// gate, up and activation, or an MoE layer's top-k experts'), each split by tp: what a forward
+// without grad holds at once.
 std::uint64_t widest_layer(const ModelSpec& m, std::uint64_t tp);
 
 // vLLM's side of the GPU (V1 gpu_worker.py determine_available_memory, kv_cache_utils.py): its
@@ -39,9 +40,9 @@ std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRo
                                std::uint64_t max_num_seqs, std::uint64_t max_model_len, RlAnswer& a,
                                Checked& ck);
 
-// Dense full-attention models only: vLLM's cache and the weight sync of MoE, sliding-window and
-// state-space layers are not modelled.
-std::optional<Error> check_dense(const ModelSpec& m);
+// Full-attention models only (dense or MoE): vLLM's cache of sliding-window and state-space layers
+// is not modelled.
+std::optional<Error> check_full_attention(const ModelSpec& m);
 
 // What vLLM refuses: a utilization outside (0, 1], a tp that does not divide the GPUs, a block
 // size CUDA does not offer, a max_model_len shorter than a prompt and its response.

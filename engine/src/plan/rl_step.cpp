@@ -45,7 +45,7 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
     return rl_error("config.loss", "'" + loss_name(c.loss) +
                                        "' is TRL's loss; verl's actor computes logprob or "
                                        "logprob_torch (or give rl.framework trl)");
-  if (auto err = detail::check_dense(m)) return err;
+  if (auto err = detail::check_full_attention(m)) return err;
   const RlRollout& r = rl.rollout;
   return detail::check_vllm(c, r, r.max_model_len ? r.max_model_len : c.seq);
 }

@@ -71,7 +71,7 @@ std::optional<Error> trl_check(const ModelSpec& m, const TrainConfig& c, const R
                                        (rl.reference ? "true" : "false") +
                                        ": TRL adds the KL term (logprob_trl+kl) exactly when "
                                        "beta != 0 loads a reference");
-  if (auto err = check_dense(m)) return err;
+  if (auto err = check_full_attention(m)) return err;
   const RlRollout& r = rl.rollout;
   if (r.engine != "vllm") return std::nullopt;
   if (r.mode == "server") return std::nullopt;

@@ -8,28 +8,40 @@
 
 namespace actmem::detail {
 
+// An MoE layer's routed experts are one parameter per projection in transformers 5's grouped
+// experts (gate and up fused: E x 2f x h), the hf profile's modules.
 std::uint64_t largest_param(const ModelSpec& m) {
   std::uint64_t n = m.vocab * m.hidden;
-  for (const LayerKind& k : m.kinds)
+  for (const LayerKind& k : m.kinds) {
     n = std::max({n, k.ffn_hidden * m.hidden, k.heads * k.head_dim * m.hidden});
+    if (k.is_moe()) n = std::max(n, k.moe.experts * 2 * k.moe.expert_ffn * m.hidden);
+  }
   return n;
 }
 
+// An MoE layer's working set per token: each of its top-k experts' gate/up, activation and output
+// (vLLM's fused_moe caches [T, k, 2f], [T, k, f], [T, k, h]; the grouped experts alike), the
+// router's fp32 logits (two bf16 units per expert), and the shared experts' gate, up and
+// activation.
 std::uint64_t widest_layer(const ModelSpec& m, std::uint64_t tp) {
   std::uint64_t w = 0;
-  for (const LayerKind& k : m.kinds)
-    w = std::max(
-        w, 2 * m.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim / tp + 3 * k.ffn_hidden / tp);
+  for (const LayerKind& k : m.kinds) {
+    std::uint64_t ffn = 3 * k.ffn_hidden / tp;
+    if (k.is_moe())
+      ffn = k.moe.top_k * (3 * k.moe.expert_ffn / tp + m.hidden) + 2 * k.moe.experts +
+            3 * k.moe.shared_experts * k.moe.shared_expert_ffn / tp;
+    w = std::max(w, 2 * m.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim / tp + ffn);
+  }
   return w;
 }
 
-std::optional<Error> check_dense(const ModelSpec& m) {
+std::optional<Error> check_full_attention(const ModelSpec& m) {
   for (const LayerKind& k : m.kinds) {
-    if (!k.has_attention() || k.window > 0 || k.is_moe())
+    if (!k.has_attention() || k.window > 0)
       return rl_error("model", "layer kind '" + k.name +
-                                   "' (MoE, sliding-window or state-space layers): vLLM's cache "
-                                   "and the weight sync of such layers are not modelled; dense "
-                                   "full-attention models only");
+                                   "' (sliding-window or state-space layers): vLLM's cache of "
+                                   "such layers is not modelled; full-attention models only "
+                                   "(dense or MoE)");
   }
   return std::nullopt;
 }
