@@ -187,6 +187,48 @@ TEST_CASE(
   CHECK(records(run(rl_request("logprob_trl", 4, 17, 16))).at("lm_head.in") == 4 * 17 * 64 * 2);
 }
 
+TEST_CASE(
+    "TRL's DPO loss records equal what DPOTrainer's _compute_loss keeps (tests/reference/"
+    "trl_loss_saved.json dpo, torch 2.6.0, huggingface/trl f2cd577, 2 pairs of 24 tokens)",
+    "[rl_loss]") {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/trl_loss_saved.json");
+  REQUIRE(in.good());
+  const json m = json::parse(in)["dpo"];
+  REQUIRE(u(m["sequences"]) == 4);
+  REQUIRE(u(m["seq"]) == 24);
+  const json a = run(rl_request("dpo_trl", 4, 24));
+  const auto r = records(a);
+  // The measured storages that live anyway are the lm_head weight, the norm's output (the
+  // lm_head input: lm_head.in) and the input ids (the embedding's embed.token_ids).
+  std::uint64_t own = 0, norm_out = 0;
+  for (const json& e : m["saved"]) {
+    if (!e["lives_anyway"].get<bool>())
+      own += u(e["storage_bytes"]);
+    else if (e["shape"] == json::array({96, 64}))
+      norm_out = u(e["storage_bytes"]);
+  }
+  CHECK(r.at("logprob.row_log_softmax") + r.at("dpo.completion_mask") + r.at("dpo.logsigmoid") ==
+        own);
+  CHECK(r.at("lm_head.in") == norm_out);
+  CHECK(r.count("logits") == 0);
+  // By hand: one [23, 1000] bf16 log_softmax per sequence, the [4, 23] bool mask, the
+  // logsigmoid's input and buffer over the 2 pairs.
+  CHECK(r.at("logprob.row_log_softmax") == 4 * 23 * 1000 * 2);
+  CHECK(r.at("dpo.completion_mask") == 4 * 23);
+  CHECK(r.at("dpo.logsigmoid") == 2 * 2 * 2);
+  // The loss's buffers (from the code): forward, both models' logits (X = 4 x 24 x 1000 x 2 B)
+  // with the entropy's copy of the shifted view (X1) and one 92-row chunk three times; the
+  // reference's forward beside the policy's logits is smaller here. Backward: X1 and X.
+  json treq = rl_request("dpo_trl", 4, 24);
+  treq["command"] = "timeline";
+  const json t = run(treq);
+  std::map<std::string, std::uint64_t> tr;
+  for (const json& x : t["stages"][0]["transients"]) tr[x["name"]] = u(x["bytes"]);
+  const std::uint64_t x = 4 * 24 * 1000 * 2, x1 = 4 * 23 * 1000 * 2, chunk = 92 * 1000 * 2;
+  CHECK(tr.at("loss.fp32_logits_buffer") == 2 * x + x1 + 3 * chunk);
+  CHECK(tr.at("loss.logits_grad") == x1);
+}
+
 TEST_CASE("RL loss: refusals name the field", "[rl_loss]") {
   auto msg = [](json req) {
     const json r = actmem::evaluate_json(req);

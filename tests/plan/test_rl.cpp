@@ -247,7 +247,9 @@ TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
     return r.value("ok", true) ? std::string("ok") : r["error"]["message"].get<std::string>();
   };
   CHECK(msg(grpo({{"algorithm", "dpo"}})) ==
-        "rl.algorithm: 'dpo' is not allowed; allowed: grpo, ppo");
+        "rl.algorithm: 'dpo' is TRL's DPOTrainer; give rl.framework trl (verl runs grpo and ppo)");
+  CHECK(msg(grpo({{"algorithm", "sft"}})) ==
+        "rl.algorithm: 'sft' is not allowed; allowed: grpo, ppo, dpo");
   CHECK(msg(grpo({{"rollout", {{"tp", 3}}}})) ==
         "rl.rollout.tp: 3 does not divide the 8 GPUs (config.dp) into rollout replicas");
   CHECK(msg(grpo({{"rollout", {{"gpu_memory_utilization", 0}}}})) ==

@@ -210,6 +210,45 @@ TEST_CASE(
   CHECK(line(phase(ref, "update"), "the training step") == u(e["device"]["total_bytes"]));
 }
 
+TEST_CASE(
+    "rl trl, DPO (DPOTrainer): Qwen2.5-7B on 8 H100s under ZeRO-3, the step with the "
+    "reference's forward in its loss and the reference's shard, by hand",
+    "[rl][trl]") {
+  json req = trl({{"algorithm", "dpo"}});
+  req["config"].erase("seq");  // DPOConfig's max_length 1024
+  const json a = run(req);
+  REQUIRE(a["ok"] == true);
+  CHECK(a["algorithm"] == "dpo");
+  CHECK(a["rollout"]["engine"] == "none");
+  REQUIRE(a["phases"].size() == 1);
+  const json& upd = phase(a, "update");
+  // The trainer with TRL's DPO keys: its device figure, and the reference's bf16 ZeRO-3 shard.
+  json c = trl()["config"];
+  c["recompute"] = "full";
+  c["dtype"] = "bf16";
+  c["loss"] = "dpo_trl";
+  const json e = run({{"preset", "qwen2.5-7b"}, {"config", c}});
+  CHECK(line(upd, "the training step") == u(e["device"]["total_bytes"]));
+  CHECK(line(upd, "reference parameters") == kParams * 2 / 8);
+  CHECK(u(a["peak"]["bytes"]) == u(e["device"]["total_bytes"]) + kParams * 2 / 8);
+  // DPO's defaults: its loss and max_length 1024, listed with their source.
+  bool loss = false, seq = false;
+  for (const json& d : a["framework_defaults"]) {
+    loss = loss || (d["key"] == "loss" && d["value"] == "dpo_trl");
+    seq = seq || (d["key"] == "seq" && u(d["value"]) == 1024);
+  }
+  CHECK(loss);
+  CHECK(seq);
+  // The loss's buffers hold both models' logits: 4 sequences x 1024 x V in bf16, twice, and more.
+  json t = {{"command", "timeline"}, {"preset", "qwen2.5-7b"}, {"config", c}};
+  t["config"]["seq"] = 1024;
+  std::uint64_t fwd = 0;
+  const json tl = run(t);
+  for (const json& x : tl["stages"][0]["transients"])
+    if (x["name"] == "loss.fp32_logits_buffer") fwd = u(x["bytes"]);
+  CHECK(fwd > 2 * 4 * 1024 * kV * 2);
+}
+
 TEST_CASE("rl trl: what TRL has no key for is refused by field", "[rl][trl]") {
   auto msg = [](const json& req) {
     const json r = actmem::evaluate_json(req);
@@ -237,6 +276,15 @@ TEST_CASE("rl trl: what TRL has no key for is refused by field", "[rl][trl]") {
   CHECK(field(trl({}, {{"loss", "logprob"}})) == "config.loss");
   CHECK(field(trl({{"reference", true}}, {{"loss", "logprob_trl"}})) == "config.loss");
   CHECK(field(trl({{"steps_per_generation", 0}})) == "rl.steps_per_generation");
+  // DPO: TRL's only; no generation; its reference always; pairs of sequences.
+  CHECK(field(trl({{"algorithm", "dpo"}, {"rollout", vllm()}})) == "rl.rollout");
+  CHECK(field(trl({{"algorithm", "dpo"}, {"reference", false}})) == "rl.reference");
+  CHECK(field(trl({{"algorithm", "dpo"}}, {{"micro_batch", 3}})) == "config.micro_batch");
+  CHECK(field(trl({{"algorithm", "dpo"}}, {{"response_len", 16}})) == "config.response_len");
+  json verl_dpo = trl({{"algorithm", "dpo"}});
+  verl_dpo["rl"]["framework"] = "verl";
+  CHECK(msg(verl_dpo) ==
+        "rl.algorithm: 'dpo' is TRL's DPOTrainer; give rl.framework trl (verl runs grpo and ppo)");
   CHECK(msg(trl({{"framework", "openrlhf"}})) ==
         "rl.framework: 'openrlhf' is not allowed; allowed: verl, trl");
   // verl has none of TRL's keys.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What TRL's GRPOTrainer keeps for backward past the final norm (issue 37), on the CPU.
+"""What TRL's GRPOTrainer and DPOTrainer keep for backward past the final norm (issue 37), on the CPU.
 
 Runs TRL's own code (trl/trainer/grpo_trainer.py GRPOTrainer._compute_loss and
 _get_per_token_logps_and_entropies, trl/trainer/utils.py selective_log_softmax,
@@ -19,8 +19,15 @@ weight, the input ids and masks, the inputs dict's tensors).
 
 where TRL is a checkout of huggingface/trl (f2cd577 was measured). PyTorch >= 2.6; the CPU is
 enough. B = 4 sequences of P = 8 prompt and R = 16 completion tokens, H = 64, V = 1000.
+
+DPO: DPOTrainer._compute_loss (trl/trainer/dpo_trainer.py) with DPOConfig's defaults (loss_type
+["sigmoid"], beta 0.1, reverse KL, no ld_alpha, no weighting, the reference's forward each step)
+on B = 4 sequences (2 pairs, chosen then rejected, as the collator concatenates them) of S = 24
+tokens, the last 16 the completion: the policy's lm_head over its bf16 final-norm output, the
+reference's over its own under no_grad.
 """
 import ast
+import contextlib
 import json
 import sys
 import types
@@ -42,14 +49,18 @@ def functions(path, names, cls=None):
 
 
 def load(root):
-    scope = {"torch": torch, "F": F, "nn": torch.nn, "defaultdict": defaultdict}
+    scope = {"torch": torch, "F": F, "nn": torch.nn, "defaultdict": defaultdict,
+             "is_peft_model": lambda m: False,
+             "disable_gradient_checkpointing": lambda *a, **k: contextlib.nullcontext()}
     nodes = functions(root + "/trl/trainer/utils.py",
                       {"selective_log_softmax", "entropy_from_logits", "nanmin", "nanmax"})
     nodes += functions(root + "/trl/trainer/grpo_trainer.py",
                        {"_compute_loss", "_get_per_token_logps_and_entropies"}, "GRPOTrainer")
-    for n in nodes:
+    dpo = functions(root + "/trl/trainer/dpo_trainer.py", {"_compute_loss"}, "DPOTrainer")
+    dpo[0].name = "_dpo_compute_loss"
+    for n in nodes + dpo:
         n.decorator_list = []
-    mod = ast.Module(body=nodes, type_ignores=[])
+    mod = ast.Module(body=nodes + dpo, type_ignores=[])
     exec(compile(mod, "trl", "exec"), scope)
     return scope
 
@@ -145,6 +156,57 @@ class _Model:
         return self.fn(kw["input_ids"], kw["attention_mask"], kw["logits_to_keep"], kw["use_cache"])
 
 
+def measure_dpo(scope):
+    torch.manual_seed(0)
+    S = P + R
+    lm_head = torch.nn.Linear(H, V, bias=False).to(torch.bfloat16)
+    ref_head = torch.nn.Linear(H, V, bias=False).to(torch.bfloat16).requires_grad_(False)
+    leaf = torch.randn(B, S, H, dtype=torch.bfloat16, requires_grad=True)
+    normed = leaf * 1  # the policy's final-norm output
+    ref_normed = torch.randn(B, S, H, dtype=torch.bfloat16)
+
+    def policy(**kw):
+        return types.SimpleNamespace(logits=lm_head(normed))
+
+    def reference(**kw):
+        return types.SimpleNamespace(logits=ref_head(ref_normed))
+
+    t = types.SimpleNamespace(
+        model=types.SimpleNamespace(training=True), accelerator=types.SimpleNamespace(
+            device="cpu", gather_for_metrics=lambda x: x, gather=lambda x: x),
+        aux_loss_enabled=False, ld_alpha=None, precompute_ref_logps=False, ref_model=reference,
+        f_divergence_type="reverse_kl", loss_types=["sigmoid"], loss_weights=[1.0], beta=0.1,
+        use_weighting=False, label_smoothing=0.0, args=types.SimpleNamespace(
+            gradient_checkpointing_kwargs=None), _metrics={"train": defaultdict(list)},
+        _total_train_tokens=0)
+    completion = torch.zeros(B, S, dtype=torch.int64)
+    completion[:, P:] = 1
+    inputs = {"input_ids": torch.randint(0, V, (B, S)),
+              "attention_mask": torch.ones(B, S, dtype=torch.int64),
+              "completion_mask": completion}
+    anyway = {x.untyped_storage().data_ptr() for x in list(inputs.values()) + [normed, leaf]}
+    anyway |= {p.untyped_storage().data_ptr() for p in lm_head.parameters()}
+    kept, used = [], set()
+
+    def pack(x):
+        kept.append(x)
+        return len(kept) - 1
+
+    def unpack(i):
+        used.add(i)
+        return kept[i]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        loss = scope["_dpo_compute_loss"](t, policy, inputs, False)
+        loss.backward()
+    seen = {}
+    for i in sorted(used):
+        x = kept[i]
+        p = x.untyped_storage().data_ptr()
+        seen.setdefault(p, dict(entry(x), lives_anyway=p in anyway))
+    return list(seen.values())
+
+
 def main():
     scope = load(sys.argv[1])
     out = {"torch": torch.__version__, "B": B, "P": P, "R": R, "H": H, "V": V,
@@ -152,7 +214,10 @@ def main():
                      "(_compute_loss, _get_per_token_logps_and_entropies), trl/trainer/utils.py",
            "cases": {"vllm": measure(scope, True, 0.0),
                      "no_vllm": measure(scope, False, 0.0),
-                     "beta": measure(scope, True, 0.04)}}
+                     "beta": measure(scope, True, 0.04)},
+           "dpo": {"source": "huggingface/trl f2cd577 trl/trainer/dpo_trainer.py _compute_loss",
+                   "sequences": B, "seq": P + R, "completion": R,
+                   "saved": measure_dpo(scope)}}
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
 

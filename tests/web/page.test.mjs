@@ -666,6 +666,16 @@ test('RL step: TRL\'s GRPOTrainer (DeepSpeed ZeRO-3, vLLM colocated, then a vLLM
   assert.deepEqual(served, nativeRequest(JSON.parse(await page.getAttribute('#rl-panel', 'data-request'))));
   assert.equal(await page.$$eval('#rl-table tbody tr', (r) => r.length), served.phases.length);
   assert.match(await page.textContent('#rl-summary'), /Generation: on the vLLM server's GPUs/);
+  // DPO: one phase, the CLI's answer for the request the panel sent.
+  await page.selectOption('#rl-algorithm', 'dpo');
+  assert.equal(await page.isDisabled('#rl-engine'), true);
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="ok"]', { timeout: 60000 });
+  const dpo = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  assert.equal(dpo.algorithm, 'dpo');
+  assert.deepEqual(dpo, nativeRequest(JSON.parse(await page.getAttribute('#rl-panel', 'data-request'))));
+  assert.match(await page.textContent('#rl-summary'), /DPO: no generation/);
+  await page.selectOption('#rl-algorithm', 'grpo');
   // vLLM colocated with tp 3 on 8 GPUs: the engine's message beside the tp field.
   await page.selectOption('#rl-engine', 'colocate');
   await page.fill('#rl-tp', '3');

@@ -15,7 +15,10 @@ function rlRequest() {
   if (trl && $('rl-trainer').value === 'ddp') Object.assign(config, { framework: 'hf-trainer', param_dtype: 'bf16' });
   const rollout = { tp: typed($('rl-tp').value), gpu_memory_utilization: typed($('rl-util').value), free_cache_engine: !$('rl-awake').checked };
   const rl = { algorithm: $('rl-algorithm').value, reference: $('rl-reference').checked };
-  if (trl) {
+  if (trl && rl.algorithm === 'dpo') {
+    rl.framework = 'trl';
+    delete rl.reference;  // DPO always loads its reference
+  } else if (trl) {
     const gen = $('rl-engine').value;
     rl.framework = 'trl';
     rl.rollout = gen === 'transformers' ? { engine: 'transformers' } : Object.assign({ engine: 'vllm', mode: gen }, gen === 'colocate' ? rollout : {});
@@ -40,13 +43,21 @@ function rlControls(changed) {
     $('rl-awake').checked = fw === 'trl';
     if (fw === 'trl') $('rl-algorithm').value = 'grpo';
   }
-  const vllmHere = fw === 'verl' || $('rl-engine').value === 'colocate';
+  const vllmHere = fw === 'verl' || ($('rl-engine').value === 'colocate' && $('rl-algorithm').value !== 'dpo');
   for (const id of ['rl-tp', 'rl-util', 'rl-awake']) {
     $(id).disabled = !vllmHere;
     $(id).title = vllmHere ? '' : 'No vLLM on these GPUs with this generation choice';
   }
-  for (const o of $('rl-algorithm').options)
-    if (o.text === 'ppo') { o.disabled = fw === 'trl'; o.title = fw === 'trl' ? 'TRL\'s GRPOTrainer runs GRPO' : ''; }
+  for (const o of $('rl-algorithm').options) {
+    if (o.text === 'ppo') { o.disabled = fw === 'trl'; o.title = fw === 'trl' ? 'TRL runs GRPO and DPO' : ''; }
+    if (o.text === 'dpo') { o.disabled = fw !== 'trl'; o.title = fw !== 'trl' ? 'DPO is TRL\'s DPOTrainer' : ''; }
+  }
+  if ($('rl-algorithm').selectedOptions[0]?.disabled) $('rl-algorithm').value = 'grpo';
+  const dpo = $('rl-algorithm').value === 'dpo';
+  $('rl-engine').disabled = dpo;
+  $('rl-engine').title = dpo ? 'DPO generates nothing' : '';
+  $('rl-reference').disabled = dpo;
+  $('rl-reference').title = dpo ? 'DPO always loads its reference' : '';
 }
 
 function runRl() {
@@ -109,7 +120,8 @@ function onRl(m) {
   const v = ans.vllm;
   const verdict = (ans.fits ? 'Fits: ' : 'Does not fit: ') + 'the peak is ' + fmt(ans.peak.bytes) + ' in ' + peak.label.split(' (')[0] +
     ', against ' + fmt(ans.capacity_bytes) + '. ';
-  const gen = ans.rollout.engine === 'transformers' ? 'Generation: transformers\' generate on the policy, ' + ans.rollout.steps_per_generation + ' step(s) of micro-batches at once.'
+  const gen = ans.rollout.engine === 'none' ? 'DPO: no generation; the reference\'s forward runs inside the loss.'
+    : ans.rollout.engine === 'transformers' ? 'Generation: transformers\' generate on the policy, ' + ans.rollout.steps_per_generation + ' step(s) of micro-batches at once.'
     : 'Generation: on the vLLM server\'s GPUs (not sized here).';
   $('rl-summary').textContent = verdict + (v.on_these_gpus ? 'vLLM: a ' + fmt(v.requested_bytes) + ' budget, ' + fmt(v.kv_cache_bytes) + ' of KV cache = ' +
     commas(v.kv_blocks) + ' blocks (' + commas(v.kv_tokens) + ' tokens, ' + v.concurrency.toFixed(1) + ' sequences of ' + commas(v.max_model_len) + ')' +
@@ -125,6 +137,7 @@ function wireRl() {
   $('rl-run').addEventListener('click', runRl);
   $('rl-framework').addEventListener('change', () => rlControls(true));
   $('rl-engine').addEventListener('change', () => rlControls(false));
+  $('rl-algorithm').addEventListener('change', () => rlControls(false));
   rlControls(false);
   for (const id of ['rl-gpus', 'rl-response', 'rl-tp', 'rl-util'])
     $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); runRl(); } });

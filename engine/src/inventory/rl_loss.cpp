@@ -85,9 +85,31 @@ void build_trl_loss(const LayerGeometry& g, RecordBuilder& out) {
             "beta != 0: exp(ref_logps - logps) of the KL term", kTrl);
 }
 
+// TRL's DPOTrainer (huggingface/trl f2cd577 dpo_trainer.py _compute_loss): logits over every token
+// of the b concatenated chosen and rejected sequences, selective_log_softmax on their [:, :-1]
+// view (one bf16 log_softmax per sequence), the completion mask the in-place masking keeps, and
+// the sigmoid loss's logsigmoid over the b / 2 pairs (its input and buffer). The logits are not
+// kept; the lm_head input is the norm's output; the index is the embedding's input ids.
+// Measured: tests/reference/trl_loss_saved.json (dpo).
+void build_dpo_loss(const LayerGeometry& g, RecordBuilder& out) {
+  constexpr const char* kDpo =
+      "huggingface/trl f2cd577 trl/trainer/dpo_trainer.py _compute_loss; measured: "
+      "tests/reference/trl_loss_saved.json (dpo)";
+  const Dim shifted{"s-1", g.s_tp.value - 1};
+  out.add("logprob.row_log_softmax", {g.b, shifted, g.v}, g.act, "log_softmax backward (per row)",
+          "selective_log_softmax on the shifted bf16 logits: one log_softmax per sequence, each "
+          "keeping its output",
+          kDpo);
+  out.add("dpo.completion_mask", {g.b, shifted}, DType::kBool, "index_put backward",
+          "per_token_logps[mask == 0] = 0 keeps the mask", kDpo);
+  out.add("dpo.logsigmoid", {Dim{"b/2", g.b.value / 2}, Dim{"2", 2}}, g.act, "log_sigmoid backward",
+          "the sigmoid loss's input and buffer, one per pair", kDpo);
+}
+
 void build_rl_loss(const LayerGeometry& g, RecordBuilder& out) {
   const DType p = g.act;
   if (g.loss.impl == LossImpl::kLogprobTrl) return build_trl_loss(g, out);
+  if (g.loss.impl == LossImpl::kDpoTrl) return build_dpo_loss(g, out);
   out.add("logits", {g.b, g.s_tp, g.v}, p, "log-probability backward",
           "output.logits (divided by the temperature in place) is what the log-probability and "
           "entropy read",

@@ -26,11 +26,6 @@ inline RlPhase rl_phase(const char* id, const char* label) {
 // a projection (f x h, heads x d x h), an MoE layer's fused gate and up (E x 2f x h).
 std::uint64_t largest_param(const ModelSpec& m);
 
-// The widest layer's working set per token in elements (hidden and residual, q/k/v, the FFN's
-// gate, up and activation, or an MoE layer's top-k experts'), each split by tp: what a forward
-// without grad holds at once.
-std::uint64_t widest_layer(const ModelSpec& m, std::uint64_t tp);
-
 // vLLM's side of the GPU (V1 gpu_worker.py determine_available_memory, kv_cache_utils.py): its
 // requested budget from a.capacity, its weights at the rollout's tp (bf16), the profiled
 // activation peak (given, or estimated from max_num_batched_tokens and max_num_seqs), and the KV

@@ -36,7 +36,7 @@ constexpr const char* kVllmSleep =
 
 std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl) {
   if (rl.algorithm != "grpo" && rl.algorithm != "ppo")
-    return rl_error("rl.algorithm", "'" + rl.algorithm + "'; allowed: grpo, ppo");
+    return rl_error("rl.algorithm", "'" + rl.algorithm + "'; allowed with verl: grpo, ppo");
   if (c.par.tp > 1 || c.par.pp > 1 || c.par.cp > 1)
     return rl_error("config.tp",
                     "verl's FSDP actor runs with tp, pp and cp 1 (its Ulysses "
@@ -151,7 +151,7 @@ void RlBuilder::vllm(RlPhase& p, bool awake, bool weights_only) {
 Bytes RlBuilder::forward_peak(std::uint64_t b, bool entropy, bool value_head) const {
   Checked ck;
   const std::uint64_t t = ck.mul(b, s_.config.seq, "rl");
-  const std::uint64_t layer = detail::widest_layer(m_, 1);
+  const std::uint64_t layer = widest_layer_width(m_, 1);
   std::uint64_t head = m_.hidden + (value_head ? 1 : m_.vocab);
   if (!value_head && entropy && s_.config.loss.entropy == Entropy::kEager) head += m_.vocab;
   const Bytes ws = ck.mul(ck.mul(t, std::max(layer, head), "rl"), 2, "rl");
@@ -294,6 +294,7 @@ Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const G
   }
   RlAnswer a;
   a.framework = "verl", a.engine = "vllm", a.mode = "colocate", a.vllm_here = true;
+  a.algorithm = rl.algorithm;
   RlBuilder b(m, s.value(), critic ? &*critic : nullptr, gpu, rl, &a);
   if (auto err = b.prepare()) return *err;
   b.phases();

@@ -59,9 +59,16 @@ constexpr const char* kTrlRef =
 // TRL's own checks and what the engine models of it.
 std::optional<Error> trl_check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl,
                                std::uint64_t max_model_len) {
-  if (rl.algorithm != "grpo")
-    return rl_error("rl.algorithm",
-                    "'" + rl.algorithm + "': rl.framework trl is TRL's GRPOTrainer; allowed: grpo");
+  if (rl.algorithm != "grpo" && rl.algorithm != "dpo")
+    return rl_error("rl.algorithm", "'" + rl.algorithm +
+                                        "': rl.framework trl is TRL's GRPOTrainer or DPOTrainer; "
+                                        "allowed: grpo, dpo");
+  if (rl.algorithm == "dpo") {
+    if (c.loss.impl != LossImpl::kDpoTrl)
+      return rl_error("config.loss",
+                      "'" + loss_name(c.loss) + "': TRL's DPOTrainer computes dpo_trl");
+    return std::nullopt;
+  }
   if (c.loss.impl != LossImpl::kLogprobTrl)
     return rl_error("config.loss", "'" + loss_name(c.loss) +
                                        "': TRL's GRPOTrainer computes logprob_trl (with a "
@@ -120,6 +127,12 @@ std::optional<Error> TrlBuilder::prepare() {
   a_.capacity = device_capacity(gpu_, nullptr);
   fixed_ = device_overhead_bytes(s_, &gpu_);
   response_ = c.response_len ? c.response_len : c.seq;
+  if (rl_.algorithm == "dpo") {
+    auto d = device_memory(s_, &gpu_, nullptr, false);
+    if (!d.ok()) return d.error();
+    update_total_ = d.value().total_bytes;
+    return overflow();
+  }
   // grpo_config.py __post_init__ l.1076-1078: steps_per_generation defaults to
   // gradient_accumulation_steps; each GPU generates for all of them at once.
   a_.steps_per_generation =
@@ -175,7 +188,8 @@ Bytes TrlBuilder::no_grad_forward(std::uint64_t b) {
   const TrainConfig& c = s_.config;
   const Bytes w = dtype_bytes(c.act_dtype);
   const std::uint64_t kept = std::min(response_ + 1, c.seq);
-  const Bytes layer = ck_.mul(ck_.mul(ck_.mul(b, c.seq, "rl"), widest_layer(m_, 1), "rl"), w, "rl");
+  const Bytes layer =
+      ck_.mul(ck_.mul(ck_.mul(b, c.seq, "rl"), widest_layer_width(m_, 1), "rl"), w, "rl");
   const Bytes head =
       ck_.mul(ck_.add(ck_.mul(ck_.mul(b, kept, "rl"), m_.vocab, "rl"), response_ * m_.vocab, "rl"),
               w, "rl");
@@ -222,7 +236,7 @@ RlPhase TrlBuilder::generate() {
   // torch.cat grows it.
   const std::uint64_t prompt = std::max<std::uint64_t>(1, c.seq - std::min(response_, c.seq));
   const Bytes prefill =
-      ck_.mul(ck_.mul(ck_.mul(gen_batch_, prompt, "rl"), widest_layer(m_, 1), "rl"), w, "rl");
+      ck_.mul(ck_.mul(ck_.mul(gen_batch_, prompt, "rl"), widest_layer_width(m_, 1), "rl"), w, "rl");
   const Bytes logits = ck_.mul(ck_.mul(gen_batch_, m_.vocab, "rl"), 10, "rl");
   line(gen, "trainer", "generation's working set (prefill, logits, the cache's growth)",
        ck_.add(ck_.add(prefill, logits, "rl"), ck_.mul(tokens, widest / 2, "rl"), "rl"), "estimate",
@@ -243,6 +257,20 @@ RlPhase TrlBuilder::log_probs(const char* id, const char* label, const char* who
 
 void TrlBuilder::phases() {
   const TrainConfig& c = s_.config;
+  if (rl_.algorithm == "dpo") {
+    // dpo_trainer.py _compute_loss: the reference's forward runs inside each micro-batch's loss,
+    // so the step's own loss buffers hold it (setup.cpp, set_dpo_loss_transients).
+    RlPhase upd = rl_phase("update",
+                           "DPO step (the policy's training step, the reference's "
+                           "forward inside its loss)");
+    line(upd, "trainer",
+         "the training step on the device (fixed costs, parameters, gradients, optimizer, "
+         "activations, the loss with the reference's forward, the allocator's cache)",
+         update_total_, "exact", "the engine's device figure (estimate --gpu, loss dpo_trl)");
+    line(upd, "trainer", "reference parameters", s_.ranks[0].stat.params_bytes, "code", kTrlRef);
+    a_.phases.push_back(upd);
+    return;
+  }
   const bool use_vllm = a_.engine == "vllm";
   if (use_vllm) {
     RlPhase sync = rl_phase("weight_sync", "weight sync (each parameter loaded into vLLM)");
@@ -289,6 +317,14 @@ void TrlBuilder::start() {
 }
 
 void trl_notes(const RlSpec& rl, RlAnswer& a) {
+  if (rl.algorithm == "dpo") {
+    a.vllm_starts = true;
+    a.notes.push_back(
+        "DPO: no generation; each micro-batch holds its pairs' chosen and rejected sequences "
+        "(config.micro_batch counts sequences: 2 x per_device_train_batch_size), and the "
+        "reference's forward runs inside the loss (its working set an estimate)");
+    return;
+  }
   if (a.vllm_here) {
     vllm_notes(rl.rollout, a);
     return;
@@ -318,6 +354,7 @@ Result<RlAnswer> trl_phases(const ModelSpec& m, const TrainConfig& actor, const 
   if (auto err = trl_check(m, c, rl, len)) return *err;
   RlAnswer a;
   a.framework = "trl", a.engine = r.engine, a.mode = r.engine == "vllm" ? r.mode : "";
+  a.algorithm = rl.algorithm;
   a.vllm_here = r.engine == "vllm" && r.mode == "colocate";
   TrlBuilder b(m, s.value(), gpu, rl, &a);
   if (auto err = b.prepare()) return *err;

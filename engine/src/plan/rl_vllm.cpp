@@ -19,22 +19,6 @@ std::uint64_t largest_param(const ModelSpec& m) {
   return n;
 }
 
-// An MoE layer's working set per token: each of its top-k experts' gate/up, activation and output
-// (vLLM's fused_moe caches [T, k, 2f], [T, k, f], [T, k, h]; the grouped experts alike), the
-// router's fp32 logits (two bf16 units per expert), and the shared experts' gate, up and
-// activation.
-std::uint64_t widest_layer(const ModelSpec& m, std::uint64_t tp) {
-  std::uint64_t w = 0;
-  for (const LayerKind& k : m.kinds) {
-    std::uint64_t ffn = 3 * k.ffn_hidden / tp;
-    if (k.is_moe())
-      ffn = k.moe.top_k * (3 * k.moe.expert_ffn / tp + m.hidden) + 2 * k.moe.experts +
-            3 * k.moe.shared_experts * k.moe.shared_expert_ffn / tp;
-    w = std::max(w, 2 * m.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim / tp + ffn);
-  }
-  return w;
-}
-
 std::optional<Error> check_full_attention(const ModelSpec& m) {
   for (const LayerKind& k : m.kinds) {
     if (!k.has_attention() || k.window > 0)
@@ -104,7 +88,7 @@ std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRo
     // Estimate: the dummy prefill of max_num_batched_tokens tokens through the widest layer
     // (hidden, residual, qkv, gate/up/act), and the sampler's fp32 logits and probabilities for
     // min(max_num_seqs, max_num_batched_tokens) requests.
-    a.vllm_profile_peak = ck.add(ck.mul(ck.mul(tokens, widest_layer(m, r.tp), "rl"), 2, "rl"),
+    a.vllm_profile_peak = ck.add(ck.mul(ck.mul(tokens, widest_layer_width(m, r.tp), "rl"), 2, "rl"),
                                  ck.mul(ck.mul(reqs, m.vocab, "rl"), 8, "rl"), "rl");
   }
   const Bytes non_kv = ck.add(a.vllm_weights, a.vllm_profile_peak, "rl");

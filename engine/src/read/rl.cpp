@@ -139,6 +139,26 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
   return std::nullopt;
 }
 
+// DPO (TRL's DPOTrainer): no generation, and its loss needs the reference's log-probabilities.
+std::optional<Error> read_dpo(const json& rl, RlSpec* s) {
+  if (s->framework != "trl")
+    return make_error("invalid_value", "rl.algorithm",
+                      "rl.algorithm: 'dpo' is TRL's DPOTrainer; give rl.framework trl (verl runs "
+                      "grpo and ppo)");
+  for (const char* k : {"rollout", "steps_per_generation", "importance_sampling_correction"})
+    if (rl.contains(k))
+      return make_error("invalid_value", std::string("rl.") + k,
+                        std::string("rl.") + k + ": DPO generates nothing (rl.algorithm dpo)");
+  if (rl.contains("reference") && !s->reference)
+    return make_error("invalid_value", "rl.reference",
+                      "rl.reference: false, yet DPO's loss needs the reference's "
+                      "log-probabilities (precompute_ref_log_probs and PEFT's disabled adapters "
+                      "are not modelled)");
+  s->reference = true;
+  s->rollout.engine = "none";
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<RlSpec> read_rl_spec(const json& rl) {
@@ -169,10 +189,10 @@ Result<RlSpec> read_rl_spec(const json& rl) {
   }
   if (rl.contains("algorithm")) {
     ACTMEM_TRY(read_string(rl["algorithm"], "rl.algorithm", &s.algorithm));
-    if (s.algorithm != "grpo" && s.algorithm != "ppo")
-      return make_error(
-          "invalid_value", "rl.algorithm",
-          "rl.algorithm: '" + shown_text(s.algorithm) + "' is not allowed; allowed: grpo, ppo");
+    if (s.algorithm != "grpo" && s.algorithm != "ppo" && s.algorithm != "dpo")
+      return make_error("invalid_value", "rl.algorithm",
+                        "rl.algorithm: '" + shown_text(s.algorithm) +
+                            "' is not allowed; allowed: grpo, ppo, dpo");
   }
   const std::pair<const char*, bool*> flags[] = {
       {"reference", &s.reference},
@@ -204,6 +224,7 @@ Result<RlSpec> read_rl_spec(const json& rl) {
                          &s.importance_sampling_correction));
   if (rl.contains("rollout")) ACTMEM_TRY(read_rollout(rl["rollout"], &s.rollout));
   ACTMEM_TRY(refuse_foreign(rl, s));
+  if (s.algorithm == "dpo") ACTMEM_TRY(read_dpo(rl, &s));
   return s;
 }
 
@@ -233,12 +254,19 @@ Result<json> trl_actor_json(json cj, const ModelSpec& m, const TrainConfig& pars
        "huggingface/trl f2cd577 grpo_config.py l.407: gradient_checkpointing True (every decoder "
        "layer checkpointed)");
   fill("dtype", "bf16", "huggingface/trl f2cd577 grpo_config.py l.408: bf16 True");
-  fill("loss", rl.reference ? "logprob_trl+kl" : "logprob_trl",
-       "huggingface/trl f2cd577 grpo_trainer.py _compute_loss (loss_type dapo, grpo_config.py "
-       "l.791; the KL term when beta != 0, l.671)");
-  if ((parsed.seq ? parsed.seq : default_seq(m)) > 512)
-    fill("response_len", 512,
-         "huggingface/trl f2cd577 grpo_config.py l.488: max_completion_length 512");
+  if (rl.algorithm == "dpo") {
+    fill("loss", "dpo_trl",
+         "huggingface/trl f2cd577 dpo_trainer.py _compute_loss (dpo_config.py: loss_type "
+         "[\"sigmoid\"], beta 0.1, precompute_ref_log_probs False)");
+    fill("seq", 1024, "huggingface/trl f2cd577 dpo_config.py l.189: max_length 1024");
+  } else {
+    fill("loss", rl.reference ? "logprob_trl+kl" : "logprob_trl",
+         "huggingface/trl f2cd577 grpo_trainer.py _compute_loss (loss_type dapo, grpo_config.py "
+         "l.791; the KL term when beta != 0, l.671)");
+    if ((parsed.seq ? parsed.seq : default_seq(m)) > 512)
+      fill("response_len", 512,
+           "huggingface/trl f2cd577 grpo_config.py l.488: max_completion_length 512");
+  }
   if (fw == "hf-trainer" && !cj.contains("param_dtype"))
     return make_error(
         "invalid_value", "config.param_dtype",

@@ -418,6 +418,29 @@ static void set_trl_loss_transients(Setup& e, const LayerGeometry& g0, Checked& 
   e.loss_bwd_bufs[1] = x1;
 }
 
+// TRL's DPO loss (huggingface/trl f2cd577 dpo_trainer.py _compute_loss), from the code, X = b x s
+// x V and X1 = b x (s - 1) x V in the logits' dtype. Forward, the larger of: the reference's
+// forward under no_grad beside the policy's logits (X, held by outputs until the loss returns):
+// the widest layer's working set over b x s tokens (widest_layer_width, an estimate) and ZeRO-3's
+// gather of a layer; and later both models' logits (2X) with the entropy's reshape copy of the
+// shifted view (X1) and one 128-row chunk's log_softmax, exp and product. Backward: the rows'
+// stacked gradients (X1) and the logits' gradient (X).
+static void set_dpo_loss_transients(Setup& e, const LayerGeometry& g0, Checked& ck) {
+  const char* lf = "timeline.loss";
+  const Bytes w = dtype_bytes(e.config.act_dtype);
+  const Bytes tokens = ck.mul(g0.b.value, g0.s_tp.value, lf);
+  const Bytes rows = ck.mul(g0.b.value, g0.s_tp.value - 1, lf);
+  const Bytes x = ck.mul(ck.mul(tokens, g0.v.value, lf), w, lf);
+  const Bytes x1 = ck.mul(ck.mul(rows, g0.v.value, lf), w, lf);
+  const Bytes chunk = ck.mul(ck.mul(std::min<Bytes>(rows, 128), g0.v.value, lf), w, lf);
+  const Bytes reference =
+      ck.add(ck.mul(ck.mul(tokens, widest_layer_width(e.model, 1), lf), w, lf), e.zero3_gather, lf);
+  e.loss_fwd_ws = std::max(ck.add(x, reference, lf),
+                           ck.add(ck.add(ck.mul(x, 2, lf), x1, lf), ck.mul(chunk, 3, lf), lf));
+  e.loss_bwd_bufs[0] = x1;
+  e.loss_bwd_bufs[1] = x;
+}
+
 // Step-wide transients (docs/schedules.md): the input and output layers' records, the cuBLAS
 // workspace and SP's gather of the layer input.
 void set_step_sizes(Setup& e, Checked& ck) {
@@ -472,6 +495,9 @@ void set_loss_buffers(Setup& e, Checked& ck) {
       break;
     case LossImpl::kLogprobTrl:
       set_trl_loss_transients(e, g0, ck);
+      break;
+    case LossImpl::kDpoTrl:
+      set_dpo_loss_transients(e, g0, ck);
       break;
     case LossImpl::kValue:  // one value per token: no vocabulary-wide buffer
       break;
@@ -633,6 +659,22 @@ std::optional<Error> set_policy_costs(Setup& s, const Recompute& r) {
   return std::nullopt;
 }
 
+// An MoE layer's working set per token: each of its top-k experts' gate/up, activation and output
+// (vLLM's fused_moe caches [T, k, 2f], [T, k, f], [T, k, h]; the grouped experts alike), the
+// router's fp32 logits (two bf16 units per expert), and the shared experts' gate, up and
+// activation.
+std::uint64_t widest_layer_width(const ModelSpec& m, std::uint64_t tp) {
+  std::uint64_t w = 0;
+  for (const LayerKind& k : m.kinds) {
+    std::uint64_t ffn = 3 * k.ffn_hidden / tp;
+    if (k.is_moe())
+      ffn = k.moe.top_k * (3 * k.moe.expert_ffn / tp + m.hidden) + 2 * k.moe.experts +
+            3 * k.moe.shared_experts * k.moe.shared_expert_ffn / tp;
+    w = std::max(w, 2 * m.hidden + (k.heads + 2 * k.kv_heads) * k.head_dim / tp + ffn);
+  }
+  return w;
+}
+
 std::uint64_t default_seq(const ModelSpec& m) {
   return m.pos == PosEncoding::kLearned && m.max_positions > 0
              ? std::min<std::uint64_t>(2048, m.max_positions)
@@ -658,8 +700,8 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   if (c.mtp)
     if (auto err = add_mtp_records(e)) return *err;
   set_step_sizes(e, ck);
+  set_layer_peaks(e);  // before the loss: DPO's reference forward gathers a layer under ZeRO-3
   set_loss_buffers(e, ck);
-  set_layer_peaks(e);
   detail::set_optimizer_step(e, outer.embed, outer.head, ck);
   set_layer_transients(e, outer.head, ck);
   set_kv_cache_total(e, ck);

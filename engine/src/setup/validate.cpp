@@ -350,6 +350,15 @@ std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
         "config.response_len",
         "response_len=" + std::to_string(c.response_len) +
             " is read only with an RL loss (loss logprob, logprob_torch, logprob_trl or value)");
+  if (c.response_len && c.loss.impl == LossImpl::kDpoTrl)
+    return bad("config.response_len",
+               "response_len=" + std::to_string(c.response_len) +
+                   " is not read by dpo_trl: DPO's loss runs over every token of each sequence");
+  if (c.loss.impl == LossImpl::kDpoTrl && c.micro_batch % 2 != 0)
+    return bad("config.micro_batch",
+               "micro_batch=" + std::to_string(c.micro_batch) +
+                   " with dpo_trl: DPO concatenates each pair's chosen and rejected sequences, "
+                   "so the sequences per micro-batch are even (2 x per_device_train_batch_size)");
   if (c.response_len > c.seq)
     return bad("config.response_len", "response_len=" + std::to_string(c.response_len) +
                                           " is longer than seq=" + std::to_string(c.seq) +

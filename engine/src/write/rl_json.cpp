@@ -45,6 +45,7 @@ json rl_to_json(const RlAnswer& a) {
   if (!a.mode.empty()) rollout["mode"] = a.mode;
   return json{{"ok", true},
               {"framework", a.framework},
+              {"algorithm", a.algorithm},
               {"rollout", rollout},
               {"phases", phases},
               {"peak", {{"phase", a.phases[a.peak_phase].id}, {"bytes", a.peak_bytes}}},

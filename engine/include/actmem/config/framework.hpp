@@ -49,6 +49,9 @@ enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8, kDelayed };
 // logprob_trl: TRL's GRPOTrainer (huggingface/trl f2cd577 grpo_trainer.py _compute_loss): logits
 // only for the response (transformers' logits_to_keep), selective_log_softmax's row loop, the
 // entropy under no_grad (entropy_coef 0), the "dapo" clipped loss; +kl adds beta's KL term.
+// dpo_trl: TRL's DPOTrainer (dpo_trainer.py _compute_loss): chosen and rejected sequences
+// concatenated, one log_softmax per sequence over every token, the sigmoid loss, and the
+// reference's forward inside the loss.
 enum class LossImpl {
   kEager,
   kChunked,
@@ -57,7 +60,8 @@ enum class LossImpl {
   kLogprob,
   kLogprobTorch,
   kValue,
-  kLogprobTrl
+  kLogprobTrl,
+  kDpoTrl
 };
 
 // verl's entropy of each token's distribution (entropy_coeff != 0 or calculate_entropy):
@@ -75,13 +79,14 @@ struct Loss {
 // verl's actor and critic losses and TRL's (the hf profile, tp = cp = pp = 1, response_len).
 inline bool rl_loss(const Loss& l) {
   return l.impl == LossImpl::kLogprob || l.impl == LossImpl::kLogprobTorch ||
-         l.impl == LossImpl::kValue || l.impl == LossImpl::kLogprobTrl;
+         l.impl == LossImpl::kValue || l.impl == LossImpl::kLogprobTrl ||
+         l.impl == LossImpl::kDpoTrl;
 }
 
 std::string loss_name(const Loss& l);
 // "eager" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "value" | "logprob" |
 // "logprob_torch", the last two optionally followed by "+entropy" (compiled) or
-// "+entropy:MODE" | "logprob_trl" | "logprob_trl+kl".
+// "+entropy:MODE" | "logprob_trl" | "logprob_trl+kl" | "dpo_trl".
 bool parse_loss(const std::string& s, Loss* out);
 // The listing error messages give.
 const char* loss_names();

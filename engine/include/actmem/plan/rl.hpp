@@ -20,7 +20,8 @@
 namespace actmem {
 
 struct RlRollout {
-  // Who generates: "vllm", or "transformers" (TRL's use_vllm false: generate() on the policy).
+  // Who generates: "vllm", or "transformers" (TRL's use_vllm false: generate() on the policy);
+  // "none" for DPO.
   std::string engine = "vllm";
   // Where vLLM runs: "colocate" (on the training GPUs) or "server" (TRL's vllm_mode server: on
   // other GPUs; these hold none of it).
@@ -41,7 +42,7 @@ struct RlRollout {
 
 struct RlSpec {
   std::string framework = "verl";  // "verl" or "trl" (TRL's GRPOTrainer)
-  std::string algorithm = "grpo";
+  std::string algorithm = "grpo";  // grpo, ppo (verl), dpo (TRL)
   bool reference = false;          // a reference model (use_kl_loss or use_kl_in_reward)
   bool param_offload = false;      // actor.fsdp_config.param_offload (verl default false)
   bool optimizer_offload = false;  // actor.fsdp_config.optimizer_offload
@@ -96,7 +97,7 @@ struct RlRolloutOption {
 };
 
 struct RlAnswer {
-  std::string framework, engine, mode;  // as the request resolved them
+  std::string framework, algorithm, engine, mode;  // as the request resolved them
   std::vector<RlPhase> phases;
   std::size_t peak_phase = 0;
   Bytes peak_bytes = 0, capacity = 0;

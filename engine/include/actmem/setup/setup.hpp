@@ -95,6 +95,12 @@ struct Setup {
 // recompute policy only sets the per-kind costs' custom keep set; evaluate() takes the policy.
 Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c);
 
+// The widest layer's working set per token in elements under tensor parallelism tp, what a
+// forward without grad holds at once (an estimate: the RL rollouts and reference forwards): the
+// hidden state and residual, q/k/v, and the FFN's gate, up and activation, or an MoE layer's
+// top-k experts', its router's fp32 logits and its shared experts.
+std::uint64_t widest_layer_width(const ModelSpec& m, std::uint64_t tp);
+
 // The sequence length a config without seq runs: 2048, or a learned position table if shorter.
 std::uint64_t default_seq(const ModelSpec& m);
 
