@@ -229,6 +229,40 @@ TEST_CASE(
   CHECK(tr.at("loss.logits_grad") == x1);
 }
 
+TEST_CASE(
+    "OpenRLHF's actor loss: the fp32 logits, flash-attn's log-sum-exp and labels, and the "
+    "policy loss measured (tests/reference/openrlhf_loss_saved.json, torch 2.6.0, OpenRLHF "
+    "3c3be62, B = 4, S = 24)",
+    "[rl_loss]") {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/openrlhf_loss_saved.json");
+  REQUIRE(in.good());
+  const json m = json::parse(in);
+  REQUIRE(u(m["B"]) == 4);
+  REQUIRE(u(m["S"]) == 24);
+  std::uint64_t own = 0;
+  for (const json& e : m["saved"])
+    if (!e["lives_anyway"].get<bool>()) {
+      CHECK(e["dtype"] == "float32");
+      own += u(e["storage_bytes"]);
+    }
+  const auto r = records(run(rl_request("logprob_openrlhf", 4, 24)));
+  CHECK(r.at("policy_loss.fp32") == own);
+  CHECK(r.at("policy_loss.fp32") == 4 * 23 * 5 * 4);
+  // From flash-attn's code (GPU only): the fp32 logits it saves, its fp32 log-sum-exp, the labels.
+  CHECK(r.at("logits") == 4 * 24 * 1000 * 4);
+  CHECK(r.at("logprob.lse") == 4 * 24 * 4);
+  CHECK(r.at("logprob.labels") == 4 * 24 * 8);
+  // Buffers: the bf16 logits beside their fp32 copy; flash-attn's fp32 gradient and the cast's
+  // bf16 one in backward.
+  json treq = rl_request("logprob_openrlhf", 4, 24);
+  treq["command"] = "timeline";
+  const json t = run(treq);
+  std::map<std::string, std::uint64_t> tr;
+  for (const json& x : t["stages"][0]["transients"]) tr[x["name"]] = u(x["bytes"]);
+  CHECK(tr.at("loss.fp32_logits_buffer") == 4 * 24 * 1000 * 2);
+  CHECK(tr.at("loss.logits_grad") == 4 * 24 * 1000 * 4);
+}
+
 TEST_CASE("RL loss: refusals name the field", "[rl_loss]") {
   auto msg = [](json req) {
     const json r = actmem::evaluate_json(req);

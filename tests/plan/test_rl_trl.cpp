@@ -285,8 +285,8 @@ TEST_CASE("rl trl: what TRL has no key for is refused by field", "[rl][trl]") {
   verl_dpo["rl"]["framework"] = "verl";
   CHECK(msg(verl_dpo) ==
         "rl.algorithm: 'dpo' is TRL's DPOTrainer; give rl.framework trl (verl runs grpo and ppo)");
-  CHECK(msg(trl({{"framework", "openrlhf"}})) ==
-        "rl.framework: 'openrlhf' is not allowed; allowed: verl, trl");
+  CHECK(msg(trl({{"framework", "nemo-rl"}})) ==
+        "rl.framework: 'nemo-rl' is not allowed; allowed: verl, trl, openrlhf");
   // verl has none of TRL's keys.
   json verl = trl({{"steps_per_generation", 2}});
   verl["rl"]["framework"] = "verl";

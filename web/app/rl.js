@@ -89,7 +89,9 @@ function rlRow(ans, p, i) {
   tr.appendChild(el('td', p.label));
   tr.appendChild(tip(el('td', fmt(p.total_bytes), 'num'), commas(p.total_bytes) + ' bytes on the GPU in this phase'));
   const bar = el('div', '', 'rl-bar');
-  const part = (who) => p.lines.filter((l) => l.process === who).reduce((s, l) => s + l.bytes, 0);
+  // Every process but vLLM's is the training side (verl's and TRL's trainer; OpenRLHF's actor,
+  // critic, reference and reward processes).
+  const part = (who) => p.lines.filter((l) => (l.process === 'vllm') === (who === 'vllm')).reduce((s, l) => s + l.bytes, 0);
   for (const who of ['trainer', 'vllm']) {
     const span = el('span', '', who);
     span.style.width = Math.min(100, 100 * part(who) / ans.capacity_bytes).toFixed(2) + '%';

@@ -76,6 +76,8 @@ std::string loss_name(const Loss& l) {
       return l.kl ? "logprob_trl+kl" : "logprob_trl";
     case LossImpl::kDpoTrl:
       return "dpo_trl";
+    case LossImpl::kLogprobOpenrlhf:
+      return "logprob_openrlhf";
     case LossImpl::kLogprob:
     case LossImpl::kLogprobTorch: {
       std::string n = l.impl == LossImpl::kLogprob ? "logprob" : "logprob_torch";
@@ -89,8 +91,8 @@ std::string loss_name(const Loss& l) {
 }
 
 bool parse_loss(const std::string& s, Loss* out) {
-  if (s == "dpo_trl") {
-    *out = Loss{LossImpl::kDpoTrl, 1};
+  if (s == "dpo_trl" || s == "logprob_openrlhf") {
+    *out = Loss{s == "dpo_trl" ? LossImpl::kDpoTrl : LossImpl::kLogprobOpenrlhf, 1};
     return true;
   }
   if (s == "eager" || s == "compiled" || s == "fused" || s == "value") {
@@ -116,7 +118,7 @@ bool parse_loss(const std::string& s, Loss* out) {
 const char* loss_names() {
   return "eager, chunked:K (2 <= K <= 1048576), compiled, fused, logprob, logprob_torch (each "
          "optionally +entropy or +entropy:compiled|eager|chunked|checkpoint), logprob_trl, "
-         "logprob_trl+kl, dpo_trl, value";
+         "logprob_trl+kl, dpo_trl, logprob_openrlhf, value";
 }
 
 namespace {

@@ -106,8 +106,37 @@ void build_dpo_loss(const LayerGeometry& g, RecordBuilder& out) {
           "the sigmoid loss's input and buffer, one per pair", kDpo);
 }
 
+// OpenRLHF's actor (OpenRLHF/OpenRLHF 3c3be62 models/actor.py l.265-294, models/utils.py
+// log_probs_from_logits): the logits of every token copied to fp32 (PR #634), flash-attn's cross
+// entropy on them (it saves the fp32 logits, an fp32 log-sum-exp and the rolled ids), then the
+// action positions masked (action_mask.float(), a new fp32 tensor the multiplication keeps) and
+// PPO's clipped loss. The policy loss's tensors are measured: tests/reference/
+// openrlhf_loss_saved.json; the cross entropy's are from its code (GPU only).
+void build_openrlhf_loss(const LayerGeometry& g, RecordBuilder& out) {
+  constexpr const char* kCast =
+      "OpenRLHF/OpenRLHF 3c3be62 models/actor.py l.267: output[\"logits\"].to(torch.float32)";
+  constexpr const char* kPolicyOrl =
+      "OpenRLHF/OpenRLHF 3c3be62 models/loss.py PolicyLoss (ppo, token-level), actor.py l.294; "
+      "measured: tests/reference/openrlhf_loss_saved.json";
+  const Dim actions{"s-1", g.s_tp.value - 1};
+  out.add("logits", {g.b, g.s_tp, g.v}, DType::kFp32, "cross entropy backward",
+          "every token's logits copied to fp32, divided by the temperature in place, kept by "
+          "flash-attn's cross entropy",
+          kCast);
+  out.add("logprob.lse", {g.b, g.s_tp}, DType::kFp32, "cross entropy backward",
+          "each token's fp32 log-sum-exp", kFlashCe);
+  out.add("logprob.labels", {g.b, g.s_tp}, DType::kInt64, "cross entropy backward",
+          "torch.roll(sequences, -1): each token's next token", kFlashCe);
+  out.add("policy_loss.fp32", {g.b, actions, Dim{"5", 5}}, DType::kFp32,
+          "the policy loss's backward",
+          "five fp32 tensors per action position (the mask's float copy, the clamped log ratio, "
+          "the ratio, the two surrogate terms)",
+          kPolicyOrl);
+}
+
 void build_rl_loss(const LayerGeometry& g, RecordBuilder& out) {
   const DType p = g.act;
+  if (g.loss.impl == LossImpl::kLogprobOpenrlhf) return build_openrlhf_loss(g, out);
   if (g.loss.impl == LossImpl::kLogprobTrl) return build_trl_loss(g, out);
   if (g.loss.impl == LossImpl::kDpoTrl) return build_dpo_loss(g, out);
   out.add("logits", {g.b, g.s_tp, g.v}, p, "log-probability backward",

@@ -53,4 +53,8 @@ void vllm_notes(const RlRollout& r, RlAnswer& a);
 Result<RlAnswer> trl_phases(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
                             const RlSpec& rl);
 
+// OpenRLHF's hybrid engine (rl_openrlhf.cpp): its phases, the peak and the verdict.
+Result<RlAnswer> openrlhf_phases(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
+                                 const RlSpec& rl);
+
 }  // namespace actmem::detail

@@ -279,6 +279,7 @@ void notes(const ModelSpec& m, const RlSpec& rl, RlAnswer* a) {
 Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
                            const RlSpec& rl) {
   if (rl.framework == "trl") return detail::trl_phases(m, actor, gpu, rl);
+  if (rl.framework == "openrlhf") return detail::openrlhf_phases(m, actor, gpu, rl);
   auto s = make_setup(m, actor);
   if (!s.ok()) return s.error();
   if (auto err = check(m, s.value().config, rl)) return *err;
@@ -340,6 +341,11 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
   }
   // TRL: a generation batch of one micro-batch (the KV cache and generation's working set scale
   // with it), or a vLLM server on other GPUs; offloading is DeepSpeed's, in the config.
+  if (rl.framework == "openrlhf") {
+    if (!rl.deepspeed_sleep)
+      add("rl.deepspeed_sleep=true", [](RlSpec& s) { s.deepspeed_sleep = true; });
+    return out;
+  }
   if (rl.framework == "trl") {
     if (a.steps_per_generation > 1)
       add("rl.steps_per_generation=1", [](RlSpec& s) { s.steps_per_generation = 1; });

@@ -92,12 +92,49 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
 
 namespace {
 
+// OpenRLHF (hybrid engine): none of verl's offloads or bucket, none of TRL's generation keys,
+// vLLM colocated with every model (--train.colocate_all).
+std::optional<Error> refuse_for_openrlhf(const json& rl) {
+  for (const char* k : {"param_offload", "optimizer_offload", "ref_param_offload",
+                        "critic_param_offload", "critic_optimizer_offload"})
+    if (rl.contains(k))
+      return make_error(
+          "invalid_value", std::string("rl.") + k,
+          std::string("rl.") + k +
+              ": verl's setting; OpenRLHF offloads through --ds.enable_sleep "
+              "(rl.deepspeed_sleep) and --ds.adam_offload (config.optimizer_offload)");
+  for (const char* k : {"steps_per_generation", "importance_sampling_correction"})
+    if (rl.contains(k))
+      return make_error("invalid_value", std::string("rl.") + k,
+                        std::string("rl.") + k + ": TRL's setting; give rl.framework trl");
+  const json empty = json::object();
+  const json& r = rl.contains("rollout") ? rl["rollout"] : empty;
+  if (r.is_object() && r.contains("bucket_bytes"))
+    return make_error("invalid_value", "rl.rollout.bucket_bytes",
+                      "rl.rollout.bucket_bytes: OpenRLHF sends the parameters to vLLM one by one "
+                      "(no bucket)");
+  if (r.is_object() && r.contains("engine") && r["engine"] != "vllm")
+    return make_error("invalid_value", "rl.rollout.engine",
+                      "rl.rollout.engine: OpenRLHF generates with vLLM");
+  if (r.is_object() && r.contains("mode") && r["mode"] != "colocate")
+    return make_error("invalid_value", "rl.rollout.mode",
+                      "rl.rollout.mode: OpenRLHF's separate GPU pools (no --train.colocate_all) "
+                      "are not modelled yet; allowed: colocate");
+  return std::nullopt;
+}
+
 // The keys one framework has and the other does not: verl's offloads, log-probability batch,
 // weight-sync bucket and separate vLLM process; TRL's generation steps and importance-sampling
 // switch, its engine and mode choices, and the vLLM settings TRL derives or fixes itself.
 std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
   const json empty = json::object();
   const json& r = rl.contains("rollout") ? rl["rollout"] : empty;
+  if (s.framework == "openrlhf") return refuse_for_openrlhf(rl);
+  for (const char* k : {"reward_model", "deepspeed_sleep"})
+    if (rl.contains(k))
+      return make_error(
+          "invalid_value", std::string("rl.") + k,
+          std::string("rl.") + k + ": OpenRLHF's setting; give rl.framework openrlhf");
   if (s.framework == "trl") {
     static const char* const kVerl[] = {
         "param_offload",        "optimizer_offload",        "ref_param_offload",
@@ -167,6 +204,8 @@ Result<RlSpec> read_rl_spec(const json& rl) {
   if (!rl.is_object())
     return make_error("wrong_type", "rl", "rl: must be an object, got " + got(rl));
   static const char* const kKeys[] = {"framework",
+                                      "reward_model",
+                                      "deepspeed_sleep",
                                       "steps_per_generation",
                                       "importance_sampling_correction",
                                       "algorithm",
@@ -178,14 +217,18 @@ Result<RlSpec> read_rl_spec(const json& rl) {
                                       "rollout",
                                       "critic_param_offload",
                                       "critic_optimizer_offload"};
-  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 12));
+  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 14));
   if (rl.contains("framework")) {
     ACTMEM_TRY(read_string(rl["framework"], "rl.framework", &s.framework));
-    if (s.framework != "verl" && s.framework != "trl")
-      return make_error(
-          "invalid_value", "rl.framework",
-          "rl.framework: '" + shown_text(s.framework) + "' is not allowed; allowed: verl, trl");
+    if (s.framework != "verl" && s.framework != "trl" && s.framework != "openrlhf")
+      return make_error("invalid_value", "rl.framework",
+                        "rl.framework: '" + shown_text(s.framework) +
+                            "' is not allowed; allowed: verl, trl, openrlhf");
     if (s.framework == "trl") s.rollout = trl_rollout_defaults();
+    if (s.framework == "openrlhf") {
+      s.rollout = openrlhf_rollout_defaults();
+      s.reference = true;  // --algo.kl.init_coef 0.01 (train_ppo_ray.py l.419, l.93-103)
+    }
   }
   if (rl.contains("algorithm")) {
     ACTMEM_TRY(read_string(rl["algorithm"], "rl.algorithm", &s.algorithm));
@@ -195,6 +238,8 @@ Result<RlSpec> read_rl_spec(const json& rl) {
                             "' is not allowed; allowed: grpo, ppo, dpo");
   }
   const std::pair<const char*, bool*> flags[] = {
+      {"reward_model", &s.reward_model},
+      {"deepspeed_sleep", &s.deepspeed_sleep},
       {"reference", &s.reference},
       {"param_offload", &s.param_offload},
       {"optimizer_offload", &s.optimizer_offload},
@@ -277,6 +322,34 @@ Result<json> trl_actor_json(json cj, const ModelSpec& m, const TrainConfig& pars
   return cj;
 }
 
+// OpenRLHF's actor (OpenRLHF/OpenRLHF 3c3be62 cli/train_ppo_ray.py): DeepSpeed ZeRO-2 in bf16,
+// flash attention, no gradient checkpointing, its log-probability loss, --data.max_len 2048.
+Result<json> openrlhf_actor_json(json cj, std::vector<FrameworkDefault>* filled) {
+  auto fill = [&](const char* key, const json& value, const char* source) {
+    if (cj.contains(key)) return;
+    cj[key] = value;
+    filled->push_back({key, value.dump(), source});
+  };
+  fill("framework", "deepspeed",
+       "OpenRLHF/OpenRLHF 3c3be62 utils/deepspeed/deepspeed.py: every trained model is a "
+       "DeepSpeed engine");
+  if (!cj["framework"].is_string() || cj["framework"] != "deepspeed")
+    return make_error("invalid_value", "config.framework",
+                      "config.framework: OpenRLHF trains with DeepSpeed; allowed with "
+                      "rl.framework openrlhf: deepspeed");
+  fill("zero", 2, "OpenRLHF 3c3be62 cli/train_ppo_ray.py l.308: --ds.zero_stage 2");
+  fill("dtype", "bf16", "OpenRLHF 3c3be62 cli/train_ppo_ray.py l.311-317: --ds.param_dtype bf16");
+  fill("attention", "flash",
+       "OpenRLHF 3c3be62 cli/train_ppo_ray.py l.323-328: --ds.attn_implementation "
+       "flash_attention_2");
+  fill("recompute", "none",
+       "OpenRLHF 3c3be62 cli/train_ppo_ray.py l.309: --actor.gradient_checkpointing_enable off");
+  fill("loss", "logprob_openrlhf",
+       "OpenRLHF 3c3be62 models/actor.py l.265-294 and models/loss.py PolicyLoss");
+  fill("seq", 2048, "OpenRLHF 3c3be62 cli/train_ppo_ray.py l.379: --data.max_len 2048");
+  return cj;
+}
+
 }  // namespace
 
 Result<TrainConfig> rl_actor_config(const ModelSpec& m, const json& config_json,
@@ -287,6 +360,10 @@ Result<TrainConfig> rl_actor_config(const ModelSpec& m, const json& config_json,
   std::vector<FrameworkDefault> trl;
   if (rl.framework == "trl") {
     auto j = trl_actor_json(cj, m, parsed, rl, &trl);
+    if (!j.ok()) return j.error();
+    cj = j.value();
+  } else if (rl.framework == "openrlhf") {
+    auto j = openrlhf_actor_json(cj, &trl);
     if (!j.ok()) return j.error();
     cj = j.value();
   } else {

@@ -499,6 +499,16 @@ void set_loss_buffers(Setup& e, Checked& ck) {
     case LossImpl::kDpoTrl:
       set_dpo_loss_transients(e, g0, ck);
       break;
+    case LossImpl::kLogprobOpenrlhf: {
+      // OpenRLHF 3c3be62 models/actor.py l.267: the bf16 logits live while their fp32 copy is
+      // made; flash-attn 2.8.3's cross entropy backward writes a new fp32 gradient
+      // (inplace_backward off), and the cast's backward a bf16 one.
+      const Bytes n = ck.mul(ck.mul(g0.b.value, g0.s_tp.value, lf), g0.v.value, lf);
+      e.loss_fwd_ws = ck.mul(n, dtype_bytes(c.act_dtype), lf);
+      e.loss_bwd_bufs[0] = ck.mul(n, 4, lf);
+      e.loss_bwd_bufs[1] = ck.mul(n, dtype_bytes(c.act_dtype), lf);
+      break;
+    }
     case LossImpl::kValue:  // one value per token: no vocabulary-wide buffer
       break;
   }

@@ -350,10 +350,13 @@ std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
         "config.response_len",
         "response_len=" + std::to_string(c.response_len) +
             " is read only with an RL loss (loss logprob, logprob_torch, logprob_trl or value)");
-  if (c.response_len && c.loss.impl == LossImpl::kDpoTrl)
+  if (c.response_len &&
+      (c.loss.impl == LossImpl::kDpoTrl || c.loss.impl == LossImpl::kLogprobOpenrlhf))
     return bad("config.response_len",
-               "response_len=" + std::to_string(c.response_len) +
-                   " is not read by dpo_trl: DPO's loss runs over every token of each sequence");
+               "response_len=" + std::to_string(c.response_len) + " is not read by " +
+                   loss_name(c.loss) +
+                   ": its loss runs over every position of each sequence (DPO's log-probabilities, "
+                   "OpenRLHF's action mask)");
   if (c.loss.impl == LossImpl::kDpoTrl && c.micro_batch % 2 != 0)
     return bad("config.micro_batch",
                "micro_batch=" + std::to_string(c.micro_batch) +

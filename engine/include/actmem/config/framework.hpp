@@ -52,6 +52,8 @@ enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8, kDelayed };
 // dpo_trl: TRL's DPOTrainer (dpo_trainer.py _compute_loss): chosen and rejected sequences
 // concatenated, one log_softmax per sequence over every token, the sigmoid loss, and the
 // reference's forward inside the loss.
+// logprob_openrlhf: OpenRLHF's actor (models/actor.py at 3c3be62): every token's logits copied to
+// fp32 and passed to flash-attn's cross entropy, PPO's clipped loss over the s - 1 positions.
 enum class LossImpl {
   kEager,
   kChunked,
@@ -61,7 +63,8 @@ enum class LossImpl {
   kLogprobTorch,
   kValue,
   kLogprobTrl,
-  kDpoTrl
+  kDpoTrl,
+  kLogprobOpenrlhf
 };
 
 // verl's entropy of each token's distribution (entropy_coeff != 0 or calculate_entropy):
@@ -80,13 +83,13 @@ struct Loss {
 inline bool rl_loss(const Loss& l) {
   return l.impl == LossImpl::kLogprob || l.impl == LossImpl::kLogprobTorch ||
          l.impl == LossImpl::kValue || l.impl == LossImpl::kLogprobTrl ||
-         l.impl == LossImpl::kDpoTrl;
+         l.impl == LossImpl::kDpoTrl || l.impl == LossImpl::kLogprobOpenrlhf;
 }
 
 std::string loss_name(const Loss& l);
 // "eager" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "value" | "logprob" |
 // "logprob_torch", the last two optionally followed by "+entropy" (compiled) or
-// "+entropy:MODE" | "logprob_trl" | "logprob_trl+kl" | "dpo_trl".
+// "+entropy:MODE" | "logprob_trl" | "logprob_trl+kl" | "dpo_trl" | "logprob_openrlhf".
 bool parse_loss(const std::string& s, Loss* out);
 // The listing error messages give.
 const char* loss_names();

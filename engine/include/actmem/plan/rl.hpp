@@ -41,7 +41,7 @@ struct RlRollout {
 };
 
 struct RlSpec {
-  std::string framework = "verl";  // "verl" or "trl" (TRL's GRPOTrainer)
+  std::string framework = "verl";  // "verl", "trl" (TRL's trainers) or "openrlhf"
   std::string algorithm = "grpo";  // grpo, ppo (verl), dpo (TRL)
   bool reference = false;          // a reference model (use_kl_loss or use_kl_in_reward)
   bool param_offload = false;      // actor.fsdp_config.param_offload (verl default false)
@@ -54,6 +54,11 @@ struct RlSpec {
   // default) and vllm_importance_sampling_correction (true: an old-policy pass with vLLM).
   std::uint64_t steps_per_generation = 0;
   bool importance_sampling_correction = true;
+  // OpenRLHF: a reward model beside the others (a reward.model_name_or_path; the actor's
+  // architecture with a one-label head), and --ds.enable_sleep (the optimizer states, master
+  // weights and gradients offloaded outside each model's own update).
+  bool reward_model = false;
+  bool deepspeed_sleep = false;
   RlRollout rollout;
 };
 
@@ -62,10 +67,17 @@ struct RlSpec {
 // (vllm_generation.py l.363), max_num_seqs derived, max_model_len the model's.
 RlRollout trl_rollout_defaults();
 
+// OpenRLHF's rollout defaults (OpenRLHF/OpenRLHF 3c3be62 cli/train_ppo_ray.py): vLLM colocated
+// with every model (--train.colocate_all, the only layout modelled), tp 1, utilization 0.95, no
+// sleep; max_num_seqs and max_num_batched_tokens vLLM's own (OpenRLHF passes none).
+RlRollout openrlhf_rollout_defaults();
+
 // One line of a phase: what one process holds on the GPU.
 struct RlLine {
-  std::string process;  // "trainer" or "vllm" (TRL's colocate mode: one process holds both)
-  std::string what;     // e.g. "actor parameters (fp32 FSDP shard)"
+  // "trainer" or "vllm" (TRL's colocate mode: one process holds both); OpenRLHF: "actor",
+  // "critic", "reference", "reward" or "vllm", a process each
+  std::string process;
+  std::string what;  // e.g. "actor parameters (fp32 FSDP shard)"
   Bytes bytes = 0;
   std::string basis;  // "exact", "code" or "estimate"
   std::string source;

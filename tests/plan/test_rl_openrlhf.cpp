@@ -1,0 +1,175 @@
+// The rl command with rl.framework openrlhf (rl_openrlhf.cpp, issue 37): OpenRLHF's hybrid engine
+// (OpenRLHF/OpenRLHF 3c3be62, --train.colocate_all), each phase's lines checked by hand for
+// Qwen2.5-7B on 8 H100s, and the keys OpenRLHF has not refused by field.
+#include <cmath>
+
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+
+using namespace actmem::test;
+
+namespace {
+
+// Qwen2.5-7B (presets/models/qwen2.5-7b.json): h 3584, 28 layers, f 18944, V 152064.
+constexpr std::uint64_t kH = 3584, kL = 28, kF = 18944, kV = 152064, kKv = 4 * 128;
+constexpr std::uint64_t kLayerParams =
+    (kH * kH + kH) + 2 * (kH * kKv + kKv) + kH * kH + 3 * kH * kF + 2 * kH;
+constexpr std::uint64_t kParams = 2 * kV * kH + kL * kLayerParams + kH;
+constexpr std::uint64_t kCapacity = 85520809984;
+
+json orl(const json& rl = json::object(), const json& config = json::object()) {
+  json c = {{"dp", 8}, {"gpu", "h100-80gb"}};
+  for (auto it = config.begin(); it != config.end(); ++it) c[it.key()] = it.value();
+  json r = {{"framework", "openrlhf"}};
+  for (auto it = rl.begin(); it != rl.end(); ++it) r[it.key()] = it.value();
+  return {{"command", "rl"}, {"preset", "qwen2.5-7b"}, {"config", c}, {"rl", r}};
+}
+
+const json* find_phase(const json& a, const std::string& id) {
+  for (const json& p : a["phases"])
+    if (p["id"] == id) return &p;
+  return nullptr;
+}
+
+const json& phase(const json& a, const std::string& id) {
+  const json* p = find_phase(a, id);
+  REQUIRE(p != nullptr);
+  return *p;
+}
+
+// The bytes of the lines of one process whose text starts with what_prefix.
+std::uint64_t line(const json& p, const std::string& process, const std::string& what_prefix) {
+  std::uint64_t s = 0;
+  for (const json& l : p["lines"])
+    if (l["process"] == process && l["what"].get<std::string>().rfind(what_prefix, 0) == 0)
+      s += u(l["bytes"]);
+  return s;
+}
+
+std::uint64_t lines_sum(const json& p) {
+  std::uint64_t s = 0;
+  for (const json& l : p["lines"]) s += u(l["bytes"]);
+  return s;
+}
+
+// The estimate of a model's step with OpenRLHF's keys (its framework defaults).
+json step_estimate(const std::string& loss) {
+  return run({{"preset", "qwen2.5-7b"},
+              {"config",
+               {{"framework", "deepspeed"},
+                {"zero", 2},
+                {"dtype", "bf16"},
+                {"attention", "flash"},
+                {"recompute", "none"},
+                {"loss", loss},
+                {"seq", 2048},
+                {"dp", 8},
+                {"gpu", "h100-80gb"}}}});
+}
+
+}  // namespace
+
+TEST_CASE(
+    "rl openrlhf, hybrid engine GRPO: Qwen2.5-7B on 8 H100s, vLLM at 0.5 asleep between "
+    "generations, DeepSpeed's sleep, every phase's lines by hand (OpenRLHF 3c3be62)",
+    "[rl][openrlhf]") {
+  const json a =
+      run(orl({{"algorithm", "grpo"},
+               {"deepspeed_sleep", true},
+               {"rollout", {{"gpu_memory_utilization", 0.5}, {"free_cache_engine", true}}}}));
+  REQUIRE(a["ok"] == true);
+  CHECK(a["framework"] == "openrlhf");
+  // OpenRLHF's defaults: ZeRO-2 in bf16 (the bf16 weights whole on every GPU), flash attention,
+  // no recompute, its loss, --data.max_len 2048; a reference (--algo.kl.init_coef 0.01).
+  const json& gen = phase(a, "generate");
+  CHECK(line(gen, "actor", "parameters") == kParams * 2);
+  CHECK(line(gen, "actor", "optimizer") == 0);  // DeepSpeed's sleep: on the CPU
+  CHECK(line(gen, "reference", "parameters") == kParams * 2);
+  // Two DeepSpeed processes with their fixed costs, vLLM's own context and its budget.
+  const std::uint64_t fixed = line(gen, "actor", "fixed costs");
+  CHECK(line(gen, "reference", "fixed costs") == fixed);
+  CHECK(line(gen, "critic", "") == 0);  // GRPO: no critic
+  const auto requested = static_cast<std::uint64_t>(std::floor(0.5 * double(kCapacity)));
+  CHECK(line(gen, "vllm", "its budget") == requested);
+  const std::uint64_t context = line(gen, "vllm", "CUDA context");
+  CHECK(context > 0);
+  // vLLM's max_model_len is --data.max_len; its sequences and batched tokens vLLM's defaults.
+  CHECK(u(a["vllm"]["max_model_len"]) == 2048);
+  CHECK(u(a["vllm"]["max_num_seqs"]) == 128);
+  // Asleep (level 1) in the forwards and the update: its context alone.
+  for (const char* id : {"old_log_prob", "ref_log_prob", "update"}) {
+    INFO(id);
+    CHECK(line(phase(a, id), "vllm", "") == context);
+  }
+  // The update: the engine's device figure for the actor with OpenRLHF's keys, the reference
+  // beside it.
+  const json e = step_estimate("logprob_openrlhf");
+  const json& upd = phase(a, "update");
+  CHECK(line(upd, "actor", "the training step") == u(e["device"]["total_bytes"]));
+  CHECK(line(upd, "reference", "parameters") == kParams * 2);
+  // The weight sync: vLLM's weights woken (bf16 at tp 1), the largest parameter (the
+  // embedding) cloned for CUDA IPC under ZeRO-2.
+  const json& sync = phase(a, "weight_sync");
+  CHECK(line(sync, "vllm", "weights (woken") == kParams * 2);
+  CHECK(line(sync, "actor", "the largest parameter's clone") == kV * kH * 2);
+  // vLLM starts first, against the GPU less its own context.
+  CHECK(u(a["vllm"]["free_at_start_bytes"]) == kCapacity - context);
+  for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == lines_sum(p));
+  std::vector<std::string> ids;
+  for (const json& p : a["phases"]) ids.push_back(p["id"]);
+  CHECK((ids == std::vector<std::string>{"generate", "old_log_prob", "ref_log_prob", "update",
+                                         "weight_sync"}));
+  CHECK(a["peak"]["phase"] == "generate");
+}
+
+TEST_CASE(
+    "rl openrlhf, PPO: without DeepSpeed's sleep the critic and the actor train at once on the "
+    "same GPUs, with it one after the other",
+    "[rl][openrlhf]") {
+  const json together = run(orl({{"algorithm", "ppo"}}));
+  const json critic = run({{"preset", "qwen2.5-7b"},
+                           {"config",
+                            {{"framework", "deepspeed"},
+                             {"zero", 2},
+                             {"dtype", "bf16"},
+                             {"attention", "flash"},
+                             {"recompute", "none"},
+                             {"loss", "value"},
+                             {"seq", 2048},
+                             {"dp", 8},
+                             {"gpu", "h100-80gb"}}}});
+  const json actor = step_estimate("logprob_openrlhf");
+  const json& upd = phase(together, "update");
+  CHECK(line(upd, "actor", "the training step") == u(actor["device"]["total_bytes"]));
+  CHECK(line(upd, "critic", "the training step") == u(critic["device"]["total_bytes"]));
+  CHECK(find_phase(together, "critic_update") == nullptr);
+  CHECK(find_phase(together, "values") != nullptr);
+  const json serial = run(orl({{"algorithm", "ppo"}, {"deepspeed_sleep", true}}));
+  const json& cu = phase(serial, "critic_update");
+  CHECK(line(cu, "critic", "the training step") == u(critic["device"]["total_bytes"]));
+  CHECK(line(cu, "actor", "the training step") == 0);
+  CHECK(line(phase(serial, "update"), "critic", "the training step") == 0);
+  CHECK(u(phase(serial, "update")["total_bytes"]) < u(upd["total_bytes"]));
+  // OpenRLHF's own default (vLLM at 0.95, awake) leaves no room beside the models: it does not
+  // fit, and DeepSpeed's sleep is among the changes tried.
+  CHECK(together["fits"] == false);
+}
+
+TEST_CASE("rl openrlhf: what OpenRLHF has no key for is refused by field", "[rl][openrlhf]") {
+  auto field = [](const json& req) {
+    const json r = actmem::evaluate_json(req);
+    return r.value("ok", true) ? std::string("ok") : r["error"]["field"].get<std::string>();
+  };
+  CHECK(field(orl({{"param_offload", true}})) == "rl.param_offload");
+  CHECK(field(orl({{"steps_per_generation", 2}})) == "rl.steps_per_generation");
+  CHECK(field(orl({{"rollout", {{"mode", "server"}}}})) == "rl.rollout.mode");
+  CHECK(field(orl({{"rollout", {{"bucket_bytes", 1}}}})) == "rl.rollout.bucket_bytes");
+  CHECK(field(orl({{"algorithm", "dpo"}})) == "rl.algorithm");
+  CHECK(field(orl({}, {{"framework", "hf-trainer"}})) == "config.framework");
+  CHECK(field(orl({}, {{"response_len", 512}})) == "config.response_len");
+  // OpenRLHF's keys belong to it.
+  json verl = orl({{"deepspeed_sleep", true}});
+  verl["rl"]["framework"] = "verl";
+  CHECK(field(verl) == "rl.deepspeed_sleep");
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""What OpenRLHF's actor keeps for backward after its log-probabilities (issue 37), on the CPU.
+
+Runs OpenRLHF's own PolicyLoss and aggregate_loss (openrlhf/models/loss.py, with masked_mean from
+openrlhf/models/utils.py of a checkout, taken out with ast, never copied here) with the actor's
+defaults (ppo, clip 0.2 / 0.2, token-level loss, no dual clip, no vLLM correction), after the two
+statements of Actor.forward (openrlhf/models/actor.py l.290 and l.294) that cut the per-token
+log-probabilities to the actions and mask them: log_probs[:, :-1], then
+log_probs[:, -A:] * action_mask.float(). The log-probabilities themselves come from flash-attn's
+Triton cross entropy on the GPU (its saved tensors are read from its code); here they are an fp32
+[B, S] tensor that needs grad. Prints every storage the backward unpacks (saved-tensor hooks;
+one entry per storage) with its shape, dtype and bytes, and whether it lives anyway (the inputs:
+the action mask, the old log-probabilities, the advantages).
+
+    python3 tests/reference/measure_openrlhf_loss.py OPENRLHF > tests/reference/openrlhf_loss_saved.json
+
+where OPENRLHF is an OpenRLHF checkout (3c3be62 was measured). PyTorch >= 2.6; the CPU is enough.
+B = 4 sequences of S = 24 tokens (A = S - 1 = 23 action positions, the action mask covering the
+last 16).
+"""
+import ast
+import json
+import sys
+import types
+from typing import Optional, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+B, S = 4, 24
+A = S - 1
+
+
+def load(root):
+    scope = {"torch": torch, "nn": nn, "F": F, "Optional": Optional, "Tuple": Tuple,
+             "dist": types.SimpleNamespace()}
+    utils = ast.parse(open(root + "/openrlhf/models/utils.py").read())
+    loss = ast.parse(open(root + "/openrlhf/models/loss.py").read())
+    keep = [n for n in utils.body if isinstance(n, ast.FunctionDef) and n.name == "masked_mean"]
+    keep += [n for n in loss.body if (isinstance(n, ast.FunctionDef) and n.name == "aggregate_loss")
+             or (isinstance(n, ast.ClassDef) and n.name == "PolicyLoss")]
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "openrlhf", "exec"), scope)
+    return scope
+
+
+def entry(t):
+    return {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+            "storage_bytes": t.untyped_storage().nbytes()}
+
+
+def main():
+    scope = load(sys.argv[1])
+    torch.manual_seed(0)
+    leaf = torch.randn(B, S, requires_grad=True)
+    log_probs = leaf * 1  # -cross_entropy_loss(...)[0].view(B, S): fp32, needs grad
+    action_mask = torch.zeros(B, A, dtype=torch.long)  # zeros_like(attention_mask), long
+    action_mask[:, A - 16:] = 1
+    old = torch.randn(B, A)
+    advantages = torch.randn(B, A)
+    anyway = {x.untyped_storage().data_ptr() for x in (leaf, log_probs, action_mask, old, advantages)}
+    loss_fn = scope["PolicyLoss"]()
+    kept, used = [], set()
+
+    def pack(x):
+        kept.append(x)
+        return len(kept) - 1
+
+    def unpack(i):
+        used.add(i)
+        return kept[i]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        lp = log_probs[:, :-1]
+        action_log_probs = lp[:, -action_mask.shape[1]:] * action_mask.float()
+        loss, clip_ratio, ppo_kl, _ = loss_fn(action_log_probs, old, advantages,
+                                              action_mask=action_mask, dp_size=1,
+                                              batch_num_tokens=float(action_mask.sum()))
+        loss.backward()
+    seen = {}
+    for i in sorted(used):
+        x = kept[i]
+        p = x.untyped_storage().data_ptr()
+        seen.setdefault(p, dict(entry(x), lives_anyway=p in anyway))
+    json.dump({"torch": torch.__version__, "B": B, "S": S, "A": A,
+               "source": "OpenRLHF/OpenRLHF 3c3be62 openrlhf/models/loss.py PolicyLoss, "
+                         "aggregate_loss; openrlhf/models/actor.py l.290, l.294",
+               "saved": list(seen.values())}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
