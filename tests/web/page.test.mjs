@@ -676,6 +676,22 @@ test('RL step: TRL\'s GRPOTrainer (DeepSpeed ZeRO-3, vLLM colocated, then a vLLM
   assert.deepEqual(dpo, nativeRequest(JSON.parse(await page.getAttribute('#rl-panel', 'data-request'))));
   assert.match(await page.textContent('#rl-summary'), /DPO: no generation/);
   await page.selectOption('#rl-algorithm', 'grpo');
+  // OpenRLHF's hybrid engine: its own defaults (vLLM at 0.95, awake, a reference), then DeepSpeed's
+  // sleep and vLLM at 0.5 asleep; each the CLI's answer for the request the panel sent.
+  await page.selectOption('#rl-framework', 'openrlhf');
+  assert.equal(await page.inputValue('#rl-util'), '0.95');
+  assert.equal(await page.isVisible('#rl-ds-sleep'), true);
+  await page.fill('#rl-util', '0.5');
+  await page.uncheck('#rl-awake');
+  await page.check('#rl-ds-sleep');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="ok"]', { timeout: 60000 });
+  const orl = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  assert.equal(orl.framework, 'openrlhf');
+  assert.deepEqual(orl, nativeRequest(JSON.parse(await page.getAttribute('#rl-panel', 'data-request'))));
+  assert.equal(await page.$$eval('#rl-table tbody tr', (r) => r.length), orl.phases.length);
+  await page.selectOption('#rl-framework', 'trl');
+  await page.selectOption('#rl-engine', 'colocate');
   // vLLM colocated with tp 3 on 8 GPUs: the engine's message beside the tp field.
   await page.selectOption('#rl-engine', 'colocate');
   await page.fill('#rl-tp', '3');

@@ -10,12 +10,14 @@ function rlRequest() {
   const trl = $('rl-framework').value === 'trl';
   const config = { dp: typed($('rl-gpus').value) };
   for (const k of ['micro_batch', 'seq', 'gpu', 'gpu_memory']) if (form.config[k] !== undefined) config[k] = form.config[k];
-  if ($('rl-response').value.trim() !== '') config.response_len = typed($('rl-response').value);
+  if ($('rl-response').value.trim() !== '' && $('rl-framework').value !== 'openrlhf') config.response_len = typed($('rl-response').value);
   if (trl && $('rl-trainer').value === 'zero3') Object.assign(config, { framework: 'deepspeed', zero: 3 });
   if (trl && $('rl-trainer').value === 'ddp') Object.assign(config, { framework: 'hf-trainer', param_dtype: 'bf16' });
   const rollout = { tp: typed($('rl-tp').value), gpu_memory_utilization: typed($('rl-util').value), free_cache_engine: !$('rl-awake').checked };
   const rl = { algorithm: $('rl-algorithm').value, reference: $('rl-reference').checked };
-  if (trl && rl.algorithm === 'dpo') {
+  if ($('rl-framework').value === 'openrlhf') {
+    Object.assign(rl, { framework: 'openrlhf', deepspeed_sleep: $('rl-ds-sleep').checked, rollout });
+  } else if (trl && rl.algorithm === 'dpo') {
     rl.framework = 'trl';
     delete rl.reference;  // DPO always loads its reference
   } else if (trl) {
@@ -37,13 +39,16 @@ function rlControls(changed) {
   const fw = $('rl-framework').value;
   for (const e of $('rl-panel').querySelectorAll('[data-rl-only]')) e.hidden = e.dataset.rlOnly !== fw;
   $('rl-response').placeholder = fw === 'trl' ? '512 (TRL)' : 'the sequence';
+  $('rl-response').disabled = fw === 'openrlhf';
+  $('rl-response').title = fw === 'openrlhf' ? 'OpenRLHF\'s loss runs over every position (its action mask)' : '';
   if (changed) {
-    $('rl-tp').value = fw === 'trl' ? '1' : '2';
-    $('rl-util').value = fw === 'trl' ? '0.3' : '0.5';
-    $('rl-awake').checked = fw === 'trl';
+    $('rl-tp').value = fw === 'verl' ? '2' : '1';
+    $('rl-util').value = { verl: '0.5', trl: '0.3', openrlhf: '0.95' }[fw];
+    $('rl-awake').checked = fw !== 'verl';
+    $('rl-reference').checked = fw === 'openrlhf';  // OpenRLHF's --algo.kl.init_coef 0.01
     if (fw === 'trl') $('rl-algorithm').value = 'grpo';
   }
-  const vllmHere = fw === 'verl' || ($('rl-engine').value === 'colocate' && $('rl-algorithm').value !== 'dpo');
+  const vllmHere = fw !== 'trl' || ($('rl-engine').value === 'colocate' && $('rl-algorithm').value !== 'dpo');
   for (const id of ['rl-tp', 'rl-util', 'rl-awake']) {
     $(id).disabled = !vllmHere;
     $(id).title = vllmHere ? '' : 'No vLLM on these GPUs with this generation choice';
