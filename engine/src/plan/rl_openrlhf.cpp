@@ -288,10 +288,7 @@ Result<RlAnswer> openrlhf_phases(const ModelSpec& m, const TrainConfig& actor, c
   b.phases();
   b.start();
   if (auto err = b.overflow()) return *err;
-  for (std::size_t i = 0; i < a.phases.size(); ++i)
-    if (a.phases[i].total_bytes > a.peak_bytes)
-      a.peak_bytes = a.phases[i].total_bytes, a.peak_phase = i;
-  a.fits = a.peak_bytes <= a.capacity;
+  set_peak(a);
   vllm_notes(rl.rollout, a);
   a.notes.push_back(
       "OpenRLHF's hybrid engine (--train.colocate_all): every model a process of its own on each "

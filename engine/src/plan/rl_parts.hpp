@@ -22,6 +22,14 @@ inline RlPhase rl_phase(const char* id, const char* label) {
   return p;
 }
 
+// The step's peak: the largest phase, and whether it fits the GPU.
+inline void set_peak(RlAnswer& a) {
+  for (std::size_t i = 0; i < a.phases.size(); ++i)
+    if (a.phases[i].total_bytes > a.peak_bytes)
+      a.peak_bytes = a.phases[i].total_bytes, a.peak_phase = i;
+  a.fits = a.peak_bytes <= a.capacity;
+}
+
 // The largest parameter a weight sync gathers whole, in elements: the embedding or head (V x h),
 // a projection (f x h, heads x d x h), an MoE layer's fused gate and up (E x 2f x h).
 std::uint64_t largest_param(const ModelSpec& m);

@@ -301,10 +301,7 @@ Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const G
   b.phases();
   b.start();
   if (auto err = b.overflow()) return *err;
-  for (std::size_t i = 0; i < a.phases.size(); ++i)
-    if (a.phases[i].total_bytes > a.peak_bytes)
-      a.peak_bytes = a.phases[i].total_bytes, a.peak_phase = i;
-  a.fits = a.peak_bytes <= a.capacity;
+  detail::set_peak(a);
   notes(m, rl, &a);
   return a;
 }

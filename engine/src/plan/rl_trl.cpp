@@ -361,10 +361,7 @@ Result<RlAnswer> trl_phases(const ModelSpec& m, const TrainConfig& actor, const 
   b.phases();
   b.start();
   if (auto err = b.overflow()) return *err;
-  for (std::size_t i = 0; i < a.phases.size(); ++i)
-    if (a.phases[i].total_bytes > a.peak_bytes)
-      a.peak_bytes = a.phases[i].total_bytes, a.peak_phase = i;
-  a.fits = a.peak_bytes <= a.capacity;
+  set_peak(a);
   trl_notes(rl, a);
   if (a.phases.back().total_bytes > a.capacity && c.par.zero < 3)
     a.notes.push_back(
