@@ -5,7 +5,7 @@
 // and build-single.mjs inlines the same text into dist/actmem.html (allowed there by its SHA-256),
 // which also opens from file://.
 //   node build-app.mjs <web/app> <out.js>
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Script } from 'node:vm';
@@ -48,6 +48,14 @@ export function buildApp(appDir) {
     }
     return `// ---- web/app/${f} ----\n${text}`;
   });
+  // The engine's presets answer as of the build (web/presets.json: the page's own request
+  // {"command": "presets"} answered by `actmem requests`; a native test keeps it current): main.js
+  // fills the form from it while the engine compiles, so the first view is asked at once instead
+  // of after a presets round trip (docs/performance.md, the cold first verdict).
+  const presetsFile = join(appDir, '..', 'presets.json');
+  const presets = existsSync(presetsFile) ? readFileSync(presetsFile, 'utf8').trim() : 'null';
+  JSON.parse(presets);  // a broken file fails the build
+  parts.unshift(`// ---- web/presets.json ----\nconst PRESETS_AT_BUILD = ${presets};\n`);
   return `${HEADER}\n(function () {\n${parts.join('\n')}})();\n`;
 }
 

@@ -1,5 +1,6 @@
 // The start: the engine's worker started, the form filled from its list of presets, GPUs and
-// options, every control wired, then the first request.
+// options (embedded at build time, or asked of the engine), every control wired, then the first
+// request.
 
 function startWorker() {
   const inline = $('worker-src');
@@ -70,7 +71,10 @@ try {
   state.worker = startWorker();
   state.worker.onmessage = onMessage;
   state.worker.onerror = (e) => { setStatus('error', 'The engine failed to load: ' + (e.message || 'worker error')); };
-  state.worker.postMessage({ id: 0, lane: 'boot', request: JSON.stringify({ command: 'presets' }) });
+  // The presets answer the build embedded (build-app.mjs) fills the form now, while the engine
+  // compiles; without it the engine is asked.
+  if (PRESETS_AT_BUILD) boot(PRESETS_AT_BUILD);
+  else state.worker.postMessage({ id: 0, lane: 'boot', request: JSON.stringify({ command: 'presets' }) });
 } catch (e) {
   setStatus('error', 'The engine failed to start: ' + e);
 }
