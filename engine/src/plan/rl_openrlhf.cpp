@@ -210,7 +210,8 @@ void OrlBuilder::phases() {
   a_.phases.push_back(gen);
   // The actor's and reference's heads: the bf16 logits and their fp32 copy (6 B per vocabulary
   // entry); the reward's and critic's: one value per token.
-  const std::uint64_t lm = m_.vocab * 6, value = 2 * m_.hidden + 2;
+  const std::uint64_t lm = ck_.mul(m_.vocab, 6, "rl");
+  const std::uint64_t value = ck_.add(ck_.mul(m_.hidden, 2, "rl"), 2, "rl");
   if (rl_.reward_model)
     a_.phases.push_back(no_grad("reward", "reward model's scores (forward, no grad)", "reward", b,
                                 forward(b, value)));

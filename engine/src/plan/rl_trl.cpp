@@ -190,9 +190,9 @@ Bytes TrlBuilder::no_grad_forward(std::uint64_t b) {
   const std::uint64_t kept = std::min(response_ + 1, c.seq);
   const Bytes layer =
       ck_.mul(ck_.mul(ck_.mul(b, c.seq, "rl"), widest_layer_width(m_, 1), "rl"), w, "rl");
-  const Bytes head =
-      ck_.mul(ck_.add(ck_.mul(ck_.mul(b, kept, "rl"), m_.vocab, "rl"), response_ * m_.vocab, "rl"),
-              w, "rl");
+  const Bytes head = ck_.mul(ck_.add(ck_.mul(ck_.mul(b, kept, "rl"), m_.vocab, "rl"),
+                                     ck_.mul(response_, m_.vocab, "rl"), "rl"),
+                             w, "rl");
   return ck_.add(s_.zero3_gather, std::max(layer, head), "rl");
 }
 
