@@ -61,7 +61,7 @@ std::optional<Error> orl_check(const ModelSpec& m, const TrainConfig& c, const R
   return check_vllm(c, rl.rollout, rl.rollout.max_model_len ? rl.rollout.max_model_len : c.seq);
 }
 
-class OrlBuilder {
+class OrlBuilder : public RlLines {
  public:
   OrlBuilder(const ModelSpec& m, const Setup& actor, const Setup& critic, const GpuSpec& gpu,
              const RlSpec& rl, RlAnswer* a)
@@ -70,17 +70,8 @@ class OrlBuilder {
   std::optional<Error> prepare();
   void phases();
   void start();
-  std::optional<Error> overflow() const {
-    if (ck_.overflowed()) return rl_error("rl", "a byte count passes 2^63");
-    return std::nullopt;
-  }
 
  private:
-  void line(RlPhase& p, const char* process, std::string what, Bytes b, const char* basis,
-            const char* source) {
-    p.lines.push_back({process, std::move(what), b, basis, source});
-    p.total_bytes = ck_.add(p.total_bytes, b, "rl");
-  }
   bool ppo() const { return rl_.algorithm == "ppo"; }
   void actor(RlPhase& p, bool states);
   void critic(RlPhase& p, bool states);
@@ -96,7 +87,6 @@ class OrlBuilder {
   const GpuSpec& gpu_;
   const RlSpec& rl_;
   RlAnswer& a_;
-  Checked ck_;
   Bytes fixed_ = 0, context_ = 0, actor_step_ = 0, critic_step_ = 0;
 };
 
@@ -180,12 +170,8 @@ void OrlBuilder::vllm(RlPhase& p, bool awake, bool weights) {
 // A forward without grad over b sequences: the widest layer's working set, or the head's
 // (head_bytes_per_token per token), whichever is larger, beside ZeRO-3's gather (an estimate).
 Bytes OrlBuilder::forward(std::uint64_t b, std::uint64_t head_bytes_per_token) {
-  const TrainConfig& c = s_.config;
-  const Bytes tokens = ck_.mul(b, c.seq, "rl");
-  const Bytes layer =
-      ck_.mul(ck_.mul(tokens, widest_layer_width(m_, 1), "rl"), dtype_bytes(c.act_dtype), "rl");
-  return ck_.add(s_.zero3_gather, std::max(layer, ck_.mul(tokens, head_bytes_per_token, "rl")),
-                 "rl");
+  const Bytes tokens = ck_.mul(b, s_.config.seq, "rl");
+  return no_grad_forward(m_, s_, tokens, ck_.mul(tokens, head_bytes_per_token, "rl"), ck_);
 }
 
 RlPhase OrlBuilder::no_grad(const char* id, const char* label, const char* process, std::uint64_t b,

@@ -8,6 +8,7 @@
 
 #include "actmem/core/checked.hpp"
 #include "actmem/plan/rl.hpp"
+#include "actmem/setup/setup.hpp"
 
 namespace actmem::detail {
 
@@ -21,6 +22,30 @@ inline RlPhase rl_phase(const char* id, const char* label) {
   p.label = label;
   return p;
 }
+
+// What every RL builder writes its phases with: a line added to a phase and its total, every
+// sum checked (a byte count past 2^63 is an error, reported by overflow()).
+class RlLines {
+ public:
+  std::optional<Error> overflow() const {
+    if (ck_.overflowed()) return rl_error("rl", "a byte count passes 2^63");
+    return std::nullopt;
+  }
+
+ protected:
+  void line(RlPhase& p, const char* process, std::string what, Bytes b, const char* basis,
+            const char* source) {
+    p.lines.push_back({process, std::move(what), b, basis, source});
+    p.total_bytes = ck_.add(p.total_bytes, b, "rl");
+  }
+  Checked ck_;
+};
+
+// A forward without grad (an estimate): the widest layer's working set over `tokens` in the
+// activations' dtype, or the head's `head_bytes`, whichever is larger, beside ZeRO-3's gather of
+// the largest layer.
+Bytes no_grad_forward(const ModelSpec& m, const Setup& s, std::uint64_t tokens, Bytes head_bytes,
+                      Checked& ck);
 
 // The step's peak: the largest phase, and whether it fits the GPU.
 inline void set_peak(RlAnswer& a) {

@@ -50,7 +50,7 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
   return detail::check_vllm(c, r, r.max_model_len ? r.max_model_len : c.seq);
 }
 
-class RlBuilder {
+class RlBuilder : public detail::RlLines {
  public:
   RlBuilder(const ModelSpec& m, const Setup& actor, const Setup* critic, const GpuSpec& gpu,
             const RlSpec& rl, RlAnswer* a)
@@ -59,18 +59,8 @@ class RlBuilder {
   std::optional<Error> prepare();
   void phases();
   void start();
-  // Every sum of the phases checked (line, start): a byte count past 2^63 is an error.
-  std::optional<Error> overflow() const {
-    if (ck_.overflowed()) return rl_error("rl", "a byte count passes 2^63");
-    return std::nullopt;
-  }
 
  private:
-  void line(RlPhase& p, const char* process, std::string what, Bytes b, const char* basis,
-            const char* source) {
-    p.lines.push_back({process, std::move(what), b, basis, source});
-    p.total_bytes = ck_.add(p.total_bytes, b, "rl");
-  }
   void trainer_base(RlPhase& p, bool params, bool optimizer);
   void actor_lines(RlPhase& p, bool params, bool optimizer);
   void reference_line(RlPhase& p);
@@ -84,7 +74,6 @@ class RlBuilder {
   const GpuSpec& gpu_;
   const RlSpec& rl_;
   RlAnswer& a_;
-  Checked ck_;
   Bytes trainer_fixed_ = 0, vllm_context_ = 0;
   Bytes update_total_ = 0, critic_update_total_ = 0;
 };

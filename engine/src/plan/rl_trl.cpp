@@ -85,7 +85,7 @@ std::optional<Error> trl_check(const ModelSpec& m, const TrainConfig& c, const R
   return check_vllm(c, r, max_model_len);
 }
 
-class TrlBuilder {
+class TrlBuilder : public RlLines {
  public:
   TrlBuilder(const ModelSpec& m, const Setup& s, const GpuSpec& gpu, const RlSpec& rl, RlAnswer* a)
       : m_(m), s_(s), gpu_(gpu), rl_(rl), a_(*a) {}
@@ -93,17 +93,8 @@ class TrlBuilder {
   std::optional<Error> prepare();
   void phases();
   void start();
-  std::optional<Error> overflow() const {
-    if (ck_.overflowed()) return rl_error("rl", "a byte count passes 2^63");
-    return std::nullopt;
-  }
 
  private:
-  void line(RlPhase& p, const char* process, std::string what, Bytes b, const char* basis,
-            const char* source) {
-    p.lines.push_back({process, std::move(what), b, basis, source});
-    p.total_bytes = ck_.add(p.total_bytes, b, "rl");
-  }
   bool colocated() const { return a_.vllm_here; }
   void resident(RlPhase& p);
   void vllm_between(RlPhase& p);
@@ -116,7 +107,6 @@ class TrlBuilder {
   const GpuSpec& gpu_;
   const RlSpec& rl_;
   RlAnswer& a_;
-  Checked ck_;
   Bytes fixed_ = 0, update_total_ = 0;
   std::uint64_t response_ = 0, gen_batch_ = 0;
 };
@@ -127,17 +117,13 @@ std::optional<Error> TrlBuilder::prepare() {
   a_.capacity = device_capacity(gpu_, nullptr);
   fixed_ = device_overhead_bytes(s_, &gpu_);
   response_ = c.response_len ? c.response_len : c.seq;
-  if (rl_.algorithm == "dpo") {
-    auto d = device_memory(s_, &gpu_, nullptr, false);
-    if (!d.ok()) return d.error();
-    update_total_ = d.value().total_bytes;
-    return overflow();
+  if (rl_.algorithm != "dpo") {  // DPO generates nothing
+    // grpo_config.py __post_init__ l.1076-1078: steps_per_generation defaults to
+    // gradient_accumulation_steps; each GPU generates for all of them at once.
+    a_.steps_per_generation =
+        rl_.steps_per_generation ? rl_.steps_per_generation : default_micro_batches(c);
+    gen_batch_ = ck_.mul(c.micro_batch, a_.steps_per_generation, "rl");
   }
-  // grpo_config.py __post_init__ l.1076-1078: steps_per_generation defaults to
-  // gradient_accumulation_steps; each GPU generates for all of them at once.
-  a_.steps_per_generation =
-      rl_.steps_per_generation ? rl_.steps_per_generation : default_micro_batches(c);
-  gen_batch_ = ck_.mul(c.micro_batch, a_.steps_per_generation, "rl");
   if (colocated()) {
     // vLLM's max_model_len: vllm_max_model_length (None: the model's max_position_embeddings,
     // as vLLM derives it); max_num_seqs: grpo_trainer.py l.1091-1093.
@@ -186,14 +172,11 @@ void TrlBuilder::vllm_between(RlPhase& p) {
 // the largest layer (an estimate, as verl's).
 Bytes TrlBuilder::no_grad_forward(std::uint64_t b) {
   const TrainConfig& c = s_.config;
-  const Bytes w = dtype_bytes(c.act_dtype);
   const std::uint64_t kept = std::min(response_ + 1, c.seq);
-  const Bytes layer =
-      ck_.mul(ck_.mul(ck_.mul(b, c.seq, "rl"), widest_layer_width(m_, 1), "rl"), w, "rl");
   const Bytes head = ck_.mul(ck_.add(ck_.mul(ck_.mul(b, kept, "rl"), m_.vocab, "rl"),
                                      ck_.mul(response_, m_.vocab, "rl"), "rl"),
-                             w, "rl");
-  return ck_.add(s_.zero3_gather, std::max(layer, head), "rl");
+                             dtype_bytes(c.act_dtype), "rl");
+  return detail::no_grad_forward(m_, s_, ck_.mul(b, c.seq, "rl"), head, ck_);
 }
 
 RlPhase TrlBuilder::generate() {

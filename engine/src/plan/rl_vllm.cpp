@@ -19,6 +19,13 @@ std::uint64_t largest_param(const ModelSpec& m) {
   return n;
 }
 
+Bytes no_grad_forward(const ModelSpec& m, const Setup& s, std::uint64_t tokens, Bytes head_bytes,
+                      Checked& ck) {
+  const Bytes layer =
+      ck.mul(ck.mul(tokens, widest_layer_width(m, 1), "rl"), dtype_bytes(s.config.act_dtype), "rl");
+  return ck.add(s.zero3_gather, std::max(layer, head_bytes), "rl");
+}
+
 std::optional<Error> check_full_attention(const ModelSpec& m) {
   for (const LayerKind& k : m.kinds) {
     if (!k.has_attention() || k.window > 0)
