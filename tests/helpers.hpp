@@ -68,4 +68,31 @@ inline std::uint64_t sum_tensors(const json& tensors) {
   return s;
 }
 
+// The rl command's answer: a phase by id (null if absent, or a failed REQUIRE), the bytes of its
+// first line whose text starts with what_prefix (0 if none), the sum of its lines.
+inline const json* find_rl_phase(const json& answer, const std::string& id) {
+  for (const json& p : answer["phases"])
+    if (p["id"] == id) return &p;
+  return nullptr;
+}
+
+inline const json& rl_phase(const json& answer, const std::string& id) {
+  const json* p = find_rl_phase(answer, id);
+  INFO("phase " + id);
+  REQUIRE(p != nullptr);
+  return *p;
+}
+
+inline std::uint64_t rl_line(const json& phase, const std::string& what_prefix) {
+  for (const json& l : phase["lines"])
+    if (l["what"].get<std::string>().rfind(what_prefix, 0) == 0) return u(l["bytes"]);
+  return 0;
+}
+
+inline std::uint64_t rl_lines_sum(const json& phase) {
+  std::uint64_t s = 0;
+  for (const json& l : phase["lines"]) s += u(l["bytes"]);
+  return s;
+}
+
 }  // namespace actmem::test

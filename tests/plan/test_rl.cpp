@@ -25,25 +25,6 @@ json grpo(const json& rl = json::object(), const json& config = json::object()) 
   return {{"command", "rl"}, {"preset", "qwen2.5-7b"}, {"config", c}, {"rl", r}};
 }
 
-const json& phase(const json& a, const std::string& id) {
-  for (const json& p : a["phases"])
-    if (p["id"] == id) return p;
-  FAIL("no phase " + id);
-  return a;
-}
-
-std::uint64_t line(const json& p, const std::string& what_prefix) {
-  for (const json& l : p["lines"])
-    if (l["what"].get<std::string>().rfind(what_prefix, 0) == 0) return u(l["bytes"]);
-  return 0;
-}
-
-std::uint64_t lines_sum(const json& p) {
-  std::uint64_t s = 0;
-  for (const json& l : p["lines"]) s += u(l["bytes"]);
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -53,13 +34,13 @@ TEST_CASE(
   const json a = run(grpo());
   // The actor: verl's fp32 FSDP shards over 8 GPUs (4P / 8), AdamW's two fp32 states (8P / 8).
   const std::uint64_t shard = kParams * 4 / 8, adam = kParams * 8 / 8;
-  const json& gen = phase(a, "generate");
-  CHECK(line(gen, "actor parameters") == shard);
-  CHECK(line(gen, "actor optimizer states") == adam);
-  CHECK(line(gen, "reference parameters") == shard);
+  const json& gen = rl_phase(a, "generate");
+  CHECK(rl_line(gen, "actor parameters") == shard);
+  CHECK(rl_line(gen, "actor optimizer states") == adam);
+  CHECK(rl_line(gen, "reference parameters") == shard);
   // vLLM's budget: floor(0.5 x the H100's 85,520,809,984 B as nvidia-smi reports it).
   CHECK(u(a["vllm"]["requested_bytes"]) == 42760404992);
-  CHECK(line(gen, "its budget") == 42760404992);
+  CHECK(rl_line(gen, "its budget") == 42760404992);
   // vLLM's weights at tp 2: every matrix, bias and the vocabulary split in two, the norms
   // (2h per layer and the final h) replicated; bf16.
   const std::uint64_t norms = 2 * kH * kL + kH;
@@ -78,10 +59,10 @@ TEST_CASE(
   CHECK(a["vllm"]["starts"] == true);
   // The weight sync: the bucket (2,048 MiB) and the largest parameter, the embedding, gathered
   // whole in fp32 and cast to bf16 (V x h x 6 B); vLLM's weights resumed.
-  const json& sync = phase(a, "weight_sync");
-  CHECK(line(sync, "bucket buffer") == std::uint64_t{2048} << 20);
-  CHECK(line(sync, "the largest parameter") == kV * kH * 6);
-  CHECK(line(sync, "weights (tensor-parallel shard") == vllm_weights);
+  const json& sync = rl_phase(a, "weight_sync");
+  CHECK(rl_line(sync, "bucket buffer") == std::uint64_t{2048} << 20);
+  CHECK(rl_line(sync, "the largest parameter") == kV * kH * 6);
+  CHECK(rl_line(sync, "weights (tensor-parallel shard") == vllm_weights);
   // The update: the engine's own device figure for the actor's config (verl's defaults), the
   // reference's shard beside it, and vLLM asleep (level 2: its context only).
   json est = {{"preset", "qwen2.5-7b"},
@@ -93,14 +74,14 @@ TEST_CASE(
                 {"response_len", 3072},
                 {"gpu", "h100-80gb"}}}};
   const json e = run(est);
-  const json& upd = phase(a, "update");
-  CHECK(line(upd, "the training step") == u(e["device"]["total_bytes"]));
-  CHECK(line(upd, "reference parameters") == shard);
-  CHECK(line(upd, "its budget") == 0);
+  const json& upd = rl_phase(a, "update");
+  CHECK(rl_line(upd, "the training step") == u(e["device"]["total_bytes"]));
+  CHECK(rl_line(upd, "reference parameters") == shard);
+  CHECK(rl_line(upd, "its budget") == 0);
   // Each phase is the sum of its lines; the peak is the largest phase.
   std::uint64_t peak = 0;
   for (const json& p : a["phases"]) {
-    CHECK(u(p["total_bytes"]) == lines_sum(p));
+    CHECK(u(p["total_bytes"]) == rl_lines_sum(p));
     peak = std::max(peak, u(p["total_bytes"]));
   }
   CHECK(u(a["peak"]["bytes"]) == peak);
@@ -125,8 +106,8 @@ TEST_CASE(
   const std::uint64_t critic_shard = (critic * 4 + 7) / 8, critic_adam = critic * 8 / 8;
   for (const char* id : {"weight_sync", "generate", "old_log_prob", "ref_log_prob", "update"}) {
     INFO(id);
-    CHECK(line(phase(a, id), "critic parameters") == critic_shard);
-    CHECK(line(phase(a, id), "critic optimizer states") == critic_adam);
+    CHECK(rl_line(rl_phase(a, id), "critic parameters") == critic_shard);
+    CHECK(rl_line(rl_phase(a, id), "critic optimizer states") == critic_adam);
   }
   // The critic's update: its own device figure (loss value), the actor's and reference's shards
   // beside it.
@@ -139,16 +120,16 @@ TEST_CASE(
                         {"seq", 4096},
                         {"response_len", 3072},
                         {"gpu", "h100-80gb"}}}});
-  const json& cu = phase(a, "critic_update");
-  CHECK(line(cu, "the critic's training step") == u(e["device"]["total_bytes"]));
-  CHECK(line(cu, "actor parameters") == kParams * 4 / 8);
-  CHECK(line(cu, "reference parameters") == kParams * 4 / 8);
-  CHECK(line(cu, "critic parameters") == 0);  // inside its device figure
+  const json& cu = rl_phase(a, "critic_update");
+  CHECK(rl_line(cu, "the critic's training step") == u(e["device"]["total_bytes"]));
+  CHECK(rl_line(cu, "actor parameters") == kParams * 4 / 8);
+  CHECK(rl_line(cu, "reference parameters") == kParams * 4 / 8);
+  CHECK(rl_line(cu, "critic parameters") == 0);  // inside its device figure
   // The values phase: the critic's forward without grad; its head is h + 1 wide, not V.
-  const json& val = phase(a, "values");
-  const json& old = phase(a, "old_log_prob");
-  CHECK(line(val, "critic forward") < line(old, "forward without grad"));
-  for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == lines_sum(p));
+  const json& val = rl_phase(a, "values");
+  const json& old = rl_phase(a, "old_log_prob");
+  CHECK(rl_line(val, "critic forward") < rl_line(old, "forward without grad"));
+  for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == rl_lines_sum(p));
   // The order verl's fit loop runs them in.
   std::vector<std::string> ids;
   for (const json& p : a["phases"]) ids.push_back(p["id"]);
@@ -157,22 +138,22 @@ TEST_CASE(
   // Offloading the critic takes its lines out of every phase but its own.
   const json off = run(grpo(
       {{"algorithm", "ppo"}, {"critic_param_offload", true}, {"critic_optimizer_offload", true}}));
-  CHECK(line(phase(off, "generate"), "critic parameters") == 0);
-  CHECK(u(phase(off, "generate")["total_bytes"]) ==
-        u(phase(a, "generate")["total_bytes"]) - critic_shard - critic_adam);
+  CHECK(rl_line(rl_phase(off, "generate"), "critic parameters") == 0);
+  CHECK(u(rl_phase(off, "generate")["total_bytes"]) ==
+        u(rl_phase(a, "generate")["total_bytes"]) - critic_shard - critic_adam);
 }
 
 TEST_CASE("rl: offload, sleep and vLLM's start change what each phase holds", "[rl]") {
   const json base = run(grpo());
   // param_offload: the actor's shard leaves the GPU outside its own phases.
   const json off = run(grpo({{"param_offload", true}, {"optimizer_offload", true}}));
-  CHECK(line(phase(off, "generate"), "actor parameters") == 0);
-  CHECK(line(phase(off, "generate"), "actor optimizer states") == 0);
-  CHECK(line(phase(off, "weight_sync"), "actor parameters") ==
-        line(phase(base, "weight_sync"), "actor parameters"));
+  CHECK(rl_line(rl_phase(off, "generate"), "actor parameters") == 0);
+  CHECK(rl_line(rl_phase(off, "generate"), "actor optimizer states") == 0);
+  CHECK(rl_line(rl_phase(off, "weight_sync"), "actor parameters") ==
+        rl_line(rl_phase(base, "weight_sync"), "actor parameters"));
   // free_cache_engine false: vLLM never sleeps, its budget stays through the update.
   const json awake = run(grpo({{"rollout", {{"tp", 2}, {"free_cache_engine", false}}}}));
-  CHECK(line(phase(awake, "update"), "its budget") == u(awake["vllm"]["requested_bytes"]));
+  CHECK(rl_line(rl_phase(awake, "update"), "its budget") == u(awake["vllm"]["requested_bytes"]));
   // gpu_memory_utilization 0.9 asks for more than the GPU has free once the actor and reference
   // are built: vLLM raises at its start.
   const json greedy = run(grpo({{"rollout", {{"tp", 2}, {"gpu_memory_utilization", 0.9}}}}));
@@ -299,10 +280,10 @@ TEST_CASE(
   // The largest parameter: one layer's fused gate and up (E x 2f x h, transformers 5's grouped
   // experts), larger than the embedding (V x h), gathered in fp32 and cast.
   CHECK(experts * 2 * ef * h > vocab * h);
-  CHECK(line(phase(a, "weight_sync"), "the largest parameter") == experts * 2 * ef * h * 6);
+  CHECK(rl_line(rl_phase(a, "weight_sync"), "the largest parameter") == experts * 2 * ef * h * 6);
   // The profile's estimate: 8,192 tokens through the widest layer, whose FFN is the top-8
   // experts' gate/up, activation and output (3f / tp + h each) and the router's fp32 logits.
   const std::uint64_t width = 2 * h + (32 + 8) * 128 / 2 + 8 * (3 * ef / 2 + h) + 2 * experts;
   CHECK(u(a["vllm"]["profile_peak_bytes"]) == 8192 * width * 2 + 256 * vocab * 8);
-  for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == lines_sum(p));
+  for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == rl_lines_sum(p));
 }

@@ -26,30 +26,12 @@ json orl(const json& rl = json::object(), const json& config = json::object()) {
   return {{"command", "rl"}, {"preset", "qwen2.5-7b"}, {"config", c}, {"rl", r}};
 }
 
-const json* find_phase(const json& a, const std::string& id) {
-  for (const json& p : a["phases"])
-    if (p["id"] == id) return &p;
-  return nullptr;
-}
-
-const json& phase(const json& a, const std::string& id) {
-  const json* p = find_phase(a, id);
-  REQUIRE(p != nullptr);
-  return *p;
-}
-
 // The bytes of the lines of one process whose text starts with what_prefix.
 std::uint64_t line(const json& p, const std::string& process, const std::string& what_prefix) {
   std::uint64_t s = 0;
   for (const json& l : p["lines"])
     if (l["process"] == process && l["what"].get<std::string>().rfind(what_prefix, 0) == 0)
       s += u(l["bytes"]);
-  return s;
-}
-
-std::uint64_t lines_sum(const json& p) {
-  std::uint64_t s = 0;
-  for (const json& l : p["lines"]) s += u(l["bytes"]);
   return s;
 }
 
@@ -82,7 +64,7 @@ TEST_CASE(
   CHECK(a["framework"] == "openrlhf");
   // OpenRLHF's defaults: ZeRO-2 in bf16 (the bf16 weights whole on every GPU), flash attention,
   // no recompute, its loss, --data.max_len 2048; a reference (--algo.kl.init_coef 0.01).
-  const json& gen = phase(a, "generate");
+  const json& gen = rl_phase(a, "generate");
   CHECK(line(gen, "actor", "parameters") == kParams * 2);
   CHECK(line(gen, "actor", "optimizer") == 0);  // DeepSpeed's sleep: on the CPU
   CHECK(line(gen, "reference", "parameters") == kParams * 2);
@@ -100,22 +82,22 @@ TEST_CASE(
   // Asleep (level 1) in the forwards and the update: its context alone.
   for (const char* id : {"old_log_prob", "ref_log_prob", "update"}) {
     INFO(id);
-    CHECK(line(phase(a, id), "vllm", "") == context);
+    CHECK(line(rl_phase(a, id), "vllm", "") == context);
   }
   // The update: the engine's device figure for the actor with OpenRLHF's keys, the reference
   // beside it.
   const json e = step_estimate("logprob_openrlhf");
-  const json& upd = phase(a, "update");
+  const json& upd = rl_phase(a, "update");
   CHECK(line(upd, "actor", "the training step") == u(e["device"]["total_bytes"]));
   CHECK(line(upd, "reference", "parameters") == kParams * 2);
   // The weight sync: vLLM's weights woken (bf16 at tp 1), the largest parameter (the
   // embedding) cloned for CUDA IPC under ZeRO-2.
-  const json& sync = phase(a, "weight_sync");
+  const json& sync = rl_phase(a, "weight_sync");
   CHECK(line(sync, "vllm", "weights (woken") == kParams * 2);
   CHECK(line(sync, "actor", "the largest parameter's clone") == kV * kH * 2);
   // vLLM starts first, against the GPU less its own context.
   CHECK(u(a["vllm"]["free_at_start_bytes"]) == kCapacity - context);
-  for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == lines_sum(p));
+  for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == rl_lines_sum(p));
   std::vector<std::string> ids;
   for (const json& p : a["phases"]) ids.push_back(p["id"]);
   CHECK((ids == std::vector<std::string>{"generate", "old_log_prob", "ref_log_prob", "update",
@@ -140,17 +122,17 @@ TEST_CASE(
                              {"dp", 8},
                              {"gpu", "h100-80gb"}}}});
   const json actor = step_estimate("logprob_openrlhf");
-  const json& upd = phase(together, "update");
+  const json& upd = rl_phase(together, "update");
   CHECK(line(upd, "actor", "the training step") == u(actor["device"]["total_bytes"]));
   CHECK(line(upd, "critic", "the training step") == u(critic["device"]["total_bytes"]));
-  CHECK(find_phase(together, "critic_update") == nullptr);
-  CHECK(find_phase(together, "values") != nullptr);
+  CHECK(find_rl_phase(together, "critic_update") == nullptr);
+  CHECK(find_rl_phase(together, "values") != nullptr);
   const json serial = run(orl({{"algorithm", "ppo"}, {"deepspeed_sleep", true}}));
-  const json& cu = phase(serial, "critic_update");
+  const json& cu = rl_phase(serial, "critic_update");
   CHECK(line(cu, "critic", "the training step") == u(critic["device"]["total_bytes"]));
   CHECK(line(cu, "actor", "the training step") == 0);
-  CHECK(line(phase(serial, "update"), "critic", "the training step") == 0);
-  CHECK(u(phase(serial, "update")["total_bytes"]) < u(upd["total_bytes"]));
+  CHECK(line(rl_phase(serial, "update"), "critic", "the training step") == 0);
+  CHECK(u(rl_phase(serial, "update")["total_bytes"]) < u(upd["total_bytes"]));
   // OpenRLHF's own default (vLLM at 0.95, awake) leaves no room beside the models: it does not
   // fit, and DeepSpeed's sleep is among the changes tried.
   CHECK(together["fits"] == false);

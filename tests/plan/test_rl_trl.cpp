@@ -36,24 +36,6 @@ json vllm(const json& more = json::object()) {
   return r;
 }
 
-const json* find_phase(const json& a, const std::string& id) {
-  for (const json& p : a["phases"])
-    if (p["id"] == id) return &p;
-  return nullptr;
-}
-
-const json& phase(const json& a, const std::string& id) {
-  const json* p = find_phase(a, id);
-  REQUIRE(p != nullptr);
-  return *p;
-}
-
-std::uint64_t line(const json& p, const std::string& what_prefix) {
-  for (const json& l : p["lines"])
-    if (l["what"].get<std::string>().rfind(what_prefix, 0) == 0) return u(l["bytes"]);
-  return 0;
-}
-
 std::uint64_t process_sum(const json& p, const std::string& process) {
   std::uint64_t s = 0;
   for (const json& l : p["lines"])
@@ -100,30 +82,30 @@ TEST_CASE(
   CHECK(u(a["vllm"]["kv_cache_bytes"]) == blocks * 16 * kKvPerToken);
   // The trainer under ZeRO-3 (DeepSpeed bf16): a bf16 shard of the parameters, the fp32 master
   // shard and AdamW's two fp32 states.
-  const json& gen = phase(a, "generate");
+  const json& gen = rl_phase(a, "generate");
   const std::uint64_t shard = kParams * 2 / 8;
-  CHECK(line(gen, "policy parameters") == shard);
-  CHECK(line(gen, "optimizer states") == kParams * 12 / 8);
-  CHECK(line(gen, "its budget") == requested);
-  CHECK(line(gen, "reference parameters") == 0);  // beta 0: no reference
+  CHECK(rl_line(gen, "policy parameters") == shard);
+  CHECK(rl_line(gen, "optimizer states") == kParams * 12 / 8);
+  CHECK(rl_line(gen, "its budget") == requested);
+  CHECK(rl_line(gen, "reference parameters") == 0);  // beta 0: no reference
   // No second CUDA context: vLLM runs inside the training process.
-  CHECK(line(gen, "CUDA context") == 0);
+  CHECK(rl_line(gen, "CUDA context") == 0);
   // Between generations vLLM keeps its weights and KV cache (no sleep mode).
   const std::uint64_t held = kParams * 2 + blocks * 16 * kKvPerToken;
   for (const char* id : {"weight_sync", "old_log_prob", "update"}) {
     INFO(id);
-    CHECK(process_sum(phase(a, id), "vllm") == held);
+    CHECK(process_sum(rl_phase(a, id), "vllm") == held);
   }
   // The weight sync gathers one parameter at a time: the largest, the embedding, in bf16.
-  CHECK(line(phase(a, "weight_sync"), "the largest parameter gathered whole") == kV * kH * 2);
+  CHECK(rl_line(rl_phase(a, "weight_sync"), "the largest parameter gathered whole") == kV * kH * 2);
   // With vLLM's importance-sampling correction (the default), an old-policy pass runs.
-  REQUIRE(find_phase(a, "old_log_prob") != nullptr);
-  CHECK(find_phase(a, "ref_log_prob") == nullptr);
+  REQUIRE(find_rl_phase(a, "old_log_prob") != nullptr);
+  CHECK(find_rl_phase(a, "ref_log_prob") == nullptr);
   // The update: the engine's own device figure for the trainer with TRL's keys.
   const json e = update_estimate(trl()["config"]);
-  CHECK(line(phase(a, "update"), "the training step") == u(e["device"]["total_bytes"]));
+  CHECK(rl_line(rl_phase(a, "update"), "the training step") == u(e["device"]["total_bytes"]));
   // vLLM's start: the trainer's fixed costs and the policy's shard are on the GPU before it.
-  const std::uint64_t fixed = line(gen, "fixed costs");
+  const std::uint64_t fixed = rl_line(gen, "fixed costs");
   CHECK(u(a["vllm"]["free_at_start_bytes"]) == kCapacity - fixed - shard);
   CHECK(a["vllm"]["starts"] == true);
   std::uint64_t peak = 0;
@@ -156,18 +138,18 @@ TEST_CASE(
   CHECK(a["rollout"]["engine"] == "transformers");
   CHECK(u(a["rollout"]["steps_per_generation"]) == 4);
   CHECK(a["vllm"]["on_these_gpus"] == false);
-  const json& gen = phase(a, "generate");
+  const json& gen = rl_phase(a, "generate");
   // ds3_gather_for_generation: every ZeRO-3 parameter gathered whole in bf16.
-  CHECK(line(gen, "the policy gathered whole") == kParams * 2);
-  CHECK(line(gen, "KV cache (16 sequences of 1024 tokens)") == 16 * 1024 * kKvPerToken);
+  CHECK(rl_line(gen, "the policy gathered whole") == kParams * 2);
+  CHECK(rl_line(gen, "KV cache (16 sequences of 1024 tokens)") == 16 * 1024 * kKvPerToken);
   CHECK(process_sum(gen, "vllm") == 0);
   // Aligned steps without vLLM: no old-policy pass, no weight sync.
-  CHECK(find_phase(a, "old_log_prob") == nullptr);
-  CHECK(find_phase(a, "weight_sync") == nullptr);
+  CHECK(find_rl_phase(a, "old_log_prob") == nullptr);
+  CHECK(find_rl_phase(a, "weight_sync") == nullptr);
   // steps_per_generation 3 against 4 accumulation steps: misaligned, the old policy's pass runs.
   const json mis = run(trl({{"steps_per_generation", 3}}, {{"grad_accum", 4}}));
-  CHECK(find_phase(mis, "old_log_prob") != nullptr);
-  CHECK(line(phase(mis, "generate"), "KV cache (12 sequences") == 12 * 1024 * kKvPerToken);
+  CHECK(find_rl_phase(mis, "old_log_prob") != nullptr);
+  CHECK(rl_line(rl_phase(mis, "generate"), "KV cache (12 sequences") == 12 * 1024 * kKvPerToken);
   // 128 sequences at once (micro_batch 8 x 16 steps) pass an A100 40GB in generation; each
   // listed change fits when made: one generation step's batch, or a vLLM server.
   json big = trl({}, {{"grad_accum", 16}, {"gpu", "a100-40gb"}, {"micro_batch", 8}});
@@ -194,20 +176,21 @@ TEST_CASE(
   REQUIRE(srv["ok"] == true);
   CHECK(srv["vllm"]["on_these_gpus"] == false);
   for (const json& p : srv["phases"]) CHECK(process_sum(p, "vllm") == 0);
-  CHECK(line(phase(srv, "weight_sync"), "the largest parameter gathered whole") == kV * kH * 2);
+  CHECK(rl_line(rl_phase(srv, "weight_sync"), "the largest parameter gathered whole") ==
+        kV * kH * 2);
   CHECK(srv["rollout_options"].empty());
   // Sleep mode (vllm_enable_sleep_mode): level 2 between generations, weights woken to sync.
   const json sl = run(trl({{"rollout", vllm({{"free_cache_engine", true}})}}));
-  CHECK(process_sum(phase(sl, "update"), "vllm") == 0);
-  CHECK(process_sum(phase(sl, "old_log_prob"), "vllm") == 0);
-  CHECK(line(phase(sl, "weight_sync"), "weights (woken") == kParams * 2);
-  CHECK(line(phase(sl, "generate"), "its budget") == u(sl["vllm"]["requested_bytes"]));
+  CHECK(process_sum(rl_phase(sl, "update"), "vllm") == 0);
+  CHECK(process_sum(rl_phase(sl, "old_log_prob"), "vllm") == 0);
+  CHECK(rl_line(rl_phase(sl, "weight_sync"), "weights (woken") == kParams * 2);
+  CHECK(rl_line(rl_phase(sl, "generate"), "its budget") == u(sl["vllm"]["requested_bytes"]));
   // beta != 0: a reference under ZeRO-3 (prepare_deepspeed), the KL term in the loss.
   const json ref = run(trl({{"reference", true}, {"rollout", vllm()}}));
-  for (const json& p : ref["phases"]) CHECK(line(p, "reference parameters") == kParams * 2 / 8);
-  CHECK(find_phase(ref, "ref_log_prob") != nullptr);
+  for (const json& p : ref["phases"]) CHECK(rl_line(p, "reference parameters") == kParams * 2 / 8);
+  CHECK(find_rl_phase(ref, "ref_log_prob") != nullptr);
   const json e = update_estimate(trl()["config"], true);
-  CHECK(line(phase(ref, "update"), "the training step") == u(e["device"]["total_bytes"]));
+  CHECK(rl_line(rl_phase(ref, "update"), "the training step") == u(e["device"]["total_bytes"]));
 }
 
 TEST_CASE(
@@ -221,15 +204,15 @@ TEST_CASE(
   CHECK(a["algorithm"] == "dpo");
   CHECK(a["rollout"]["engine"] == "none");
   REQUIRE(a["phases"].size() == 1);
-  const json& upd = phase(a, "update");
+  const json& upd = rl_phase(a, "update");
   // The trainer with TRL's DPO keys: its device figure, and the reference's bf16 ZeRO-3 shard.
   json c = trl()["config"];
   c["recompute"] = "full";
   c["dtype"] = "bf16";
   c["loss"] = "dpo_trl";
   const json e = run({{"preset", "qwen2.5-7b"}, {"config", c}});
-  CHECK(line(upd, "the training step") == u(e["device"]["total_bytes"]));
-  CHECK(line(upd, "reference parameters") == kParams * 2 / 8);
+  CHECK(rl_line(upd, "the training step") == u(e["device"]["total_bytes"]));
+  CHECK(rl_line(upd, "reference parameters") == kParams * 2 / 8);
   CHECK(u(a["peak"]["bytes"]) == u(e["device"]["total_bytes"]) + kParams * 2 / 8);
   // DPO's defaults: its loss and max_length 1024, listed with their source.
   bool loss = false, seq = false;
