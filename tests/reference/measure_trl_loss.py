@@ -96,6 +96,31 @@ def entry(t):
             "storage_bytes": s.nbytes()}
 
 
+def backward_reads(loss_fn, anyway):
+    """Runs loss_fn() and its backward; every storage the backward unpacks, once each, and whether
+    it lives anyway (its data pointer in anyway). Each saved tensor is kept in a list and marked
+    when unpacked: a graph built only for the trainers' metrics (TRL's clip ratios, the KL's mean)
+    is freed at once and never unpacked."""
+    kept, used = [], set()
+
+    def pack(x):
+        kept.append(x)
+        return len(kept) - 1
+
+    def unpack(i):
+        used.add(i)
+        return kept[i]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        loss_fn().backward()
+    seen = {}
+    for i in sorted(used):
+        x = kept[i]
+        p = x.untyped_storage().data_ptr()
+        seen.setdefault(p, dict(entry(x), lives_anyway=p in anyway))
+    return list(seen.values())
+
+
 def measure(scope, use_vllm, beta):
     torch.manual_seed(0)
     lm_head = torch.nn.Linear(H, V, bias=False).to(torch.bfloat16)
@@ -123,27 +148,7 @@ def measure(scope, use_vllm, beta):
         inputs["ref_per_token_logps"] = torch.randn(B, R, dtype=torch.bfloat16)
     anyway = {x.untyped_storage().data_ptr() for x in list(inputs.values()) + [normed, leaf]}
     anyway |= {p.untyped_storage().data_ptr() for p in lm_head.parameters()}
-    # Each saved tensor is kept in a list and marked when the backward unpacks it: a graph built
-    # only for TRL's metrics (the clip ratios, the KL's mean) is freed at once and never unpacked.
-    kept, used = [], set()
-
-    def pack(x):
-        kept.append(x)
-        return len(kept) - 1
-
-    def unpack(i):
-        used.add(i)
-        return kept[i]
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        loss = scope["_compute_loss"](t, _Model(model), inputs)
-        loss.backward()
-    seen = {}
-    for i in sorted(used):
-        x = kept[i]
-        p = x.untyped_storage().data_ptr()
-        seen.setdefault(p, dict(entry(x), lives_anyway=p in anyway))
-    return list(seen.values())
+    return backward_reads(lambda: scope["_compute_loss"](t, _Model(model), inputs), anyway)
 
 
 class _Model:
@@ -186,25 +191,7 @@ def measure_dpo(scope):
               "completion_mask": completion}
     anyway = {x.untyped_storage().data_ptr() for x in list(inputs.values()) + [normed, leaf]}
     anyway |= {p.untyped_storage().data_ptr() for p in lm_head.parameters()}
-    kept, used = [], set()
-
-    def pack(x):
-        kept.append(x)
-        return len(kept) - 1
-
-    def unpack(i):
-        used.add(i)
-        return kept[i]
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        loss = scope["_dpo_compute_loss"](t, policy, inputs, False)
-        loss.backward()
-    seen = {}
-    for i in sorted(used):
-        x = kept[i]
-        p = x.untyped_storage().data_ptr()
-        seen.setdefault(p, dict(entry(x), lives_anyway=p in anyway))
-    return list(seen.values())
+    return backward_reads(lambda: scope["_dpo_compute_loss"](t, policy, inputs, False), anyway)
 
 
 def main():
