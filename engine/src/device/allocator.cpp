@@ -1,8 +1,10 @@
 // The caching-allocator model (allocator.hpp), one function per function of PyTorch 2.11's
 // c10/cuda/CUDACachingAllocator.cpp that decides sizes: round_size, get_pool, get_allocation_size,
 // get_free_block, should_split, alloc_found_block's split, free_block's merge, alloc_block and
-// try_allocate_expandable_block, release_cached_blocks. One stream, no CUDA graphs, no garbage
-// collection threshold (their defaults).
+// try_allocate_expandable_block, release_cached_blocks. Streams as that code keeps them apart
+// (each block and segment belongs to the stream that allocated it); no CUDA graphs, no garbage
+// collection threshold (their defaults), no record_stream (the callers modelled never use it:
+// FSDP2 holds its buffers until an event instead).
 #include "actmem/device/allocator.hpp"
 
 #include <algorithm>
@@ -72,10 +74,10 @@ void CachingAllocator::drop_block(Handle h) {
 void CachingAllocator::insert_free(Handle h) {
   Block& b = blocks_[h];
   if (b.mapped) {
-    b.where = pool(b.small).emplace(b.size, b.addr, h).first;
+    b.where = pool(b.small).emplace(b.stream, b.size, b.addr, h).first;
     b.cached = true;
   } else {
-    (b.small ? small_unmapped_ : large_unmapped_).emplace(b.addr, h);
+    (b.small ? small_unmapped_ : large_unmapped_).emplace(b.stream, b.addr, h);
   }
 }
 
@@ -85,7 +87,7 @@ void CachingAllocator::erase_free(Handle h) {
     pool(b.small).erase(b.where);
     b.cached = false;
   } else if (!b.mapped) {
-    (b.small ? small_unmapped_ : large_unmapped_).erase({b.addr, h});
+    (b.small ? small_unmapped_ : large_unmapped_).erase({b.stream, b.addr, h});
   }
 }
 
@@ -95,12 +97,14 @@ bool CachingAllocator::should_split(const Block& b, Bytes size) const {
   return size < cfg_.max_split_size && remaining > kAllocSmallSize;
 }
 
-// get_free_block: the smallest cached block at least `size` long (ties: lowest address), with
-// expandable segments' preference for blocks that cannot grow, and the oversize rules.
-CachingAllocator::Handle CachingAllocator::find_free(Bytes size, bool small) {
+// get_free_block: the smallest cached block of the stream at least `size` long (ties: lowest
+// address), with expandable segments' preference for blocks that cannot grow, and the oversize
+// rules.
+CachingAllocator::Handle CachingAllocator::find_free(Bytes size, bool small, Stream stream) {
   FreeSet& p = pool(small);
-  auto it = p.lower_bound({size, 0, 0});
-  if (it == p.end()) return kNoHandle;
+  auto it = p.lower_bound({stream, size, 0, 0});
+  auto own = [&](FreeSet::iterator i) { return i != p.end() && std::get<0>(*i) == stream; };
+  if (!own(it)) return kNoHandle;
   if (cfg_.expandable_segments) {
     // "for the purposes of best fit we consider its size to be the size it can expand to".
     auto expandable_size = [&](Handle h) {
@@ -108,28 +112,28 @@ CachingAllocator::Handle CachingAllocator::find_free(Bytes size, bool small) {
       return b.size + (b.next != kNoHandle && !blocks_[b.next].mapped ? blocks_[b.next].size : 0);
     };
     auto next = std::next(it);
-    while (next != p.end() &&
-           expandable_size(std::get<2>(*next)) < expandable_size(std::get<2>(*it)))
+    while (own(next) && expandable_size(std::get<3>(*next)) < expandable_size(std::get<3>(*it)))
       it = next++;
   }
-  const Bytes found = std::get<0>(*it);
+  const Bytes found = std::get<1>(*it);
   // "Do not return an oversized block for a large request" and "Allow oversized block size to be
   // rounded up but within a limit".
   if (size < cfg_.max_split_size && found >= cfg_.max_split_size) return kNoHandle;
   if (size >= cfg_.max_split_size && found >= size + cfg_.max_non_split_rounding) return kNoHandle;
-  const Handle h = std::get<2>(*it);
+  const Handle h = std::get<3>(*it);
   p.erase(it);
   blocks_[h].cached = false;
   return h;
 }
 
 // alloc_block without expandable segments: one cudaMalloc of get_allocation_size(size).
-CachingAllocator::Handle CachingAllocator::new_segment(Bytes size, bool small) {
+CachingAllocator::Handle CachingAllocator::new_segment(Bytes size, bool small, Stream stream) {
   const Bytes bytes = segment_size(size);
   if (capacity_ != 0 && stats_.reserved + bytes > capacity_) return kNoHandle;
   Segment seg;
   seg.size = bytes;
   seg.small = small;
+  seg.stream = stream;
   seg.live = true;
   if (forced_) {
     seg.addr = next_segment_address_;
@@ -142,6 +146,7 @@ CachingAllocator::Handle CachingAllocator::new_segment(Bytes size, bool small) {
   b.addr = seg.addr;
   b.size = bytes;
   b.small = small;
+  b.stream = stream;
   b.segment = static_cast<std::uint32_t>(segments_.size());
   const Handle h = new_block(b);
   seg.first = h;
@@ -154,16 +159,17 @@ CachingAllocator::Handle CachingAllocator::new_segment(Bytes size, bool small) {
   return h;
 }
 
-// try_allocate_expandable_block: the pool's one growing segment (a virtual range as large as the
-// device) maps pages of kSmallBuffer or kLargeBuffer at its lowest unmapped address that, with the
-// free mapped block before it, has room; the mapped pages join that free block.
-CachingAllocator::Handle CachingAllocator::grow_expandable(Bytes size, bool small) {
+// try_allocate_expandable_block: the stream's one growing segment in the pool (a virtual range as
+// large as the device) maps pages of kSmallBuffer or kLargeBuffer at its lowest unmapped address
+// that, with the free mapped block before it, has room; the mapped pages join that free block.
+CachingAllocator::Handle CachingAllocator::grow_expandable(Bytes size, bool small, Stream stream) {
   const Bytes page = small ? kAllocSmallBuffer : kAllocLargeBuffer;
-  std::set<std::pair<Bytes, Handle>>& unmapped = small ? small_unmapped_ : large_unmapped_;
+  std::set<UnmappedKey>& unmapped = small ? small_unmapped_ : large_unmapped_;
   auto allocatable = [&](Handle h) { return h != kNoHandle && !blocks_[h].allocated; };
   Handle cand = kNoHandle;
-  for (const auto& entry : unmapped) {
-    Handle c = entry.second;
+  for (auto e = unmapped.lower_bound({stream, 0, 0});
+       e != unmapped.end() && std::get<0>(*e) == stream; ++e) {
+    Handle c = std::get<2>(*e);
     if (allocatable(blocks_[c].prev)) c = blocks_[c].prev;
     Bytes room = 0;
     for (Handle b = c; room < size && allocatable(b); b = blocks_[b].next) room += blocks_[b].size;
@@ -176,6 +182,7 @@ CachingAllocator::Handle CachingAllocator::grow_expandable(Bytes size, bool smal
     // A new virtual range: the whole device (unlimited here: a range no request can exhaust).
     Segment seg;
     seg.small = small;
+    seg.stream = stream;
     seg.expandable = true;
     seg.live = true;
     seg.size = kMaxRequest * 2;
@@ -185,6 +192,7 @@ CachingAllocator::Handle CachingAllocator::grow_expandable(Bytes size, bool smal
     b.addr = seg.addr;
     b.size = seg.size;
     b.small = small;
+    b.stream = stream;
     b.mapped = false;
     b.segment = static_cast<std::uint32_t>(segments_.size());
     cand = new_block(b);
@@ -205,6 +213,7 @@ CachingAllocator::Handle CachingAllocator::grow_expandable(Bytes size, bool smal
       rest.addr = b.addr + bytes;
       rest.size = b.size - bytes;
       rest.small = b.small;
+      rest.stream = b.stream;
       rest.mapped = false;
       rest.segment = b.segment;
       rest.prev = h;
@@ -284,8 +293,8 @@ void CachingAllocator::release_cached() {
     FreeSet& p = pool(small);
     std::vector<Handle> whole;
     for (const auto& e : p) {
-      const Block& b = blocks_[std::get<2>(e)];
-      if (b.prev == kNoHandle && b.next == kNoHandle) whole.push_back(std::get<2>(e));
+      const Block& b = blocks_[std::get<3>(e)];
+      if (b.prev == kNoHandle && b.next == kNoHandle) whole.push_back(std::get<3>(e));
     }
     for (Handle h : whole) {
       erase_free(h);
@@ -319,14 +328,15 @@ CachingAllocator::Handle CachingAllocator::split_front(Handle h, Bytes n) {
   return f;
 }
 
-CachingAllocator::Handle CachingAllocator::malloc(Bytes orig) {
+CachingAllocator::Handle CachingAllocator::malloc(Bytes orig, Stream stream) {
   if (orig > kMaxRequest) return kNoHandle;
   const Bytes size = round_size(orig);
   const bool small = size <= kAllocSmallSize;
-  Handle h = find_free(size, small);
+  Handle h = find_free(size, small, stream);
   if (h == kNoHandle) {
     auto alloc_block = [&] {
-      return cfg_.expandable_segments ? grow_expandable(size, small) : new_segment(size, small);
+      return cfg_.expandable_segments ? grow_expandable(size, small, stream)
+                                      : new_segment(size, small, stream);
     };
     h = alloc_block();
     if (h == kNoHandle) {
@@ -407,16 +417,18 @@ void CachingAllocator::recount_inactive_split() {
   note_peaks();
 }
 
-void CachingAllocator::add_segment(Bytes address, Bytes size, bool small) {
+void CachingAllocator::add_segment(Bytes address, Bytes size, bool small, Stream stream) {
   Segment seg;
   seg.addr = address;
   seg.size = size;
   seg.small = small;
+  seg.stream = stream;
   seg.live = true;
   Block b;
   b.addr = address;
   b.size = size;
   b.small = small;
+  b.stream = stream;
   b.segment = static_cast<std::uint32_t>(segments_.size());
   const Handle h = new_block(b);
   seg.first = h;
@@ -508,14 +520,14 @@ std::vector<AllocatorSegment> CachingAllocator::snapshot() const {
           if (open) out.push_back(cur), open = false;
           continue;
         }
-        if (!open) cur = AllocatorSegment{b.addr, 0, seg.small, {}}, open = true;
+        if (!open) cur = AllocatorSegment{b.addr, 0, seg.small, seg.stream, {}}, open = true;
         cur.size += b.size;
         cur.blocks.push_back(AllocatorBlock{b.addr, b.size, b.requested, b.allocated});
       }
       if (open) out.push_back(cur);
       continue;
     }
-    AllocatorSegment s{seg.addr, seg.size, seg.small, {}};
+    AllocatorSegment s{seg.addr, seg.size, seg.small, seg.stream, {}};
     for (Handle h = seg.first; h != kNoHandle; h = blocks_[h].next) {
       const Block& b = blocks_[h];
       s.blocks.push_back(AllocatorBlock{b.addr, b.size, b.requested, b.allocated});

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "actmem/config/sharding.hpp"
 #include "actmem/inventory/params.hpp"
 
 namespace actmem::detail {
@@ -23,6 +24,9 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
   const ParamShards shards{c.par.tp, c.par.ep};
   const bool zero_grads = c.par.zero >= 2;
   split_ = is_split_backward(effective_schedule(c));
+  fsdp2_ = fsdp2_buffers(c);
+  fsdp2_resident_ = fsdp2_gathers(c) && gathers_resident(c);
+  chunk_gathered_.assign(s.ranks[rank].chunk_sizes.size(), false);
   // Per kind: each record's bytes, which records each choice keeps, the backward's gradient
   // buffers phase by phase, and the layer's parameter-gradient tensors.
   for (std::size_t ki = 0; ki < s.kinds.size(); ++ki) {
@@ -96,10 +100,19 @@ void AllocStream::release(const Key& k) {
   live_.erase(it);
 }
 
-CachingAllocator::Handle AllocStream::take(Bytes bytes) {
+CachingAllocator::Handle AllocStream::take(Bytes bytes, CachingAllocator::Stream stream) {
   if (bytes == 0) return CachingAllocator::kNoHandle;
   allocations_ += 1;
-  return a_->malloc(bytes);
+  return a_->malloc(bytes, stream);
+}
+
+// The order of _fsdp_param_group.py: unshard() allocates the group's all-gather output, then
+// wait_for_unshard() frees the one held (forward: the previous group's, kept in all_gather_state
+// for overlap; backward: the group's own, freed after its copy-out before the prefetch).
+void AllocStream::gather(Bytes bytes) {
+  const Handle next = take(bytes, kCopyInStream);
+  drop(ag_);
+  ag_ = next;
 }
 
 void AllocStream::drop(CachingAllocator::Handle h) {
@@ -228,6 +241,8 @@ void AllocStream::canonical(std::uint64_t base, Put&& put) {
     for (Handle h : hs) place(h);
   }
   place(dy_);
+  place(ag_);
+  for (bool g : chunk_gathered_) put(std::uint64_t{g});
   put(step_grads_.size());
   for (Handle h : step_grads_) place(h);
   put(grads_made_.size());
@@ -299,12 +314,20 @@ void AllocStream::forward_layer(const StepEvent& at) {
   const Kind& k = kinds_[ki];
   const KindEstimate& ke = s_.kinds[ki];
   const LayerChoice ch = choice_at(r_, j);
-  // The chunk's first layer: the stage's input arrives (rank 0: the embedding side's records).
-  if (j == 0 && at.chunk == s_.ranks[rank_].embed_chunk) {
+  const RankSetup& rk = s_.ranks[rank_];
+  // The chunk's first layer: the stage's input arrives (rank 0: the embedding side's records,
+  // after FSDP2's root group is gathered for the embedding).
+  const bool gathers = fsdp2_ || (fsdp2_resident_ && !chunk_gathered_[at.chunk]);
+  if (j == 0 && at.chunk == rk.embed_chunk) {
+    if (gathers) gather(rk.fsdp_root_gather);
     Held& in = held(at, kInputLayer);
     for (Bytes b : in_records_) in.push_back(take(b));
   }
-  const auto trans = take(ke.trans_fwd - std::min(ke.trans_fwd, s_.workspace));
+  Bytes trans_bytes = ke.trans_fwd - std::min(ke.trans_fwd, s_.workspace);
+  if (gathers) gather(ke.param_bytes);
+  // FSDP2's forward buffers (setup.cpp) less the all-gather output, on its own stream.
+  if (fsdp2_) trans_bytes -= std::min(trans_bytes, ke.param_bytes);
+  const auto trans = take(trans_bytes);
   made_.clear();
   for (Bytes b : k.records) made_.push_back(take(b));
   drop(trans);
@@ -318,6 +341,12 @@ void AllocStream::forward_layer(const StepEvent& at) {
   }
   if (k.extra[static_cast<std::size_t>(ch)] > 0 && !offloaded_at(r_, j))
     h.push_back(take(k.extra[static_cast<std::size_t>(ch)]));
+  // The stage's post-forward frees the last all-gather output (_fsdp_state.py _post_forward of
+  // the root); with the head, after the head's forward (kLossFwd).
+  if (gathers && j + 1 == rk.chunk_sizes[at.chunk]) {
+    if (at.chunk != rk.head_chunk) gather(0);
+    if (fsdp2_resident_) chunk_gathered_[at.chunk] = true;
+  }
 }
 
 void AllocStream::recompute(const StepEvent& at) {
@@ -348,7 +377,14 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   if (!grads_static_ && grads_made_.insert(g).second)
     for (Bytes b : k.grads) step_grads_.push_back(take(b));
   // Transients that are not gradient buffers (SP gather, ZeRO-3 gather, DDP bucket).
-  const Bytes other = ke.trans_bwd - std::min(ke.trans_bwd, s_.workspace + ke.costs.grad_peak);
+  Bytes other = ke.trans_bwd - std::min(ke.trans_bwd, s_.workspace + ke.costs.grad_peak);
+  if (fsdp2_) {
+    // FSDP2's pre-backward: the layer's own all-gather output goes after its copy-out, then the
+    // previous layer's is prefetched (_backward_prefetch) on the copy-in stream; none before the
+    // chunk's first layer (the root group stays gathered).
+    gather(j > 0 ? s_.kind_at(g - 1).param_bytes : 0);
+    other -= std::min(other, ke.param_bytes);
+  }
   const auto trans = take(other);
   // The gradient buffers, phase by phase: each appears at the first phase that holds it and is
   // freed after the last; dY (the gradient flowing down the stack) stays between layers.
@@ -423,13 +459,15 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
     case StepEvent::kLossFwd: {
       // The output layer's records join the micro-batch; the fp32 logits buffer lives through
       // the loss (the walker's loss forward).
+      gather(0);  // FSDP2: the root's post-forward (forward_layer); nothing held otherwise
       Held& h = held(at, kOutputLayer);
       for (Bytes b : out_records_) h.push_back(take(b));
       drop(take(s_.loss_fwd_ws));
       break;
     }
     case StepEvent::kLossBwd: {
-      const auto g1 = take(s_.loss_bwd_bufs[0]), g2 = take(s_.loss_bwd_bufs[1]);
+      const auto g1 = take(s_.loss_bwd_bufs[0]), g2 = take(s_.loss_bwd_bufs[1]),
+                 g3 = take(s_.loss_bwd_bufs[2]);
       // FSDP2's root-group gradients: counted in every layer backward's transient that follows
       // (setup.cpp), taken here for the loss's own backward.
       drop(take(s_.fsdp_root_grads));
@@ -438,6 +476,7 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
         for (Bytes b : head_grads_) step_grads_.push_back(take(b));
       drop(g1);
       drop(g2);
+      drop(g3);
       release(Key{at.mb, at.chunk, kOutputLayer});
       break;
     }
@@ -448,6 +487,7 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
       for (auto hh : step_grads_) drop(hh);
       step_grads_.clear();
       grads_made_.clear();
+      chunk_gathered_.assign(chunk_gathered_.size(), false);
       break;
     }
   }

@@ -75,8 +75,15 @@ class AllocStream final : public Recorder {
 
   static constexpr std::uint32_t kDyBuffer = ~std::uint32_t{0};
 
-  Handle take(Bytes bytes);
+  // FSDP2's all-gather outputs are made on its copy-in stream (torch 2.6.0 _fsdp_collectives.py
+  // foreach_all_gather under _fsdp_param_group.py get_all_gather_streams: implicit prefetching in
+  // forward and backward), so their blocks are cached apart from the default stream's.
+  static constexpr CachingAllocator::Stream kCopyInStream = 1;
+
+  Handle take(Bytes bytes, CachingAllocator::Stream stream = 0);
   void drop(Handle h);
+  // FSDP2: the next group's flat all-gather output is made, then the one held is freed.
+  void gather(Bytes bytes);
   Bytes tensor(std::uint64_t rows, std::uint64_t cols, Bytes width);
   void allocate_static();
   void allocate_states();
@@ -125,6 +132,13 @@ class AllocStream final : public Recorder {
   std::vector<Handle> made_;                             // forward_layer's scratch
   std::vector<std::pair<std::uint32_t, Handle>> alive_;  // backward_layer's scratch
   Handle dy_ = CachingAllocator::kNoHandle;
+  Handle ag_ = CachingAllocator::kNoHandle;  // FSDP2: the all-gather output held (copy-in stream)
+  bool fsdp2_ = false;  // torchtitan's FSDP2, layers resharded: its buffers each layer (setup.cpp)
+  // torchtitan's FSDP2 with its layers resident (gathers_resident): the all-gather outputs of a
+  // chunk's first forward of the step only (later forwards find the group unsharded), and which
+  // chunks have had it this step.
+  bool fsdp2_resident_ = false;
+  std::vector<bool> chunk_gathered_;
   bool static_done_ = false, grads_static_ = false, states_done_ = false;
   bool split_ = false;  // a split-backward schedule: linear inputs are held apart
   std::uint64_t allocations_ = 0;

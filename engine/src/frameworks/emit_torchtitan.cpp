@@ -42,10 +42,12 @@ std::optional<Error> check_model_and_step(const ModelSpec& m, const TrainConfig&
   const double hd = c.hidden_dropout >= 0 ? c.hidden_dropout : m.hidden_dropout;
   if (ad != 0 || hd != 0)
     return cannot("dropout: torchtitan's Llama has none (allowed: attention and hidden dropout 0)");
-  if (c.loss.impl != LossImpl::kEager)
+  const LossImpl tt_loss = p.tp > 1 ? LossImpl::kParallel : LossImpl::kEager;
+  if (c.loss.impl != tt_loss)
     return cannot("loss " + loss_name(c.loss) +
-                  ": torchtitan 9dec370 computes cross_entropy on the fp32 logits (allowed: "
-                  "eager)");
+                  ": torchtitan 9dec370 computes cross_entropy on the fp32 logits, vocabulary-"
+                  "parallel under tensor parallelism (allowed: " + loss_name(Loss{tt_loss}) +
+                  " at tp " + std::to_string(p.tp) + ")");
   if (c.lora.rank > 0) return cannot("LoRA: torchtitan 9dec370 trains every weight");
   if (c.optimizer != Optimizer::kAdamW)
     return cannot(std::string("optimizer ") + optimizer_name(c.optimizer) +

@@ -64,6 +64,8 @@ std::string loss_name(const Loss& l) {
   switch (l.impl) {
     case LossImpl::kEager:
       return "eager";
+    case LossImpl::kParallel:
+      return "parallel";
     case LossImpl::kChunked:
       return "chunked:" + std::to_string(l.chunks);
     case LossImpl::kCompiled:
@@ -95,8 +97,9 @@ bool parse_loss(const std::string& s, Loss* out) {
     *out = Loss{s == "dpo_trl" ? LossImpl::kDpoTrl : LossImpl::kLogprobOpenrlhf, 1};
     return true;
   }
-  if (s == "eager" || s == "compiled" || s == "fused" || s == "value") {
+  if (s == "eager" || s == "parallel" || s == "compiled" || s == "fused" || s == "value") {
     *out = Loss{s == "eager"      ? LossImpl::kEager
+                : s == "parallel" ? LossImpl::kParallel
                 : s == "compiled" ? LossImpl::kCompiled
                 : s == "value"    ? LossImpl::kValue
                                   : LossImpl::kFused,
@@ -116,7 +119,7 @@ bool parse_loss(const std::string& s, Loss* out) {
 }
 
 const char* loss_names() {
-  return "eager, chunked:K (2 <= K <= 1048576), compiled, fused, logprob, logprob_torch (each "
+  return "eager, parallel, chunked:K (2 <= K <= 1048576), compiled, fused, logprob, logprob_torch (each "
          "optionally +entropy or +entropy:compiled|eager|chunked|checkpoint), logprob_trl, "
          "logprob_trl+kl, dpo_trl, logprob_openrlhf, value";
 }
@@ -166,9 +169,16 @@ void torchtitan_defaults(const TrainConfig& c, const std::function<bool(const ch
                "torchtitan 9dec370 torchtitan/optimizer.py l.132-138: fused = "
                "job_config.optimizer.fused (config_manager.py l.194: store_true, off), foreach = "
                "not fused; one AdamW over the model part's local shards"});
-  d.push_back({"loss", "\"eager\"",
-               "torchtitan 9dec370 train.py l.131-138: cross_entropy(pred.flatten(0, 1)"
-               ".float(), labels.flatten(0, 1)); compiling the loss turned off (PR #755)"});
+  if (c.par.tp > 1)
+    d.push_back({"loss", "\"parallel\"",
+                 "torchtitan 9dec370 train.py l.57 and parallel_dims.py l.119-120: loss "
+                 "parallel whenever tp > 1 (training.disable_loss_parallel off); "
+                 "parallelize_llama.py l.138-141: the head's output stays Shard(-1); utils.py "
+                 "l.196-201: cross_entropy runs under torch's loss_parallel()"});
+  else
+    d.push_back({"loss", "\"eager\"",
+                 "torchtitan 9dec370 train.py l.131-138: cross_entropy(pred.flatten(0, 1)"
+                 ".float(), labels.flatten(0, 1)); compiling the loss turned off (PR #755)"});
   d.push_back({"recompute", "\"layers:KC\"",
                "torchtitan 9dec370 config_manager.py l.515-524: activation_checkpoint.mode "
                "'selective', selective_ac_option '2' (parallelize_llama.py l.277-285: every "

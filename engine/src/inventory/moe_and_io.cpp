@@ -162,6 +162,12 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
             "last hidden states, copied contiguous",
             "transformers causal-LM forward (logits_to_keep) as huggingface/trl f2cd577 calls "
             "it; measured: tests/reference/trl_loss_saved.json");
+  else if (g.loss.impl == LossImpl::kParallel)
+    // DTensor's ColwiseParallel(input_layouts=Shard(1)) gathers the sequence before the matmul,
+    // which saves the gathered input (torchtitan 9dec370 parallelize_llama.py l.138-141).
+    out.add("lm_head.in", {g.b, g.s_tp, g.h}, p, "output projection backward",
+            "the weight gradient needs its input, gathered over the sequence before the matmul",
+            "torch 2.6.0 ColwiseParallel: the input redistributed Shard(1) to Replicate");
   else
     out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
             "weight gradient needs its input", kK43);

@@ -332,6 +332,8 @@ TrainConfig LayoutSearch::layout_config(const Shape& sh, Schedule sched) const {
     c.accumulate_unsharded = fsdp && pp > 1;
     const bool ddp = !fsdp && dp > 1;
     c.ddp_bucket_view = !ddp;
+    // The loss torchtitan runs at this tp (framework.cpp: loss parallel whenever tp > 1).
+    c.loss = Loss{sh.tp > 1 ? LossImpl::kParallel : LossImpl::kEager};
     c.grad_bucket = ddp ? 0 : base_.grad_bucket;
   }
   return c;

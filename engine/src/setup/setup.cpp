@@ -274,13 +274,20 @@ Bytes fp8_weight_caches(const ModelSpec& m, const TrainConfig& c,
 // reshard_after_forward = layer_id < n_layers - 1): both stay gathered from their forward
 // to their backward, through the step's activation peak. The rank with the head holds the
 // last layer in every placement.
-Bytes fsdp2_gathered(const ModelSpec& m, const TrainConfig& c, bool first, bool last,
-                     const OuterParams& outer, const KindParams& kind_params, Checked& ck) {
+std::vector<ParamRecord> fsdp2_root(bool first, bool last, const OuterParams& outer) {
   std::vector<ParamRecord> root;
   if (first) root.insert(root.end(), outer.embed.begin(), outer.embed.end());
   if (last) {
     root.insert(root.end(), outer.head.begin(), outer.head.end());
     root.insert(root.end(), outer.mtp.begin(), outer.mtp.end());
+  }
+  return root;
+}
+
+Bytes fsdp2_gathered(const ModelSpec& m, const TrainConfig& c, bool first, bool last,
+                     const OuterParams& outer, const KindParams& kind_params, Checked& ck) {
+  std::vector<ParamRecord> root = fsdp2_root(first, last, outer);
+  if (last) {
     const auto& lp = kind_params[m.kind_index(m.layers - 1)];
     root.insert(root.end(), lp.begin(), lp.end());
   }
@@ -353,6 +360,9 @@ std::optional<Error> set_rank_statics(Setup& e, const KindParams& kind_params,
     const std::vector<std::uint64_t> counts = rank_kind_counts(m, s);
     const bool first = s.embed_chunk != RankSetup::kNoChunk,
                last = s.head_chunk != RankSetup::kNoChunk;
+    if (fsdp2_gathers(e.config))
+      s.fsdp_root_gather =
+          gathered_bytes(fsdp2_root(first, last, outer), e.config, "device.fsdp2_root_gather", ck);
     const Seen* hit = nullptr;
     for (const Seen& x : seen)
       if (x.first == first && x.last == last && x.counts == counts) hit = &x;
@@ -473,6 +483,19 @@ void set_loss_buffers(Setup& e, Checked& ck) {
     case LossImpl::kEager:
       e.loss_fwd_ws = x, e.loss_bwd_bufs[0] = x, e.loss_bwd_bufs[1] = x;
       break;
+    case LossImpl::kParallel: {
+      // torch 2.6.0 distributed/tensor/parallel/loss.py on the vocabulary shards, X = N x V/t
+      // in fp32. Forward (_log_softmax): beside the head's output (torchtitan's pred, deleted
+      // only after the loss: train.py l.302-307) and its fp32 copy, `shifted` lives until the
+      // result is made, with exp(shifted) before it (the same 3.5X at both moments).
+      // Backward (_nll_loss_and_log_softmax_backward, which also does log_softmax's: its
+      // handler only casts): grad_input = zeros_like(x), then (grad_input + exp(x)) *
+      // grad_output holds grad_input, the sum and the product beside the saved output.
+      const Bytes n = ck.mul(ck.mul(g0.b.value, g0.s_tp.value, lf), g0.v.value, lf);
+      e.loss_fwd_ws = ck.add(ck.mul(2, x, lf), ck.mul(n, dtype_bytes(c.act_dtype), lf), lf);
+      e.loss_bwd_bufs[0] = e.loss_bwd_bufs[1] = e.loss_bwd_bufs[2] = x;
+      break;
+    }
     case LossImpl::kChunked:
       // One chunk upcast at a time (torchtune CEWithChunkedOutputLoss, PR #1390).
       e.loss_fwd_ws = ceil_div(x, c.loss.chunks);
@@ -528,10 +551,11 @@ void set_layer_peaks(Setup& e) {
 
 // FSDP2 under torchtitan (docs/frameworks.md, "FSDP2's buffers"): forward keeps a group's flat
 // all-gather result beside its per-parameter copies until the next group's copy-in
-// (_fsdp_param_group.py all_gather_state); backward prefetches the previous group, holds the
+// (_fsdp_param_group.py all_gather_state); backward prefetches the previous group and holds the
 // layer's unsharded gradients in the compute dtype until their copy into the fp32 reduce-scatter
-// input, and drops the previous group's input only at the next post-backward
-// (comm_ctx.reduce_scatter_state). The root group's unsharded gradients (head, final norm) wait
+// input, while the previous group's input lives on until this group's post-backward frees it
+// (comm_ctx.reduce_scatter_state = None) just before allocating its own (foreach_reduce): one
+// reduce-scatter input at a time (torch 2.6.0 _fsdp_param_group.py post_backward). The root group's unsharded gradients (head, final norm) wait
 // for the root's post-backward at the end of backward (single stage; under pipelining they are
 // accumulate_unsharded's static line).
 void set_layer_transients(Setup& e, const std::vector<ParamRecord>& head, Checked& ck) {
@@ -550,8 +574,8 @@ void set_layer_transients(Setup& e, const std::vector<ParamRecord>& head, Checke
     if (fsdp2) {
       const Bytes elems = ke.param_elems;
       gather_fwd = ck.mul(2, ke.param_bytes, f);
-      gather_bwd = ck.add(ck.mul(3, ke.param_bytes, f),
-                          ck.mul(ck.mul(2, elems, f), dtype_bytes(c.grad_dtype), f), f);
+      gather_bwd =
+          ck.add(ck.mul(3, ke.param_bytes, f), ck.mul(elems, dtype_bytes(c.grad_dtype), f), f);
     }
     ke.fsdp_fwd = gather_fwd;
     ke.fsdp_bwd = gather_bwd;

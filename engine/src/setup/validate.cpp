@@ -366,8 +366,19 @@ std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.response_len", "response_len=" + std::to_string(c.response_len) +
                                           " is longer than seq=" + std::to_string(c.seq) +
                                           " (the prompt and response together)");
+  if (c.loss.impl == LossImpl::kEager && c.framework == Framework::kTorchtitan && p.tp > 1)
+    return bad("config.loss", "'eager' under torchtitan with tp " + std::to_string(p.tp) +
+                                  " is training.disable_loss_parallel = true (the head's output "
+                                  "gathered whole on every rank), which is not modelled; allowed: "
+                                  "parallel (torchtitan's default under tensor parallelism)");
   if (c.loss.impl == LossImpl::kEager) return std::nullopt;
   const std::string l = "'" + loss_name(c.loss) + "'";
+  if (c.loss.impl == LossImpl::kParallel && (p.tp == 1 || c.profile != Profile::kPytorch))
+    return bad("config.loss", l + " is PyTorch's loss_parallel over a head sharded by the "
+                                  "vocabulary (DTensor tensor parallelism, as torchtitan runs "
+                                  "it): it needs tp > 1 and profile pytorch; tp is " +
+                                  std::to_string(p.tp) + ", profile " +
+                                  profile_name(c.profile) + " (allowed otherwise: eager)");
   if (c.profile != Profile::kPytorch && c.profile != Profile::kHf)
     return bad("config.loss", l + " is a PyTorch loss; the " +
                                   std::string(profile_name(c.profile)) +

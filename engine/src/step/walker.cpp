@@ -267,7 +267,8 @@ void RankWalk::loss_forward(const PipeOp& op) {
 
 void RankWalk::loss_backward(const PipeOp& op) {
   st_.event(StepEvent{StepEvent::kLossBwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
-            add(ws_, add(add(s_.loss_bwd_bufs[0], s_.loss_bwd_bufs[1]), s_.fsdp_root_grads)));
+            add(ws_, add(add(add(s_.loss_bwd_bufs[0], s_.loss_bwd_bufs[1]), s_.loss_bwd_bufs[2]),
+                         s_.fsdp_root_grads)));
   st_.act -= s_.out_bytes;
 }
 

@@ -54,8 +54,12 @@ enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8, kDelayed };
 // reference's forward inside the loss.
 // logprob_openrlhf: OpenRLHF's actor (models/actor.py at 3c3be62): every token's logits copied to
 // fp32 and passed to flash-attn's cross entropy, PPO's clipped loss over the s - 1 positions.
+// parallel: torchtitan's loss under tensor parallelism (torch.distributed.tensor.parallel's
+// loss_parallel, torch 2.6.0 parallel/loss.py): the head's output stays sharded over the
+// vocabulary, and DTensor's own log_softmax and nll_loss handlers run cross_entropy on the shards.
 enum class LossImpl {
   kEager,
+  kParallel,
   kChunked,
   kCompiled,
   kFused,
@@ -87,7 +91,7 @@ inline bool rl_loss(const Loss& l) {
 }
 
 std::string loss_name(const Loss& l);
-// "eager" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "value" | "logprob" |
+// "eager" | "parallel" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "value" | "logprob" |
 // "logprob_torch", the last two optionally followed by "+entropy" (compiled) or
 // "+entropy:MODE" | "logprob_trl" | "logprob_trl+kl" | "dpo_trl" | "logprob_openrlhf".
 bool parse_loss(const std::string& s, Loss* out);

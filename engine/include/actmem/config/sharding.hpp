@@ -56,11 +56,15 @@ inline bool gathers_resident(const TrainConfig& c) {
   return c.par.zero == 3 && (!c.reshard_after_forward || c.accumulate_unsharded);
 }
 
+// torchtitan's FSDP2 (fully_shard over every block and the root): its all-gathers run on their
+// own streams (device/stream.cpp).
+inline bool fsdp2_gathers(const TrainConfig& c) {
+  return c.framework == Framework::kTorchtitan && c.par.zero == 3;
+}
+
 // torchtitan's FSDP2 with its layers resharded (not resident): its root group and last block stay
 // gathered, and each layer's forward and backward hold FSDP2's buffers (setup.cpp).
-inline bool fsdp2_buffers(const TrainConfig& c) {
-  return c.framework == Framework::kTorchtitan && c.par.zero == 3 && !gathers_resident(c);
-}
+inline bool fsdp2_buffers(const TrainConfig& c) { return fsdp2_gathers(c) && !gathers_resident(c); }
 
 // Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the
 // expert-data-parallel group of dp/ep ranks.

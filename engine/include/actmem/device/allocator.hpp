@@ -1,8 +1,11 @@
 // A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp as of PyTorch
 // 2.11): what `torch.cuda.memory_allocated` and `memory_reserved` would report for a stream of
-// tensor allocations and frees on one device and one stream. It rounds, picks the small or large
-// pool, finds the best-fitting cached block, splits and merges blocks and reserves segments exactly
-// as that code does, so reserved - allocated is the fragmentation of the stream, not a percentage.
+// tensor allocations and frees on one device. It rounds, picks the small or large pool, finds the
+// best-fitting cached block of the request's CUDA stream, splits and merges blocks and reserves
+// segments exactly as that code does, so reserved - allocated is the fragmentation of the run, not
+// a percentage. Each stream's blocks are cached apart (BlockComparatorSize orders by stream first,
+// get_free_block takes only a block of the request's stream): a block freed by one stream's
+// tensor is never reused by another's.
 #pragma once
 
 #include <array>
@@ -39,6 +42,7 @@ struct AllocatorBlock {
 struct AllocatorSegment {
   Bytes address = 0, size = 0;
   bool small = false;
+  std::uint32_t stream = 0;
   std::vector<AllocatorBlock> blocks;
 };
 
@@ -46,6 +50,8 @@ class CachingAllocator {
  public:
   using Handle = std::uint32_t;
   static constexpr Handle kNoHandle = ~Handle{0};
+  // A CUDA stream, numbered by the caller (0: the default stream).
+  using Stream = std::uint32_t;
 
   // `capacity`: the bytes the device can still give (0: unlimited). When a new segment would pass
   // it, the allocator frees its cached whole segments and retries (release_cached_blocks), and a
@@ -57,9 +63,9 @@ class CachingAllocator {
   Bytes round_size(Bytes size) const;
   Bytes segment_size(Bytes rounded) const;
 
-  // Allocates `size` bytes; the handle names the block until free(). A request over kMaxBytes / 2
-  // is refused (kNoHandle) so no sum in the model can wrap.
-  Handle malloc(Bytes size);
+  // Allocates `size` bytes on `stream`; the handle names the block until free(). A request over
+  // kMaxBytes / 2 is refused (kNoHandle) so no sum in the model can wrap.
+  Handle malloc(Bytes size, Stream stream = 0);
   void free(Handle h);
   // torch.cuda.empty_cache(): every segment with no allocated block goes back to the device.
   void empty_cache();
@@ -68,7 +74,7 @@ class CachingAllocator {
   // the model's own increasing addresses.
   void set_next_segment_address(Bytes address) { next_segment_address_ = address, forced_ = true; }
   // Replay: a segment that exists before the stream starts, and a live block inside it.
-  void add_segment(Bytes address, Bytes size, bool small);
+  void add_segment(Bytes address, Bytes size, bool small, Stream stream = 0);
   // Blocks are found by address; a segment's blocks are best added in address order. Call
   // recount_inactive_split() once all are in.
   Handle add_live_block(Bytes address, Bytes size, Bytes requested);
@@ -97,7 +103,8 @@ class CachingAllocator {
     for (std::uint32_t i : by_addr_) {
       const Segment& seg = segments_[i];
       put(seg.size);
-      put(std::uint64_t{seg.small} | std::uint64_t{seg.expandable} << 1);
+      put(std::uint64_t{seg.small} | std::uint64_t{seg.expandable} << 1 |
+          std::uint64_t{seg.stream} << 2);
       for (Handle h = seg.first; h != kNoHandle; h = blocks_[h].next) {
         const Block& b = blocks_[h];
         put(b.addr - seg.addr);
@@ -122,13 +129,16 @@ class CachingAllocator {
   }
 
  private:
-  // A pool's free blocks ordered as BlockComparatorSize orders them: size, then address. Their
-  // nodes come from the allocator's own pool (node_pool.hpp).
-  using FreeKey = std::tuple<Bytes, Bytes, Handle>;
+  // A pool's free blocks ordered as BlockComparatorSize orders them: stream, size, then address.
+  // Their nodes come from the allocator's own pool (node_pool.hpp).
+  using FreeKey = std::tuple<Stream, Bytes, Bytes, Handle>;
+  // Expandable segments' unmapped ranges as BlockComparatorAddress orders them: stream, address.
+  using UnmappedKey = std::tuple<Stream, Bytes, Handle>;
   using FreeSet = std::set<FreeKey, std::less<FreeKey>, PoolAllocator<FreeKey>>;
   struct Block {
     Bytes addr = 0, size = 0, requested = 0;
     std::uint32_t segment = 0;
+    Stream stream = 0;
     Handle prev = kNoHandle, next = kNoHandle;
     bool allocated = false, small = false, in_use = false;  // in_use: the slot holds a block
     bool mapped = true;         // false: unmapped pages of an expandable segment
@@ -138,6 +148,7 @@ class CachingAllocator {
   struct Segment {
     Bytes addr = 0, size = 0;
     bool small = false, expandable = false, live = false;
+    Stream stream = 0;
     Handle first = kNoHandle;
   };
   Handle new_block(const Block& b);
@@ -145,9 +156,9 @@ class CachingAllocator {
   FreeSet& pool(bool small) { return small ? small_free_ : large_free_; }
   void insert_free(Handle h);
   void erase_free(Handle h);
-  Handle find_free(Bytes size, bool small);
-  Handle new_segment(Bytes size, bool small);
-  Handle grow_expandable(Bytes size, bool small);
+  Handle find_free(Bytes size, bool small, Stream stream);
+  Handle new_segment(Bytes size, bool small, Stream stream);
+  Handle grow_expandable(Bytes size, bool small, Stream stream);
   Handle merge(Handle dst, Handle src);
   Handle split_front(Handle h, Bytes n);
   bool should_split(const Block& b, Bytes size) const;
@@ -164,7 +175,7 @@ class CachingAllocator {
   FreeSet small_free_{PoolAllocator<FreeKey>(nodes_.get())};
   FreeSet large_free_{PoolAllocator<FreeKey>(nodes_.get())};
   // Expandable segments' unmapped ranges by address (BlockPool::unmapped).
-  std::set<std::pair<Bytes, Handle>> small_unmapped_, large_unmapped_;
+  std::set<UnmappedKey> small_unmapped_, large_unmapped_;
   Bytes last_subsumed_ = 0;  // the size merge() last absorbed (free_block's stats)
   std::map<Bytes, std::uint32_t> segment_at_;  // replayed segments by address (add_segment)
   Handle tail_ = kNoHandle;                    // the free rest add_live_block last cut

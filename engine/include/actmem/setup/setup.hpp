@@ -53,6 +53,11 @@ struct RankSetup {
   std::uint32_t embed_chunk = kNoChunk, head_chunk = kNoChunk;
   StaticMemory stat;
   Bytes opt_temp = 0;  // the optimizer step's transient on this rank (setup/optimizer_step.cpp)
+  // FSDP2 (fsdp2_gathers): the root group's flat all-gather output (its parameters outside the
+  // blocks, in the compute dtype), made on the all-gather copy-in stream before the first layer's
+  // forward and freed at that layer's copy-out. The device replay allocates it; the tensor walk
+  // does not (it is freed before the first layer's records and never meets the step's peak).
+  Bytes fsdp_root_gather = 0;
 };
 
 struct KvCache {
@@ -80,7 +85,7 @@ struct Setup {
   // FSDP2's root-group unsharded gradients (head, final norm), alive from the loss backward to
   // the end of backward (setup.cpp).
   Bytes fsdp_root_grads = 0;
-  Bytes loss_bwd_bufs[2] = {0, 0};
+  Bytes loss_bwd_bufs[3] = {0, 0, 0};  // loss parallel's backward holds three
   Bytes opt_temp = 0;      // the optimizer step's transient, the largest rank's
   Bytes zero3_gather = 0;  // the largest layer's gathered parameters (ZeRO-3)
   Bytes grad_peak = 0;     // the largest layer backward's gradient buffers
