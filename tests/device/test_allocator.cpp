@@ -150,6 +150,51 @@ TEST_CASE("allocator expandable_segments: one growing segment per pool mapped in
 }
 
 TEST_CASE(
+    "allocator streams: a block is cached for its own stream only (BlockComparatorSize orders by "
+    "stream first, get_free_block returns no other stream's block)") {
+  CachingAllocator a;
+  const auto x = a.malloc(40 * kMiB, 1);  // stream 1's own 40 MiB segment
+  CHECK(a.stats().reserved_side == 40 * kMiB);
+  const Bytes x_at = a.address(x);
+  a.free(x);
+  // The default stream cannot take stream 1's cached block: a segment of its own.
+  const auto y = a.malloc(30 * kMiB);
+  CHECK(a.stats().reserved == 70 * kMiB);
+  CHECK(a.address(y) != x_at);
+  // Stream 1 takes its block again (split: 30 MiB + 10 MiB cached).
+  const auto z = a.malloc(30 * kMiB, 1);
+  CHECK(a.address(z) == x_at);
+  CHECK(a.stats().reserved == 70 * kMiB);
+  // A third stream finds neither.
+  a.free(y);
+  a.malloc(8 * kMiB, 2);  // below 10 MiB: a 20 MiB large segment
+  CHECK(a.stats().reserved == 90 * kMiB);
+  CHECK(a.stats().reserved_side == 60 * kMiB);
+  // The snapshot names each segment's stream.
+  std::map<Bytes, std::uint32_t> streams;
+  for (const auto& seg : a.snapshot()) streams[seg.size] = seg.stream;
+  CHECK(streams == std::map<Bytes, std::uint32_t>{{20 * kMiB, 2}, {30 * kMiB, 0}, {40 * kMiB, 1}});
+  // release_cached_blocks frees every stream's whole cached segments: the default stream's 30.
+  a.empty_cache();
+  CHECK(a.stats().reserved == 60 * kMiB);
+  CHECK(a.stats().reserved_side == 60 * kMiB);
+}
+
+TEST_CASE("allocator streams with expandable segments: one growing segment per stream and pool") {
+  AllocatorConfig c;
+  c.expandable_segments = true;
+  CachingAllocator a(c);
+  const auto x = a.malloc(12 * kMiB, 1);  // stream 1: one 20 MiB page, 8 MiB free
+  const auto y = a.malloc(6 * kMiB);      // the default stream maps a page of its own
+  CHECK(a.stats().reserved == 40 * kMiB);
+  CHECK(a.address(y) != a.address(x) + 12 * kMiB);
+  const auto z = a.malloc(6 * kMiB, 1);  // stream 1's free 8 MiB serves it
+  CHECK(a.address(z) == a.address(x) + 12 * kMiB);
+  CHECK(a.stats().reserved == 40 * kMiB);
+  CHECK(a.stats().reserved_side == 20 * kMiB);
+}
+
+TEST_CASE(
     "allocator with a capacity: cached segments are released and the request retried, "
     "then an OOM is counted") {
   CachingAllocator a({}, 64 * kMiB);

@@ -473,6 +473,77 @@ TEST_CASE("loss implementations on Llama 3.1 8B: exact bytes kept and the loss's
   CHECK(u(compiled["peak_bytes"]) < u(eager["peak_bytes"]));
 }
 
+TEST_CASE(
+    "torchtitan's FSDP2 buffers and streams on Llama 3.1 8B (torch 2.6.0 _fsdp_param_group.py, "
+    "_fsdp_collectives.py)") {
+  auto answer = [](const char* command) {
+    return run(json{{"command", command},
+                    {"preset", "llama-3.1-8b"},
+                    {"config", {{"framework", "torchtitan"}, {"dp", 8}, {"seq", 8192},
+                                {"micro_batch", 2}}}});
+  };
+  const json tl = answer("timeline");
+  // Forward: the layer's per-parameter copies and its flat all-gather output (bf16).
+  CHECK(named_transient(tl, "fsdp2.layer_forward_buffers") == 2 * (2 * kLayer8b));
+  // Backward: its copies, the previous layer's prefetched all-gather output, its bf16 unsharded
+  // gradients, and one fp32 reduce-scatter input: post_backward frees the previous one
+  // (reduce_scatter_state = None) before foreach_reduce allocates its own.
+  CHECK(named_transient(tl, "fsdp2.layer_backward_buffers") == 3 * (2 * kLayer8b) + 4 * kLayer8b);
+  CHECK(named_transient(tl, "fsdp2.root_grads") == 2 * (kEmbed8b + 4096));
+  // The all-gather outputs are made on FSDP2's copy-in stream (get_all_gather_streams: implicit
+  // prefetching), whose cached blocks the default stream never reuses. What that stream reserves
+  // is the root group's output (embedding, final norm, head) and one layer's, each its own
+  // segment (a 2 MiB multiple, get_allocation_size): every later layer's output fits one of them.
+  constexpr std::uint64_t k2MiB = 2 * 1048576;
+  auto segment = [](std::uint64_t b) { return (b + k2MiB - 1) / k2MiB * k2MiB; };
+  const json est = answer("estimate");
+  const json& stage = est["device"]["stages"][0];
+  CHECK(u(stage["side_stream_reserved_bytes"]) ==
+        segment(2 * (2 * kEmbed8b + 4096)) + segment(2 * kLayer8b));
+  CHECK(u(stage["side_stream_reserved_bytes"]) == 2'541'748'224);
+  // Without FSDP (one GPU) nothing is on another stream.
+  const json one = run(json{{"command", "estimate"},
+                            {"preset", "llama-3.1-8b"},
+                            {"config", {{"framework", "torchtitan"}, {"seq", 2048}}}});
+  CHECK(u(one["device"]["stages"][0]["side_stream_reserved_bytes"]) == 0);
+}
+
+TEST_CASE(
+    "loss parallel (torchtitan under TP, torch 2.6.0 distributed/tensor/parallel/loss.py): the "
+    "gathered head input, the log-softmax of the vocabulary shard, three backward buffers") {
+  // Llama 3.1 8B, tp 2 x dp 4: N = 2 x 8192 tokens, each rank's V/2 = 64,128 logits per token.
+  constexpr std::uint64_t n = 2 * 8192, v2 = 64'128, h = 4096, x = 4 * n * v2;
+  auto answer = [&](const char* command, const json& extra) {
+    json c = {{"framework", "torchtitan"}, {"dp", 4}, {"tp", 2}, {"seq", 8192}, {"micro_batch", 2}};
+    c.update(extra);
+    return evaluate_json(json{{"command", command}, {"preset", "llama-3.1-8b"}, {"config", c}});
+  };
+  const json r = answer("estimate", json::object());
+  REQUIRE(r.value("ok", false));
+  CHECK(r["config"]["loss"] == "parallel");  // filled: train.py l.57, parallel_dims.py l.119
+  CHECK(filled(r, "loss"));
+  // ColwiseParallel(input_layouts=Shard(1)) saves the input gathered over the sequence.
+  CHECK(record(r, "lm_head.in") == 2 * n * h);
+  CHECK(record(r, "loss.log_softmax_out") == x);  // _log_softmax saves its result
+  CHECK(record(r, "loss.labels") == 8 * n);
+  const json tl = answer("timeline", json::object());
+  // Forward: the bf16 shard of the logits (pred), its fp32 copy and `shifted` beside the result.
+  CHECK(named_transient(tl, "loss.fp32_logits_buffer") == 2 * x + 2 * n * v2);
+  // Backward: grad_input, then (grad_input + exp(x)) * grad_output.
+  CHECK(named_transient(tl, "loss.logits_grad") == x);
+  CHECK(named_transient(tl, "loss.backward_buffers") == 2 * x);
+  // What torchtitan would not run: eager under TP (disable_loss_parallel), parallel without TP.
+  const json eager = answer("estimate", json{{"loss", "eager"}});
+  REQUIRE_FALSE(eager.value("ok", true));
+  CHECK(eager["error"]["field"] == "config.loss");
+  const json alone = evaluate_json(json{{"command", "estimate"},
+                              {"preset", "llama-3.1-8b"},
+                              {"config", {{"dp", 8}, {"loss", "parallel"}}}});
+  REQUIRE_FALSE(alone.value("ok", true));
+  CHECK(alone["error"]["field"] == "config.loss");
+  CHECK(alone["error"]["message"].get<std::string>().find("tp > 1") != std::string::npos);
+}
+
 TEST_CASE("loss: refused where it is not a PyTorch loss or not modelled, naming config.loss") {
   auto err = [](const json& config) {
     const json r = evaluate_json({{"preset", "llama-3.1-8b"}, {"config", config}});

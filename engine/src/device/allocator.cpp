@@ -153,6 +153,7 @@ CachingAllocator::Handle CachingAllocator::new_segment(Bytes size, bool small, S
   segment_at_[seg.addr] = static_cast<std::uint32_t>(segments_.size());
   segments_.push_back(seg);
   stats_.reserved += bytes;
+  if (stream != 0) stats_.reserved_side += bytes;
   stats_.segments += 1;
   stats_.device_allocs += 1;
   note_peaks();
@@ -229,6 +230,7 @@ CachingAllocator::Handle CachingAllocator::grow_expandable(Bytes size, bool smal
     out = merge(out, blocks_[out].next);
     insert_free(out);
     stats_.reserved += bytes;
+    if (stream != 0) stats_.reserved_side += bytes;
     stats_.device_allocs += 1;
     note_peaks();
     return out;
@@ -301,6 +303,7 @@ void CachingAllocator::release_cached() {
       Segment& seg = segments_[blocks_[h].segment];
       seg.live = false;
       stats_.reserved -= blocks_[h].size;
+      if (seg.stream != 0) stats_.reserved_side -= blocks_[h].size;
       stats_.segments -= 1;
       stats_.device_frees += 1;
       drop_block(h);
@@ -436,6 +439,7 @@ void CachingAllocator::add_segment(Bytes address, Bytes size, bool small, Stream
   segments_.push_back(seg);
   insert_free(h);
   stats_.reserved += size;
+  if (stream != 0) stats_.reserved_side += size;
   stats_.segments += 1;
   note_peaks();
 }

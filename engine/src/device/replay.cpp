@@ -89,6 +89,7 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
     d.segments_peak = st.segments_peak;
     d.allocations = streams[r]->allocations() - before[r];
     d.ooms = st.ooms;
+    d.side_stream_reserved_bytes = st.reserved_side;
     d.stats = st;
     out->push_back(d);
   }

@@ -69,6 +69,31 @@ constexpr const char* kGemma3Rope =
     "transformers 5.17 modeling_gemma3.py Gemma3TextModel (rotary_emb and rotary_emb_local); "
     "measured: tests/reference/gpu/hf_layers.json";
 
+// What the output projection's weight gradient reads: its input, as each way of running the head
+// keeps it.
+static void add_head_input(const LayerGeometry& g, RecordBuilder& out) {
+  const DType p = g.act;
+  if (g.loss.impl == LossImpl::kLogprobTrl && g.response.value + 1 < g.s_rep.value)
+    // transformers' logits_to_keep: lm_head over hidden_states[:, -(R + 1):, :], a strided view
+    // that matmul's reshape copies (aten linear -> matmul, device independent); the norm's
+    // output itself is then kept by nobody.
+    out.add("lm_head.in", {g.b, Dim{"R+1", g.response.value + 1}, g.h}, p,
+            "output projection backward",
+            "the weight gradient needs its input: the response's "
+            "last hidden states, copied contiguous",
+            "transformers causal-LM forward (logits_to_keep) as huggingface/trl f2cd577 calls "
+            "it; measured: tests/reference/trl_loss_saved.json");
+  else if (g.loss.impl == LossImpl::kParallel)
+    // DTensor's ColwiseParallel(input_layouts=Shard(1)) gathers the sequence before the matmul,
+    // which saves the gathered input (torchtitan 9dec370 parallelize_llama.py l.138-141).
+    out.add("lm_head.in", {g.b, g.s_tp, g.h}, p, "output projection backward",
+            "the weight gradient needs its input, gathered over the sequence before the matmul",
+            "torch 2.6.0 ColwiseParallel: the input redistributed Shard(1) to Replicate");
+  else
+    out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
+            "weight gradient needs its input", kK43);
+}
+
 void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, RecordBuilder& in,
                      RecordBuilder& out) {
   const DType p = g.act;
@@ -152,25 +177,7 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     build_value_head(g, out);  // validate.cpp: the hf profile
     return;
   }
-  if (g.loss.impl == LossImpl::kLogprobTrl && g.response.value + 1 < g.s_rep.value)
-    // transformers' logits_to_keep: lm_head over hidden_states[:, -(R + 1):, :], a strided view
-    // that matmul's reshape copies (aten linear -> matmul, device independent); the norm's
-    // output itself is then kept by nobody.
-    out.add("lm_head.in", {g.b, Dim{"R+1", g.response.value + 1}, g.h}, p,
-            "output projection backward",
-            "the weight gradient needs its input: the response's "
-            "last hidden states, copied contiguous",
-            "transformers causal-LM forward (logits_to_keep) as huggingface/trl f2cd577 calls "
-            "it; measured: tests/reference/trl_loss_saved.json");
-  else if (g.loss.impl == LossImpl::kParallel)
-    // DTensor's ColwiseParallel(input_layouts=Shard(1)) gathers the sequence before the matmul,
-    // which saves the gathered input (torchtitan 9dec370 parallelize_llama.py l.138-141).
-    out.add("lm_head.in", {g.b, g.s_tp, g.h}, p, "output projection backward",
-            "the weight gradient needs its input, gathered over the sequence before the matmul",
-            "torch 2.6.0 ColwiseParallel: the input redistributed Shard(1) to Replicate");
-  else
-    out.add("lm_head.in", {g.b, g.s_rep, g.h}, p, "output projection backward",
-            "weight gradient needs its input", kK43);
+  add_head_input(g, out);
   if (rl_loss(g.loss)) {
     build_rl_loss(g, out);  // validate.cpp: the hf profile
     return;

@@ -40,6 +40,13 @@ Bytes fsdp2_layer(const Setup& s, bool backward) {
   for (const KindEstimate& ke : s.kinds) b = std::max(b, backward ? ke.fsdp_bwd : ke.fsdp_fwd);
   return b;
 }
+// The loss backward's second and third buffers (each bounded by a setup that built: its totals
+// summed them with overflow checks in the walk's loss event).
+Bytes loss_more_buffers(const Setup& s) {
+  Checked ck;
+  const Bytes b = ck.add(s.loss_bwd_bufs[1], s.loss_bwd_bufs[2], "timeline.loss");
+  return ck.overflowed() ? kMaxBytes : b;
+}
 }  // namespace
 
 std::vector<Transient> named_transients(const Setup& s) {
@@ -54,8 +61,8 @@ std::vector<Transient> named_transients(const Setup& s) {
       {"fsdp2.layer_forward_buffers", fsdp2_layer(s, false), "each layer's forward (FSDP2)",
        "the gathered layer and its flat all-gather result, kept until the next group's copy-in"},
       {"fsdp2.layer_backward_buffers", fsdp2_layer(s, true), "each layer's backward (FSDP2)",
-       "gathered layer, prefetched layer, unsharded gradients, two fp32 reduce-scatter inputs "
-       "(docs/frameworks.md)"},
+       "gathered layer, prefetched layer, unsharded gradients, the fp32 reduce-scatter input "
+       "(one at a time; docs/frameworks.md)"},
       {"fsdp2.root_grads", s.fsdp_root_grads, "loss backward to the end of backward (FSDP2)",
        "the root group's unsharded gradients (head, final norm), reduce-scattered last"},
       {"bwd.layer_grads", s.grad_peak, "each layer's backward, at " + s.grad_peak_at,
@@ -66,6 +73,10 @@ std::vector<Transient> named_transients(const Setup& s) {
        "chunk's; fused: one [chunk, V] logits chunk (docs/frameworks.md, The loss)"},
       {"loss.logits_grad", s.loss_bwd_bufs[0], "loss backward",
        "gradient of the logits (fp32; compiled: bf16)"},
+      {"loss.backward_buffers", loss_more_buffers(s), "loss backward",
+       "the loss backward's other buffers beside it (eager: log_softmax's input gradient; "
+       "parallel: the sum and the product of DTensor's fused nll and log_softmax backward; "
+       "docs/frameworks.md, The loss)"},
       {"grad.reduce_bucket", c.par.dp > 1 ? c.grad_bucket : 0, "backward (data parallel)",
        "PyTorch DDP bucket_cap_mb = 25"},
       {"optimizer.step_temp", s.opt_temp, "optimizer step",

@@ -87,6 +87,7 @@ void write_device(JsonWriter& w, const DeviceMemory& d) {
     w.field("reserved_peak_bytes", s.reserved_peak_bytes);
     w.field("retries", s.stats.retries);
     w.field("segments_peak", s.segments_peak);
+    w.field("side_stream_reserved_bytes", s.side_stream_reserved_bytes);
     w.field("stage", s.stage);
     w.end_object();
   }

@@ -32,6 +32,7 @@ struct AllocatorStats {
   Bytes allocated_peak = 0, reserved_peak = 0, requested_peak = 0, inactive_split_peak = 0;
   std::uint64_t segments = 0, segments_peak = 0, device_allocs = 0, device_frees = 0;
   std::uint64_t ooms = 0, retries = 0;  // with a capacity: cache flushes, and requests that failed
+  Bytes reserved_side = 0;  // of `reserved`, the segments of streams other than the default (0)
 };
 
 // One block as the snapshot shows it (segment by segment, in address order).

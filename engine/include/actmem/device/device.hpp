@@ -36,6 +36,9 @@ struct StageDevice {
   std::uint64_t segments_peak = 0;
   std::uint64_t allocations = 0;  // tensor allocations of one step
   std::uint64_t ooms = 0;         // requests the capacity could not serve, even after flushing
+  // Reserved at the step's end by the segments of other CUDA streams than the default: FSDP2's
+  // all-gather copy-in stream (device/stream.cpp), cached apart from the default stream's blocks.
+  Bytes side_stream_reserved_bytes = 0;
   AllocatorStats stats;
 };
 
