@@ -92,6 +92,22 @@ TEST_CASE("compare: the hand-worked trace (make_snapshots.py tiny) replays to it
   CHECK(r["error_pct"]["allocated"].get<double>() == Approx(err));
 }
 
+TEST_CASE(
+    "compare: a trace on two streams replays with each stream's blocks apart (make_snapshots.py "
+    "two_streams)") {
+  const json r = compare(file("two-streams.pickle"));
+  INFO(r.dump().substr(0, 400));
+  REQUIRE(r["ok"] == true);
+  const json& m = r["measured"];
+  CHECK(m["source"] == "trace replay");
+  // Every allocation at its recorded address: the side stream's requests get a segment of their
+  // own and its cached block back, not the default stream's cached blocks (which one stream
+  // would have chosen: A at SEG1 + 4 MiB, C in SEG1's remaining 10 MiB).
+  CHECK(m["replay_exact"] == true);
+  CHECK(u(m["allocated_peak_bytes"]) == 16 * kMiB);
+  CHECK(u(m["reserved_peak_bytes"]) == 40 * kMiB);
+}
+
 TEST_CASE("compare: without a trace it reports the blocks when the snapshot was taken") {
   const json r = compare(file("no-trace.pickle"));
   REQUIRE(r["ok"] == true);

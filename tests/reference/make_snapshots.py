@@ -22,14 +22,14 @@ FRAMES = {
 }
 
 
-def entry(action, addr, size, frames=None, t=0):
-    e = {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": 1000 + t,
+def entry(action, addr, size, frames=None, t=0, stream=0):
+    e = {"action": action, "addr": addr, "size": size, "stream": stream, "time_us": 1000 + t,
          "compile_context": "N/A", "user_metadata": ""}
     e["frames"] = frames or []
     return e
 
 
-def seg(addr, blocks, expandable=False):
+def seg(addr, blocks, expandable=False, stream=0):
     total = sum(b[0] for b in blocks)
     out, at = [], addr
     for size, req, state in blocks:
@@ -40,7 +40,7 @@ def seg(addr, blocks, expandable=False):
     return {"device": 0, "address": addr, "total_size": total, "allocated_size": alloc,
             "active_size": alloc, "requested_size": sum(b["requested_size"] for b in out
                                                         if b["state"] == "active_allocated"),
-            "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+            "stream": stream, "segment_type": "large", "segment_pool_id": (0, 0),
             "is_expandable": expandable, "frames": [], "blocks": out}
 
 
@@ -95,9 +95,36 @@ def expandable():
             "allocator_settings": settings(True), "external_annotations": []}
 
 
+def two_streams():
+    # A side stream (cudaStream_t 0x55d0c0de0000, as FSDP2's all-gather copy-in stream) beside the
+    # default one (0). Before the trace SEG1 (default stream) holds a live 4 MiB block, 16 MiB
+    # cached. Then:
+    #   alloc A 6 MiB on the side stream -> SEG1's cached 16 MiB belongs to stream 0: a new 20 MiB
+    #                                       segment of the side stream at SEG2 (below 10 MiB)
+    #   free A                           -> cached for the side stream
+    #   alloc B 6 MiB on stream 0        -> SEG1 + 4 MiB (A's cached block is the side stream's)
+    #   alloc C 6 MiB on the side stream -> SEG2 again
+    # Peaks: allocated 4 + 6 + 6 = 16 MiB (after C), reserved 20 + 20 = 40 MiB. Read as one
+    # stream, A would take SEG1's cached 16 MiB (no new segment) and C SEG1's remaining 10 MiB
+    # (the smallest cached block that fits, against SEG2's 20).
+    side, a = 0x55D0C0DE0000, 6 * MiB
+    seg2 = 0x7F0001400000
+    trace = [entry("segment_alloc", seg2, 20 * MiB, FRAMES["a"], 1, side),
+             entry("alloc", seg2, a, FRAMES["a"], 2, side),
+             entry("free_requested", seg2, a, FRAMES["a"], 3, side),
+             entry("free_completed", seg2, a, FRAMES["a"], 4, side),
+             entry("alloc", SEG1 + 4 * MiB, a, FRAMES["b"], 5),
+             entry("alloc", seg2, a, FRAMES["c"], 6, side)]
+    segments = [seg(SEG1, [(4 * MiB, 4 * MiB, "active_allocated"), (a, a, "active_allocated"),
+                           (10 * MiB, 0, "inactive")]),
+                seg(seg2, [(a, a, "active_allocated"), (14 * MiB, 0, "inactive")], stream=side)]
+    return {"segments": segments, "device_traces": [trace], "allocator_settings": settings(),
+            "external_annotations": []}
+
+
 def main(out):
     files = {"tiny-trace.pickle": tiny(), "no-trace.pickle": no_trace(),
-             "expandable.pickle": expandable()}
+             "expandable.pickle": expandable(), "two-streams.pickle": two_streams()}
     for name, data in files.items():
         with open(os.path.join(out, name), "wb") as f:
             pickle.dump(data, f, protocol=4)

@@ -30,11 +30,13 @@ struct Block {
 struct Segment {
   Bytes addr = 0, size = 0;
   bool small = false, expandable = false;
+  CachingAllocator::Stream stream = 0;
   std::vector<Block> blocks;
 };
 struct Event {
   enum Action { kAlloc, kFree, kSegAlloc, kSegFree, kMap, kUnmap, kOom, kOther } action = kOther;
   Bytes addr = 0, size = 0;
+  CachingAllocator::Stream stream = 0;
   Id frames = Pickle::kNone;
 };
 
@@ -85,6 +87,14 @@ struct Snapshot {
   bool has_trace = false;
   AllocatorConfig settings;
   std::string settings_text;
+  // The snapshot's streams (each entry's `stream`, the cudaStream_t as an integer; 0 the default
+  // stream) numbered for the allocator model: 0 stays 0, the others in order of appearance.
+  std::map<std::int64_t, CachingAllocator::Stream> streams{{0, 0}};
+  CachingAllocator::Stream stream_of(const Pickle& p, Id d) {
+    const auto at = streams.try_emplace(p.int_or(p.get(d, "stream"), 0),
+                                        static_cast<CachingAllocator::Stream>(streams.size()));
+    return at.first->second;
+  }
 };
 
 Result<Snapshot> read(const Pickle& p) {
@@ -104,6 +114,7 @@ Result<Snapshot> read(const Pickle& p) {
       return bad(where + ": no valid address and total_size");
     g.small = p.str(p.get(sid, "segment_type")) == "small";
     g.expandable = p.int_or(p.get(sid, "is_expandable"), 0) != 0;
+    g.stream = s.stream_of(p, sid);
     const Id blocks = p.get(sid, "blocks");
     if (!p.is(blocks, Kind::kList)) return bad(where + ": no 'blocks' list");
     Bytes at = g.addr, sum = 0;
@@ -153,6 +164,7 @@ Result<Snapshot> read(const Pickle& p) {
         return bad("trace entry " + std::to_string(s.events.size()) + " (" + a +
                    "): no valid addr and size");
       e.frames = p.get(eid, "frames");
+      e.stream = s.stream_of(p, eid);
       s.events.push_back(e);
     }
   }
@@ -299,7 +311,7 @@ void SnapshotCheck::rebuild_start() {
 void SnapshotCheck::seed_allocator() {
   for (const Segment& g : s_.segments) {
     if (new_segments_.count(g.addr)) continue;
-    alloc_.add_segment(g.addr, g.size, g.small);
+    alloc_.add_segment(g.addr, g.size, g.small, g.stream);
     const Bytes end = g.addr + g.size;
     auto it = live_.lower_bound(g.addr);
     while (it != live_.end() && it->first < end) {
@@ -341,7 +353,7 @@ std::optional<Error> SnapshotCheck::replay() {
     if (ev.action == Event::kSegAlloc) {
       alloc_.set_next_segment_address(ev.addr);
     } else if (ev.action == Event::kAlloc) {
-      const auto h = alloc_.malloc(ev.size);
+      const auto h = alloc_.malloc(ev.size, ev.stream);
       if (h == CachingAllocator::kNoHandle) return bad("an allocation too large to replay");
       if (alloc_.address(h) != ev.addr) ++misplaced;
       handle_[ev.addr] = h;
