@@ -107,3 +107,50 @@ TEST_CASE("compile: what was not measured is refused by its field, saying why",
   CHECK(actmem::evaluate_json(no_compile)["error"]["message"] ==
         "config.activation_memory_budget: read only with compile: true");
 }
+
+namespace {
+
+json measured_sac() {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/compile_sac_saved.json");
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+std::vector<std::uint64_t> sorted_bytes(const json& list) {
+  std::vector<std::uint64_t> v;
+  for (const json& t : list) v.push_back(u(t["bytes"]));
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "op:torchtitan keeps what torchtitan's op policy saved, eager and compiled "
+    "(compile_sac_saved.json, five shapes: compile drops w2's output, which no backward reads)",
+    "[compile][reference]") {
+  int checked = 0;
+  const json ref = measured_sac();  // kept: a range over a temporary's member would dangle
+  for (const json& row : ref["rows"]) {
+    INFO("b s h a kv f = " << row["b"] << " " << row["s"] << " " << row["h"] << " " << row["a"]
+                           << " " << row["kv"] << " " << row["f"]);
+    // Eager: the checkpoint's input and each MUST_SAVE op's outputs (q, v, SDPA's output and
+    // log-sum-exp, w1, w2), the one the hooks saw and the ones the policy cached.
+    const json eager = run(compiled(block_model(row), row,
+                                    {{"compile", false}, {"recompute", "op:torchtitan"}}));
+    json measured_eager = row["eager_cached"];
+    for (const json& t : row["eager_packed"])
+      if (u(t["bytes"]) > 0) measured_eager.push_back(t);
+    CHECK(sorted_bytes(eager["per_layer"]["tensors"]) == sorted_bytes(measured_eager));
+    CHECK(u(eager["per_layer"]["activation_bytes"]) == u(row["eager_bytes"]));
+    // Compiled: the same less w2's output (the partitioner saves what the backward reads).
+    const json comp = run(compiled(block_model(row), row, {{"recompute", "op:torchtitan"}}));
+    CHECK(sorted_bytes(comp["per_layer"]["tensors"]) == sorted_bytes(row["compiled"]));
+    CHECK(u(comp["per_layer"]["activation_bytes"]) == u(row["compiled_bytes"]));
+    bool down = false;
+    for (const json& t : comp["per_layer"]["tensors"]) down = down || t["name"] == "mlp.down_proj.out";
+    CHECK_FALSE(down);
+    ++checked;
+  }
+  CHECK(checked == 5);
+}

@@ -67,6 +67,11 @@ void add_op_outputs(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
     linear("mlp.gate_proj", "mlp.gate_proj.out", g.h, {g.f}, k.mlp_bias);
     linear("mlp.up_proj", "mlp.up_proj.out", g.h, {g.f}, k.mlp_bias);
     linear("mlp.down_proj", "mlp.down_proj.out", g.f, {g.h}, k.mlp_bias);
+    // Under torch.compile the partitioner saves what the backward reads, and nothing reads the
+    // block's last linear's output (only the residual add takes it): a policy's MUST_SAVE of it
+    // keeps nothing, and nothing recomputes it (measured: tests/reference/
+    // compile_sac_saved.json, torchtitan's op policy under inductor's partitioner, torch 2.6).
+    if (g.compiled) inv.ops.back().outputs.clear();
   } else {
     linear("mlp.fc1", "mlp.fc1.out", g.h, {g.f}, k.mlp_bias);
     linear("mlp.fc2", "mlp.fc2.out", g.f, {g.h}, k.mlp_bias);

@@ -765,10 +765,14 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
     return bad("config.compile",
                "measured on one GPU's block (tp 1, cp 1); the partitioner "
                "under tensor or context parallelism is not measured");
-  if (c.recompute.kind != RecomputeKind::kNone && c.recompute.kind != RecomputeKind::kFull)
+  const bool titan_ops = c.recompute.kind == RecomputeKind::kCustom &&
+                         c.recompute.op_policy == "torchtitan" && c.recompute.custom_keep.empty();
+  if (c.recompute.kind != RecomputeKind::kNone && c.recompute.kind != RecomputeKind::kFull &&
+      !titan_ops)
     return bad("config.compile", "with recompute " + recompute_name(c.recompute) +
                                      " the partitioner and the checkpointing policy decide "
-                                     "together, which is not measured; allowed: none, full");
+                                     "together, which is not measured; allowed: none, full, "
+                                     "op:torchtitan (tests/reference/compile_sac_saved.json)");
   if (c.float8 != Float8::kNone || c.lora.rank > 0)
     return bad("config.compile", "float8 and LoRA linears under compile are not measured");
   const double ad = c.attention_dropout >= 0 ? c.attention_dropout : m.attention_dropout;
