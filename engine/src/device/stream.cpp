@@ -17,11 +17,19 @@ namespace {
 constexpr std::size_t kChoices = 5;  // LayerChoice values
 }  // namespace
 
+namespace {
+// A trainable record's gradient width: an adapter's is the adapters' dtype (params.cpp
+// static_memory).
+Bytes grad_width(const ParamRecord& p, const TrainConfig& c) {
+  return dtype_bytes(p.adapter ? c.lora.dtype : c.grad_dtype);
+}
+}  // namespace
+
 AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
                          CachingAllocator* alloc)
     : s_(s), r_(r), rank_(rank), a_(alloc) {
   const TrainConfig& c = s.config;
-  const ParamShards shards{c.par.tp, c.par.ep};
+  const ParamRecords& pr = s.param_records;
   const bool zero_grads = c.par.zero >= 2;
   split_ = is_split_backward(effective_schedule(c));
   fsdp2_ = fsdp2_buffers(c);
@@ -65,25 +73,25 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
     }
     for (const TensorRecord& t : inv.tensors) k.wgrad.push_back(t.wgrad_input);
     for (const TensorRecord& t : inv.wgrad_dy) k.dy.push_back(t.bytes);
+    // Frozen records (LoRA's base weights) have none.
     if (!zero_grads)
-      for (const ParamRecord& p : layer_params(s.model, s.model.kinds[ki], shards))
-        for (std::uint64_t i = 0; i < p.copies; ++i)
-          k.grads.push_back(tensor(p.rows, p.cols, dtype_bytes(c.grad_dtype)));
+      for (const ParamRecord& p : pr.kinds[ki])
+        for (std::uint64_t i = 0; i < p.copies && !p.frozen; ++i)
+          k.grads.push_back(tensor(p.rows, p.cols, grad_width(p, c)));
     kinds_.push_back(std::move(k));
   }
   for (const TensorRecord& t : s.io().input_layer) in_records_.push_back(t.bytes);
   for (const TensorRecord& t : s.io().output_layer) out_records_.push_back(t.bytes);
   // The embedding's and the head's gradients, made at their backward.
-  const Bytes gw = dtype_bytes(c.grad_dtype);
   if (!zero_grads) {
     if (s.ranks[rank].embed_chunk != RankSetup::kNoChunk)
-      for (const ParamRecord& p : embedding_params(s.model, shards))
-        for (std::uint64_t i = 0; i < p.copies; ++i)
-          embed_grads_.push_back(tensor(p.rows, p.cols, gw));
+      for (const ParamRecord& p : pr.embed)
+        for (std::uint64_t i = 0; i < p.copies && !p.frozen; ++i)
+          embed_grads_.push_back(tensor(p.rows, p.cols, grad_width(p, c)));
     if (s.ranks[rank].head_chunk != RankSetup::kNoChunk)
-      for (const ParamRecord& p : head_params(s.model, shards, s.ranks.size() > 1))
-        for (std::uint64_t i = 0; i < p.copies; ++i)
-          head_grads_.push_back(tensor(p.rows, p.cols, gw));
+      for (const ParamRecord& p : pr.head)
+        for (std::uint64_t i = 0; i < p.copies && !p.frozen; ++i)
+          head_grads_.push_back(tensor(p.rows, p.cols, grad_width(p, c)));
   }
 }
 
@@ -139,38 +147,40 @@ void AllocStream::allocate_static() {
   } else {
     // DDP's buckets are allocated when DDP wraps the model, before the first step.
     statics_.push_back(take(st.ddp_buckets_bytes));
-    const ParamShards shards{c.par.tp, c.par.ep};
+    const ParamRecords& pr = s_.param_records;
     std::vector<ParamRecord> ps;
     const RankSetup& rk = s_.ranks[rank_];
     for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
       for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
-        const auto lp = layer_params(s_.model, s_.model.kind_of(rk.chunk_first[ci] + j), shards);
+        const auto& lp = pr.kinds[s_.model.kind_index(rk.chunk_first[ci] + j)];
         ps.insert(ps.end(), lp.begin(), lp.end());
       }
-    const bool first = rk.embed_chunk != RankSetup::kNoChunk,
-               last = rk.head_chunk != RankSetup::kNoChunk;
-    if (first) {
-      const auto e = embedding_params(s_.model, shards);
-      ps.insert(ps.end(), e.begin(), e.end());
+    if (rk.embed_chunk != RankSetup::kNoChunk) ps.insert(ps.end(), pr.embed.begin(), pr.embed.end());
+    if (rk.head_chunk != RankSetup::kNoChunk) {
+      ps.insert(ps.end(), pr.head.begin(), pr.head.end());
+      ps.insert(ps.end(), pr.mtp.begin(), pr.mtp.end());
     }
-    if (last) {
-      const auto h = head_params(s_.model, shards, s_.ranks.size() > 1);
-      ps.insert(ps.end(), h.begin(), h.end());
-      if (c.mtp) {
-        const auto t = mtp_param_records(s_.model, shards);
-        ps.insert(ps.end(), t.begin(), t.end());
-      }
-    }
-    const Bytes pw = dtype_bytes(c.param_dtype);
-    const bool master = c.master_weights && c.param_dtype != DType::kFp32;
-    for (const ParamRecord& p : ps)
-      for (std::uint64_t i = 0; i < p.copies; ++i) {
-        statics_.push_back(take(tensor(p.rows, p.cols, pw)));
-        if (master) statics_.push_back(take(tensor(p.rows, p.cols, 4)));
-      }
+    for (const ParamRecord& p : ps) allocate_param(p);
     params_ = std::move(ps);
   }
   statics_.push_back(take(s_.workspace));
+}
+
+// One parameter record's tensors, as params.cpp static_memory counts them: a frozen base weight in
+// the parameters' dtype (QLoRA: its NF4 bytes), an adapter in the adapters' dtype, each trainable
+// one with its fp32 master copy where the config keeps one.
+void AllocStream::allocate_param(const ParamRecord& p) {
+  const TrainConfig& c = s_.config;
+  const DType aw = c.lora.dtype;
+  const bool master = p.frozen      ? false
+                      : p.adapter   ? c.master_weights && aw != DType::kFp32
+                                    : c.master_weights && c.param_dtype != DType::kFp32;
+  const Bytes width = dtype_bytes(p.adapter ? aw : c.param_dtype);
+  for (std::uint64_t i = 0; i < p.copies; ++i) {
+    statics_.push_back(take(p.frozen && p.nf4_bytes > 0 ? p.nf4_bytes
+                                                        : tensor(p.rows, p.cols, width)));
+    if (master) statics_.push_back(take(tensor(p.rows, p.cols, 4)));
+  }
 }
 
 // torch.optim creates its state at the first step() (adamw.py _init_group: exp_avg, exp_avg_sq
@@ -181,6 +191,7 @@ void AllocStream::allocate_states() {
   const TrainConfig& c = s_.config;
   const bool two = c.optimizer == Optimizer::kAdamW;
   for (const ParamRecord& p : params_) {
+    if (p.frozen) continue;  // LoRA's base weights: no optimizer state
     ParamRecord one = p;
     one.copies = 1;
     const Bytes opt = optimizer_state_bytes(c.optimizer, c.optimizer_dtype, one, ck_);

@@ -86,6 +86,7 @@ class AllocStream final : public Recorder {
   void gather(Bytes bytes);
   Bytes tensor(std::uint64_t rows, std::uint64_t cols, Bytes width);
   void allocate_static();
+  void allocate_param(const ParamRecord& p);
   void allocate_states();
   void optimizer_step();
   Held& held(const StepEvent& at, std::uint64_t layer);

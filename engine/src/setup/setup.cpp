@@ -741,6 +741,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   set_kv_cache_total(e, ck);
   set_kv_cache_per_gpu(e, ck);
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
+  e.param_records = ParamRecords{std::move(kind_params), outer.embed, outer.head, outer.mtp};
   return e;
 }
 

@@ -65,6 +65,15 @@ struct KvCache {
   Bytes per_gpu_bytes = 0;  // the pipeline rank holding the most, kv heads divided by TP
 };
 
+// The parameter records one GPU holds as the static memory counts them: LoRA's frozen base
+// tensors and adapters, QLoRA's NF4 bytes, the critic's score head in place of lm_head. One layer's
+// per kind; the embedding, the head (with the final norm) and the MTP depths outside the layers.
+// The device replay allocates exactly these (device/stream.cpp).
+struct ParamRecords {
+  std::vector<std::vector<ParamRecord>> kinds;
+  std::vector<ParamRecord> embed, head, mtp;
+};
+
 struct Setup {
   ModelSpec model;
   TrainConfig config;               // normalized: seq, dropouts and micro-batches resolved
@@ -72,6 +81,7 @@ struct Setup {
   std::vector<RankSetup> ranks;     // one per pipeline rank
   std::uint64_t model_params = 0;
   std::uint64_t mtp_params = 0;  // multi-token-prediction depths, apart from model_params
+  ParamRecords param_records;
   double logits_flops = 0;       // forward FLOPs of the output projection on one GPU
   KvCache kv_cache;
   // Step-wide sizes (docs/schedules.md, transients).
