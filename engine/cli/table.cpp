@@ -144,8 +144,7 @@ void write_device(std::ostream& o, const json& r) {
   for (const auto& st : d["stages"])
     if (st["stage"] == d["worst_stage"] && u(st["side_stream_reserved_bytes"]) > 0)
       o << "    " << pad("on the all-gather stream", 28)
-        << format_bytes(u(st["side_stream_reserved_bytes"]))
-        << " (FSDP2: cached apart)\n";
+        << format_bytes(u(st["side_stream_reserved_bytes"])) << " (FSDP2: cached apart)\n";
   for (const auto& x : d["overheads"])
     o << "  " << pad(text(x["name"]), 30) << format_bytes(u(x["bytes"])) << "\n";
   o << "  " << pad("total (nvidia-smi's used)", 30) << format_bytes(u(d["total_bytes"])) << "\n";

@@ -19,13 +19,16 @@ namespace {
 // tensor, adapter and AdamW state below is a multiple of 512 B in bf16 or fp32.
 ModelSpec small_llama() {
   std::vector<std::string> w;
-  auto m = model_from_json(
-      nlohmann::json{{"model_type", "llama"},    {"vocab_size", 128},
-                     {"hidden_size", 256},       {"intermediate_size", 512},
-                     {"num_hidden_layers", 2},   {"num_attention_heads", 4},
-                     {"num_key_value_heads", 4}, {"max_position_embeddings", 256},
-                     {"tie_word_embeddings", false}},
-      "small-llama", &w);
+  auto m = model_from_json(nlohmann::json{{"model_type", "llama"},
+                                          {"vocab_size", 128},
+                                          {"hidden_size", 256},
+                                          {"intermediate_size", 512},
+                                          {"num_hidden_layers", 2},
+                                          {"num_attention_heads", 4},
+                                          {"num_key_value_heads", 4},
+                                          {"max_position_embeddings", 256},
+                                          {"tie_word_embeddings", false}},
+                           "small-llama", &w);
   REQUIRE(m.ok());
   return m.value();
 }
@@ -95,4 +98,28 @@ TEST_CASE(
   CHECK(s.value().ranks[0].stat.params_bytes == blocks + 2);
   CHECK(s.value().ranks[0].stat.optimizer_bytes == 2 * (blocks + 2));
   CHECK(held_after_step(s.value()) == 3 * blocks + 3 * 512 + s.value().workspace);
+}
+
+TEST_CASE(
+    "LoRA under bf16 optimizer states (hf-trainer's zeros_like(p)): fp32 adapters keep fp32 "
+    "AdamW states, in the static lines and in the replay") {
+  TrainConfig c = bf16_config();
+  c.optimizer_dtype = DType::kBf16;
+  c.lora.rank = 4;
+  c.lora.targets = {"q_proj", "v_proj"};
+  auto s = make_setup(small_llama(), c);
+  REQUIRE(s.ok());
+  constexpr Bytes frozen = 2 * (2 * (4 * 65536 + 3 * 131072 + 2 * 256) + 2 * 32768 + 256);
+  constexpr Bytes adapters = 4 * (2 * 2 * (1024 + 1024));
+  CHECK(s.value().ranks[0].stat.optimizer_bytes == 2 * adapters);
+  CHECK(held_after_step(s.value()) == frozen + adapters + 2 * adapters + s.value().workspace);
+  // bf16 adapters keep bf16 states when the optimizer's are bf16, fp32 ones when they are fp32.
+  c.lora.dtype = DType::kBf16;
+  auto b = make_setup(small_llama(), c);
+  REQUIRE(b.ok());
+  CHECK(b.value().ranks[0].stat.optimizer_bytes == 2 * (adapters / 2));
+  c.optimizer_dtype = DType::kFp32;
+  auto f = make_setup(small_llama(), c);
+  REQUIRE(f.ok());
+  CHECK(f.value().ranks[0].stat.optimizer_bytes == 2 * adapters);
 }

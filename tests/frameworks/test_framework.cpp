@@ -477,10 +477,10 @@ TEST_CASE(
     "torchtitan's FSDP2 buffers and streams on Llama 3.1 8B (torch 2.6.0 _fsdp_param_group.py, "
     "_fsdp_collectives.py)") {
   auto answer = [](const char* command) {
-    return run(json{{"command", command},
-                    {"preset", "llama-3.1-8b"},
-                    {"config", {{"framework", "torchtitan"}, {"dp", 8}, {"seq", 8192},
-                                {"micro_batch", 2}}}});
+    return run(json{
+        {"command", command},
+        {"preset", "llama-3.1-8b"},
+        {"config", {{"framework", "torchtitan"}, {"dp", 8}, {"seq", 8192}, {"micro_batch", 2}}}});
   };
   const json tl = answer("timeline");
   // Forward: the layer's per-parameter copies and its flat all-gather output (bf16).
@@ -537,8 +537,8 @@ TEST_CASE(
   REQUIRE_FALSE(eager.value("ok", true));
   CHECK(eager["error"]["field"] == "config.loss");
   const json alone = evaluate_json(json{{"command", "estimate"},
-                              {"preset", "llama-3.1-8b"},
-                              {"config", {{"dp", 8}, {"loss", "parallel"}}}});
+                                        {"preset", "llama-3.1-8b"},
+                                        {"config", {{"dp", 8}, {"loss", "parallel"}}}});
   REQUIRE_FALSE(alone.value("ok", true));
   CHECK(alone["error"]["field"] == "config.loss");
   CHECK(alone["error"]["message"].get<std::string>().find("tp > 1") != std::string::npos);

@@ -136,8 +136,8 @@ TEST_CASE(
                            << " " << row["kv"] << " " << row["f"]);
     // Eager: the checkpoint's input and each MUST_SAVE op's outputs (q, v, SDPA's output and
     // log-sum-exp, w1, w2), the one the hooks saw and the ones the policy cached.
-    const json eager = run(compiled(block_model(row), row,
-                                    {{"compile", false}, {"recompute", "op:torchtitan"}}));
+    const json eager =
+        run(compiled(block_model(row), row, {{"compile", false}, {"recompute", "op:torchtitan"}}));
     json measured_eager = row["eager_cached"];
     for (const json& t : row["eager_packed"])
       if (u(t["bytes"]) > 0) measured_eager.push_back(t);
@@ -148,7 +148,8 @@ TEST_CASE(
     CHECK(sorted_bytes(comp["per_layer"]["tensors"]) == sorted_bytes(row["compiled"]));
     CHECK(u(comp["per_layer"]["activation_bytes"]) == u(row["compiled_bytes"]));
     bool down = false;
-    for (const json& t : comp["per_layer"]["tensors"]) down = down || t["name"] == "mlp.down_proj.out";
+    for (const json& t : comp["per_layer"]["tensors"])
+      down = down || t["name"] == "mlp.down_proj.out";
     CHECK_FALSE(down);
     ++checked;
   }

@@ -232,6 +232,50 @@ TEST_CASE(
   CHECK(fwd > 2 * 4 * 1024 * kV * 2);
 }
 
+TEST_CASE(
+    "rl trl with LoRA (PEFT): no reference model (its adapters disabled), peft's merge before the "
+    "sync, the frozen base and fp32 adapters with their AdamW states, by hand",
+    "[rl][trl]") {
+  // DDP (accelerate, no DeepSpeed) with the policy in bf16; LoRA r 16 on every linear.
+  json c = {{"framework", "hf-trainer"},
+            {"zero", 0},
+            {"param_dtype", "bf16"},
+            {"lora_rank", 16},
+            {"lora_targets",
+             {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}};
+  const json a = run(trl({{"reference", true}, {"rollout", vllm()}}, c));
+  REQUIRE(a["ok"] == true);
+  // Adapters A [16, in] + B [out, 16] per linear: q and o (h, h), k and v (h, 512), gate and up
+  // (h, f), down (f, h), fp32 (peft's autocast_adapter_dtype).
+  constexpr std::uint64_t per_layer = 16 * (2 * (kH + kH) + 2 * (kH + kKv) + 3 * (kH + kF));
+  constexpr std::uint64_t adapters = kL * per_layer;
+  CHECK(adapters == 40'370'176);
+  for (const json& p : a["phases"]) {
+    INFO(p["id"]);
+    CHECK(rl_line(p, "reference parameters") == 0);  // grpo_trainer.py l.958-961
+    if (p["id"] == "update") continue;
+    CHECK(rl_line(p, "policy parameters") == 2 * kParams + 4 * adapters);
+    // hf-trainer's states follow the parameter (zeros_like): fp32 for the fp32 adapters only.
+    CHECK(rl_line(p, "optimizer states") == 8 * adapters);
+    CHECK(rl_line(p, "DDP's gradient buckets") == 4 * adapters);
+  }
+  // peft merges B @ A * scaling into each base weight before vLLM loads it: two fp32 [f, h]
+  // tensors for the largest targeted linear (gate, up or down).
+  CHECK(rl_line(rl_phase(a, "weight_sync"), "LoRA's merge") == 2 * kF * kH * 4);
+  CHECK(rl_phase(a, "ref_log_prob")["label"].get<std::string>().find("adapters disabled") !=
+        std::string::npos);
+  // The update is the engine's device figure for the trainer's step, with nothing beside it but
+  // vLLM (held: no sleep mode).
+  json uc = trl({}, c)["config"];
+  const json e = update_estimate(uc, true);
+  const json& upd = rl_phase(a, "update");
+  CHECK(rl_line(upd, "the training step") == u(e["device"]["total_bytes"]));
+  CHECK(rl_lines_sum(upd) == u(e["device"]["total_bytes"]) + process_sum(upd, "vllm"));
+  // The device figure holds the LoRA step, not a full fine-tune's: below the frozen weights plus
+  // a quarter of what AdamW would keep for every weight.
+  CHECK(u(e["device"]["total_bytes"]) < 2 * kParams + 2 * kParams);
+}
+
 TEST_CASE("rl trl: what TRL has no key for is refused by field", "[rl][trl]") {
   auto msg = [](const json& req) {
     const json r = actmem::evaluate_json(req);

@@ -198,26 +198,25 @@ std::vector<Candidate> candidates(const Estimate& e) {
   for (const TensorRecord& t : e.io().input_layer) out.push_back({std::string(t.id), t.bytes});
   for (const TensorRecord& t : e.io().output_layer) out.push_back({std::string(t.id), t.bytes});
   const TrainConfig& c = e.config;
-  const ParamShards shards{c.par.tp, c.par.ep};
-  std::vector<ParamRecord> ps = embedding_params(e.model, shards);
-  for (std::size_t ki = 0; ki < e.kinds.size(); ++ki) {
-    const auto lp = layer_params(e.model, e.model.kinds[ki], shards);
-    ps.insert(ps.end(), lp.begin(), lp.end());
-  }
-  const auto hp = head_params(e.model, shards, c.par.pp > 1);
-  ps.insert(ps.end(), hp.begin(), hp.end());
+  // The setup's own records (LoRA's frozen weights and adapters, the critic's score head).
+  const ParamRecords& pr = e.param_records;
+  std::vector<ParamRecord> ps = pr.embed;
+  for (const auto& lp : pr.kinds) ps.insert(ps.end(), lp.begin(), lp.end());
+  ps.insert(ps.end(), pr.head.begin(), pr.head.end());
   Checked ck;
   for (const ParamRecord& q : ps) {
     const Bytes n = ck.mul(q.rows, q.cols, "compare");
     const std::string id(q.id);
-    out.push_back({"parameter " + id, ck.mul(n, dtype_bytes(c.param_dtype), "compare")});
-    out.push_back({"gradient " + id, ck.mul(n, dtype_bytes(c.grad_dtype), "compare")});
+    out.push_back({"parameter " + id, q.frozen && q.nf4_bytes > 0
+                                          ? q.nf4_bytes
+                                          : ck.mul(n, dtype_bytes(weight_dtype(q, c)), "compare")});
+    if (q.frozen) continue;  // no gradient, optimizer state or master copy
+    out.push_back({"gradient " + id, ck.mul(n, dtype_bytes(grad_dtype_of(q, c)), "compare")});
     ParamRecord one = q;
     one.copies = 1;
-    const Bytes opt = optimizer_state_bytes(c.optimizer, c.optimizer_dtype, one, ck);
+    const Bytes opt = optimizer_state_bytes(c.optimizer, optimizer_state_dtype(q, c), one, ck);
     out.push_back({"optimizer state " + id, c.optimizer == Optimizer::kAdamW ? opt / 2 : opt});
-    if (c.master_weights && c.param_dtype != DType::kFp32)
-      out.push_back({"master weight " + id, ck.mul(n, 4, "compare")});
+    if (keeps_master(q, c)) out.push_back({"master weight " + id, ck.mul(n, 4, "compare")});
   }
   out.push_back({"loss.fp32_logits_buffer", e.loss_fwd_ws});
   out.push_back({"cublas.workspace", e.workspace});

@@ -18,10 +18,8 @@ constexpr std::size_t kChoices = 5;  // LayerChoice values
 }  // namespace
 
 namespace {
-// A trainable record's gradient width: an adapter's is the adapters' dtype (params.cpp
-// static_memory).
 Bytes grad_width(const ParamRecord& p, const TrainConfig& c) {
-  return dtype_bytes(p.adapter ? c.lora.dtype : c.grad_dtype);
+  return dtype_bytes(grad_dtype_of(p, c));
 }
 }  // namespace
 
@@ -155,7 +153,8 @@ void AllocStream::allocate_static() {
         const auto& lp = pr.kinds[s_.model.kind_index(rk.chunk_first[ci] + j)];
         ps.insert(ps.end(), lp.begin(), lp.end());
       }
-    if (rk.embed_chunk != RankSetup::kNoChunk) ps.insert(ps.end(), pr.embed.begin(), pr.embed.end());
+    if (rk.embed_chunk != RankSetup::kNoChunk)
+      ps.insert(ps.end(), pr.embed.begin(), pr.embed.end());
     if (rk.head_chunk != RankSetup::kNoChunk) {
       ps.insert(ps.end(), pr.head.begin(), pr.head.end());
       ps.insert(ps.end(), pr.mtp.begin(), pr.mtp.end());
@@ -171,14 +170,11 @@ void AllocStream::allocate_static() {
 // one with its fp32 master copy where the config keeps one.
 void AllocStream::allocate_param(const ParamRecord& p) {
   const TrainConfig& c = s_.config;
-  const DType aw = c.lora.dtype;
-  const bool master = p.frozen      ? false
-                      : p.adapter   ? c.master_weights && aw != DType::kFp32
-                                    : c.master_weights && c.param_dtype != DType::kFp32;
-  const Bytes width = dtype_bytes(p.adapter ? aw : c.param_dtype);
+  const bool master = keeps_master(p, c);
+  const Bytes width = dtype_bytes(weight_dtype(p, c));
   for (std::uint64_t i = 0; i < p.copies; ++i) {
-    statics_.push_back(take(p.frozen && p.nf4_bytes > 0 ? p.nf4_bytes
-                                                        : tensor(p.rows, p.cols, width)));
+    statics_.push_back(
+        take(p.frozen && p.nf4_bytes > 0 ? p.nf4_bytes : tensor(p.rows, p.cols, width)));
     if (master) statics_.push_back(take(tensor(p.rows, p.cols, 4)));
   }
 }
@@ -194,7 +190,7 @@ void AllocStream::allocate_states() {
     if (p.frozen) continue;  // LoRA's base weights: no optimizer state
     ParamRecord one = p;
     one.copies = 1;
-    const Bytes opt = optimizer_state_bytes(c.optimizer, c.optimizer_dtype, one, ck_);
+    const Bytes opt = optimizer_state_bytes(c.optimizer, optimizer_state_dtype(p, c), one, ck_);
     for (std::uint64_t i = 0; i < p.copies; ++i) {
       if (two) {
         statics_.push_back(take(opt / 2));

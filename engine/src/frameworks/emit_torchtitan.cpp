@@ -46,8 +46,8 @@ std::optional<Error> check_model_and_step(const ModelSpec& m, const TrainConfig&
   if (c.loss.impl != tt_loss)
     return cannot("loss " + loss_name(c.loss) +
                   ": torchtitan 9dec370 computes cross_entropy on the fp32 logits, vocabulary-"
-                  "parallel under tensor parallelism (allowed: " + loss_name(Loss{tt_loss}) +
-                  " at tp " + std::to_string(p.tp) + ")");
+                  "parallel under tensor parallelism (allowed: " +
+                  loss_name(Loss{tt_loss}) + " at tp " + std::to_string(p.tp) + ")");
   if (c.lora.rank > 0) return cannot("LoRA: torchtitan 9dec370 trains every weight");
   if (c.optimizer != Optimizer::kAdamW)
     return cannot(std::string("optimizer ") + optimizer_name(c.optimizer) +

@@ -119,7 +119,8 @@ bool parse_loss(const std::string& s, Loss* out) {
 }
 
 const char* loss_names() {
-  return "eager, parallel, chunked:K (2 <= K <= 1048576), compiled, fused, logprob, logprob_torch (each "
+  return "eager, parallel, chunked:K (2 <= K <= 1048576), compiled, fused, logprob, logprob_torch "
+         "(each "
          "optionally +entropy or +entropy:compiled|eager|chunked|checkpoint), logprob_trl, "
          "logprob_trl+kl, dpo_trl, logprob_openrlhf, value";
 }

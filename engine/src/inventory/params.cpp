@@ -207,6 +207,24 @@ Result<std::uint64_t> mtp_params(const ModelSpec& m) {
 
 static Bytes one_tensor_state_bytes(Optimizer o, DType state, const ParamRecord& p, Checked& ck);
 
+DType weight_dtype(const ParamRecord& p, const TrainConfig& c) {
+  return p.adapter ? c.lora.dtype : c.param_dtype;
+}
+
+DType grad_dtype_of(const ParamRecord& p, const TrainConfig& c) {
+  return p.adapter ? c.lora.dtype : c.grad_dtype;
+}
+
+bool keeps_master(const ParamRecord& p, const TrainConfig& c) {
+  return !p.frozen && c.master_weights && weight_dtype(p, c) != DType::kFp32;
+}
+
+DType optimizer_state_dtype(const ParamRecord& p, const TrainConfig& c) {
+  if (!p.adapter || dtype_bytes(c.lora.dtype) <= dtype_bytes(c.optimizer_dtype))
+    return c.optimizer_dtype;
+  return c.lora.dtype;
+}
+
 Bytes optimizer_state_bytes(Optimizer o, DType state, const ParamRecord& p, Checked& ck) {
   return ck.mul(one_tensor_state_bytes(o, state, p, ck), p.copies, "static.optimizer_bytes");
 }
@@ -343,8 +361,6 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
   // Bytes per category, dense and routed-expert apart (their ZeRO groups differ).
   Bytes par_b[2] = {0, 0}, grad_b[2] = {0, 0}, master_b[2] = {0, 0}, opt_b[2] = {0, 0};
   const Bytes pw = dtype_bytes(c.param_dtype), gw = dtype_bytes(c.grad_dtype);
-  const bool master = c.master_weights && c.param_dtype != DType::kFp32;
-  const DType aw = c.lora.dtype;
   for (const auto& p : params) {
     const std::uint64_t n =
         ck.mul(ck.mul(p.rows, p.cols, "static.params"), p.copies, "static.params");
@@ -359,12 +375,13 @@ Result<StaticMemory> static_memory(const std::vector<ParamRecord>& params, const
           "static.params_bytes");
       continue;
     }
-    const bool ad = p.adapter;
-    add(par_b, ck.mul(n, ad ? dtype_bytes(aw) : pw, "static.params_bytes"), "static.params_bytes");
-    add(grad_b, ck.mul(n, ad ? dtype_bytes(aw) : gw, "static.grads_bytes"), "static.grads_bytes");
-    if (ad ? (c.master_weights && aw != DType::kFp32) : master)
+    add(par_b, ck.mul(n, dtype_bytes(weight_dtype(p, c)), "static.params_bytes"),
+        "static.params_bytes");
+    add(grad_b, ck.mul(n, dtype_bytes(grad_dtype_of(p, c)), "static.grads_bytes"),
+        "static.grads_bytes");
+    if (keeps_master(p, c))
       add(master_b, ck.mul(n, 4, "static.master_bytes"), "static.master_bytes");
-    add(opt_b, optimizer_state_bytes(c.optimizer, c.optimizer_dtype, p, ck),
+    add(opt_b, optimizer_state_bytes(c.optimizer, optimizer_state_dtype(p, c), p, ck),
         "static.optimizer_bytes");
   }
   // ZeRO partitions over its shard group (dp, or dp x cp); routed experts are already split by

@@ -51,6 +51,15 @@ constexpr const char* kTrlLogps =
     "(reference): _get_per_token_logps_and_entropies under no_grad in batches of "
     "per_device_train_batch_size, logits for the response only (logits_to_keep), "
     "selective_log_softmax row by row";
+constexpr const char* kTrlPeftRef =
+    "huggingface/trl f2cd577 grpo_trainer.py l.958-961 (and DPOTrainer alike): with PEFT no "
+    "reference model is loaded; the reference log-probabilities are the policy's with its "
+    "adapters disabled";
+constexpr const char* kTrlMerge =
+    "huggingface/trl f2cd577 vllm_generation.py sync_weights: merge_adapter() before the "
+    "parameters are loaded into vLLM, unmerge_adapter() after; huggingface/peft lora/layer.py "
+    "Linear.merge: get_delta_weight's transpose(B @ A) * scaling (two [out, in] tensors in the "
+    "adapters' dtype at once), added into the base weight layer by layer";
 constexpr const char* kTrlRef =
     "huggingface/trl f2cd577 grpo_trainer.py l.950-971 and l.1137-1143 (beta != 0): the reference "
     "loaded as the policy is; under DeepSpeed trl/models/utils.py prepare_deepspeed shards it "
@@ -96,6 +105,10 @@ class TrlBuilder : public RlLines {
 
  private:
   bool colocated() const { return a_.vllm_here; }
+  // A reference model of its own: beta != 0 without PEFT (with it, the policy's adapters are
+  // disabled instead).
+  bool reference_model() const { return rl_.reference && !s_.config.lora.on(); }
+  Bytes lora_merge();
   void resident(RlPhase& p);
   void vllm_between(RlPhase& p);
   Bytes no_grad_forward(std::uint64_t b);
@@ -152,7 +165,22 @@ void TrlBuilder::resident(RlPhase& p) {
   if (st.ddp_buckets_bytes)
     line(p, "trainer", "DDP's gradient buckets", st.ddp_buckets_bytes, "exact",
          "the engine's static memory (accelerate's DDP, gradient_as_bucket_view False)");
-  if (rl_.reference) line(p, "trainer", "reference parameters", st.params_bytes, "code", kTrlRef);
+  if (reference_model())
+    line(p, "trainer", "reference parameters", st.params_bytes, "code", kTrlRef);
+}
+
+// peft's merge of the largest targeted linear: B @ A and its scaled copy, [out, in] each in the
+// adapters' dtype; its adapters A [r, in] and B [out, r] are consecutive records
+// (params.cpp apply_lora_params).
+Bytes TrlBuilder::lora_merge() {
+  std::uint64_t largest = 0;
+  for (const auto& recs : s_.param_records.kinds)
+    for (std::size_t i = 0; i + 1 < recs.size(); ++i)
+      if (recs[i].adapter && recs[i + 1].adapter) {
+        largest = std::max(largest, ck_.mul(recs[i].cols, recs[i + 1].rows, "rl"));
+        ++i;
+      }
+  return ck_.mul(ck_.mul(2, largest, "rl"), dtype_bytes(s_.config.lora.dtype), "rl");
 }
 
 // vLLM inside the process between generations: its weights and KV cache unless asleep, and its
@@ -250,7 +278,8 @@ void TrlBuilder::phases() {
          "the training step on the device (fixed costs, parameters, gradients, optimizer, "
          "activations, the loss with the reference's forward, the allocator's cache)",
          update_total_, "exact", "the engine's device figure (estimate --gpu, loss dpo_trl)");
-    line(upd, "trainer", "reference parameters", s_.ranks[0].stat.params_bytes, "code", kTrlRef);
+    if (reference_model())
+      line(upd, "trainer", "reference parameters", s_.ranks[0].stat.params_bytes, "code", kTrlRef);
     a_.phases.push_back(upd);
     return;
   }
@@ -261,6 +290,9 @@ void TrlBuilder::phases() {
     if (c.par.zero >= 3)
       line(sync, "trainer", "the largest parameter gathered whole",
            ck_.mul(largest_param(m_), dtype_bytes(c.param_dtype), "rl"), "code", kTrlSync);
+    if (c.lora.on())
+      line(sync, "trainer", "LoRA's merge (the largest targeted linear's B·A, scaled)",
+           lora_merge(), "code", kTrlMerge);
     if (colocated() && rl_.rollout.free_cache_engine)
       line(sync, "vllm", "weights (woken for the sync, bf16)", a_.vllm_weights, "code", kTrlSleep);
     vllm_between(sync);
@@ -274,14 +306,20 @@ void TrlBuilder::phases() {
     a_.phases.push_back(log_probs(
         "old_log_prob", "old policy's log-probabilities (policy forward, no grad)", "policy"));
   if (rl_.reference)
-    a_.phases.push_back(log_probs(
-        "ref_log_prob", "reference log-probabilities (reference forward, no grad)", "reference"));
+    a_.phases.push_back(
+        reference_model()
+            ? log_probs("ref_log_prob", "reference log-probabilities (reference forward, no grad)",
+                        "reference")
+            : log_probs("ref_log_prob",
+                        "reference log-probabilities (the policy with its adapters disabled, no "
+                        "grad)",
+                        "policy (adapters disabled)"));
   RlPhase upd = rl_phase("update", "policy update (the training step)");
   line(upd, "trainer",
        "the training step on the device (fixed costs, parameters, gradients, optimizer, "
        "activations, the allocator's cache)",
        update_total_, "exact", "the engine's device figure (estimate --gpu)");
-  if (rl_.reference)
+  if (reference_model())
     line(upd, "trainer", "reference parameters", s_.ranks[0].stat.params_bytes, "code", kTrlRef);
   vllm_between(upd);
   a_.phases.push_back(upd);
@@ -293,7 +331,7 @@ void TrlBuilder::start() {
   if (!colocated()) return;
   const StaticMemory& st = s_.ranks[0].stat;
   Bytes held = ck_.add(fixed_, st.params_bytes, "rl");
-  if (rl_.reference) held = ck_.add(held, st.params_bytes, "rl");
+  if (reference_model()) held = ck_.add(held, st.params_bytes, "rl");
   a_.free_at_start = a_.capacity > held ? a_.capacity - held : 0;
   a_.vllm_starts =
       a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 && a_.kv_tokens >= a_.max_model_len;
@@ -346,6 +384,7 @@ Result<RlAnswer> trl_phases(const ModelSpec& m, const TrainConfig& actor, const 
   if (auto err = b.overflow()) return *err;
   set_peak(a);
   trl_notes(rl, a);
+  if (c.lora.on() && rl.reference) a.notes.push_back(std::string("PEFT: ") + kTrlPeftRef);
   if (a.phases.back().total_bytes > a.capacity && c.par.zero < 3)
     a.notes.push_back(
         "the policy update alone passes the GPU (" + std::to_string(a.phases.back().total_bytes) +

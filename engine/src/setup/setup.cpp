@@ -555,9 +555,9 @@ void set_layer_peaks(Setup& e) {
 // layer's unsharded gradients in the compute dtype until their copy into the fp32 reduce-scatter
 // input, while the previous group's input lives on until this group's post-backward frees it
 // (comm_ctx.reduce_scatter_state = None) just before allocating its own (foreach_reduce): one
-// reduce-scatter input at a time (torch 2.6.0 _fsdp_param_group.py post_backward). The root group's unsharded gradients (head, final norm) wait
-// for the root's post-backward at the end of backward (single stage; under pipelining they are
-// accumulate_unsharded's static line).
+// reduce-scatter input at a time (torch 2.6.0 _fsdp_param_group.py post_backward). The root
+// group's unsharded gradients (head, final norm) wait for the root's post-backward at the end of
+// backward (single stage; under pipelining they are accumulate_unsharded's static line).
 void set_layer_transients(Setup& e, const std::vector<ParamRecord>& head, Checked& ck) {
   const TrainConfig& c = e.config;
   const Parallel& p = c.par;

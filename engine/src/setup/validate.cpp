@@ -374,11 +374,12 @@ std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
   if (c.loss.impl == LossImpl::kEager) return std::nullopt;
   const std::string l = "'" + loss_name(c.loss) + "'";
   if (c.loss.impl == LossImpl::kParallel && (p.tp == 1 || c.profile != Profile::kPytorch))
-    return bad("config.loss", l + " is PyTorch's loss_parallel over a head sharded by the "
+    return bad("config.loss", l +
+                                  " is PyTorch's loss_parallel over a head sharded by the "
                                   "vocabulary (DTensor tensor parallelism, as torchtitan runs "
                                   "it): it needs tp > 1 and profile pytorch; tp is " +
-                                  std::to_string(p.tp) + ", profile " +
-                                  profile_name(c.profile) + " (allowed otherwise: eager)");
+                                  std::to_string(p.tp) + ", profile " + profile_name(c.profile) +
+                                  " (allowed otherwise: eager)");
   if (c.profile != Profile::kPytorch && c.profile != Profile::kHf)
     return bad("config.loss", l + " is a PyTorch loss; the " +
                                   std::string(profile_name(c.profile)) +

@@ -91,8 +91,8 @@ inline bool rl_loss(const Loss& l) {
 }
 
 std::string loss_name(const Loss& l);
-// "eager" | "parallel" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "value" | "logprob" |
-// "logprob_torch", the last two optionally followed by "+entropy" (compiled) or
+// "eager" | "parallel" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "value" |
+// "logprob" | "logprob_torch", the last two optionally followed by "+entropy" (compiled) or
 // "+entropy:MODE" | "logprob_trl" | "logprob_trl+kl" | "dpo_trl" | "logprob_openrlhf".
 bool parse_loss(const std::string& s, Loss* out);
 // The listing error messages give.

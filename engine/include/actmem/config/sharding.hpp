@@ -64,7 +64,9 @@ inline bool fsdp2_gathers(const TrainConfig& c) {
 
 // torchtitan's FSDP2 with its layers resharded (not resident): its root group and last block stay
 // gathered, and each layer's forward and backward hold FSDP2's buffers (setup.cpp).
-inline bool fsdp2_buffers(const TrainConfig& c) { return fsdp2_gathers(c) && !gathers_resident(c); }
+inline bool fsdp2_buffers(const TrainConfig& c) {
+  return fsdp2_gathers(c) && !gathers_resident(c);
+}
 
 // Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the
 // expert-data-parallel group of dp/ep ranks.

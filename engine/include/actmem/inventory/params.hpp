@@ -127,5 +127,16 @@ Bytes gathered_bytes(const std::vector<ParamRecord>& v, const TrainConfig& c, co
 // Bytes of optimizer state for one tensor of n elements (shape rows x cols), element-wise states
 // in `state` (8-bit Adam and Adafactor keep their own formats).
 Bytes optimizer_state_bytes(Optimizer o, DType state, const ParamRecord& p, Checked& ck);
+// The dtype of a trainable record's element-wise optimizer states: config.optimizer_dtype, or for
+// a LoRA adapter the wider of it and the adapters' dtype: torch.optim's states are
+// zeros_like(p), so an fp32 adapter keeps fp32 states where bf16 weights keep bf16 ones, and
+// optimizers that keep fp32 states keep them for a bf16 adapter too.
+DType optimizer_state_dtype(const ParamRecord& p, const TrainConfig& c);
+// A record's weight and gradient dtypes (an adapter's are the adapters' dtype) and whether it has
+// an fp32 master copy (trainable, master_weights on and its weight not fp32): static_memory's
+// rules, which the device replay and compare follow.
+DType weight_dtype(const ParamRecord& p, const TrainConfig& c);
+DType grad_dtype_of(const ParamRecord& p, const TrainConfig& c);
+bool keeps_master(const ParamRecord& p, const TrainConfig& c);
 
 }  // namespace actmem

@@ -82,7 +82,7 @@ struct Setup {
   std::uint64_t model_params = 0;
   std::uint64_t mtp_params = 0;  // multi-token-prediction depths, apart from model_params
   ParamRecords param_records;
-  double logits_flops = 0;       // forward FLOPs of the output projection on one GPU
+  double logits_flops = 0;  // forward FLOPs of the output projection on one GPU
   KvCache kv_cache;
   // Step-wide sizes (docs/schedules.md, transients).
   Bytes in_bytes = 0;   // input-layer records of one micro-batch (first rank)
@@ -96,9 +96,9 @@ struct Setup {
   // the end of backward (setup.cpp).
   Bytes fsdp_root_grads = 0;
   Bytes loss_bwd_bufs[3] = {0, 0, 0};  // loss parallel's backward holds three
-  Bytes opt_temp = 0;      // the optimizer step's transient, the largest rank's
-  Bytes zero3_gather = 0;  // the largest layer's gathered parameters (ZeRO-3)
-  Bytes grad_peak = 0;     // the largest layer backward's gradient buffers
+  Bytes opt_temp = 0;                  // the optimizer step's transient, the largest rank's
+  Bytes zero3_gather = 0;              // the largest layer's gathered parameters (ZeRO-3)
+  Bytes grad_peak = 0;                 // the largest layer backward's gradient buffers
   std::string grad_peak_at;
 
   const KindEstimate& kind_at(std::uint64_t layer) const { return kinds[model.kind_index(layer)]; }
