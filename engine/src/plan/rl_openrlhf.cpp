@@ -57,6 +57,10 @@ std::optional<Error> orl_check(const ModelSpec& m, const TrainConfig& c, const R
   if (c.loss.impl != LossImpl::kLogprobOpenrlhf)
     return rl_error("config.loss",
                     "'" + loss_name(c.loss) + "': OpenRLHF's actor computes logprob_openrlhf");
+  if (c.lora.on())
+    return rl_error("config.lora_rank",
+                    "LoRA in OpenRLHF's step (--lora_rank: the merge before each weight sync) is "
+                    "not modelled; allowed with rl.framework trl");
   if (auto err = check_full_attention(m)) return err;
   return check_vllm(c, rl.rollout, rl.rollout.max_model_len ? rl.rollout.max_model_len : c.seq);
 }

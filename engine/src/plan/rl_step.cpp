@@ -45,6 +45,11 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
     return rl_error("config.loss", "'" + loss_name(c.loss) +
                                        "' is TRL's loss; verl's actor computes logprob or "
                                        "logprob_torch (or give rl.framework trl)");
+  if (c.lora.on())
+    return rl_error("config.lora_rank",
+                    "LoRA in verl's RL step (actor_rollout_ref.model.lora_rank: the reference as "
+                    "the actor with its adapters off, vLLM serving the adapters) is not modelled; "
+                    "allowed with rl.framework trl");
   if (auto err = detail::check_full_attention(m)) return err;
   const RlRollout& r = rl.rollout;
   return detail::check_vllm(c, r, r.max_model_len ? r.max_model_len : c.seq);
