@@ -702,6 +702,38 @@ test('RL step: TRL\'s GRPOTrainer (DeepSpeed ZeRO-3, vLLM colocated, then a vLLM
   await page.close();
 });
 
+test('RL step: TRL with LoRA (PEFT, DDP) is the CLI\'s answer, with no reference model and peft\'s merge before the sync; under ZeRO-3 the LoRA field is off with the reason; a rank of 0 is refused beside it', async () => {
+  const { page, errors } = await open('preset=qwen2.5-7b&gpu=h100-80gb&seq=1024&micro_batch=4');
+  await page.selectOption('#rl-framework', 'trl');
+  await page.selectOption('#rl-trainer', 'zero3');
+  assert.equal(await page.isDisabled('#rl-lora'), true);
+  assert.match(await page.getAttribute('#rl-lora', 'title'), /modelled under DDP/);
+  await page.selectOption('#rl-trainer', 'ddp');
+  assert.equal(await page.isDisabled('#rl-lora'), false);
+  assert.match(await page.getAttribute('#rl-lora', 'title'), /peft_config/);
+  await page.fill('#rl-gpus', '8');
+  await page.fill('#rl-lora', '16');
+  await page.check('#rl-reference');
+  await page.selectOption('#rl-engine', 'colocate');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="ok"]', { timeout: 60000 });
+  const req = JSON.parse(await page.getAttribute('#rl-panel', 'data-request'));
+  assert.equal(req.config.lora_rank, 16);
+  assert.deepEqual(req.config.lora_targets, ['q_proj', 'v_proj']);  // peft's default for Qwen2
+  const answer = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  assert.deepEqual(answer, nativeRequest(req));
+  for (const p of answer.phases) assert.ok(!p.lines.some((l) => l.what === 'reference parameters'));
+  const sync = answer.phases.find((p) => p.id === 'weight_sync');
+  assert.ok(sync.lines.some((l) => l.what.startsWith('LoRA\'s merge')));
+  assert.match(await page.textContent('#rl-notes'), /PEFT: .* adapters disabled/);
+  await page.fill('#rl-lora', '0');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="error"]', { timeout: 30000 });
+  assert.match(await page.textContent('[data-rl-err="config.lora_rank"]'), /^config\.lora_rank: 0 \(no LoRA\)/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('an error appearing shifts nothing (cumulative layout shift 0), by link and by typing', async () => {
   const { page } = await open('preset=gpt2&seq=1024&gpu=rtx-4090');
   await page.evaluate(() => { window.cls = 0; });

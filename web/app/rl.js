@@ -13,6 +13,12 @@ function rlRequest() {
   if ($('rl-response').value.trim() !== '' && $('rl-framework').value !== 'openrlhf') config.response_len = typed($('rl-response').value);
   if (trl && $('rl-trainer').value === 'zero3') Object.assign(config, { framework: 'deepspeed', zero: 3 });
   if (trl && $('rl-trainer').value === 'ddp') Object.assign(config, { framework: 'hf-trainer', param_dtype: 'bf16' });
+  // TRL's peft_config: the rank here, the targets the form's or peft's default for Llama and Qwen
+  // models (q_proj, v_proj).
+  if (trl && !$('rl-lora').disabled && $('rl-lora').value.trim() !== '') {
+    config.lora_rank = typed($('rl-lora').value);
+    config.lora_targets = form.config.lora_targets !== undefined ? form.config.lora_targets : ['q_proj', 'v_proj'];
+  }
   const rollout = { tp: typed($('rl-tp').value), gpu_memory_utilization: typed($('rl-util').value), free_cache_engine: !$('rl-awake').checked };
   const rl = { algorithm: $('rl-algorithm').value, reference: $('rl-reference').checked };
   if ($('rl-framework').value === 'openrlhf') {
@@ -63,6 +69,11 @@ function rlControls(changed) {
   $('rl-engine').title = dpo ? 'DPO generates nothing' : '';
   $('rl-reference').disabled = dpo;
   $('rl-reference').title = dpo ? 'DPO always loads its reference' : '';
+  // LoRA applies under DDP: the reason replaces the tooltip while the field is off.
+  const lora = $('rl-lora'), zero3 = $('rl-trainer').value === 'zero3';
+  if (lora.dataset.tip === undefined) lora.dataset.tip = lora.title;
+  lora.disabled = zero3;
+  lora.title = zero3 ? 'LoRA is modelled under DDP here (choose the DDP trainer): the engine\'s LoRA is not sharded by ZeRO-3' : lora.dataset.tip;
 }
 
 function runRl() {
@@ -145,7 +156,8 @@ function wireRl() {
   $('rl-framework').addEventListener('change', () => rlControls(true));
   $('rl-engine').addEventListener('change', () => rlControls(false));
   $('rl-algorithm').addEventListener('change', () => rlControls(false));
+  $('rl-trainer').addEventListener('change', () => rlControls(false));
   rlControls(false);
-  for (const id of ['rl-gpus', 'rl-response', 'rl-tp', 'rl-util'])
+  for (const id of ['rl-gpus', 'rl-response', 'rl-lora', 'rl-tp', 'rl-util'])
     $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); runRl(); } });
 }
