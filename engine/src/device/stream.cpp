@@ -112,6 +112,29 @@ CachingAllocator::Handle AllocStream::take(Bytes bytes, CachingAllocator::Stream
   return a_->malloc(bytes, stream);
 }
 
+void AllocStream::take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width) {
+  if (width == 0 && g + 1 == s_.model.layers) return;
+  for (const ParamRecord& p : s_.param_records.kinds[s_.model.kind_index(g)]) {
+    const Bytes w = width ? width : gather_width(p, s_.config);
+    for (std::uint64_t i = 0; i < p.copies; ++i) out.push_back(take(tensor(p.rows, p.cols, w)));
+  }
+}
+
+void AllocStream::drop_all(std::vector<Handle>& v) {
+  for (Handle h : v) drop(h);
+  v.clear();
+}
+
+// _fsdp_param_group.py post_backward: reshard() first, then reduce_scatter_state = None frees the
+// previous group's input just before foreach_reduce allocates this group's (the gradients'
+// dtype, fp32 under torchtitan) and copies the unsharded gradients into it; they go.
+void AllocStream::post_backward(const KindEstimate& ke) {
+  drop_all(copies_);
+  drop(rs_);
+  rs_ = take(ck_.mul(ke.param_elems, dtype_bytes(s_.config.grad_dtype), "device.tensor"));
+  drop_all(unsharded_grads_);
+}
+
 // The order of _fsdp_param_group.py: unshard() allocates the group's all-gather output, then
 // wait_for_unshard() frees the one held (forward: the previous group's, kept in all_gather_state
 // for overlap; backward: the group's own, freed after its copy-out before the prefetch).
@@ -249,6 +272,11 @@ void AllocStream::canonical(std::uint64_t base, Put&& put) {
   }
   place(dy_);
   place(ag_);
+  place(rs_);
+  for (const std::vector<Handle>* v : {&copies_, &unsharded_grads_}) {
+    put(v->size());
+    for (Handle h : *v) place(h);
+  }
   for (bool g : chunk_gathered_) put(std::uint64_t{g});
   put(step_grads_.size());
   for (Handle h : step_grads_) place(h);
@@ -332,8 +360,12 @@ void AllocStream::forward_layer(const StepEvent& at) {
   }
   Bytes trans_bytes = ke.trans_fwd - std::min(ke.trans_fwd, s_.workspace);
   if (gathers) gather(ke.param_bytes);
-  // FSDP2's forward buffers (setup.cpp) less the all-gather output, on its own stream.
-  if (fsdp2_) trans_bytes -= std::min(trans_bytes, ke.param_bytes);
+  if (fsdp2_) {
+    // FSDP2's forward buffers (setup.cpp) tensor by tensor: the all-gather output on its own
+    // stream, then the copy-out's per-parameter tensors.
+    trans_bytes -= std::min(trans_bytes, ck_.mul(2, ke.param_bytes, "device.tensor"));
+    take_params(copies_, g, 0);
+  }
   const auto trans = take(trans_bytes);
   made_.clear();
   for (Bytes b : k.records) made_.push_back(take(b));
@@ -348,6 +380,7 @@ void AllocStream::forward_layer(const StepEvent& at) {
   }
   if (k.extra[static_cast<std::size_t>(ch)] > 0 && !offloaded_at(r_, j))
     h.push_back(take(k.extra[static_cast<std::size_t>(ch)]));
+  drop_all(copies_);  // FSDP2's post-forward reshard
   // The stage's post-forward frees the last all-gather output (_fsdp_state.py _post_forward of
   // the root); with the head, after the head's forward (kLossFwd).
   if (gathers && j + 1 == rk.chunk_sizes[at.chunk]) {
@@ -390,7 +423,11 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
     // previous layer's is prefetched (_backward_prefetch) on the copy-in stream; none before the
     // chunk's first layer (the root group stays gathered).
     gather(j > 0 ? s_.kind_at(g - 1).param_bytes : 0);
-    other -= std::min(other, ke.param_bytes);
+    // The rest of FSDP2's backward buffers (setup.cpp) tensor by tensor: the copy-out's
+    // parameters, the unsharded gradients in the compute dtype (post_backward: the input).
+    other -= std::min(other, ke.fsdp_bwd);
+    take_params(copies_, g, 0);
+    take_params(unsharded_grads_, g, dtype_bytes(gather_dtype(s_.config)));
   }
   const auto trans = take(other);
   // The gradient buffers, phase by phase: each appears at the first phase that holds it and is
@@ -420,6 +457,7 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   }
   for (const auto& x : alive) drop(x.second);
   drop(trans);
+  if (fsdp2_) post_backward(ke);
   (void)h;
   release(Key{at.mb, at.chunk, g});
   if (input_part) {
@@ -435,6 +473,16 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
       if (!grads_static_ && grads_made_.insert(kInputLayer).second)
         for (Bytes b : embed_grads_) step_grads_.push_back(take(b));
       release(Key{at.mb, at.chunk, kInputLayer});
+      if (fsdp2_) {
+        // The root's post-backward, after the embedding's: the last layer's reduce-scatter input
+        // freed, the root group's own made from its unsharded gradients, then freed by the
+        // final callback (_fsdp_state.py _root_post_backward_final_callback).
+        drop(rs_);
+        rs_ = CachingAllocator::kNoHandle;
+        const Bytes gw = dtype_bytes(gather_dtype(s_.config));
+        drop(take(ck_.mul(s_.ranks[rank_].fsdp_root_gather / gw, dtype_bytes(s_.config.grad_dtype),
+                          "device.tensor")));
+      }
     }
     drop(dy_);
     dy_ = CachingAllocator::kNoHandle;

@@ -84,6 +84,15 @@ class AllocStream final : public Recorder {
   void drop(Handle h);
   // FSDP2: the next group's flat all-gather output is made, then the one held is freed.
   void gather(Bytes bytes);
+  // FSDP2 (fsdp2_): layer g's per-parameter tensors, one allocation each: its gathered copies
+  // (`width` 0: each record's gather width; _fsdp_param.py alloc_all_gather_outputs), none for
+  // the last layer, which torchtitan keeps gathered (a static line), or autograd's unsharded
+  // gradients (`width` the compute dtype's).
+  void take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width);
+  void drop_all(std::vector<Handle>& v);
+  // FSDP2's post-backward: the layer resharded, the previous reduce-scatter input freed, its own
+  // made from its unsharded gradients, which go.
+  void post_backward(const KindEstimate& ke);
   Bytes tensor(std::uint64_t rows, std::uint64_t cols, Bytes width);
   void allocate_static();
   void allocate_param(const ParamRecord& p);
@@ -134,6 +143,8 @@ class AllocStream final : public Recorder {
   std::vector<std::pair<std::uint32_t, Handle>> alive_;  // backward_layer's scratch
   Handle dy_ = CachingAllocator::kNoHandle;
   Handle ag_ = CachingAllocator::kNoHandle;  // FSDP2: the all-gather output held (copy-in stream)
+  Handle rs_ = CachingAllocator::kNoHandle;  // FSDP2: the last reduce-scatter input (fp32)
+  std::vector<Handle> copies_, unsharded_grads_;  // FSDP2: a layer's gathered parameters
   bool fsdp2_ = false;  // torchtitan's FSDP2, layers resharded: its buffers each layer (setup.cpp)
   // torchtitan's FSDP2 with its layers resident (gathers_resident): the all-gather outputs of a
   // chunk's first forward of the step only (later forwards find the group unsharded), and which
