@@ -155,3 +155,36 @@ TEST_CASE(
   }
   CHECK(checked == 5);
 }
+
+TEST_CASE(
+    "compile: Qwen2's and Qwen3's blocks (q/k/v biases, q/k norms) equal what inductor's "
+    "partitioner saved (compile_families_saved.json, five shapes each at budget 1)",
+    "[compile][reference]") {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) +
+                   "/tests/reference/compile_families_saved.json");
+  REQUIRE(in.good());
+  const json ref = json::parse(in);
+  int bias = 0, norms = 0;
+  for (const json& row : ref["rows"]) {
+    const bool qk_norm = row.value("qk_norm", false);
+    INFO((qk_norm ? "qwen3" : "qwen2") << " b s h a kv f = " << row["b"] << " " << row["s"] << " "
+                                       << row["h"] << " " << row["a"] << " " << row["kv"] << " "
+                                       << row["f"]);
+    json model = block_model(row);
+    model["model_type"] = qk_norm ? "qwen3" : "qwen2";
+    model["head_dim"] = u(row["h"]) / u(row["a"]);
+    model["tie_word_embeddings"] = false;
+    const json r = run(compiled(model, row));
+    std::vector<std::uint64_t> engine, saved;
+    for (const json& t : r["per_layer"]["all_tensors"])
+      if (t["name"] != "attn.rng_state") engine.push_back(u(t["bytes"]));
+    for (const json& t : row["compiled"]) saved.push_back(u(t["bytes"]));
+    std::sort(engine.begin(), engine.end());
+    std::sort(saved.begin(), saved.end());
+    CHECK(engine == saved);
+    CHECK(u(r["per_layer"]["activation_bytes"]) == u(row["compiled_bytes"]) + 24);
+    ++(qk_norm ? norms : bias);
+  }
+  CHECK(bias == 5);
+  CHECK(norms == 5);
+}

@@ -4,6 +4,8 @@
 #
 # Usage (PyTorch 2.6 on the CPU, the Debian 13 root of ../shared/toolchain.md):
 #   chroot FOLDER python3 measure_compile.py > tests/reference/compile_saved.json
+#   chroot FOLDER python3 measure_compile.py --families > tests/reference/compile_families_saved.json
+# (--families: the block with Qwen2's q/k/v biases, then with Qwen3's per-head q/k norms.)
 #
 # Method: the block below follows torchtitan 9dec370 torchtitan/models/llama/model.py and
 # models/norms.py as they compute (RMSNorm in fp32 cast back, RoPE through complex64 freqs_cis,
@@ -48,12 +50,16 @@ def repeat_kv(x, n):
 
 
 class Block(nn.Module):
-    def __init__(self, h, a, kv, f):
+    # qkv_bias: q, k and v with biases (Qwen2's attention); qk_norm: an RMSNorm over each head of
+    # q and k before RoPE (Qwen3's q_norm and k_norm, transformers' Qwen3Attention).
+    def __init__(self, h, a, kv, f, qkv_bias=False, qk_norm=False):
         super().__init__()
         self.a, self.kv, self.d = a, kv, h // a
-        self.wq = nn.Linear(h, a * self.d, bias=False)
-        self.wk = nn.Linear(h, kv * self.d, bias=False)
-        self.wv = nn.Linear(h, kv * self.d, bias=False)
+        self.wq = nn.Linear(h, a * self.d, bias=qkv_bias)
+        self.wk = nn.Linear(h, kv * self.d, bias=qkv_bias)
+        self.wv = nn.Linear(h, kv * self.d, bias=qkv_bias)
+        self.q_norm = RMSNorm(self.d) if qk_norm else None
+        self.k_norm = RMSNorm(self.d) if qk_norm else None
         self.wo = nn.Linear(a * self.d, h, bias=False)
         self.w1 = nn.Linear(h, f, bias=False)
         self.w2 = nn.Linear(f, h, bias=False)
@@ -66,6 +72,8 @@ class Block(nn.Module):
         y = self.attention_norm(x)
         q = self.wq(y).view(b, s, -1, self.d)
         k = self.wk(y).view(b, s, -1, self.d)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
         v = self.wv(y).view(b, s, -1, self.d)
         q, k = rope(q, k, freqs_cis)
         n = self.a // self.kv
@@ -92,18 +100,18 @@ def saved(fn, x, fc, static):
     return sorted(out.values(), key=lambda r: (-r["bytes"], r["shape"]))
 
 
-def case(b, s, h, a, kv, f, budget):
+def case(b, s, h, a, kv, f, budget, **variant):
     torch.manual_seed(0)
     torch._dynamo.reset()
     torch._functorch.config.activation_memory_budget = budget
-    blk = Block(h, a, kv, f).to(torch.bfloat16)
+    blk = Block(h, a, kv, f, **variant).to(torch.bfloat16)
     x = torch.randn(b, s, h, dtype=torch.bfloat16, requires_grad=True)
     d = h // a
     freqs = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
     fc = torch.polar(torch.ones(s, d // 2), torch.outer(torch.arange(s).float(), freqs))
     static = {p.untyped_storage().data_ptr() for p in blk.parameters()} | {fc.untyped_storage().data_ptr()}
     compiled = saved(torch.compile(blk, backend="aot_eager_decomp_partition"), x, fc, static)
-    row = {"b": b, "s": s, "h": h, "a": a, "kv": kv, "f": f, "dtype": "bfloat16",
+    row = {"b": b, "s": s, "h": h, "a": a, "kv": kv, "f": f, "dtype": "bfloat16", **variant,
            "activation_memory_budget": budget,
            "compiled": compiled, "compiled_bytes": sum(t["bytes"] for t in compiled)}
     if budget == 1.0:
@@ -112,10 +120,21 @@ def case(b, s, h, a, kv, f, budget):
     return row
 
 
+SHAPES = [(2, 64, 256, 4, 2, 512), (2, 64, 256, 4, 4, 512), (1, 128, 256, 8, 2, 1024),
+          (2, 32, 512, 8, 8, 384), (4, 64, 128, 2, 1, 256)]
+
+
 def main():
-    shapes = [(2, 64, 256, 4, 2, 512), (2, 64, 256, 4, 4, 512), (1, 128, 256, 8, 2, 1024),
-              (2, 32, 512, 8, 8, 384), (4, 64, 128, 2, 1, 256)]
-    rows = [case(*sh, budget) for sh in shapes for budget in (1.0, 0.5, 0.0)]
+    if sys.argv[1:] == ["--families"]:
+        # Other families' blocks at the default budget: Qwen2 (q/k/v biases), Qwen3 (q/k norms).
+        rows = [case(*sh, 1.0, **v) for v in ({"qkv_bias": True}, {"qk_norm": True})
+                for sh in SHAPES]
+        json.dump({"torch": torch.__version__, "backend": "aot_eager_decomp_partition",
+                   "block": "measure_compile.py's Block with qkv_bias or qk_norm",
+                   "rows": rows}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    rows = [case(*sh, budget) for sh in SHAPES for budget in (1.0, 0.5, 0.0)]
     json.dump({"torch": torch.__version__, "backend": "aot_eager_decomp_partition",
                "block": "torchtitan 9dec370 Llama TransformerBlock (own code, this script)",
                "rows": rows}, sys.stdout, indent=1)

@@ -1,8 +1,10 @@
 // The records of a compiled block (config.compile, the pytorch profile): what torch.compile's
 // partitioner saves for backward in torchtitan's Llama block at activation_memory_budget 1,
 // measured with inductor's partitioner on torch 2.6 over five shapes (tests/reference/
-// compile_saved.json, docs/validation.md 6.2). validate.cpp admits only the block it was measured
-// on (RoPE attention, SwiGLU, RMSNorm, flash attention, tp 1, cp 1, no dropout).
+// compile_saved.json, docs/validation.md 6.2), and the blocks of the families measured beside it
+// (compile_families_saved.json: Qwen2's q/k/v biases, Qwen3's q/k norms). validate.cpp admits
+// only the blocks measured (RoPE attention, SwiGLU, RMSNorm, flash attention, tp 1, cp 1, no
+// dropout).
 #include "inventory/builder.hpp"
 
 namespace actmem::detail {
@@ -13,6 +15,9 @@ constexpr const char* kCompiled =
     "measured: inductor's partitioner (min_cut_rematerialization_partition, torch 2.6) on "
     "torchtitan 9dec370's Llama block, tests/reference/compile_saved.json (docs/validation.md "
     "6.2)";
+constexpr const char* kCompiledFamilies =
+    "measured: inductor's partitioner (torch 2.6) on the same block with Qwen3's q/k norms, "
+    "tests/reference/compile_families_saved.json (docs/validation.md 6.2)";
 constexpr const char* kCompiledRng =
     "the flash kernel's philox seed and offset, as eager's (docs/validation.md 4.2); the CPU "
     "measurement has no CUDA RNG state";
@@ -21,7 +26,9 @@ constexpr const char* kCompiledRng =
 
 //   x [b, s, h] -> rmsnorm -> y -> wq, wk, wv -> RoPE -> q, k, v (repeat_kv) -> flash -> o -> wo
 //   h = x + wo(o) -> rmsnorm -> z -> w1, w3 -> w2(silu(gate) * up); out = h + w2(...)
-void build_compiled(const LayerGeometry& g, RecordBuilder& rb) {
+//   Qwen2: q, k, v with biases (the same records); Qwen3: q and k normalized per head before RoPE
+//   (their inputs and fp32 rstd besides).
+void build_compiled(const LayerKind& k, const LayerGeometry& g, RecordBuilder& rb) {
   const DType p = g.act;
   const Dim tokens = g.s_rep;  // tp 1, cp 1: every token of the sequence
   rb.add("ln1.in", {g.b, tokens, g.h}, p, "compiled backward (attention norm)",
@@ -30,6 +37,16 @@ void build_compiled(const LayerGeometry& g, RecordBuilder& rb) {
          "rsqrt(mean(x^2) + eps) in fp32, the norm's backward reads it", kCompiled);
   rb.add("attn.qkv_in", {g.b, tokens, g.h}, p, "q/k/v linear backward",
          "weight gradient needs the input", kCompiled);
+  if (k.qk_norm) {
+    rb.add("attn.q_norm.in", {g.b, g.s_tp, g.a, g.d}, p, "compiled backward (q norm)",
+           "q before its per-head RMSNorm (wq's output)", kCompiledFamilies);
+    rb.add("attn.q_norm.rstd", {g.b, g.s_tp, g.a}, DType::kFp32, "compiled backward (q norm)",
+           "each head's fp32 1/rms", kCompiledFamilies);
+    rb.add("attn.k_norm.in", {g.b, g.s_tp, g.kv, g.d}, p, "compiled backward (k norm)",
+           "k before its per-head RMSNorm (wk's output)", kCompiledFamilies);
+    rb.add("attn.k_norm.rstd", {g.b, g.s_tp, g.kv}, DType::kFp32, "compiled backward (k norm)",
+           "each head's fp32 1/rms", kCompiledFamilies);
+  }
   rb.add("attn.q", {g.b, g.a, g.s_tp, g.d}, p, "flash attention backward",
          "q after RoPE, as the kernel received it", kCompiled);
   // repeat_kv copies k and v to every query head, except a single KV head, which it expands as

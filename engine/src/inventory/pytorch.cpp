@@ -492,7 +492,7 @@ void add_ffn(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Rec
 
 void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb, bool hf) {
-  if (g.compiled && !hf) return build_compiled(g, rb);
+  if (g.compiled && !hf) return build_compiled(k, g, rb);
   if (k.has_attention()) {
     add_attention(m, k, g, rb, hf);
   } else if (k.is_mamba()) {

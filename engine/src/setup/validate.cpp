@@ -722,8 +722,8 @@ std::optional<Error> validate_optimizer_dtype(const ModelSpec&, const TrainConfi
 // (attention with RoPE, no biases, norms or sinks on q and k, full attention; a SwiGLU MLP).
 bool compiled_block(const LayerKind& k) {
   return k.has_attention() && !k.is_mla() && k.has_ffn && !k.is_moe() &&
-         k.ffn == FfnType::kSwiglu && k.rope && !k.qkv_bias && !k.o_bias && !k.mlp_bias &&
-         !k.attn_sinks && !k.qk_norm && !k.qk_l2_norm && !k.attn_temperature && k.window == 0;
+         k.ffn == FfnType::kSwiglu && k.rope && !k.o_bias && !k.mlp_bias && !k.attn_sinks &&
+         !k.qk_l2_norm && !k.attn_temperature && k.window == 0;
 }
 
 // torch.compile: the partitioner's saved tensors are measured for one block, one GPU's shapes
@@ -752,8 +752,9 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
     if (!compiled_block(m.kinds[i]))
       return bad("config.compile",
                  "layer kind " + std::to_string(i) + " ('" + m.kinds[i].name +
-                     "') is not torchtitan's Llama block (RoPE attention without biases, sinks, "
-                     "q/k norms or windows, and a SwiGLU MLP), the block compile is measured on");
+                     "') is not a block compile is measured on: torchtitan's Llama block "
+                     "(RoPE attention, SwiGLU), with Qwen2's q/k/v biases or Qwen3's q/k norms; "
+                     "no output or MLP biases, sinks, L2 q/k norms or windows");
   if (m.norm != NormType::kRmsNorm || m.sandwich_norm || m.gemma_norm ||
       m.block != BlockLayout::kSequential || m.attn_softcap > 0)
     return bad("config.compile",
