@@ -97,11 +97,12 @@ TEST_CASE("compile: what was not measured is refused by its field, saying why",
   CHECK(err({{"tp", 2}})["field"] == "config.compile");
   CHECK(err({{"recompute", "selective"}})["field"] == "config.compile");
   CHECK(err({{"dropout", 0.1}})["field"] == "config.compile");
-  json gpt = compiled(model, row);
-  gpt["preset"] = "gpt2";
-  gpt.erase("model");
-  gpt["config"]["seq"] = 64;
-  CHECK(actmem::evaluate_json(gpt)["error"]["field"] == "config.compile");
+  // A block not measured: Mixtral's MoE layers.
+  json moe = compiled(model, row);
+  moe["preset"] = "mixtral-8x7b";
+  moe.erase("model");
+  moe["config"]["seq"] = 64;
+  CHECK(actmem::evaluate_json(moe)["error"]["field"] == "config.compile");
   json no_compile = compiled(model, row, {{"activation_memory_budget", 0.5}});
   no_compile["config"]["compile"] = false;
   CHECK(actmem::evaluate_json(no_compile)["error"]["message"] ==
@@ -157,34 +158,55 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "compile: Qwen2's and Qwen3's blocks (q/k/v biases, q/k norms) equal what inductor's "
-    "partitioner saved (compile_families_saved.json, five shapes each at budget 1)",
+    "compile: Qwen2's, Qwen3's and GPT-2's blocks (q/k/v biases, q/k norms, LayerNorm and "
+    "GELU) equal what inductor's partitioner saved (compile_families_saved.json, budget 1)",
     "[compile][reference]") {
-  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) +
-                   "/tests/reference/compile_families_saved.json");
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/compile_families_saved.json");
   REQUIRE(in.good());
   const json ref = json::parse(in);
-  int bias = 0, norms = 0;
+  int bias = 0, norms = 0, gpt = 0;
   for (const json& row : ref["rows"]) {
-    const bool qk_norm = row.value("qk_norm", false);
-    INFO((qk_norm ? "qwen3" : "qwen2") << " b s h a kv f = " << row["b"] << " " << row["s"] << " "
-                                       << row["h"] << " " << row["a"] << " " << row["kv"] << " "
-                                       << row["f"]);
+    const bool qk_norm = row.value("qk_norm", false), gpt2 = row.value("gpt", false);
+    const char* family = gpt2 ? "gpt2" : qk_norm ? "qwen3" : "qwen2";
+    INFO(family << (row.value("tanh", false) ? " (tanh GELU)" : "")
+                << " b s h a kv f = " << row["b"] << " " << row["s"] << " " << row["h"] << " "
+                << row["a"] << " " << row["kv"] << " " << row["f"]);
     json model = block_model(row);
-    model["model_type"] = qk_norm ? "qwen3" : "qwen2";
+    model["model_type"] = family;
     model["head_dim"] = u(row["h"]) / u(row["a"]);
     model["tie_word_embeddings"] = false;
+    if (gpt2)  // GPT2Config's names (n_inner the MLP's width), no dropout
+      model = {{"model_type", "gpt2"}, {"n_embd", row["h"]}, {"n_head", row["a"]},
+               {"n_inner", row["f"]},  {"n_layer", 1},       {"vocab_size", 128},
+               {"n_positions", 4096},  {"resid_pdrop", 0},   {"embd_pdrop", 0},
+               {"attn_pdrop", 0}};
     const json r = run(compiled(model, row));
     std::vector<std::uint64_t> engine, saved;
+    // GPT-2's q, k and v are views of c_attn's one output, which the hooks see as one storage.
+    std::uint64_t qkv = 0;
     for (const json& t : r["per_layer"]["all_tensors"])
-      if (t["name"] != "attn.rng_state") engine.push_back(u(t["bytes"]));
-    for (const json& t : row["compiled"]) saved.push_back(u(t["bytes"]));
+      if (gpt2 && (t["name"] == "attn.q" || t["name"] == "attn.k" || t["name"] == "attn.v"))
+        qkv += u(t["bytes"]);
+      else if (t["name"] != "attn.rng_state")
+        engine.push_back(u(t["bytes"]));
+    if (qkv) engine.push_back(qkv);
+    // The CPU keeps LayerNorm's mean and rstd ([b, s, 1]) in the input's dtype, CUDA in fp32
+    // (torch 2.6 torch/_refs/__init__.py native_layer_norm: cast back on "cpu" only).
+    std::uint64_t widened = 0;
+    for (const json& t : row["compiled"]) {
+      const bool stat =
+          gpt2 && t["dtype"] == "bfloat16" && t["shape"].size() == 3 && t["shape"][2] == 1;
+      saved.push_back(stat ? 2 * u(t["bytes"]) : u(t["bytes"]));
+      if (stat) widened += u(t["bytes"]);
+    }
+    if (gpt2) CHECK(widened == 4 * u(row["b"]) * u(row["s"]) * 2);
     std::sort(engine.begin(), engine.end());
     std::sort(saved.begin(), saved.end());
     CHECK(engine == saved);
-    CHECK(u(r["per_layer"]["activation_bytes"]) == u(row["compiled_bytes"]) + 24);
-    ++(qk_norm ? norms : bias);
+    CHECK(u(r["per_layer"]["activation_bytes"]) == u(row["compiled_bytes"]) + widened + 24);
+    ++(gpt2 ? gpt : qk_norm ? norms : bias);
   }
   CHECK(bias == 5);
   CHECK(norms == 5);
+  CHECK(gpt == 10);  // exact and tanh GELU
 }

@@ -5,7 +5,9 @@
 # Usage (PyTorch 2.6 on the CPU, the Debian 13 root of ../shared/toolchain.md):
 #   chroot FOLDER python3 measure_compile.py > tests/reference/compile_saved.json
 #   chroot FOLDER python3 measure_compile.py --families > tests/reference/compile_families_saved.json
-# (--families: the block with Qwen2's q/k/v biases, then with Qwen3's per-head q/k norms.)
+# (--families: the block with Qwen2's q/k/v biases, then with Qwen3's per-head q/k norms, then
+# nanoGPT's GPT-2 block with exact and tanh GELU, each saved storage named by the forward
+# intermediate its values equal.)
 #
 # Method: the block below follows torchtitan 9dec370 torchtitan/models/llama/model.py and
 # models/norms.py as they compute (RMSNorm in fp32 cast back, RoPE through complex64 freqs_cis,
@@ -84,7 +86,40 @@ class Block(nn.Module):
         return h + self.w2(F.silu(self.w1(z)) * self.w3(z))
 
 
-def saved(fn, x, fc, static):
+class GptBlock(nn.Module):
+    # nanoGPT's Block (karpathy/nanoGPT model.py, bias=True, dropout 0.0): LayerNorm, one c_attn
+    # linear for q, k and v, causal SDPA, c_proj; LayerNorm, c_fc, exact GELU, c_proj: what
+    # transformers' GPT2Block computes without dropout (there gelu_new: `tanh` True). `fc` is
+    # unused (learned positions are added before the blocks).
+    def __init__(self, h, a, f, tanh=False):
+        super().__init__()
+        self.a, self.d, self.approximate = a, h // a, "tanh" if tanh else "none"
+        self.ln_1, self.ln_2 = nn.LayerNorm(h), nn.LayerNorm(h)
+        self.c_attn = nn.Linear(h, 3 * h)
+        self.attn_proj = nn.Linear(h, h)
+        self.c_fc = nn.Linear(h, f)
+        self.mlp_proj = nn.Linear(f, h)
+
+    def parts(self, x):
+        b, s, h = x.shape
+        y = self.ln_1(x)
+        qkv = self.c_attn(y)
+        q, k, v = (t.view(b, s, self.a, self.d).transpose(1, 2) for t in qkv.split(h, dim=2))
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        o_in = o.transpose(1, 2).contiguous().view(b, s, h)
+        x2 = x + self.attn_proj(o_in)
+        z = self.ln_2(x2)
+        u = self.c_fc(z)
+        g = F.gelu(u, approximate=self.approximate)
+        return x2 + self.mlp_proj(g), {"block_input": x, "ln_1_out": y, "c_attn_out": qkv,
+                                       "sdpa_out": o, "proj_in": o_in, "residual": x2,
+                                       "ln_2_out": z, "c_fc_out": u, "gelu_out": g}
+
+    def forward(self, x, fc):
+        return self.parts(x)[0]
+
+
+def saved(fn, x, fc, static, names=None):
     out = {}
 
     def pack(t):
@@ -92,6 +127,12 @@ def saved(fn, x, fc, static):
         if ptr not in static and ptr not in out:
             out[ptr] = {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
                         "bytes": t.untyped_storage().nbytes()}
+            for name, ref in (names or {}).items():
+                whole = torch.as_strided(t, (t.untyped_storage().nbytes() // t.element_size(),),
+                                         (1,), 0)
+                if whole.numel() == ref.numel() and whole.dtype == ref.dtype and torch.allclose(
+                        whole.detach().float(), ref.reshape(-1).float(), rtol=1e-2, atol=1e-2):
+                    out[ptr]["equals"] = name
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -104,19 +145,29 @@ def case(b, s, h, a, kv, f, budget, **variant):
     torch.manual_seed(0)
     torch._dynamo.reset()
     torch._functorch.config.activation_memory_budget = budget
-    blk = Block(h, a, kv, f, **variant).to(torch.bfloat16)
+    gpt = variant.get("gpt", False)
+    blk = (GptBlock(h, a, f, variant.get("tanh", False)) if gpt else
+           Block(h, a, kv, f, **{k: v for k, v in variant.items() if k not in ("gpt", "tanh")}))
+    blk = blk.to(torch.bfloat16)
     x = torch.randn(b, s, h, dtype=torch.bfloat16, requires_grad=True)
     d = h // a
     freqs = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
     fc = torch.polar(torch.ones(s, d // 2), torch.outer(torch.arange(s).float(), freqs))
     static = {p.untyped_storage().data_ptr() for p in blk.parameters()} | {fc.untyped_storage().data_ptr()}
-    compiled = saved(torch.compile(blk, backend="aot_eager_decomp_partition"), x, fc, static)
+    names = None
+    if gpt:  # each saved storage named by the forward intermediate it equals
+        with torch.no_grad():
+            names = {k: v.contiguous() for k, v in blk.parts(x.detach())[1].items()}
+    compiled = saved(torch.compile(blk, backend="aot_eager_decomp_partition"), x, fc, static,
+                     names)
     row = {"b": b, "s": s, "h": h, "a": a, "kv": kv, "f": f, "dtype": "bfloat16", **variant,
            "activation_memory_budget": budget,
            "compiled": compiled, "compiled_bytes": sum(t["bytes"] for t in compiled)}
     if budget == 1.0:
-        eager = saved(blk, x, fc, static)
+        eager = saved(blk, x, fc, static, names)
         row["eager_bytes"] = sum(t["bytes"] for t in eager)
+        if names:
+            row["eager"] = eager
     return row
 
 
@@ -129,8 +180,10 @@ def main():
         # Other families' blocks at the default budget: Qwen2 (q/k/v biases), Qwen3 (q/k norms).
         rows = [case(*sh, 1.0, **v) for v in ({"qkv_bias": True}, {"qk_norm": True})
                 for sh in SHAPES]
+        rows += [case(b, s, h, a, a, f, 1.0, gpt=True, tanh=t) for t in (False, True)
+                 for b, s, h, a, _, f in SHAPES]
         json.dump({"torch": torch.__version__, "backend": "aot_eager_decomp_partition",
-                   "block": "measure_compile.py's Block with qkv_bias or qk_norm",
+                   "block": "measure_compile.py's Block with qkv_bias or qk_norm; GptBlock",
                    "rows": rows}, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return

@@ -492,7 +492,10 @@ void add_ffn(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g, Rec
 
 void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb, bool hf) {
-  if (g.compiled && !hf) return build_compiled(k, g, rb);
+  // Compiled, the Llama-family block saves what compiled.cpp lists; GPT-2's block saves what its
+  // eager forward keeps, tensor for tensor (measured: tests/reference/
+  // compile_families_saved.json, docs/validation.md 6.2), so it takes the eager records.
+  if (g.compiled && !hf && k.ffn == FfnType::kSwiglu) return build_compiled(k, g, rb);
   if (k.has_attention()) {
     add_attention(m, k, g, rb, hf);
   } else if (k.is_mamba()) {

@@ -718,12 +718,19 @@ std::optional<Error> validate_optimizer_dtype(const ModelSpec&, const TrainConfi
   return std::nullopt;
 }
 
-// A layer kind compile's measured records hold (docs/validation.md 6.2): torchtitan's Llama block
-// (attention with RoPE, no biases, norms or sinks on q and k, full attention; a SwiGLU MLP).
-bool compiled_block(const LayerKind& k) {
-  return k.has_attention() && !k.is_mla() && k.has_ffn && !k.is_moe() &&
-         k.ffn == FfnType::kSwiglu && k.rope && !k.o_bias && !k.mlp_bias && !k.attn_sinks &&
-         !k.qk_l2_norm && !k.attn_temperature && k.window == 0;
+// A block compile's measured records hold (docs/validation.md 6.2): torchtitan's Llama block
+// (RMSNorm, attention with RoPE, q/k/v biases or per-head q/k norms at most, a SwiGLU MLP) or
+// nanoGPT's GPT-2 block (LayerNorm, learned positions, biases, a GELU MLP); full attention, no
+// sinks, both with the sequential layout.
+bool compiled_block(const ModelSpec& m, const LayerKind& k) {
+  if (!k.has_attention() || k.is_mla() || !k.has_ffn || k.is_moe() || k.attn_sinks ||
+      k.qk_l2_norm || k.attn_temperature || k.window != 0 || m.sandwich_norm || m.gemma_norm ||
+      m.block != BlockLayout::kSequential || m.attn_softcap > 0)
+    return false;
+  if (m.norm == NormType::kRmsNorm)
+    return m.pos == PosEncoding::kRope && k.rope && k.ffn == FfnType::kSwiglu && !k.o_bias &&
+           !k.mlp_bias;
+  return m.pos == PosEncoding::kLearned && k.ffn == FfnType::kGelu && !k.qk_norm;
 }
 
 // torch.compile: the partitioner's saved tensors are measured for one block, one GPU's shapes
@@ -749,17 +756,13 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
                                              "model under the pytorch profile; profile is ") +
                                      profile_name(c.profile));
   for (std::size_t i = 0; i < m.kinds.size(); ++i)
-    if (!compiled_block(m.kinds[i]))
+    if (!compiled_block(m, m.kinds[i]))
       return bad("config.compile",
                  "layer kind " + std::to_string(i) + " ('" + m.kinds[i].name +
                      "') is not a block compile is measured on: torchtitan's Llama block "
-                     "(RoPE attention, SwiGLU), with Qwen2's q/k/v biases or Qwen3's q/k norms; "
-                     "no output or MLP biases, sinks, L2 q/k norms or windows");
-  if (m.norm != NormType::kRmsNorm || m.sandwich_norm || m.gemma_norm ||
-      m.block != BlockLayout::kSequential || m.attn_softcap > 0)
-    return bad("config.compile",
-               "the compiled block is measured with RMSNorm before attention "
-               "and MLP (torchtitan's Llama)");
+                     "(RMSNorm, RoPE attention, SwiGLU), with Qwen2's q/k/v biases or Qwen3's "
+                     "q/k norms, or GPT-2's (LayerNorm, learned positions, GELU); no sinks, L2 "
+                     "q/k norms, windows, sandwich or parallel layouts");
   if (c.attention != Attention::kFlash)
     return bad("config.compile", std::string("measured with SDPA's flash kernel; attention is ") +
                                      attention_name(c.attention));
