@@ -17,12 +17,6 @@ namespace {
 constexpr std::size_t kChoices = 5;  // LayerChoice values
 }  // namespace
 
-namespace {
-Bytes grad_width(const ParamRecord& p, const TrainConfig& c) {
-  return dtype_bytes(grad_dtype_of(p, c));
-}
-}  // namespace
-
 AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
                          CachingAllocator* alloc)
     : s_(s), r_(r), rank_(rank), a_(alloc) {
@@ -71,26 +65,24 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
     }
     for (const TensorRecord& t : inv.tensors) k.wgrad.push_back(t.wgrad_input);
     for (const TensorRecord& t : inv.wgrad_dy) k.dy.push_back(t.bytes);
-    // Frozen records (LoRA's base weights) have none.
-    if (!zero_grads)
-      for (const ParamRecord& p : pr.kinds[ki])
-        for (std::uint64_t i = 0; i < p.copies && !p.frozen; ++i)
-          k.grads.push_back(tensor(p.rows, p.cols, grad_width(p, c)));
+    if (!zero_grads) grad_tensors(pr.kinds[ki], k.grads);
     kinds_.push_back(std::move(k));
   }
   for (const TensorRecord& t : s.io().input_layer) in_records_.push_back(t.bytes);
   for (const TensorRecord& t : s.io().output_layer) out_records_.push_back(t.bytes);
   // The embedding's and the head's gradients, made at their backward.
   if (!zero_grads) {
-    if (s.ranks[rank].embed_chunk != RankSetup::kNoChunk)
-      for (const ParamRecord& p : pr.embed)
-        for (std::uint64_t i = 0; i < p.copies && !p.frozen; ++i)
-          embed_grads_.push_back(tensor(p.rows, p.cols, grad_width(p, c)));
-    if (s.ranks[rank].head_chunk != RankSetup::kNoChunk)
-      for (const ParamRecord& p : pr.head)
-        for (std::uint64_t i = 0; i < p.copies && !p.frozen; ++i)
-          head_grads_.push_back(tensor(p.rows, p.cols, grad_width(p, c)));
+    if (s.ranks[rank].embed_chunk != RankSetup::kNoChunk) grad_tensors(pr.embed, embed_grads_);
+    if (s.ranks[rank].head_chunk != RankSetup::kNoChunk) grad_tensors(pr.head, head_grads_);
   }
+}
+
+// Each trainable record's gradient tensors (frozen records, LoRA's base weights, have none), in
+// its gradient dtype (params.hpp grad_dtype_of).
+void AllocStream::grad_tensors(const std::vector<ParamRecord>& records, std::vector<Bytes>& out) {
+  for (const ParamRecord& p : records)
+    for (std::uint64_t i = 0; i < p.copies && !p.frozen; ++i)
+      out.push_back(tensor(p.rows, p.cols, dtype_bytes(grad_dtype_of(p, s_.config))));
 }
 
 Bytes AllocStream::tensor(std::uint64_t rows, std::uint64_t cols, Bytes width) {

@@ -94,6 +94,7 @@ class AllocStream final : public Recorder {
   // made from its unsharded gradients, which go.
   void post_backward(const KindEstimate& ke);
   Bytes tensor(std::uint64_t rows, std::uint64_t cols, Bytes width);
+  void grad_tensors(const std::vector<ParamRecord>& records, std::vector<Bytes>& out);
   void allocate_static();
   void allocate_param(const ParamRecord& p);
   void allocate_states();

@@ -108,6 +108,8 @@ class TrlBuilder : public RlLines {
   // A reference model of its own: beta != 0 without PEFT (with it, the policy's adapters are
   // disabled instead).
   bool reference_model() const { return rl_.reference && !s_.config.lora.on(); }
+  // Its parameters, loaded as the policy's are (kTrlRef), in every phase that holds it.
+  void reference(RlPhase& p);
   Bytes lora_merge();
   void resident(RlPhase& p);
   void vllm_between(RlPhase& p);
@@ -165,8 +167,12 @@ void TrlBuilder::resident(RlPhase& p) {
   if (st.ddp_buckets_bytes)
     line(p, "trainer", "DDP's gradient buckets", st.ddp_buckets_bytes, "exact",
          "the engine's static memory (accelerate's DDP, gradient_as_bucket_view False)");
+  reference(p);
+}
+
+void TrlBuilder::reference(RlPhase& p) {
   if (reference_model())
-    line(p, "trainer", "reference parameters", st.params_bytes, "code", kTrlRef);
+    line(p, "trainer", "reference parameters", s_.ranks[0].stat.params_bytes, "code", kTrlRef);
 }
 
 // peft's merge of the largest targeted linear: B @ A and its scaled copy, [out, in] each in the
@@ -278,8 +284,7 @@ void TrlBuilder::phases() {
          "the training step on the device (fixed costs, parameters, gradients, optimizer, "
          "activations, the loss with the reference's forward, the allocator's cache)",
          update_total_, "exact", "the engine's device figure (estimate --gpu, loss dpo_trl)");
-    if (reference_model())
-      line(upd, "trainer", "reference parameters", s_.ranks[0].stat.params_bytes, "code", kTrlRef);
+    reference(upd);
     a_.phases.push_back(upd);
     return;
   }
@@ -319,8 +324,7 @@ void TrlBuilder::phases() {
        "the training step on the device (fixed costs, parameters, gradients, optimizer, "
        "activations, the allocator's cache)",
        update_total_, "exact", "the engine's device figure (estimate --gpu)");
-  if (reference_model())
-    line(upd, "trainer", "reference parameters", s_.ranks[0].stat.params_bytes, "code", kTrlRef);
+  reference(upd);
   vllm_between(upd);
   a_.phases.push_back(upd);
 }
