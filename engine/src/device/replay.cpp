@@ -42,10 +42,11 @@ using Proofs = std::vector<std::array<detail::PeriodProof, 2>>;
 // Two steps of every stage (or of stage `only` alone, when >= 0): the first fills the cache, the
 // second is measured (a job's reserved memory settles after its first step; docs/validation.md
 // 4.3 measures the second). With `proofs`, each stream compares its states at the steady state's
-// period boundaries (1F1B and interleaved schedules: period_move()).
+// period boundaries (1F1B and interleaved schedules: period_move()). With `stop_at_oom` (a run
+// within a capacity) each stage stops at its first request the capacity cannot serve.
 std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes capacity,
                               std::int64_t only, std::vector<StageDevice>* out,
-                              Proofs* proofs = nullptr) {
+                              Proofs* proofs = nullptr, bool stop_at_oom = false) {
   const std::size_t P = e.ranks.size();
   std::vector<std::unique_ptr<CachingAllocator>> allocs(P);
   std::vector<std::unique_ptr<detail::AllocStream>> streams(P);
@@ -56,6 +57,7 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
     allocs[r] = std::make_unique<CachingAllocator>(e.config.alloc, capacity);
     streams[r] = std::make_unique<detail::AllocStream>(e, policy, r, allocs[r].get());
     recorders[r] = streams[r].get();
+    if (stop_at_oom) streams[r]->stop_at_oom();
     ranks.push_back(r);
     if (proofs) {
       const std::uint64_t p = e.config.par.pp, v = e.ranks[r].chunk_sizes.size();
@@ -191,9 +193,11 @@ std::optional<Error> run_proving(const Setup& e, const Recompute& policy, Bytes 
 // same peaks on every stage (or all m are simulated). Bounds the cost of a step of thousands of
 // micro-batches without assuming where it settles.
 // `stop_above`: a run whose allocated peak passes it ends the search (the step cannot fit, so
-// more precision on its reserved memory changes no verdict).
+// more precision on its reserved memory changes no verdict). `stop_at_oom`: a run of the whole
+// step within a capacity stops at its first failed request (the verdict is then decided; shorter
+// runs go on, their peaks compared as they are).
 std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, Bytes capacity,
-                                      std::int64_t only, Bytes stop_above,
+                                      std::int64_t only, Bytes stop_above, bool stop_at_oom,
                                       std::vector<StageDevice>* out, std::uint64_t* simulated,
                                       bool* proven) {
   const std::uint64_t m = default_micro_batches(e.config);
@@ -203,7 +207,7 @@ std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, B
   *proven = false;
   if (n >= m) {
     *simulated = m;
-    return simulate(e, policy, capacity, only, out);
+    return simulate(e, policy, capacity, only, out, nullptr, stop_at_oom);
   }
   // Each run tries the proof first (period_move); where it holds the answer is the full step's.
   const std::uint64_t move = period_move(e);
@@ -230,7 +234,9 @@ std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, B
   }
   for (;;) {
     const std::uint64_t next = round_pp(2 * n);
-    if (auto err = next == m ? simulate(e, policy, capacity, only, &b) : run(next, &b)) return err;
+    if (auto err = next == m ? simulate(e, policy, capacity, only, &b, nullptr, stop_at_oom)
+                             : run(next, &b))
+      return err;
     if (*proven) {
       *out = b;
       *simulated = ran;
@@ -279,114 +285,140 @@ Bytes device_overhead_bytes(const Setup& s, const GpuSpec* gpu) {
   return ck.overflowed() ? kMaxBytes : sum;
 }
 
-Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Recompute* policy,
-                                   bool all_stages) {
+namespace {
+
+bool any_oom(const std::vector<StageDevice>& v) {
+  for (const StageDevice& s : v)
+    if (s.ooms > 0) return true;
+  return false;
+}
+
+bool any_retry(const std::vector<StageDevice>& v) {
+  for (const StageDevice& s : v)
+    if (s.stats.retries > 0) return true;
+  return false;
+}
+
+// The stage to replay: the one with the largest tensor peak (the issue's "most loaded stage"),
+// or every one (-1).
+Result<std::int64_t> replayed_stage(const Setup& e, const Recompute& r, bool all_stages) {
+  if (all_stages || e.ranks.size() <= 1) return std::int64_t{-1};
+  Evaluation ev;
+  ev.worst_only = true;
+  if (auto err = evaluate(e, r, &ev)) return *err;
+  return static_cast<std::int64_t>(ev.worst);
+}
+
+// Why fewer micro-batches than the step's were replayed.
+std::string shortened_note(std::uint64_t simulated, std::uint64_t m, bool past_room, bool proven) {
+  return "the allocator replayed " + std::to_string(simulated) + " of the step's " +
+         std::to_string(m) + " micro-batches: " +
+         (past_room ? std::string("its allocated blocks already pass what the GPU leaves")
+          : proven  ? std::string("in both steps its state at a steady-state period boundary "
+                                   "repeats an earlier boundary's exactly (the allocator's blocks "
+                                   "and every held tensor), so the other micro-batches repeat "
+                                   "those periods: the full step's peaks")
+                    : std::string("its peaks had settled (the same with half as many)"));
+}
+
+// device_memory, and device_verdict when `verdict_only` (the answer ends once the verdict is
+// known).
+//
+// With a GPU the step is replayed as a job runs it: within what the fixed costs leave, a new
+// segment past it flushing the cache and retrying (release_cached_blocks), the whole step's replay
+// ending at the first request that still finds no room. Only then is it replayed again without
+// the limit, for the figures it would need. Where the limited replay never flushes it is the
+// unlimited one, request for request.
+Result<DeviceMemory> replay_device(const Setup& e, const GpuSpec* gpu, const Recompute* policy,
+                                   bool all_stages, bool verdict_only) {
   DeviceMemory d;
   const TrainConfig& c = e.config;
   const Recompute& r = policy ? *policy : c.recompute;
-  // The stage with the largest tensor peak only (the issue's "most loaded
-  // stage"), unless all_stages asks for every one.
-  std::int64_t only = -1;
-  if (!all_stages && e.ranks.size() > 1) {
-    Evaluation ev;
-    ev.worst_only = true;
-    if (auto err = evaluate(e, r, &ev)) return *err;
-    only = static_cast<std::int64_t>(ev.worst);
-  }
+  auto only = replayed_stage(e, r, all_stages);
+  if (!only.ok()) return only.error();
   d.allocator = alloc_conf_text(c.alloc);
   Checked ck;
   d.overheads = device_overheads(e, gpu);
   for (const DeviceOverhead& o : d.overheads)
     d.overhead_bytes = ck.add(d.overhead_bytes, o.bytes, "device.overheads");
-  // With a GPU, a step whose allocated blocks alone pass what the fixed costs leave cannot fit:
-  // its replay stops refining there.
+  // With a GPU, a step whose allocated blocks alone pass what the fixed costs leave cannot fit.
   Bytes room = kMaxBytes;
   if (gpu) {
-    const Bytes cap = device_capacity(*gpu, nullptr);
-    room = cap > d.overhead_bytes ? cap - d.overhead_bytes : 0;
+    d.capacity_bytes = device_capacity(*gpu, &d.capacity_source);
+    room = d.capacity_bytes > d.overhead_bytes ? d.capacity_bytes - d.overhead_bytes : 0;
   }
-  bool proven = false;
-  if (auto err =
-          simulate_settled(e, r, 0, only, room, &d.stages, &d.micro_batches_simulated, &proven))
-    return *err;
-  auto pick = [&] {
-    d.worst = 0;
-    for (std::size_t i = 1; i < d.stages.size(); ++i)
-      if (d.stages[i].reserved_peak_bytes > d.stages[d.worst].reserved_peak_bytes) d.worst = i;
-    d.allocated_peak_bytes = d.worst_stage().allocated_peak_bytes;
-    d.reserved_peak_bytes = d.worst_stage().reserved_peak_bytes;
-    d.total_bytes = ck.add(d.reserved_peak_bytes, d.overhead_bytes, "device.total_bytes");
-  };
-  pick();
   // fragmentation_pct, the manual override: reserved memory is the allocated peak plus that
-  // share, instead of the allocator model's cache.
+  // share, instead of the allocator model's cache (so no replay within the capacity).
   const bool manual = c.fragmentation_pct > 0;
+  const bool limited = gpu && !manual && room > 0;
+  bool proven = false;
+  if (limited) {
+    if (auto err = simulate_settled(e, r, room, only.value(), room, true, &d.stages,
+                                    &d.micro_batches_simulated, &proven))
+      return *err;
+    d.out_of_memory = any_oom(d.stages);
+    if (d.out_of_memory && verdict_only) return d;
+  }
+  if (!limited || d.out_of_memory) {
+    if (auto err = simulate_settled(e, r, 0, only.value(), room, false, &d.stages,
+                                    &d.micro_batches_simulated, &proven))
+      return *err;
+  }
+  d.worst = 0;
+  for (std::size_t i = 1; i < d.stages.size(); ++i)
+    if (d.stages[i].reserved_peak_bytes > d.stages[d.worst].reserved_peak_bytes) d.worst = i;
+  d.allocated_peak_bytes = d.worst_stage().allocated_peak_bytes;
+  d.reserved_peak_bytes = d.worst_stage().reserved_peak_bytes;
   if (manual) {
     const Bytes extra = static_cast<Bytes>(static_cast<double>(d.allocated_peak_bytes) *
                                            c.fragmentation_pct / 100.0);
     d.reserved_peak_bytes = ck.add(d.allocated_peak_bytes, extra, "device.reserved_peak_bytes");
-    d.total_bytes = ck.add(d.reserved_peak_bytes, d.overhead_bytes, "device.total_bytes");
     d.notes.push_back(
         "reserved memory is the allocated peak plus fragmentation_pct (the manual "
         "override), not the allocator model's");
   }
+  d.total_bytes = ck.add(d.reserved_peak_bytes, d.overhead_bytes, "device.total_bytes");
   const std::uint64_t m = default_micro_batches(c);
   const bool past_room = d.allocated_peak_bytes > room;
   if (d.micro_batches_simulated < m)
-    d.notes.push_back(
-        "the allocator replayed " + std::to_string(d.micro_batches_simulated) + " of the step's " +
-        std::to_string(m) + " micro-batches: " +
-        (past_room ? std::string("its allocated blocks already pass what the GPU leaves")
-         : proven  ? std::string("in both steps its state at a steady-state period boundary "
-                                  "repeats an earlier boundary's exactly (the allocator's blocks "
-                                  "and every held tensor), so the other micro-batches repeat those "
-                                  "periods: the full step's peaks")
-                   : std::string("its peaks had settled (the same with half as many)")));
+    d.notes.push_back(shortened_note(d.micro_batches_simulated, m, past_room, proven));
   if (gpu) {
-    d.capacity_bytes = device_capacity(*gpu, &d.capacity_source);
     if (gpu->reported_bytes != 0 && gpu->driver_reserved_bytes == 0)
       d.notes.push_back(
           "the driver's reserved memory is not known for this GPU: the total "
           "leaves it out, so the verdict may be a few hundred MiB optimistic");
-    // Over capacity with a warm cache, a real job flushes the cache and retries before it fails
-    // (release_cached_blocks): decide on a run limited to what the overheads leave.
     if (past_room) {
-      // Allocated blocks alone pass the capacity less the fixed costs: no cache release helps.
       d.out_of_memory = true;
       d.notes.push_back(
           "the step's allocated blocks alone pass the GPU's capacity less the fixed costs: it "
           "raises torch.OutOfMemoryError whatever the allocator does");
-    } else if (!manual && d.total_bytes > d.capacity_bytes && d.overhead_bytes < d.capacity_bytes) {
-      std::vector<StageDevice> limited;
-      std::uint64_t n = 0;
-      bool exact = false;
-      if (auto err = simulate_settled(e, r, d.capacity_bytes - d.overhead_bytes, only, kMaxBytes,
-                                      &limited, &n, &exact))
-        return *err;
-      bool ok = true;
-      for (const StageDevice& s : limited) ok = ok && s.ooms == 0;
-      d.out_of_memory = !ok;
-      if (!ok)
-        d.notes.push_back(
-            "even with its cache released (release_cached_blocks) the allocator finds no room "
-            "for a request: the step raises torch.OutOfMemoryError");
-      if (ok) {
-        d.stages = limited;
-        pick();
-        d.notes.push_back(
-            "the cache was flushed and requests retried to stay within the GPU "
-            "(torch.cuda.memory_stats: num_alloc_retries > 0): it fits, but each retry "
-            "synchronizes the device and slows the step");
-      }
+    } else if (d.out_of_memory) {
+      d.notes.push_back(
+          "even with its cache released (release_cached_blocks) the allocator finds no room "
+          "for a request: the step raises torch.OutOfMemoryError");
+    } else if (any_retry(d.stages)) {
+      d.notes.push_back(
+          "the cache was flushed and requests retried to stay within the GPU "
+          "(torch.cuda.memory_stats: num_alloc_retries > 0): it fits, but each retry "
+          "synchronizes the device and slows the step");
     }
-    bool oom = false;
-    for (const StageDevice& s : d.stages) oom = oom || s.ooms > 0;
-    d.fits = !oom && d.total_bytes <= d.capacity_bytes;
+    d.fits = !d.out_of_memory && d.total_bytes <= d.capacity_bytes;
     d.headroom_bytes =
         static_cast<std::int64_t>(d.capacity_bytes) - static_cast<std::int64_t>(d.total_bytes);
   }
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
   return d;
+}
+
+}  // namespace
+
+Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Recompute* policy,
+                                   bool all_stages) {
+  return replay_device(e, gpu, policy, all_stages, false);
+}
+
+Result<DeviceMemory> device_verdict(const Setup& e, const GpuSpec& gpu, const Recompute* policy) {
+  return replay_device(e, &gpu, policy, false, true);
 }
 
 }  // namespace actmem

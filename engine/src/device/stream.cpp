@@ -99,7 +99,10 @@ void AllocStream::release(const Key& k) {
 }
 
 CachingAllocator::Handle AllocStream::take(Bytes bytes, CachingAllocator::Stream stream) {
-  if (bytes == 0) return CachingAllocator::kNoHandle;
+  // After the first failed request of a run that stops there (stop_at_oom), nothing more: each
+  // later failure would flush the cache again (a replay of thousands of static tensors past the
+  // capacity was quadratic).
+  if (bytes == 0 || (stop_at_oom_ && a_->stats().ooms != 0)) return CachingAllocator::kNoHandle;
   allocations_ += 1;
   return a_->malloc(bytes, stream);
 }
@@ -486,6 +489,7 @@ void AllocStream::weight_layer(const StepEvent& at) {
 }
 
 void AllocStream::event(const StepEvent& at, const LiveBytes&) {
+  if (stop_at_oom_ && a_->stats().ooms != 0) return;
   switch (at.kind) {
     case StepEvent::kBwdInput:
       backward_layer(at, true);

@@ -46,6 +46,10 @@ class AllocStream final : public Recorder {
   void watch(const SteadyBoundaries& b) { watch_ = b; }
   // The step begun last: what its boundaries showed.
   const PeriodProof& proof() const { return proof_; }
+  // Within a capacity, the first request that found no room decides the verdict: later events
+  // are not replayed (device/replay.cpp: only for a run of the whole step, whose peaks are then
+  // not reported).
+  void stop_at_oom() { stop_at_oom_ = true; }
   void event(const StepEvent& at, const LiveBytes& live) override;
   std::uint64_t allocations() const { return allocations_; }
   // A size product that overflowed (never for a setup that built: its totals bound every tensor).
@@ -154,6 +158,7 @@ class AllocStream final : public Recorder {
   std::vector<bool> chunk_gathered_;
   bool static_done_ = false, grads_static_ = false, states_done_ = false;
   bool split_ = false;  // a split-backward schedule: linear inputs are held apart
+  bool stop_at_oom_ = false;
   std::uint64_t allocations_ = 0;
   SteadyBoundaries watch_;
   PeriodProof proof_;

@@ -446,7 +446,7 @@ void confirm_front(const ModelSpec& m, const GpuSpec& gpu, const AdviseRequest& 
         ++out.device_checks;
         auto s = make_setup(m, l.config);
         if (s.ok()) {
-          auto d = device_memory(s.value(), &gpu, &l.config.recompute, false);
+          auto d = device_verdict(s.value(), gpu, &l.config.recompute);
           if (d.ok()) {
             l.device_checked = true;
             l.fits = d.value().fits;

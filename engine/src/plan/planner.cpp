@@ -134,7 +134,7 @@ std::uint64_t largest_fitting(const ModelSpec& m, const TrainConfig& norm, const
   const std::uint64_t guess = fits(1) ? largest(hi, aim(hi, cap, approx), fits) : 1;
   *probes += seen.size();
   std::map<std::uint64_t, bool> dev;
-  auto device_fits = [&](std::uint64_t x) {
+  auto fits_on_device = [&](std::uint64_t x) {
     auto it = dev.find(x);
     if (it != dev.end()) return it->second;
     TrainConfig t = norm;
@@ -142,12 +142,12 @@ std::uint64_t largest_fitting(const ModelSpec& m, const TrainConfig& norm, const
     bool ok = false;
     auto s = make_setup(m, t);
     if (s.ok()) {
-      auto d = device_memory(s.value(), &gpu, nullptr, false);
+      auto d = device_verdict(s.value(), gpu);
       ok = d.ok() && d.value().fits;
     }
     return dev.emplace(x, ok).first->second;
   };
-  const std::uint64_t best = largest(hi, guess, device_fits);
+  const std::uint64_t best = largest(hi, guess, fits_on_device);
   *device_probes += dev.size();
   return best;
 }
@@ -457,7 +457,7 @@ void PlanSearch::confirm_on_device() {
   std::size_t checks = 0;
   for (std::size_t i : order) {
     if (checks++ == kMaxPlanDeviceChecks) break;
-    auto d = device_memory(e_, &gpu_, &policies_[i], false);
+    auto d = device_verdict(e_, gpu_, &policies_[i]);
     ++out_.device_checks;
     if (d.ok() && d.value().fits) {
       out_.best = seen_[i];

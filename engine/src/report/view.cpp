@@ -11,10 +11,17 @@ namespace actmem {
 
 namespace {
 
-// The peak of a variant of the configuration, or nothing when the variant is not valid.
+// The peak of a variant of the configuration and, on a GPU, its verdict alone (a variant that
+// cannot fit is not replayed again for how much it would need: suggestions show no device
+// figure); nothing when the variant is not valid.
 std::optional<Estimate> variant(const ModelSpec& m, const TrainConfig& c, const GpuSpec* gpu) {
-  auto e = estimate(m, c, gpu, false);
+  auto e = estimate(m, c, nullptr, false);
   if (!e.ok()) return std::nullopt;
+  if (gpu) {
+    auto d = device_verdict(e.value(), *gpu);
+    if (!d.ok()) return std::nullopt;
+    e.value().fits = d.value().fits;
+  }
   return std::move(e.value());
 }
 

@@ -76,6 +76,13 @@ Bytes device_capacity(const GpuSpec& gpu, std::string* source);
 Result<DeviceMemory> device_memory(const Setup& s, const GpuSpec* gpu,
                                    const Recompute* policy = nullptr, bool all_stages = true);
 
+// device_memory(s, &gpu, policy, false) for searches, which need the verdict: where the step fits
+// the same answer; where it does not, only `fits` (false), `out_of_memory`, the overheads and the
+// capacity are set, the replay having ended at its first request with no room (without the
+// second replay that says by how much it is short).
+Result<DeviceMemory> device_verdict(const Setup& s, const GpuSpec& gpu,
+                                    const Recompute* policy = nullptr);
+
 // Every micro-batch of both steps of every stage replayed, nothing shortened (no settled peaks, no
 // period proof): the reference device_memory's shortened replays are checked against
 // (tests/device/test_device_periodic.cpp). O(m) per stage: for checks, not for searches.
