@@ -35,10 +35,11 @@ bool noted(const DeviceMemory& d, const char* text) {
   return false;
 }
 
-// Llama 3.1 8B over 4 pipeline stages of 1F1B, 12 micro-batches, the pytorch profile's
-// per-tensor gradients: a step whose cache holds whole free segments at its peak, so some
-// capacities below its unlimited total fit once the cache is flushed.
-Setup pipeline_setup() {
+// Llama 3.1 8B over 4 pipeline stages of 1F1B, the pytorch profile's per-tensor gradients: a
+// step whose cache holds whole free segments at its peak, so some capacities below its unlimited
+// total fit once the cache is flushed. 12 micro-batches are replayed whole (device_memory replays
+// without a capacity first), 64 in shortened runs (within the capacity first).
+Setup pipeline_setup(std::uint64_t micro_batches) {
   TrainConfig c;
   c.seq = 2048;
   c.attention = Attention::kFlash;
@@ -46,7 +47,7 @@ Setup pipeline_setup() {
   c.par.pp = 4;
   c.par.dp = 8;
   c.par.zero = 1;
-  c.grad_accum = 12;
+  c.grad_accum = micro_batches;
   REQUIRE(parse_recompute("selective", &c.recompute));
   auto s = make_setup(test::model_of("llama-3.1-8b"), c);
   REQUIRE(s.ok());
@@ -58,7 +59,9 @@ Setup pipeline_setup() {
 TEST_CASE(
     "device: device_verdict gives device_memory's verdict at every capacity, and its figures "
     "wherever the step fits") {
-  const Setup s = pipeline_setup();
+  const std::uint64_t m = GENERATE(12, 64);
+  INFO(m << " micro-batches");
+  const Setup s = pipeline_setup(m);
   // The replay without a capacity, and the fixed costs of a budget GPU (no driver line).
   auto free_run = device_memory(s, nullptr, nullptr, false);
   REQUIRE(free_run.ok());
@@ -122,5 +125,5 @@ TEST_CASE(
   INFO("verdicts from " << allocated + fixed << " upwards every 2 MiB: " << pattern);
   CHECK(fits_count >= 2);
   // The case the flushed cache decides exists in this step (else the test would not cover it).
-  CHECK(flushed_fits > 0);
+  if (m == 12) CHECK(flushed_fits > 0);
 }
