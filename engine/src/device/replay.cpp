@@ -329,14 +329,85 @@ std::string shortened_note(std::uint64_t simulated, std::uint64_t m, bool past_r
                     : std::string("its peaks had settled (the same with half as many)"));
 }
 
-// device_memory, and device_verdict when `verdict_only` (the answer ends once the verdict is
-// known).
+// What the runs of one answer share: the setup, the policy, the stage, the room the fixed costs
+// leave, and where the replayed count and the period proof are written.
+struct Runs {
+  const Setup& e;
+  const Recompute& r;
+  std::int64_t only;
+  Bytes room;
+  DeviceMemory& d;
+  bool proven = false;
+  // A settled replay within the room (stopping at its first failed request) or without a limit.
+  std::optional<Error> run(bool within, std::vector<StageDevice>* out) {
+    return simulate_settled(e, r, within ? room : 0, only, room, within, out,
+                            &d.micro_batches_simulated, &proven);
+  }
+};
+
+// The stages an answer reports and whether a request found no room (d.stages, d.out_of_memory).
 //
 // With a GPU the step is replayed as a job runs it: within what the fixed costs leave, a new
 // segment past it flushing the cache and retrying (release_cached_blocks), the whole step's replay
-// ending at the first request that still finds no room. Only then is it replayed again without
-// the limit, for the figures it would need. Where the limited replay never flushes it is the
-// unlimited one, request for request.
+// ending at the first request that still finds no room; only then is it replayed again without
+// the limit, for the figures it would need (not for a verdict alone). Where the limited replay
+// never flushes it is the unlimited one, request for request. A report replayed whole runs without
+// the limit first: its request stream is the limited replay's, so where its requests alone pass
+// the room (requested <= allocated <= reserved) the limited replay has failed one, and where its
+// reserved peak stays within the room the two are one replay; else the limited one decides.
+std::optional<Error> replay_stages(Runs& x, bool limited, bool verdict_only) {
+  DeviceMemory& d = x.d;
+  if (limited && !verdict_only && first_run(x.e) == default_micro_batches(x.e.config)) {
+    if (auto err = x.run(false, &d.stages)) return err;
+    Bytes requested = 0, reserved = 0;
+    for (const StageDevice& st : d.stages) {
+      requested = std::max(requested, st.stats.requested_peak);
+      reserved = std::max(reserved, st.reserved_peak_bytes);
+    }
+    d.out_of_memory = requested > x.room;
+    if (d.out_of_memory || reserved <= x.room) return std::nullopt;
+    std::vector<StageDevice> within;
+    if (auto err = x.run(true, &within)) return err;
+    d.out_of_memory = any_oom(within);
+    if (!d.out_of_memory) d.stages = std::move(within);
+    return std::nullopt;
+  }
+  if (limited) {
+    if (auto err = x.run(true, &d.stages)) return err;
+    d.out_of_memory = any_oom(d.stages);
+    if (!d.out_of_memory || verdict_only) return std::nullopt;
+  }
+  return x.run(false, &d.stages);
+}
+
+// The verdict on the stages replayed, with its notes.
+void gpu_verdict(const GpuSpec& gpu, bool past_room, DeviceMemory& d) {
+  if (gpu.reported_bytes != 0 && gpu.driver_reserved_bytes == 0)
+    d.notes.push_back(
+        "the driver's reserved memory is not known for this GPU: the total "
+        "leaves it out, so the verdict may be a few hundred MiB optimistic");
+  if (past_room) {
+    d.out_of_memory = true;
+    d.notes.push_back(
+        "the step's allocated blocks alone pass the GPU's capacity less the fixed costs: it "
+        "raises torch.OutOfMemoryError whatever the allocator does");
+  } else if (d.out_of_memory) {
+    d.notes.push_back(
+        "even with its cache released (release_cached_blocks) the allocator finds no room "
+        "for a request: the step raises torch.OutOfMemoryError");
+  } else if (any_retry(d.stages)) {
+    d.notes.push_back(
+        "the cache was flushed and requests retried to stay within the GPU "
+        "(torch.cuda.memory_stats: num_alloc_retries > 0): it fits, but each retry "
+        "synchronizes the device and slows the step");
+  }
+  d.fits = !d.out_of_memory && d.total_bytes <= d.capacity_bytes;
+  d.headroom_bytes =
+      static_cast<std::int64_t>(d.capacity_bytes) - static_cast<std::int64_t>(d.total_bytes);
+}
+
+// device_memory, and device_verdict when `verdict_only` (the answer ends once the verdict is
+// known: replay_stages).
 Result<DeviceMemory> replay_device(const Setup& e, const GpuSpec* gpu, const Recompute* policy,
                                    bool all_stages, bool verdict_only) {
   DeviceMemory d;
@@ -358,41 +429,9 @@ Result<DeviceMemory> replay_device(const Setup& e, const GpuSpec* gpu, const Rec
   // fragmentation_pct, the manual override: reserved memory is the allocated peak plus that
   // share, instead of the allocator model's cache (so no replay within the capacity).
   const bool manual = c.fragmentation_pct > 0;
-  const bool limited = gpu && !manual && room > 0;
-  bool proven = false;
-  auto run = [&](bool within, std::vector<StageDevice>* out) {
-    return simulate_settled(e, r, within ? room : 0, only.value(), room, within, out,
-                            &d.micro_batches_simulated, &proven);
-  };
-  if (limited && !verdict_only && first_run(e) == default_micro_batches(c)) {
-    // A report replayed whole: the replay without a capacity first, for its figures. Its
-    // request stream is the limited replay's, so where its requests alone pass the room
-    // (requested <= allocated <= reserved) the limited replay has failed a request, and where its
-    // reserved peak stays within the room the two are the same replay; else the limited one
-    // decides.
-    if (auto err = run(false, &d.stages)) return *err;
-    Bytes requested = 0, reserved = 0;
-    for (const StageDevice& st : d.stages) {
-      requested = std::max(requested, st.stats.requested_peak);
-      reserved = std::max(reserved, st.reserved_peak_bytes);
-    }
-    d.out_of_memory = requested > room;
-    if (!d.out_of_memory && reserved > room) {
-      std::vector<StageDevice> within;
-      if (auto err = run(true, &within)) return *err;
-      d.out_of_memory = any_oom(within);
-      if (!d.out_of_memory) d.stages = std::move(within);
-    }
-  } else {
-    if (limited) {
-      if (auto err = run(true, &d.stages)) return *err;
-      d.out_of_memory = any_oom(d.stages);
-      if (d.out_of_memory && verdict_only) return d;
-    }
-    if (!limited || d.out_of_memory) {
-      if (auto err = run(false, &d.stages)) return *err;
-    }
-  }
+  Runs runs{e, r, only.value(), room, d};
+  if (auto err = replay_stages(runs, gpu && !manual && room > 0, verdict_only)) return *err;
+  if (d.out_of_memory && verdict_only) return d;
   d.worst = 0;
   for (std::size_t i = 1; i < d.stages.size(); ++i)
     if (d.stages[i].reserved_peak_bytes > d.stages[d.worst].reserved_peak_bytes) d.worst = i;
@@ -410,31 +449,8 @@ Result<DeviceMemory> replay_device(const Setup& e, const GpuSpec* gpu, const Rec
   const std::uint64_t m = default_micro_batches(c);
   const bool past_room = d.allocated_peak_bytes > room;
   if (d.micro_batches_simulated < m)
-    d.notes.push_back(shortened_note(d.micro_batches_simulated, m, past_room, proven));
-  if (gpu) {
-    if (gpu->reported_bytes != 0 && gpu->driver_reserved_bytes == 0)
-      d.notes.push_back(
-          "the driver's reserved memory is not known for this GPU: the total "
-          "leaves it out, so the verdict may be a few hundred MiB optimistic");
-    if (past_room) {
-      d.out_of_memory = true;
-      d.notes.push_back(
-          "the step's allocated blocks alone pass the GPU's capacity less the fixed costs: it "
-          "raises torch.OutOfMemoryError whatever the allocator does");
-    } else if (d.out_of_memory) {
-      d.notes.push_back(
-          "even with its cache released (release_cached_blocks) the allocator finds no room "
-          "for a request: the step raises torch.OutOfMemoryError");
-    } else if (any_retry(d.stages)) {
-      d.notes.push_back(
-          "the cache was flushed and requests retried to stay within the GPU "
-          "(torch.cuda.memory_stats: num_alloc_retries > 0): it fits, but each retry "
-          "synchronizes the device and slows the step");
-    }
-    d.fits = !d.out_of_memory && d.total_bytes <= d.capacity_bytes;
-    d.headroom_bytes =
-        static_cast<std::int64_t>(d.capacity_bytes) - static_cast<std::int64_t>(d.total_bytes);
-  }
+    d.notes.push_back(shortened_note(d.micro_batches_simulated, m, past_room, runs.proven));
+  if (gpu) gpu_verdict(*gpu, past_room, d);
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
   return d;
 }
