@@ -263,6 +263,46 @@ TEST_CASE(
   CHECK(tr.at("loss.logits_grad") == 4 * 24 * 1000 * 4);
 }
 
+TEST_CASE(
+    "OpenRLHF's actor loss with --actor.entropy_coef: its compiled compute_entropy keeps three "
+    "fp32 row statistics beside the logits (tests/reference/openrlhf_loss_saved.json entropy, "
+    "torch 2.6.0 aot_eager_decomp_partition, OpenRLHF 3c3be62, B = 4, S = 24, V = 1000)",
+    "[rl_loss]") {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/openrlhf_loss_saved.json");
+  REQUIRE(in.good());
+  const json m = json::parse(in);
+  REQUIRE(u(m["entropy"]["V"]) == 1000);
+  for (const char* shapes : {"static", "dynamic"}) {
+    INFO(shapes);
+    std::uint64_t bytes = 0, n = 0;
+    for (const json& e : m["entropy"][shapes]) {
+      CHECK(e["dtype"] == "float32");
+      bytes += u(e["storage_bytes"]), ++n;
+    }
+    CHECK(n == 3);
+    const auto with = records(run(rl_request("logprob_openrlhf+entropy", 4, 24)));
+    CHECK(with.at("entropy.amax") + with.at("entropy.softmax_sum") + with.at("entropy.logsumexp") ==
+          bytes);
+  }
+  const auto with = records(run(rl_request("logprob_openrlhf+entropy", 4, 24)));
+  const auto without = records(run(rl_request("logprob_openrlhf", 4, 24)));
+  CHECK(with.at("entropy.logsumexp") == 4 * 24 * 4);
+  CHECK(without.count("entropy.amax") == 0);
+  for (const auto& [id, bytes] : without) CHECK(with.at(id) == bytes);
+  // Backward: the entropy's fp32 gradient of the logits beside flash-attn's before they are
+  // summed (from torch's code: autograd accumulates in place), in place of the cast's bf16 one.
+  json treq = rl_request("logprob_openrlhf+entropy", 4, 24);
+  treq["command"] = "timeline";
+  const json t = run(treq);
+  std::map<std::string, std::uint64_t> tr;
+  for (const json& x : t["stages"][0]["transients"]) tr[x["name"]] = u(x["bytes"]);
+  CHECK(tr.at("loss.logits_grad") == 4 * 24 * 1000 * 4);
+  CHECK(tr.at("loss.backward_buffers") == 4 * 24 * 1000 * 4);
+  CHECK(tr.at("loss.fp32_logits_buffer") == 4 * 24 * 1000 * 2);
+  CHECK(run(rl_request("logprob_openrlhf+entropy", 4, 24))["config"]["loss"] ==
+        "logprob_openrlhf+entropy");
+}
+
 TEST_CASE("RL loss: refusals name the field", "[rl_loss]") {
   auto msg = [](json req) {
     const json r = actmem::evaluate_json(req);

@@ -17,6 +17,14 @@ the action mask, the old log-probabilities, the advantages).
 where OPENRLHF is an OpenRLHF checkout (3c3be62 was measured). PyTorch >= 2.6; the CPU is enough.
 B = 4 sequences of S = 24 tokens (A = S - 1 = 23 action positions, the action mask covering the
 last 16).
+
+"entropy": what --actor.entropy_coef adds (actor.py l.269-274, ppo_actor.py l.344-352): OpenRLHF's
+compute_entropy (models/utils.py, decorated @torch.compile) on the fp32 logits [B, S, V = 1000],
+its [:, :-1] view cut to the actions and aggregate_loss'd as the policy loss is, compiled as
+tests/reference/measure_rl_loss.py compiles verl's (backend "aot_eager_decomp_partition":
+AOTAutograd with inductor's decompositions and partitioner, no C++ compiler needed), with
+static and with dynamic shapes. Listed: every storage the backward unpacks besides the logits
+(kept by the cross entropy anyway).
 """
 import ast
 import json
@@ -28,7 +36,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-B, S = 4, 24
+B, S, V = 4, 24, 1000
 A = S - 1
 
 
@@ -47,6 +55,51 @@ def load(root):
 def entry(t):
     return {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
             "storage_bytes": t.untyped_storage().nbytes()}
+
+
+def entropy_saved(root, dynamic):
+    """The storages the entropy bonus keeps for backward, beyond the logits and the mask."""
+    scope = {"torch": torch, "nn": nn, "F": F, "Optional": Optional, "Tuple": Tuple,
+             "dist": types.SimpleNamespace()}
+    utils = ast.parse(open(root + "/openrlhf/models/utils.py").read())
+    loss = ast.parse(open(root + "/openrlhf/models/loss.py").read())
+    keep = [n for n in utils.body if isinstance(n, ast.FunctionDef)
+            and n.name in ("compute_entropy", "masked_mean")]
+    keep += [n for n in loss.body if isinstance(n, ast.FunctionDef) and n.name == "aggregate_loss"]
+    for n in keep:
+        n.decorator_list = []  # compiled below with the measuring backend
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "openrlhf", "exec"), scope)
+    torch._dynamo.reset()
+    entropy = torch.compile(scope["compute_entropy"], backend="aot_eager_decomp_partition",
+                            dynamic=dynamic)
+    torch.manual_seed(0)
+    raw = torch.randn(B, S, V, dtype=torch.bfloat16, requires_grad=True)  # the model's logits
+    logits = raw.to(torch.float32)  # actor.py l.267
+    action_mask = torch.zeros(B, A, dtype=torch.long)
+    action_mask[:, A - 16:] = 1
+    anyway = {x.untyped_storage().data_ptr() for x in (raw, logits, action_mask)}
+    kept, used = [], set()
+
+    def pack(x):
+        kept.append(x)
+        return len(kept) - 1
+
+    def unpack(i):
+        used.add(i)
+        return kept[i]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        ent = entropy(logits)[:, :-1]  # actor.py l.274
+        bonus = scope["aggregate_loss"](ent[:, -A:], action_mask, dp_size=1,
+                                        batch_num_tokens=float(action_mask.sum()))
+        (-bonus * 0.01).backward()  # ppo_actor.py l.352: loss -= entropy_loss * entropy_coef
+    seen = {}
+    for i in sorted(used):
+        x = kept[i]
+        p = x.untyped_storage().data_ptr()
+        if p not in anyway:
+            seen.setdefault(p, entry(x))
+    return list(seen.values())
 
 
 def main():
@@ -85,7 +138,11 @@ def main():
     json.dump({"torch": torch.__version__, "B": B, "S": S, "A": A,
                "source": "OpenRLHF/OpenRLHF 3c3be62 openrlhf/models/loss.py PolicyLoss, "
                          "aggregate_loss; openrlhf/models/actor.py l.290, l.294",
-               "saved": list(seen.values())}, sys.stdout, indent=1)
+               "saved": list(seen.values()),
+               "entropy": {"V": V, "backend": "aot_eager_decomp_partition",
+                           "static": entropy_saved(sys.argv[1], False),
+                           "dynamic": entropy_saved(sys.argv[1], True)}},
+              sys.stdout, indent=1)
     sys.stdout.write("\n")
 
 

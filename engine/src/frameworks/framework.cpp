@@ -33,6 +33,10 @@ const char* const kEntropyNames[] = {"none", "compiled", "eager", "chunked", "ch
 
 // "logprob[_torch][+entropy[:MODE]]" | "logprob_trl[+kl]".
 bool parse_rl_loss(const std::string& s, Loss* out) {
+  if (s == "logprob_openrlhf" || s == "logprob_openrlhf+entropy") {
+    *out = Loss{LossImpl::kLogprobOpenrlhf, 1, s.size() > 16 ? Entropy::kCompiled : Entropy::kNone};
+    return true;
+  }
   if (s == "logprob_trl" || s == "logprob_trl+kl") {
     *out = Loss{LossImpl::kLogprobTrl, 1, Entropy::kNone, s.size() > 11};
     return true;
@@ -79,7 +83,7 @@ std::string loss_name(const Loss& l) {
     case LossImpl::kDpoTrl:
       return "dpo_trl";
     case LossImpl::kLogprobOpenrlhf:
-      return "logprob_openrlhf";
+      return l.entropy == Entropy::kCompiled ? "logprob_openrlhf+entropy" : "logprob_openrlhf";
     case LossImpl::kLogprob:
     case LossImpl::kLogprobTorch: {
       std::string n = l.impl == LossImpl::kLogprob ? "logprob" : "logprob_torch";
@@ -93,8 +97,8 @@ std::string loss_name(const Loss& l) {
 }
 
 bool parse_loss(const std::string& s, Loss* out) {
-  if (s == "dpo_trl" || s == "logprob_openrlhf") {
-    *out = Loss{s == "dpo_trl" ? LossImpl::kDpoTrl : LossImpl::kLogprobOpenrlhf, 1};
+  if (s == "dpo_trl") {
+    *out = Loss{LossImpl::kDpoTrl, 1};
     return true;
   }
   if (s == "eager" || s == "parallel" || s == "compiled" || s == "fused" || s == "value") {
@@ -122,7 +126,7 @@ const char* loss_names() {
   return "eager, parallel, chunked:K (2 <= K <= 1048576), compiled, fused, logprob, logprob_torch "
          "(each "
          "optionally +entropy or +entropy:compiled|eager|chunked|checkpoint), logprob_trl, "
-         "logprob_trl+kl, dpo_trl, logprob_openrlhf, value";
+         "logprob_trl+kl, dpo_trl, logprob_openrlhf, logprob_openrlhf+entropy, value";
 }
 
 namespace {

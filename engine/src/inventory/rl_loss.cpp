@@ -132,6 +132,19 @@ void build_openrlhf_loss(const LayerGeometry& g, RecordBuilder& out) {
           "five fp32 tensors per action position (the mask's float copy, the clamped log ratio, "
           "the ratio, the two surrogate terms)",
           kPolicyOrl);
+  if (g.loss.entropy != Entropy::kCompiled) return;
+  // --actor.entropy_coef: compute_entropy (models/utils.py, @torch.compile) on the fp32 logits;
+  // the partitioner keeps the logits (above) and three fp32 row statistics; aggregate_loss's
+  // product keeps only the action mask, which lives anyway.
+  constexpr const char* kEntropyOrl =
+      "OpenRLHF/OpenRLHF 3c3be62 models/utils.py compute_entropy, actor.py l.269-274, "
+      "ppo_actor.py l.344-352; measured: tests/reference/openrlhf_loss_saved.json (entropy)";
+  out.add("entropy.amax", {g.b, g.s_tp}, DType::kFp32, "compiled entropy backward",
+          "each row's largest logit (the softmax is recomputed from it)", kEntropyOrl);
+  out.add("entropy.softmax_sum", {g.b, g.s_tp}, DType::kFp32, "compiled entropy backward",
+          "each row's sum of exp(logit - max), the softmax's denominator", kEntropyOrl);
+  out.add("entropy.logsumexp", {g.b, g.s_tp}, DType::kFp32, "compiled entropy backward",
+          "the logsumexp output, fp32 as the logits are", kEntropyOrl);
 }
 
 void build_rl_loss(const LayerGeometry& g, RecordBuilder& out) {

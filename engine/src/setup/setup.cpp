@@ -530,6 +530,12 @@ void set_loss_buffers(Setup& e, Checked& ck) {
       e.loss_fwd_ws = ck.mul(n, dtype_bytes(c.act_dtype), lf);
       e.loss_bwd_bufs[0] = ck.mul(n, 4, lf);
       e.loss_bwd_bufs[1] = ck.mul(n, dtype_bytes(c.act_dtype), lf);
+      // +entropy: the compiled entropy's backward writes a second fp32 gradient of the logits,
+      // which autograd adds into the first before the cast's backward runs (torch 2.6
+      // input_buffer.cpp accumulate, in place): two fp32 gradients at once, then one and the
+      // bf16 one (from the code, not measured).
+      if (c.loss.entropy == Entropy::kCompiled)
+        e.loss_bwd_bufs[1] = std::max(e.loss_bwd_bufs[1], ck.mul(n, 4, lf));
       break;
     }
     case LossImpl::kValue:  // one value per token: no vocabulary-wide buffer

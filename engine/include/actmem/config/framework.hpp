@@ -53,7 +53,8 @@ enum class Float8 { kNone, kTensorwise, kRowwise, kMxfp8, kDelayed };
 // concatenated, one log_softmax per sequence over every token, the sigmoid loss, and the
 // reference's forward inside the loss.
 // logprob_openrlhf: OpenRLHF's actor (models/actor.py at 3c3be62): every token's logits copied to
-// fp32 and passed to flash-attn's cross entropy, PPO's clipped loss over the s - 1 positions.
+// fp32 and passed to flash-attn's cross entropy, PPO's clipped loss over the s - 1 positions;
+// +entropy: --actor.entropy_coef given and not 0 (its compiled compute_entropy in the loss).
 // parallel: torchtitan's loss under tensor parallelism (torch.distributed.tensor.parallel's
 // loss_parallel, torch 2.6.0 parallel/loss.py): the head's output stays sharded over the
 // vocabulary, and DTensor's own log_softmax and nll_loss handlers run cross_entropy on the shards.
@@ -79,7 +80,7 @@ enum class Entropy { kNone, kCompiled, kEager, kChunked, kCheckpoint };
 struct Loss {
   LossImpl impl = LossImpl::kEager;
   std::uint64_t chunks = 1;          // kChunked: K >= 2
-  Entropy entropy = Entropy::kNone;  // kLogprob, kLogprobTorch
+  Entropy entropy = Entropy::kNone;  // kLogprob, kLogprobTorch; kLogprobOpenrlhf (compiled)
   bool kl = false;                   // kLogprobTrl: beta != 0 (the reference's KL term)
 };
 
@@ -93,7 +94,8 @@ inline bool rl_loss(const Loss& l) {
 std::string loss_name(const Loss& l);
 // "eager" | "parallel" | "chunked:K" (2 <= K <= 2^20) | "compiled" | "fused" | "value" |
 // "logprob" | "logprob_torch", the last two optionally followed by "+entropy" (compiled) or
-// "+entropy:MODE" | "logprob_trl" | "logprob_trl+kl" | "dpo_trl" | "logprob_openrlhf".
+// "+entropy:MODE" | "logprob_trl" | "logprob_trl+kl" | "dpo_trl" | "logprob_openrlhf", optionally
+// "+entropy".
 bool parse_loss(const std::string& s, Loss* out);
 // The listing error messages give.
 const char* loss_names();
