@@ -435,7 +435,15 @@ std::string render_rl(const json& r) {
     << " against " << format_bytes(cap) << ": " << (r["fits"].get<bool>() ? "fits" : "does NOT fit")
     << "\n";
   const json& v = r["vllm"];
-  if (v.value("on_these_gpus", true))
+  const bool sglang = r.contains("rollout") && r["rollout"].value("engine", "") == "sglang";
+  if (v.value("on_these_gpus", true) && sglang)
+    o << "SGLang: awake " << human(static_cast<double>(u(v["requested_bytes"]))) << ", weights "
+      << human(static_cast<double>(u(v["weights_bytes"]))) << ", KV pool "
+      << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = " << commas(u(v["kv_tokens"]))
+      << " tokens (" << commas(u(v["kv_bytes_per_token"])) << " B per token; "
+      << commas(u(v["free_at_start_bytes"])) << " B free at its start); "
+      << (v["starts"].get<bool>() ? "starts" : "does NOT start") << "\n";
+  else if (v.value("on_these_gpus", true))
     o << "vLLM: budget " << human(static_cast<double>(u(v["requested_bytes"]))) << ", weights "
       << human(static_cast<double>(u(v["weights_bytes"]))) << ", KV cache "
       << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = " << commas(u(v["kv_blocks"]))

@@ -298,7 +298,8 @@ TEST_CASE("rl trl: what TRL has no key for is refused by field", "[rl][trl]") {
   CHECK(field(trl({{"rollout", vllm({{"max_num_seqs", 64}})}})) == "rl.rollout.max_num_seqs");
   CHECK(field(trl({{"rollout", vllm({{"context_bytes", 1}})}})) == "rl.rollout.context_bytes");
   CHECK(msg(trl({{"rollout", {{"engine", "sglang"}}}})) ==
-        "rl.rollout.engine: 'sglang' is not allowed; allowed: vllm, transformers");
+        "rl.rollout.engine: 'sglang': TRL's GRPOTrainer generates with vllm or transformers "
+        "(SGLang is verl's: give rl.framework verl)");
   CHECK(field(trl({{"algorithm", "ppo"}})) == "rl.algorithm");
   CHECK(field(trl({}, {{"loss", "logprob"}})) == "config.loss");
   CHECK(field(trl({{"reference", true}}, {{"loss", "logprob_trl"}})) == "config.loss");

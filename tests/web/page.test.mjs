@@ -619,6 +619,18 @@ test('RL step: verl\'s GRPO beside a vLLM rollout, phase by phase, the CLI\'s an
   await page.selectOption('#rl-algorithm', 'ppo');
   await page.click('#rl-run');
   await page.waitForSelector('#rl-table tr[data-phase="critic_update"]', { timeout: 60000 });
+  // SGLang as verl's rollout: the CLI's answer for the same flags, its pool in the summary.
+  await page.selectOption('#rl-algorithm', 'grpo');
+  await page.selectOption('#rl-verl-engine', 'sglang');
+  await page.click('#rl-run');
+  await page.waitForFunction(() => { const a = document.querySelector('#rl-panel').dataset.answer; return a && JSON.parse(a).rollout.engine === 'sglang'; }, null, { timeout: 60000 });
+  const sg = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  const sgFlags = JSON.parse(execFileSync(cli, ['rl', '--preset', 'qwen2.5-7b', '--gpu', 'h100-80gb', '--seq', '4096', '--micro-batch', '4', '--dp', '8',
+    '--response-len', '3072', '--rl', 'algorithm=grpo', '--rl', 'reference=true', '--rl', 'param_offload=false', '--rl', 'optimizer_offload=false',
+    '--rl', 'rollout.tp=2', '--rl', 'rollout.gpu_memory_utilization=0.5', '--rl', 'rollout.free_cache_engine=true', '--rl', 'rollout.engine=sglang', '--json'], { encoding: 'utf8' }));
+  assert.deepEqual(sg, sgFlags);
+  assert.match(await page.textContent('#rl-summary'), /SGLang: .* of KV pool = [0-9,]+ tokens/);
+  await page.selectOption('#rl-verl-engine', 'vllm');
   // A utilization outside (0, 1]: the engine's message beside the field, no table.
   await page.fill('#rl-util', '1.5');
   await page.click('#rl-run');

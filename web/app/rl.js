@@ -31,6 +31,7 @@ function rlRequest() {
     rl.framework = 'trl';
     rl.rollout = gen === 'transformers' ? { engine: 'transformers' } : Object.assign({ engine: 'vllm', mode: gen }, gen === 'colocate' ? rollout : {});
   } else {
+    if ($('rl-verl-engine').value === 'sglang') rollout.engine = 'sglang';
     Object.assign(rl, { param_offload: $('rl-param-offload').checked, optimizer_offload: $('rl-optimizer-offload').checked, rollout });
   }
   const req = { command: 'rl', config, rl };
@@ -141,9 +142,14 @@ function onRl(m) {
   const gen = ans.rollout.engine === 'none' ? 'DPO: no generation; the reference\'s forward runs inside the loss.'
     : ans.rollout.engine === 'transformers' ? 'Generation: transformers\' generate on the policy, ' + ans.rollout.steps_per_generation + ' step(s) of micro-batches at once.'
     : 'Generation: on the vLLM server\'s GPUs (not sized here).';
-  $('rl-summary').textContent = verdict + (v.on_these_gpus ? 'vLLM: a ' + fmt(v.requested_bytes) + ' budget, ' + fmt(v.kv_cache_bytes) + ' of KV cache = ' +
-    commas(v.kv_blocks) + ' blocks (' + commas(v.kv_tokens) + ' tokens, ' + v.concurrency.toFixed(1) + ' sequences of ' + commas(v.max_model_len) + ')' +
-    (v.starts ? '.' : '; vLLM does not start.') : gen);
+  const sglang = ans.rollout.engine === 'sglang';
+  const served = sglang
+    ? 'SGLang: ' + fmt(v.requested_bytes) + ' awake (weights, pool, maps), ' + fmt(v.kv_cache_bytes) + ' of KV pool = ' + commas(v.kv_tokens) + ' tokens (' +
+      v.concurrency.toFixed(1) + ' sequences of the prompt and response)' + (v.starts ? '.' : '; SGLang does not start.')
+    : 'vLLM: a ' + fmt(v.requested_bytes) + ' budget, ' + fmt(v.kv_cache_bytes) + ' of KV cache = ' +
+      commas(v.kv_blocks) + ' blocks (' + commas(v.kv_tokens) + ' tokens, ' + v.concurrency.toFixed(1) + ' sequences of ' + commas(v.max_model_len) + ')' +
+      (v.starts ? '.' : '; vLLM does not start.');
+  $('rl-summary').textContent = verdict + (v.on_these_gpus ? served : gen);
   ans.phases.forEach((p, i) => tb.appendChild(rlRow(ans, p, i)));
     for (const f of ans.fixes || []) $('rl-notes').appendChild(el('li', 'Fits with ' + f.change + ': peak ' + fmt(f.peak_bytes) + ' in ' + f.phase + '.', 'fix'));
   const opts = (ans.rollout_options || []).map((o) => 'tp ' + o.tp + ': ' + commas(o.kv_tokens) + ' KV tokens, peak ' + fmt(o.peak_bytes) + (o.fits && o.starts ? '' : ' (does not fit)'));

@@ -68,6 +68,21 @@ std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRo
                                std::uint64_t max_num_seqs, std::uint64_t max_model_len, RlAnswer& a,
                                Checked& ck);
 
+// The rollout's weights on one GPU under tensor parallelism tp, in bf16 (an error names
+// rl.rollout.tp), and its KV cache's bytes per token, every layer's (kv heads split by tp, at
+// least one; MLA's latent and RoPE widths whole).
+std::optional<Error> rollout_weights(const ModelSpec& m, std::uint64_t seq, std::uint64_t tp,
+                                     Bytes* out);
+Bytes kv_cell(const ModelSpec& m, std::uint64_t tp, Checked& ck);
+
+// SGLang's side of verl's step (rl_sglang.cpp, SGLang 0.5.6): from a.free_at_start and
+// a.capacity, its weights, KV pool in tokens (mem_fraction_static's rule), request map and free
+// list (a.vllm_requested: all it holds awake), and generation's activations outside its budget
+// (a.vllm_profile_peak, an estimate unless given); and the notes its figures call for.
+std::optional<Error> size_sglang(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
+                                 RlAnswer& a, Checked& ck);
+void sglang_notes(const RlRollout& r, std::uint64_t seq, RlAnswer& a);
+
 // Full-attention models only (dense or MoE): vLLM's cache of sliding-window and state-space layers
 // is not modelled.
 std::optional<Error> check_full_attention(const ModelSpec& m);

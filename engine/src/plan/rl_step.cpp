@@ -33,6 +33,19 @@ constexpr const char* kVllmBudget =
 constexpr const char* kVllmSleep =
     "verl b178a3c vllm_async_server.py sleep: level 2 in hybrid mode (weights and KV cache "
     "discarded); CUDA graphs stay (rollout.yaml: they cannot be offloaded)";
+constexpr const char* kSglangBudget =
+    "SGLang 0.5.6 model_runner.py profile_max_num_token and init_memory_pool (rl_sglang.cpp): KV "
+    "pool tokens = (free after its weights - free at its start x (1 - mem_fraction_static)) / "
+    "cell size; verl b178a3c async_sglang_server.py l.256-284 (mem_fraction_static = "
+    "gpu_memory_utilization, max_running_requests = max_num_seqs)";
+constexpr const char* kSglangSleep =
+    "verl b178a3c async_sglang_server.py l.384-390: release_memory_occupation of the kv_cache and "
+    "weights tags (free_cache_engine); CUDA graphs stay (captured outside torch_memory_saver)";
+constexpr const char* kSglangSync =
+    "verl b178a3c fsdp_workers.py l.729-752 and sglang_rollout/utils.py get_named_tensor_buckets: "
+    "each parameter's fp32 full_tensor cloned into a bucket of update_weights_bucket_megabytes; "
+    "the bucket sent last stays referenced (the async for's variable) while the next fills, and "
+    "a parameter stays referenced while the next is gathered";
 
 std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl) {
   if (rl.algorithm != "grpo" && rl.algorithm != "ppo")
@@ -52,6 +65,13 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
                     "allowed with rl.framework trl");
   if (auto err = detail::check_full_attention(m)) return err;
   const RlRollout& r = rl.rollout;
+  if (r.engine == "sglang") {
+    // SGLang's checks are vLLM's on the fraction and the split; verl passes it no block size
+    // and no context length.
+    RlRollout v = r;
+    v.block_size = 16;
+    return detail::check_vllm(c, v, c.seq);
+  }
   return detail::check_vllm(c, r, r.max_model_len ? r.max_model_len : c.seq);
 }
 
@@ -71,6 +91,9 @@ class RlBuilder : public detail::RlLines {
   void reference_line(RlPhase& p);
   void critic_lines(RlPhase& p);
   void vllm(RlPhase& p, bool awake, bool weights_only);
+  void sync_lines(RlPhase& p);
+  Bytes held_at_start();
+  bool sglang() const { return rl_.rollout.engine == "sglang"; }
   Bytes forward_peak(std::uint64_t b, bool entropy, bool value_head = false) const;
 
   const ModelSpec& m_;
@@ -126,16 +149,41 @@ void RlBuilder::critic_lines(RlPhase& p) {
          "the engine's static memory for the critic");
 }
 
+// The rollout process's lines: vLLM's, or SGLang's (a process of its own on each GPU as well:
+// SGLang's scheduler, engine.py l.783-853).
 void RlBuilder::vllm(RlPhase& p, bool awake, bool weights_only) {
-  line(p, "vllm", "CUDA context", vllm_context_, "exact", "the GPU preset's measured context");
+  const char* proc = sglang() ? "sglang" : "vllm";
+  line(p, proc, "CUDA context", vllm_context_, "exact", "the GPU preset's measured context");
   if (rl_.rollout.cudagraph_bytes && !rl_.rollout.enforce_eager)
-    line(p, "vllm", "CUDA graphs (given)", rl_.rollout.cudagraph_bytes, "code", kVllmSleep);
+    line(p, proc, "CUDA graphs (given)", rl_.rollout.cudagraph_bytes, "code",
+         sglang() ? kSglangSleep : kVllmSleep);
   if (weights_only)
-    line(p, "vllm", "weights (tensor-parallel shard, bf16)", a_.vllm_weights, "exact",
+    line(p, proc, "weights (tensor-parallel shard, bf16)", a_.vllm_weights, "exact",
          "the engine's parameter count split by rollout tp");
+  else if (awake && sglang())
+    line(p, proc, "weights, KV pool, request map and free list (mem_fraction_static's rule)",
+         a_.vllm_requested, "code", kSglangBudget);
   else if (awake)
-    line(p, "vllm", "its budget: weights, activations and KV cache", a_.vllm_requested, "code",
+    line(p, proc, "its budget: weights, activations and KV cache", a_.vllm_requested, "code",
          kVllmBudget);
+}
+
+// The trainer's side of the weight sync: vLLM's bucket and the largest parameter whole and cast;
+// SGLang's path clones fp32 tensors into buckets instead.
+void RlBuilder::sync_lines(RlPhase& p) {
+  const Bytes largest = detail::largest_param(m_);
+  const RlRollout& r = rl_.rollout;
+  if (!sglang()) {
+    line(p, "trainer", "bucket buffer", r.bucket_bytes, "code", kVerlSync);
+    line(p, "trainer", "the largest parameter gathered whole (fp32) and cast (bf16)",
+         ck_.mul(largest, 6, "rl"), "code", kVerlSync);
+    return;
+  }
+  const Bytes whole = ck_.mul(largest, 4, "rl");
+  line(p, "trainer", "two buckets of fp32 clones (the one sent and the next)",
+       ck_.mul(std::max(r.bucket_bytes, whole), 2, "rl"), "code", kSglangSync);
+  line(p, "trainer", "two parameters gathered whole (fp32)", ck_.mul(whole, 2, "rl"), "code",
+       kSglangSync);
 }
 
 // A forward without grad over b sequences (the log-probabilities): the largest layer gathered
@@ -160,9 +208,14 @@ std::optional<Error> RlBuilder::prepare() {
   for (const DeviceOverhead& o : device_overheads(s_, &gpu_))
     if (o.name == "cuda.context") vllm_context_ = o.bytes;
   if (r.context_bytes) vllm_context_ = r.context_bytes;
-  if (auto err = detail::size_vllm(m_, c.seq, r, r.max_num_seqs,
-                                   r.max_model_len ? r.max_model_len : c.seq, a_, ck_))
+  const Bytes held = held_at_start();
+  a_.free_at_start = a_.capacity > held ? a_.capacity - held : 0;
+  if (sglang()) {
+    if (auto err = detail::size_sglang(m_, c.seq, r, a_, ck_)) return err;
+  } else if (auto err = detail::size_vllm(m_, c.seq, r, r.max_num_seqs,
+                                          r.max_model_len ? r.max_model_len : c.seq, a_, ck_)) {
     return err;
+  }
   // The policy update: the engine's own step on the GPU.
   auto d = device_memory(s_, &gpu_, nullptr, false);
   if (!d.ok()) return d.error();
@@ -181,17 +234,20 @@ void RlBuilder::phases() {
   const StaticMemory& st = s_.ranks[0].stat;
   const bool params = !rl_.param_offload, opt = !rl_.optimizer_offload;
   const bool asleep_awake = !r.free_cache_engine;  // without sleep vLLM stays whole
-  RlPhase sync =
-      rl_phase("weight_sync", "weight sync (vLLM weights resumed, parameters sent in buckets)");
+  RlPhase sync = rl_phase("weight_sync", sglang() ? "weight sync (SGLang weights resumed, "
+                                                    "parameters sent in buckets)"
+                                                  : "weight sync (vLLM weights resumed, "
+                                                    "parameters sent in buckets)");
   trainer_base(sync, true, opt);
-  const Bytes largest = detail::largest_param(m_);
-  line(sync, "trainer", "bucket buffer", r.bucket_bytes, "code", kVerlSync);
-  line(sync, "trainer", "the largest parameter gathered whole (fp32) and cast (bf16)",
-       ck_.mul(largest, 6, "rl"), "code", kVerlSync);
+  sync_lines(sync);
   vllm(sync, asleep_awake, !asleep_awake);
-  RlPhase gen = rl_phase("generate", "generation (vLLM awake: weights and KV cache)");
+  RlPhase gen = rl_phase("generate", sglang() ? "generation (SGLang awake: weights and KV pool)"
+                                              : "generation (vLLM awake: weights and KV cache)");
   trainer_base(gen, params, opt);
   vllm(gen, true, false);
+  if (sglang())
+    line(gen, "sglang", "generation's activations (outside mem_fraction_static)",
+         a_.vllm_profile_peak, r.profile_peak_bytes ? "code" : "estimate", kSglangBudget);
   const std::uint64_t lb =
       rl_.log_prob_micro_batch ? rl_.log_prob_micro_batch : s_.config.micro_batch;
   RlPhase old = rl_phase("old_log_prob", "old policy's log-probabilities (actor forward, no grad)");
@@ -243,22 +299,31 @@ void RlBuilder::phases() {
   a_.phases.push_back(upd);
 }
 
-// vLLM's start: verl builds the actor and the reference first (AdamW's states come at the first
-// step), so the GPU holds both processes' fixed costs and those shards not offloaded.
-void RlBuilder::start() {
+// The rollout's start: verl builds the actor and the reference first (AdamW's states come at the
+// first step), so the GPU holds both processes' fixed costs and those shards not offloaded.
+Bytes RlBuilder::held_at_start() {
   const StaticMemory& st = s_.ranks[0].stat;
   Bytes held = ck_.add(trainer_fixed_, vllm_context_, "rl");
   if (!rl_.param_offload) held = ck_.add(held, st.params_bytes, "rl");
   if (rl_.reference && !rl_.ref_param_offload) held = ck_.add(held, st.params_bytes, "rl");
-  a_.free_at_start = a_.capacity > held ? a_.capacity - held : 0;
-  a_.vllm_starts =
-      a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 && a_.kv_tokens >= a_.max_model_len;
+  return held;
+}
+
+// vLLM starts when the free memory holds its budget and a max_model_len sequence; SGLang's rule
+// adapts to the free memory and raises only when it leaves no KV pool.
+void RlBuilder::start() {
+  a_.vllm_starts = sglang() ? a_.kv_tokens > 0
+                            : a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 &&
+                                  a_.kv_tokens >= a_.max_model_len;
 }
 
 // What vLLM or verl would refuse, and what the answer estimates or leaves out.
-void notes(const ModelSpec& m, const RlSpec& rl, RlAnswer* a) {
+void notes(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl, RlAnswer* a) {
   const RlRollout& r = rl.rollout;
-
+  if (r.engine == "sglang") {
+    detail::sglang_notes(r, c.seq, *a);
+    return;
+  }
   detail::vllm_notes(r, *a);
   const Bytes largest = detail::largest_param(m) * 2;
   if (largest > r.bucket_bytes)
@@ -288,7 +353,7 @@ Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const G
     critic = std::move(cs.value());
   }
   RlAnswer a;
-  a.framework = "verl", a.engine = "vllm", a.mode = "colocate", a.vllm_here = true;
+  a.framework = "verl", a.engine = rl.rollout.engine, a.mode = "colocate", a.vllm_here = true;
   a.algorithm = rl.algorithm;
   RlBuilder b(m, s.value(), critic ? &*critic : nullptr, gpu, rl, &a);
   if (auto err = b.prepare()) return *err;
@@ -296,7 +361,7 @@ Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const G
   b.start();
   if (auto err = b.overflow()) return *err;
   detail::set_peak(a);
-  notes(m, rl, &a);
+  notes(m, s.value().config, rl, &a);
   return a;
 }
 
@@ -317,11 +382,12 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
   for (const RlPhase& p : a.phases)
     if (p.id == "generate") gen = &p;
   if (gen && a.vllm_here && gen->total_bytes > a.capacity) {
+    // vLLM's budget is the fraction of the GPU's total; SGLang's holdings grow with the fraction
+    // of the memory free at its start (a guess to try: rl_step keeps it only where it fits).
     const Bytes others = gen->total_bytes - a.vllm_requested;
-    if (others < a.capacity) {
-      const double u = std::floor(100.0 * static_cast<double>(a.capacity - others) /
-                                  static_cast<double>(a.capacity)) /
-                       100.0;
+    const double base = static_cast<double>(a.engine == "sglang" ? a.free_at_start : a.capacity);
+    if (others < a.capacity && base > 0) {
+      const double u = std::floor(100.0 * static_cast<double>(a.capacity - others) / base) / 100.0;
       if (u > 0 && u < rl.rollout.gpu_memory_utilization) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.2f", u);

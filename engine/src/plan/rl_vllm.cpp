@@ -58,34 +58,45 @@ std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
   return std::nullopt;
 }
 
-std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
-                               std::uint64_t max_num_seqs, std::uint64_t max_model_len, RlAnswer& a,
-                               Checked& ck) {
-  // vLLM's weights: the model under tensor parallelism r.tp in bf16 (the engine's own split:
-  // columns, rows and the vocabulary divided, norms replicated, as vLLM's parallel layers do).
+std::optional<Error> rollout_weights(const ModelSpec& m, std::uint64_t seq, std::uint64_t tp,
+                                     Bytes* out) {
+  // The model under tensor parallelism tp in bf16 (the engine's own split: columns, rows and the
+  // vocabulary divided, norms replicated, as vLLM's and SGLang's parallel layers do).
   TrainConfig v;
   v.profile = Profile::kHf;
   v.attention = Attention::kFlash;
-  v.par.tp = r.tp;
+  v.par.tp = tp;
   v.param_dtype = DType::kBf16;
   v.optimizer = Optimizer::kSgd;
   v.seq = seq;
   auto vs = make_setup(m, v);
   if (!vs.ok())
-    return rl_error("rl.rollout.tp", "vLLM's tensor parallelism: " + vs.error().message);
-  a.vllm_weights = vs.value().ranks[0].stat.params_bytes;
+    return rl_error("rl.rollout.tp", "the rollout's tensor parallelism: " + vs.error().message);
+  *out = vs.value().ranks[0].stat.params_bytes;
+  return std::nullopt;
+}
+
+Bytes kv_cell(const ModelSpec& m, std::uint64_t tp, Checked& ck) {
+  // KV heads split by tp, at least one; MLA's latent is not split.
+  Bytes cell = 0;
+  for (std::uint64_t l = 0; l < m.layers; ++l) {
+    const LayerKind& k = m.kind_of(l);
+    const std::uint64_t kv = std::max<std::uint64_t>(1, k.kv_heads / tp);
+    cell = ck.add(cell, ck.mul(kv_cache_width(k, k.is_mla() ? 1 : kv, ck), 2, "rl"), "rl");
+  }
+  return cell;
+}
+
+std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
+                               std::uint64_t max_num_seqs, std::uint64_t max_model_len, RlAnswer& a,
+                               Checked& ck) {
+  if (auto err = rollout_weights(m, seq, r.tp, &a.vllm_weights)) return err;
   a.vllm_requested =
       static_cast<Bytes>(std::floor(r.gpu_memory_utilization * static_cast<double>(a.capacity)));
   a.max_model_len = max_model_len;
   a.max_num_seqs = max_num_seqs;
-  // KV bytes per token on one GPU (vLLM: kv heads split by tp, at least one; MLA's latent is not
-  // split), and each layer's page of block_size tokens.
-  for (std::uint64_t l = 0; l < m.layers; ++l) {
-    const LayerKind& k = m.kind_of(l);
-    const std::uint64_t kv = std::max<std::uint64_t>(1, k.kv_heads / r.tp);
-    a.kv_bytes_per_token = ck.add(
-        a.kv_bytes_per_token, ck.mul(kv_cache_width(k, k.is_mla() ? 1 : kv, ck), 2, "rl"), "rl");
-  }
+  // KV bytes per token on one GPU, and each layer's page of block_size tokens.
+  a.kv_bytes_per_token = kv_cell(m, r.tp, ck);
   const std::uint64_t tokens =
       std::min(r.max_num_batched_tokens, ck.mul(max_num_seqs, a.max_model_len, "rl"));
   const std::uint64_t reqs = std::min(max_num_seqs, r.max_num_batched_tokens);

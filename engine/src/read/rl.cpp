@@ -1,6 +1,9 @@
 // The rl command's request (rl_read.hpp): the framework (verl or TRL), the algorithm, what verl
 // offloads, and the rollout's settings, each field checked and named; a key the chosen framework
 // does not have is refused, never ignored.
+#include <algorithm>
+#include <vector>
+
 #include "actmem/core/limits.hpp"
 #include "actmem/json_io.hpp"
 #include "actmem/setup/setup.hpp"
@@ -32,19 +35,21 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
   struct Choice {
     const char* key;
     std::string* dst;
-    const char* a;
-    const char* b;
+    std::vector<std::string> allowed;
   };
-  const Choice choices[] = {{"engine", &out->engine, "vllm", "transformers"},
-                            {"mode", &out->mode, "colocate", "server"}};
+  const Choice choices[] = {{"engine", &out->engine, {"vllm", "sglang", "transformers"}},
+                            {"mode", &out->mode, {"colocate", "server"}}};
   for (const Choice& ch : choices)
     if (r.contains(ch.key)) {
       const std::string field = std::string("rl.rollout.") + ch.key;
       ACTMEM_TRY(read_string(r[ch.key], field, ch.dst));
-      if (*ch.dst != ch.a && *ch.dst != ch.b)
-        return make_error("invalid_value", field,
-                          field + ": '" + shown_text(*ch.dst) +
-                              "' is not allowed; allowed: " + ch.a + ", " + ch.b);
+      if (std::find(ch.allowed.begin(), ch.allowed.end(), *ch.dst) == ch.allowed.end()) {
+        std::string list;
+        for (const std::string& a : ch.allowed) list += (list.empty() ? "" : ", ") + a;
+        return make_error(
+            "invalid_value", field,
+            field + ": '" + shown_text(*ch.dst) + "' is not allowed; allowed: " + list);
+      }
     }
   const std::pair<const char*, std::uint64_t*> counts[] = {
       {"tp", &out->tp},
@@ -157,17 +162,28 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
       if (r.is_object() && r.contains(k))
         return make_error("invalid_value", std::string("rl.rollout.") + k,
                           std::string("rl.rollout.") + k + ": " + why);
+    if (s.rollout.engine == "sglang")
+      return make_error("invalid_value", "rl.rollout.engine",
+                        "rl.rollout.engine: 'sglang': TRL's GRPOTrainer generates with vllm or "
+                        "transformers (SGLang is verl's: give rl.framework verl)");
     return std::nullopt;
   }
   for (const char* k : {"steps_per_generation", "importance_sampling_correction"})
     if (rl.contains(k))
       return make_error("invalid_value", std::string("rl.") + k,
                         std::string("rl.") + k + ": TRL's setting; give rl.framework trl");
-  if (s.rollout.engine != "vllm")
+  if (s.rollout.engine != "vllm" && s.rollout.engine != "sglang")
     return make_error("invalid_value", "rl.rollout.engine",
                       "rl.rollout.engine: '" + shown_text(s.rollout.engine) +
-                          "': verl's hybrid engine generates with vLLM (transformers' generate "
-                          "is TRL's: give rl.framework trl)");
+                          "': verl's hybrid engine generates with vLLM or SGLang (transformers' "
+                          "generate is TRL's: give rl.framework trl)");
+  if (s.rollout.engine == "sglang")
+    for (const char* k : {"block_size", "max_num_batched_tokens", "max_model_len"})
+      if (r.contains(k))
+        return make_error("invalid_value", std::string("rl.rollout.") + k,
+                          std::string("rl.rollout.") + k +
+                              ": vLLM's setting; verl passes none to SGLang (page size 1, its "
+                              "chunked prefill by the GPU's memory, the model's context length)");
   if (s.rollout.mode != "colocate")
     return make_error("invalid_value", "rl.rollout.mode",
                       "rl.rollout.mode: '" + shown_text(s.rollout.mode) +

@@ -22,7 +22,7 @@ namespace actmem {
 struct RlRollout {
   // Who generates: "vllm", or "transformers" (TRL's use_vllm false: generate() on the policy);
   // "none" for DPO.
-  std::string engine = "vllm";
+  std::string engine = "vllm";  // verl: "vllm" or "sglang" (SGLang 0.5.6, rl_sglang.cpp)
   // Where vLLM runs: "colocate" (on the training GPUs) or "server" (TRL's vllm_mode server: on
   // other GPUs; these hold none of it).
   std::string mode = "colocate";
@@ -120,6 +120,10 @@ struct RlAnswer {
   // x head dim x 2 B (MLA: block x (latent + rope) x 2 B).
   Bytes vllm_requested = 0, vllm_weights = 0, vllm_profile_peak = 0, kv_cache_bytes = 0;
   Bytes kv_bytes_per_token = 0;  // every layer's, on one GPU
+  // SGLang (verl's rollout.name sglang): the request map and the KV pool's free list; its KV pool
+  // is kv_tokens + 1 rows of kv_bytes_per_token, vllm_requested all it holds awake, and
+  // vllm_profile_peak generation's activations outside mem_fraction_static.
+  Bytes sglang_maps = 0;
   std::uint64_t kv_blocks = 0, kv_tokens = 0, max_model_len = 0;
   double kv_concurrency = 0;  // sequences of max_model_len the cache holds at once
   bool vllm_starts = false;   // free memory at vLLM's start >= requested (vLLM raises otherwise)
