@@ -83,6 +83,8 @@ TEST_CASE(
   const std::uint64_t awake = w + (tokens + 1) * cell + 256 * (131072 + 4) * 4 + tokens * 8;
   const json& gen = rl_phase(a, "generate");
   CHECK(rl_line(gen, "weights, KV pool") == awake);
+  CHECK(u(a["vllm"]["sglang_maps_bytes"]) == 256 * (131072 + 4) * 4 + tokens * 8);
+  CHECK(u(a["vllm"]["requested_bytes"]) == awake);
   // Generation's activations outside the fraction: 8,192 tokens (SGLang's chunked prefill for an
   // 80 GB GPU) through the widest layer, the sampler's fp32 logits for 256 requests.
   const std::uint64_t act = 8192 * (2 * kH + 36 * 128 / 2 + 3 * kF / 2) * 2 + 256 * kV * 8;

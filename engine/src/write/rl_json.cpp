@@ -43,32 +43,35 @@ json rl_to_json(const RlAnswer& a) {
     fixes.push_back({{"change", f.change}, {"peak_bytes", f.peak_bytes}, {"phase", f.phase}});
   json rollout = {{"engine", a.engine}, {"steps_per_generation", a.steps_per_generation}};
   if (!a.mode.empty()) rollout["mode"] = a.mode;
-  return json{{"ok", true},
-              {"framework", a.framework},
-              {"algorithm", a.algorithm},
-              {"rollout", rollout},
-              {"phases", phases},
-              {"peak", {{"phase", a.phases[a.peak_phase].id}, {"bytes", a.peak_bytes}}},
-              {"capacity_bytes", a.capacity},
-              {"fits", a.fits},
-              {"vllm",
-               {{"on_these_gpus", a.vllm_here},
-                {"requested_bytes", a.vllm_requested},
-                {"weights_bytes", a.vllm_weights},
-                {"profile_peak_bytes", a.vllm_profile_peak},
-                {"kv_cache_bytes", a.kv_cache_bytes},
-                {"kv_bytes_per_token", a.kv_bytes_per_token},
-                {"kv_blocks", a.kv_blocks},
-                {"kv_tokens", a.kv_tokens},
-                {"max_model_len", a.max_model_len},
-                {"max_num_seqs", a.max_num_seqs},
-                {"concurrency", a.kv_concurrency},
-                {"starts", a.vllm_starts},
-                {"free_at_start_bytes", a.free_at_start}}},
-              {"framework_defaults", defaults},
-              {"fixes", fixes},
-              {"rollout_options", options},
-              {"notes", a.notes}};
+  json j{{"ok", true},
+         {"framework", a.framework},
+         {"algorithm", a.algorithm},
+         {"rollout", rollout},
+         {"phases", phases},
+         {"peak", {{"phase", a.phases[a.peak_phase].id}, {"bytes", a.peak_bytes}}},
+         {"capacity_bytes", a.capacity},
+         {"fits", a.fits},
+         {"vllm",
+          {{"on_these_gpus", a.vllm_here},
+           {"requested_bytes", a.vllm_requested},
+           {"weights_bytes", a.vllm_weights},
+           {"profile_peak_bytes", a.vllm_profile_peak},
+           {"kv_cache_bytes", a.kv_cache_bytes},
+           {"kv_bytes_per_token", a.kv_bytes_per_token},
+           {"kv_blocks", a.kv_blocks},
+           {"kv_tokens", a.kv_tokens},
+           {"max_model_len", a.max_model_len},
+           {"max_num_seqs", a.max_num_seqs},
+           {"concurrency", a.kv_concurrency},
+           {"starts", a.vllm_starts},
+           {"free_at_start_bytes", a.free_at_start}}},
+         {"framework_defaults", defaults},
+         {"fixes", fixes},
+         {"rollout_options", options},
+         {"notes", a.notes}};
+  // SGLang's request map and free list (its pool is kv_cache_bytes; requested_bytes all of it).
+  if (a.engine == "sglang") j["vllm"]["sglang_maps_bytes"] = a.sglang_maps;
+  return j;
 }
 
 }  // namespace actmem
