@@ -76,7 +76,7 @@ TEST_CASE(
   // Every 2 MiB (the segment rounding of large requests) between the allocated and the reserved
   // peak: where the flushed cache is enough and where it is not.
   for (Bytes c = allocated + fixed; c < total; c += 2 * kMiB) caps.push_back(c);
-  std::size_t flushed_fits = 0, fits_count = 0;
+  std::size_t flushed_fits = 0;
   // The ascending scan's verdicts, '+' fits and '.' does not. Not monotone in the capacity (seen
   // 2026-12-03: "+++" from the allocated peak plus the fixed costs, then 70 ".", then "+" up to
   // the unlimited total): where the first flush falls changes every placement after it.
@@ -101,7 +101,6 @@ TEST_CASE(
     if (cap < allocated + fixed) CHECK_FALSE(d.value().fits);  // the blocks alone pass it
     if (&cap - caps.data() >= 5) pattern += d.value().fits ? '+' : '.';
     if (d.value().fits) {
-      ++fits_count;
       const DeviceMemory& a = v.value();
       const DeviceMemory& b = d.value();
       CHECK(a.total_bytes == b.total_bytes);
@@ -123,7 +122,6 @@ TEST_CASE(
     }
   }
   INFO("verdicts from " << allocated + fixed << " upwards every 2 MiB: " << pattern);
-  CHECK(fits_count >= 2);
   // The case the flushed cache decides exists in this step (else the test would not cover it).
   if (m == 12) CHECK(flushed_fits > 0);
 }

@@ -252,6 +252,12 @@ TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
   CHECK(msg(no_gpu).rfind("config.gpu: rl needs a GPU preset", 0) == 0);
   CHECK(msg({{"command", "estimate"}, {"preset", "qwen2.5-7b"}, {"rl", json::object()}}) ==
         "rl: read only by the rl command, not by estimate");
+  // Another framework's actor loss under verl's step.
+  json orl_loss = grpo({}, {{"loss", "logprob_openrlhf+entropy"}});
+  orl_loss["config"].erase("response_len");  // OpenRLHF's loss runs over every position
+  CHECK(msg(orl_loss) ==
+        "config.loss: 'logprob_openrlhf+entropy' is OpenRLHF's loss; verl's actor computes "
+        "logprob or logprob_torch (or give rl.framework openrlhf)");
   // Sliding-window layers (gpt-oss-20b's alternate ones): vLLM's cache of them is not modelled.
   json sliding = grpo();
   sliding["preset"] = "gpt-oss-20b";

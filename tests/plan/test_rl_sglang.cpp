@@ -129,9 +129,20 @@ TEST_CASE("rl with SGLang: too small a fraction leaves no pool, and vLLM's keys 
     const json r = actmem::evaluate_json(req);
     return r.value("ok", true) ? std::string("ok") : r["error"]["message"].get<std::string>();
   };
-  CHECK(msg(grpo_sglang({{"block_size", 32}})) ==
-        "rl.rollout.block_size: vLLM's setting; verl passes none to SGLang (page size 1, its "
-        "chunked prefill by the GPU's memory, the model's context length)");
+  for (const char* k : {"block_size", "max_num_batched_tokens", "max_model_len"})
+    CHECK(msg(grpo_sglang({{k, 4096}})) ==
+          std::string("rl.rollout.") + k +
+              ": vLLM's setting; verl passes none to SGLang (page size 1, its chunked prefill by "
+              "the GPU's memory, the model's context length)");
+  json orl = grpo_sglang();
+  orl["rl"]["framework"] = "openrlhf";
+  CHECK(msg(orl) == "rl.rollout.engine: OpenRLHF generates with vLLM");
+  // The fix the answer offers: the smallest fraction that holds one sequence, verified.
+  bool fixed = false;
+  for (const json& f : small["fixes"])
+    fixed =
+        fixed || f["change"].get<std::string>().rfind("rl.rollout.gpu_memory_utilization=", 0) == 0;
+  CHECK(fixed);
   json trl = grpo_sglang();
   trl["rl"]["framework"] = "trl";
   CHECK(msg(trl) ==

@@ -431,6 +431,7 @@ Result<DeviceMemory> replay_device(const Setup& e, const GpuSpec* gpu, const Rec
   const bool manual = c.fragmentation_pct > 0;
   Runs runs{e, r, only.value(), room, d};
   if (auto err = replay_stages(runs, gpu && !manual && room > 0, verdict_only)) return *err;
+  if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);
   if (d.out_of_memory && verdict_only) return d;
   d.worst = 0;
   for (std::size_t i = 1; i < d.stages.size(); ++i)
@@ -462,8 +463,9 @@ Result<DeviceMemory> device_memory(const Setup& e, const GpuSpec* gpu, const Rec
   return replay_device(e, gpu, policy, all_stages, false);
 }
 
-Result<DeviceMemory> device_verdict(const Setup& e, const GpuSpec& gpu, const Recompute* policy) {
-  return replay_device(e, &gpu, policy, false, true);
+Result<DeviceMemory> device_verdict(const Setup& e, const GpuSpec& gpu, const Recompute* policy,
+                                    bool all_stages) {
+  return replay_device(e, &gpu, policy, all_stages, true);
 }
 
 }  // namespace actmem

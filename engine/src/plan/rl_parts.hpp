@@ -69,10 +69,10 @@ std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRo
                                Checked& ck);
 
 // The rollout's weights on one GPU under tensor parallelism tp, in bf16 (an error names
-// rl.rollout.tp), and its KV cache's bytes per token, every layer's (kv heads split by tp, at
-// least one; MLA's latent and RoPE widths whole).
+// rl.rollout.tp and the engine), and its KV cache's bytes per token, every layer's (kv heads split
+// by tp, at least one; MLA's latent and RoPE widths whole).
 std::optional<Error> rollout_weights(const ModelSpec& m, std::uint64_t seq, std::uint64_t tp,
-                                     Bytes* out);
+                                     const char* engine, Bytes* out);
 Bytes kv_cell(const ModelSpec& m, std::uint64_t tp, Checked& ck);
 
 // SGLang's side of verl's step (rl_sglang.cpp, SGLang 0.5.6): from a.free_at_start and

@@ -47,17 +47,20 @@ std::uint64_t chunked_prefill(Bytes capacity) {
 
 std::optional<Error> size_sglang(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
                                  RlAnswer& a, Checked& ck) {
-  if (auto err = rollout_weights(m, seq, r.tp, &a.vllm_weights)) return err;
+  if (auto err = rollout_weights(m, seq, r.tp, "SGLang", &a.vllm_weights)) return err;
   a.kv_bytes_per_token = kv_cell(m, r.tp, ck);
   a.max_num_seqs = r.max_num_seqs;
   // SGLang's context length is the model's (model_config.py l.286-318; verl passes none).
   a.max_model_len = m.max_positions ? m.max_positions : seq;
+  a.context_known = m.max_positions != 0;
   const double gib = static_cast<double>(Bytes{1} << 30);
   const Bytes free = a.free_at_start;
   const double total = static_cast<double>(free) / gib;
   const double available =
       static_cast<double>(free > a.vllm_weights ? free - a.vllm_weights : 0) / gib;
-  const double rest = available - total * (1.0 - r.gpu_memory_utilization);
+  // Two statements, as Python evaluates them (no fused multiply-add).
+  const double kept_free = total * (1.0 - r.gpu_memory_utilization);
+  const double rest = available - kept_free;
   a.kv_tokens = 0;
   if (rest > 0 && a.kv_bytes_per_token > 0)
     a.kv_tokens = static_cast<std::uint64_t>(
@@ -66,6 +69,7 @@ std::optional<Error> size_sglang(const ModelSpec& m, std::uint64_t seq, const Rl
   a.kv_cache_bytes =
       a.kv_tokens ? ck.mul(ck.add(a.kv_tokens, 1, "rl"), a.kv_bytes_per_token, "rl") : 0;
   a.kv_concurrency = static_cast<double>(a.kv_tokens) / static_cast<double>(seq);
+  a.kv_concurrency_seq = seq;
   a.sglang_maps =
       ck.add(ck.mul(ck.mul(r.max_num_seqs, ck.add(a.max_model_len, 4, "rl"), "rl"), 4, "rl"),
              ck.mul(a.kv_tokens, 8, "rl"), "rl");
@@ -95,7 +99,7 @@ void sglang_notes(const RlRollout& r, std::uint64_t seq, RlAnswer& a) {
                       " tokens, fewer than a prompt and its response (" + std::to_string(seq) +
                       "): requests longer than the pool are rejected (tp_worker.py l.289-307 "
                       "max_req_len)");
-  if (seq + 1 > a.max_model_len)
+  if (a.context_known && seq + 1 > a.max_model_len)
     a.notes.push_back("a prompt and its response (" + std::to_string(seq) +
                       " tokens) pass the model's context length less one (" +
                       std::to_string(a.max_model_len) + "): SGLang rejects such requests");

@@ -54,10 +54,14 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
     return rl_error("config.tp",
                     "verl's FSDP actor runs with tp, pp and cp 1 (its Ulysses "
                     "sequence parallelism is not modelled)");
-  if (c.loss.impl == LossImpl::kLogprobTrl)
+  if (c.loss.impl == LossImpl::kLogprobTrl || c.loss.impl == LossImpl::kDpoTrl)
     return rl_error("config.loss", "'" + loss_name(c.loss) +
                                        "' is TRL's loss; verl's actor computes logprob or "
                                        "logprob_torch (or give rl.framework trl)");
+  if (c.loss.impl == LossImpl::kLogprobOpenrlhf)
+    return rl_error("config.loss", "'" + loss_name(c.loss) +
+                                       "' is OpenRLHF's loss; verl's actor computes logprob or "
+                                       "logprob_torch (or give rl.framework openrlhf)");
   if (c.lora.on())
     return rl_error("config.lora_rank",
                     "LoRA in verl's RL step (actor_rollout_ref.model.lora_rank: the reference as "
@@ -394,6 +398,20 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
         add(std::string("rl.rollout.gpu_memory_utilization=") + buf,
             [u](RlSpec& s) { s.rollout.gpu_memory_utilization = u; });
       }
+    }
+  }
+  // SGLang with no pool (or too few tokens for one sequence): the smallest fraction of the
+  // memory free at its start that holds its weights, maps and one sequence's KV.
+  if (a.engine == "sglang" && a.kv_tokens < a.kv_concurrency_seq && a.free_at_start > 0) {
+    const double need =
+        static_cast<double>(a.vllm_weights) + static_cast<double>(a.sglang_maps) +
+        static_cast<double>(a.kv_bytes_per_token) * static_cast<double>(a.kv_concurrency_seq + 1);
+    const double u = std::ceil(100.0 * need / static_cast<double>(a.free_at_start)) / 100.0;
+    if (u > rl.rollout.gpu_memory_utilization && u <= 1) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2f", u);
+      add(std::string("rl.rollout.gpu_memory_utilization=") + buf,
+          [u](RlSpec& s) { s.rollout.gpu_memory_utilization = u; });
     }
   }
   // TRL: a generation batch of one micro-batch (the KV cache and generation's working set scale

@@ -59,7 +59,7 @@ std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
 }
 
 std::optional<Error> rollout_weights(const ModelSpec& m, std::uint64_t seq, std::uint64_t tp,
-                                     Bytes* out) {
+                                     const char* engine, Bytes* out) {
   // The model under tensor parallelism tp in bf16 (the engine's own split: columns, rows and the
   // vocabulary divided, norms replicated, as vLLM's and SGLang's parallel layers do).
   TrainConfig v;
@@ -71,7 +71,8 @@ std::optional<Error> rollout_weights(const ModelSpec& m, std::uint64_t seq, std:
   v.seq = seq;
   auto vs = make_setup(m, v);
   if (!vs.ok())
-    return rl_error("rl.rollout.tp", "the rollout's tensor parallelism: " + vs.error().message);
+    return rl_error("rl.rollout.tp",
+                    std::string(engine) + "'s tensor parallelism: " + vs.error().message);
   *out = vs.value().ranks[0].stat.params_bytes;
   return std::nullopt;
 }
@@ -90,7 +91,7 @@ Bytes kv_cell(const ModelSpec& m, std::uint64_t tp, Checked& ck) {
 std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
                                std::uint64_t max_num_seqs, std::uint64_t max_model_len, RlAnswer& a,
                                Checked& ck) {
-  if (auto err = rollout_weights(m, seq, r.tp, &a.vllm_weights)) return err;
+  if (auto err = rollout_weights(m, seq, r.tp, "vLLM", &a.vllm_weights)) return err;
   a.vllm_requested =
       static_cast<Bytes>(std::floor(r.gpu_memory_utilization * static_cast<double>(a.capacity)));
   a.max_model_len = max_model_len;

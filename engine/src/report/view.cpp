@@ -18,7 +18,7 @@ std::optional<Estimate> variant(const ModelSpec& m, const TrainConfig& c, const 
   auto e = estimate(m, c, nullptr, false);
   if (!e.ok()) return std::nullopt;
   if (gpu) {
-    auto d = device_verdict(e.value(), *gpu);
+    auto d = device_verdict(e.value(), *gpu, nullptr, c.device_all_stages);
     if (!d.ok()) return std::nullopt;
     e.value().fits = d.value().fits;
   }

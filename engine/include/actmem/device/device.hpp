@@ -81,7 +81,7 @@ Result<DeviceMemory> device_memory(const Setup& s, const GpuSpec* gpu,
 // capacity are set, the replay having ended at its first request with no room (without the
 // second replay that says by how much it is short).
 Result<DeviceMemory> device_verdict(const Setup& s, const GpuSpec& gpu,
-                                    const Recompute* policy = nullptr);
+                                    const Recompute* policy = nullptr, bool all_stages = false);
 
 // Every micro-batch of both steps of every stage replayed, nothing shortened (no settled peaks, no
 // period proof): the reference device_memory's shortened replays are checked against

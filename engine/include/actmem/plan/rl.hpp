@@ -124,10 +124,14 @@ struct RlAnswer {
   // is kv_tokens + 1 rows of kv_bytes_per_token, vllm_requested all it holds awake, and
   // vllm_profile_peak generation's activations outside mem_fraction_static.
   Bytes sglang_maps = 0;
+  bool context_known = true;  // SGLang: the model gives its context length (max_positions)
+  std::uint64_t kv_concurrency_seq = 0;  // SGLang: the sequence its concurrency counts (seq)
   std::uint64_t kv_blocks = 0, kv_tokens = 0, max_model_len = 0;
-  double kv_concurrency = 0;  // sequences of max_model_len the cache holds at once
-  bool vllm_starts = false;   // free memory at vLLM's start >= requested (vLLM raises otherwise)
-  bool vllm_here = false;     // vLLM runs on these GPUs (false: transformers' generate, a server)
+  // Sequences the cache holds at once: of max_model_len (vLLM), of config.seq (SGLang, whose
+  // max_model_len is the model's context length).
+  double kv_concurrency = 0;
+  bool vllm_starts = false;  // free memory at vLLM's start >= requested (vLLM raises otherwise)
+  bool vllm_here = false;    // vLLM runs on these GPUs (false: transformers' generate, a server)
   std::uint64_t max_num_seqs = 0;          // as resolved (TRL derives it)
   std::uint64_t steps_per_generation = 1;  // TRL, as resolved (verl: 1)
   Bytes free_at_start = 0;
