@@ -623,7 +623,7 @@ test('RL step: verl\'s GRPO beside a vLLM rollout, phase by phase, the CLI\'s an
   await page.selectOption('#rl-algorithm', 'grpo');
   await page.selectOption('#rl-verl-engine', 'sglang');
   await page.click('#rl-run');
-  await page.waitForFunction(() => { const a = document.querySelector('#rl-panel').dataset.answer; return a && JSON.parse(a).rollout.engine === 'sglang'; }, null, { timeout: 60000 });
+  await page.waitForSelector('#rl-summary:has-text("SGLang:")', { timeout: 60000 });
   const sg = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
   const sgFlags = JSON.parse(execFileSync(cli, ['rl', '--preset', 'qwen2.5-7b', '--gpu', 'h100-80gb', '--seq', '4096', '--micro-batch', '4', '--dp', '8',
     '--response-len', '3072', '--rl', 'algorithm=grpo', '--rl', 'reference=true', '--rl', 'param_offload=false', '--rl', 'optimizer_offload=false',
