@@ -95,4 +95,11 @@ inline std::uint64_t rl_lines_sum(const json& phase) {
   return s;
 }
 
+// An estimate answer's fixed cost `name` (device.overheads), 0 when it has none.
+inline std::uint64_t overhead(const json& answer, const std::string& name) {
+  for (const json& o : answer["device"]["overheads"])
+    if (o["name"] == name) return u(o["bytes"]);
+  return 0;
+}
+
 }  // namespace actmem::test

@@ -35,12 +35,6 @@ double err_pct(std::uint64_t predicted, std::uint64_t measured) {
          static_cast<double>(measured);
 }
 
-std::uint64_t overhead(const json& r, const std::string& name) {
-  for (const json& o : r["device"]["overheads"])
-    if (o["name"] == name) return u(o["bytes"]);
-  return 0;
-}
-
 bool has_overhead(const json& r, const std::string& name) {
   for (const json& o : r["device"]["overheads"])
     if (o["name"] == name) return true;

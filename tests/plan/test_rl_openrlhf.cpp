@@ -6,16 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
+#include "plan/qwen25_7b.hpp"
 
 using namespace actmem::test;
+using namespace actmem::test::qwen25_7b;
 
 namespace {
 
-// Qwen2.5-7B (presets/models/qwen2.5-7b.json): h 3584, 28 layers, f 18944, V 152064.
-constexpr std::uint64_t kH = 3584, kL = 28, kF = 18944, kV = 152064, kKv = 4 * 128;
-constexpr std::uint64_t kLayerParams =
-    (kH * kH + kH) + 2 * (kH * kKv + kKv) + kH * kH + 3 * kH * kF + 2 * kH;
-constexpr std::uint64_t kParams = 2 * kV * kH + kL * kLayerParams + kH;
 constexpr std::uint64_t kCapacity = 85520809984;
 
 json orl(const json& rl = json::object(), const json& config = json::object()) {

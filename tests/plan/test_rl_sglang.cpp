@@ -7,17 +7,12 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
+#include "plan/qwen25_7b.hpp"
 
 using namespace actmem::test;
+using namespace actmem::test::qwen25_7b;
 
 namespace {
-
-// Qwen2.5-7B (presets/models/qwen2.5-7b.json): h 3584, 28 layers, 28 heads of 128, 4 kv heads,
-// f 18944, V 152064, q/k/v biases, untied embeddings, max_position_embeddings 131072.
-constexpr std::uint64_t kH = 3584, kL = 28, kF = 18944, kV = 152064, kKv = 4 * 128;
-constexpr std::uint64_t kLayerParams =
-    (kH * kH + kH) + 2 * (kH * kKv + kKv) + kH * kH + 3 * kH * kF + 2 * kH;
-constexpr std::uint64_t kParams = 2 * kV * kH + kL * kLayerParams + kH;
 
 json grpo_sglang(const json& rollout = json::object()) {
   json r = {{"engine", "sglang"}, {"tp", 2}, {"gpu_memory_utilization", 0.5}};
@@ -31,12 +26,6 @@ json grpo_sglang(const json& rollout = json::object()) {
             {"response_len", 3072},
             {"gpu", "h100-80gb"}}},
           {"rl", {{"reference", true}, {"rollout", r}}}};
-}
-
-std::uint64_t overhead(const json& e, const char* name) {
-  for (const json& o : e["device"]["overheads"])
-    if (o["name"] == name) return u(o["bytes"]);
-  return 0;
 }
 
 }  // namespace
