@@ -87,8 +87,12 @@ void sglang_notes(const RlRollout& r, std::uint64_t seq, RlAnswer& a);
 // is not modelled.
 std::optional<Error> check_full_attention(const ModelSpec& m);
 
-// What vLLM refuses: a utilization outside (0, 1], a tp that does not divide the GPUs, a block
-// size CUDA does not offer, a max_model_len shorter than a prompt and its response.
+// What any rollout engine refuses (vLLM's and SGLang's): a utilization outside (0, 1], a tp that
+// does not divide the GPUs.
+std::optional<Error> check_rollout(const TrainConfig& c, const RlRollout& r);
+
+// What vLLM refuses besides: a block size CUDA does not offer, a max_model_len shorter than a
+// prompt and its response.
 std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
                                 std::uint64_t max_model_len);
 

@@ -69,13 +69,8 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
                     "allowed with rl.framework trl");
   if (auto err = detail::check_full_attention(m)) return err;
   const RlRollout& r = rl.rollout;
-  if (r.engine == "sglang") {
-    // SGLang's checks are vLLM's on the fraction and the split; verl passes it no block size
-    // and no context length.
-    RlRollout v = r;
-    v.block_size = 16;
-    return detail::check_vllm(c, v, c.seq);
-  }
+  // verl passes SGLang no block size and no context length: only the fraction and the split.
+  if (r.engine == "sglang") return detail::check_rollout(c, r);
   return detail::check_vllm(c, r, r.max_model_len ? r.max_model_len : c.seq);
 }
 

@@ -37,8 +37,7 @@ std::optional<Error> check_full_attention(const ModelSpec& m) {
   return std::nullopt;
 }
 
-std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
-                                std::uint64_t max_model_len) {
+std::optional<Error> check_rollout(const TrainConfig& c, const RlRollout& r) {
   if (!(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1))
     return rl_error("rl.rollout.gpu_memory_utilization",
                     "must be in (0, 1] (vLLM's fraction of the GPU's total)");
@@ -46,6 +45,12 @@ std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
     return rl_error("rl.rollout.tp", std::to_string(r.tp) + " does not divide the " +
                                          std::to_string(c.par.dp) +
                                          " GPUs (config.dp) into rollout replicas");
+  return std::nullopt;
+}
+
+std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
+                                std::uint64_t max_model_len) {
+  if (auto err = check_rollout(c, r)) return err;
   static const std::uint64_t kBlocks[] = {8, 16, 32, 64, 128};
   if (std::find(std::begin(kBlocks), std::end(kBlocks), r.block_size) == std::end(kBlocks))
     return rl_error("rl.rollout.block_size",
