@@ -41,43 +41,26 @@ A = S - 1
 
 
 def load(root):
-    scope = {"torch": torch, "nn": nn, "F": F, "Optional": Optional, "Tuple": Tuple,
-             "dist": types.SimpleNamespace()}
-    utils = ast.parse(open(root + "/openrlhf/models/utils.py").read())
-    loss = ast.parse(open(root + "/openrlhf/models/loss.py").read())
-    keep = [n for n in utils.body if isinstance(n, ast.FunctionDef) and n.name == "masked_mean"]
-    keep += [n for n in loss.body if (isinstance(n, ast.FunctionDef) and n.name == "aggregate_loss")
-             or (isinstance(n, ast.ClassDef) and n.name == "PolicyLoss")]
-    exec(compile(ast.Module(body=keep, type_ignores=[]), "openrlhf", "exec"), scope)
-    return scope
-
-
-def entry(t):
-    return {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-            "storage_bytes": t.untyped_storage().nbytes()}
-
-
-def entropy_saved(root, dynamic):
-    """The storages the entropy bonus keeps for backward, beyond the logits and the mask."""
+    """OpenRLHF's masked_mean, compute_entropy (its @torch.compile left off: entropy_saved
+    compiles it with the measuring backend), aggregate_loss and PolicyLoss."""
     scope = {"torch": torch, "nn": nn, "F": F, "Optional": Optional, "Tuple": Tuple,
              "dist": types.SimpleNamespace()}
     utils = ast.parse(open(root + "/openrlhf/models/utils.py").read())
     loss = ast.parse(open(root + "/openrlhf/models/loss.py").read())
     keep = [n for n in utils.body if isinstance(n, ast.FunctionDef)
-            and n.name in ("compute_entropy", "masked_mean")]
-    keep += [n for n in loss.body if isinstance(n, ast.FunctionDef) and n.name == "aggregate_loss"]
+            and n.name in ("masked_mean", "compute_entropy")]
+    keep += [n for n in loss.body if (isinstance(n, ast.FunctionDef) and n.name == "aggregate_loss")
+             or (isinstance(n, ast.ClassDef) and n.name == "PolicyLoss")]
     for n in keep:
-        n.decorator_list = []  # compiled below with the measuring backend
+        if isinstance(n, ast.FunctionDef):
+            n.decorator_list = []
     exec(compile(ast.Module(body=keep, type_ignores=[]), "openrlhf", "exec"), scope)
-    torch._dynamo.reset()
-    entropy = torch.compile(scope["compute_entropy"], backend="aot_eager_decomp_partition",
-                            dynamic=dynamic)
-    torch.manual_seed(0)
-    raw = torch.randn(B, S, V, dtype=torch.bfloat16, requires_grad=True)  # the model's logits
-    logits = raw.to(torch.float32)  # actor.py l.267
-    action_mask = torch.zeros(B, A, dtype=torch.long)
-    action_mask[:, A - 16:] = 1
-    anyway = {x.untyped_storage().data_ptr() for x in (raw, logits, action_mask)}
+    return scope
+
+
+def unpacked(step):
+    """Runs step() under saved-tensor hooks: what its backward unpacks, the first tensor seen of
+    each storage, by storage address, in the order unpacked."""
     kept, used = [], set()
 
     def pack(x):
@@ -89,17 +72,37 @@ def entropy_saved(root, dynamic):
         return kept[i]
 
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        step()
+    seen = {}
+    for i in sorted(used):
+        seen.setdefault(kept[i].untyped_storage().data_ptr(), kept[i])
+    return seen
+
+
+def entry(t):
+    return {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+            "storage_bytes": t.untyped_storage().nbytes()}
+
+
+def entropy_saved(scope, dynamic):
+    """The storages the entropy bonus keeps for backward, beyond the logits and the mask."""
+    torch._dynamo.reset()
+    entropy = torch.compile(scope["compute_entropy"], backend="aot_eager_decomp_partition",
+                            dynamic=dynamic)
+    torch.manual_seed(0)
+    raw = torch.randn(B, S, V, dtype=torch.bfloat16, requires_grad=True)  # the model's logits
+    logits = raw.to(torch.float32)  # actor.py l.267
+    action_mask = torch.zeros(B, A, dtype=torch.long)
+    action_mask[:, A - 16:] = 1
+    anyway = {x.untyped_storage().data_ptr() for x in (raw, logits, action_mask)}
+
+    def step():
         ent = entropy(logits)[:, :-1]  # actor.py l.274
         bonus = scope["aggregate_loss"](ent[:, -A:], action_mask, dp_size=1,
                                         batch_num_tokens=float(action_mask.sum()))
         (-bonus * 0.01).backward()  # ppo_actor.py l.352: loss -= entropy_loss * entropy_coef
-    seen = {}
-    for i in sorted(used):
-        x = kept[i]
-        p = x.untyped_storage().data_ptr()
-        if p not in anyway:
-            seen.setdefault(p, entry(x))
-    return list(seen.values())
+
+    return [entry(x) for p, x in unpacked(step).items() if p not in anyway]
 
 
 def main():
@@ -113,35 +116,23 @@ def main():
     advantages = torch.randn(B, A)
     anyway = {x.untyped_storage().data_ptr() for x in (leaf, log_probs, action_mask, old, advantages)}
     loss_fn = scope["PolicyLoss"]()
-    kept, used = [], set()
 
-    def pack(x):
-        kept.append(x)
-        return len(kept) - 1
-
-    def unpack(i):
-        used.add(i)
-        return kept[i]
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+    def step():
         lp = log_probs[:, :-1]
         action_log_probs = lp[:, -action_mask.shape[1]:] * action_mask.float()
         loss, clip_ratio, ppo_kl, _ = loss_fn(action_log_probs, old, advantages,
                                               action_mask=action_mask, dp_size=1,
                                               batch_num_tokens=float(action_mask.sum()))
         loss.backward()
-    seen = {}
-    for i in sorted(used):
-        x = kept[i]
-        p = x.untyped_storage().data_ptr()
-        seen.setdefault(p, dict(entry(x), lives_anyway=p in anyway))
+
+    saved = [dict(entry(x), lives_anyway=p in anyway) for p, x in unpacked(step).items()]
     json.dump({"torch": torch.__version__, "B": B, "S": S, "A": A,
                "source": "OpenRLHF/OpenRLHF 3c3be62 openrlhf/models/loss.py PolicyLoss, "
                          "aggregate_loss; openrlhf/models/actor.py l.290, l.294",
-               "saved": list(seen.values()),
+               "saved": saved,
                "entropy": {"V": V, "backend": "aot_eager_decomp_partition",
-                           "static": entropy_saved(sys.argv[1], False),
-                           "dynamic": entropy_saved(sys.argv[1], True)}},
+                           "static": entropy_saved(scope, False),
+                           "dynamic": entropy_saved(scope, True)}},
               sys.stdout, indent=1)
     sys.stdout.write("\n")
 
