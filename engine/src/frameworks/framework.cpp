@@ -270,7 +270,8 @@ void deepspeed_defaults(const TrainConfig& c, const std::function<bool(const cha
 
 // verl at b178a3c (2026-01-29): the FSDP actor of its PPO/GRPO trainer (strategy fsdp, the
 // defaults of verl/trainer/config/_generated_ppo_trainer.yaml).
-void verl_defaults(std::vector<FrameworkDefault>& d) {
+void verl_defaults(const TrainConfig& c, const std::function<bool(const char*)>& given,
+                   std::vector<FrameworkDefault>& d) {
   const char* mp =
       "verl b178a3c fsdp_workers.py l.324-326 (model_dtype fp32: the actor is built in fp32) and "
       "l.493-503 (MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)): fp32 shards computed "
@@ -294,6 +295,14 @@ void verl_defaults(std::vector<FrameworkDefault>& d) {
   d.push_back({"recompute", "\"full\"",
                "verl b178a3c model/hf_model.yaml: enable_gradient_checkpointing True (every "
                "decoder layer checkpointed)"});
+  // LoRA (actor_rollout_ref.model.lora_rank > 0): peft's "all-linear", every linear of the
+  // decoder layers (a gated MLP's three), lm_head excluded.
+  if (c.lora.on() && !given("lora_targets"))
+    d.push_back({"lora_targets",
+                 "[\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\", \"gate_proj\", "
+                 "\"up_proj\", \"down_proj\"]",
+                 "verl b178a3c _generated_ppo_trainer.yaml l.309: target_modules all-linear "
+                 "(fsdp_workers.py l.463-471: peft LoraConfig, bias none)"});
 }
 
 void hf_trainer_defaults(const TrainConfig& c, const std::function<bool(const char*)>& given,
@@ -361,7 +370,7 @@ std::vector<FrameworkDefault> framework_defaults(const TrainConfig& c,
       hf_trainer_defaults(c, given, d);
       break;
     case Framework::kVerl:
-      verl_defaults(d);
+      verl_defaults(c, given, d);
       break;
   }
   return d;

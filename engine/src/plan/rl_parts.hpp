@@ -64,9 +64,21 @@ std::uint64_t largest_param(const ModelSpec& m);
 // activation peak (given, or estimated from max_num_batched_tokens and max_num_seqs), and the KV
 // cache in blocks for max_model_len; written into a (vllm_*, kv_*, max_model_len,
 // max_num_seqs).
+// With a.vllm_max_lora_rank set (verl's LoRA), vLLM's LoRA slots come out of the budget too.
 std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
                                std::uint64_t max_num_seqs, std::uint64_t max_model_len, RlAnswer& a,
                                Checked& ck);
+
+// vLLM's max_lora_rank for adapters of rank r (verl b178a3c vllm_rollout/utils.py
+// get_vllm_max_lora_rank: the smallest of vLLM's MaxLoRARanks 1, 8, 16, 32, 64, 128, 256, 320,
+// 512 not below r); 0 past 512, which verl refuses.
+std::uint64_t vllm_max_lora_rank(std::uint64_t r);
+
+// vLLM's LoRA slots on one GPU for max_loras 1 of rank r at tensor parallelism tp (bf16): each
+// decoder layer's qkv_proj, o_proj, gate_up_proj and down_proj, lora_a [r, in] and lora_b
+// [out, r] per slice as vLLM's base_linear.py create_lora_weights makes them (column-parallel:
+// lora_a whole, lora_b split by tp; row-parallel: lora_a split, lora_b whole).
+Bytes vllm_lora_slots(const ModelSpec& m, std::uint64_t r, std::uint64_t tp, Checked& ck);
 
 // The rollout's weights on one GPU under tensor parallelism tp, in bf16 (an error names
 // rl.rollout.tp and the engine), and its KV cache's bytes per token, every layer's (kv heads split

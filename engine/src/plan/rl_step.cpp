@@ -47,6 +47,50 @@ constexpr const char* kSglangSync =
     "the bucket sent last stays referenced (the async for's variable) while the next fills, and "
     "a parameter stays referenced while the next is gathered";
 
+constexpr const char* kVerlLora =
+    "verl b178a3c fsdp_workers.py rollout_mode l.677-755 and utils/fsdp_utils.py "
+    "collect_lora_params l.611-666: FSDP.summon_full_params(writeback=False) gathers every FSDP "
+    "unit whole in full precision (fp32) for peft's state dict of the adapters; at vLLM's sleep "
+    "level 2 a second summon copies the base model to the host (model.to('cpu')) and back "
+    "(model.to(device)) inside it";
+constexpr const char* kVerlLayered =
+    "verl b178a3c utils/fsdp_utils.py layered_summon_lora_params l.569-608: one decoder layer's "
+    "FSDP unit summoned whole (fp32) at a time; vllm_rollout.py l.91-95: vLLM then sleeps at "
+    "level 1, keeping the base weights, so only the adapters are sent";
+constexpr const char* kVllmLora =
+    "verl b178a3c vllm_async_server.py l.342-358 (enable_lora, max_loras 1, max_lora_rank); "
+    "vLLM's lora/layers create_lora_weights: lora_a and lora_b per slice of qkv_proj, o_proj, "
+    "gate_up_proj and down_proj, in the model's dtype, made at load inside the budget";
+
+// LoRA in verl (docs/advance/ppo_lora.rst at b178a3c: FSDP backends with vLLM only): the
+// reference is the actor with its adapters off (ray_trainer.py l.298-302, ref_in_actor), so no
+// reference worker's offload applies; verl builds the actor in fp32, so peft's adapters are fp32.
+std::optional<Error> check_lora(const TrainConfig& c, const RlSpec& rl) {
+  if (!c.lora.on()) return std::nullopt;
+  if (rl.rollout.engine != "vllm")
+    return rl_error("config.lora_rank",
+                    "LoRA in verl's step is supported with vLLM only (verl b178a3c "
+                    "docs/advance/ppo_lora.rst); rl.rollout.engine is " +
+                        rl.rollout.engine);
+  if (c.lora.qlora)
+    return rl_error("config.qlora",
+                    "verl loads the actor unquantized (fsdp_workers.py: "
+                    "AutoModelForCausalLM in model_dtype); QLoRA is not verl's");
+  if (c.lora.dtype != DType::kFp32)
+    return rl_error("config.lora_dtype",
+                    "verl builds the actor in fp32 (model_dtype) before peft adds the adapters, "
+                    "which take the base layer's dtype; allowed: fp32");
+  if (detail::vllm_max_lora_rank(c.lora.rank) == 0)
+    return rl_error("config.lora_rank", std::to_string(c.lora.rank) +
+                                            " is above vLLM's largest max_lora_rank 512 "
+                                            "(verl's get_vllm_max_lora_rank raises)");
+  if (rl.ref_param_offload)
+    return rl_error("rl.ref_param_offload",
+                    "with LoRA verl has no reference worker: the reference is the actor with its "
+                    "adapters disabled (ray_trainer.py l.298-302)");
+  return std::nullopt;
+}
+
 std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl) {
   if (rl.algorithm != "grpo" && rl.algorithm != "ppo")
     return rl_error("rl.algorithm", "'" + rl.algorithm + "'; allowed with verl: grpo, ppo");
@@ -62,11 +106,7 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
     return rl_error("config.loss", "'" + loss_name(c.loss) +
                                        "' is OpenRLHF's loss; verl's actor computes logprob or "
                                        "logprob_torch (or give rl.framework openrlhf)");
-  if (c.lora.on())
-    return rl_error("config.lora_rank",
-                    "LoRA in verl's RL step (actor_rollout_ref.model.lora_rank: the reference as "
-                    "the actor with its adapters off, vLLM serving the adapters) is not modelled; "
-                    "allowed with rl.framework trl");
+  if (auto err = check_lora(c, rl)) return err;
   if (auto err = detail::check_full_attention(m)) return err;
   const RlRollout& r = rl.rollout;
   // verl passes SGLang no block size and no context length: only the fraction and the split.
@@ -91,8 +131,12 @@ class RlBuilder : public detail::RlLines {
   void critic_lines(RlPhase& p);
   void vllm(RlPhase& p, bool awake, bool weights_only);
   void sync_lines(RlPhase& p);
+  RlPhase lora_collect();
   Bytes held_at_start();
   bool sglang() const { return rl_.rollout.engine == "sglang"; }
+  bool lora() const { return s_.config.lora.on(); }
+  // A reference model of its own: with LoRA the actor with its adapters off is the reference.
+  bool reference_model() const { return rl_.reference && !lora(); }
   Bytes forward_peak(std::uint64_t b, bool entropy, bool value_head = false) const;
 
   const ModelSpec& m_;
@@ -129,7 +173,7 @@ void RlBuilder::actor_lines(RlPhase& p, bool params, bool optimizer) {
 
 // The reference model's shard (fp32 like the actor's) unless offloaded.
 void RlBuilder::reference_line(RlPhase& p) {
-  if (rl_.reference && !rl_.ref_param_offload)
+  if (reference_model() && !rl_.ref_param_offload)
     line(p, "trainer", "reference parameters (FSDP shard)", s_.ranks[0].stat.params_bytes, "code",
          "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
 }
@@ -172,6 +216,15 @@ void RlBuilder::vllm(RlPhase& p, bool awake, bool weights_only) {
 void RlBuilder::sync_lines(RlPhase& p) {
   const Bytes largest = detail::largest_param(m_);
   const RlRollout& r = rl_.rollout;
+  if (lora()) {
+    // collect_lora_params returns host tensors (.cpu()); update_weights casts them there and
+    // copies them into the bucket.
+    line(p, "trainer",
+         r.layered_summon ? "bucket buffer (the adapters, from the host)"
+                          : "bucket buffer (the adapters and the base model, from the host)",
+         r.bucket_bytes, "code", r.layered_summon ? kVerlLayered : kVerlLora);
+    return;
+  }
   if (!sglang()) {
     line(p, "trainer", "bucket buffer", r.bucket_bytes, "code", kVerlSync);
     line(p, "trainer", "the largest parameter gathered whole (fp32) and cast (bf16)",
@@ -183,6 +236,43 @@ void RlBuilder::sync_lines(RlPhase& p) {
        ck_.mul(std::max(r.bucket_bytes, whole), 2, "rl"), "code", kSglangSync);
   line(p, "trainer", "two parameters gathered whole (fp32)", ck_.mul(whole, 2, "rl"), "code",
        kSglangSync);
+}
+
+// LoRA's collection before the sync (rollout_mode): the actor loaded, vLLM asleep, and the
+// summoned parameters in fp32: every FSDP unit (twice over at sleep level 2, the base model's
+// copies made back on the GPU inside the summon) or, with layered_summon, the largest decoder
+// layer's.
+RlPhase RlBuilder::lora_collect() {
+  RlPhase p = rl_phase("lora_collect",
+                       "LoRA collection (FSDP parameters summoned whole, vLLM "
+                       "asleep)");
+  trainer_base(p, true, !rl_.optimizer_offload);
+  const auto& recs = s_.param_records;
+  Checked& ck = ck_;
+  auto elems = [&](const std::vector<ParamRecord>& v) {
+    std::uint64_t n = 0;
+    for (const ParamRecord& r : v)
+      n = ck.add(n, ck.mul(ck.mul(r.rows, r.cols, "rl"), r.copies, "rl"), "rl");
+    return n;
+  };
+  if (rl_.rollout.layered_summon) {
+    std::uint64_t layer = 0;
+    for (const auto& k : recs.kinds) layer = std::max(layer, elems(k));
+    line(p, "trainer", "the largest decoder layer summoned whole (fp32, layered_summon)",
+         ck.mul(layer, 4, "rl"), "code", kVerlLayered);
+  } else {
+    std::uint64_t all = ck.add(elems(recs.embed), elems(recs.head), "rl");
+    for (std::size_t i = 0; i < recs.kinds.size(); ++i)
+      all = ck.add(all, ck.mul(elems(recs.kinds[i]), s_.kinds[i].layers, "rl"), "rl");
+    line(p, "trainer", "every FSDP unit summoned whole (fp32)", ck.mul(all, 4, "rl"), "code",
+         kVerlLora);
+    line(p, "trainer",
+         "the base model copied back to the GPU inside the summon (fp32, sleep level "
+         "2)",
+         ck.mul(all, 4, "rl"), "code", kVerlLora);
+  }
+  vllm(p, !rl_.rollout.free_cache_engine, false);
+  return p;
 }
 
 // A forward without grad over b sequences (the log-probabilities): the largest layer gathered
@@ -209,6 +299,7 @@ std::optional<Error> RlBuilder::prepare() {
   if (r.context_bytes) vllm_context_ = r.context_bytes;
   const Bytes held = held_at_start();
   a_.free_at_start = a_.capacity > held ? a_.capacity - held : 0;
+  if (lora()) a_.vllm_max_lora_rank = detail::vllm_max_lora_rank(c.lora.rank);
   if (sglang()) {
     if (auto err = detail::size_sglang(m_, c.seq, r, a_, ck_)) return err;
   } else if (auto err = detail::size_vllm(m_, c.seq, r, r.max_num_seqs,
@@ -237,7 +328,8 @@ void RlBuilder::phases() {
                                                     "parameters sent in buckets)"
                                                   : "weight sync (vLLM weights resumed, "
                                                     "parameters sent in buckets)");
-  trainer_base(sync, true, opt);
+  // With LoRA the actor is offloaded again once its parameters are on the host.
+  trainer_base(sync, !lora() || params, opt);
   sync_lines(sync);
   vllm(sync, asleep_awake, !asleep_awake);
   RlPhase gen = rl_phase("generate", sglang() ? "generation (SGLang awake: weights and KV pool)"
@@ -255,11 +347,15 @@ void RlBuilder::phases() {
        forward_peak(lb, true), "estimate", kVerlWorker);
   vllm(old, asleep_awake, false);
   a_.phases = {sync, gen, old};
+  if (lora()) a_.phases.insert(a_.phases.begin(), lora_collect());
   if (rl_.reference) {
-    RlPhase ref =
-        rl_phase("ref_log_prob", "reference log-probabilities (reference forward, no grad)");
-    trainer_base(ref, params, opt);
-    if (rl_.ref_param_offload)
+    RlPhase ref = rl_phase("ref_log_prob",
+                           lora() ? "reference log-probabilities (the actor with its adapters "
+                                    "disabled, no grad)"
+                                  : "reference log-probabilities (reference forward, no grad)");
+    // The actor's forward with its adapters off loads the actor as compute_log_prob does.
+    trainer_base(ref, params || lora(), opt);
+    if (reference_model() && rl_.ref_param_offload)
       line(ref, "trainer", "reference parameters (loaded for its forward)", st.params_bytes, "code",
            "verl ref.fsdp_config.param_offload");
     line(ref, "trainer", "forward without grad (" + std::to_string(lb) + " sequences)",
@@ -304,7 +400,7 @@ Bytes RlBuilder::held_at_start() {
   const StaticMemory& st = s_.ranks[0].stat;
   Bytes held = ck_.add(trainer_fixed_, vllm_context_, "rl");
   if (!rl_.param_offload) held = ck_.add(held, st.params_bytes, "rl");
-  if (rl_.reference && !rl_.ref_param_offload) held = ck_.add(held, st.params_bytes, "rl");
+  if (reference_model() && !rl_.ref_param_offload) held = ck_.add(held, st.params_bytes, "rl");
   return held;
 }
 
@@ -324,6 +420,22 @@ void notes(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl, RlAnswer*
     return;
   }
   detail::vllm_notes(r, *a);
+  if (c.lora.on()) {
+    a->notes.push_back(
+        "LoRA: the reference log-probabilities come from the actor with its adapters disabled "
+        "(verl ray_trainer.py l.298-302: no reference model); vLLM holds " +
+        std::to_string(a->vllm_lora_slots) + " B of LoRA slots (max_lora_rank " +
+        std::to_string(a->vllm_max_lora_rank) + ") inside its budget, before the KV cache");
+    for (const RlLine& l : a->phases.front().lines)
+      if (l.what.rfind("every FSDP unit", 0) == 0)
+        a->notes.push_back(
+            "LoRA at vLLM's sleep level 2: each GPU's trainer also copies the whole fp32 model to "
+            "host memory at every weight sync (" +
+            std::to_string(l.bytes) +
+            " B of host RAM per GPU, collect_lora_params' model.to('cpu')); "
+            "rl.rollout.layered_summon=true summons one layer at a time and sends only the "
+            "adapters");
+  }
   const Bytes largest = detail::largest_param(m) * 2;
   if (largest > r.bucket_bytes)
     a->notes.push_back("the largest parameter (" + std::to_string(largest) +
@@ -347,6 +459,7 @@ Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const G
   if (rl.algorithm == "ppo") {
     TrainConfig cc = s.value().config;
     cc.loss = Loss{LossImpl::kValue, 1, Entropy::kNone};
+    cc.lora = Lora{};  // critic.model.lora_rank 0 (verl's default): the critic trains whole
     auto cs = make_setup(m, cc);
     if (!cs.ok()) return cs.error();
     critic = std::move(cs.value());
@@ -426,7 +539,11 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
       });
     return out;
   }
-  if (rl.reference && !rl.ref_param_offload)
+  // verl's LoRA: the adapters gathered one layer at a time (ppo_lora.rst recommends it for
+  // large models or GPUs under 48 GB).
+  if (a.vllm_max_lora_rank > 0 && !rl.rollout.layered_summon)
+    add("rl.rollout.layered_summon=true", [](RlSpec& s) { s.rollout.layered_summon = true; });
+  if (rl.reference && !rl.ref_param_offload && a.vllm_max_lora_rank == 0)
     add("rl.ref_param_offload=true", [](RlSpec& s) { s.ref_param_offload = true; });
   if (!rl.optimizer_offload)
     add("rl.optimizer_offload=true", [](RlSpec& s) { s.optimizer_offload = true; });

@@ -115,7 +115,9 @@ std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRo
     a.vllm_profile_peak = ck.add(ck.mul(ck.mul(tokens, widest_layer_width(m, r.tp), "rl"), 2, "rl"),
                                  ck.mul(ck.mul(reqs, m.vocab, "rl"), 8, "rl"), "rl");
   }
-  const Bytes non_kv = ck.add(a.vllm_weights, a.vllm_profile_peak, "rl");
+  if (a.vllm_max_lora_rank) a.vllm_lora_slots = vllm_lora_slots(m, a.vllm_max_lora_rank, r.tp, ck);
+  const Bytes non_kv =
+      ck.add(ck.add(a.vllm_weights, a.vllm_lora_slots, "rl"), a.vllm_profile_peak, "rl");
   const Bytes page = ck.mul(r.block_size, a.kv_bytes_per_token, "rl");
   if (a.vllm_requested > non_kv && page > 0) {
     a.kv_blocks = (a.vllm_requested - non_kv) / page;
@@ -124,6 +126,28 @@ std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRo
     a.kv_concurrency = static_cast<double>(a.kv_tokens) / static_cast<double>(a.max_model_len);
   }
   return std::nullopt;
+}
+
+std::uint64_t vllm_max_lora_rank(std::uint64_t r) {
+  for (std::uint64_t v : {1, 8, 16, 32, 64, 128, 256, 320, 512})
+    if (r <= v) return v;
+  return 0;
+}
+
+Bytes vllm_lora_slots(const ModelSpec& m, std::uint64_t r, std::uint64_t tp, Checked& ck) {
+  Bytes elems = 0;
+  for (std::uint64_t l = 0; l < m.layers; ++l) {
+    const LayerKind& k = m.kind_of(l);
+    const std::uint64_t h = m.hidden, d = k.head_dim, f = k.ffn_hidden;
+    const std::uint64_t q = k.heads * d / tp, kv = std::max<std::uint64_t>(1, k.kv_heads / tp) * d;
+    // qkv_proj: three slices of lora_a [r, h], lora_b [q, r], [kv, r], [kv, r]; o_proj:
+    // [r, a d / tp] and [h, r]; gate_up_proj: two of [r, h] and [f / tp, r]; down_proj:
+    // [r, f / tp] and [h, r].
+    const std::uint64_t in = 3 * h + q + 2 * h + f / tp;
+    const std::uint64_t out = (q + 2 * kv) + h + 2 * (f / tp) + h;
+    elems = ck.add(elems, ck.mul(r, ck.add(in, out, "rl"), "rl"), "rl");
+  }
+  return ck.mul(elems, 2, "rl");
 }
 
 void vllm_notes(const RlRollout& r, RlAnswer& a) {

@@ -30,8 +30,9 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
                                       "cudagraph_bytes",
                                       "bucket_bytes",
                                       "context_bytes",
-                                      "profile_peak_bytes"};
-  ACTMEM_TRY(check_keys(r, "rl.rollout", kKeys, 14));
+                                      "profile_peak_bytes",
+                                      "layered_summon"};
+  ACTMEM_TRY(check_keys(r, "rl.rollout", kKeys, 15));
   struct Choice {
     const char* key;
     std::string* dst;
@@ -90,6 +91,8 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
         read_bool(r["free_cache_engine"], "rl.rollout.free_cache_engine", &out->free_cache_engine));
   if (r.contains("enforce_eager"))
     ACTMEM_TRY(read_bool(r["enforce_eager"], "rl.rollout.enforce_eager", &out->enforce_eager));
+  if (r.contains("layered_summon"))
+    ACTMEM_TRY(read_bool(r["layered_summon"], "rl.rollout.layered_summon", &out->layered_summon));
   return std::nullopt;
 }
 
@@ -121,6 +124,10 @@ std::optional<Error> refuse_for_openrlhf(const json& rl) {
   if (r.is_object() && r.contains("engine") && r["engine"] != "vllm")
     return make_error("invalid_value", "rl.rollout.engine",
                       "rl.rollout.engine: OpenRLHF generates with vLLM");
+  if (r.is_object() && r.contains("layered_summon"))
+    return make_error("invalid_value", "rl.rollout.layered_summon",
+                      "rl.rollout.layered_summon: verl's setting (its FSDP LoRA sync); give "
+                      "rl.framework verl");
   if (r.is_object() && r.contains("mode") && r["mode"] != "colocate")
     return make_error("invalid_value", "rl.rollout.mode",
                       "rl.rollout.mode: OpenRLHF's separate GPU pools (no --train.colocate_all) "
@@ -157,7 +164,8 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
          "steps_per_generation, grpo_trainer.py l.1091-1093)"},
         {"max_num_batched_tokens", "TRL fixes it at 4096 (vllm_generation.py l.363)"},
         {"bucket_bytes", "TRL loads the parameters into vLLM one by one (no bucket)"},
-        {"context_bytes", "TRL's colocated vLLM shares the training process's CUDA context"}};
+        {"context_bytes", "TRL's colocated vLLM shares the training process's CUDA context"},
+        {"layered_summon", "verl's setting (its FSDP LoRA sync); TRL merges the adapters"}};
     for (const auto& [k, why] : kFixed)
       if (r.is_object() && r.contains(k))
         return make_error("invalid_value", std::string("rl.rollout.") + k,
@@ -178,7 +186,8 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
                           "': verl's hybrid engine generates with vLLM or SGLang (transformers' "
                           "generate is TRL's: give rl.framework trl)");
   if (s.rollout.engine == "sglang")
-    for (const char* k : {"block_size", "max_num_batched_tokens", "max_model_len"})
+    for (const char* k :
+         {"block_size", "max_num_batched_tokens", "max_model_len", "layered_summon"})
       if (r.contains(k))
         return make_error("invalid_value", std::string("rl.rollout.") + k,
                           std::string("rl.rollout.") + k +

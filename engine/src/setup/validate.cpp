@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "actmem/config/sharding.hpp"
 #include "actmem/core/limits.hpp"
 #include "actmem/setup/setup.hpp"
 
@@ -423,10 +424,15 @@ std::optional<Error> validate_lora(const ModelSpec& m, const TrainConfig& c) {
                "on PyTorch modules); profile is " +
                    std::string(profile_name(c.profile)));
   if (p.tp > 1) return bad("config.lora_rank", "LoRA is modelled with tp = 1");
-  if (p.zero == 3)
+  // ZeRO-3 as FSDP1 and DeepSpeed run it: each layer gathered for its forward and again for its
+  // backward, frozen and adapter weights alike, gradients only for the adapters. FSDP2's
+  // per-group buffers and a stage kept gathered count every weight's gradient, not the
+  // adapters' alone (not modelled).
+  if (p.zero == 3 && (fsdp2_buffers(c) || gathers_resident(c)))
     return bad("config.lora_rank",
-               "LoRA is modelled with zero 0-2 (ZeRO-3 would shard the "
-               "frozen and the adapter weights together)");
+               "LoRA under ZeRO-3 is modelled with each layer gathered and freed per pass "
+               "(FSDP1, DeepSpeed); FSDP2's buffers (torchtitan), reshard_after_forward false "
+               "and accumulate_unsharded are not");
   if (c.optimizer_offload)
     return bad("config.lora_rank", "LoRA with optimizer_offload is not modelled");
   if (is_split_backward(effective_schedule(c)))

@@ -38,6 +38,9 @@ struct RlRollout {
   Bytes bucket_bytes = Bytes{2048} << 20;  // checkpoint_engine.update_weights_bucket_megabytes
   Bytes context_bytes = 0;                 // the vLLM process's CUDA context; 0: the GPU's
   Bytes profile_peak_bytes = 0;            // vLLM's profiled activation peak; 0: estimated
+  // verl's rollout.layered_summon (default false): with LoRA, the adapters are gathered one
+  // decoder layer at a time, and vLLM sleeps at level 1 (vllm_rollout.py l.91-95).
+  bool layered_summon = false;
 };
 
 struct RlSpec {
@@ -124,6 +127,10 @@ struct RlAnswer {
   // is kv_tokens + 1 rows of kv_bytes_per_token, vllm_requested all it holds awake, and
   // vllm_profile_peak generation's activations outside mem_fraction_static.
   Bytes sglang_maps = 0;
+  // verl with LoRA: vLLM's LoRA slots (enable_lora, max_loras 1, max_lora_rank the adapters'
+  // rank rounded up to vLLM's allowed ranks), inside its budget, before the KV cache.
+  Bytes vllm_lora_slots = 0;
+  std::uint64_t vllm_max_lora_rank = 0;
   bool context_known = true;  // SGLang: the model gives its context length (max_positions)
   std::uint64_t kv_concurrency_seq = 0;  // SGLang: the sequence its concurrency counts (seq)
   std::uint64_t kv_blocks = 0, kv_tokens = 0, max_model_len = 0;
