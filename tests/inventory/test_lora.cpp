@@ -122,8 +122,12 @@ TEST_CASE("LoRA refusals name the field") {
   CHECK(err(with({{"lora_targets", {"q_proj"}}})) == "config.lora_rank");
   CHECK(err(with({{"lora_rank", 8}})) == "config.lora_targets");
   CHECK(err({{"lora_rank", 8}, {"lora_targets", {"q_proj"}}}) == "config.lora_rank");  // megatron
-  CHECK(err(with({{"lora_rank", 8}, {"lora_targets", {"q_proj"}}, {"zero", 3}, {"dp", 2}})) ==
-        "config.lora_rank");
+  // ZeRO-3 with a stage kept gathered would count every weight's gradient (FSDP residency).
+  CHECK(err(with({{"lora_rank", 8},
+                  {"lora_targets", {"q_proj"}},
+                  {"zero", 3},
+                  {"dp", 2},
+                  {"reshard_after_forward", false}})) == "config.lora_rank");
   CHECK(err(with({{"lora_rank", 8}, {"lora_targets", {"fc1"}}})) == "config.lora_targets");
   CHECK(err(with({{"lora_rank", 8}, {"lora_targets", {"qkv"}}})) == "config.lora_targets[0]");
   CHECK(err(with({{"lora_rank", 8}, {"lora_targets", {"q_proj", "q_proj"}}})) ==
