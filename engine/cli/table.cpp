@@ -445,9 +445,13 @@ std::string render_rl(const json& r) {
       << (v["starts"].get<bool>() ? "starts" : "does NOT start") << "\n";
   else if (v.value("on_these_gpus", true))
     o << "vLLM: budget " << human(static_cast<double>(u(v["requested_bytes"]))) << ", weights "
-      << human(static_cast<double>(u(v["weights_bytes"]))) << ", KV cache "
-      << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = " << commas(u(v["kv_blocks"]))
-      << " blocks, " << commas(u(v["kv_tokens"])) << " tokens ("
+      << human(static_cast<double>(u(v["weights_bytes"])))
+      << (v.contains("lora_slots_bytes")
+              ? ", LoRA slots " + human(static_cast<double>(u(v["lora_slots_bytes"]))) +
+                    " (max_lora_rank " + std::to_string(u(v["max_lora_rank"])) + ")"
+              : std::string())
+      << ", KV cache " << human(static_cast<double>(u(v["kv_cache_bytes"]))) << " = "
+      << commas(u(v["kv_blocks"])) << " blocks, " << commas(u(v["kv_tokens"])) << " tokens ("
       << commas(u(v["kv_bytes_per_token"])) << " B per token); "
       << (v["starts"].get<bool>() ? "starts" : "does NOT start") << "\n";
   for (const json& x : r.value("rollout_options", json::array()))

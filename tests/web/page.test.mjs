@@ -630,7 +630,24 @@ test('RL step: verl\'s GRPO beside a vLLM rollout, phase by phase, the CLI\'s an
     '--rl', 'rollout.tp=2', '--rl', 'rollout.gpu_memory_utilization=0.5', '--rl', 'rollout.free_cache_engine=true', '--rl', 'rollout.engine=sglang', '--json'], { encoding: 'utf8' }));
   assert.deepEqual(sg, sgFlags);
   assert.match(await page.textContent('#rl-summary'), /SGLang: .* of KV pool = [0-9,]+ tokens/);
+  // verl runs LoRA with vLLM only: the field is off with SGLang, on again with vLLM.
+  assert.equal(await page.isDisabled('#rl-lora'), true);
   await page.selectOption('#rl-verl-engine', 'vllm');
+  assert.equal(await page.isDisabled('#rl-lora'), false);
+  // LoRA in verl's step, the adapters gathered one layer at a time: the CLI's answer, and the
+  // collection before the sync as its own phase.
+  await page.fill('#rl-lora', '32');
+  await page.check('#rl-layered');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-table tr[data-phase="lora_collect"]', { timeout: 60000 });
+  const lo = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  const loFlags = JSON.parse(execFileSync(cli, ['rl', '--preset', 'qwen2.5-7b', '--gpu', 'h100-80gb', '--seq', '4096', '--micro-batch', '4', '--dp', '8',
+    '--response-len', '3072', '--lora-rank', '32', '--rl', 'algorithm=grpo', '--rl', 'reference=true', '--rl', 'param_offload=false', '--rl', 'optimizer_offload=false',
+    '--rl', 'rollout.tp=2', '--rl', 'rollout.gpu_memory_utilization=0.5', '--rl', 'rollout.free_cache_engine=true', '--rl', 'rollout.layered_summon=true', '--json'], { encoding: 'utf8' }));
+  assert.deepEqual(lo, loFlags);
+  assert.equal(lo.vllm.max_lora_rank, 32);
+  await page.fill('#rl-lora', '');
+  await page.uncheck('#rl-layered');
   // A utilization outside (0, 1]: the engine's message beside the field, no table.
   await page.fill('#rl-util', '1.5');
   await page.click('#rl-run');

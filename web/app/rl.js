@@ -13,11 +13,13 @@ function rlRequest() {
   if ($('rl-response').value.trim() !== '' && $('rl-framework').value !== 'openrlhf') config.response_len = typed($('rl-response').value);
   if (trl && $('rl-trainer').value === 'zero3') Object.assign(config, { framework: 'deepspeed', zero: 3 });
   if (trl && $('rl-trainer').value === 'ddp') Object.assign(config, { framework: 'hf-trainer', param_dtype: 'bf16' });
-  // TRL's peft_config: the rank here, the targets the form's or peft's default for Llama and Qwen
-  // models (q_proj, v_proj).
-  if (trl && !$('rl-lora').disabled && $('rl-lora').value.trim() !== '') {
+  // LoRA: the rank here; TRL's targets the form's or peft's default for Llama and Qwen models
+  // (q_proj, v_proj), verl's the form's or its own all-linear default (the engine fills it).
+  const verl = $('rl-framework').value === 'verl';
+  if ((trl || verl) && !$('rl-lora').disabled && $('rl-lora').value.trim() !== '') {
     config.lora_rank = typed($('rl-lora').value);
-    config.lora_targets = form.config.lora_targets !== undefined ? form.config.lora_targets : ['q_proj', 'v_proj'];
+    if (form.config.lora_targets !== undefined) config.lora_targets = form.config.lora_targets;
+    else if (trl) config.lora_targets = ['q_proj', 'v_proj'];
   }
   const rollout = { tp: typed($('rl-tp').value), gpu_memory_utilization: typed($('rl-util').value), free_cache_engine: !$('rl-awake').checked };
   const rl = { algorithm: $('rl-algorithm').value, reference: $('rl-reference').checked };
@@ -32,6 +34,7 @@ function rlRequest() {
     rl.rollout = gen === 'transformers' ? { engine: 'transformers' } : Object.assign({ engine: 'vllm', mode: gen }, gen === 'colocate' ? rollout : {});
   } else {
     if ($('rl-verl-engine').value === 'sglang') rollout.engine = 'sglang';
+    else if ($('rl-layered').checked) rollout.layered_summon = true;
     Object.assign(rl, { param_offload: $('rl-param-offload').checked, optimizer_offload: $('rl-optimizer-offload').checked, rollout });
   }
   const req = { command: 'rl', config, rl };
@@ -44,7 +47,7 @@ function rlRequest() {
 // The vLLM settings apply only where vLLM runs on these GPUs.
 function rlControls(changed) {
   const fw = $('rl-framework').value;
-  for (const e of $('rl-panel').querySelectorAll('[data-rl-only]')) e.hidden = e.dataset.rlOnly !== fw;
+  for (const e of $('rl-panel').querySelectorAll('[data-rl-only]')) e.hidden = !e.dataset.rlOnly.split(' ').includes(fw);
   $('rl-response').placeholder = fw === 'trl' ? '512 (TRL)' : 'the sequence';
   $('rl-response').disabled = fw === 'openrlhf';
   $('rl-response').title = fw === 'openrlhf' ? 'OpenRLHF\'s loss runs over every position (its action mask)' : '';
@@ -70,11 +73,18 @@ function rlControls(changed) {
   $('rl-engine').title = dpo ? 'DPO generates nothing' : '';
   $('rl-reference').disabled = dpo;
   $('rl-reference').title = dpo ? 'DPO always loads its reference' : '';
-  // LoRA applies under DDP: the reason replaces the tooltip while the field is off.
-  const lora = $('rl-lora'), zero3 = $('rl-trainer').value === 'zero3';
+  // LoRA applies under TRL's DDP and with verl's vLLM rollout: the reason replaces the tooltip
+  // while the field is off.
+  const lora = $('rl-lora'), zero3 = fw === 'trl' && $('rl-trainer').value === 'zero3';
+  const sglang = fw === 'verl' && $('rl-verl-engine').value === 'sglang';
   if (lora.dataset.tip === undefined) lora.dataset.tip = lora.title;
-  lora.disabled = zero3;
-  lora.title = zero3 ? 'LoRA is modelled under DDP here (choose the DDP trainer): the engine\'s LoRA is not sharded by ZeRO-3' : lora.dataset.tip;
+  lora.disabled = zero3 || sglang;
+  lora.title = zero3 ? 'LoRA is modelled under DDP here (choose the DDP trainer): TRL\'s PEFT under ZeRO-3 is not modelled'
+    : sglang ? 'verl runs LoRA with vLLM only (docs/advance/ppo_lora.rst)' : lora.dataset.tip;
+  const layered = $('rl-layered').parentElement;
+  if (layered.dataset.tip === undefined) layered.dataset.tip = layered.title;
+  $('rl-layered').disabled = sglang;
+  layered.title = sglang ? 'Read with vLLM only (its sleep level and verl\'s LoRA sync)' : layered.dataset.tip;
 }
 
 function runRl() {
@@ -163,6 +173,7 @@ function wireRl() {
   $('rl-engine').addEventListener('change', () => rlControls(false));
   $('rl-algorithm').addEventListener('change', () => rlControls(false));
   $('rl-trainer').addEventListener('change', () => rlControls(false));
+  $('rl-verl-engine').addEventListener('change', () => rlControls(false));
   rlControls(false);
   for (const id of ['rl-gpus', 'rl-response', 'rl-lora', 'rl-tp', 'rl-util'])
     $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); runRl(); } });
