@@ -272,6 +272,31 @@ TEST_CASE(
   CHECK(u(e["device"]["total_bytes"]) < 2 * kParams + 2 * kParams);
 }
 
+TEST_CASE(
+    "rl trl with LoRA under DeepSpeed ZeRO-3: bf16 adapters (DeepSpeed's cast), the whole model "
+    "gathered at once for PEFT's merge (trl f2cd577 sync_weights l.459-486), by hand",
+    "[rl][trl][lora]") {
+  const json a = run(trl({{"reference", true}, {"rollout", vllm()}},
+                         {{"lora_rank", 16}, {"lora_targets", {"q_proj", "v_proj"}}}));
+  REQUIRE(a["ok"] == true);
+  bool cast = false;
+  for (const json& d : a["framework_defaults"])
+    cast = cast || (d["key"] == "lora_dtype" && d["value"] == "bf16");
+  CHECK(cast);
+  // Adapters A [16, h] and B [out, 16] on q (h) and v (512): 28 layers.
+  constexpr std::uint64_t adapters = kL * 16 * ((kH + kH) + (kH + kKv));
+  CHECK(adapters == 5'046'272);
+  const json& sync = rl_phase(a, "weight_sync");
+  // The bf16 shard of every weight; the adapters' fp32 master copy and AdamW's two states.
+  CHECK(rl_line(sync, "policy parameters") == 2 * (kParams + adapters) / 8);
+  CHECK(rl_line(sync, "optimizer states") == 12 * adapters / 8);
+  CHECK(rl_line(sync, "every parameter gathered at once") == 2 * (kParams + adapters));
+  CHECK(rl_line(sync, "the largest parameter gathered whole") == 0);
+  // peft's merge of q_proj (the larger target, [h, h]): two bf16 tensors.
+  CHECK(rl_line(sync, "LoRA's merge") == 2 * kH * kH * 2);
+  CHECK(rl_line(sync, "reference parameters") == 0);
+}
+
 TEST_CASE("rl trl: what TRL has no key for is refused by field", "[rl][trl]") {
   auto msg = [](const json& req) {
     const json r = actmem::evaluate_json(req);

@@ -731,17 +731,21 @@ test('RL step: TRL\'s GRPOTrainer (DeepSpeed ZeRO-3, vLLM colocated, then a vLLM
   await page.close();
 });
 
-test('RL step: TRL with LoRA (PEFT, DDP) is the CLI\'s answer, with no reference model and peft\'s merge before the sync; under ZeRO-3 the LoRA field is off with the reason; a rank of 0 is refused beside it', async () => {
+test('RL step: TRL with LoRA (PEFT, DDP) is the CLI\'s answer, with no reference model and peft\'s merge before the sync; under ZeRO-3 the whole model is gathered for the merge; a rank of 0 is refused beside it', async () => {
   const { page, errors } = await open('preset=qwen2.5-7b&gpu=h100-80gb&seq=1024&micro_batch=4');
   await page.selectOption('#rl-framework', 'trl');
   await page.selectOption('#rl-trainer', 'zero3');
-  assert.equal(await page.isDisabled('#rl-lora'), true);
-  assert.match(await page.getAttribute('#rl-lora', 'title'), /modelled under DDP/);
-  await page.selectOption('#rl-trainer', 'ddp');
   assert.equal(await page.isDisabled('#rl-lora'), false);
   assert.match(await page.getAttribute('#rl-lora', 'title'), /peft_config/);
   await page.fill('#rl-gpus', '8');
   await page.fill('#rl-lora', '16');
+  await page.selectOption('#rl-engine', 'colocate');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="ok"]', { timeout: 60000 });
+  const z3 = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  assert.deepEqual(z3, nativeRequest(JSON.parse(await page.getAttribute('#rl-panel', 'data-request'))));
+  assert.ok(z3.phases.find((p) => p.id === 'weight_sync').lines.some((l) => l.what.startsWith('every parameter gathered at once')));
+  await page.selectOption('#rl-trainer', 'ddp');
   await page.check('#rl-reference');
   await page.selectOption('#rl-engine', 'colocate');
   await page.click('#rl-run');

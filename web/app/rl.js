@@ -73,14 +73,13 @@ function rlControls(changed) {
   $('rl-engine').title = dpo ? 'DPO generates nothing' : '';
   $('rl-reference').disabled = dpo;
   $('rl-reference').title = dpo ? 'DPO always loads its reference' : '';
-  // LoRA applies under TRL's DDP and with verl's vLLM rollout: the reason replaces the tooltip
-  // while the field is off.
-  const lora = $('rl-lora'), zero3 = fw === 'trl' && $('rl-trainer').value === 'zero3';
+  // LoRA applies with verl's vLLM rollout only: the reason replaces the tooltip while the field
+  // is off.
+  const lora = $('rl-lora');
   const sglang = fw === 'verl' && $('rl-verl-engine').value === 'sglang';
   if (lora.dataset.tip === undefined) lora.dataset.tip = lora.title;
-  lora.disabled = zero3 || sglang;
-  lora.title = zero3 ? 'LoRA is modelled under DDP here (choose the DDP trainer): TRL\'s PEFT under ZeRO-3 is not modelled'
-    : sglang ? 'verl runs LoRA with vLLM only (docs/advance/ppo_lora.rst)' : lora.dataset.tip;
+  lora.disabled = sglang;
+  lora.title = sglang ? 'verl runs LoRA with vLLM only (docs/advance/ppo_lora.rst)' : lora.dataset.tip;
   const layered = $('rl-layered').parentElement;
   if (layered.dataset.tip === undefined) layered.dataset.tip = layered.title;
   $('rl-layered').disabled = sglang;

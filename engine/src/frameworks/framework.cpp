@@ -239,6 +239,11 @@ void deepspeed_defaults(const TrainConfig& c, const std::function<bool(const cha
                       "the module, self.module.bfloat16()"
                     : "DeepSpeed v0.16.0 runtime/engine.py: without bf16 or fp16 the module "
                       "stays in fp32"});
+  // peft's adapters are made before DeepSpeed wraps the model, whose cast takes them along.
+  if (bf16 && c.lora.on() && !given("lora_dtype"))
+    d.push_back({"lora_dtype", "\"bf16\"",
+                 "DeepSpeed v0.16.0 runtime/engine.py l.1154-1157: bf16 enabled casts the whole "
+                 "module, self.module.bfloat16(), peft's adapters with it"});
   d.push_back({"master_weights", bf16 ? "true" : "false",
                bf16 ? "DeepSpeed v0.16.0 runtime/zero/stage_1_and_2.py l.393-394 and "
                       "stage3.py l.900-901: an fp32 copy of this rank's partition"

@@ -41,6 +41,11 @@ constexpr const char* kTrlSleep =
 constexpr const char* kTrlSync =
     "huggingface/trl f2cd577 vllm_generation.py sync_weights: every parameter gathered on its "
     "own (gather_params([param]) under ZeRO-3) and loaded into vLLM";
+constexpr const char* kTrlPeftSync =
+    "huggingface/trl f2cd577 vllm_generation.py sync_weights l.459-486: with PEFT under "
+    "DeepSpeed ZeRO-3 gather_params(list(model.parameters())) gathers the whole model at once "
+    "('merging adapters in a sharded manner is not supported'), merges, loads each base "
+    "parameter into vLLM, unmerges, then repartitions";
 constexpr const char* kTrlGenerate =
     "huggingface/trl f2cd577 grpo_trainer.py _generate_single_turn: transformers' generate on "
     "the whole generation batch (per_device_train_batch_size x steps_per_generation prompts) "
@@ -292,7 +297,11 @@ void TrlBuilder::phases() {
   if (use_vllm) {
     RlPhase sync = rl_phase("weight_sync", "weight sync (each parameter loaded into vLLM)");
     resident(sync);
-    if (c.par.zero >= 3)
+    if (c.par.zero >= 3 && c.lora.on())
+      line(sync, "trainer", "every parameter gathered at once (PEFT's merge under ZeRO-3)",
+           ck_.mul(s_.ranks[0].stat.params, dtype_bytes(c.param_dtype), "rl"), "code",
+           kTrlPeftSync);
+    else if (c.par.zero >= 3)
       line(sync, "trainer", "the largest parameter gathered whole",
            ck_.mul(largest_param(m_), dtype_bytes(c.param_dtype), "rl"), "code", kTrlSync);
     if (c.lora.on())
