@@ -210,3 +210,42 @@ TEST_CASE(
   CHECK(norms == 5);
   CHECK(gpt == 10);  // exact and tanh GELU
 }
+
+TEST_CASE(
+    "compile: Gemma 2's and Gemma 3's layers (sandwich norms, GELU-tanh gated MLP, Gemma 3's q/k "
+    "norms) equal what inductor's partitioner saved (compile_gemma_saved.json, budget 1)",
+    "[compile][reference]") {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/compile_gemma_saved.json");
+  REQUIRE(in.good());
+  const json ref = json::parse(in);
+  int gemma2 = 0, gemma3 = 0;
+  for (const json& row : ref["rows"]) {
+    const bool qk_norm = row["qk_norm"].get<bool>();
+    INFO((qk_norm ? "gemma3_text" : "gemma2") << " b s h a kv f d = " << row["b"] << " "
+                                              << row["s"] << " " << row["h"] << " " << row["a"]
+                                              << " " << row["kv"] << " " << row["f"] << " "
+                                              << row["head_dim"]);
+    // One sliding layer (Gemma 2's first, Gemma 3's layer_types): its window and Gemma 2's
+    // soft-capping are the flash kernel's arguments.
+    json model = block_model(row);
+    model["model_type"] = qk_norm ? "gemma3_text" : "gemma2";
+    model["head_dim"] = row["head_dim"];
+    model["query_pre_attn_scalar"] = row["head_dim"];
+    model["sliding_window"] = 16;
+    if (qk_norm) model["layer_types"] = {"sliding_attention"};
+    const json r = run(compiled(model, row));
+    std::vector<std::uint64_t> engine;
+    bool residual = false;
+    for (const json& t : r["per_layer"]["all_tensors"]) {
+      residual = residual || t["name"] == "ln2.in";
+      if (t["name"] != "attn.rng_state") engine.push_back(u(t["bytes"]));
+    }
+    CHECK_FALSE(residual);  // recomputed from the block's input and the post-attention norm's
+    std::sort(engine.begin(), engine.end());
+    CHECK(engine == sorted_bytes(row["compiled"]));
+    CHECK(u(r["per_layer"]["activation_bytes"]) == u(row["compiled_bytes"]) + 24);
+    ++(qk_norm ? gemma3 : gemma2);
+  }
+  CHECK(gemma2 == 5);
+  CHECK(gemma3 == 5);
+}

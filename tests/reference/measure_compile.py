@@ -5,9 +5,10 @@
 # Usage (PyTorch 2.6 on the CPU, the Debian 13 root of ../shared/toolchain.md):
 #   chroot FOLDER python3 measure_compile.py > tests/reference/compile_saved.json
 #   chroot FOLDER python3 measure_compile.py --families > tests/reference/compile_families_saved.json
+#   chroot FOLDER python3 measure_compile.py --gemma > tests/reference/compile_gemma_saved.json
 # (--families: the block with Qwen2's q/k/v biases, then with Qwen3's per-head q/k norms, then
 # nanoGPT's GPT-2 block with exact and tanh GELU, each saved storage named by the forward
-# intermediate its values equal.)
+# intermediate its values equal; --gemma: Gemma 2's and Gemma 3's decoder layer, named alike.)
 #
 # Method: the block below follows torchtitan 9dec370 torchtitan/models/llama/model.py and
 # models/norms.py as they compute (RMSNorm in fp32 cast back, RoPE through complex64 freqs_cis,
@@ -86,6 +87,81 @@ class Block(nn.Module):
         return h + self.w2(F.silu(self.w1(z)) * self.w3(z))
 
 
+class GemmaNorm(nn.Module):
+    # Gemma's RMSNorm (transformers' Gemma2RMSNorm / Gemma3RMSNorm): the statistics and the
+    # (1 + weight) scale in fp32, cast back at the end.
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        y = x.float()
+        y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (y * (1.0 + self.weight.float())).type_as(x)
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class GemmaBlock(nn.Module):
+    # Gemma 2's and Gemma 3's decoder layer as transformers runs it (modeling_gemma2.py,
+    # modeling_gemma3.py): Gemma's norm before and after attention and the MLP (sandwich), q and k
+    # (and Gemma 3's per-head q/k norms) rotated by cos/sin (rotate_half), attention scaled by
+    # query_pre_attn_scalar ** -0.5, GELU-tanh gated MLP. The attention is causal SDPA over every
+    # key: a sliding window and Gemma 2's logit soft-capping are arguments of the GPU's flash
+    # kernel, not tensors it saves.
+    def __init__(self, h, a, kv, f, d, qk_norm=False):
+        super().__init__()
+        self.a, self.kv, self.d = a, kv, d
+        self.wq = nn.Linear(h, a * d, bias=False)
+        self.wk = nn.Linear(h, kv * d, bias=False)
+        self.wv = nn.Linear(h, kv * d, bias=False)
+        self.wo = nn.Linear(a * d, h, bias=False)
+        self.gate = nn.Linear(h, f, bias=False)
+        self.up = nn.Linear(h, f, bias=False)
+        self.down = nn.Linear(f, h, bias=False)
+        self.norms = nn.ModuleList(GemmaNorm(h) for _ in range(4))
+        self.q_norm = GemmaNorm(d) if qk_norm else None
+        self.k_norm = GemmaNorm(d) if qk_norm else None
+
+    def parts(self, x, rope):
+        cos, sin = rope
+        b, s, _ = x.shape
+        y = self.norms[0](x)
+        q = self.wq(y).view(b, s, -1, self.d)
+        k = self.wk(y).view(b, s, -1, self.d)
+        v = self.wv(y).view(b, s, -1, self.d)
+        q_in, k_in = q, k
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        c, sn = cos[None, None], sin[None, None]
+        q = q * c + rotate_half(q) * sn
+        k = k * c + rotate_half(k) * sn
+        n = self.a // self.kv
+        kr = k if n == 1 else k[:, :, None].expand(b, self.kv, n, s, self.d).reshape(b, self.a, s, self.d)
+        vr = v if n == 1 else v[:, :, None].expand(b, self.kv, n, s, self.d).reshape(b, self.a, s, self.d)
+        o = F.scaled_dot_product_attention(q, kr, vr, is_causal=True, scale=self.d ** -0.5)
+        o_in = o.transpose(1, 2).contiguous().view(b, s, -1)
+        attn = self.wo(o_in)
+        x2 = x + self.norms[1](attn)
+        z = self.norms[2](x2)
+        g, u = self.gate(z), self.up(z)
+        m = F.gelu(g, approximate="tanh") * u
+        mlp = self.down(m)
+        out = x2 + self.norms[3](mlp)
+        return out, {"block_input": x, "ln1_out": y, "q_proj_out": q_in, "k_proj_out": k_in,
+                     "v_proj_out": v, "q_rope": q, "k_rope": k, "sdpa_out": o, "proj_in": o_in,
+                     "wo_out": attn, "residual": x2, "ln3_out": z, "gate_out": g, "up_out": u,
+                     "down_in": m, "down_out": mlp}
+
+    def forward(self, x, rope):
+        return self.parts(x, rope)[0]
+
+
 class GptBlock(nn.Module):
     # nanoGPT's Block (karpathy/nanoGPT model.py, bias=True, dropout 0.0): LayerNorm, one c_attn
     # linear for q, k and v, causal SDPA, c_proj; LayerNorm, c_fc, exact GELU, c_proj: what
@@ -141,6 +217,35 @@ def saved(fn, x, fc, static, names=None):
     return sorted(out.values(), key=lambda r: (-r["bytes"], r["shape"]))
 
 
+def gemma_case(b, s, h, a, kv, f, d, qk_norm):
+    # Gemma's layer at the default budget, each saved storage named by the intermediate it equals
+    # (the repeated k and v and the rotated q, which no name holds as SDPA receives them, by shape).
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    torch._functorch.config.activation_memory_budget = 1.0
+    blk = GemmaBlock(h, a, kv, f, d, qk_norm).to(torch.bfloat16)
+    x = torch.randn(b, s, h, dtype=torch.bfloat16, requires_grad=True)
+    inv = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+    emb = torch.outer(torch.arange(s).float(), inv).repeat(1, 2)
+    rope = (emb.cos().to(torch.bfloat16), emb.sin().to(torch.bfloat16))
+    static = {p.untyped_storage().data_ptr() for p in blk.parameters()}
+    static |= {t.untyped_storage().data_ptr() for t in rope}
+    with torch.no_grad():
+        names = {k: v.contiguous() for k, v in blk.parts(x.detach(), rope)[1].items()}
+    compiled = saved(torch.compile(blk, backend="aot_eager_decomp_partition"), x, rope, static,
+                     names)
+    eager = saved(blk, x, rope, static, names)
+    return {"b": b, "s": s, "h": h, "a": a, "kv": kv, "f": f, "head_dim": d, "dtype": "bfloat16",
+            "qk_norm": qk_norm, "activation_memory_budget": 1.0, "compiled": compiled,
+            "compiled_bytes": sum(t["bytes"] for t in compiled),
+            "eager_bytes": sum(t["bytes"] for t in eager)}
+
+
+GEMMA_SHAPES = [(2, 64, 256, 4, 2, 512, 96), (2, 64, 256, 4, 4, 512, 64),
+                (1, 128, 256, 8, 2, 1024, 32), (2, 32, 512, 8, 8, 384, 128),
+                (4, 64, 128, 2, 1, 256, 64)]
+
+
 def case(b, s, h, a, kv, f, budget, **variant):
     torch.manual_seed(0)
     torch._dynamo.reset()
@@ -176,6 +281,13 @@ SHAPES = [(2, 64, 256, 4, 2, 512), (2, 64, 256, 4, 4, 512), (1, 128, 256, 8, 2, 
 
 
 def main():
+    if sys.argv[1:] == ["--gemma"]:
+        rows = [gemma_case(*sh, qk) for qk in (False, True) for sh in GEMMA_SHAPES]
+        json.dump({"torch": torch.__version__, "backend": "aot_eager_decomp_partition",
+                   "block": "measure_compile.py's GemmaBlock (Gemma 2; qk_norm: Gemma 3)",
+                   "rows": rows}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
     if sys.argv[1:] == ["--families"]:
         # Other families' blocks at the default budget: Qwen2 (q/k/v biases), Qwen3 (q/k norms).
         rows = [case(*sh, 1.0, **v) for v in ({"qkv_bias": True}, {"qk_norm": True})

@@ -75,7 +75,8 @@ void build_megatron(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
 void build_textbook(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                     RecordBuilder& rb);
 // config.compile's block (compiled.cpp): what inductor's partitioner saves, measured.
-void build_compiled(const LayerKind& k, const LayerGeometry& g, RecordBuilder& rb);
+void build_compiled(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                    RecordBuilder& rb);
 void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                    RecordBuilder& rb, bool hf);
 // The Mamba-2 mixer after its norm (engine/src/inventory/mamba.cpp): transformers' PyTorch

@@ -18,6 +18,9 @@ constexpr const char* kCompiled =
 constexpr const char* kCompiledFamilies =
     "measured: inductor's partitioner (torch 2.6) on the same block with Qwen3's q/k norms, "
     "tests/reference/compile_families_saved.json (docs/validation.md 6.2)";
+constexpr const char* kCompiledGemma =
+    "measured: inductor's partitioner (torch 2.6) on Gemma 2's and Gemma 3's decoder layer "
+    "(sandwich norms), tests/reference/compile_gemma_saved.json (docs/validation.md 6.2)";
 constexpr const char* kCompiledRng =
     "the flash kernel's philox seed and offset, as eager's (docs/validation.md 4.2); the CPU "
     "measurement has no CUDA RNG state";
@@ -27,8 +30,11 @@ constexpr const char* kCompiledRng =
 //   x [b, s, h] -> rmsnorm -> y -> wq, wk, wv -> RoPE -> q, k, v (repeat_kv) -> flash -> o -> wo
 //   h = x + wo(o) -> rmsnorm -> z -> w1, w3 -> w2(silu(gate) * up); out = h + w2(...)
 //   Qwen2: q, k, v with biases (the same records); Qwen3: q and k normalized per head before RoPE
-//   (their inputs and fp32 rstd besides).
-void build_compiled(const LayerKind& k, const LayerGeometry& g, RecordBuilder& rb) {
+//   (their inputs and fp32 rstd besides). Gemma 2 and 3 (sandwich norms): attention's output and
+//   the MLP's each normalized before its residual add; the partitioner keeps those norms' inputs
+//   and fp32 rstd and recomputes the residual h = x + norm(wo(o)) from them (no ln2.in).
+void build_compiled(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
+                    RecordBuilder& rb) {
   const DType p = g.act;
   const Dim tokens = g.s_rep;  // tp 1, cp 1: every token of the sequence
   rb.add("ln1.in", {g.b, tokens, g.h}, p, "compiled backward (attention norm)",
@@ -51,10 +57,10 @@ void build_compiled(const LayerKind& k, const LayerGeometry& g, RecordBuilder& r
          "q after RoPE, as the kernel received it", kCompiled);
   // repeat_kv copies k and v to every query head, except a single KV head, which it expands as
   // a stride-0 view of that head (measured: kv = 1 keeps one head's bytes).
-  const Dim m = g.kv.value == 1 && g.a.value > 1 ? g.kv : g.a;
-  rb.add("attn.k", {g.b, m, g.s_tp, g.d}, p, "flash attention backward",
+  const Dim heads = g.kv.value == 1 && g.a.value > 1 ? g.kv : g.a;
+  rb.add("attn.k", {g.b, heads, g.s_tp, g.d}, p, "flash attention backward",
          "k after RoPE and repeat_kv, as the kernel received it", kCompiled);
-  rb.add("attn.v", {g.b, m, g.s_tp, g.dv}, p, "flash attention backward",
+  rb.add("attn.v", {g.b, heads, g.s_tp, g.dv}, p, "flash attention backward",
          "v after repeat_kv, as the kernel received it", kCompiled);
   rb.add("attn.lse", {g.b, g.a, g.s_tp}, DType::kFp32, "flash attention backward",
          "rebuilds P = exp(S - lse) without storing it", kCompiled);
@@ -62,16 +68,30 @@ void build_compiled(const LayerKind& k, const LayerGeometry& g, RecordBuilder& r
          "philox seed/offset (16 B) and an unused slot (8 B)", kCompiledRng);
   rb.add("attn.proj_in", {g.b, g.s_tp, g.a, g.dv}, p, "output projection and flash backward",
          "the attention output: wo's weight gradient and the kernel's backward read it", kCompiled);
-  rb.add("ln2.in", {g.b, tokens, g.h}, p, "compiled backward (FFN norm)",
-         "the residual after attention, the FFN norm's input", kCompiled);
+  if (m.sandwich_norm) {
+    rb.add("attn.post_norm.in", {g.b, tokens, g.h}, p, "compiled backward (post-attention norm)",
+           "wo's output, the post-attention norm's input", kCompiledGemma);
+    rb.add("attn.post_norm.rstd", {g.b, tokens}, DType::kFp32,
+           "compiled backward (post-attention norm)", "its fp32 1/rms per row", kCompiledGemma);
+  } else {
+    rb.add("ln2.in", {g.b, tokens, g.h}, p, "compiled backward (FFN norm)",
+           "the residual after attention, the FFN norm's input", kCompiled);
+  }
   rb.add("ln2.rstd", {g.b, tokens}, DType::kFp32, "compiled backward (FFN norm)",
          "rsqrt(mean(h^2) + eps) in fp32", kCompiled);
   rb.add("mlp.fc1_in", {g.b, tokens, g.h}, p, "w1/w3 linear backward",
          "weight gradient needs the input", kCompiled);
-  rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p, "silu backward", "w1's output", kCompiled);
+  rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p,
+         k.ffn == FfnType::kGeglu ? "gelu backward" : "silu backward", "w1's output", kCompiled);
   rb.add("mlp.up", {g.b, g.s_tp, g.f}, p, "mul backward", "w3's output", kCompiled);
   rb.add("mlp.fc2_in", {g.b, g.s_tp, g.f}, p, "w2 linear backward",
-         "silu(gate) * up: w2's weight gradient needs its input", kCompiled);
+         "act(gate) * up: w2's weight gradient needs its input", kCompiled);
+  if (m.sandwich_norm) {
+    rb.add("mlp.post_norm.in", {g.b, tokens, g.h}, p, "compiled backward (post-MLP norm)",
+           "the down projection's output, the post-MLP norm's input", kCompiledGemma);
+    rb.add("mlp.post_norm.rstd", {g.b, tokens}, DType::kFp32, "compiled backward (post-MLP norm)",
+           "its fp32 1/rms per row", kCompiledGemma);
+  }
 }
 
 }  // namespace actmem::detail

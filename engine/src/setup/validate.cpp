@@ -725,14 +725,21 @@ std::optional<Error> validate_optimizer_dtype(const ModelSpec&, const TrainConfi
 }
 
 // A block compile's measured records hold (docs/validation.md 6.2): torchtitan's Llama block
-// (RMSNorm, attention with RoPE, q/k/v biases or per-head q/k norms at most, a SwiGLU MLP) or
-// nanoGPT's GPT-2 block (LayerNorm, learned positions, biases, a GELU MLP); full attention, no
-// sinks, both with the sequential layout.
+// (RMSNorm, attention with RoPE, q/k/v biases or per-head q/k norms at most, a SwiGLU MLP),
+// Gemma 2's and 3's (Gemma's norm before and after attention and the MLP, a GELU-tanh gated MLP;
+// a sliding window and Gemma 2's soft-capping are arguments of the flash kernel, not tensors it
+// saves) or nanoGPT's GPT-2 block (LayerNorm, learned positions, biases, a GELU MLP); no sinks,
+// the sequential layout.
 bool compiled_block(const ModelSpec& m, const LayerKind& k) {
+  const bool gemma = m.gemma_norm && m.sandwich_norm;
   if (!k.has_attention() || k.is_mla() || !k.has_ffn || k.is_moe() || k.attn_sinks ||
-      k.qk_l2_norm || k.attn_temperature || k.window != 0 || m.sandwich_norm || m.gemma_norm ||
-      m.block != BlockLayout::kSequential || m.attn_softcap > 0)
+      k.qk_l2_norm || k.attn_temperature || m.block != BlockLayout::kSequential)
     return false;
+  if (!gemma && (k.window != 0 || m.sandwich_norm || m.gemma_norm || m.attn_softcap > 0))
+    return false;
+  if (gemma)
+    return m.norm == NormType::kRmsNorm && m.pos == PosEncoding::kRope && k.rope &&
+           k.ffn == FfnType::kGeglu && !k.o_bias && !k.mlp_bias && !k.qkv_bias;
   if (m.norm == NormType::kRmsNorm)
     return m.pos == PosEncoding::kRope && k.rope && k.ffn == FfnType::kSwiglu && !k.o_bias &&
            !k.mlp_bias;
@@ -767,8 +774,9 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
                  "layer kind " + std::to_string(i) + " ('" + m.kinds[i].name +
                      "') is not a block compile is measured on: torchtitan's Llama block "
                      "(RMSNorm, RoPE attention, SwiGLU), with Qwen2's q/k/v biases or Qwen3's "
-                     "q/k norms, or GPT-2's (LayerNorm, learned positions, GELU); no sinks, L2 "
-                     "q/k norms, windows, sandwich or parallel layouts");
+                     "q/k norms, Gemma 2's and 3's (sandwich norms, GELU-tanh gated MLP), or "
+                     "GPT-2's (LayerNorm, learned positions, GELU); no sinks, L2 q/k norms, "
+                     "MLA, MoE, state-space or parallel layouts");
   if (c.attention != Attention::kFlash)
     return bad("config.compile", std::string("measured with SDPA's flash kernel; attention is ") +
                                      attention_name(c.attention));
