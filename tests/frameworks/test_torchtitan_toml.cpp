@@ -67,15 +67,30 @@ TEST_CASE(
   const json read70 =
       summary("llama-3.1-70b", {{"gpu", "h100-80gb"}, {"dp", 4}}, data("llama3_70b.toml"));
   CHECK(read70["peak"] == direct70["peak"]);
-  // llama3_405b.toml compiles the blocks with async TP at tp 8: compile is measured at tp 1 only.
+  // llama3_405b.toml compiles the blocks with async TP at tp 8 (compile under TP is measured:
+  // compile_tp_saved.json) and trains float8 linears, which under TP are not modelled.
   const json e405 = refuse({{"preset", "llama-3.1-405b"},
                             {"config", {{"dp", 8}}},
                             {"torchtitan_toml", data("llama3_405b.toml")}});
-  CHECK(e405["field"] == "torchtitan_toml");
-  CHECK(e405["message"] ==
+  CHECK(e405["field"] == "config.float8");
+  // Without float8 it reads as the run it describes: compiled blocks, async TP, full AC.
+  std::string no_float8 = data("llama3_405b.toml");
+  const std::string on = "enable_float8_linear = true";
+  no_float8.replace(no_float8.find(on), on.size(), "enable_float8_linear = false");
+  const json read405 = run({{"preset", "llama-3.1-405b"},
+                            {"config", {{"dp", 8}, {"gpu", "h100-80gb"}}},
+                            {"torchtitan_toml", no_float8}});
+  CHECK(read405["config"]["compile"] == true);
+  CHECK(read405["config"]["async_tp"] == true);
+  CHECK(read405["config"]["tp"] == 8);
+  // Async TP without compile is torchtitan's own refusal.
+  std::string eager = no_float8;
+  eager.replace(eager.find("compile = true"), 14, "compile = false");
+  const json e_async =
+      refuse({{"preset", "llama-3.1-405b"}, {"config", {{"dp", 8}}}, {"torchtitan_toml", eager}});
+  CHECK(e_async["message"] ==
         "torchtitan_toml: experimental.enable_async_tensor_parallel = true needs "
-        "training.compile, which is modelled at tp 1 only (torchtitan: 'Async TP requires "
-        "--training.compile')");
+        "training.compile = true (torchtitan: 'Async TP requires --training.compile')");
 }
 
 TEST_CASE("torchtitan TOMLs written for a configuration read back to the same estimate",

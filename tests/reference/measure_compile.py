@@ -6,7 +6,10 @@
 #   chroot FOLDER python3 measure_compile.py > tests/reference/compile_saved.json
 #   chroot FOLDER python3 measure_compile.py --families > tests/reference/compile_families_saved.json
 #   chroot FOLDER python3 measure_compile.py --gemma > tests/reference/compile_gemma_saved.json
-# (--families: the block with Qwen2's q/k/v biases, then with Qwen3's per-head q/k norms, then
+#   chroot FOLDER python3 measure_compile.py --tp > tests/reference/compile_tp_saved.json
+# (--tp: the block under torchtitan's tensor and sequence parallel plan at tp 1, 2 and 4, one
+# process over PyTorch's fake process group, each saved tensor's local shape and bytes;
+# --families: the block with Qwen2's q/k/v biases, then with Qwen3's per-head q/k norms, then
 # nanoGPT's GPT-2 block with exact and tanh GELU, each saved storage named by the forward
 # intermediate its values equal; --gemma: Gemma 2's and Gemma 3's decoder layer, named alike.)
 #
@@ -85,6 +88,137 @@ class Block(nn.Module):
         h = x + self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))
         z = self.ffn_norm(h)
         return h + self.w2(F.silu(self.w1(z)) * self.w3(z))
+
+
+class TitanAttention(nn.Module):
+    # torchtitan's Attention as a module of its own (the TP plan's "attention" and its wq, wk, wv,
+    # wo); under TP its heads are the rank's (view(..., -1, head_dim)).
+    def __init__(self, h, a, kv):
+        super().__init__()
+        self.a, self.kv, self.d = a, kv, h // a
+        self.wq = nn.Linear(h, a * self.d, bias=False)
+        self.wk = nn.Linear(h, kv * self.d, bias=False)
+        self.wv = nn.Linear(h, kv * self.d, bias=False)
+        self.wo = nn.Linear(a * self.d, h, bias=False)
+
+    def forward(self, x, freqs_cis):
+        b, s, _ = x.shape
+        q = self.wq(x).view(b, s, -1, self.d)
+        k = self.wk(x).view(b, s, -1, self.d)
+        v = self.wv(x).view(b, s, -1, self.d)
+        q, k = rope(q, k, freqs_cis)
+        n = self.a // self.kv
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), repeat_kv(k, n).transpose(1, 2),
+                                           repeat_kv(v, n).transpose(1, 2), is_causal=True)
+        return self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))
+
+
+class TitanFeedForward(nn.Module):
+    def __init__(self, h, f):
+        super().__init__()
+        self.w1 = nn.Linear(h, f, bias=False)
+        self.w2 = nn.Linear(f, h, bias=False)
+        self.w3 = nn.Linear(h, f, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class TitanBlock(nn.Module):
+    # The same computation as Block, in torchtitan's module tree (attention_norm, attention,
+    # ffn_norm, feed_forward), which its TP plan names.
+    def __init__(self, h, a, kv, f):
+        super().__init__()
+        self.attention_norm, self.ffn_norm = RMSNorm(h), RMSNorm(h)
+        self.attention = TitanAttention(h, a, kv)
+        self.feed_forward = TitanFeedForward(h, f)
+
+    def forward(self, x, freqs_cis):
+        h = x + self.attention(self.attention_norm(x), freqs_cis)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+def tp_plan():
+    # torchtitan 9dec370 parallelize_llama.py apply_tp l.174-190, a block's plan (no float8).
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput,
+                                                   RowwiseParallel, SequenceParallel)
+    return {"attention_norm": SequenceParallel(),
+            "attention": PrepareModuleInput(input_layouts=(Shard(1), None),
+                                            desired_input_layouts=(Replicate(), None)),
+            "attention.wq": ColwiseParallel(), "attention.wk": ColwiseParallel(),
+            "attention.wv": ColwiseParallel(),
+            "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
+            "ffn_norm": SequenceParallel(),
+            "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),),
+                                               desired_input_layouts=(Replicate(),)),
+            "feed_forward.w1": ColwiseParallel(),
+            "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
+            "feed_forward.w3": ColwiseParallel()}
+
+
+def local(t):
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def tp_case(b, s, h, a, kv, f, tp, mesh):
+    # One rank's block (rank 0 of tp; the fake process group moves no data, so values are not
+    # compared, only the local shapes and bytes of what is saved). The block's input is the
+    # rank's sequence shard, as the embedding's RowwiseParallel(output_layouts=Shard(1)) gives it.
+    from torch.distributed.tensor.parallel import parallelize_module
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    torch._functorch.config.activation_memory_budget = 1.0
+    blk = TitanBlock(h, a, kv, f).to(torch.bfloat16)
+    if tp > 1:
+        parallelize_module(blk, mesh, tp_plan())
+    x = torch.randn(b, s // tp, h, dtype=torch.bfloat16, requires_grad=True)
+    d = h // a
+    freqs = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+    fc = torch.polar(torch.ones(s, d // 2), torch.outer(torch.arange(s).float(), freqs))
+    static = {local(p).untyped_storage().data_ptr() for p in blk.parameters()}
+    static.add(fc.untyped_storage().data_ptr())
+    out = {}
+
+    def pack(t):
+        lt = local(t)
+        ptr = lt.untyped_storage().data_ptr()
+        if ptr not in static and ptr not in out:
+            out[ptr] = {"shape": list(lt.shape), "dtype": str(lt.dtype).replace("torch.", ""),
+                        "bytes": lt.untyped_storage().nbytes()}
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = torch.compile(blk, backend="aot_eager_decomp_partition")(x, fc)
+    local(y).sum().backward()
+    compiled = sorted(out.values(), key=lambda r: (-r["bytes"], r["shape"]))
+    return {"b": b, "s": s, "h": h, "a": a, "kv": kv, "f": f, "tp": tp, "sp": True,
+            "dtype": "bfloat16", "activation_memory_budget": 1.0, "compiled": compiled,
+            "compiled_bytes": sum(t["bytes"] for t in compiled)}
+
+
+TP_SHAPES = [(2, 64, 256, 4, 4, 768), (2, 64, 256, 8, 4, 640), (1, 128, 256, 8, 2, 1024),
+             (4, 32, 128, 4, 4, 384), (2, 32, 512, 8, 8, 384)]
+
+
+def main_tp():
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    rows = []
+    for tp in (1, 2, 4):
+        if tp > 1:
+            dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=tp)
+        mesh = init_device_mesh("cpu", (tp,)) if tp > 1 else None
+        # torchtitan needs the kv heads divisible by tp (its view(..., -1, head_dim) of wk's shard).
+        rows += [tp_case(*sh, tp, mesh) for sh in TP_SHAPES if sh[4] % tp == 0]
+        if tp > 1:
+            dist.destroy_process_group()
+    json.dump({"torch": torch.__version__, "backend": "aot_eager_decomp_partition",
+               "block": "measure_compile.py's TitanBlock under torchtitan 9dec370's TP plan "
+                        "(fake process group, rank 0)",
+               "rows": rows}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
 
 
 class GemmaNorm(nn.Module):
@@ -281,6 +415,9 @@ SHAPES = [(2, 64, 256, 4, 2, 512), (2, 64, 256, 4, 4, 512), (1, 128, 256, 8, 2, 
 
 
 def main():
+    if sys.argv[1:] == ["--tp"]:
+        main_tp()
+        return
     if sys.argv[1:] == ["--gemma"]:
         rows = [gemma_case(*sh, qk) for qk in (False, True) for sh in GEMMA_SHAPES]
         json.dump({"torch": torch.__version__, "backend": "aot_eager_decomp_partition",

@@ -58,8 +58,10 @@ std::optional<Error> check_model_and_step(const ModelSpec& m, const TrainConfig&
     return cannot(
         "optimizer_impl for-loop: torchtitan 9dec370 steps AdamW foreach or fused "
         "(optimizer.py l.132-138; allowed: foreach, fused)");
-  if (c.async_tp)
-    return cannot("async_tp: torchtitan's async TP needs torch.compile, which is not modelled");
+  if (c.async_tp && !c.compile)
+    return cannot(
+        "async_tp: torchtitan's async TP needs torch.compile ('Async TP requires "
+        "--training.compile'); give compile true");
   if (p.ep > 1) return cannot("ep: torchtitan 9dec370 has no expert parallelism");
   if (c.mtp) return cannot("mtp: torchtitan 9dec370 trains no multi-token prediction");
   return std::nullopt;
@@ -217,6 +219,7 @@ std::string toml_text(const ModelSpec& m, const TrainConfig& c, const std::strin
   t += std::string("mixed_precision_reduce = \"float32\"\ncompile = ") +
        (c.compile ? "true" : "false") + "\n\n[experimental]\n";
   t += "context_parallel_degree = " + std::to_string(p.cp) + "\n";
+  if (c.async_tp) t += "enable_async_tensor_parallel = true\n";
   t += "pipeline_parallel_degree = " + std::to_string(p.pp) + "\n";
   if (p.pp > 1) {
     t += "pipeline_parallel_schedule = " + quoted(schedule) + "\n";

@@ -1,10 +1,10 @@
 // The records of a compiled block (config.compile, the pytorch profile): what torch.compile's
 // partitioner saves for backward in torchtitan's Llama block at activation_memory_budget 1,
 // measured with inductor's partitioner on torch 2.6 over five shapes (tests/reference/
-// compile_saved.json, docs/validation.md 6.2), and the blocks of the families measured beside it
-// (compile_families_saved.json: Qwen2's q/k/v biases, Qwen3's q/k norms). validate.cpp admits
-// only the blocks measured (RoPE attention, SwiGLU, RMSNorm, flash attention, tp 1, cp 1, no
-// dropout).
+// compile_saved.json, docs/validation.md 6.2), the same block under torchtitan's TP plan
+// (compile_tp_saved.json, tp 2 and 4), and the blocks of the families measured beside it
+// (compile_families_saved.json: Qwen2's q/k/v biases, Qwen3's q/k norms; compile_gemma_saved.json).
+// validate.cpp admits only the blocks measured (flash attention, cp 1, no dropout).
 #include "inventory/builder.hpp"
 
 namespace actmem::detail {
@@ -36,13 +36,15 @@ constexpr const char* kCompiledRng =
 void build_compiled(const ModelSpec& m, const LayerKind& k, const LayerGeometry& g,
                     RecordBuilder& rb) {
   const DType p = g.act;
-  const Dim tokens = g.s_rep;  // tp 1, cp 1: every token of the sequence
+  const Dim tokens = g.s_rep;  // the norms' tokens: the rank's sequence shard under TP (SP)
   rb.add("ln1.in", {g.b, tokens, g.h}, p, "compiled backward (attention norm)",
          "the block's input: the norm's backward and the residual read it", kCompiled);
   rb.add("ln1.rstd", {g.b, tokens}, DType::kFp32, "compiled backward (attention norm)",
          "rsqrt(mean(x^2) + eps) in fp32, the norm's backward reads it", kCompiled);
-  rb.add("attn.qkv_in", {g.b, tokens, g.h}, p, "q/k/v linear backward",
-         "weight gradient needs the input", kCompiled);
+  // Under tensor parallelism the q/k/v and w1/w3 inputs are the sequence-parallel all-gather's
+  // outputs, kept whole (measured: compile_tp_saved.json); the norms keep the rank's shard.
+  rb.add("attn.qkv_in", {g.b, g.s_tp, g.h}, p, "q/k/v linear backward",
+         "weight gradient needs the input (gathered over the sequence under TP)", kCompiled);
   if (k.qk_norm) {
     rb.add("attn.q_norm.in", {g.b, g.s_tp, g.a, g.d}, p, "compiled backward (q norm)",
            "q before its per-head RMSNorm (wq's output)", kCompiledFamilies);
@@ -79,8 +81,8 @@ void build_compiled(const ModelSpec& m, const LayerKind& k, const LayerGeometry&
   }
   rb.add("ln2.rstd", {g.b, tokens}, DType::kFp32, "compiled backward (FFN norm)",
          "rsqrt(mean(h^2) + eps) in fp32", kCompiled);
-  rb.add("mlp.fc1_in", {g.b, tokens, g.h}, p, "w1/w3 linear backward",
-         "weight gradient needs the input", kCompiled);
+  rb.add("mlp.fc1_in", {g.b, g.s_tp, g.h}, p, "w1/w3 linear backward",
+         "weight gradient needs the input (gathered over the sequence under TP)", kCompiled);
   rb.add("mlp.gate", {g.b, g.s_tp, g.f}, p,
          k.ffn == FfnType::kGeglu ? "gelu backward" : "silu backward", "w1's output", kCompiled);
   rb.add("mlp.up", {g.b, g.s_tp, g.f}, p, "mul backward", "w3's output", kCompiled);

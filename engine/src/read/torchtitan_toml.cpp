@@ -318,10 +318,15 @@ std::optional<Error> read_degrees(Values& v, Degrees* d, TorchtitanToml* out) {
     return bad(
         "training.disable_loss_parallel = true: replicated logits under tensor parallelism are "
         "not modelled (the loss is vocab-parallel); remove it");
-  if (tp > 1 && v.flag("experimental.enable_async_tensor_parallel"))
-    return bad(
-        "experimental.enable_async_tensor_parallel = true needs training.compile, which is "
-        "modelled at tp 1 only (torchtitan: 'Async TP requires --training.compile')");
+  // Async TP (parallelize_llama.py l.53-58: torchtitan asserts compile; its symmetric-memory
+  // workspace lies outside the caching allocator, docs/frameworks.md "Async TP").
+  if (tp > 1 && v.flag("experimental.enable_async_tensor_parallel")) {
+    if (!v.flag("training.compile"))
+      return bad(
+          "experimental.enable_async_tensor_parallel = true needs training.compile = true "
+          "(torchtitan: 'Async TP requires --training.compile')");
+    c["async_tp"] = true;
+  }
   const std::string rotate = v.str("experimental.context_parallel_rotate_method", "allgather");
   if (rotate != "allgather")
     return bad("experimental.context_parallel_rotate_method " + detail::short_dump(json(rotate)) +

@@ -746,8 +746,37 @@ bool compiled_block(const ModelSpec& m, const LayerKind& k) {
   return m.pos == PosEncoding::kLearned && k.ffn == FfnType::kGelu && !k.qk_norm;
 }
 
+// Compile under tensor parallelism: measured for torchtitan's Llama block under its TP plan
+// (sequence parallel, kv heads divisible by tp: tests/reference/compile_tp_saved.json), with no
+// recompute or full recompute (whose checkpointed block keeps its input shard as eager does).
+std::optional<Error> validate_compile_tp(const ModelSpec& m, const TrainConfig& c) {
+  if (c.par.cp > 1)
+    return bad("config.compile",
+               "the partitioner under context parallelism is not measured; allowed: cp 1");
+  if (c.par.tp == 1) return std::nullopt;
+  const bool full = c.recompute.kind == RecomputeKind::kFull;
+  if (!c.par.sp)
+    return bad("config.compile",
+               "measured under torchtitan's TP plan, which shards the norms' "
+               "sequence: give sp true");
+  if (!full && c.recompute.kind != RecomputeKind::kNone)
+    return bad("config.compile", "under tensor parallelism measured with recompute none or full");
+  for (const LayerKind& k : m.kinds)
+    if (!full && (k.qkv_bias || k.qk_norm || m.gemma_norm || m.norm != NormType::kRmsNorm))
+      return bad("config.compile",
+                 "under tensor parallelism measured for torchtitan's Llama "
+                 "block only (no q/k/v biases, q/k norms, Gemma or GPT-2 "
+                 "layers)");
+    else if (k.kv_heads % c.par.tp != 0)
+      return bad("config.compile", "torchtitan's TP plan needs the kv heads (" +
+                                       std::to_string(k.kv_heads) + ") divisible by tp " +
+                                       std::to_string(c.par.tp));
+  return std::nullopt;
+}
+
 // torch.compile: the partitioner's saved tensors are measured for one block, one GPU's shapes
-// (tp 1, cp 1), at budget 1 (docs/validation.md 6.2); the rest is refused by field.
+// (tp 1, 2 and 4 for the Llama block, cp 1), at budget 1 (docs/validation.md 6.2); the rest is
+// refused by field.
 std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) {
   const double budget = c.activation_memory_budget;
   if (!(budget >= 0.0 && budget <= 1.0))
@@ -780,10 +809,7 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
   if (c.attention != Attention::kFlash)
     return bad("config.compile", std::string("measured with SDPA's flash kernel; attention is ") +
                                      attention_name(c.attention));
-  if (c.par.tp > 1 || c.par.cp > 1)
-    return bad("config.compile",
-               "measured on one GPU's block (tp 1, cp 1); the partitioner "
-               "under tensor or context parallelism is not measured");
+  if (auto err = validate_compile_tp(m, c)) return err;
   const bool titan_ops = c.recompute.kind == RecomputeKind::kCustom &&
                          c.recompute.op_policy == "torchtitan" && c.recompute.custom_keep.empty();
   if (c.recompute.kind != RecomputeKind::kNone && c.recompute.kind != RecomputeKind::kFull &&
