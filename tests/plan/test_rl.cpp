@@ -253,8 +253,12 @@ TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
   CHECK(msg(orl_loss) ==
         "config.loss: 'logprob_openrlhf+entropy' is OpenRLHF's loss; verl's actor computes "
         "logprob or logprob_torch (or give rl.framework openrlhf)");
-  // Sliding-window layers (gpt-oss-20b's alternate ones): vLLM's cache of them is not modelled.
-  json sliding = grpo();
+  // State-space layers: vLLM's cache of them is not modelled; sliding-window layers are with vLLM
+  // (its hybrid manager, test_rl_hybrid.cpp) and not with SGLang.
+  json mamba = grpo();
+  mamba["preset"] = "mamba-codestral-7b";
+  CHECK(msg(mamba).rfind("model: layer kind", 0) == 0);
+  json sliding = grpo({{"rollout", {{"tp", 2}, {"engine", "sglang"}}}});
   sliding["preset"] = "gpt-oss-20b";
   CHECK(msg(sliding).rfind("model: layer kind", 0) == 0);
 }

@@ -61,7 +61,8 @@ std::optional<Error> orl_check(const ModelSpec& m, const TrainConfig& c, const R
     return rl_error("config.lora_rank",
                     "LoRA in OpenRLHF's step (--lora_rank: the merge before each weight sync) is "
                     "not modelled; allowed with rl.framework trl");
-  if (auto err = check_full_attention(m)) return err;
+  Checked ck;
+  if (auto err = check_vllm_attention(m, rl.rollout.tp, ck)) return err;
   return check_vllm(c, rl.rollout, rl.rollout.max_model_len ? rl.rollout.max_model_len : c.seq);
 }
 
@@ -255,8 +256,7 @@ void OrlBuilder::phases() {
 // budget against the GPU less its own context; with sleep mode it sleeps at once.
 void OrlBuilder::start() {
   a_.free_at_start = a_.capacity > context_ ? a_.capacity - context_ : 0;
-  a_.vllm_starts =
-      a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 && a_.kv_tokens >= a_.max_model_len;
+  a_.vllm_starts = a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 && a_.kv_holds_one;
 }
 
 }  // namespace

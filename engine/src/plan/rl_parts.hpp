@@ -87,6 +87,13 @@ std::optional<Error> rollout_weights(const ModelSpec& m, std::uint64_t seq, std:
                                      const char* engine, Bytes* out);
 Bytes kv_cell(const ModelSpec& m, std::uint64_t tp, Checked& ck);
 
+// What vLLM's KV cache is modelled for (rl_vllm.cpp): attention layers, sliding windows beside
+// full attention with equal pages (its hybrid manager, hybrid_kv); no state-space layers or
+// Llama 4's chunks. SGLang's and transformers' caches keep check_full_attention.
+std::optional<Error> check_vllm_attention(const ModelSpec& m, std::uint64_t tp, Checked& ck);
+bool any_window(const ModelSpec& m);
+void hybrid_kv(const ModelSpec& m, const RlRollout& r, Bytes available, RlAnswer& a, Checked& ck);
+
 // SGLang's side of verl's step (rl_sglang.cpp, SGLang 0.5.6): from a.free_at_start and
 // a.capacity, its weights, KV pool in tokens (mem_fraction_static's rule), request map and free
 // list (a.vllm_requested: all it holds awake), and generation's activations outside its budget

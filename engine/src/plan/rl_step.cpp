@@ -107,10 +107,15 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
                                        "' is OpenRLHF's loss; verl's actor computes logprob or "
                                        "logprob_torch (or give rl.framework openrlhf)");
   if (auto err = check_lora(c, rl)) return err;
-  if (auto err = detail::check_full_attention(m)) return err;
   const RlRollout& r = rl.rollout;
   // verl passes SGLang no block size and no context length: only the fraction and the split.
-  if (r.engine == "sglang") return detail::check_rollout(c, r);
+  // SGLang's sliding-window pool is not modelled; vLLM's hybrid manager is (rl_vllm.cpp).
+  if (r.engine == "sglang") {
+    if (auto err = detail::check_full_attention(m)) return err;
+    return detail::check_rollout(c, r);
+  }
+  Checked ck;
+  if (auto err = detail::check_vllm_attention(m, r.tp, ck)) return err;
   return detail::check_vllm(c, r, r.max_model_len ? r.max_model_len : c.seq);
 }
 
@@ -407,9 +412,9 @@ Bytes RlBuilder::held_at_start() {
 // vLLM starts when the free memory holds its budget and a max_model_len sequence; SGLang's rule
 // adapts to the free memory and raises only when it leaves no KV pool.
 void RlBuilder::start() {
-  a_.vllm_starts = sglang() ? a_.kv_tokens > 0
-                            : a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 &&
-                                  a_.kv_tokens >= a_.max_model_len;
+  a_.vllm_starts =
+      sglang() ? a_.kv_tokens > 0
+               : a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 && a_.kv_holds_one;
 }
 
 // What vLLM or verl would refuse, and what the answer estimates or leaves out.

@@ -92,8 +92,11 @@ std::optional<Error> trl_check(const ModelSpec& m, const TrainConfig& c, const R
                                        (rl.reference ? "true" : "false") +
                                        ": TRL adds the KL term (logprob_trl+kl) exactly when "
                                        "beta != 0 loads a reference");
-  if (auto err = check_full_attention(m)) return err;
   const RlRollout& r = rl.rollout;
+  // transformers' generate keeps every layer's whole cache here (DynamicCache as modelled).
+  Checked ck;
+  if (auto err = r.engine == "vllm" ? check_vllm_attention(m, r.tp, ck) : check_full_attention(m))
+    return err;
   if (r.engine != "vllm") return std::nullopt;
   if (r.mode == "server") return std::nullopt;
   return check_vllm(c, r, max_model_len);
@@ -346,8 +349,7 @@ void TrlBuilder::start() {
   Bytes held = ck_.add(fixed_, st.params_bytes, "rl");
   if (reference_model()) held = ck_.add(held, st.params_bytes, "rl");
   a_.free_at_start = a_.capacity > held ? a_.capacity - held : 0;
-  a_.vllm_starts =
-      a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 && a_.kv_tokens >= a_.max_model_len;
+  a_.vllm_starts = a_.free_at_start >= a_.vllm_requested && a_.kv_blocks > 0 && a_.kv_holds_one;
 }
 
 void trl_notes(const RlSpec& rl, RlAnswer& a) {

@@ -2,6 +2,8 @@
 // activation peak and KV cache, as vLLM's V1 worker sizes them, for verl's and TRL's rollouts.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
 
 #include "actmem/setup/setup.hpp"
 #include "plan/rl_parts.hpp"
@@ -33,6 +35,37 @@ std::optional<Error> check_full_attention(const ModelSpec& m) {
                                    "' (sliding-window or state-space layers): vLLM's cache of "
                                    "such layers is not modelled; full-attention models only "
                                    "(dense or MoE)");
+  }
+  return std::nullopt;
+}
+
+bool any_window(const ModelSpec& m) {
+  for (const LayerKind& k : m.kinds)
+    if (k.window > 0) return true;
+  return false;
+}
+
+// vLLM's V1 KV cache manager takes sliding-window layers beside full-attention ones (its hybrid
+// manager, kv_cache_utils.py _get_kv_cache_groups_uniform_page_size) when every layer's page is
+// the same; Llama 4's chunked local attention and state-space layers are not modelled.
+std::optional<Error> check_vllm_attention(const ModelSpec& m, std::uint64_t tp, Checked& ck) {
+  Bytes cell = 0;
+  for (const LayerKind& k : m.kinds) {
+    if (!k.has_attention())
+      return rl_error("model", "layer kind '" + k.name +
+                                   "' (state-space layers): vLLM's cache of such layers is not "
+                                   "modelled; attention models only (dense or MoE)");
+    if (k.window > 0 && m.hf_modules == HfModules::kLlama4)
+      return rl_error("model", "layer kind '" + k.name +
+                                   "' (Llama 4's chunked local attention): vLLM's cache of such "
+                                   "layers is not modelled");
+    const std::uint64_t kv = std::max<std::uint64_t>(1, k.kv_heads / tp);
+    const Bytes c = kv_cache_width(k, k.is_mla() ? 1 : kv, ck);
+    if (cell != 0 && c != cell && any_window(m))
+      return rl_error("model",
+                      "sliding-window and full layers with different KV widths: vLLM "
+                      "unifies their pages by block size, which is not modelled");
+    cell = c;
   }
   return std::nullopt;
 }
@@ -118,14 +151,54 @@ std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRo
   if (a.vllm_max_lora_rank) a.vllm_lora_slots = vllm_lora_slots(m, a.vllm_max_lora_rank, r.tp, ck);
   const Bytes non_kv =
       ck.add(ck.add(a.vllm_weights, a.vllm_lora_slots, "rl"), a.vllm_profile_peak, "rl");
+  if (any_window(m)) {
+    hybrid_kv(m, r, a.vllm_requested > non_kv ? a.vllm_requested - non_kv : 0, a, ck);
+    return std::nullopt;
+  }
   const Bytes page = ck.mul(r.block_size, a.kv_bytes_per_token, "rl");
+  a.kv_holds_one = false;
   if (a.vllm_requested > non_kv && page > 0) {
     a.kv_blocks = (a.vllm_requested - non_kv) / page;
     a.kv_cache_bytes = ck.mul(a.kv_blocks, page, "rl");
     a.kv_tokens = ck.mul(a.kv_blocks, r.block_size, "rl");
     a.kv_concurrency = static_cast<double>(a.kv_tokens) / static_cast<double>(a.max_model_len);
+    a.kv_holds_one = a.kv_tokens >= a.max_model_len;
   }
   return std::nullopt;
+}
+
+// The hybrid manager (vLLM kv_cache_utils.py at the V1 releases verl allows, read at 001cabc):
+// layers grouped by attention type into groups of group_size layers (the fewest layers of a type,
+// or the most where they are under 1.5 times the fewest), padded; group_size pools of num_blocks
+// pages each (num_blocks = available // page // group_size); "GPU KV cache size" num_blocks //
+// groups x block_size tokens; a request of max_model_len needs cdiv(max_model_len, block) blocks
+// in each full group and cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), block) + 1
+// in each sliding one (SlidingWindowSpec.max_memory_usage_bytes); vLLM starts when the
+// available memory holds that request (check_enough_kv_cache_memory).
+void hybrid_kv(const ModelSpec& m, const RlRollout& r, Bytes available, RlAnswer& a, Checked& ck) {
+  std::map<std::uint64_t, std::uint64_t> layers;  // window (0: full) -> layers
+  for (std::uint64_t l = 0; l < m.layers; ++l) ++layers[m.kind_of(l).window];
+  std::uint64_t fewest = m.layers, most = 0;
+  for (const auto& [w, n] : layers) fewest = std::min(fewest, n), most = std::max(most, n);
+  const std::uint64_t group_size = 2 * most < 3 * fewest ? most : fewest;
+  std::uint64_t groups = 0, per_request = 0;
+  for (const auto& [w, n] : layers) {
+    const std::uint64_t g = (n + group_size - 1) / group_size;
+    const std::uint64_t tokens =
+        w == 0 ? a.max_model_len
+               : std::min(ck.add(w - 1, r.max_num_batched_tokens, "rl"), a.max_model_len);
+    const std::uint64_t blocks = (tokens + r.block_size - 1) / r.block_size + (w == 0 ? 0 : 1);
+    groups += g;
+    per_request = ck.add(per_request, ck.mul(g, blocks, "rl"), "rl");
+  }
+  const Bytes page = ck.mul(r.block_size, a.kv_bytes_per_token / m.layers, "rl");
+  a.kv_groups = groups;
+  a.kv_group_size = group_size;
+  a.kv_blocks = page > 0 ? available / page / group_size : 0;
+  a.kv_cache_bytes = ck.mul(ck.mul(a.kv_blocks, page, "rl"), group_size, "rl");
+  a.kv_tokens = ck.mul(a.kv_blocks / groups, r.block_size, "rl");
+  a.kv_concurrency = static_cast<double>(a.kv_blocks) / static_cast<double>(per_request);
+  a.kv_holds_one = available >= ck.mul(ck.mul(group_size, page, "rl"), per_request, "rl");
 }
 
 std::uint64_t vllm_max_lora_rank(std::uint64_t r) {
@@ -161,10 +234,24 @@ void vllm_notes(const RlRollout& r, RlAnswer& a) {
     a.notes.push_back(
         "vLLM's budget leaves nothing for the KV cache after its weights and "
         "activations (vLLM raises 'No available memory for the cache blocks')");
-  else if (a.kv_tokens < a.max_model_len)
+  else if (a.kv_groups == 0 && a.kv_tokens < a.max_model_len)
     a.notes.push_back("the KV cache holds " + std::to_string(a.kv_tokens) +
                       " tokens, fewer than max_model_len " + std::to_string(a.max_model_len) +
                       " (vLLM raises at start)");
+  else if (!a.kv_holds_one)
+    a.notes.push_back("the KV cache's " + std::to_string(a.kv_blocks) +
+                      " blocks per pool are too few for one request of max_model_len " +
+                      std::to_string(a.max_model_len) + " (vLLM raises at start)");
+  if (a.kv_groups > 0) {
+    char conc[32];
+    std::snprintf(conc, sizeof conc, "%.2f", a.kv_concurrency);
+    a.notes.push_back("vLLM's hybrid KV cache manager: " + std::to_string(a.kv_groups) +
+                      " groups of " + std::to_string(a.kv_group_size) +
+                      " layers (sliding-window and full attention apart) share " +
+                      std::to_string(a.kv_blocks) +
+                      " blocks per pool; a sliding layer keeps only its window's blocks, so " +
+                      conc + " requests of max_model_len fit at once");
+  }
   if (!r.enforce_eager && r.cudagraph_bytes == 0)
     a.notes.push_back(
         "CUDA graphs are captured (enforce_eager false) but their memory is not included: vLLM "

@@ -71,6 +71,10 @@ json rl_to_json(const RlAnswer& a) {
          {"notes", a.notes}};
   // SGLang's request map and free list (its pool is kv_cache_bytes; requested_bytes all of it).
   if (a.engine == "sglang") j["vllm"]["sglang_maps_bytes"] = a.sglang_maps;
+  if (a.kv_groups) {  // vLLM's hybrid manager: kv_blocks is each of its kv_group_size pools'
+    j["vllm"]["kv_groups"] = a.kv_groups;
+    j["vllm"]["kv_group_size"] = a.kv_group_size;
+  }
   if (a.vllm_max_lora_rank) {
     j["vllm"]["max_lora_rank"] = a.vllm_max_lora_rank;
     j["vllm"]["lora_slots_bytes"] = a.vllm_lora_slots;

@@ -134,6 +134,10 @@ struct RlAnswer {
   bool context_known = true;  // SGLang: the model gives its context length (max_positions)
   std::uint64_t kv_concurrency_seq = 0;  // SGLang: the sequence its concurrency counts (seq)
   std::uint64_t kv_blocks = 0, kv_tokens = 0, max_model_len = 0;
+  // vLLM's hybrid KV cache manager (sliding-window beside full layers): its groups and their
+  // layers (0: one group of every layer), and whether the cache holds one max_model_len request.
+  std::uint64_t kv_groups = 0, kv_group_size = 0;
+  bool kv_holds_one = false;
   // Sequences the cache holds at once: of max_model_len (vLLM), of config.seq (SGLang, whose
   // max_model_len is the model's context length).
   double kv_concurrency = 0;
