@@ -63,7 +63,7 @@ const char* const kUsage =
     "  parameters without master weights)\n"
     "  --optimizer-impl auto|foreach|fused|for-loop (AdamW's step: its transient)\n"
     "  --compile (torch.compile of each block: what inductor's partitioner saves; the pytorch\n"
-    "  profile, torchtitan's Llama block, tp 1, cp 1) --activation-memory-budget 1\n"
+    "  profile, the blocks measured: docs/validation.md 6.2; cp 1) --activation-memory-budget 1\n"
     "framework: --framework plain|megatron-lm|torchtitan|deepspeed|hf-trainer (documented\n"
     "  defaults for the keys you leave out; the answer lists them)\n"
     "  --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"

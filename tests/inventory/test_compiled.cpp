@@ -283,4 +283,17 @@ TEST_CASE(
   CHECK(field({{"tp", 2}, {"sp", true}, {"recompute", "op:torchtitan"}}) == "config.compile");
   CHECK(field({{"tp", 2}, {"sp", true}, {"recompute", "full"}}) == "ok");
   CHECK(field({{"cp", 2}}) == "config.compile");
+  // Other blocks under TP are refused with full recompute too (their compiled records under TP
+  // are not measured), and torchtitan's op policy is measured on its Llama block only.
+  for (const char* preset : {"qwen3-8b", "gemma-2-9b-it"}) {
+    INFO(preset);
+    json r = compiled(block_model(row), row, {{"tp", 2}, {"sp", true}, {"recompute", "full"}});
+    r.erase("model");
+    r["preset"] = preset;
+    CHECK(actmem::evaluate_json(r)["error"]["field"] == "config.compile");
+    json op = compiled(block_model(row), row, {{"recompute", "op:torchtitan"}});
+    op.erase("model");
+    op["preset"] = preset;
+    CHECK(actmem::evaluate_json(op)["error"]["field"] == "config.compile");
+  }
 }

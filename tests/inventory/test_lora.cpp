@@ -122,6 +122,12 @@ TEST_CASE("LoRA refusals name the field") {
   CHECK(err(with({{"lora_targets", {"q_proj"}}})) == "config.lora_rank");
   CHECK(err(with({{"lora_rank", 8}})) == "config.lora_targets");
   CHECK(err({{"lora_rank", 8}, {"lora_targets", {"q_proj"}}}) == "config.lora_rank");  // megatron
+  // QLoRA under ZeRO-3: NF4 base weights partitioned and gathered, not modelled.
+  CHECK(err(with({{"lora_rank", 8},
+                  {"lora_targets", {"q_proj"}},
+                  {"zero", 3},
+                  {"dp", 2},
+                  {"qlora", true}})) == "config.qlora");
   // ZeRO-3 with a stage kept gathered would count every weight's gradient (FSDP residency).
   CHECK(err(with({{"lora_rank", 8},
                   {"lora_targets", {"q_proj"}},

@@ -132,7 +132,36 @@ TEST_CASE("rl verl with LoRA: on A100 40GB the summon does not fit and layered_s
   CHECK(rl_line(rl_phase(p, "generate"), "critic optimizer states") == critic * 8 / 8);
 }
 
+TEST_CASE(
+    "rl verl with LoRA: the summon as stored (a bf16 base), none when the actor is not sharded, "
+    "and the bucket's check against what the sync sends",
+    "[rl][lora]") {
+  // fsdp_config.model_dtype bf16: the base summoned in bf16, the adapters in fp32.
+  const json bf = run(grpo_lora({}, {{"param_dtype", "bf16"}}));
+  CHECK(rl_line(rl_phase(bf, "lora_collect"), "every FSDP unit summoned whole") ==
+        2 * kParams + 4 * kAdapters);
+  // One GPU (NO_SHARD): the parameters are whole, the summon gathers nothing; the copies made
+  // back inside it at sleep level 2 stay.
+  json one = grpo_lora({{"rollout", {{"tp", 1}}}}, {{"dp", 1}, {"gpu", "h200-141gb"}});
+  const json o = run(one);
+  CHECK(rl_line(rl_phase(o, "lora_collect"), "every FSDP unit") == 0);
+  CHECK(rl_line(rl_phase(o, "lora_collect"), "the base model copied back") ==
+        4 * (kParams + kAdapters));
+  // A 100 MiB bucket: the embedding (1.09 GB in bf16) does not fit it at sleep level 2, which
+  // sends the base through it; with layered_summon only the adapters (at most 32 x f x 2 B) go.
+  const json full = run(grpo_lora({{"rollout", {{"bucket_bytes", 104857600}}}}));
+  CHECK(full["notes"].dump().find("does not fit the weight-sync bucket") != std::string::npos);
+  const json layered =
+      run(grpo_lora({{"rollout", {{"bucket_bytes", 104857600}, {"layered_summon", true}}}}));
+  CHECK(layered["notes"].dump().find("does not fit the weight-sync bucket") == std::string::npos);
+  // Without LoRA layered_summon changes only vLLM's sleep level, which the answer says.
+  json plain = grpo_lora({{"rollout", {{"layered_summon", true}}}});
+  plain["config"].erase("lora_rank");
+  CHECK(run(plain)["notes"].dump().find("only sets vLLM's sleep level to 1") != std::string::npos);
+}
+
 TEST_CASE("rl verl with LoRA: what verl and vLLM refuse, by field", "[rl][lora]") {
+  CHECK(refusal_field(grpo_lora({}, {{"lora_dropout", 0.1}})) == "config.lora_dropout");
   CHECK(refusal_field(grpo_lora({{"rollout", {{"engine", "sglang"}}}})) == "config.lora_rank");
   CHECK(refusal_field(grpo_lora({}, {{"qlora", true}})) == "config.qlora");
   CHECK(refusal_field(grpo_lora({}, {{"lora_dtype", "bf16"}})) == "config.lora_dtype");

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "actmem/config/sharding.hpp"
 #include "actmem/core/checked.hpp"
 #include "actmem/device/device.hpp"
 #include "actmem/setup/setup.hpp"
@@ -78,8 +79,12 @@ std::optional<Error> check_lora(const TrainConfig& c, const RlSpec& rl) {
                     "AutoModelForCausalLM in model_dtype); QLoRA is not verl's");
   if (c.lora.dtype != DType::kFp32)
     return rl_error("config.lora_dtype",
-                    "verl builds the actor in fp32 (model_dtype) before peft adds the adapters, "
-                    "which take the base layer's dtype; allowed: fp32");
+                    "peft keeps verl's adapters in fp32 (get_peft_model's autocast_adapter_dtype, "
+                    "and verl's actor is fp32 by model_dtype); allowed: fp32");
+  if (c.lora.dropout > 0)
+    return rl_error("config.lora_dropout",
+                    "verl's LoraConfig (fsdp_workers.py l.463-471) sets no lora_dropout: peft's "
+                    "default 0; allowed: 0");
   if (detail::vllm_max_lora_rank(c.lora.rank) == 0)
     return rl_error("config.lora_rank", std::to_string(c.lora.rank) +
                                             " is above vLLM's largest max_lora_rank 512 "
@@ -137,6 +142,7 @@ class RlBuilder : public detail::RlLines {
   void vllm(RlPhase& p, bool awake, bool weights_only);
   void sync_lines(RlPhase& p);
   RlPhase lora_collect();
+  Bytes stored_bytes(const std::vector<ParamRecord>& v);
   Bytes held_at_start();
   bool sglang() const { return rl_.rollout.engine == "sglang"; }
   bool lora() const { return s_.config.lora.on(); }
@@ -243,38 +249,43 @@ void RlBuilder::sync_lines(RlPhase& p) {
        kSglangSync);
 }
 
+// Parameter records' bytes as stored: frozen base weights in the parameters' dtype (verl's
+// model_dtype), adapters in theirs (peft's autocast_adapter_dtype: fp32).
+Bytes RlBuilder::stored_bytes(const std::vector<ParamRecord>& v) {
+  Bytes n = 0;
+  for (const ParamRecord& r : v) {
+    const Bytes w = dtype_bytes(r.adapter ? s_.config.lora.dtype : s_.config.param_dtype);
+    n = ck_.add(n, ck_.mul(ck_.mul(ck_.mul(r.rows, r.cols, "rl"), r.copies, "rl"), w, "rl"), "rl");
+  }
+  return n;
+}
+
 // LoRA's collection before the sync (rollout_mode): the actor loaded, vLLM asleep, and the
-// summoned parameters in fp32: every FSDP unit (twice over at sleep level 2, the base model's
-// copies made back on the GPU inside the summon) or, with layered_summon, the largest decoder
-// layer's.
+// summoned parameters as stored (FSDP1 summons in full precision): every FSDP unit, when the
+// parameters are sharded (FULL_SHARD over more than one rank), and at vLLM's sleep level 2 the
+// base model's copies made back on the GPU inside the summon; or, with layered_summon, the
+// largest decoder layer's unit.
 RlPhase RlBuilder::lora_collect() {
   RlPhase p = rl_phase("lora_collect",
                        "LoRA collection (FSDP parameters summoned whole, vLLM "
                        "asleep)");
   trainer_base(p, true, !rl_.optimizer_offload);
   const auto& recs = s_.param_records;
-  Checked& ck = ck_;
-  auto elems = [&](const std::vector<ParamRecord>& v) {
-    std::uint64_t n = 0;
-    for (const ParamRecord& r : v)
-      n = ck.add(n, ck.mul(ck.mul(r.rows, r.cols, "rl"), r.copies, "rl"), "rl");
-    return n;
-  };
+  const bool sharded = s_.config.par.zero == 3 && shard_ranks(s_.config.par) > 1;
   if (rl_.rollout.layered_summon) {
-    std::uint64_t layer = 0;
-    for (const auto& k : recs.kinds) layer = std::max(layer, elems(k));
-    line(p, "trainer", "the largest decoder layer summoned whole (fp32, layered_summon)",
-         ck.mul(layer, 4, "rl"), "code", kVerlLayered);
+    Bytes layer = 0;
+    for (const auto& k : recs.kinds) layer = std::max(layer, stored_bytes(k));
+    if (sharded)
+      line(p, "trainer", "the largest decoder layer summoned whole (layered_summon)", layer, "code",
+           kVerlLayered);
   } else {
-    std::uint64_t all = ck.add(elems(recs.embed), elems(recs.head), "rl");
+    Bytes all = ck_.add(stored_bytes(recs.embed), stored_bytes(recs.head), "rl");
     for (std::size_t i = 0; i < recs.kinds.size(); ++i)
-      all = ck.add(all, ck.mul(elems(recs.kinds[i]), s_.kinds[i].layers, "rl"), "rl");
-    line(p, "trainer", "every FSDP unit summoned whole (fp32)", ck.mul(all, 4, "rl"), "code",
-         kVerlLora);
-    line(p, "trainer",
-         "the base model copied back to the GPU inside the summon (fp32, sleep level "
-         "2)",
-         ck.mul(all, 4, "rl"), "code", kVerlLora);
+      all = ck_.add(all, ck_.mul(stored_bytes(recs.kinds[i]), s_.kinds[i].layers, "rl"), "rl");
+    // Unsharded (NO_SHARD, one rank) the summon gathers nothing: the parameters are whole.
+    if (sharded) line(p, "trainer", "every FSDP unit summoned whole", all, "code", kVerlLora);
+    line(p, "trainer", "the base model copied back to the GPU inside the summon (sleep level 2)",
+         all, "code", kVerlLora);
   }
   vllm(p, !rl_.rollout.free_cache_engine, false);
   return p;
@@ -418,7 +429,17 @@ void RlBuilder::start() {
 }
 
 // What vLLM or verl would refuse, and what the answer estimates or leaves out.
-void notes(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl, RlAnswer* a) {
+// The largest adapter tensor (A [r, in] or B [out, r]) in elements.
+std::uint64_t largest_adapter(const ParamRecords& pr) {
+  std::uint64_t n = 0;
+  for (const auto& recs : pr.kinds)
+    for (const ParamRecord& p : recs)
+      if (p.adapter) n = std::max(n, p.rows * p.cols);
+  return n;
+}
+
+void notes(const ModelSpec& m, const Setup& s, const RlSpec& rl, RlAnswer* a) {
+  const TrainConfig& c = s.config;
   const RlRollout& r = rl.rollout;
   if (r.engine == "sglang") {
     detail::sglang_notes(r, c.seq, *a);
@@ -432,16 +453,25 @@ void notes(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl, RlAnswer*
         std::to_string(a->vllm_lora_slots) + " B of LoRA slots (max_lora_rank " +
         std::to_string(a->vllm_max_lora_rank) + ") inside its budget, before the KV cache");
     for (const RlLine& l : a->phases.front().lines)
-      if (l.what.rfind("every FSDP unit", 0) == 0)
+      if (l.what.rfind("the base model copied back", 0) == 0)
         a->notes.push_back(
-            "LoRA at vLLM's sleep level 2: each GPU's trainer also copies the whole fp32 model to "
+            "LoRA at vLLM's sleep level 2: each GPU's trainer also copies the whole model to "
             "host memory at every weight sync (" +
             std::to_string(l.bytes) +
             " B of host RAM per GPU, collect_lora_params' model.to('cpu')); "
             "rl.rollout.layered_summon=true summons one layer at a time and sends only the "
-            "adapters");
+            "adapters (verl then needs rollout.load_format safetensors: the base model loaded by "
+            "vLLM itself)");
+  } else if (r.layered_summon) {
+    a->notes.push_back(
+        "rl.rollout.layered_summon without LoRA only sets vLLM's sleep level to 1 (weights kept "
+        "in host memory while it sleeps instead of discarded): the GPU's memory is the same");
   }
-  const Bytes largest = detail::largest_param(m) * 2;
+  // The bucket holds one tensor at least, cast to the rollout's bf16: with layered_summon only
+  // the adapters are sent.
+  const Bytes largest = (c.lora.on() && r.layered_summon ? largest_adapter(s.param_records)
+                                                         : detail::largest_param(m)) *
+                        2;
   if (largest > r.bucket_bytes)
     a->notes.push_back("the largest parameter (" + std::to_string(largest) +
                        " B in bf16) does not fit the weight-sync bucket: verl asserts ('too large "
@@ -478,7 +508,7 @@ Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const G
   b.start();
   if (auto err = b.overflow()) return *err;
   detail::set_peak(a);
-  notes(m, s.value().config, rl, &a);
+  notes(m, s.value(), rl, &a);
   return a;
 }
 

@@ -185,9 +185,12 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
                       "rl.rollout.engine: '" + shown_text(s.rollout.engine) +
                           "': verl's hybrid engine generates with vLLM or SGLang (transformers' "
                           "generate is TRL's: give rl.framework trl)");
+  if (s.rollout.engine == "sglang" && r.contains("layered_summon"))
+    return make_error("invalid_value", "rl.rollout.layered_summon",
+                      "rl.rollout.layered_summon: read with vLLM only (its sleep level and "
+                      "verl's LoRA sync, which verl runs with vLLM)");
   if (s.rollout.engine == "sglang")
-    for (const char* k :
-         {"block_size", "max_num_batched_tokens", "max_model_len", "layered_summon"})
+    for (const char* k : {"block_size", "max_num_batched_tokens", "max_model_len"})
       if (r.contains(k))
         return make_error("invalid_value", std::string("rl.rollout.") + k,
                           std::string("rl.rollout.") + k +

@@ -435,6 +435,10 @@ std::optional<Error> validate_lora(const ModelSpec& m, const TrainConfig& c) {
                "and accumulate_unsharded are not");
   if (c.optimizer_offload)
     return bad("config.lora_rank", "LoRA with optimizer_offload is not modelled");
+  if (c.lora.qlora && p.zero == 3)
+    return bad("config.qlora",
+               "QLoRA under ZeRO-3 (NF4 base weights partitioned and gathered) is "
+               "not modelled; allowed with zero 0-2");
   if (is_split_backward(effective_schedule(c)))
     return bad("config.lora_rank", "LoRA with a split-backward schedule is not modelled");
   for (std::size_t ki = 0; ki < m.kinds.size(); ++ki) {
@@ -762,7 +766,7 @@ std::optional<Error> validate_compile_tp(const ModelSpec& m, const TrainConfig& 
   if (!full && c.recompute.kind != RecomputeKind::kNone)
     return bad("config.compile", "under tensor parallelism measured with recompute none or full");
   for (const LayerKind& k : m.kinds)
-    if (!full && (k.qkv_bias || k.qk_norm || m.gemma_norm || m.norm != NormType::kRmsNorm))
+    if (k.qkv_bias || k.qk_norm || m.gemma_norm || m.norm != NormType::kRmsNorm)
       return bad("config.compile",
                  "under tensor parallelism measured for torchtitan's Llama "
                  "block only (no q/k/v biases, q/k norms, Gemma or GPT-2 "
@@ -818,6 +822,14 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
                                      " the partitioner and the checkpointing policy decide "
                                      "together, which is not measured; allowed: none, full, "
                                      "op:torchtitan (tests/reference/compile_sac_saved.json)");
+  // torchtitan's op policy under compile is measured on its Llama block alone.
+  if (titan_ops)
+    for (const LayerKind& k : m.kinds)
+      if (k.qkv_bias || k.qk_norm || m.gemma_norm || m.norm != NormType::kRmsNorm)
+        return bad("config.compile",
+                   "with recompute op:torchtitan measured on torchtitan's Llama "
+                   "block only (compile_sac_saved.json); this model's layers "
+                   "have q/k/v biases, q/k norms, Gemma's or GPT-2's layout");
   if (c.float8 != Float8::kNone || c.lora.rank > 0)
     return bad("config.compile", "float8 and LoRA linears under compile are not measured");
   const double ad = c.attention_dropout >= 0 ? c.attention_dropout : m.attention_dropout;
