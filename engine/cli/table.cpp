@@ -446,6 +446,9 @@ std::string render_rl(const json& r) {
   else if (v.value("on_these_gpus", true))
     o << "vLLM: budget " << human(static_cast<double>(u(v["requested_bytes"]))) << ", weights "
       << human(static_cast<double>(u(v["weights_bytes"])))
+      << (v.contains("expert_parallel_size")
+              ? " (experts split over " + std::to_string(u(v["expert_parallel_size"])) + " GPUs)"
+              : std::string())
       << (v.contains("lora_slots_bytes")
               ? ", LoRA slots " + human(static_cast<double>(u(v["lora_slots_bytes"]))) +
                     " (max_lora_rank " + std::to_string(u(v["max_lora_rank"])) + ")"

@@ -291,4 +291,46 @@ TEST_CASE(
   const std::uint64_t width = 2 * h + (32 + 8) * 128 / 2 + 8 * (3 * ef / 2 + h) + 2 * experts;
   CHECK(u(a["vllm"]["profile_peak_bytes"]) == 8192 * width * 2 + 256 * vocab * 8);
   for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == rl_lines_sum(p));
+  // vLLM's expert parallelism as verl starts it (rollout.expert_parallel_size 8 = tp 2 x
+  // data_parallel_size 4): the routed experts (gate, up and down of every expert) split 8 ways
+  // instead of 2, the rest as before; the KV cache grows by what the experts free.
+  json ep = req;
+  ep["rl"]["rollout"]["expert_parallel_size"] = 8;
+  ep["rl"]["rollout"]["data_parallel_size"] = 4;
+  const json e = run(ep);
+  const std::uint64_t routed = layers * experts * 3 * ef * h;
+  CHECK(u(e["vllm"]["weights_bytes"]) ==
+        ((params - replicated - routed) / 2 + replicated + routed / 8) * 2);
+  CHECK(u(e["vllm"]["expert_parallel_size"]) == 8);
+  CHECK(u(e["vllm"]["kv_blocks"]) > 2 * u(a["vllm"]["kv_blocks"]));
+  // Each rollout tp the options list keeps the experts' split (data_parallel_size = 8 / tp).
+  for (const json& o : e["rollout_options"]) CHECK(8 % u(o["tp"]) == 0);
+}
+
+TEST_CASE("rl: vLLM's expert parallelism is refused where verl or the model has none", "[rl]") {
+  auto field = [](json req) {
+    const json r = actmem::evaluate_json(req);
+    return r.value("ok", true) ? std::string("ok") : r["error"]["field"].get<std::string>();
+  };
+  json moe =
+      grpo({{"rollout", {{"tp", 2}, {"expert_parallel_size", 4}, {"data_parallel_size", 1}}}});
+  moe["preset"] = "qwen3-30b-a3b";
+  moe["config"]["micro_batch"] = 2;
+  CHECK(field(moe) == "rl.rollout.expert_parallel_size");  // 4 != tp 2 x dp 1
+  moe["rl"]["rollout"]["data_parallel_size"] = 2;
+  CHECK(field(moe) == "ok");
+  json dense =
+      grpo({{"rollout", {{"tp", 2}, {"expert_parallel_size", 4}, {"data_parallel_size", 2}}}});
+  CHECK(field(dense) == "rl.rollout.expert_parallel_size");  // Qwen2.5-7B has no experts
+  moe["rl"]["rollout"]["engine"] = "sglang";
+  CHECK(field(moe) == "rl.rollout.expert_parallel_size");
+  json trl = moe;
+  trl["rl"]["framework"] = "trl";
+  trl["rl"]["rollout"]["engine"] = "vllm";
+  CHECK(field(trl) == "rl.rollout.expert_parallel_size");
+  // Three GPUs per instance do not divide the job's eight.
+  json odd =
+      grpo({{"rollout", {{"tp", 1}, {"expert_parallel_size", 3}, {"data_parallel_size", 3}}}});
+  odd["preset"] = "qwen3-30b-a3b";
+  CHECK(field(odd) == "rl.rollout.data_parallel_size");
 }

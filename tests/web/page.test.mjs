@@ -648,6 +648,12 @@ test('RL step: verl\'s GRPO beside a vLLM rollout, phase by phase, the CLI\'s an
   assert.equal(lo.vllm.max_lora_rank, 32);
   await page.fill('#rl-lora', '');
   await page.uncheck('#rl-layered');
+  // vLLM's expert parallelism on a dense model: the engine's message beside the EP field.
+  await page.fill('#rl-ep', '4');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="error"]', { timeout: 30000 });
+  assert.match(await page.textContent('[data-rl-err="rl.rollout.expert_parallel_size"]'), /no routed experts/);
+  await page.fill('#rl-ep', '');
   // A utilization outside (0, 1]: the engine's message beside the field, no table.
   await page.fill('#rl-util', '1.5');
   await page.click('#rl-run');

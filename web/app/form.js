@@ -189,8 +189,9 @@ function applyExample(id) {
 
 function wireForm() {
   const form = $('inputs');
-  // One listener: every control fires "input" (selects and checkboxes too); typing waits a
-  // moment, a choice is sent at once; identical requests are not sent twice.
+  // One listener: every control fires "input" (selects and checkboxes too); an input is sent at
+  // once, typing during a computation after its answer (request.js schedule); identical
+  // requests are not sent twice.
   form.addEventListener('input', (e) => {
     const id = e.target.id;
     if (id === 'model-json' || id === 'example' || id === 'model-file' || id === 'preset-search' || id === 'launch-text' || id === 'launch-kind') return;
@@ -198,7 +199,7 @@ function wireForm() {
     if (id === optionId('framework') && e.target.value !== '' && e.target.value !== 'plain') clearForFramework(null);
     applyApplicability();
     const typing = e.target.tagName === 'INPUT' && e.target.type !== 'checkbox';
-    schedule(typing ? 25 : 0);
+    schedule(typing);
   });
   $('example').addEventListener('change', () => applyExample($('example').value));
   // The preset filter narrows the list as one types (family, id or name, any case); Enter
@@ -212,7 +213,7 @@ function wireForm() {
     $('preset').value = first.value;
     $('preset').dispatchEvent(new Event('input', { bubbles: true }));
   });
-  $('all-stages').addEventListener('change', () => schedule(0));
+  $('all-stages').addEventListener('change', () => schedule(false));
   $('use-model').addEventListener('click', () => {
     clearErrors();
     state.customModelText = $('model-json').value;

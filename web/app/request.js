@@ -17,12 +17,17 @@ function send(lane, request) {
   return id;
 }
 
-function schedule(delay) {
+// An input is sent at once (in the next task, so one event's changes go together) unless it is
+// typing while a view is being computed: then the answer in flight brings it (onMessage sends
+// the latest input instead of drawing a superseded answer), so a burst of keystrokes costs one
+// request per answer and no input waits on a timer.
+function schedule(typing) {
   clearTimeout(state.debounce);
   state.debouncing = true;
   document.body.dataset.ready = '0';  // not the answer to these inputs until it arrives
   if (!state.inputAt) state.inputAt = performance.now();
-  state.debounce = setTimeout(update, delay);
+  if (typing && state.awaiting) return;
+  state.debounce = setTimeout(update, 0);
 }
 
 // Sends the view request for the current inputs (once per distinct input).
@@ -72,6 +77,12 @@ function onMessage(e) {
   if (m.lane === 'quick') { onQuick(m); return; }
   if (m.id !== state.wanted) return;  // superseded by a newer input
   state.awaiting = false;
+  if (state.debouncing) {
+    // Typed while this view was computed: ask for the latest input, unless it came back to this.
+    if (JSON.stringify(readForm()) !== state.wantedKey) { update(); return; }
+    clearTimeout(state.debounce);
+    state.debouncing = false;
+  }
   const t0 = performance.now();
   const ans = JSON.parse(m.text);
   document.body.dataset.parseMs = (performance.now() - t0).toFixed(2);
@@ -90,7 +101,7 @@ function onMessage(e) {
 // The view without its searches: drawn while the full view is still awaited (never after it, and
 // never an error: the full view brings the same one), its pending parts saying so.
 function onQuick(m) {
-  if (m.id !== state.wantedQuick || !state.awaiting) return;
+  if (m.id !== state.wantedQuick || !state.awaiting || state.debouncing) return;
   const ans = JSON.parse(m.text);
   if (!ans.ok) return;
   document.body.dataset.quickMs = m.ms.toFixed(2);

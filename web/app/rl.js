@@ -35,6 +35,14 @@ function rlRequest() {
   } else {
     if ($('rl-verl-engine').value === 'sglang') rollout.engine = 'sglang';
     else if ($('rl-layered').checked) rollout.layered_summon = true;
+    // vLLM's expert parallelism: data_parallel_size = EP / tp (0 when it does not divide: the
+    // engine's message then names the EP field).
+    const ep = $('rl-ep').value.trim();
+    if (rollout.engine !== 'sglang' && ep !== '' && ep !== '1') {
+      rollout.expert_parallel_size = typed(ep);
+      const t = Number(rollout.tp);
+      rollout.data_parallel_size = Number.isInteger(Number(ep) / t) ? Number(ep) / t : 0;
+    }
     Object.assign(rl, { param_offload: $('rl-param-offload').checked, optimizer_offload: $('rl-optimizer-offload').checked, rollout });
   }
   const req = { command: 'rl', config, rl };
@@ -83,6 +91,7 @@ function rlControls(changed) {
   const layered = $('rl-layered').parentElement;
   if (layered.dataset.tip === undefined) layered.dataset.tip = layered.title;
   $('rl-layered').disabled = sglang;
+  $('rl-ep').disabled = sglang;
   layered.title = sglang ? 'Read with vLLM only (its sleep level and verl\'s LoRA sync)' : layered.dataset.tip;
 }
 
@@ -174,6 +183,6 @@ function wireRl() {
   $('rl-trainer').addEventListener('change', () => rlControls(false));
   $('rl-verl-engine').addEventListener('change', () => rlControls(false));
   rlControls(false);
-  for (const id of ['rl-gpus', 'rl-response', 'rl-lora', 'rl-tp', 'rl-util'])
+  for (const id of ['rl-gpus', 'rl-response', 'rl-lora', 'rl-tp', 'rl-util', 'rl-ep'])
     $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); runRl(); } });
 }

@@ -84,7 +84,7 @@ Bytes vllm_lora_slots(const ModelSpec& m, std::uint64_t r, std::uint64_t tp, Che
 // rl.rollout.tp and the engine), and its KV cache's bytes per token, every layer's (kv heads split
 // by tp, at least one; MLA's latent and RoPE widths whole).
 std::optional<Error> rollout_weights(const ModelSpec& m, std::uint64_t seq, std::uint64_t tp,
-                                     const char* engine, Bytes* out);
+                                     const char* engine, Bytes* out, std::uint64_t ep_dp = 1);
 Bytes kv_cell(const ModelSpec& m, std::uint64_t tp, Checked& ck);
 
 // What vLLM's KV cache is modelled for (rl_vllm.cpp): attention layers, sliding windows beside

@@ -96,6 +96,28 @@ std::optional<Error> check_lora(const TrainConfig& c, const RlSpec& rl) {
   return std::nullopt;
 }
 
+// vLLM's expert parallelism as verl starts it (vllm_async_server.py l.308-325; RolloutConfig
+// asserts expert_parallel_size == tensor_model_parallel_size x data_parallel_size).
+std::optional<Error> check_expert_parallel(const ModelSpec& m, const TrainConfig& c,
+                                           const RlRollout& r) {
+  if (r.ep == 1 && r.dp == 1) return std::nullopt;
+  if (r.ep == 0 || r.dp == 0 || r.ep != r.tp * r.dp)
+    return rl_error("rl.rollout.expert_parallel_size",
+                    std::to_string(r.ep) + " with tp " + std::to_string(r.tp) +
+                        " and data_parallel_size " + std::to_string(r.dp) +
+                        ": verl asserts expert_parallel_size == tp x data_parallel_size");
+  if (!m.any_moe())
+    return rl_error("rl.rollout.expert_parallel_size",
+                    "the model has no routed experts (vLLM's expert parallelism splits them)");
+  if (c.par.dp % r.ep != 0)
+    return rl_error("rl.rollout.data_parallel_size",
+                    std::to_string(r.ep) +
+                        " GPUs per vLLM instance (tp x data_parallel_size) do "
+                        "not divide the " +
+                        std::to_string(c.par.dp) + " GPUs (config.dp)");
+  return std::nullopt;
+}
+
 std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl) {
   if (rl.algorithm != "grpo" && rl.algorithm != "ppo")
     return rl_error("rl.algorithm", "'" + rl.algorithm + "'; allowed with verl: grpo, ppo");
@@ -121,6 +143,7 @@ std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpe
   }
   Checked ck;
   if (auto err = detail::check_vllm_attention(m, r.tp, ck)) return err;
+  if (auto err = check_expert_parallel(m, c, r)) return err;
   return detail::check_vllm(c, r, r.max_model_len ? r.max_model_len : c.seq);
 }
 
@@ -602,6 +625,10 @@ std::vector<RlRolloutOption> rollout_options(const ModelSpec& m, const TrainConf
     if (!divides) continue;
     RlSpec s = rl;
     s.rollout.tp = t;
+    if (rl.rollout.ep > 1) {  // the experts' split kept: dp = ep / tp
+      if (rl.rollout.ep % t != 0) continue;
+      s.rollout.dp = rl.rollout.ep / t;
+    }
     auto r = rl_phases(m, actor, gpu, s);
     if (!r.ok()) continue;  // the engine refuses this split (its message is the request's own)
     const RlAnswer& a = r.value();

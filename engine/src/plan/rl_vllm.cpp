@@ -97,7 +97,7 @@ std::optional<Error> check_vllm(const TrainConfig& c, const RlRollout& r,
 }
 
 std::optional<Error> rollout_weights(const ModelSpec& m, std::uint64_t seq, std::uint64_t tp,
-                                     const char* engine, Bytes* out) {
+                                     const char* engine, Bytes* out, std::uint64_t ep_dp) {
   // The model under tensor parallelism tp in bf16 (the engine's own split: columns, rows and the
   // vocabulary divided, norms replicated, as vLLM's and SGLang's parallel layers do).
   TrainConfig v;
@@ -107,10 +107,16 @@ std::optional<Error> rollout_weights(const ModelSpec& m, std::uint64_t seq, std:
   v.param_dtype = DType::kBf16;
   v.optimizer = Optimizer::kSgd;
   v.seq = seq;
+  // Expert parallelism over ep_dp data-parallel ranks of tp each: the engine's routed experts
+  // split ep_dp ways, each expert's columns tp ways, E x f / (tp x ep_dp) per GPU as vLLM's
+  // whole experts over tp x ep_dp ranks hold; the dense weights split by tp alone.
+  if (ep_dp > 1) v.par.dp = v.par.ep = ep_dp;
   auto vs = make_setup(m, v);
   if (!vs.ok())
-    return rl_error("rl.rollout.tp",
-                    std::string(engine) + "'s tensor parallelism: " + vs.error().message);
+    return rl_error(ep_dp > 1 ? "rl.rollout.expert_parallel_size" : "rl.rollout.tp",
+                    std::string(engine) + "'s " +
+                        (ep_dp > 1 ? "expert parallelism: " : "tensor parallelism: ") +
+                        vs.error().message);
   *out = vs.value().ranks[0].stat.params_bytes;
   return std::nullopt;
 }
@@ -129,7 +135,8 @@ Bytes kv_cell(const ModelSpec& m, std::uint64_t tp, Checked& ck) {
 std::optional<Error> size_vllm(const ModelSpec& m, std::uint64_t seq, const RlRollout& r,
                                std::uint64_t max_num_seqs, std::uint64_t max_model_len, RlAnswer& a,
                                Checked& ck) {
-  if (auto err = rollout_weights(m, seq, r.tp, "vLLM", &a.vllm_weights)) return err;
+  if (auto err = rollout_weights(m, seq, r.tp, "vLLM", &a.vllm_weights, r.dp)) return err;
+  a.vllm_ep = r.ep;
   a.vllm_requested =
       static_cast<Bytes>(std::floor(r.gpu_memory_utilization * static_cast<double>(a.capacity)));
   a.max_model_len = max_model_len;

@@ -31,8 +31,10 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
                                       "bucket_bytes",
                                       "context_bytes",
                                       "profile_peak_bytes",
-                                      "layered_summon"};
-  ACTMEM_TRY(check_keys(r, "rl.rollout", kKeys, 15));
+                                      "layered_summon",
+                                      "expert_parallel_size",
+                                      "data_parallel_size"};
+  ACTMEM_TRY(check_keys(r, "rl.rollout", kKeys, 17));
   struct Choice {
     const char* key;
     std::string* dst;
@@ -57,7 +59,9 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
       {"max_num_seqs", &out->max_num_seqs},
       {"max_num_batched_tokens", &out->max_num_batched_tokens},
       {"max_model_len", &out->max_model_len},
-      {"block_size", &out->block_size}};
+      {"block_size", &out->block_size},
+      {"expert_parallel_size", &out->ep},
+      {"data_parallel_size", &out->dp}};
   for (const auto& [k, dst] : counts)
     if (r.contains(k)) {
       const std::string field = std::string("rl.rollout.") + k;
@@ -124,10 +128,12 @@ std::optional<Error> refuse_for_openrlhf(const json& rl) {
   if (r.is_object() && r.contains("engine") && r["engine"] != "vllm")
     return make_error("invalid_value", "rl.rollout.engine",
                       "rl.rollout.engine: OpenRLHF generates with vLLM");
-  if (r.is_object() && r.contains("layered_summon"))
-    return make_error("invalid_value", "rl.rollout.layered_summon",
-                      "rl.rollout.layered_summon: verl's setting (its FSDP LoRA sync); give "
-                      "rl.framework verl");
+  for (const char* k : {"layered_summon", "expert_parallel_size", "data_parallel_size"})
+    if (r.is_object() && r.contains(k))
+      return make_error("invalid_value", std::string("rl.rollout.") + k,
+                        std::string("rl.rollout.") + k +
+                            ": verl's setting (its LoRA sync, vLLM's expert parallelism); give "
+                            "rl.framework verl");
   if (r.is_object() && r.contains("mode") && r["mode"] != "colocate")
     return make_error("invalid_value", "rl.rollout.mode",
                       "rl.rollout.mode: OpenRLHF's separate GPU pools (no --train.colocate_all) "
@@ -165,7 +171,9 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
         {"max_num_batched_tokens", "TRL fixes it at 4096 (vllm_generation.py l.363)"},
         {"bucket_bytes", "TRL loads the parameters into vLLM one by one (no bucket)"},
         {"context_bytes", "TRL's colocated vLLM shares the training process's CUDA context"},
-        {"layered_summon", "verl's setting (its FSDP LoRA sync); TRL merges the adapters"}};
+        {"layered_summon", "verl's setting (its FSDP LoRA sync); TRL merges the adapters"},
+        {"expert_parallel_size", "verl's setting (vLLM's expert parallelism as verl starts it)"},
+        {"data_parallel_size", "verl's setting (vLLM's data-parallel ranks as verl starts them)"}};
     for (const auto& [k, why] : kFixed)
       if (r.is_object() && r.contains(k))
         return make_error("invalid_value", std::string("rl.rollout.") + k,
@@ -189,6 +197,13 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
     return make_error("invalid_value", "rl.rollout.layered_summon",
                       "rl.rollout.layered_summon: read with vLLM only (its sleep level and "
                       "verl's LoRA sync, which verl runs with vLLM)");
+  if (s.rollout.engine == "sglang")
+    for (const char* k : {"expert_parallel_size", "data_parallel_size"})
+      if (r.contains(k))
+        return make_error("invalid_value", std::string("rl.rollout.") + k,
+                          std::string("rl.rollout.") + k +
+                              ": vLLM's expert parallelism as verl starts it; SGLang's is not "
+                              "modelled");
   if (s.rollout.engine == "sglang")
     for (const char* k : {"block_size", "max_num_batched_tokens", "max_model_len"})
       if (r.contains(k))

@@ -71,6 +71,7 @@ json rl_to_json(const RlAnswer& a) {
          {"notes", a.notes}};
   // SGLang's request map and free list (its pool is kv_cache_bytes; requested_bytes all of it).
   if (a.engine == "sglang") j["vllm"]["sglang_maps_bytes"] = a.sglang_maps;
+  if (a.vllm_ep > 1) j["vllm"]["expert_parallel_size"] = a.vllm_ep;
   if (a.kv_groups) {  // vLLM's hybrid manager: kv_blocks is each of its kv_group_size pools'
     j["vllm"]["kv_groups"] = a.kv_groups;
     j["vllm"]["kv_group_size"] = a.kv_group_size;

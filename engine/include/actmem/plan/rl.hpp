@@ -41,6 +41,10 @@ struct RlRollout {
   // verl's rollout.layered_summon (default false): with LoRA, the adapters are gathered one
   // decoder layer at a time, and vLLM sleeps at level 1 (vllm_rollout.py l.91-95).
   bool layered_summon = false;
+  // verl's rollout.expert_parallel_size and data_parallel_size (vLLM's enable_expert_parallel
+  // with data-parallel attention, vllm_async_server.py l.308-325): ep = tp x dp, each GPU the
+  // dense weights split by tp and the routed experts by ep. 1, 1: off.
+  std::uint64_t ep = 1, dp = 1;
 };
 
 struct RlSpec {
@@ -130,6 +134,7 @@ struct RlAnswer {
   // verl with LoRA: vLLM's LoRA slots (enable_lora, max_loras 1, max_lora_rank the adapters'
   // rank rounded up to vLLM's allowed ranks), inside its budget, before the KV cache.
   Bytes vllm_lora_slots = 0;
+  std::uint64_t vllm_ep = 1;  // verl's rollout.expert_parallel_size (vLLM's experts split)
   std::uint64_t vllm_max_lora_rank = 0;
   bool context_known = true;  // SGLang: the model gives its context length (max_positions)
   std::uint64_t kv_concurrency_seq = 0;  // SGLang: the sequence its concurrency counts (seq)
