@@ -98,8 +98,7 @@ function rlControls(changed) {
 function runRl() {
   if (!state.bootDone) return;
   const panel = $('rl-panel');
-  for (const slot of panel.querySelectorAll('[data-rl-err]')) slot.textContent = '';
-  for (const input of panel.querySelectorAll('[data-rl-field]')) input.classList.remove('invalid');
+  clearRlErrors();
   const req = rlRequest();
   panel.dataset.request = JSON.stringify(req);
   state.rlId = send('rl', req);
@@ -175,8 +174,17 @@ function onRl(m) {
   for (const n of ans.notes) $('rl-notes').appendChild(el('li', n));
 }
 
+// An edit in the panel takes the last answer's messages away (each overlays the row below its
+// field, where it could cover the button).
+function clearRlErrors() {
+  const panel = $('rl-panel');
+  for (const slot of panel.querySelectorAll('[data-rl-err]')) slot.textContent = '';
+  for (const input of panel.querySelectorAll('[data-rl-field]')) input.classList.remove('invalid');
+}
+
 function wireRl() {
   $('rl-run').addEventListener('click', runRl);
+  $('rl-panel').addEventListener('input', clearRlErrors);
   $('rl-framework').addEventListener('change', () => rlControls(true));
   $('rl-engine').addEventListener('change', () => rlControls(false));
   $('rl-algorithm').addEventListener('change', () => rlControls(false));
