@@ -21,6 +21,11 @@ std::uint64_t cdiv(std::uint64_t a, std::uint64_t b) {
   return (a + b - 1) / b;
 }
 
+// What vLLM's budget leaves for the KV cache: requested less weights and profiled activations.
+std::uint64_t available(const json& v) {
+  return u(v["requested_bytes"]) - u(v["weights_bytes"]) - u(v["profile_peak_bytes"]);
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -34,9 +39,7 @@ TEST_CASE(
   CHECK(u(v["kv_bytes_per_token"]) == 24 * 2 * 4 * 64 * 2);
   CHECK(u(v["kv_groups"]) == 2);
   CHECK(u(v["kv_group_size"]) == 12);
-  const std::uint64_t available =
-      u(v["requested_bytes"]) - u(v["weights_bytes"]) - u(v["profile_peak_bytes"]);
-  const std::uint64_t blocks = available / page / 12;  // get_num_blocks(num_layers = group size)
+  const std::uint64_t blocks = available(v) / page / 12;  // get_num_blocks(num_layers = group size)
   CHECK(u(v["kv_blocks"]) == blocks);
   CHECK(u(v["kv_cache_bytes"]) == blocks * page * 12);
   CHECK(u(v["kv_tokens"]) == blocks / 2 * 16);  // "GPU KV cache size": blocks // groups x block
@@ -63,9 +66,7 @@ TEST_CASE(
   const std::uint64_t page = 16 * 2 * 256 * 2;
   CHECK(u(v["kv_group_size"]) == 4);
   CHECK(u(v["kv_groups"]) == 1 + cdiv(22, 4));  // the full group, six sliding (two pads)
-  const std::uint64_t available =
-      u(v["requested_bytes"]) - u(v["weights_bytes"]) - u(v["profile_peak_bytes"]);
-  CHECK(u(v["kv_blocks"]) == available / page / 4);
+  CHECK(u(v["kv_blocks"]) == available(v) / page / 4);
   CHECK(u(v["kv_tokens"]) == u(v["kv_blocks"]) / 7 * 16);
   // Per request: the full group 256 blocks, each sliding group min(511 + 8192, 4096) -> 257.
   CHECK(v["concurrency"].get<double>() ==

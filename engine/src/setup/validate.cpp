@@ -750,6 +750,12 @@ bool compiled_block(const ModelSpec& m, const LayerKind& k) {
   return m.pos == PosEncoding::kLearned && k.ffn == FfnType::kGelu && !k.qk_norm;
 }
 
+// torchtitan's own Llama block (RMSNorm, no q/k/v biases or q/k norms, not Gemma's): what compile
+// under TP and under its op policy is measured on.
+bool titan_llama_kind(const ModelSpec& m, const LayerKind& k) {
+  return !k.qkv_bias && !k.qk_norm && !m.gemma_norm && m.norm == NormType::kRmsNorm;
+}
+
 // Compile under tensor parallelism: measured for torchtitan's Llama block under its TP plan
 // (sequence parallel, kv heads divisible by tp: tests/reference/compile_tp_saved.json), with no
 // recompute or full recompute (whose checkpointed block keeps its input shard as eager does).
@@ -766,7 +772,7 @@ std::optional<Error> validate_compile_tp(const ModelSpec& m, const TrainConfig& 
   if (!full && c.recompute.kind != RecomputeKind::kNone)
     return bad("config.compile", "under tensor parallelism measured with recompute none or full");
   for (const LayerKind& k : m.kinds)
-    if (k.qkv_bias || k.qk_norm || m.gemma_norm || m.norm != NormType::kRmsNorm)
+    if (!titan_llama_kind(m, k))
       return bad("config.compile",
                  "under tensor parallelism measured for torchtitan's Llama "
                  "block only (no q/k/v biases, q/k norms, Gemma or GPT-2 "
@@ -825,7 +831,7 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
   // torchtitan's op policy under compile is measured on its Llama block alone.
   if (titan_ops)
     for (const LayerKind& k : m.kinds)
-      if (k.qkv_bias || k.qk_norm || m.gemma_norm || m.norm != NormType::kRmsNorm)
+      if (!titan_llama_kind(m, k))
         return bad("config.compile",
                    "with recompute op:torchtitan measured on torchtitan's Llama "
                    "block only (compile_sac_saved.json); this model's layers "
