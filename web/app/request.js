@@ -87,10 +87,7 @@ function onMessage(e) {
   const ans = JSON.parse(m.text);
   document.body.dataset.parseMs = (performance.now() - t0).toFixed(2);
   document.body.dataset.engineMs = m.ms.toFixed(2);
-  // The page's first view runs on a cold engine (WebAssembly's baseline code, its tables built):
-  // 2.5 to 4 times its warm time on this project's machines (docs/performance.md, the
-  // twenty-second session), so it counts at a third when the next input decides on a quick view.
-  state.lastViewMs = state.lastViewMs === undefined ? m.ms / 3 : m.ms;
+  state.lastViewMs = m.ms;
   if (!ans.ok) { answerError(ans.error, state.wantedReq); return; }
   state.lastError = null;
   document.body.dataset.state = 'ok';

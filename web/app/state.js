@@ -20,7 +20,7 @@ const state = Object.seal({
   seq: 0,                    // request ids, every lane; only the answer to `wanted` is drawn as current
   wanted: 0,                 // the id of the current inputs' view request
   wantedQuick: 0,            // ... and of their view without searches, drawn first (request.js)
-  lastViewMs: undefined,     // the engine time of the last full view (whether to ask the quick one; the first, cold, at a third)
+  lastViewMs: undefined,     // the engine time of the last full view (whether to ask the quick one)
   wantedKey: '',             // that request as JSON text: an identical request is not sent twice
   wantedReq: null,           // that request
   shown: null,               // { key, req, view }: the answer on screen and the request it answers (key null for a link's fallback)
