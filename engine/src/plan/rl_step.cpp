@@ -11,6 +11,7 @@
 #include "actmem/config/sharding.hpp"
 #include "actmem/core/checked.hpp"
 #include "actmem/device/device.hpp"
+#include "actmem/inventory/params.hpp"
 #include "actmem/setup/setup.hpp"
 #include "plan/rl_parts.hpp"
 
@@ -58,10 +59,6 @@ constexpr const char* kVerlLayered =
     "verl b178a3c utils/fsdp_utils.py layered_summon_lora_params l.569-608: one decoder layer's "
     "FSDP unit summoned whole (fp32) at a time; vllm_rollout.py l.91-95: vLLM then sleeps at "
     "level 1, keeping the base weights, so only the adapters are sent";
-constexpr const char* kVllmLora =
-    "verl b178a3c vllm_async_server.py l.342-358 (enable_lora, max_loras 1, max_lora_rank); "
-    "vLLM's lora/layers create_lora_weights: lora_a and lora_b per slice of qkv_proj, o_proj, "
-    "gate_up_proj and down_proj, in the model's dtype, made at load inside the budget";
 
 // LoRA in verl (docs/advance/ppo_lora.rst at b178a3c: FSDP backends with vLLM only): the
 // reference is the actor with its adapters off (ray_trainer.py l.298-302, ref_in_actor), so no
@@ -272,12 +269,12 @@ void RlBuilder::sync_lines(RlPhase& p) {
        kSglangSync);
 }
 
-// Parameter records' bytes as stored: frozen base weights in the parameters' dtype (verl's
-// model_dtype), adapters in theirs (peft's autocast_adapter_dtype: fp32).
+// Parameter records' bytes as stored (params.hpp weight_dtype: frozen base weights in the
+// parameters' dtype, verl's model_dtype; adapters in theirs, peft's autocast_adapter_dtype fp32).
 Bytes RlBuilder::stored_bytes(const std::vector<ParamRecord>& v) {
   Bytes n = 0;
   for (const ParamRecord& r : v) {
-    const Bytes w = dtype_bytes(r.adapter ? s_.config.lora.dtype : s_.config.param_dtype);
+    const Bytes w = dtype_bytes(weight_dtype(r, s_.config));
     n = ck_.add(n, ck_.mul(ck_.mul(ck_.mul(r.rows, r.cols, "rl"), r.copies, "rl"), w, "rl"), "rl");
   }
   return n;

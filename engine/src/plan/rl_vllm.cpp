@@ -32,9 +32,10 @@ std::optional<Error> check_full_attention(const ModelSpec& m) {
   for (const LayerKind& k : m.kinds) {
     if (!k.has_attention() || k.window > 0)
       return rl_error("model", "layer kind '" + k.name +
-                                   "' (sliding-window or state-space layers): vLLM's cache of "
-                                   "such layers is not modelled; full-attention models only "
-                                   "(dense or MoE)");
+                                   "' (sliding-window or state-space layers): this rollout's "
+                                   "cache of such layers (SGLang's, transformers' generate) is "
+                                   "not modelled; full-attention models only (dense or MoE), "
+                                   "or a vLLM rollout for sliding windows");
   }
   return std::nullopt;
 }
@@ -49,6 +50,7 @@ bool any_window(const ModelSpec& m) {
 // manager, kv_cache_utils.py _get_kv_cache_groups_uniform_page_size) when every layer's page is
 // the same; Llama 4's chunked local attention and state-space layers are not modelled.
 std::optional<Error> check_vllm_attention(const ModelSpec& m, std::uint64_t tp, Checked& ck) {
+  const bool windows = any_window(m);
   Bytes cell = 0;
   for (const LayerKind& k : m.kinds) {
     if (!k.has_attention())
@@ -61,7 +63,7 @@ std::optional<Error> check_vllm_attention(const ModelSpec& m, std::uint64_t tp, 
                                    "layers is not modelled");
     const std::uint64_t kv = std::max<std::uint64_t>(1, k.kv_heads / tp);
     const Bytes c = kv_cache_width(k, k.is_mla() ? 1 : kv, ck);
-    if (cell != 0 && c != cell && any_window(m))
+    if (cell != 0 && c != cell && windows)
       return rl_error("model",
                       "sliding-window and full layers with different KV widths: vLLM "
                       "unifies their pages by block size, which is not modelled");
