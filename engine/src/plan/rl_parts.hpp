@@ -47,6 +47,10 @@ class RlLines {
 Bytes no_grad_forward(const ModelSpec& m, const Setup& s, std::uint64_t tokens, Bytes head_bytes,
                       Checked& ck);
 
+// A phase as fixes and rollout options name it: its id, after its pool's name when the processes
+// have GPUs of their own ("actor/update").
+inline std::string phase_name(const RlPhase& p) { return p.pool.empty() ? p.id : p.pool + "/" + p.id; }
+
 // The step's peak: the largest phase, and whether it fits the GPU.
 inline void set_peak(RlAnswer& a) {
   for (std::size_t i = 0; i < a.phases.size(); ++i)

@@ -542,7 +542,8 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
     set(s);
     out.emplace_back(change, s);
   };
-  if (a.vllm_here && !rl.rollout.free_cache_engine)
+  // OpenRLHF turns vLLM's sleep off on vLLM's own GPUs (rl_openrlhf.cpp, orl_check_layout).
+  if (a.vllm_here && !rl.rollout.free_cache_engine && rl.rollout.mode != "separate")
     add("rl.rollout.free_cache_engine=true", [](RlSpec& s) { s.rollout.free_cache_engine = true; });
   // The largest utilization (in hundredths) that leaves the generation within the GPU.
   const RlPhase* gen = nullptr;
@@ -579,9 +580,14 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
   }
   // TRL: a generation batch of one micro-batch (the KV cache and generation's working set scale
   // with it), or a vLLM server on other GPUs; offloading is DeepSpeed's, in the config.
+  // OpenRLHF: DeepSpeed's sleep, and with separate pools a model's own GPUs.
   if (rl.framework == "openrlhf") {
     if (!rl.deepspeed_sleep)
       add("rl.deepspeed_sleep=true", [](RlSpec& s) { s.deepspeed_sleep = true; });
+    if (rl.colocate_actor_ref)
+      add("rl.colocate_actor_ref=false", [](RlSpec& s) { s.colocate_actor_ref = false; });
+    if (rl.colocate_critic_reward)
+      add("rl.colocate_critic_reward=false", [](RlSpec& s) { s.colocate_critic_reward = false; });
     return out;
   }
   if (rl.framework == "trl") {
@@ -616,8 +622,11 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
 std::vector<RlRolloutOption> rollout_options(const ModelSpec& m, const TrainConfig& actor,
                                              const GpuSpec& gpu, const RlSpec& rl) {
   std::vector<RlRolloutOption> out;
-  for (std::uint64_t t = 1; t <= actor.par.dp && t <= 64; t *= 2) {
-    bool divides = actor.par.dp % t == 0;
+  // On GPUs of its own (OpenRLHF's separate pools) vLLM's tp need not divide the actor's GPUs:
+  // one node's worth, 8 at most.
+  const bool own = rl.rollout.mode == "separate";
+  for (std::uint64_t t = 1; t <= (own ? 8 : actor.par.dp) && t <= 64; t *= 2) {
+    bool divides = own || actor.par.dp % t == 0;
     for (const LayerKind& k : m.kinds) divides = divides && k.heads % t == 0;
     if (!divides) continue;
     RlSpec s = rl;
@@ -629,7 +638,7 @@ std::vector<RlRolloutOption> rollout_options(const ModelSpec& m, const TrainConf
     auto r = rl_phases(m, actor, gpu, s);
     if (!r.ok()) continue;  // the engine refuses this split (its message is the request's own)
     const RlAnswer& a = r.value();
-    out.push_back({t, a.fits, a.vllm_starts, a.peak_bytes, a.phases[a.peak_phase].id, a.kv_tokens,
+    out.push_back({t, a.fits, a.vllm_starts, a.peak_bytes, detail::phase_name(a.phases[a.peak_phase]), a.kv_tokens,
                    a.kv_concurrency});
   }
   std::stable_sort(out.begin(), out.end(), [](const RlRolloutOption& x, const RlRolloutOption& y) {
@@ -651,7 +660,7 @@ Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const Gpu
     auto t = rl_phases(m, actor, gpu, spec);
     if (t.ok() && t.value().fits && t.value().vllm_starts)
       a.value().fixes.push_back(
-          {change, t.value().peak_bytes, t.value().phases[t.value().peak_phase].id});
+          {change, t.value().peak_bytes, detail::phase_name(t.value().phases[t.value().peak_phase])});
   }
   return a;
 }

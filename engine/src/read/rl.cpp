@@ -33,15 +33,16 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
                                       "profile_peak_bytes",
                                       "layered_summon",
                                       "expert_parallel_size",
-                                      "data_parallel_size"};
-  ACTMEM_TRY(check_keys(r, "rl.rollout", kKeys, 17));
+                                      "data_parallel_size",
+                                      "num_engines"};
+  ACTMEM_TRY(check_keys(r, "rl.rollout", kKeys, 18));
   struct Choice {
     const char* key;
     std::string* dst;
     std::vector<std::string> allowed;
   };
   const Choice choices[] = {{"engine", &out->engine, {"vllm", "sglang", "transformers"}},
-                            {"mode", &out->mode, {"colocate", "server"}}};
+                            {"mode", &out->mode, {"colocate", "server", "separate"}}};
   for (const Choice& ch : choices)
     if (r.contains(ch.key)) {
       const std::string field = std::string("rl.rollout.") + ch.key;
@@ -61,7 +62,8 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
       {"max_model_len", &out->max_model_len},
       {"block_size", &out->block_size},
       {"expert_parallel_size", &out->ep},
-      {"data_parallel_size", &out->dp}};
+      {"data_parallel_size", &out->dp},
+      {"num_engines", &out->num_engines}};
   for (const auto& [k, dst] : counts)
     if (r.contains(k)) {
       const std::string field = std::string("rl.rollout.") + k;
@@ -104,9 +106,28 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
 
 namespace {
 
-// OpenRLHF (hybrid engine): none of verl's offloads or bucket, none of TRL's generation keys,
-// vLLM colocated with every model (--train.colocate_all).
-std::optional<Error> refuse_for_openrlhf(const json& rl) {
+// OpenRLHF's separate pools: a pool key for a model the step does not load changes nothing and is
+// refused (no reference, no critic in GRPO, no reward model).
+std::optional<Error> refuse_unused_pools(const json& rl, const RlSpec& s) {
+  const bool critic = s.algorithm == "ppo";
+  const std::pair<const char*, const char*> unused[] = {
+      {s.reference ? "" : "reference_gpus", "no reference model (rl.reference false)"},
+      {s.reference ? "" : "colocate_actor_ref", "no reference model (rl.reference false)"},
+      {critic ? "" : "critic_gpus", "no critic (rl.algorithm grpo)"},
+      {critic && s.reward_model ? "" : "colocate_critic_reward",
+       "needs a critic (rl.algorithm ppo) and a reward model (rl.reward_model): OpenRLHF puts "
+       "the reward model in the critic's placement group (train_ppo_ray.py l.109-138)"},
+      {s.reward_model ? "" : "reward_gpus", "no reward model (rl.reward_model false)"}};
+  for (const auto& [k, why] : unused)
+    if (*k && rl.contains(k))
+      return make_error("invalid_value", std::string("rl.") + k,
+                        std::string("rl.") + k + ": " + why);
+  return std::nullopt;
+}
+
+// OpenRLHF: none of verl's offloads or bucket, none of TRL's generation keys; the pools' keys
+// with separate pools only, vLLM's sleep with --train.colocate_all only.
+std::optional<Error> refuse_for_openrlhf(const json& rl, const RlSpec& s) {
   for (const char* k : {"param_offload", "optimizer_offload", "ref_param_offload",
                         "critic_param_offload", "critic_optimizer_offload"})
     if (rl.contains(k))
@@ -134,11 +155,25 @@ std::optional<Error> refuse_for_openrlhf(const json& rl) {
                         std::string("rl.rollout.") + k +
                             ": verl's setting (its LoRA sync, vLLM's expert parallelism); give "
                             "rl.framework verl");
-  if (r.is_object() && r.contains("mode") && r["mode"] != "colocate")
+  if (s.rollout.mode == "server")
     return make_error("invalid_value", "rl.rollout.mode",
-                      "rl.rollout.mode: OpenRLHF's separate GPU pools (no --train.colocate_all) "
-                      "are not modelled yet; allowed: colocate");
-  return std::nullopt;
+                      "rl.rollout.mode: 'server' is TRL's vLLM server; OpenRLHF runs colocate "
+                      "(--train.colocate_all) or separate (every model and vLLM on GPUs of their "
+                      "own, its default)");
+  if (s.rollout.mode == "colocate")
+    for (const char* k : {"reference_gpus", "critic_gpus", "reward_gpus", "colocate_actor_ref",
+                          "colocate_critic_reward"})
+      if (rl.contains(k))
+        return make_error("invalid_value", std::string("rl.") + k,
+                          std::string("rl.") + k +
+                              ": read with rl.rollout.mode separate; --train.colocate_all puts "
+                              "every model on the actor's GPUs (config.dp)");
+  if (s.rollout.mode == "separate" && s.rollout.free_cache_engine)
+    return make_error("invalid_value", "rl.rollout.free_cache_engine",
+                      "rl.rollout.free_cache_engine: true, yet OpenRLHF turns vLLM's sleep off "
+                      "without --train.colocate_all (train_ppo_ray.py l.663-665); allowed with "
+                      "rl.rollout.mode separate: false");
+  return refuse_unused_pools(rl, s);
 }
 
 // The keys one framework has and the other does not: verl's offloads, log-probability batch,
@@ -147,8 +182,9 @@ std::optional<Error> refuse_for_openrlhf(const json& rl) {
 std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
   const json empty = json::object();
   const json& r = rl.contains("rollout") ? rl["rollout"] : empty;
-  if (s.framework == "openrlhf") return refuse_for_openrlhf(rl);
-  for (const char* k : {"reward_model", "deepspeed_sleep"})
+  if (s.framework == "openrlhf") return refuse_for_openrlhf(rl, s);
+  for (const char* k : {"reward_model", "deepspeed_sleep", "reference_gpus", "critic_gpus",
+                        "reward_gpus", "colocate_actor_ref", "colocate_critic_reward"})
     if (rl.contains(k))
       return make_error(
           "invalid_value", std::string("rl.") + k,
@@ -173,11 +209,16 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
         {"context_bytes", "TRL's colocated vLLM shares the training process's CUDA context"},
         {"layered_summon", "verl's setting (its FSDP LoRA sync); TRL merges the adapters"},
         {"expert_parallel_size", "verl's setting (vLLM's expert parallelism as verl starts it)"},
-        {"data_parallel_size", "verl's setting (vLLM's data-parallel ranks as verl starts them)"}};
+        {"data_parallel_size", "verl's setting (vLLM's data-parallel ranks as verl starts them)"},
+        {"num_engines", "OpenRLHF's setting (--vllm.num_engines); give rl.framework openrlhf"}};
     for (const auto& [k, why] : kFixed)
       if (r.is_object() && r.contains(k))
         return make_error("invalid_value", std::string("rl.rollout.") + k,
                           std::string("rl.rollout.") + k + ": " + why);
+    if (s.rollout.mode == "separate")
+      return make_error("invalid_value", "rl.rollout.mode",
+                        "rl.rollout.mode: 'separate' is OpenRLHF's layout; TRL runs vLLM "
+                        "colocate or server");
     if (s.rollout.engine == "sglang")
       return make_error("invalid_value", "rl.rollout.engine",
                         "rl.rollout.engine: 'sglang': TRL's GRPOTrainer generates with vllm or "
@@ -211,11 +252,15 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
                           std::string("rl.rollout.") + k +
                               ": vLLM's setting; verl passes none to SGLang (page size 1, its "
                               "chunked prefill by the GPU's memory, the model's context length)");
+  if (r.contains("num_engines"))
+    return make_error("invalid_value", "rl.rollout.num_engines",
+                      "rl.rollout.num_engines: OpenRLHF's setting (--vllm.num_engines); verl "
+                      "starts one rollout replica per tp GPUs");
   if (s.rollout.mode != "colocate")
     return make_error("invalid_value", "rl.rollout.mode",
                       "rl.rollout.mode: '" + shown_text(s.rollout.mode) +
                           "': verl's hybrid engine runs vLLM colocated (a vLLM server is TRL's: "
-                          "give rl.framework trl)");
+                          "give rl.framework trl; separate pools are OpenRLHF's)");
   return std::nullopt;
 }
 
@@ -259,8 +304,13 @@ Result<RlSpec> read_rl_spec(const json& rl) {
                                       "log_prob_micro_batch",
                                       "rollout",
                                       "critic_param_offload",
-                                      "critic_optimizer_offload"};
-  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 14));
+                                      "critic_optimizer_offload",
+                                      "reference_gpus",
+                                      "critic_gpus",
+                                      "reward_gpus",
+                                      "colocate_actor_ref",
+                                      "colocate_critic_reward"};
+  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 19));
   if (rl.contains("framework")) {
     ACTMEM_TRY(read_string(rl["framework"], "rl.framework", &s.framework));
     if (s.framework != "verl" && s.framework != "trl" && s.framework != "openrlhf")
@@ -288,9 +338,23 @@ Result<RlSpec> read_rl_spec(const json& rl) {
       {"optimizer_offload", &s.optimizer_offload},
       {"ref_param_offload", &s.ref_param_offload},
       {"critic_param_offload", &s.critic_param_offload},
-      {"critic_optimizer_offload", &s.critic_optimizer_offload}};
+      {"critic_optimizer_offload", &s.critic_optimizer_offload},
+      {"colocate_actor_ref", &s.colocate_actor_ref},
+      {"colocate_critic_reward", &s.colocate_critic_reward}};
   for (const auto& [k, dst] : flags)
     if (rl.contains(k)) ACTMEM_TRY(read_bool(rl[k], std::string("rl.") + k, dst));
+  const std::pair<const char*, std::uint64_t*> gpus[] = {{"reference_gpus", &s.reference_gpus},
+                                                         {"critic_gpus", &s.critic_gpus},
+                                                         {"reward_gpus", &s.reward_gpus}};
+  for (const auto& [k, dst] : gpus)
+    if (rl.contains(k)) {
+      const std::string field = std::string("rl.") + k;
+      ACTMEM_TRY(read_uint(rl[k], field, dst));
+      if (*dst == 0 || *dst > kMaxDim)
+        return make_error("invalid_value", field,
+                          field + ": " + std::to_string(*dst) + " is outside 1.." +
+                              std::to_string(kMaxDim) + " (num_nodes x num_gpus_per_node)");
+    }
   if (rl.contains("log_prob_micro_batch")) {
     ACTMEM_TRY(
         read_uint(rl["log_prob_micro_batch"], "rl.log_prob_micro_batch", &s.log_prob_micro_batch));

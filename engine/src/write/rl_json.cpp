@@ -1,5 +1,5 @@
 // The rl command's answer as JSON (docs/schema.md, "The rl answer"): each phase's lines and
-// total, the peak phase and the verdict, and vLLM's KV cache in blocks.
+// total, the peak phase and the verdict, vLLM's KV cache in blocks, and OpenRLHF's pools.
 #include "actmem/json_io.hpp"
 #include "actmem/plan/rl.hpp"
 
@@ -17,12 +17,14 @@ json rl_to_json(const RlAnswer& a) {
                        {"bytes", l.bytes},
                        {"basis", l.basis},
                        {"source", l.source}});
-    phases.push_back({{"id", p.id},
-                      {"label", p.label},
-                      {"total_bytes", p.total_bytes},
-                      {"headroom_bytes", static_cast<std::int64_t>(a.capacity) -
-                                             static_cast<std::int64_t>(p.total_bytes)},
-                      {"lines", lines}});
+    json phase{{"id", p.id},
+               {"label", p.label},
+               {"total_bytes", p.total_bytes},
+               {"headroom_bytes", static_cast<std::int64_t>(a.capacity) -
+                                      static_cast<std::int64_t>(p.total_bytes)},
+               {"lines", lines}};
+    if (!p.pool.empty()) phase["pool"] = p.pool;  // OpenRLHF's separate pools
+    phases.push_back(phase);
   }
   json options = json::array();
   for (const RlRolloutOption& o : a.rollout_options)
@@ -75,6 +77,21 @@ json rl_to_json(const RlAnswer& a) {
   if (a.kv_groups) {  // vLLM's hybrid manager: kv_blocks is each of its kv_group_size pools'
     j["vllm"]["kv_groups"] = a.kv_groups;
     j["vllm"]["kv_group_size"] = a.kv_group_size;
+  }
+  // OpenRLHF's separate pools: each pool's GPUs and peak; the step's peak is on one of them.
+  if (!a.pools.empty()) {
+    json pools = json::array();
+    std::uint64_t gpus = 0;
+    for (const RlPool& p : a.pools) {
+      pools.push_back({{"name", p.name},
+                       {"gpus", p.gpus},
+                       {"peak", {{"phase", p.peak_phase}, {"bytes", p.peak_bytes}}},
+                       {"fits", p.fits}});
+      gpus += p.gpus;
+    }
+    j["pools"] = pools;
+    j["gpus"] = gpus;
+    j["peak"]["pool"] = a.phases[a.peak_phase].pool;
   }
   if (a.vllm_max_lora_rank) {
     j["vllm"]["max_lora_rank"] = a.vllm_max_lora_rank;

@@ -23,8 +23,9 @@ struct RlRollout {
   // Who generates: "vllm", or "transformers" (TRL's use_vllm false: generate() on the policy);
   // "none" for DPO.
   std::string engine = "vllm";  // verl: "vllm" or "sglang" (SGLang 0.5.6, rl_sglang.cpp)
-  // Where vLLM runs: "colocate" (on the training GPUs) or "server" (TRL's vllm_mode server: on
-  // other GPUs; these hold none of it).
+  // Where vLLM runs: "colocate" (on the training GPUs), "server" (TRL's vllm_mode server: on
+  // other GPUs; these hold none of it) or "separate" (OpenRLHF without --train.colocate_all:
+  // vLLM and every model on GPUs of their own, RlSpec's pools).
   std::string mode = "colocate";
   std::uint64_t tp = 2;                         // tensor_model_parallel_size (verl default 2)
   double gpu_memory_utilization = 0.5;          // verl default 0.5
@@ -45,6 +46,9 @@ struct RlRollout {
   // with data-parallel attention, vllm_async_server.py l.308-325): ep = tp x dp, each GPU the
   // dense weights split by tp and the routed experts by ep. 1, 1: off.
   std::uint64_t ep = 1, dp = 1;
+  // OpenRLHF's --vllm.num_engines (each engine tp GPUs). 0: as OpenRLHF requires with
+  // --train.colocate_all, the actor's GPUs / tp; with separate pools, 1.
+  std::uint64_t num_engines = 0;
 };
 
 struct RlSpec {
@@ -66,6 +70,13 @@ struct RlSpec {
   // weights and gradients offloaded outside each model's own update).
   bool reward_model = false;
   bool deepspeed_sleep = false;
+  // OpenRLHF's separate pools (rollout.mode "separate"): the reference's, critic's and reward
+  // model's GPUs (--ref/--critic/--reward.num_nodes x num_gpus_per_node, 1 x 8 by default,
+  // train_ppo_ray.py l.200-228; the actor's are the config's), and the two colocations OpenRLHF
+  // offers (--train.colocate_actor_ref, --train.colocate_critic_reward: one placement group, a
+  // process of each on every GPU).
+  std::uint64_t reference_gpus = 8, critic_gpus = 8, reward_gpus = 8;
+  bool colocate_actor_ref = false, colocate_critic_reward = false;
   RlRollout rollout;
 };
 
@@ -92,6 +103,8 @@ struct RlLine {
 
 struct RlPhase {
   std::string id;  // weight_sync, generate, old_log_prob, ref_log_prob, update
+  // The GPUs this phase is on (RlPool::name) when the processes do not all share them; "": all.
+  std::string pool;
   std::string label;
   std::vector<RlLine> lines;
   Bytes total_bytes = 0;
@@ -115,11 +128,24 @@ struct RlRolloutOption {
   double concurrency = 0;
 };
 
+// OpenRLHF's separate pools: the GPUs one set of processes holds (vllm, actor, actor+reference,
+// reference, critic, critic+reward, reward), its count, and its peak over the phases it works in.
+struct RlPool {
+  std::string name;
+  std::uint64_t gpus = 0;
+  Bytes peak_bytes = 0;
+  std::string peak_phase;
+  bool fits = false;
+};
+
 struct RlAnswer {
   std::string framework, algorithm, engine, mode;  // as the request resolved them
   std::vector<RlPhase> phases;
   std::size_t peak_phase = 0;
   Bytes peak_bytes = 0, capacity = 0;
+  // OpenRLHF's separate pools, each phase's RlPhase::pool one of them; empty when every process
+  // shares the GPUs. The step's peak is the largest pool's; it fits when every pool fits.
+  std::vector<RlPool> pools;
   bool fits = false;
   // vLLM's KV cache (V1 gpu_worker.py determine_available_memory and kv_cache_utils.py):
   // requested = utilization x the GPU's total, less weights, the profiled
