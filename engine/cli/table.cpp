@@ -424,15 +424,24 @@ std::string render_rl(const json& r) {
   std::ostringstream o;
   const std::uint64_t cap = u(r["capacity_bytes"]);
   for (const json& p : r["phases"]) {
-    const bool peak = p["id"] == r["peak"]["phase"];
+    const bool peak = p["id"] == r["peak"]["phase"] &&
+                      p.value("pool", std::string()) == r["peak"].value("pool", std::string());
     o << text(p["label"]) << ": " << format_bytes(u(p["total_bytes"]))
       << (peak ? "  <- the step's peak" : "") << "\n";
     for (const json& l : p["lines"])
       o << "  " << pad(text(l["process"]), 8) << pad(human(static_cast<double>(u(l["bytes"]))), 12)
         << pad(text(l["basis"]), 9) << text(l["what"]) << "\n";
   }
-  o << "peak " << format_bytes(u(r["peak"]["bytes"])) << " in " << text(r["peak"]["phase"])
-    << " against " << format_bytes(cap) << ": " << (r["fits"].get<bool>() ? "fits" : "does NOT fit")
+  // OpenRLHF's separate pools: each pool's GPUs and peak, then the largest.
+  for (const json& p : r.value("pools", json::array()))
+    o << "pool " << pad(text(p["name"]), 16) << pad(std::to_string(u(p["gpus"])) + " GPUs", 10)
+      << "peak " << format_bytes(u(p["peak"]["bytes"])) << " in " << text(p["peak"]["phase"])
+      << (p["fits"].get<bool>() ? "" : "  does NOT fit") << "\n";
+  o << "peak " << format_bytes(u(r["peak"]["bytes"])) << " in "
+    << (r["peak"].contains("pool") ? text(r["peak"]["pool"]) + "/" : std::string())
+    << text(r["peak"]["phase"]) << " against " << format_bytes(cap) << ": "
+    << (r["fits"].get<bool>() ? "fits" : "does NOT fit")
+    << (r.contains("gpus") ? " (" + std::to_string(u(r["gpus"])) + " GPUs in all)" : std::string())
     << "\n";
   const json& v = r["vllm"];
   const bool sglang = r.contains("rollout") && r["rollout"].value("engine", "") == "sglang";

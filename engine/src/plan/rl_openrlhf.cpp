@@ -66,16 +66,20 @@ struct OrlPool {
   bool vllm = false, actor = false, reference = false, critic = false, reward = false;
 };
 
-bool separate(const RlSpec& rl) { return rl.rollout.mode == "separate"; }
+bool separate(const RlSpec& rl) {
+  return rl.rollout.mode == "separate";
+}
 
-std::uint64_t world(const TrainConfig& c) { return c.par.dp * c.par.tp * c.par.cp * c.par.pp; }
+std::uint64_t world(const TrainConfig& c) {
+  return c.par.dp * c.par.tp * c.par.cp * c.par.pp;
+}
 
 // OpenRLHF's pools without --train.colocate_all (train_ppo_ray.py l.41-138): vLLM's engines, the
 // actor (with the reference when colocated), the reference, the critic (with the reward model when
 // colocated), the reward model; each only when the step loads it.
 std::vector<OrlPool> orl_pools(const TrainConfig& c, const RlSpec& rl) {
-  if (!separate(rl)) return {{"", world(c), true, true, rl.reference, rl.algorithm == "ppo",
-                              rl.reward_model}};
+  if (!separate(rl))
+    return {{"", world(c), true, true, rl.reference, rl.algorithm == "ppo", rl.reward_model}};
   const bool ppo = rl.algorithm == "ppo";
   const std::uint64_t engines = rl.rollout.num_engines ? rl.rollout.num_engines : 1;
   std::vector<OrlPool> out;
@@ -86,9 +90,8 @@ std::vector<OrlPool> orl_pools(const TrainConfig& c, const RlSpec& rl) {
     out.push_back({"reference", rl.reference_gpus, false, false, true, false, false});
   const bool with_reward = ppo && rl.reward_model && rl.colocate_critic_reward;
   if (ppo)
-    out.push_back(
-        {with_reward ? "critic+reward" : "critic", rl.critic_gpus, false, false, false, true,
-         with_reward});
+    out.push_back({with_reward ? "critic+reward" : "critic", rl.critic_gpus, false, false, false,
+                   true, with_reward});
   if (rl.reward_model && !with_reward)
     out.push_back({"reward", rl.reward_gpus, false, false, false, false, true});
   return out;
@@ -103,8 +106,7 @@ std::optional<Error> orl_check_layout(const TrainConfig& c, const RlSpec& rl) {
     if (r.num_engines && r.tp && r.num_engines * r.tp != world(c))
       return rl_error("rl.rollout.num_engines",
                       std::to_string(r.num_engines) + " engines x rl.rollout.tp " +
-                          std::to_string(r.tp) + " is not the actor's " +
-                          std::to_string(world(c)) +
+                          std::to_string(r.tp) + " is not the actor's " + std::to_string(world(c)) +
                           " GPUs, which OpenRLHF asserts with --train.colocate_all "
                           "(train_ppo_ray.py l.56-64)");
     return std::nullopt;
@@ -155,7 +157,8 @@ std::optional<Error> orl_check(const ModelSpec& m, const TrainConfig& c, const R
   if (auto err = orl_check_layout(c, rl)) return err;
   // vLLM's GPUs: the actor's (colocate_all) or its engines' own (num_engines x tp).
   TrainConfig v = c;
-  if (separate(rl)) v.par.dp = (rl.rollout.num_engines ? rl.rollout.num_engines : 1) * rl.rollout.tp;
+  if (separate(rl))
+    v.par.dp = (rl.rollout.num_engines ? rl.rollout.num_engines : 1) * rl.rollout.tp;
   return check_vllm(v, rl.rollout, rl.rollout.max_model_len ? rl.rollout.max_model_len : c.seq);
 }
 
@@ -317,7 +320,8 @@ RlPhase OrlBuilder::no_grad(const char* id, const char* label, const char* proce
 
 void OrlBuilder::generate() {
   if (!pool_.vllm) return;
-  RlPhase gen = phase("generate", sep() ? "generation (vLLM)" : "generation (vLLM awake beside every model)");
+  RlPhase gen =
+      phase("generate", sep() ? "generation (vLLM)" : "generation (vLLM awake beside every model)");
   actor(gen, true);
   critic(gen, true);
   frozen(gen);

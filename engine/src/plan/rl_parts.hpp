@@ -49,7 +49,9 @@ Bytes no_grad_forward(const ModelSpec& m, const Setup& s, std::uint64_t tokens, 
 
 // A phase as fixes and rollout options name it: its id, after its pool's name when the processes
 // have GPUs of their own ("actor/update").
-inline std::string phase_name(const RlPhase& p) { return p.pool.empty() ? p.id : p.pool + "/" + p.id; }
+inline std::string phase_name(const RlPhase& p) {
+  return p.pool.empty() ? p.id : p.pool + "/" + p.id;
+}
 
 // The step's peak: the largest phase, and whether it fits the GPU.
 inline void set_peak(RlAnswer& a) {

@@ -546,9 +546,13 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
   if (a.vllm_here && !rl.rollout.free_cache_engine && rl.rollout.mode != "separate")
     add("rl.rollout.free_cache_engine=true", [](RlSpec& s) { s.rollout.free_cache_engine = true; });
   // The largest utilization (in hundredths) that leaves the generation within the GPU.
+  // With separate pools (OpenRLHF), the largest phase on vLLM's own GPUs: its weight sync's
+  // received parameter sits beside the budget too.
   const RlPhase* gen = nullptr;
   for (const RlPhase& p : a.phases)
-    if (p.id == "generate") gen = &p;
+    if (a.pools.empty() ? p.id == "generate"
+                        : p.pool == "vllm" && (!gen || p.total_bytes > gen->total_bytes))
+      gen = &p;
   if (gen && a.vllm_here && gen->total_bytes > a.capacity) {
     // vLLM's budget is the fraction of the GPU's total; SGLang's holdings grow with the fraction
     // of the memory free at its start (a guess to try: rl_step keeps it only where it fits).
@@ -638,8 +642,8 @@ std::vector<RlRolloutOption> rollout_options(const ModelSpec& m, const TrainConf
     auto r = rl_phases(m, actor, gpu, s);
     if (!r.ok()) continue;  // the engine refuses this split (its message is the request's own)
     const RlAnswer& a = r.value();
-    out.push_back({t, a.fits, a.vllm_starts, a.peak_bytes, detail::phase_name(a.phases[a.peak_phase]), a.kv_tokens,
-                   a.kv_concurrency});
+    out.push_back({t, a.fits, a.vllm_starts, a.peak_bytes,
+                   detail::phase_name(a.phases[a.peak_phase]), a.kv_tokens, a.kv_concurrency});
   }
   std::stable_sort(out.begin(), out.end(), [](const RlRolloutOption& x, const RlRolloutOption& y) {
     const bool gx = x.fits && x.starts, gy = y.fits && y.starts;
@@ -659,8 +663,8 @@ Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const Gpu
   for (const auto& [change, spec] : fix_candidates(rl, a.value())) {
     auto t = rl_phases(m, actor, gpu, spec);
     if (t.ok() && t.value().fits && t.value().vllm_starts)
-      a.value().fixes.push_back(
-          {change, t.value().peak_bytes, detail::phase_name(t.value().phases[t.value().peak_phase])});
+      a.value().fixes.push_back({change, t.value().peak_bytes,
+                                 detail::phase_name(t.value().phases[t.value().peak_phase])});
   }
   return a;
 }

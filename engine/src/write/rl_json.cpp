@@ -20,8 +20,8 @@ json rl_to_json(const RlAnswer& a) {
     json phase{{"id", p.id},
                {"label", p.label},
                {"total_bytes", p.total_bytes},
-               {"headroom_bytes", static_cast<std::int64_t>(a.capacity) -
-                                      static_cast<std::int64_t>(p.total_bytes)},
+               {"headroom_bytes",
+                static_cast<std::int64_t>(a.capacity) - static_cast<std::int64_t>(p.total_bytes)},
                {"lines", lines}};
     if (!p.pool.empty()) phase["pool"] = p.pool;  // OpenRLHF's separate pools
     phases.push_back(phase);
