@@ -725,6 +725,39 @@ test('RL step: TRL\'s GRPOTrainer (DeepSpeed ZeRO-3, vLLM colocated, then a vLLM
   assert.equal(orl.framework, 'openrlhf');
   assert.deepEqual(orl, nativeRequest(JSON.parse(await page.getAttribute('#rl-panel', 'data-request'))));
   assert.equal(await page.$$eval('#rl-table tbody tr', (r) => r.length), orl.phases.length);
+  // OpenRLHF's separate pools (PPO with a reward model on the critic's GPUs, 4 engines of tp 2):
+  // vLLM awake and its switch locked, each pool's phases, the CLI's answer; then a reward model on
+  // fewer GPUs than the critic's is refused beside its field (OpenRLHF's assertion).
+  assert.equal(await page.isVisible('#rl-ref-gpus'), false);
+  await page.selectOption('#rl-orl-layout', 'separate');
+  assert.equal(await page.isVisible('#rl-ref-gpus'), true);
+  assert.equal(await page.isChecked('#rl-awake'), true);
+  assert.equal(await page.isDisabled('#rl-awake'), true);
+  await page.uncheck('#rl-ds-sleep');
+  await page.fill('#rl-util', '0.9');
+  await page.fill('#rl-tp', '2');
+  await page.selectOption('#rl-algorithm', 'ppo');
+  await page.check('#rl-reward-model');
+  await page.check('#rl-colocate-reward');
+  await page.fill('#rl-engines', '4');
+  await page.fill('#rl-critic-gpus', '4');
+  await page.fill('#rl-reward-gpus', '4');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="ok"]', { timeout: 60000 });
+  const pools = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  assert.deepEqual(pools, nativeRequest(JSON.parse(await page.getAttribute('#rl-panel', 'data-request'))));
+  assert.deepEqual(pools.pools.map((p) => p.name + ':' + p.gpus), ['vllm:8', 'actor:8', 'reference:8', 'critic+reward:4']);
+  assert.equal(await page.$$eval('#rl-table tbody tr[data-pool]', (r) => r.length), pools.phases.length);
+  assert.equal(await page.$$eval('#rl-table tbody tr.peak', (r) => r.length), 1);
+  assert.match(await page.textContent('#rl-summary'), /Pools \(28 GPUs\): vllm 8 GPUs/);
+  await (await page.$('#rl-panel')).screenshot({ path: join(shots, 'rl-openrlhf-pools.png') });
+  await page.fill('#rl-reward-gpus', '2');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="error"]', { timeout: 30000 });
+  assert.match(await page.textContent('[data-rl-err="rl.reward_gpus"]'), /^rl\.reward_gpus: 2 is not the critic's 4 GPUs/);
+  await page.selectOption('#rl-orl-layout', 'colocate');
+  await page.selectOption('#rl-algorithm', 'grpo');
+  await page.uncheck('#rl-reward-model');
   await page.selectOption('#rl-framework', 'trl');
   await page.selectOption('#rl-engine', 'colocate');
   // vLLM colocated with tp 3 on 8 GPUs: the engine's message beside the tp field.

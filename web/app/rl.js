@@ -1,5 +1,5 @@
 // The RL step (the engine's rl command): GRPO or PPO as verl runs it beside a vLLM rollout on
-// every GPU, or GRPO as TRL's GRPOTrainer runs it, for the form's model, sequence, micro-batch and
+// every GPU, as OpenRLHF runs it (hybrid engine or separate pools), or GRPO as TRL's GRPOTrainer runs it, for the form's model, sequence, micro-batch and
 // GPU; each phase as a bar of what the trainer and vLLM hold against the GPU, the peak phase,
 // vLLM's KV cache, the changes that fit.
 
@@ -25,6 +25,18 @@ function rlRequest() {
   const rl = { algorithm: $('rl-algorithm').value, reference: $('rl-reference').checked };
   if ($('rl-framework').value === 'openrlhf') {
     Object.assign(rl, { framework: 'openrlhf', deepspeed_sleep: $('rl-ds-sleep').checked, rollout });
+    if ($('rl-reward-model').checked) rl.reward_model = true;
+    // Separate pools: each model's GPUs as typed (OpenRLHF's 8 when empty), the colocations
+    // when ticked; the engine refuses a key for a model the step does not load, beside its field.
+    if ($('rl-orl-layout').value === 'separate') {
+      rollout.mode = 'separate';
+      const given = (id) => $(id).value.trim() !== '';
+      if (given('rl-engines')) rollout.num_engines = typed($('rl-engines').value);
+      for (const [id, key] of [['rl-ref-gpus', 'reference_gpus'], ['rl-critic-gpus', 'critic_gpus'], ['rl-reward-gpus', 'reward_gpus']])
+        if (given(id)) rl[key] = typed($(id).value);
+      if ($('rl-colocate-ref').checked) rl.colocate_actor_ref = true;
+      if ($('rl-colocate-reward').checked) rl.colocate_critic_reward = true;
+    }
   } else if (trl && rl.algorithm === 'dpo') {
     rl.framework = 'trl';
     delete rl.reference;  // DPO always loads its reference
@@ -66,10 +78,18 @@ function rlControls(changed) {
     $('rl-reference').checked = fw === 'openrlhf';  // OpenRLHF's --algo.kl.init_coef 0.01
     if (fw === 'trl') $('rl-algorithm').value = 'grpo';
   }
+  // OpenRLHF's separate pools: their controls shown, vLLM awake (OpenRLHF turns sleep off there).
+  const pools = fw === 'openrlhf' && $('rl-orl-layout').value === 'separate';
+  for (const e of $('rl-panel').querySelectorAll('[data-rl-separate]')) e.hidden = !pools;
   const vllmHere = fw !== 'trl' || ($('rl-engine').value === 'colocate' && $('rl-algorithm').value !== 'dpo');
   for (const id of ['rl-tp', 'rl-util', 'rl-awake']) {
     $(id).disabled = !vllmHere;
     $(id).title = vllmHere ? '' : 'No vLLM on these GPUs with this generation choice';
+  }
+  if (pools) {
+    $('rl-awake').checked = true;
+    $('rl-awake').disabled = true;
+    $('rl-awake').title = 'OpenRLHF turns vLLM\'s sleep off without --train.colocate_all';
   }
   for (const o of $('rl-algorithm').options) {
     if (o.text === 'ppo') { o.disabled = fw === 'trl'; o.title = fw === 'trl' ? 'TRL runs GRPO and DPO' : ''; }
@@ -118,7 +138,7 @@ function rlError(panel, err) {
 
 function rlRow(ans, p, i) {
   const tr = document.createElement('tr');
-  if (p.id === ans.peak.phase) tr.classList.add('peak');
+  if (p.id === ans.peak.phase && (p.pool || '') === (ans.peak.pool || '')) tr.classList.add('peak');
   if (p.headroom_bytes < 0) tr.classList.add('over');
   tr.appendChild(el('td', p.label));
   tr.appendChild(tip(el('td', fmt(p.total_bytes), 'num'), commas(p.total_bytes) + ' bytes on the GPU in this phase'));
@@ -137,6 +157,7 @@ function rlRow(ans, p, i) {
   tr.appendChild(td);
   tr.appendChild(el('td', (p.headroom_bytes < 0 ? '-' : '') + fmt(Math.abs(p.headroom_bytes)), 'num'));
   tr.dataset.phase = p.id;
+  if (p.pool) tr.dataset.pool = p.pool;
   tr.dataset.index = String(i);
   return tr;
 }
@@ -152,7 +173,7 @@ function onRl(m) {
   clear($('rl-notes'));
   if (!ans.ok) { rlError(panel, ans.error); return; }
   panel.dataset.state = 'ok';
-  const peak = ans.phases.find((p) => p.id === ans.peak.phase);
+  const peak = ans.phases.find((p) => p.id === ans.peak.phase && (p.pool || '') === (ans.peak.pool || ''));
   const v = ans.vllm;
   const verdict = (ans.fits ? 'Fits: ' : 'Does not fit: ') + 'the peak is ' + fmt(ans.peak.bytes) + ' in ' + peak.label.split(' (')[0] +
     ', against ' + fmt(ans.capacity_bytes) + '. ';
@@ -166,7 +187,10 @@ function onRl(m) {
     : 'vLLM: a ' + fmt(v.requested_bytes) + ' budget, ' + fmt(v.kv_cache_bytes) + ' of KV cache = ' +
       commas(v.kv_blocks) + ' blocks (' + commas(v.kv_tokens) + ' tokens, ' + v.concurrency.toFixed(1) + ' sequences of ' + commas(v.max_model_len) + ')' +
       (v.starts ? '.' : '; vLLM does not start.');
-  $('rl-summary').textContent = verdict + (v.on_these_gpus ? served : gen);
+  // OpenRLHF's separate pools: each pool's GPUs and peak after the verdict.
+  const pools = (ans.pools || []).map((p) => p.name + ' ' + p.gpus + ' GPU' + (p.gpus === 1 ? '' : 's') + ': ' + fmt(p.peak.bytes) + (p.fits ? '' : ' (does not fit)'));
+  const layout = pools.length ? ' Pools (' + ans.gpus + ' GPUs): ' + pools.join('; ') + '.' : '';
+  $('rl-summary').textContent = verdict + (v.on_these_gpus ? served : gen) + layout;
   ans.phases.forEach((p, i) => tb.appendChild(rlRow(ans, p, i)));
     for (const f of ans.fixes || []) $('rl-notes').appendChild(el('li', 'Fits with ' + f.change + ': peak ' + fmt(f.peak_bytes) + ' in ' + f.phase + '.', 'fix'));
   const opts = (ans.rollout_options || []).map((o) => 'tp ' + o.tp + ': ' + commas(o.kv_tokens) + ' KV tokens, peak ' + fmt(o.peak_bytes) + (o.fits && o.starts ? '' : ' (does not fit)'));
@@ -190,7 +214,8 @@ function wireRl() {
   $('rl-algorithm').addEventListener('change', () => rlControls(false));
   $('rl-trainer').addEventListener('change', () => rlControls(false));
   $('rl-verl-engine').addEventListener('change', () => rlControls(false));
+  $('rl-orl-layout').addEventListener('change', () => rlControls(false));
   rlControls(false);
-  for (const id of ['rl-gpus', 'rl-response', 'rl-lora', 'rl-tp', 'rl-util', 'rl-ep'])
+  for (const id of ['rl-gpus', 'rl-response', 'rl-lora', 'rl-tp', 'rl-util', 'rl-ep', 'rl-engines', 'rl-ref-gpus', 'rl-critic-gpus', 'rl-reward-gpus'])
     $(id).addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); runRl(); } });
 }
