@@ -37,7 +37,8 @@ TEST_CASE(
   const json a = run(grpo_sglang());
   REQUIRE(a["rollout"]["engine"] == "sglang");
   // At SGLang's start: the H100's 85,520,809,984 B less the trainer's fixed costs, SGLang's own
-  // CUDA context, and the actor's and reference's fp32 shards (4P / 8 each).
+  // CUDA context, and the actor's fp32 shard (4P / 8; the reference's parameters stay on the host,
+  // verl b178a3c fsdp_workers.py l.524-526).
   const json e = run(json{{"preset", "qwen2.5-7b"},
                           {"config",
                            {{"framework", "verl"},
@@ -48,8 +49,7 @@ TEST_CASE(
                             {"gpu", "h100-80gb"}}}});
   const std::uint64_t shard = kParams * 4 / 8;
   const std::uint64_t context = overhead(e, "cuda.context");
-  const std::uint64_t free =
-      85520809984ull - u(e["device"]["overhead_bytes"]) - context - 2 * shard;
+  const std::uint64_t free = 85520809984ull - u(e["device"]["overhead_bytes"]) - context - shard;
   CHECK(u(a["vllm"]["free_at_start_bytes"]) == free);
   // Its weights at tp 2, bf16 (matrices and vocabulary split, norms replicated).
   const std::uint64_t norms = 2 * kH * kL + kH;
@@ -91,23 +91,37 @@ TEST_CASE(
   CHECK(rl_line(upd, "CUDA context") == context);
   CHECK(a["vllm"]["starts"] == true);
   for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == rl_lines_sum(p));
-  // SGLang's pool grows with the memory free at its start: offloading the reference's shard
-  // frees 4P / 8 there, of which half (1 - 0.5) goes to the pool.
+  // SGLang's pool grows with the memory free at its start: offloading the actor's shard frees
+  // 4P / 8 there, of which half (1 - 0.5) goes to the pool. The reference's offload key changes
+  // nothing (verl keeps it on the host either way) and the answer says so.
   const json off = run([] {
     json r = grpo_sglang();
-    r["rl"]["ref_param_offload"] = true;
+    r["rl"]["param_offload"] = true;
     return r;
   }());
   const double rest2 =
       static_cast<double>(free + shard - w) / gib - static_cast<double>(free + shard) / gib * 0.5;
   CHECK(u(off["vllm"]["kv_tokens"]) ==
         static_cast<std::uint64_t>(std::floor(rest2 * gib / static_cast<double>(cell))));
+  const json ref_off = run([] {
+    json r = grpo_sglang();
+    r["rl"]["ref_param_offload"] = true;
+    return r;
+  }());
+  CHECK(ref_off["vllm"] == a["vllm"]);
+  CHECK(ref_off["phases"] == a["phases"]);
+  bool said = false;
+  for (const json& n : ref_off["notes"])
+    said = said ||
+           n.get<std::string>().find("rl.ref_param_offload changes nothing") != std::string::npos;
+  CHECK(said);
 }
 
 TEST_CASE("rl with SGLang: too small a fraction leaves no pool, and vLLM's keys are refused",
           "[rl]") {
-  // 0.1 x the free memory does not hold the 7.6 GB of weights: SGLang raises at start.
-  const json small = run(grpo_sglang({{"gpu_memory_utilization", 0.1}}));
+  // 0.09 x the free memory (about 79 GB at SGLang's start) does not hold the 7.6 GB of weights:
+  // SGLang raises at start.
+  const json small = run(grpo_sglang({{"gpu_memory_utilization", 0.09}}));
   CHECK(u(small["vllm"]["kv_tokens"]) == 0);
   CHECK(small["vllm"]["starts"] == false);
   bool noted = false;

@@ -24,6 +24,11 @@ namespace {
 
 constexpr const char* kVerlWorker =
     "verl b178a3c verl/workers/fsdp_workers.py (rollout_mode, compute_log_prob, update_actor)";
+constexpr const char* kVerlRef =
+    "verl b178a3c fsdp_workers.py l.524-526 (FSDP1: CPUOffload(offload_params=True) for every "
+    "role but the actor) and l.552 (FSDP2: CPUOffloadPolicy): the reference's parameters stay on "
+    "the host, each FSDP unit copied in for its forward; ref.fsdp_config.param_offload is not "
+    "read in the hybrid engine (l.230-237)";
 constexpr const char* kVerlSync =
     "verl b178a3c vllm_rollout.py update_weights: each parameter's fp32 full_tensor, cast to the "
     "rollout dtype and copied into a bucket of update_weights_bucket_megabytes (2048)";
@@ -157,7 +162,6 @@ class RlBuilder : public detail::RlLines {
  private:
   void trainer_base(RlPhase& p, bool params, bool optimizer);
   void actor_lines(RlPhase& p, bool params, bool optimizer);
-  void reference_line(RlPhase& p);
   void critic_lines(RlPhase& p);
   void vllm(RlPhase& p, bool awake, bool weights_only);
   void sync_lines(RlPhase& p);
@@ -186,7 +190,6 @@ void RlBuilder::trainer_base(RlPhase& p, bool params, bool optimizer) {
   line(p, "trainer", "fixed costs (CUDA context, NCCL, cuBLAS workspace)", trainer_fixed_, "exact",
        "the engine's device overheads (device.hpp)");
   actor_lines(p, params, optimizer);
-  reference_line(p);
   critic_lines(p);
 }
 
@@ -200,13 +203,6 @@ void RlBuilder::actor_lines(RlPhase& p, bool params, bool optimizer) {
     line(p, "trainer", "actor optimizer states (FSDP shard)",
          ck_.add(st.optimizer_bytes, st.master_bytes, "rl"), "exact",
          "the engine's static memory (AdamW allocates them at the first step)");
-}
-
-// The reference model's shard (fp32 like the actor's) unless offloaded.
-void RlBuilder::reference_line(RlPhase& p) {
-  if (reference_model() && !rl_.ref_param_offload)
-    line(p, "trainer", "reference parameters (FSDP shard)", s_.ranks[0].stat.params_bytes, "code",
-         "verl ref.fsdp_config: model_dtype fp32, the actor's sharding");
 }
 
 // PPO's critic between its own phases: its shard and AdamW's states unless offloaded.
@@ -357,7 +353,6 @@ std::optional<Error> RlBuilder::prepare() {
 
 void RlBuilder::phases() {
   const RlRollout& r = rl_.rollout;
-  const StaticMemory& st = s_.ranks[0].stat;
   const bool params = !rl_.param_offload, opt = !rl_.optimizer_offload;
   const bool asleep_awake = !r.free_cache_engine;  // without sleep vLLM stays whole
   RlPhase sync = rl_phase("weight_sync", sglang() ? "weight sync (SGLang weights resumed, "
@@ -391,11 +386,10 @@ void RlBuilder::phases() {
                                   : "reference log-probabilities (reference forward, no grad)");
     // The actor's forward with its adapters off loads the actor as compute_log_prob does.
     trainer_base(ref, params || lora(), opt);
-    if (reference_model() && rl_.ref_param_offload)
-      line(ref, "trainer", "reference parameters (loaded for its forward)", st.params_bytes, "code",
-           "verl ref.fsdp_config.param_offload");
+    // The reference's own model lives on the host (kVerlRef): its forward gathers one FSDP unit
+    // at a time, as the actor's does (forward_peak's gather).
     line(ref, "trainer", "forward without grad (" + std::to_string(lb) + " sequences)",
-         forward_peak(lb, false), "estimate", kVerlWorker);
+         forward_peak(lb, false), "estimate", reference_model() ? kVerlRef : kVerlWorker);
     vllm(ref, asleep_awake, false);
     a_.phases.push_back(ref);
   }
@@ -415,7 +409,6 @@ void RlBuilder::phases() {
          "optimizer, activations, the allocator's cache)",
          critic_update_total_, "exact", "the engine's device figure for the critic");
     actor_lines(cu, params, opt);
-    reference_line(cu);
     vllm(cu, asleep_awake, false);
     a_.phases.push_back(cu);
   }
@@ -424,19 +417,18 @@ void RlBuilder::phases() {
        "the training step on the device (fixed costs, parameters, gradients, "
        "optimizer, activations, the allocator's cache)",
        update_total_, "exact", "the engine's device figure (estimate --gpu)");
-  reference_line(upd);
   critic_lines(upd);
   vllm(upd, asleep_awake, false);
   a_.phases.push_back(upd);
 }
 
 // The rollout's start: verl builds the actor and the reference first (AdamW's states come at the
-// first step), so the GPU holds both processes' fixed costs and those shards not offloaded.
+// first step; the reference's parameters stay on the host, kVerlRef), so the GPU holds both
+// processes' fixed costs and the actor's shard unless offloaded.
 Bytes RlBuilder::held_at_start() {
   const StaticMemory& st = s_.ranks[0].stat;
   Bytes held = ck_.add(trainer_fixed_, vllm_context_, "rl");
   if (!rl_.param_offload) held = ck_.add(held, st.params_bytes, "rl");
-  if (reference_model() && !rl_.ref_param_offload) held = ck_.add(held, st.params_bytes, "rl");
   return held;
 }
 
@@ -456,6 +448,19 @@ std::uint64_t largest_adapter(const ParamRecords& pr) {
     for (const ParamRecord& p : recs)
       if (p.adapter) n = std::max(n, p.rows * p.cols);
   return n;
+}
+
+// verl's reference model lives on the host (kVerlRef); rl.ref_param_offload is accepted and
+// changes nothing, which the note says.
+void reference_note(const TrainConfig& c, const RlSpec& rl, RlAnswer* a) {
+  if (!rl.reference || c.lora.on()) return;
+  a->notes.push_back(
+      std::string("the reference's parameters stay on the host, each FSDP unit copied in for its "
+                  "forward (verl b178a3c fsdp_workers.py l.524-526: CPUOffload for every role but "
+                  "the actor)") +
+      (rl.ref_param_offload ? "; rl.ref_param_offload changes nothing (ref.fsdp_config."
+                              "param_offload is not read in the hybrid engine, l.230-237)"
+                            : ""));
 }
 
 void notes(const ModelSpec& m, const Setup& s, const RlSpec& rl, RlAnswer* a) {
@@ -529,6 +534,7 @@ Result<RlAnswer> rl_phases(const ModelSpec& m, const TrainConfig& actor, const G
   if (auto err = b.overflow()) return *err;
   detail::set_peak(a);
   notes(m, s.value(), rl, &a);
+  reference_note(s.value().config, rl, &a);
   return a;
 }
 
@@ -608,8 +614,6 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
   // large models or GPUs under 48 GB).
   if (a.vllm_max_lora_rank > 0 && !rl.rollout.layered_summon)
     add("rl.rollout.layered_summon=true", [](RlSpec& s) { s.rollout.layered_summon = true; });
-  if (rl.reference && !rl.ref_param_offload && a.vllm_max_lora_rank == 0)
-    add("rl.ref_param_offload=true", [](RlSpec& s) { s.ref_param_offload = true; });
   if (!rl.optimizer_offload)
     add("rl.optimizer_offload=true", [](RlSpec& s) { s.optimizer_offload = true; });
   if (!rl.param_offload) add("rl.param_offload=true", [](RlSpec& s) { s.param_offload = true; });
