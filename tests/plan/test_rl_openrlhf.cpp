@@ -159,3 +159,38 @@ TEST_CASE("rl openrlhf: what OpenRLHF has no key for is refused by field", "[rl]
   verl["rl"]["framework"] = "verl";
   CHECK(field(verl) == "rl.deepspeed_sleep");
 }
+
+TEST_CASE(
+    "rl openrlhf: --ref.offload and --reward.offload under ZeRO-3 take the models' shards off the "
+    "GPU, their forwards unchanged (OpenRLHF 3c3be62 launcher.py l.114-122, l.169-178)",
+    "[rl][openrlhf]") {
+  const json base = run(orl({{"reward_model", true}}, {{"zero", 3}}));
+  const json off =
+      run(orl({{"reward_model", true}, {"reference_offload", true}, {"reward_offload", true}},
+              {{"zero", 3}}));
+  REQUIRE(off["ok"] == true);
+  // ZeRO-3's bf16 shard of the reference (2P / 8) leaves every phase; the reward model's too.
+  for (const json& p : off["phases"]) {
+    INFO(p["id"]);
+    CHECK(line(p, "reference", "parameters") == 0);
+    CHECK(line(p, "reward", "parameters") == 0);
+    const json& q = rl_phase(base, p["id"]);
+    CHECK(line(q, "reference", "parameters") == kParams * 2 / 8);
+    CHECK(u(q["total_bytes"]) - u(p["total_bytes"]) ==
+          line(q, "reference", "parameters") + line(q, "reward", "parameters"));
+  }
+  CHECK(line(rl_phase(off, "ref_log_prob"), "reference", "forward") ==
+        line(rl_phase(base, "ref_log_prob"), "reference", "forward"));
+  auto field = [](const json& req) {
+    const json r = actmem::evaluate_json(req);
+    return r.value("ok", true) ? std::string("ok") : r["error"]["field"].get<std::string>();
+  };
+  // Under ZeRO-2 OpenRLHF's eval engine runs stage 0, which offloads no parameter.
+  CHECK(field(orl({{"reference_offload", true}})) == "rl.reference_offload");
+  CHECK(field(orl({{"reference", false}, {"reference_offload", true}}, {{"zero", 3}})) ==
+        "rl.reference_offload");
+  CHECK(field(orl({{"reward_offload", true}}, {{"zero", 3}})) == "rl.reward_offload");
+  json verl = orl({{"reference_offload", true}});
+  verl["rl"]["framework"] = "verl";
+  CHECK(field(verl) == "rl.reference_offload");
+}

@@ -755,6 +755,20 @@ test('RL step: TRL\'s GRPOTrainer (DeepSpeed ZeRO-3, vLLM colocated, then a vLLM
   await page.click('#rl-run');
   await page.waitForSelector('#rl-panel[data-state="error"]', { timeout: 30000 });
   assert.match(await page.textContent('[data-rl-err="rl.reward_gpus"]'), /^rl\.reward_gpus: 2 is not the critic's 4 GPUs/);
+  // --ref.offload: refused beside its box under ZeRO-2, the CLI's answer under ZeRO-3.
+  await page.fill('#rl-reward-gpus', '4');
+  await page.check('#rl-ref-offload');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="error"]', { timeout: 30000 });
+  assert.match(await page.textContent('[data-rl-err="rl.reference_offload"]'), /^rl\.reference_offload: modelled with config\.zero 3/);
+  await page.selectOption('#rl-orl-zero', '3');
+  await page.click('#rl-run');
+  await page.waitForSelector('#rl-panel[data-state="ok"]', { timeout: 60000 });
+  const offl = JSON.parse(await page.getAttribute('#rl-panel', 'data-answer'));
+  assert.deepEqual(offl, nativeRequest(JSON.parse(await page.getAttribute('#rl-panel', 'data-request'))));
+  assert.equal(offl.phases.flatMap((p) => p.lines).filter((l) => l.process === 'reference' && l.what.startsWith('parameters')).length, 0);
+  await page.uncheck('#rl-ref-offload');
+  await page.selectOption('#rl-orl-zero', '2');
   await page.selectOption('#rl-orl-layout', 'colocate');
   await page.selectOption('#rl-algorithm', 'grpo');
   await page.uncheck('#rl-reward-model');

@@ -25,7 +25,10 @@ function rlRequest() {
   const rl = { algorithm: $('rl-algorithm').value, reference: $('rl-reference').checked };
   if ($('rl-framework').value === 'openrlhf') {
     Object.assign(rl, { framework: 'openrlhf', deepspeed_sleep: $('rl-ds-sleep').checked, rollout });
+    if ($('rl-orl-zero').value === '3') config.zero = 3;
     if ($('rl-reward-model').checked) rl.reward_model = true;
+    if ($('rl-ref-offload').checked) rl.reference_offload = true;
+    if ($('rl-reward-offload').checked) rl.reward_offload = true;
     // Separate pools: each model's GPUs as typed (OpenRLHF's 8 when empty), the colocations
     // when ticked; the engine refuses a key for a model the step does not load, beside its field.
     if ($('rl-orl-layout').value === 'separate') {

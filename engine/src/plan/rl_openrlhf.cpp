@@ -148,6 +148,15 @@ std::optional<Error> orl_check(const ModelSpec& m, const TrainConfig& c, const R
   if (c.loss.impl != LossImpl::kLogprobOpenrlhf)
     return rl_error("config.loss",
                     "'" + loss_name(c.loss) + "': OpenRLHF's actor computes logprob_openrlhf");
+  // --ref.offload, --reward.offload: get_eval_ds_config's offload_param, which DeepSpeed applies
+  // where it partitions the parameters (ZeRO-3; the eval engine runs stage 0 otherwise).
+  for (const auto& [on, field] : {std::pair{rl.reference_offload, "rl.reference_offload"},
+                                  std::pair{rl.reward_offload, "rl.reward_offload"}})
+    if (on && c.par.zero < 3)
+      return rl_error(field,
+                      "modelled with config.zero 3: OpenRLHF's eval engine runs ZeRO stage 0 "
+                      "under ZeRO-2 (deepspeed.py get_ds_eval_config: stage if 3 else 0), where "
+                      "DeepSpeed partitions and offloads no parameter");
   if (c.lora.on())
     return rl_error("config.lora_rank",
                     "LoRA in OpenRLHF's step (--lora_rank: the merge before each weight sync) is "
@@ -270,17 +279,21 @@ void OrlBuilder::critic(RlPhase& p, bool states) {
 // The reference and the reward model: bf16 weights, never offloaded by the sleep logic.
 void OrlBuilder::frozen(RlPhase& p) {
   const char* layout = sep() ? kOrlPools : kOrlLayout;
+  // With --ref.offload / --reward.offload the ZeRO-3 shard is on the host: each module fetched
+  // for the forward (its gather is the forward's).
   if (rl_.reference && pool_.reference) {
     line(p, "reference", "fixed costs (CUDA context, NCCL, cuBLAS workspace)", ref_fixed_, "exact",
          layout);
-    line(p, "reference", "parameters (bf16)", setups_.reference.ranks[0].stat.params_bytes, "code",
-         kOrlEval);
+    if (!rl_.reference_offload)
+      line(p, "reference", "parameters (bf16)", setups_.reference.ranks[0].stat.params_bytes,
+           "code", kOrlEval);
   }
   if (rl_.reward_model && pool_.reward) {
     line(p, "reward", "fixed costs (CUDA context, NCCL, cuBLAS workspace)", reward_fixed_, "exact",
          layout);
-    line(p, "reward", "parameters (bf16)", setups_.reward.ranks[0].stat.params_bytes, "code",
-         kOrlEval);
+    if (!rl_.reward_offload)
+      line(p, "reward", "parameters (bf16)", setups_.reward.ranks[0].stat.params_bytes, "code",
+           kOrlEval);
   }
 }
 
@@ -468,6 +481,14 @@ void orl_notes(const RlSpec& rl, RlAnswer& a) {
         "each GPU, each with its CUDA context; vLLM's max_num_seqs and max_num_batched_tokens are "
         "its own defaults (OpenRLHF passes none), give them from vLLM's log if they differ");
   }
+  if (rl.reference_offload || rl.reward_offload)
+    a.notes.push_back(std::string(rl.reference_offload && rl.reward_offload ? "--ref.offload and "
+                                                                              "--reward.offload"
+                                  : rl.reference_offload                    ? "--ref.offload"
+                                                                            : "--reward.offload") +
+                      ": the ZeRO-3 shard on the host (DeepSpeed's offload_param), each module "
+                      "fetched and gathered for the forward (OpenRLHF 3c3be62 launcher.py "
+                      "l.114-122, l.169-178; deepspeed_utils.py l.78-99)");
   if (rl.deepspeed_sleep)
     a.notes.push_back(
         "--ds.enable_sleep: the optimizer states, fp32 master weights and gradients are on the "

@@ -106,7 +106,7 @@ std::optional<Error> read_rollout(const json& r, RlRollout* out) {
 
 namespace {
 
-// OpenRLHF's separate pools: a pool key for a model the step does not load changes nothing and is
+// OpenRLHF: a pool or offload key for a model the step does not load changes nothing and is
 // refused (no reference, no critic in GRPO, no reward model).
 std::optional<Error> refuse_unused_pools(const json& rl, const RlSpec& s) {
   const bool critic = s.algorithm == "ppo";
@@ -117,7 +117,9 @@ std::optional<Error> refuse_unused_pools(const json& rl, const RlSpec& s) {
       {critic && s.reward_model ? "" : "colocate_critic_reward",
        "needs a critic (rl.algorithm ppo) and a reward model (rl.reward_model): OpenRLHF puts "
        "the reward model in the critic's placement group (train_ppo_ray.py l.109-138)"},
-      {s.reward_model ? "" : "reward_gpus", "no reward model (rl.reward_model false)"}};
+      {s.reward_model ? "" : "reward_gpus", "no reward model (rl.reward_model false)"},
+      {s.reference ? "" : "reference_offload", "no reference model (rl.reference false)"},
+      {s.reward_model ? "" : "reward_offload", "no reward model (rl.reward_model false)"}};
   for (const auto& [k, why] : unused)
     if (*k && rl.contains(k))
       return make_error("invalid_value", std::string("rl.") + k,
@@ -183,8 +185,9 @@ std::optional<Error> refuse_foreign(const json& rl, const RlSpec& s) {
   const json empty = json::object();
   const json& r = rl.contains("rollout") ? rl["rollout"] : empty;
   if (s.framework == "openrlhf") return refuse_for_openrlhf(rl, s);
-  for (const char* k : {"reward_model", "deepspeed_sleep", "reference_gpus", "critic_gpus",
-                        "reward_gpus", "colocate_actor_ref", "colocate_critic_reward"})
+  for (const char* k :
+       {"reward_model", "deepspeed_sleep", "reference_gpus", "critic_gpus", "reward_gpus",
+        "colocate_actor_ref", "colocate_critic_reward", "reference_offload", "reward_offload"})
     if (rl.contains(k))
       return make_error(
           "invalid_value", std::string("rl.") + k,
@@ -309,8 +312,10 @@ Result<RlSpec> read_rl_spec(const json& rl) {
                                       "critic_gpus",
                                       "reward_gpus",
                                       "colocate_actor_ref",
-                                      "colocate_critic_reward"};
-  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 19));
+                                      "colocate_critic_reward",
+                                      "reference_offload",
+                                      "reward_offload"};
+  ACTMEM_TRY(check_keys(rl, "rl", kKeys, 21));
   if (rl.contains("framework")) {
     ACTMEM_TRY(read_string(rl["framework"], "rl.framework", &s.framework));
     if (s.framework != "verl" && s.framework != "trl" && s.framework != "openrlhf")
@@ -340,7 +345,9 @@ Result<RlSpec> read_rl_spec(const json& rl) {
       {"critic_param_offload", &s.critic_param_offload},
       {"critic_optimizer_offload", &s.critic_optimizer_offload},
       {"colocate_actor_ref", &s.colocate_actor_ref},
-      {"colocate_critic_reward", &s.colocate_critic_reward}};
+      {"colocate_critic_reward", &s.colocate_critic_reward},
+      {"reference_offload", &s.reference_offload},
+      {"reward_offload", &s.reward_offload}};
   for (const auto& [k, dst] : flags)
     if (rl.contains(k)) ACTMEM_TRY(read_bool(rl[k], std::string("rl.") + k, dst));
   const std::pair<const char*, std::uint64_t*> gpus[] = {{"reference_gpus", &s.reference_gpus},

@@ -77,6 +77,9 @@ struct RlSpec {
   // process of each on every GPU).
   std::uint64_t reference_gpus = 8, critic_gpus = 8, reward_gpus = 8;
   bool colocate_actor_ref = false, colocate_critic_reward = false;
+  // OpenRLHF's --ref.offload and --reward.offload: the model's ZeRO-3 eval engine with its
+  // parameters offloaded to the host (deepspeed_utils.py get_eval_ds_config offload_param cpu).
+  bool reference_offload = false, reward_offload = false;
   RlRollout rollout;
 };
 
