@@ -212,6 +212,50 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "compile: transformers' Llama, Qwen3 and Phi-3 decoder layers save what the compiled block's "
+    "records say (compile_hf_saved.json: the families_cpu re-implementations under inductor's "
+    "partitioner, b 2, s 64 and 128, budget 1)",
+    "[compile][reference]") {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/compile_hf_saved.json");
+  REQUIRE(in.good());
+  const json ref = json::parse(in);
+  int llama = 0, qwen3 = 0, phi3 = 0;
+  for (const json& row : ref["rows"]) {
+    const std::string mt = row["model_type"];
+    if (mt != "llama" && mt != "qwen3" && mt != "phi3") continue;
+    INFO(mt << " s " << row["s"] << " layer " << row["layer"]);
+    REQUIRE(row["attention"] == "sdpa");  // SDPA's flash kernel for the CPU, as on CUDA
+    json model = row["config"];
+    model["model_type"] = mt;
+    model["num_hidden_layers"] = 1;
+    model["vocab_size"] = 128;
+    model["max_position_embeddings"] = 4096;
+    const json r = run(compiled(model, row));
+    std::vector<std::uint64_t> engine, saved;
+    std::uint64_t gate_up = 0;
+    for (const json& t : r["per_layer"]["all_tensors"]) {
+      if (t["name"] == "attn.rng_state") continue;
+      // Phi-3's gate_up_proj is one linear: its output is one storage the hooks see once where
+      // the block's records name the gate's and the up projection's outputs.
+      if (mt == "phi3" && (t["name"] == "mlp.gate" || t["name"] == "mlp.up"))
+        gate_up += u(t["bytes"]);
+      else
+        engine.push_back(u(t["bytes"]));
+    }
+    if (gate_up) engine.push_back(gate_up);
+    for (const json& t : row["compiled"]) saved.push_back(u(t["bytes"]));
+    std::sort(engine.begin(), engine.end());
+    std::sort(saved.begin(), saved.end());
+    CHECK(engine == saved);
+    CHECK(u(r["per_layer"]["activation_bytes"]) == u(row["compiled_bytes"]) + 24);
+    ++(mt == "llama" ? llama : mt == "qwen3" ? qwen3 : phi3);
+  }
+  CHECK(llama == 4);  // two layers at two sequence lengths each
+  CHECK(qwen3 == 4);
+  CHECK(phi3 == 4);
+}
+
+TEST_CASE(
     "compile: Gemma 2's and Gemma 3's layers (sandwich norms, GELU-tanh gated MLP, Gemma 3's q/k "
     "norms) equal what inductor's partitioner saved (compile_gemma_saved.json, budget 1)",
     "[compile][reference]") {
