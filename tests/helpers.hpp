@@ -89,6 +89,28 @@ inline std::uint64_t rl_line(const json& phase, const std::string& what_prefix) 
   return 0;
 }
 
+// The bytes of one process's lines in an RL phase whose text starts with what_prefix (OpenRLHF's
+// phases hold a line set per process).
+inline std::uint64_t rl_process_line(const json& phase, const std::string& process,
+                                     const std::string& what_prefix) {
+  std::uint64_t s = 0;
+  for (const json& l : phase["lines"])
+    if (l["process"] == process && l["what"].get<std::string>().rfind(what_prefix, 0) == 0)
+      s += u(l["bytes"]);
+  return s;
+}
+
+// An rl object with `over`'s keys set on `base`, the rollout's keys merged one by one.
+inline json rl_merged(json base, const json& over) {
+  for (auto it = over.begin(); it != over.end(); ++it)
+    if (it.key() == "rollout")
+      for (auto jt = it.value().begin(); jt != it.value().end(); ++jt)
+        base["rollout"][jt.key()] = *jt;
+    else
+      base[it.key()] = it.value();
+  return base;
+}
+
 inline std::uint64_t rl_lines_sum(const json& phase) {
   std::uint64_t s = 0;
   for (const json& l : phase["lines"]) s += u(l["bytes"]);

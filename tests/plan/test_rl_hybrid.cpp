@@ -53,7 +53,8 @@ TEST_CASE(
   small["rl"]["rollout"]["max_num_seqs"] = 64;
   const json s = run(small);
   CHECK(s["vllm"]["concurrency"].get<double>() ==
-        Approx(static_cast<double>(u(s["vllm"]["kv_blocks"])) / (256 + cdiv(127 + 64, 16) + 1)));
+        Approx(static_cast<double>(u(s["vllm"]["kv_blocks"])) /
+               static_cast<double>(256 + cdiv(127 + 64, 16) + 1)));
 }
 
 TEST_CASE(

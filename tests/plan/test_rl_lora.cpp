@@ -20,13 +20,8 @@ json grpo_lora(const json& rl = json::object(), const json& config = json::objec
             {"gpu", "h100-80gb"},
             {"lora_rank", 32}};
   for (auto it = config.begin(); it != config.end(); ++it) c[it.key()] = it.value();
-  json ro = {{"tp", 2}, {"gpu_memory_utilization", 0.5}};
-  json r = {{"reference", true}, {"rollout", ro}};
-  for (auto it = rl.begin(); it != rl.end(); ++it)
-    if (it.key() == "rollout")
-      for (auto jt = it.value().begin(); jt != it.value().end(); ++jt) r["rollout"][jt.key()] = *jt;
-    else
-      r[it.key()] = it.value();
+  const json r = rl_merged(
+      {{"reference", true}, {"rollout", {{"tp", 2}, {"gpu_memory_utilization", 0.5}}}}, rl);
   return {{"command", "rl"}, {"preset", "qwen2.5-7b"}, {"config", c}, {"rl", r}};
 }
 

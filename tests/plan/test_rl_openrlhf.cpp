@@ -23,13 +23,8 @@ json orl(const json& rl = json::object(), const json& config = json::object()) {
   return {{"command", "rl"}, {"preset", "qwen2.5-7b"}, {"config", c}, {"rl", r}};
 }
 
-// The bytes of the lines of one process whose text starts with what_prefix.
 std::uint64_t line(const json& p, const std::string& process, const std::string& what_prefix) {
-  std::uint64_t s = 0;
-  for (const json& l : p["lines"])
-    if (l["process"] == process && l["what"].get<std::string>().rfind(what_prefix, 0) == 0)
-      s += u(l["bytes"]);
-  return s;
+  return rl_process_line(p, process, what_prefix);
 }
 
 // The estimate of a model's step with OpenRLHF's keys (its framework defaults).

@@ -19,12 +19,7 @@ constexpr std::uint64_t kCapacity = 85520809984;  // H100 80GB's total (presets/
 json sep(const json& rl = json::object(), const json& config = json::object()) {
   json c = {{"dp", 8}, {"gpu", "h100-80gb"}};
   for (auto it = config.begin(); it != config.end(); ++it) c[it.key()] = it.value();
-  json r = {{"framework", "openrlhf"}, {"rollout", {{"mode", "separate"}}}};
-  for (auto it = rl.begin(); it != rl.end(); ++it)
-    if (it.key() == "rollout")
-      for (auto jt = it.value().begin(); jt != it.value().end(); ++jt) r["rollout"][jt.key()] = *jt;
-    else
-      r[it.key()] = it.value();
+  const json r = rl_merged({{"framework", "openrlhf"}, {"rollout", {{"mode", "separate"}}}}, rl);
   return {{"command", "rl"}, {"preset", "qwen2.5-7b"}, {"config", c}, {"rl", r}};
 }
 
@@ -37,11 +32,7 @@ const json& pool_phase(const json& a, const std::string& pool, const std::string
 }
 
 std::uint64_t line(const json& p, const std::string& process, const std::string& what_prefix) {
-  std::uint64_t s = 0;
-  for (const json& l : p["lines"])
-    if (l["process"] == process && l["what"].get<std::string>().rfind(what_prefix, 0) == 0)
-      s += u(l["bytes"]);
-  return s;
+  return rl_process_line(p, process, what_prefix);
 }
 
 std::vector<std::string> phase_names(const json& a) {
