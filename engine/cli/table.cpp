@@ -429,7 +429,7 @@ std::string render_rl(const json& r) {
     o << text(p["label"]) << ": " << format_bytes(u(p["total_bytes"]))
       << (peak ? "  <- the step's peak" : "") << "\n";
     for (const json& l : p["lines"])
-      o << "  " << pad(text(l["process"]), 8) << pad(human(static_cast<double>(u(l["bytes"]))), 12)
+      o << "  " << pad(text(l["process"]), 10) << pad(human(static_cast<double>(u(l["bytes"]))), 12)
         << pad(text(l["basis"]), 9) << text(l["what"]) << "\n";
   }
   // OpenRLHF's separate pools: each pool's GPUs and peak, then the largest.
