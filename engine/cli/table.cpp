@@ -467,12 +467,21 @@ std::string render_rl(const json& r) {
       << commas(u(v["kv_bytes_per_token"])) << " B per token); "
       << (v["starts"].get<bool>() ? "starts" : "does NOT start") << "\n";
   for (const json& x : r.value("rollout_options", json::array()))
-    o << "rollout tp " << u(x["tp"]) << ": peak " << human(static_cast<double>(u(x["peak_bytes"])))
-      << " in " << text(x["peak_phase"]) << ", KV cache " << commas(u(x["kv_tokens"])) << " tokens"
-      << (x["fits"].get<bool>() && x["starts"].get<bool>() ? "" : " (does not fit)") << "\n";
+    o << "rollout tp " << u(x["tp"])
+      << (x.contains("num_engines") ? " x " + std::to_string(u(x["num_engines"])) + " engines"
+                                    : std::string())
+      << ": peak " << human(static_cast<double>(u(x["peak_bytes"]))) << " in "
+      << text(x["peak_phase"]) << ", KV cache " << commas(u(x["kv_tokens"])) << " tokens"
+      << (!x["starts"].get<bool>() ? " (vLLM does not start)"
+          : !x["fits"].get<bool>() ? " (does not fit)"
+                                   : "")
+      << "\n";
   for (const json& f : r.value("fixes", json::array()))
     o << "fits with " << text(f["change"]) << ": peak " << format_bytes(u(f["peak_bytes"]))
-      << " in " << text(f["phase"]) << "\n";
+      << " in " << text(f["phase"])
+      << (f.contains("gpus") ? " (" + std::to_string(u(f["gpus"])) + " GPUs in all)"
+                             : std::string())
+      << "\n";
   for (const json& n : r["notes"]) o << "note: " << text(n) << "\n";
   return o.str();
 }

@@ -311,13 +311,13 @@ TEST_CASE("RL loss: refusals name the field", "[rl_loss]") {
   json req = rl_request("logprob", 1, 64);
   req["config"]["profile"] = "pytorch";
   CHECK(msg(req) ==
-        "config.loss: 'logprob' is verl's or TRL's actor (or verl's critic) over a transformers "
-        "model; allowed with profile hf");
+        "config.loss: 'logprob' is verl's, TRL's or OpenRLHF's actor (or a critic) over a "
+        "transformers model; allowed with profile hf");
   req = rl_request("logprob+entropy:chunked", 1, 64);
   req["config"]["tp"] = 2;
   CHECK(msg(req) ==
-        "config.loss: 'logprob+entropy:chunked' is verl's FSDP or TRL's data-parallel actor (no "
-        "tensor, context or pipeline parallelism); allowed with tp, cp and pp 1");
+        "config.loss: 'logprob+entropy:chunked' is verl's FSDP, TRL's or OpenRLHF's data-parallel "
+        "actor (no tensor, context or pipeline parallelism); allowed with tp, cp and pp 1");
   CHECK(msg(rl_request("logprob", 1, 64, 65)) ==
         "config.response_len: response_len=65 is longer than seq=64 (the prompt and response "
         "together)");

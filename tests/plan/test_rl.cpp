@@ -251,8 +251,11 @@ TEST_CASE("rl: bad input gets one line naming the field", "[rl]") {
       msg(grpo({{"rollout", {{"tp", 2}, {"gpus", 1}}}})).rfind("rl.rollout.gpus: unknown key", 0) ==
       0);
   CHECK(msg(grpo({}, {{"tp", 2}})) ==
-        "config.loss: 'logprob' is verl's FSDP or TRL's data-parallel actor (no tensor, "
-        "context or pipeline parallelism); allowed with tp, cp and pp 1");
+        "config.loss: 'logprob' is verl's FSDP, TRL's or OpenRLHF's data-parallel actor (no "
+        "tensor, context or pipeline parallelism); allowed with tp, cp and pp 1");
+  // The reference's offload key with no reference changes nothing: refused.
+  CHECK(msg(grpo({{"reference", false}, {"ref_param_offload", true}})) ==
+        "rl.ref_param_offload: no reference model (rl.reference false)");
   json no_gpu = grpo();
   no_gpu["config"].erase("gpu");
   CHECK(msg(no_gpu).rfind("config.gpu: rl needs a GPU preset", 0) == 0);

@@ -223,3 +223,45 @@ TEST_CASE("rl openrlhf separate pools: OpenRLHF's layout assertions and unused k
                     {"rl", {{"critic_gpus", 8}}}};
   CHECK(field(verl_pool) == "rl.critic_gpus");
 }
+
+TEST_CASE(
+    "rl openrlhf separate pools: rollout options keep vLLM's GPUs (engines x tp), a fix names the "
+    "run's GPUs, and vLLM's pool does not fit where vLLM does not start",
+    "[rl][openrlhf]") {
+  const json a = run(sep({{"rollout", {{"num_engines", 4}, {"tp", 2}}}}));
+  REQUIRE(a["ok"] == true);
+  // Qwen2.5-7B's 28 heads: tp 1, 2 and 4 over vLLM's 8 GPUs, ranked by the engines' caches
+  // together; each option is the step asked with that split.
+  std::vector<std::uint64_t> tps;
+  for (const json& o : a["rollout_options"]) {
+    tps.push_back(u(o["tp"]));
+    CHECK(u(o["tp"]) * u(o["num_engines"]) == 8);
+    json same = sep({{"rollout", {{"num_engines", o["num_engines"]}, {"tp", o["tp"]}}}});
+    CHECK(u(run(same)["vllm"]["kv_tokens"]) == u(o["kv_tokens"]));
+  }
+  CHECK((tps == std::vector<std::uint64_t>{4, 2, 1}));
+  // Undoing the actor-reference colocation adds the reference's own GPUs: the fix says so.
+  const json tight = run(sep({{"colocate_actor_ref", true}, {"reference_gpus", 4}},
+                             {{"dp", 4}, {"gpu", "a100-80gb"}, {"micro_batch", 2}}));
+  REQUIRE(tight["ok"] == true);
+  bool undo = false;
+  for (const json& f : tight["fixes"])
+    if (f["change"] == "rl.colocate_actor_ref=false") {
+      undo = true;
+      CHECK(u(f["gpus"]) == u(tight["gpus"]) + 4);
+    }
+  CHECK(undo == (tight["fits"] == false));
+  // vLLM at 0.05 of an H100 holds no KV block: its pool does not fit, and the smallest
+  // utilization that starts it is offered, verified.
+  const json low = run(sep({{"rollout", {{"gpu_memory_utilization", 0.05}}}}));
+  CHECK(low["vllm"]["starts"] == false);
+  CHECK(low["pools"][0]["name"] == "vllm");
+  CHECK(low["pools"][0]["fits"] == false);
+  REQUIRE(low["fixes"].size() >= 1);
+  const std::string change = low["fixes"][0]["change"];
+  REQUIRE(change.rfind("rl.rollout.gpu_memory_utilization=", 0) == 0);
+  const double util = std::stod(change.substr(change.find('=') + 1));
+  CHECK(run(sep({{"rollout", {{"gpu_memory_utilization", util}}}}))["vllm"]["starts"] == true);
+  CHECK(run(sep({{"rollout", {{"gpu_memory_utilization", util - 0.01}}}}))["vllm"]["starts"] ==
+        false);
+}

@@ -428,7 +428,8 @@ void OrlBuilder::pool(const OrlPool& p) {
   for (std::size_t i = first; i < a_.phases.size(); ++i)
     if (a_.phases[i].total_bytes > out.peak_bytes)
       out.peak_bytes = a_.phases[i].total_bytes, out.peak_phase = a_.phases[i].id;
-  out.fits = out.peak_bytes <= a_.capacity;
+  // vLLM's pool fits only where vLLM starts (start() runs before the pools).
+  out.fits = out.peak_bytes <= a_.capacity && (!p.vllm || a_.vllm_starts);
   a_.pools.push_back(out);
 }
 
@@ -512,8 +513,8 @@ Result<RlAnswer> openrlhf_phases(const ModelSpec& m, const TrainConfig& actor, c
   a.vllm_here = true;
   OrlBuilder b(m, setups.value(), gpu, rl, &a);
   if (auto err = b.prepare()) return *err;
-  for (const OrlPool& p : orl_pools(c, rl)) b.pool(p);
   b.start();
+  for (const OrlPool& p : orl_pools(c, rl)) b.pool(p);
   if (auto err = b.overflow()) return *err;
   set_peak(a);
   vllm_notes(rl.rollout, a);

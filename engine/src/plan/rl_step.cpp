@@ -27,8 +27,8 @@ constexpr const char* kVerlWorker =
 constexpr const char* kVerlRef =
     "verl b178a3c fsdp_workers.py l.524-526 (FSDP1: CPUOffload(offload_params=True) for every "
     "role but the actor) and l.552 (FSDP2: CPUOffloadPolicy): the reference's parameters stay on "
-    "the host, each FSDP unit copied in for its forward; ref.fsdp_config.param_offload is not "
-    "read in the hybrid engine (l.230-237)";
+    "the host, each FSDP unit copied in for its forward; ref.fsdp_config.param_offload is read "
+    "(l.235-237) but only the actor's code loads or offloads by it";
 constexpr const char* kVerlSync =
     "verl b178a3c vllm_rollout.py update_weights: each parameter's fp32 full_tensor, cast to the "
     "rollout dtype and copied into a bucket of update_weights_bucket_megabytes (2048)";
@@ -123,6 +123,8 @@ std::optional<Error> check_expert_parallel(const ModelSpec& m, const TrainConfig
 std::optional<Error> check(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl) {
   if (rl.algorithm != "grpo" && rl.algorithm != "ppo")
     return rl_error("rl.algorithm", "'" + rl.algorithm + "'; allowed with verl: grpo, ppo");
+  if (rl.ref_param_offload && !rl.reference)
+    return rl_error("rl.ref_param_offload", "no reference model (rl.reference false)");
   if (c.par.tp > 1 || c.par.pp > 1 || c.par.cp > 1)
     return rl_error("config.tp",
                     "verl's FSDP actor runs with tp, pp and cp 1 (its Ulysses "
@@ -458,8 +460,9 @@ void reference_note(const TrainConfig& c, const RlSpec& rl, RlAnswer* a) {
       std::string("the reference's parameters stay on the host, each FSDP unit copied in for its "
                   "forward (verl b178a3c fsdp_workers.py l.524-526: CPUOffload for every role but "
                   "the actor)") +
-      (rl.ref_param_offload ? "; rl.ref_param_offload changes nothing (ref.fsdp_config."
-                              "param_offload is not read in the hybrid engine, l.230-237)"
+      (rl.ref_param_offload ? "; rl.ref_param_offload changes nothing (the reference worker "
+                              "reads ref.fsdp_config.param_offload, l.235-237, but only the "
+                              "actor's code loads or offloads by it)"
                             : ""));
 }
 
@@ -588,6 +591,25 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
           [u](RlSpec& s) { s.rollout.gpu_memory_utilization = u; });
     }
   }
+  // vLLM with too small a budget (no KV block, or too few for one max_model_len request): the
+  // smallest hundredth of the GPU that holds its weights, LoRA slots, profiled peak and one such
+  // request's blocks (rl_step keeps it only where the step then starts and fits).
+  if (a.engine == "vllm" && a.vllm_here && (a.kv_blocks == 0 || !a.kv_holds_one) &&
+      a.capacity > 0) {
+    const double block = static_cast<double>(rl.rollout.block_size ? rl.rollout.block_size : 16);
+    const double one = static_cast<double>(a.kv_bytes_per_token) * block *
+                       std::ceil(static_cast<double>(a.max_model_len) / block);
+    const double need = static_cast<double>(a.vllm_weights) +
+                        static_cast<double>(a.vllm_lora_slots) +
+                        static_cast<double>(a.vllm_profile_peak) + one;
+    const double u = std::ceil(100.0 * need / static_cast<double>(a.capacity)) / 100.0;
+    if (u > rl.rollout.gpu_memory_utilization && u <= 1) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2f", u);
+      add(std::string("rl.rollout.gpu_memory_utilization=") + buf,
+          [u](RlSpec& s) { s.rollout.gpu_memory_utilization = u; });
+    }
+  }
   // TRL: a generation batch of one micro-batch (the KV cache and generation's working set scale
   // with it), or a vLLM server on other GPUs; offloading is DeepSpeed's, in the config.
   // OpenRLHF: DeepSpeed's sleep, and with separate pools a model's own GPUs.
@@ -630,15 +652,18 @@ std::vector<std::pair<std::string, RlSpec>> fix_candidates(const RlSpec& rl, con
 std::vector<RlRolloutOption> rollout_options(const ModelSpec& m, const TrainConfig& actor,
                                              const GpuSpec& gpu, const RlSpec& rl) {
   std::vector<RlRolloutOption> out;
-  // On GPUs of its own (OpenRLHF's separate pools) vLLM's tp need not divide the actor's GPUs:
-  // one node's worth, 8 at most.
+  // On GPUs of its own (OpenRLHF's separate pools) vLLM keeps its GPUs (num_engines x tp) and
+  // each tp that divides them splits them into engines.
   const bool own = rl.rollout.mode == "separate";
-  for (std::uint64_t t = 1; t <= (own ? 8 : actor.par.dp) && t <= 64; t *= 2) {
-    bool divides = own || actor.par.dp % t == 0;
+  const std::uint64_t vllm_gpus =
+      own ? (rl.rollout.num_engines ? rl.rollout.num_engines : 1) * rl.rollout.tp : actor.par.dp;
+  for (std::uint64_t t = 1; t <= vllm_gpus && t <= 64; t *= 2) {
+    bool divides = vllm_gpus % t == 0;
     for (const LayerKind& k : m.kinds) divides = divides && k.heads % t == 0;
     if (!divides) continue;
     RlSpec s = rl;
     s.rollout.tp = t;
+    if (own) s.rollout.num_engines = vllm_gpus / t;
     if (rl.rollout.ep > 1) {  // the experts' split kept: dp = ep / tp
       if (rl.rollout.ep % t != 0) continue;
       s.rollout.dp = rl.rollout.ep / t;
@@ -646,13 +671,16 @@ std::vector<RlRolloutOption> rollout_options(const ModelSpec& m, const TrainConf
     auto r = rl_phases(m, actor, gpu, s);
     if (!r.ok()) continue;  // the engine refuses this split (its message is the request's own)
     const RlAnswer& a = r.value();
-    out.push_back({t, a.fits, a.vllm_starts, a.peak_bytes,
+    out.push_back({t, own ? vllm_gpus / t : 0, a.fits, a.vllm_starts, a.peak_bytes,
                    detail::phase_name(a.phases[a.peak_phase]), a.kv_tokens, a.kv_concurrency});
   }
   std::stable_sort(out.begin(), out.end(), [](const RlRolloutOption& x, const RlRolloutOption& y) {
     const bool gx = x.fits && x.starts, gy = y.fits && y.starts;
     if (gx != gy) return gx;
-    if (x.kv_tokens != y.kv_tokens) return x.kv_tokens > y.kv_tokens;
+    // With vLLM's GPUs held (separate pools) its engines' caches together; else one replica's.
+    const std::uint64_t kx = x.kv_tokens * (x.num_engines ? x.num_engines : 1),
+                        ky = y.kv_tokens * (y.num_engines ? y.num_engines : 1);
+    if (kx != ky) return kx > ky;
     return x.tp < y.tp;
   });
   return out;
@@ -668,7 +696,8 @@ Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const Gpu
     auto t = rl_phases(m, actor, gpu, spec);
     if (t.ok() && t.value().fits && t.value().vllm_starts)
       a.value().fixes.push_back({change, t.value().peak_bytes,
-                                 detail::phase_name(t.value().phases[t.value().peak_phase])});
+                                 detail::phase_name(t.value().phases[t.value().peak_phase]),
+                                 detail::pool_gpus(t.value())});
   }
   return a;
 }

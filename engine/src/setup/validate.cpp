@@ -395,11 +395,12 @@ std::optional<Error> validate_loss(const ModelSpec& m, const TrainConfig& c) {
     return bad("config.loss", l + " is not modelled with final logit soft-capping "
                                   "(final_logit_softcapping); allowed: eager, chunked:K");
   if (rl_loss(c.loss) && c.profile != Profile::kHf)
-    return bad("config.loss", l + " is verl's or TRL's actor (or verl's critic) over a "
+    return bad("config.loss", l + " is verl's, TRL's or OpenRLHF's actor (or a critic) over a "
                                   "transformers model; allowed with profile hf");
   if (rl_loss(c.loss) && (p.tp > 1 || p.cp > 1 || p.pp > 1))
-    return bad("config.loss", l + " is verl's FSDP or TRL's data-parallel actor (no tensor, "
-                                  "context or pipeline parallelism); allowed with tp, cp and pp 1");
+    return bad("config.loss", l + " is verl's FSDP, TRL's or OpenRLHF's data-parallel actor (no "
+                                  "tensor, context or pipeline parallelism); allowed with tp, cp "
+                                  "and pp 1");
   if (c.loss.impl == LossImpl::kChunked && c.loss.chunks > c.seq / p.cp)
     return bad("config.loss", l + ": more chunks than the " + std::to_string(c.seq / p.cp) +
                                   " tokens of a sequence on this GPU");

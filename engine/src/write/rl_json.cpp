@@ -27,22 +27,28 @@ json rl_to_json(const RlAnswer& a) {
     phases.push_back(phase);
   }
   json options = json::array();
-  for (const RlRolloutOption& o : a.rollout_options)
-    options.push_back({{"tp", o.tp},
-                       {"fits", o.fits},
-                       {"starts", o.starts},
-                       {"peak_bytes", o.peak_bytes},
-                       {"peak_phase", o.peak_phase},
-                       {"kv_tokens", o.kv_tokens},
-                       {"concurrency", o.concurrency}});
+  for (const RlRolloutOption& o : a.rollout_options) {
+    json opt{{"tp", o.tp},
+             {"fits", o.fits},
+             {"starts", o.starts},
+             {"peak_bytes", o.peak_bytes},
+             {"peak_phase", o.peak_phase},
+             {"kv_tokens", o.kv_tokens},
+             {"concurrency", o.concurrency}};
+    if (o.num_engines) opt["num_engines"] = o.num_engines;  // separate pools: vLLM's GPUs held
+    options.push_back(opt);
+  }
   // As the estimate answer lists them (estimate_json.cpp): each value the JSON the reader read.
   json defaults = json::array();
   for (const FrameworkDefault& d : a.framework_defaults)
     defaults.push_back(
         {{"key", d.key}, {"value", json::parse(d.value, nullptr, false)}, {"source", d.source}});
   json fixes = json::array();
-  for (const RlFix& f : a.fixes)
-    fixes.push_back({{"change", f.change}, {"peak_bytes", f.peak_bytes}, {"phase", f.phase}});
+  for (const RlFix& f : a.fixes) {
+    json fix{{"change", f.change}, {"peak_bytes", f.peak_bytes}, {"phase", f.phase}};
+    if (f.gpus) fix["gpus"] = f.gpus;  // separate pools: the run's GPUs with the change
+    fixes.push_back(fix);
+  }
   json rollout = {{"engine", a.engine}, {"steps_per_generation", a.steps_per_generation}};
   if (!a.mode.empty()) rollout["mode"] = a.mode;
   json j{{"ok", true},

@@ -118,12 +118,15 @@ struct RlFix {
   std::string change;  // e.g. "rl.rollout.gpu_memory_utilization=0.42"
   Bytes peak_bytes = 0;
   std::string phase;
+  std::uint64_t gpus = 0;  // OpenRLHF's separate pools: the run's GPUs with the change; else 0
 };
 
 // The rollout's tensor parallelism tried at the same utilization (the advisor's question for an
 // RL run): each divisor of the GPU count that divides the heads, its peak and its KV cache.
 struct RlRolloutOption {
   std::uint64_t tp = 0;
+  std::uint64_t num_engines =
+      0;  // OpenRLHF's separate pools: vLLM's GPUs kept, split by tp; else 0
   bool fits = false, starts = false;
   Bytes peak_bytes = 0;
   std::string peak_phase;
