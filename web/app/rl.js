@@ -195,8 +195,9 @@ function onRl(m) {
   const layout = pools.length ? ' Pools (' + ans.gpus + ' GPUs): ' + pools.join('; ') + '.' : '';
   $('rl-summary').textContent = verdict + (v.on_these_gpus ? served : gen) + layout;
   ans.phases.forEach((p, i) => tb.appendChild(rlRow(ans, p, i)));
-    for (const f of ans.fixes || []) $('rl-notes').appendChild(el('li', 'Fits with ' + f.change + ': peak ' + fmt(f.peak_bytes) + ' in ' + f.phase + '.', 'fix'));
-  const opts = (ans.rollout_options || []).map((o) => 'tp ' + o.tp + ': ' + commas(o.kv_tokens) + ' KV tokens, peak ' + fmt(o.peak_bytes) + (o.fits && o.starts ? '' : ' (does not fit)'));
+  for (const f of ans.fixes || []) $('rl-notes').appendChild(el('li', 'Fits with ' + f.change + ': peak ' + fmt(f.peak_bytes) + ' in ' + f.phase + (f.gpus ? ' (' + f.gpus + ' GPUs in all)' : '') + '.', 'fix'));
+  const opts = (ans.rollout_options || []).map((o) => 'tp ' + o.tp + (o.num_engines ? ' × ' + o.num_engines + ' engines' : '') + ': ' + commas(o.kv_tokens) + ' KV tokens, peak ' + fmt(o.peak_bytes) +
+    (!o.starts ? ' (vLLM does not start)' : o.fits ? '' : ' (does not fit)'));
   if (opts.length) $('rl-notes').appendChild(el('li', 'Rollout tensor parallelism, the largest KV cache first: ' + opts.join('; ') + '.', 'options'));
   for (const n of ans.notes) $('rl-notes').appendChild(el('li', n));
 }
