@@ -85,7 +85,7 @@ expect_error_naming("--model: give one model" estimate --preset gpt2 --model ${S
 expect_error_naming("config.optimizer_impl: 'fusd' is not allowed; allowed: auto, foreach, fused, for-loop" estimate --preset gpt2 --optimizer-impl fusd)
 expect_error_naming("config.optimizer_impl: 'fused' is read only with optimizer adamw; optimizer is sgd" estimate --preset gpt2 --optimizer sgd --optimizer-impl fused)
 # torch.compile is measured for torchtitan's block under the pytorch profile only.
-expect_error_naming("config.compile: the compiled block is measured for torchtitan's model under the pytorch profile; profile is megatron" estimate --preset llama-3.1-8b --compile)
+expect_error_naming("config.compile: the compiled block is measured for torchtitan's model (profile pytorch) and transformers' models compiled whole (profile hf); profile is megatron" estimate --preset llama-3.1-8b --compile)
 # Two config files merge; the same key with two values is a conflict naming both files.
 file(WRITE "${T}/ga3.json" "{\"grad_accum\": 3}")
 file(WRITE "${T}/ga4.json" "{\"grad_accum\": 4}")

@@ -103,6 +103,17 @@ TEST_CASE("compile: what was not measured is refused by its field, saying why",
   moe.erase("model");
   moe["config"]["seq"] = 64;
   CHECK(actmem::evaluate_json(moe)["error"]["field"] == "config.compile");
+  // Under the hf profile (a transformers model compiled whole): measured with no recompute, the
+  // loss compiled with it, Llama-like layers only.
+  CHECK(err({{"profile", "hf"}, {"recompute", "full"}})["field"] == "config.compile");
+  CHECK(err({{"profile", "hf"}, {"loss", "chunked:4"}})["field"] == "config.loss");
+  CHECK(err({{"profile", "hf"}})["field"].is_null());
+  CHECK(err({{"profile", "hf"}, {"dtype", "fp32"}})["field"] == "config.compile");
+  json gemma = compiled(model, row, {{"profile", "hf"}});
+  gemma["preset"] = "gemma-2-9b-it";
+  gemma.erase("model");
+  gemma["config"]["seq"] = 64;
+  CHECK(actmem::evaluate_json(gemma)["error"]["field"] == "config.compile");
   json no_compile = compiled(model, row, {{"activation_memory_budget", 0.5}});
   no_compile["config"]["compile"] = false;
   CHECK(actmem::evaluate_json(no_compile)["error"]["message"] ==
@@ -253,6 +264,60 @@ TEST_CASE(
   CHECK(llama == 4);  // two layers at two sequence lengths each
   CHECK(qwen3 == 4);
   CHECK(phi3 == 4);
+}
+
+TEST_CASE(
+    "compile under the hf profile: a transformers Llama, Qwen3 and Phi-3 model compiled whole "
+    "(Trainer's torch_compile) saves the compiled block's records in every layer and, outside "
+    "them, the token ids, the fp32 rotary frequencies, the final norm's input and rstd, the head's "
+    "input and the compiled loss (compile_hf_whole_saved.json, b 2, s 64 and 128)",
+    "[compile][reference]") {
+  std::ifstream in(std::string(ACTMEM_SOURCE_DIR) + "/tests/reference/compile_hf_whole_saved.json");
+  REQUIRE(in.good());
+  const json ref = json::parse(in);
+  int checked = 0;
+  for (const json& row : ref["rows"]) {
+    const std::string mt = row["model_type"];
+    INFO(mt << " s " << row["s"]);
+    json model = row["config"];
+    model["model_type"] = mt;
+    model["vocab_size"] = row["vocab_size"];
+    model["max_position_embeddings"] = 512;
+    const json r = run({{"model", model},
+                        {"config",
+                         {{"compile", true},
+                          {"profile", "hf"},
+                          {"attention", "flash"},
+                          {"dtype", "bf16"},
+                          {"dropout", 0},
+                          {"micro_batch", row["b"]},
+                          {"seq", row["s"]},
+                          {"recompute", "none"}}}});
+    REQUIRE(r["ok"] == true);
+    std::vector<std::uint64_t> engine, saved;
+    std::uint64_t gate_up = 0, rng = 0;
+    for (const json& t : r["per_layer"]["all_tensors"])
+      if (t["name"] == "attn.rng_state")
+        rng += u(t["bytes"]);
+      else if (mt == "phi3" && (t["name"] == "mlp.gate" || t["name"] == "mlp.up"))
+        gate_up += u(t["bytes"]);  // Phi-3's fused gate_up output: one storage
+      else
+        engine.push_back(u(t["bytes"]));
+    if (gate_up) engine.push_back(gate_up);
+    CHECK(rng == 24);  // the CUDA flash kernel's RNG state, which the CPU has not
+    const std::uint64_t layers = u(model["num_hidden_layers"]);
+    const std::size_t per_layer = engine.size();
+    for (std::uint64_t l = 1; l < layers; ++l)
+      engine.insert(engine.end(), engine.begin(), engine.begin() + per_layer);
+    for (const char* side : {"input_layer", "output_layer"})
+      for (const json& t : r[side]["tensors"]) engine.push_back(u(t["bytes"]));
+    for (const json& t : row["compiled"]) saved.push_back(u(t["bytes"]));
+    std::sort(engine.begin(), engine.end());
+    std::sort(saved.begin(), saved.end());
+    CHECK(engine == saved);
+    ++checked;
+  }
+  CHECK(checked == 6);
 }
 
 TEST_CASE(

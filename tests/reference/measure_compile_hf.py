@@ -6,7 +6,10 @@
 #
 # Usage (PyTorch 2.6 on the CPU, the Debian 13 root of ../shared/toolchain.md):
 #   chroot FOLDER python3 tests/reference/measure_compile_hf.py > tests/reference/compile_hf_saved.json
-#   (copy tests/reference/families_cpu next to it as families_cpu/, as the chroot sees it)
+#   chroot FOLDER python3 tests/reference/measure_compile_hf.py --whole > tests/reference/compile_hf_whole_saved.json
+#   (copy tests/reference/families_cpu next to it as families_cpu/, as the chroot sees it;
+#   --whole: the Llama, Qwen3 and Phi-3 models compiled whole, as transformers' Trainer compiles
+#   them with torch_compile, loss included)
 #
 # Method: each family's model is built in bf16 (b = 2, s = 64 and 128, vocabulary 1,024) with
 # attention through F.scaled_dot_product_attention's default CPU kernel (the flash kernel for CPU,
@@ -130,8 +133,60 @@ def family_rows(mtype, kw, build, s):
     return []
 
 
+def whole_rows(mtype, kw, build, s):
+    """The whole model compiled as transformers' Trainer does with torch_compile (embedding,
+    rotary tables, every layer, final norm, head and ForCausalLMLoss in one graph), eager beside."""
+    torch.manual_seed(0)
+    cfg = dict(kw, vocab_size=1024, max_position_embeddings=512, attn="sdpa")
+    model = build(cfg).to(torch.bfloat16)
+    model.train()
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    ids = torch.randint(0, 1024, (2, s))
+
+    def run(fn):
+        packed = []
+
+        def pack(t):
+            packed.append(t)
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = fn(ids, labels=ids)
+        seen, rows = set(), []
+        for t in packed:
+            k = t.untyped_storage().data_ptr()
+            if k in seen or k in params:
+                continue
+            seen.add(k)
+            rows.append({"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                         "bytes": t.untyped_storage().nbytes()})
+        loss.backward()
+        return rows
+
+    eager = run(model)
+    torch._dynamo.reset()
+    compiled = run(torch.compile(model, backend="aot_eager_decomp_partition"))
+    return {"model_type": mtype, "config": kw, "attention": "sdpa", "b": 2, "s": s, "vocab_size": 1024,
+            "eager_bytes": sum(r["bytes"] for r in eager), "compiled_bytes": sum(r["bytes"] for r in compiled),
+            "eager": eager, "compiled": compiled}
+
+
 def main():
     torch._logging.set_logs(dynamo=50)  # the MoE layers' graph breaks are expected; keep stderr quiet
+    if sys.argv[1:] == ["--whole"]:
+        rows = []
+        for mtype, kw, build in registry.FAMILIES:
+            if mtype in ("llama", "qwen3", "phi3"):
+                for s in (64, 128):
+                    r = whole_rows(mtype, kw, build, s)
+                    print("%-8s s=%-4d whole model: eager %9d B  compiled %9d B" % (
+                        mtype, s, r["eager_bytes"], r["compiled_bytes"]), file=sys.stderr, flush=True)
+                    rows.append(r)
+        head = {"generator": "tests/reference/measure_compile_hf.py --whole", "torch": torch.__version__,
+                "device": "cpu", "backend": "aot_eager_decomp_partition", "activation_memory_budget": 1.0}
+        sys.stdout.write(json.dumps(head)[:-1] + ', "rows": [\n')
+        sys.stdout.write(",\n".join(json.dumps(r, separators=(",", ":")) for r in rows) + "\n]}\n")
+        return
     results = []
     for mtype, kw, build in registry.FAMILIES:
         for s in (64, 128):

@@ -65,6 +65,11 @@ constexpr const char* kCompiledLoss =
     "torch.compile of F.cross_entropy(logits.float()) (torch 2.6.0, Inductor's decompositions and "
     "min-cut partitioner; measured: tests/reference/loss_saved.py, docs/validation.md)";
 
+constexpr const char* kCompiledWhole =
+    "measured: a transformers model compiled whole (Trainer's torch_compile), inductor's "
+    "partitioner on torch 2.6, tests/reference/compile_hf_whole_saved.json (docs/validation.md "
+    "6.2)";
+
 constexpr const char* kGemma3Rope =
     "transformers 5.17 modeling_gemma3.py Gemma3TextModel (rotary_emb and rotary_emb_local); "
     "measured: tests/reference/gpu/hf_layers.json";
@@ -94,22 +99,22 @@ static void add_head_input(const LayerGeometry& g, RecordBuilder& out) {
             "weight gradient needs its input", kK43);
 }
 
-void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, RecordBuilder& in,
-                     RecordBuilder& out) {
+// The rotary tables a transformers model keeps (the hf profile): cos and sin (or the complex
+// table, or Gemma 3's local pair) once per micro-batch, or compiled whole the fp32 frequencies.
+static void add_rope_tables(const ModelSpec& m, const LayerGeometry& g, Profile prof, bool whole,
+                            RecordBuilder& in) {
   const DType p = g.act;
-  const bool torch_like = prof == Profile::kPytorch || prof == Profile::kHf;
-  if (torch_like)
-    in.add("embed.token_ids", {g.b, g.s_rep}, DType::kInt64, "embedding backward",
-           "the weight gradient scatters into the rows the token ids name",
-           "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
-  if (torch_like && m.pos == PosEncoding::kLearned)
-    in.add("embed.position_ids", {g.s_rep}, DType::kInt64, "position embedding backward",
-           "the weight gradient scatters into the rows the position ids name",
-           "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
   // Llama 4's NoPE layers use no table: it exists when some layer rotates.
   bool any_rope = false;
   for (const LayerKind& k : m.kinds) any_rope = any_rope || k.rope;
-  if (prof == Profile::kHf && m.pos == PosEncoding::kRope && any_rope) {
+  // A transformers model compiled whole keeps the rotary frequencies (inv_freq times the
+  // positions, fp32) and recomputes cos and sin in its backward (validate.cpp: Llama-like models
+  // with one table).
+  if (whole && m.pos == PosEncoding::kRope && any_rope)
+    in.add("rope.freqs", {Dim{"d/2", g.d.value / 2}, g.s_tp}, DType::kFp32,
+           "compiled backward (RoPE)", "cos and sin are recomputed from inv_freq x positions",
+           kCompiledWhole);
+  if (!whole && prof == Profile::kHf && m.pos == PosEncoding::kRope && any_rope) {
     // MLA rotates only each head's RoPE part (qk_rope_head_dim wide).
     // gpt-oss's _apply_rotary_emb rotates the two halves of each head: its cos and sin are d/2
     // wide (measured: hf_layers.json, [1, 1, s, d/2]).
@@ -144,6 +149,22 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
       }
     }
   }
+}
+
+void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, RecordBuilder& in,
+                     RecordBuilder& out) {
+  const DType p = g.act;
+  const bool torch_like = prof == Profile::kPytorch || prof == Profile::kHf;
+  if (torch_like)
+    in.add("embed.token_ids", {g.b, g.s_rep}, DType::kInt64, "embedding backward",
+           "the weight gradient scatters into the rows the token ids name",
+           "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
+  if (torch_like && m.pos == PosEncoding::kLearned)
+    in.add("embed.position_ids", {g.s_rep}, DType::kInt64, "position embedding backward",
+           "the weight gradient scatters into the rows the position ids name",
+           "PyTorch derivatives.yaml: embedding_backward(grad, indices, ...)");
+  const bool whole = prof == Profile::kHf && g.compiled;
+  add_rope_tables(m, g, prof, whole, in);
   if (prof == Profile::kHf && m.hf_embed_scale)
     in.add("embed.scale", {}, p, "mul backward",
            "the embeddings times sqrt(hidden), a 0-dim tensor in the activation dtype",
@@ -152,7 +173,13 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
   if (g.hidden_dropout)
     in.add("embed.dropout_mask", {g.b, g.s_rep, g.h}, DType::kBool, "embedding dropout backward",
            "the same mask scales the gradient", kK43);
-  if (torch_like) {
+  if (whole) {
+    // Compiled, the final norm keeps what a compiled block's norms keep.
+    out.add("final_norm.in", {g.b, g.s_rep, g.h}, p, "compiled backward (final norm)",
+            "the last layer's output: the norm's backward reads it", kCompiledWhole);
+    out.add("final_norm.rstd", {g.b, g.s_rep}, DType::kFp32, "compiled backward (final norm)",
+            "rsqrt(mean(x^2) + eps) in fp32", kCompiledWhole);
+  } else if (torch_like) {
     // The final norm keeps what a layer's norm keeps (the hf RMSNorms' fp32 copy and, for
     // Llama, Gemma and gpt-oss alike, the normalized input the weight multiplies; measured:
     // hf_layers.json, model.norm), and lm_head keeps the norm's output besides.
@@ -182,7 +209,7 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
     build_rl_loss(g, out);  // validate.cpp: the hf profile
     return;
   }
-  if (torch_like && g.loss.impl == LossImpl::kCompiled) {
+  if (torch_like && (g.loss.impl == LossImpl::kCompiled || whole)) {
     // The compiled loss keeps its bf16 input and recomputes the softmax from it; hf already
     // keeps those logits (the returned ModelOutput), the same tensor.
     if (prof != Profile::kHf)
@@ -200,6 +227,9 @@ void build_io_layers(const ModelSpec& m, const LayerGeometry& g, Profile prof, R
             "scatters -1/N into the target positions", kCompiledLoss);
     out.add("loss.total_weight", {}, DType::kFp32, "nll_loss backward",
             "the mean's divisor, the count of non-ignored targets", kCompiledLoss);
+    if (whole)  // ForCausalLMLoss pads the shifted labels with ignore_index
+      out.add("loss.valid", {g.b, g.s_tp}, DType::kBool, "compiled nll_loss backward",
+              "target != ignore_index per token, where the gradient goes", kCompiledWhole);
     return;
   }
   if (torch_like) {

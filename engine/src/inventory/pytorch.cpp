@@ -495,7 +495,10 @@ void build_pytorch(const ModelSpec& m, const LayerKind& k, const LayerGeometry& 
   // Compiled, the Llama-family block saves what compiled.cpp lists; GPT-2's block saves what its
   // eager forward keeps, tensor for tensor (measured: tests/reference/
   // compile_families_saved.json, docs/validation.md 6.2), so it takes the eager records.
-  if (g.compiled && !hf && is_gated(k.ffn)) return build_compiled(m, k, g, rb);
+  // transformers' Llama, Qwen2/3 and Phi-3 layers save the same set compiled (Phi-3's fused
+  // gate_up output one storage of the gate's and up's bytes; compile_hf_saved.json); validate.cpp
+  // admits the hf profile for those alone.
+  if (g.compiled && is_gated(k.ffn)) return build_compiled(m, k, g, rb);
   if (k.has_attention()) {
     add_attention(m, k, g, rb, hf);
   } else if (k.is_mamba()) {

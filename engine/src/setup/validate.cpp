@@ -785,6 +785,49 @@ std::optional<Error> validate_compile_tp(const ModelSpec& m, const TrainConfig& 
   return std::nullopt;
 }
 
+// A transformers model compiled whole (Trainer's torch_compile: embedding, rotary tables, layers,
+// final norm, head and ForCausalLMLoss in one graph), measured for Llama, Qwen3 and Phi-3 at one
+// GPU's shapes with no recompute (tests/reference/compile_hf_whole_saved.json): Llama-like layers
+// (RMSNorm, one RoPE table, SwiGLU, q/k/v biases or per-head q/k norms at most).
+std::optional<Error> validate_compile_whole(const ModelSpec& m, const TrainConfig& c) {
+  for (std::size_t i = 0; i < m.kinds.size(); ++i)
+    if (!compiled_block(m, m.kinds[i]) || m.gemma_norm || m.norm != NormType::kRmsNorm)
+      return bad("config.compile",
+                 "layer kind " + std::to_string(i) + " ('" + m.kinds[i].name +
+                     "'): a transformers model compiled whole is measured for Llama-like layers "
+                     "(RMSNorm, RoPE attention, SwiGLU; Qwen2's biases, Qwen3's q/k norms, "
+                     "Phi-3's fused projections); not Gemma, GPT-2, MoE, MLA, state-space or "
+                     "parallel layouts");
+  if (m.hf_rope_complex || m.hf_rope_tables > 1 || m.hf_embed_scale || m.final_softcap > 0)
+    return bad("config.compile",
+               "measured for one real RoPE table, no embedding scale or final soft-capping");
+  if (c.attention != Attention::kFlash)
+    return bad("config.compile", std::string("measured with SDPA's flash kernel; attention is ") +
+                                     attention_name(c.attention));
+  if (c.par.tp > 1 || c.par.cp > 1 || c.par.pp > 1)
+    return bad("config.compile",
+               "a transformers model compiled whole is measured on one GPU's shapes: tp, cp and "
+               "pp 1");
+  if (c.act_dtype != DType::kBf16)
+    return bad("config.compile",
+               "a transformers model compiled whole is measured in bf16 "
+               "(a model loaded in bfloat16); give dtype bf16");
+  if (c.recompute.kind != RecomputeKind::kNone)
+    return bad("config.compile",
+               "compiled whole with gradient checkpointing is not measured; allowed: recompute "
+               "none");
+  if (c.loss.impl != LossImpl::kEager && c.loss.impl != LossImpl::kCompiled)
+    return bad("config.loss", "'" + loss_name(c.loss) +
+                                  "': compiled whole, transformers' ForCausalLMLoss is compiled "
+                                  "with the model; allowed: eager or compiled (the same)");
+  if (c.float8 != Float8::kNone || c.lora.rank > 0)
+    return bad("config.compile", "float8 and LoRA linears under compile are not measured");
+  const double ad = c.attention_dropout >= 0 ? c.attention_dropout : m.attention_dropout;
+  const double hd = c.hidden_dropout >= 0 ? c.hidden_dropout : m.hidden_dropout;
+  if (ad != 0 || hd != 0) return bad("config.compile", "measured without dropout");
+  return std::nullopt;
+}
+
 // torch.compile: the partitioner's saved tensors are measured for one block, one GPU's shapes
 // (tp 1, 2 and 4 for the Llama block, cp 1), at budget 1 (docs/validation.md 6.2); the rest is
 // refused by field.
@@ -804,9 +847,11 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
     return bad("config.activation_memory_budget",
                "between 0 and 1 the partitioner's knapsack over its runtime estimates chooses "
                "(docs/validation.md 6.2), which is not modelled; allowed: 1, or recompute full");
+  if (c.profile == Profile::kHf) return validate_compile_whole(m, c);
   if (c.profile != Profile::kPytorch)
     return bad("config.compile", std::string("the compiled block is measured for torchtitan's "
-                                             "model under the pytorch profile; profile is ") +
+                                             "model (profile pytorch) and transformers' models "
+                                             "compiled whole (profile hf); profile is ") +
                                      profile_name(c.profile));
   for (std::size_t i = 0; i < m.kinds.size(); ++i)
     if (!compiled_block(m, m.kinds[i]))
