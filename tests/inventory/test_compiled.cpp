@@ -109,6 +109,12 @@ TEST_CASE("compile: what was not measured is refused by its field, saying why",
   CHECK(err({{"profile", "hf"}, {"loss", "chunked:4"}})["field"] == "config.loss");
   CHECK(err({{"profile", "hf"}})["field"].is_null());
   CHECK(err({{"profile", "hf"}, {"dtype", "fp32"}})["field"] == "config.compile");
+  // Measured in one process: DDP's optimizer and FSDP split the compiled graph.
+  CHECK(err({{"profile", "hf"}, {"dp", 8}})["field"] == "config.dp");
+  CHECK(err({{"profile", "hf"}, {"framework", "verl"}})["field"] == "config.framework");
+  CHECK(err({{"profile", "hf"}, {"activation_memory_budget", 0}})["message"] ==
+        "config.activation_memory_budget: a transformers model compiled whole is measured at "
+        "budget 1 only");
   json gemma = compiled(model, row, {{"profile", "hf"}});
   gemma["preset"] = "gemma-2-9b-it";
   gemma.erase("model");

@@ -13,8 +13,8 @@ namespace {
 
 constexpr const char* kCompiled =
     "measured: inductor's partitioner (min_cut_rematerialization_partition, torch 2.6) on "
-    "torchtitan 9dec370's Llama block, tests/reference/compile_saved.json (docs/validation.md "
-    "6.2)";
+    "torchtitan 9dec370's Llama block, tests/reference/compile_saved.json, and on transformers' "
+    "Llama, Qwen3 and Phi-3 layers, compile_hf_saved.json (docs/validation.md 6.2)";
 constexpr const char* kCompiledFamilies =
     "measured: inductor's partitioner (torch 2.6) on the same block with Qwen3's q/k norms, "
     "tests/reference/compile_families_saved.json (docs/validation.md 6.2)";

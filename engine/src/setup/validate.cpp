@@ -790,14 +790,31 @@ std::optional<Error> validate_compile_tp(const ModelSpec& m, const TrainConfig& 
 // GPU's shapes with no recompute (tests/reference/compile_hf_whole_saved.json): Llama-like layers
 // (RMSNorm, one RoPE table, SwiGLU, q/k/v biases or per-head q/k norms at most).
 std::optional<Error> validate_compile_whole(const ModelSpec& m, const TrainConfig& c) {
+  if (c.activation_memory_budget != 1.0)
+    return bad("config.activation_memory_budget",
+               "a transformers model compiled whole is measured at budget 1 only");
   for (std::size_t i = 0; i < m.kinds.size(); ++i)
     if (!compiled_block(m, m.kinds[i]) || m.gemma_norm || m.norm != NormType::kRmsNorm)
       return bad("config.compile",
                  "layer kind " + std::to_string(i) + " ('" + m.kinds[i].name +
                      "'): a transformers model compiled whole is measured for Llama-like layers "
-                     "(RMSNorm, RoPE attention, SwiGLU; Qwen2's biases, Qwen3's q/k norms, "
-                     "Phi-3's fused projections); not Gemma, GPT-2, MoE, MLA, state-space or "
-                     "parallel layouts");
+                     "(RMSNorm, RoPE attention, SwiGLU; q/k/v biases at most, no output or MLP "
+                     "biases; Qwen3's q/k norms; Phi-3's fused projections); not Gemma, GPT-2, "
+                     "MoE, MLA, state-space or parallel layouts");
+  // The measurement ran one process: DDP's optimizer splits a compiled graph at its buckets and
+  // FSDP or ZeRO-3 break it at their hooks, which changes what each piece saves.
+  if (c.framework != Framework::kPlain && c.framework != Framework::kHfTrainer)
+    return bad("config.framework",
+               std::string("'") + framework_name(c.framework) +
+                   "' with a transformers model compiled whole (profile hf) is not measured; "
+                   "allowed: hf-trainer (Trainer's torch_compile) or plain");
+  if (c.par.dp > 1 || c.par.zero > 0)
+    return bad("config.dp",
+               "a transformers model compiled whole is measured in one process (DDP's optimizer "
+               "splits the compiled graph at its buckets, ZeRO and FSDP at their hooks): dp 1, "
+               "zero 0");
+  if (c.recompute.offload)
+    return bad("config.compile", "compiled whole with activation offload is not measured");
   if (m.hf_rope_complex || m.hf_rope_tables > 1 || m.hf_embed_scale || m.final_softcap > 0)
     return bad("config.compile",
                "measured for one real RoPE table, no embedding scale or final soft-capping");
@@ -840,6 +857,7 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
       return bad("config.activation_memory_budget", "read only with compile: true");
     return std::nullopt;
   }
+  if (c.profile == Profile::kHf) return validate_compile_whole(m, c);
   if (budget == 0.0)
     return bad("config.activation_memory_budget",
                "0 saves each block's input only, what recompute: full keeps; use recompute full");
@@ -847,7 +865,6 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
     return bad("config.activation_memory_budget",
                "between 0 and 1 the partitioner's knapsack over its runtime estimates chooses "
                "(docs/validation.md 6.2), which is not modelled; allowed: 1, or recompute full");
-  if (c.profile == Profile::kHf) return validate_compile_whole(m, c);
   if (c.profile != Profile::kPytorch)
     return bad("config.compile", std::string("the compiled block is measured for torchtitan's "
                                              "model (profile pytorch) and transformers' models "
@@ -858,7 +875,8 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
       return bad("config.compile",
                  "layer kind " + std::to_string(i) + " ('" + m.kinds[i].name +
                      "') is not a block compile is measured on: torchtitan's Llama block "
-                     "(RMSNorm, RoPE attention, SwiGLU), with Qwen2's q/k/v biases or Qwen3's "
+                     "(RMSNorm, RoPE attention, SwiGLU, no output or MLP biases), with Qwen2's "
+                     "q/k/v biases or Qwen3's "
                      "q/k norms, Gemma 2's and 3's (sandwich norms, GELU-tanh gated MLP), or "
                      "GPT-2's (LayerNorm, learned positions, GELU); no sinks, L2 q/k norms, "
                      "MLA, MoE, state-space or parallel layouts");
