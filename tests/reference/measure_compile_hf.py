@@ -59,8 +59,9 @@ def layer_list(model, n):
     raise RuntimeError("no list of %d layers" % n)
 
 
-def saved(fn, args, kwargs, static):
-    x = args[0].detach().clone().requires_grad_(True)
+def packed_rows(call, static):
+    """Runs call() under saved_tensors_hooks: its result and every storage it packed once
+    (shape, dtype, the storage's bytes), those in `static` left out."""
     packed = []
 
     def pack(t):
@@ -68,8 +69,7 @@ def saved(fn, args, kwargs, static):
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn(x, *args[1:], **kwargs)
-    o = out[0] if isinstance(out, (tuple, list)) else out
+        out = call()
     seen, rows = set(), []
     for t in packed:
         k = t.untyped_storage().data_ptr()
@@ -78,6 +78,13 @@ def saved(fn, args, kwargs, static):
         seen.add(k)
         rows.append({"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
                      "bytes": t.untyped_storage().nbytes()})
+    return out, rows
+
+
+def saved(fn, args, kwargs, static):
+    x = args[0].detach().clone().requires_grad_(True)
+    out, rows = packed_rows(lambda: fn(x, *args[1:], **kwargs), static)
+    o = out[0] if isinstance(out, (tuple, list)) else out
     o.float().sum().backward()
     return rows
 
@@ -144,22 +151,7 @@ def whole_rows(mtype, kw, build, s):
     ids = torch.randint(0, 1024, (2, s))
 
     def run(fn):
-        packed = []
-
-        def pack(t):
-            packed.append(t)
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            loss = fn(ids, labels=ids)
-        seen, rows = set(), []
-        for t in packed:
-            k = t.untyped_storage().data_ptr()
-            if k in seen or k in params:
-                continue
-            seen.add(k)
-            rows.append({"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                         "bytes": t.untyped_storage().nbytes()})
+        loss, rows = packed_rows(lambda: fn(ids, labels=ids), params)
         loss.backward()
         return rows
 

@@ -785,6 +785,17 @@ std::optional<Error> validate_compile_tp(const ModelSpec& m, const TrainConfig& 
   return std::nullopt;
 }
 
+// What neither compile measurement had: float8 or LoRA linears, dropout (`no_dropout` says why).
+std::optional<Error> compile_extras(const ModelSpec& m, const TrainConfig& c,
+                                    const char* no_dropout) {
+  if (c.float8 != Float8::kNone || c.lora.rank > 0)
+    return bad("config.compile", "float8 and LoRA linears under compile are not measured");
+  const double ad = c.attention_dropout >= 0 ? c.attention_dropout : m.attention_dropout;
+  const double hd = c.hidden_dropout >= 0 ? c.hidden_dropout : m.hidden_dropout;
+  if (ad != 0 || hd != 0) return bad("config.compile", no_dropout);
+  return std::nullopt;
+}
+
 // A transformers model compiled whole (Trainer's torch_compile: embedding, rotary tables, layers,
 // final norm, head and ForCausalLMLoss in one graph), measured for Llama, Qwen3 and Phi-3 at one
 // GPU's shapes with no recompute (tests/reference/compile_hf_whole_saved.json): Llama-like layers
@@ -837,12 +848,7 @@ std::optional<Error> validate_compile_whole(const ModelSpec& m, const TrainConfi
     return bad("config.loss", "'" + loss_name(c.loss) +
                                   "': compiled whole, transformers' ForCausalLMLoss is compiled "
                                   "with the model; allowed: eager or compiled (the same)");
-  if (c.float8 != Float8::kNone || c.lora.rank > 0)
-    return bad("config.compile", "float8 and LoRA linears under compile are not measured");
-  const double ad = c.attention_dropout >= 0 ? c.attention_dropout : m.attention_dropout;
-  const double hd = c.hidden_dropout >= 0 ? c.hidden_dropout : m.hidden_dropout;
-  if (ad != 0 || hd != 0) return bad("config.compile", "measured without dropout");
-  return std::nullopt;
+  return compile_extras(m, c, "measured without dropout");
 }
 
 // torch.compile: the partitioner's saved tensors are measured for one block, one GPU's shapes
@@ -900,13 +906,7 @@ std::optional<Error> validate_compile(const ModelSpec& m, const TrainConfig& c) 
                    "with recompute op:torchtitan measured on torchtitan's Llama "
                    "block only (compile_sac_saved.json); this model's layers "
                    "have q/k/v biases, q/k norms, Gemma's or GPT-2's layout");
-  if (c.float8 != Float8::kNone || c.lora.rank > 0)
-    return bad("config.compile", "float8 and LoRA linears under compile are not measured");
-  const double ad = c.attention_dropout >= 0 ? c.attention_dropout : m.attention_dropout;
-  const double hd = c.hidden_dropout >= 0 ? c.hidden_dropout : m.hidden_dropout;
-  if (ad != 0 || hd != 0)
-    return bad("config.compile", "measured without dropout (torchtitan's Llama has none)");
-  return std::nullopt;
+  return compile_extras(m, c, "measured without dropout (torchtitan's Llama has none)");
 }
 
 // GPUs per node: which NCCL groups stay inside a node.
