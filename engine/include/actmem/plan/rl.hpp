@@ -89,8 +89,9 @@ struct RlSpec {
 RlRollout trl_rollout_defaults();
 
 // OpenRLHF's rollout defaults (OpenRLHF/OpenRLHF 3c3be62 cli/train_ppo_ray.py): vLLM colocated
-// with every model (--train.colocate_all, the only layout modelled), tp 1, utilization 0.95, no
-// sleep; max_num_seqs and max_num_batched_tokens vLLM's own (OpenRLHF passes none).
+// with every model (--train.colocate_all; mode "separate" for its separate pools), tp 1,
+// utilization 0.95, no sleep; max_num_seqs and max_num_batched_tokens vLLM's own (OpenRLHF passes
+// none).
 RlRollout openrlhf_rollout_defaults();
 
 // One line of a phase: what one process holds on the GPU.
