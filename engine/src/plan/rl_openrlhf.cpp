@@ -98,8 +98,7 @@ std::vector<OrlPool> orl_pools(const TrainConfig& c, const RlSpec& rl) {
 }
 
 // What OpenRLHF asserts of its layout (train_ppo_ray.py l.41-64, l.109-113, l.663-665): the
-// engines fill the actor's GPUs under colocate_all; colocated pools are the same size; each
-// model's GPUs hold whole copies of its tensor and ring-attention groups.
+// engines fill the actor's GPUs under colocate_all; colocated pools are the same size.
 std::optional<Error> orl_check_layout(const TrainConfig& c, const RlSpec& rl) {
   const RlRollout& r = rl.rollout;
   if (!separate(rl)) {
@@ -128,15 +127,6 @@ std::optional<Error> orl_check_layout(const TrainConfig& c, const RlSpec& rl) {
                         std::to_string(rl.critic_gpus) +
                         " GPUs (rl.critic_gpus), which OpenRLHF asserts with "
                         "--train.colocate_critic_reward (train_ppo_ray.py l.109-113)");
-  const std::uint64_t group = c.par.tp * c.par.cp * c.par.pp;
-  const std::pair<const char*, std::uint64_t> counts[] = {{"rl.reference_gpus", rl.reference_gpus},
-                                                          {"rl.critic_gpus", rl.critic_gpus},
-                                                          {"rl.reward_gpus", rl.reward_gpus}};
-  for (const auto& [field, n] : counts)
-    if (n % group != 0)
-      return rl_error(field, std::to_string(n) + " GPUs do not hold whole copies of the actor's " +
-                                 std::to_string(group) +
-                                 "-GPU model-parallel group (config.tp x cp x pp)");
   return std::nullopt;
 }
 
@@ -441,12 +431,13 @@ void OrlBuilder::start() {
 }
 
 // The four setups: each model's config with dp for its GPUs (the actor's own under colocate_all).
+// OpenRLHF's loss runs with tp, cp and pp 1 (validate.cpp refuses more), so a pool's GPUs are its
+// data-parallel ranks.
 Result<OrlSetups> orl_setups(const ModelSpec& m, const TrainConfig& c, const RlSpec& rl) {
   TrainConfig cc = c;
   cc.loss = Loss{LossImpl::kValue, 1, Entropy::kNone};
-  const std::uint64_t group = c.par.tp * c.par.cp * c.par.pp;
   auto with_gpus = [&](TrainConfig t, std::uint64_t gpus) {
-    if (separate(rl)) t.par.dp = gpus / group;
+    if (separate(rl)) t.par.dp = gpus;
     return make_setup(m, t);
   };
   auto a = make_setup(m, c);
@@ -463,14 +454,11 @@ Result<OrlSetups> orl_setups(const ModelSpec& m, const TrainConfig& c, const RlS
 
 void orl_notes(const RlSpec& rl, RlAnswer& a) {
   if (separate(rl)) {
-    std::uint64_t gpus = 0;
     std::string list;
-    for (const RlPool& p : a.pools) {
-      gpus += p.gpus;
+    for (const RlPool& p : a.pools)
       list += (list.empty() ? "" : ", ") + p.name + " " + std::to_string(p.gpus);
-    }
     a.notes.push_back(
-        "OpenRLHF's separate pools (no --train.colocate_all): " + std::to_string(gpus) +
+        "OpenRLHF's separate pools (no --train.colocate_all): " + std::to_string(rl_gpus(a)) +
         " GPUs in all (" + list +
         "); vLLM stays awake (no sleep mode) and each parameter is broadcast over NCCL; " +
         (rl.rollout.num_engines ? "" : "one vLLM engine assumed (rl.rollout.num_engines); ") +

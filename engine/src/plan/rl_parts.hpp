@@ -53,13 +53,6 @@ inline std::string phase_name(const RlPhase& p) {
   return p.pool.empty() ? p.id : p.pool + "/" + p.id;
 }
 
-// The run's GPUs when its processes have pools of their own (OpenRLHF's separate pools); else 0.
-inline std::uint64_t pool_gpus(const RlAnswer& a) {
-  std::uint64_t n = 0;
-  for (const RlPool& p : a.pools) n += p.gpus;
-  return n;
-}
-
 // The step's peak: the largest phase, and whether it fits the GPU.
 inline void set_peak(RlAnswer& a) {
   for (std::size_t i = 0; i < a.phases.size(); ++i)

@@ -697,9 +697,16 @@ Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const Gpu
     if (t.ok() && t.value().fits && t.value().vllm_starts)
       a.value().fixes.push_back({change, t.value().peak_bytes,
                                  detail::phase_name(t.value().phases[t.value().peak_phase]),
-                                 detail::pool_gpus(t.value())});
+                                 rl_gpus(t.value())});
   }
   return a;
+}
+
+std::uint64_t rl_gpus(const RlAnswer& a) {
+  // vLLM's pool at most 2^30 engines x tp 2^30, the others 2^40 each (read/rl.cpp): below 2^63.
+  std::uint64_t n = 0;
+  for (const RlPool& p : a.pools) n += p.gpus;
+  return n;
 }
 
 }  // namespace actmem

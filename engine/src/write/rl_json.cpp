@@ -87,16 +87,13 @@ json rl_to_json(const RlAnswer& a) {
   // OpenRLHF's separate pools: each pool's GPUs and peak; the step's peak is on one of them.
   if (!a.pools.empty()) {
     json pools = json::array();
-    std::uint64_t gpus = 0;
-    for (const RlPool& p : a.pools) {
+    for (const RlPool& p : a.pools)
       pools.push_back({{"name", p.name},
                        {"gpus", p.gpus},
                        {"peak", {{"phase", p.peak_phase}, {"bytes", p.peak_bytes}}},
                        {"fits", p.fits}});
-      gpus += p.gpus;
-    }
     j["pools"] = pools;
-    j["gpus"] = gpus;
+    j["gpus"] = rl_gpus(a);
     j["peak"]["pool"] = a.phases[a.peak_phase].pool;
   }
   if (a.vllm_max_lora_rank) {

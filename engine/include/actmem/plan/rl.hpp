@@ -198,4 +198,8 @@ struct RlAnswer {
 Result<RlAnswer> rl_step(const ModelSpec& m, const TrainConfig& actor, const GpuSpec& gpu,
                          const RlSpec& rl);
 
+// The run's GPUs when its processes have pools of their own (the sum of RlAnswer::pools'); 0
+// when every process shares the GPUs.
+std::uint64_t rl_gpus(const RlAnswer& a);
+
 }  // namespace actmem
