@@ -474,6 +474,57 @@ TEST_CASE("loss implementations on Llama 3.1 8B: exact bytes kept and the loss's
 }
 
 TEST_CASE(
+    "verl's FSDP root unit: held from forward to backward, padded to the shard group (torch 2.6 "
+    "fsdp/_runtime_utils.py _post_forward_reshard and _flat_param.py _get_shard, verl b178a3c "
+    "fsdp_workers.py l.527-539)") {
+  auto phase = [](const json& r, const std::string& name) {
+    for (const auto& p : r["phases"])
+      if (p["phase"] == name) return u(p["peak_bytes"]);
+    FAIL("no phase " << name);
+    return std::uint64_t{0};
+  };
+  // The same settings without verl (framework plain): ZeRO-3 gathers each layer, no root unit.
+  const json same = {{"profile", "hf"},
+                     {"attention", "flash"},
+                     {"dtype", "bf16"},
+                     {"param_dtype", "fp32"},
+                     {"grad_dtype", "fp32"},
+                     {"master_weights", false},
+                     {"zero", 3},
+                     {"optimizer_impl", "foreach"},
+                     {"loss", "logprob"},
+                     {"recompute", "full"}};
+  auto ask = [&](const char* preset, std::uint64_t dp, bool verl, const char* command) {
+    json c = verl ? json{{"framework", "verl"}} : same;
+    c["dp"] = dp, c["micro_batch"] = 4, c["seq"] = 4096;
+    return run(json{{"command", command}, {"preset", preset}, {"config", c}});
+  };
+  // Qwen2.5-7B (untied): embedding and head 152,064 x 3,584 each, the final norm 3,584: one
+  // FlatParameter of 1,089,998,336 elements, a multiple of 8, in bf16. The root's gradients
+  // (head and final norm, bf16) wait for the embedding's at the end of backward.
+  const std::uint64_t vh = 152'064ull * 3'584;
+  const json verl = ask("qwen2.5-7b", 8, true, "estimate");
+  CHECK(u(verl["static"]["gathered_params_bytes"]) == 2 * (2 * vh + 3'584));
+  CHECK(named_transient(ask("qwen2.5-7b", 8, true, "timeline"), "fsdp.root_grads") ==
+        2 * (vh + 3'584));
+  // The peak, in the loss's backward, holds both beside what the same settings hold without
+  // them.
+  const json plain = ask("qwen2.5-7b", 8, false, "estimate");
+  CHECK(u(plain["static"]["gathered_params_bytes"]) == 0);
+  CHECK(phase(verl, "loss") == phase(plain, "loss") + 2 * (2 * vh + 3'584) + 2 * (vh + 3'584));
+  CHECK(verl["peak"]["phase"] == "loss");
+  // Gemma 3 1B (tied, 262,144 x 1,152): the root unit is the embedding and the final norm,
+  // 301,991,040 elements; over 7 ranks torch.chunk gives 43,141,578 a rank, 6 of padding. The
+  // head's use of the embedding leaves its gradient waiting for the embedding's own.
+  const std::uint64_t gemma = 262'144ull * 1'152 + 1'152;
+  CHECK(u(ask("gemma-3-1b-it", 8, true, "estimate")["static"]["gathered_params_bytes"]) ==
+        2 * gemma);
+  CHECK(u(ask("gemma-3-1b-it", 7, true, "estimate")["static"]["gathered_params_bytes"]) ==
+        2 * 43'141'578ull * 7);
+  CHECK(named_transient(ask("gemma-3-1b-it", 8, true, "timeline"), "fsdp.root_grads") == 2 * gemma);
+}
+
+TEST_CASE(
     "torchtitan's FSDP2 buffers and streams on Llama 3.1 8B (torch 2.6.0 _fsdp_param_group.py, "
     "_fsdp_collectives.py)") {
   auto answer = [](const char* command) {

@@ -78,6 +78,13 @@ TEST_CASE(
   const json& ref = rl_phase(a, "ref_log_prob");
   CHECK(rl_line(ref, "forward without grad") ==
         rl_line(rl_phase(a, "old_log_prob"), "forward without grad"));
+  // verl's FSDP root unit (embedding, final norm, head: 2Vh + h elements, a multiple of 8, in
+  // bf16) stays gathered through each forward from the root's pre-forward (torch 2.6
+  // _post_forward_reshard), the step's static line too.
+  const std::uint64_t root = 2 * (2 * kV * kH + kH);
+  CHECK(rl_line(ref, "FSDP root unit") == root);
+  CHECK(rl_line(rl_phase(a, "old_log_prob"), "FSDP root unit") == root);
+  CHECK(u(e["static"]["gathered_params_bytes"]) == root);
   bool host = false;
   for (const json& n : a["notes"])
     host =
@@ -135,6 +142,10 @@ TEST_CASE(
   const json& val = rl_phase(a, "values");
   const json& old = rl_phase(a, "old_log_prob");
   CHECK(rl_line(val, "critic forward") < rl_line(old, "forward without grad"));
+  // The critic's root unit: its embedding, final norm and score head (h + 1), Vh + 2h + 1 =
+  // 545,004,545 elements padded to 8 ranks of 68,125,569 (torch.chunk), in bf16.
+  CHECK(kV * kH + 2 * kH + 1 == 545'004'545);
+  CHECK(rl_line(val, "FSDP root unit") == 2 * 68'125'569ull * 8);
   for (const json& p : a["phases"]) CHECK(u(p["total_bytes"]) == rl_lines_sum(p));
   // The order verl's fit loop runs them in.
   std::vector<std::string> ids;

@@ -175,6 +175,7 @@ class RlBuilder : public detail::RlLines {
   // A reference model of its own: with LoRA the actor with its adapters off is the reference.
   bool reference_model() const { return rl_.reference && !lora(); }
   Bytes forward_peak(std::uint64_t b, bool entropy, bool value_head = false) const;
+  void root_unit(RlPhase& p, const Setup& s);
 
   const ModelSpec& m_;
   const Setup& s_;
@@ -323,6 +324,17 @@ Bytes RlBuilder::forward_peak(std::uint64_t b, bool entropy, bool value_head) co
   return ck.add(s_.zero3_gather, ws, "rl");
 }
 
+// A forward of verl's FSDP (FSDP1) holds its root unit gathered from the root's pre-forward on,
+// through the head: the embedding, final norm and head in one FlatParameter (sharding.hpp
+// fsdp1_root_held; its bytes are the step's static line).
+void RlBuilder::root_unit(RlPhase& p, const Setup& s) {
+  if (!fsdp1_root_held(s.config) || s.ranks.empty()) return;
+  line(p, "trainer", "FSDP root unit gathered (embedding, final norm, head)",
+       s.ranks[0].stat.gathered_params_bytes, "code",
+       "torch 2.6 fsdp/_runtime_utils.py _post_forward_reshard (the root is not resharded "
+       "after forward); verl b178a3c fsdp_workers.py l.527-539");
+}
+
 std::optional<Error> RlBuilder::prepare() {
   const TrainConfig& c = s_.config;
   const RlRollout& r = rl_.rollout;
@@ -378,6 +390,7 @@ void RlBuilder::phases() {
   trainer_base(old, true, opt);
   line(old, "trainer", "forward without grad (" + std::to_string(lb) + " sequences)",
        forward_peak(lb, true), "estimate", kVerlWorker);
+  root_unit(old, s_);
   vllm(old, asleep_awake, false);
   a_.phases = {sync, gen, old};
   if (lora()) a_.phases.insert(a_.phases.begin(), lora_collect());
@@ -392,6 +405,7 @@ void RlBuilder::phases() {
     // at a time, as the actor's does (forward_peak's gather).
     line(ref, "trainer", "forward without grad (" + std::to_string(lb) + " sequences)",
          forward_peak(lb, false), "estimate", reference_model() ? kVerlRef : kVerlWorker);
+    root_unit(ref, s_);
     vllm(ref, asleep_awake, false);
     a_.phases.push_back(ref);
   }
@@ -401,6 +415,7 @@ void RlBuilder::phases() {
     line(val, "trainer", "critic forward without grad (" + std::to_string(lb) + " sequences)",
          forward_peak(lb, false, true), "estimate",
          "verl b178a3c fsdp_workers.py CriticWorker compute_values");
+    root_unit(val, *critic_);
     vllm(val, asleep_awake, false);
     a_.phases.push_back(val);
     // The critic's step: its device figure holds the process's fixed costs, the critic's shards,

@@ -63,8 +63,15 @@ std::vector<Transient> named_transients(const Setup& s) {
       {"fsdp2.layer_backward_buffers", fsdp2_layer(s, true), "each layer's backward (FSDP2)",
        "gathered layer, prefetched layer, unsharded gradients, the fp32 reduce-scatter input "
        "(one at a time; docs/frameworks.md)"},
-      {"fsdp2.root_grads", s.fsdp_root_grads, "loss backward to the end of backward (FSDP2)",
-       "the root group's unsharded gradients (head, final norm), reduce-scattered last"},
+      fsdp2_buffers(c)
+          ? Transient{"fsdp2.root_grads", s.fsdp_root_grads,
+                      "loss backward to the end of backward (FSDP2)",
+                      "the root group's unsharded gradients (head, final norm), reduce-scattered "
+                      "last"}
+          : Transient{"fsdp.root_grads", s.fsdp_root_grads,
+                      "loss backward to the end of backward (verl's FSDP)",
+                      "the root unit's gradients (head, final norm) wait for the embedding's, "
+                      "the FlatParameter's last, then reduce-scatter"},
       {"bwd.layer_grads", s.grad_peak, "each layer's backward, at " + s.grad_peak_at,
        "gradient buffers alive at the layer backward's fullest step (docs/formulas.md, backward "
        "working set)"},

@@ -294,6 +294,18 @@ Bytes fsdp2_gathered(const ModelSpec& m, const TrainConfig& c, bool first, bool 
   return gathered_bytes(root, c, "static.gathered_params_bytes", ck);
 }
 
+// verl's FSDP1 root unit (fsdp1_root_held): the same parameters as FSDP2's root group in one
+// FlatParameter, padded to a multiple of the shard group (torch 2.6 fsdp/_flat_param.py
+// _get_shard: torch.chunk's ceil(numel / world) elements a rank; verl's use_orig_params false
+// leaves no alignment padding between the parameters), unsharded in the compute dtype.
+Bytes fsdp1_root_gathered(const TrainConfig& c, bool first, bool last, const OuterParams& outer,
+                          Checked& ck) {
+  const char* f = "static.gathered_params_bytes";
+  const std::uint64_t elems = params_bytes(fsdp2_root(first, last, outer), 1, f, ck);
+  const std::uint64_t ranks = shard_ranks(c.par);
+  return ck.mul(ck.mul(ceil_div(elems, ranks), ranks, f), dtype_bytes(gather_dtype(c)), f);
+}
+
 // The parameter tensors one GPU holds, against kMaxParamTensors (limits.hpp): counted before the
 // device replay allocates each (a model of 10^9 experts aborted it with bad_alloc). Only routed
 // experts can pass it, so the refusal names the expert count of the kind with the most.
@@ -343,8 +355,10 @@ std::optional<Error> rank_static_memory(const ModelSpec& m, const TrainConfig& c
     stat.fp8_weights_bytes = fp8;
     stat.total_bytes = ck.add(stat.total_bytes, fp8, "static.fp8_weights_bytes");
   }
-  if (fsdp2_buffers(c)) {
-    stat.gathered_params_bytes = fsdp2_gathered(m, c, first, last, outer, kind_params, ck);
+  if (fsdp2_buffers(c) || fsdp1_root_held(c)) {
+    stat.gathered_params_bytes = fsdp2_buffers(c)
+                                     ? fsdp2_gathered(m, c, first, last, outer, kind_params, ck)
+                                     : fsdp1_root_gathered(c, first, last, outer, ck);
     stat.total_bytes =
         ck.add(stat.total_bytes, stat.gathered_params_bytes, "static.gathered_params_bytes");
   }
@@ -555,6 +569,24 @@ void set_layer_peaks(Setup& e) {
   }
 }
 
+// The root group's gradients in the compute dtype, held from the head's backward until the
+// root's post-backward at the end of backward (FSDP2: the group's unsharded gradients; verl's
+// FSDP1: the FlatParameter's views' gradients, which autograd joins only when the embedding's
+// arrives): the final norm's and the head's, the head's matrix included when it is the
+// embedding's (tied: the head's use's gradient waits for the embedding's backward to add its
+// own). Frozen parameters (LoRA) have none.
+Bytes root_grad_bytes(const ModelSpec& m, const TrainConfig& c, const OuterParams& outer,
+                      Checked& ck) {
+  std::vector<ParamRecord> v;
+  for (const ParamRecord& q : outer.head)
+    if (!q.frozen) v.push_back(q);
+  const bool value_head = c.loss.impl == LossImpl::kValue;
+  if (m.tied_embeddings && !value_head)
+    for (const ParamRecord& q : outer.embed)
+      if (!q.frozen && q.id == "embed.tokens") v.push_back(q);
+  return params_bytes(v, dtype_bytes(gather_dtype(c)), "timeline.fsdp_root_grads", ck);
+}
+
 // FSDP2 under torchtitan (docs/frameworks.md, "FSDP2's buffers"): forward keeps a group's flat
 // all-gather result beside its per-parameter copies until the next group's copy-in
 // (_fsdp_param_group.py all_gather_state); backward prefetches the previous group and holds the
@@ -564,13 +596,12 @@ void set_layer_peaks(Setup& e) {
 // reduce-scatter input at a time (torch 2.6.0 _fsdp_param_group.py post_backward). The root
 // group's unsharded gradients (head, final norm) wait for the root's post-backward at the end of
 // backward (single stage; under pipelining they are accumulate_unsharded's static line).
-void set_layer_transients(Setup& e, const std::vector<ParamRecord>& head, Checked& ck) {
+void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
   const TrainConfig& c = e.config;
   const Parallel& p = c.par;
   const bool fsdp2 = fsdp2_buffers(c);
-  if (fsdp2 && p.pp == 1)
-    e.fsdp_root_grads =
-        params_bytes(head, dtype_bytes(gather_dtype(c)), "timeline.fsdp2_root_grads", ck);
+  if ((fsdp2 || fsdp1_root_held(c)) && p.pp == 1)
+    e.fsdp_root_grads = root_grad_bytes(e.model, c, outer, ck);
   for (KindEstimate& ke : e.kinds) {
     const char* f = "timeline.peak_bytes";
     // ZeRO-3 gathers a layer for its forward and again for its backward, unless FSDP keeps the
@@ -743,7 +774,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   set_layer_peaks(e);  // before the loss: DPO's reference forward gathers a layer under ZeRO-3
   set_loss_buffers(e, ck);
   detail::set_optimizer_step(e, outer.embed, outer.head, ck);
-  set_layer_transients(e, outer.head, ck);
+  set_layer_transients(e, outer, ck);
   set_kv_cache_total(e, ck);
   set_kv_cache_per_gpu(e, ck);
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);

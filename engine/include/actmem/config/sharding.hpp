@@ -68,6 +68,16 @@ inline bool fsdp2_buffers(const TrainConfig& c) {
   return fsdp2_gathers(c) && !gathers_resident(c);
 }
 
+// verl's FSDP (FSDP1: verl b178a3c fsdp_workers.py l.527-539, FULL_SHARD with its decoder layers
+// wrapped as units): the root unit, the parameters outside the layers (embedding, final norm,
+// head) flattened into one FlatParameter, is never resharded after forward (torch 2.6
+// fsdp/_runtime_utils.py _post_forward_reshard: free_unsharded_flat_param = not state._is_root
+// and ...), so its unsharded copy in the compute dtype stays from the root's pre-forward to its
+// post-backward at the end of backward, as FSDP2's root group does.
+inline bool fsdp1_root_held(const TrainConfig& c) {
+  return c.framework == Framework::kVerl && c.par.zero == 3 && !gathers_resident(c);
+}
+
 // Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the
 // expert-data-parallel group of dp/ep ranks.
 constexpr std::uint64_t expert_dp(std::uint64_t dp, std::uint64_t ep) {
