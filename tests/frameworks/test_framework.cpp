@@ -522,6 +522,12 @@ TEST_CASE(
   CHECK(u(ask("gemma-3-1b-it", 7, true, "estimate")["static"]["gathered_params_bytes"]) ==
         2 * 43'141'578ull * 7);
   CHECK(named_transient(ask("gemma-3-1b-it", 8, true, "timeline"), "fsdp.root_grads") == 2 * gemma);
+  // FSDP2's root group alike (torchtitan): GPT-2's head is its embedding (50,257 x 768), so the
+  // root's gradients are that matrix's and the final LayerNorm's weight and bias, in bf16.
+  const json gpt2 = run(json{{"command", "timeline"},
+                             {"preset", "gpt2"},
+                             {"config", {{"framework", "torchtitan"}, {"dp", 4}, {"seq", 1024}}}});
+  CHECK(named_transient(gpt2, "fsdp2.root_grads") == 2 * (50'257ull * 768 + 2 * 768));
 }
 
 TEST_CASE(

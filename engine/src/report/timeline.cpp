@@ -63,7 +63,7 @@ std::vector<Transient> named_transients(const Setup& s) {
       {"fsdp2.layer_backward_buffers", fsdp2_layer(s, true), "each layer's backward (FSDP2)",
        "gathered layer, prefetched layer, unsharded gradients, the fp32 reduce-scatter input "
        "(one at a time; docs/frameworks.md)"},
-      fsdp2_buffers(c)
+      !fsdp1_root_held(c)
           ? Transient{"fsdp2.root_grads", s.fsdp_root_grads,
                       "loss backward to the end of backward (FSDP2)",
                       "the root group's unsharded gradients (head, final norm), reduce-scattered "
