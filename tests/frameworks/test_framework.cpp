@@ -474,9 +474,9 @@ TEST_CASE("loss implementations on Llama 3.1 8B: exact bytes kept and the loss's
 }
 
 TEST_CASE(
-    "verl's FSDP root unit: held from forward to backward, padded to the shard group (torch 2.6 "
-    "fsdp/_runtime_utils.py _post_forward_reshard and _flat_param.py _get_shard, verl b178a3c "
-    "fsdp_workers.py l.527-539)") {
+    "verl's FSDP root unit: held from forward to the end of backward, padded to the shard group, "
+    "then joined and reduced (torch 2.6 fsdp/_runtime_utils.py _post_forward_reshard and "
+    "_post_backward_hook, _flat_param.py _get_shard, verl b178a3c fsdp_workers.py l.527-539)") {
   auto phase = [](const json& r, const std::string& name) {
     for (const auto& p : r["phases"])
       if (p["phase"] == name) return u(p["peak_bytes"]);
@@ -494,34 +494,48 @@ TEST_CASE(
                      {"optimizer_impl", "foreach"},
                      {"loss", "logprob"},
                      {"recompute", "full"}};
-  auto ask = [&](const char* preset, std::uint64_t dp, bool verl, const char* command) {
+  auto ask = [&](const char* preset, std::uint64_t dp, bool verl, const char* command,
+                 std::uint64_t b = 4, std::uint64_t seq = 4096) {
     json c = verl ? json{{"framework", "verl"}} : same;
-    c["dp"] = dp, c["micro_batch"] = 4, c["seq"] = 4096;
+    c["dp"] = dp, c["micro_batch"] = b, c["seq"] = seq;
     return run(json{{"command", command}, {"preset", preset}, {"config", c}});
   };
   // Qwen2.5-7B (untied): embedding and head 152,064 x 3,584 each, the final norm 3,584: one
-  // FlatParameter of 1,089,998,336 elements, a multiple of 8, in bf16. The root's gradients
-  // (head and final norm, bf16) wait for the embedding's at the end of backward.
-  const std::uint64_t vh = 152'064ull * 3'584;
+  // FlatParameter of R = 1,089,998,336 elements, a multiple of 8, gathered in bf16. The root's
+  // gradients (head and final norm, bf16) wait for the embedding's at the end of backward.
+  const std::uint64_t vh = 152'064ull * 3'584, r = 2 * vh + 3'584;
+  CHECK(r == 1'089'998'336);
+  const json tl = ask("qwen2.5-7b", 8, true, "timeline");
+  CHECK(named_transient(tl, "fsdp.root_unit") == 2 * r);
+  CHECK(named_transient(tl, "fsdp.root_grads") == 2 * (vh + 3'584));
+  // The root's post-backward: the pieces (2R) and their join (2R) beside the gathered root (2R),
+  // or the joined bf16 gradient (2R) and its fp32 copy (4R), no padding: 6R either way.
+  CHECK(named_transient(tl, "fsdp.root_post_backward") == 6 * r);
+  // Not a static line: the peak, in the loss's backward, holds the root and its gradients beside
+  // what the same settings hold without them, and the optimizer step neither.
   const json verl = ask("qwen2.5-7b", 8, true, "estimate");
-  CHECK(u(verl["static"]["gathered_params_bytes"]) == 2 * (2 * vh + 3'584));
-  CHECK(named_transient(ask("qwen2.5-7b", 8, true, "timeline"), "fsdp.root_grads") ==
-        2 * (vh + 3'584));
-  // The peak, in the loss's backward, holds both beside what the same settings hold without
-  // them.
   const json plain = ask("qwen2.5-7b", 8, false, "estimate");
-  CHECK(u(plain["static"]["gathered_params_bytes"]) == 0);
-  CHECK(phase(verl, "loss") == phase(plain, "loss") + 2 * (2 * vh + 3'584) + 2 * (vh + 3'584));
+  CHECK(u(verl["static"]["gathered_params_bytes"]) == 0);
+  CHECK(phase(verl, "loss") == phase(plain, "loss") + 2 * r + 2 * (vh + 3'584));
   CHECK(verl["peak"]["phase"] == "loss");
+  CHECK(phase(verl, "optimizer_step") == phase(plain, "optimizer_step"));
+  // One sequence of 512 tokens: the root's post-backward is the step's peak, after every layer's
+  // records are freed: the static memory, the cuBLAS workspace and 6R.
+  const json small = ask("qwen2.5-7b", 8, true, "estimate", 1, 512);
+  CHECK(small["peak"]["at"] == "B mb0 c0 root");
+  CHECK(small["peak"]["phase"] == "backward");
+  CHECK(u(small["peak_bytes"]) == u(small["static"]["total_bytes"]) + 33'554'432 + 6 * r);
   // Gemma 3 1B (tied, 262,144 x 1,152): the root unit is the embedding and the final norm,
-  // 301,991,040 elements; over 7 ranks torch.chunk gives 43,141,578 a rank, 6 of padding. The
-  // head's use of the embedding leaves its gradient waiting for the embedding's own.
-  const std::uint64_t gemma = 262'144ull * 1'152 + 1'152;
-  CHECK(u(ask("gemma-3-1b-it", 8, true, "estimate")["static"]["gathered_params_bytes"]) ==
-        2 * gemma);
-  CHECK(u(ask("gemma-3-1b-it", 7, true, "estimate")["static"]["gathered_params_bytes"]) ==
-        2 * 43'141'578ull * 7);
-  CHECK(named_transient(ask("gemma-3-1b-it", 8, true, "timeline"), "fsdp.root_grads") == 2 * gemma);
+  // 301,991,040 elements; over 7 ranks torch.chunk gives 43,141,578 a rank, 6 of padding, and
+  // the reduce-scatter pads the fp32 copy too. The head's use of the embedding leaves its
+  // gradient waiting for the embedding's own.
+  const std::uint64_t gemma = 262'144ull * 1'152 + 1'152, padded = 43'141'578ull * 7;
+  CHECK(named_transient(ask("gemma-3-1b-it", 8, true, "timeline"), "fsdp.root_unit") == 2 * gemma);
+  const json g7 = ask("gemma-3-1b-it", 7, true, "timeline");
+  CHECK(named_transient(g7, "fsdp.root_unit") == 2 * padded);
+  CHECK(named_transient(g7, "fsdp.root_grads") == 2 * gemma);
+  CHECK(named_transient(g7, "fsdp.root_post_backward") ==
+        std::max(2 * padded + 4 * gemma, 2 * gemma + 4 * gemma + 4 * padded));
   // FSDP2's root group alike (torchtitan): GPT-2's head is its embedding (50,257 x 768), so the
   // root's gradients are that matrix's and the final LayerNorm's weight and bias, in bf16.
   const json gpt2 = run(json{{"command", "timeline"},

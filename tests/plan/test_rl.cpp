@@ -80,11 +80,10 @@ TEST_CASE(
         rl_line(rl_phase(a, "old_log_prob"), "forward without grad"));
   // verl's FSDP root unit (embedding, final norm, head: 2Vh + h elements, a multiple of 8, in
   // bf16) stays gathered through each forward from the root's pre-forward (torch 2.6
-  // _post_forward_reshard), the step's static line too.
+  // _post_forward_reshard) until verl reshards it.
   const std::uint64_t root = 2 * (2 * kV * kH + kH);
   CHECK(rl_line(ref, "FSDP root unit") == root);
   CHECK(rl_line(rl_phase(a, "old_log_prob"), "FSDP root unit") == root);
-  CHECK(u(e["static"]["gathered_params_bytes"]) == root);
   bool host = false;
   for (const json& n : a["notes"])
     host =
@@ -189,8 +188,9 @@ TEST_CASE(
     "rl: a step that does not fit lists each single change that fits, verified by running "
     "it",
     "[rl]") {
-  json req = grpo({{"rollout", {{"tp", 2}, {"gpu_memory_utilization", 0.7}}}});
-  req["config"]["gpu"] = "a100-40gb";
+  // vLLM's budget at 0.9 of an H100 leaves the trainer too little in generation (since verl's FSDP
+  // root unit is counted, the A100 40GB this test used cannot hold the update at all).
+  json req = grpo({{"rollout", {{"tp", 2}, {"gpu_memory_utilization", 0.9}}}});
   const json a = run(req);
   REQUIRE(a["fits"] == false);
   REQUIRE(a["fixes"].size() >= 2);
@@ -198,7 +198,7 @@ TEST_CASE(
   const std::string first = a["fixes"][0]["change"];
   REQUIRE(first.rfind("rl.rollout.gpu_memory_utilization=", 0) == 0);
   const double util = std::stod(first.substr(first.find('=') + 1));
-  CHECK(util < 0.7);
+  CHECK(util < 0.9);
   json fixed = req;
   fixed["rl"]["rollout"]["gpu_memory_utilization"] = util;
   const json b = run(fixed);

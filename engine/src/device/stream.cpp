@@ -266,6 +266,7 @@ void AllocStream::canonical(std::uint64_t base, Put&& put) {
     for (Handle h : hs) place(h);
   }
   place(dy_);
+  place(root_);
   place(ag_);
   place(rs_);
   for (const std::vector<Handle>* v : {&copies_, &unsharded_grads_}) {
@@ -350,10 +351,14 @@ void AllocStream::forward_layer(const StepEvent& at) {
   const bool gathers = fsdp2_ || (fsdp2_resident_ && !chunk_gathered_[at.chunk]);
   if (j == 0 && at.chunk == rk.embed_chunk) {
     if (gathers) gather(rk.fsdp_root_gather);
+    // verl's FSDP root unit: gathered at the root's pre-forward, one block until its
+    // post-backward (root_post_backward_step); the walk counts it in each event's transient.
+    if (root_ == CachingAllocator::kNoHandle) root_ = take(s_.fsdp_root_held);
     Held& in = held(at, kInputLayer);
     for (Bytes b : in_records_) in.push_back(take(b));
   }
   Bytes trans_bytes = ke.trans_fwd - std::min(ke.trans_fwd, s_.workspace);
+  trans_bytes -= std::min(trans_bytes, s_.fsdp_root_held);  // held as its own block
   if (gathers) gather(ke.param_bytes);
   if (fsdp2_) {
     // FSDP2's forward buffers (setup.cpp) tensor by tensor: the all-gather output on its own
@@ -413,6 +418,7 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
     for (Bytes b : k.grads) step_grads_.push_back(take(b));
   // Transients that are not gradient buffers (SP gather, ZeRO-3 gather, DDP bucket).
   Bytes other = ke.trans_bwd - std::min(ke.trans_bwd, s_.workspace + ke.costs.grad_peak);
+  other -= std::min(other, s_.fsdp_root_held);  // verl's FSDP root unit: its own block
   if (fsdp2_) {
     // FSDP2's pre-backward: the layer's own all-gather output goes after its copy-out, then the
     // previous layer's is prefetched (_backward_prefetch) on the copy-in stream; none before the
@@ -484,6 +490,20 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   }
 }
 
+// verl's FSDP root unit's post-backward (setup.cpp set_fsdp1_root): the views' gradients joined
+// beside the gathered root, then the root freed and its gradient cast, padded and reduced.
+// The fp32 cast and its padding are made on FSDP1's post-backward stream (_post_backward_hook:
+// `with state._device_handle.stream(state._post_backward_stream)`), whose cached blocks the
+// default stream never reuses.
+void AllocStream::root_post_backward_step() {
+  const auto pieces = take(s_.fsdp_root_grad), grad = take(s_.fsdp_root_grad);
+  drop(pieces);
+  drop(root_);
+  root_ = CachingAllocator::kNoHandle;
+  drop(take(s_.fsdp_root_reduce, kPostBackwardStream));
+  drop(grad);
+}
+
 void AllocStream::weight_layer(const StepEvent& at) {
   release(Key{at.mb, at.chunk, at.lo | kWgradStore});
 }
@@ -505,7 +525,12 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
       recompute(at);
       break;
     case StepEvent::kBwd:
-      backward_layer(at);
+      // verl's FSDP root unit's post-backward: its gradient joined, cast and reduced (setup.cpp
+      // set_fsdp1_root), one block as the walk counts it.
+      if (root_post_backward(at))
+        root_post_backward_step();
+      else
+        backward_layer(at);
       break;
     case StepEvent::kLossFwd: {
       // The output layer's records join the micro-batch; the fp32 logits buffer lives through
@@ -519,7 +544,7 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
     case StepEvent::kLossBwd: {
       const auto g1 = take(s_.loss_bwd_bufs[0]), g2 = take(s_.loss_bwd_bufs[1]),
                  g3 = take(s_.loss_bwd_bufs[2]);
-      // FSDP2's root-group gradients: counted in every layer backward's transient that follows
+      // The FSDP root's gradients: counted in every layer backward's transient that follows
       // (setup.cpp), taken here for the loss's own backward.
       drop(take(s_.fsdp_root_grads));
       // The head's gradients at its backward.

@@ -83,6 +83,8 @@ class AllocStream final : public Recorder {
   // foreach_all_gather under _fsdp_param_group.py get_all_gather_streams: implicit prefetching in
   // forward and backward), so their blocks are cached apart from the default stream's.
   static constexpr CachingAllocator::Stream kCopyInStream = 1;
+  // verl's FSDP1: the root's post-backward stream (root_post_backward_step).
+  static constexpr CachingAllocator::Stream kPostBackwardStream = 2;
 
   Handle take(Bytes bytes, CachingAllocator::Stream stream = 0);
   void drop(Handle h);
@@ -112,6 +114,7 @@ class AllocStream final : public Recorder {
   // weight-gradient store stays, with its linears' output gradients, until weight_layer (W).
   void backward_layer(const StepEvent& at, bool input_part = false);
   void weight_layer(const StepEvent& at);
+  void root_post_backward_step();
   void release(const Key& k);
   // A period boundary: the state compared with the previous boundary's (watch()).
   void boundary(const StepEvent& at);
@@ -147,8 +150,9 @@ class AllocStream final : public Recorder {
   std::vector<Handle> made_;                             // forward_layer's scratch
   std::vector<std::pair<std::uint32_t, Handle>> alive_;  // backward_layer's scratch
   Handle dy_ = CachingAllocator::kNoHandle;
-  Handle ag_ = CachingAllocator::kNoHandle;  // FSDP2: the all-gather output held (copy-in stream)
-  Handle rs_ = CachingAllocator::kNoHandle;  // FSDP2: the last reduce-scatter input (fp32)
+  Handle root_ = CachingAllocator::kNoHandle;  // verl's FSDP root unit, held (forward_layer)
+  Handle ag_ = CachingAllocator::kNoHandle;    // FSDP2: the all-gather output held (copy-in stream)
+  Handle rs_ = CachingAllocator::kNoHandle;    // FSDP2: the last reduce-scatter input (fp32)
   std::vector<Handle> copies_, unsharded_grads_;  // FSDP2: a layer's gathered parameters
   bool fsdp2_ = false;  // torchtitan's FSDP2, layers resharded: its buffers each layer (setup.cpp)
   // torchtitan's FSDP2 with its layers resident (gathers_resident): the all-gather outputs of a

@@ -326,11 +326,11 @@ Bytes RlBuilder::forward_peak(std::uint64_t b, bool entropy, bool value_head) co
 
 // A forward of verl's FSDP (FSDP1) holds its root unit gathered from the root's pre-forward on,
 // through the head: the embedding, final norm and head in one FlatParameter (sharding.hpp
-// fsdp1_root_held; its bytes are the step's static line).
+// fsdp1_root_held; setup.cpp set_fsdp1_root), until verl reshards it after the forward.
 void RlBuilder::root_unit(RlPhase& p, const Setup& s) {
-  if (!fsdp1_root_held(s.config) || s.ranks.empty()) return;
-  line(p, "trainer", "FSDP root unit gathered (embedding, final norm, head)",
-       s.ranks[0].stat.gathered_params_bytes, "code",
+  if (s.fsdp_root_held == 0) return;
+  line(p, "trainer", "FSDP root unit gathered (embedding, final norm, head)", s.fsdp_root_held,
+       "code",
        "torch 2.6 fsdp/_runtime_utils.py _post_forward_reshard (the root is not resharded "
        "after forward); verl b178a3c fsdp_workers.py l.527-539");
 }

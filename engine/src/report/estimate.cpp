@@ -331,10 +331,7 @@ Explanation explain_gathered(const Estimate& e, const StaticMemory& sm) {
   return explain_product(
       "static.gathered_params_bytes",
       std::string("FSDP: parameters held gathered (") +
-          (fsdp1_root_held(c)
-               ? "verl's FSDP root unit (embedding, final norm, head) as one FlatParameter "
-                 "padded to the shard group, from forward to backward"
-           : !gathers_resident(c)
+          (!gathers_resident(c)
                ? "FSDP2's root group (embedding, final norm, head) and torchtitan's last block, "
                  "from forward to backward"
            : c.accumulate_unsharded
@@ -344,11 +341,7 @@ Explanation explain_gathered(const Estimate& e, const StaticMemory& sm) {
       {{"params held gathered", sm.gathered_params_bytes / dtype_bytes(gather_dtype(c))},
        {"bytes/param", dtype_bytes(gather_dtype(c))}},
       sm.gathered_params_bytes,
-      fsdp1_root_held(c)
-          ? "PyTorch 2.6 fsdp/_runtime_utils.py _post_forward_reshard (the root's FlatParameter "
-            "is not freed after forward), fsdp/_flat_param.py _get_shard (padding); verl "
-            "b178a3c fsdp_workers.py l.527-539"
-      : !gathers_resident(c)
+      !gathers_resident(c)
           ? "PyTorch FSDP2 _fsdp_state.py (the root's post_forward_mesh_info = None); torchtitan "
             "9dec370 parallelize_llama.py l.325-339 (reshard_after_forward = layer_id < "
             "n_layers - 1)"

@@ -51,7 +51,7 @@ Bytes loss_more_buffers(const Setup& s) {
 
 std::vector<Transient> named_transients(const Setup& s) {
   const TrainConfig& c = s.config;
-  return {
+  std::vector<Transient> v = {
       {"cublas.workspace", s.workspace, "whole step",
        "PyTorch CUDA default cuBLAS workspace on sm90 (4096 KiB x 8)"},
       {"sp.allgather", s.sp_gather, "each layer's forward and backward",
@@ -89,6 +89,22 @@ std::vector<Transient> named_transients(const Setup& s) {
       {"optimizer.step_temp", s.opt_temp, "optimizer step",
        detail::optimizer_step_source(c) + " (docs/formulas.md, The optimizer step)"},
   };
+  if (!fsdp1_root_held(c)) return v;
+  // verl's FSDP root unit (setup.cpp set_fsdp1_root), listed where it applies.
+  v.insert(
+      v.end(),
+      {
+          {"fsdp.root_unit", s.fsdp_root_held, "every forward, loss and backward (verl's FSDP)",
+           "the root unit (embedding, final norm, head) gathered as one FlatParameter padded to "
+           "the shard group: torch 2.6 fsdp/_runtime_utils.py _post_forward_reshard keeps the "
+           "root after forward; _flat_param.py _get_shard"},
+          {"fsdp.root_post_backward", s.fsdp_root_post_backward(),
+           "the root's post-backward after each micro-batch's last layer (verl's FSDP)",
+           "the larger of the views' gradients joined beside the gathered root and of the joined "
+           "gradient with its fp32 copy and padding on the post-backward stream "
+           "(_runtime_utils.py _post_backward_hook, _get_reduce_scatter_tensors)"},
+      });
+  return v;
 }
 
 Result<Timeline> simulate(const Estimate& e, bool events_all, std::int64_t only_stage,
@@ -150,6 +166,7 @@ std::string event_words(const StepEvent& k, bool chunks) {
     case StepEvent::kFwd:
       return "forward of layer " + std::to_string(k.lo) + mb + chunk;
     case StepEvent::kBwd:
+      if (root_post_backward(k)) return "FSDP root unit's post-backward" + mb + chunk;
       return "backward of layer " + std::to_string(k.lo) + mb + chunk;
     case StepEvent::kBwdInput:
       return "input-gradient backward of layer " + std::to_string(k.lo) + mb + chunk;

@@ -294,18 +294,6 @@ Bytes fsdp2_gathered(const ModelSpec& m, const TrainConfig& c, bool first, bool 
   return gathered_bytes(root, c, "static.gathered_params_bytes", ck);
 }
 
-// verl's FSDP1 root unit (fsdp1_root_held): the same parameters as FSDP2's root group in one
-// FlatParameter, padded to a multiple of the shard group (torch 2.6 fsdp/_flat_param.py
-// _get_shard: torch.chunk's ceil(numel / world) elements a rank; verl's use_orig_params false
-// leaves no alignment padding between the parameters), unsharded in the compute dtype.
-Bytes fsdp1_root_gathered(const TrainConfig& c, bool first, bool last, const OuterParams& outer,
-                          Checked& ck) {
-  const char* f = "static.gathered_params_bytes";
-  const std::uint64_t elems = params_bytes(fsdp2_root(first, last, outer), 1, f, ck);
-  const std::uint64_t ranks = shard_ranks(c.par);
-  return ck.mul(ck.mul(ceil_div(elems, ranks), ranks, f), dtype_bytes(gather_dtype(c)), f);
-}
-
 // The parameter tensors one GPU holds, against kMaxParamTensors (limits.hpp): counted before the
 // device replay allocates each (a model of 10^9 experts aborted it with bad_alloc). Only routed
 // experts can pass it, so the refusal names the expert count of the kind with the most.
@@ -355,10 +343,8 @@ std::optional<Error> rank_static_memory(const ModelSpec& m, const TrainConfig& c
     stat.fp8_weights_bytes = fp8;
     stat.total_bytes = ck.add(stat.total_bytes, fp8, "static.fp8_weights_bytes");
   }
-  if (fsdp2_buffers(c) || fsdp1_root_held(c)) {
-    stat.gathered_params_bytes = fsdp2_buffers(c)
-                                     ? fsdp2_gathered(m, c, first, last, outer, kind_params, ck)
-                                     : fsdp1_root_gathered(c, first, last, outer, ck);
+  if (fsdp2_buffers(c)) {
+    stat.gathered_params_bytes = fsdp2_gathered(m, c, first, last, outer, kind_params, ck);
     stat.total_bytes =
         ck.add(stat.total_bytes, stat.gathered_params_bytes, "static.gathered_params_bytes");
   }
@@ -569,6 +555,41 @@ void set_layer_peaks(Setup& e) {
   }
 }
 
+// verl's FSDP1 root unit (fsdp1_root_held: one rank of the pipeline, the embedding, final norm
+// and head in one FlatParameter). Gathered: padded to a multiple of the shard group (torch 2.6
+// fsdp/_flat_param.py _get_shard: torch.chunk's ceil(R / ranks) elements a rank; verl's
+// use_orig_params false leaves no alignment padding), in the compute dtype, from the root's
+// pre-forward to its post-backward at the end of each micro-batch's backward
+// (_runtime_utils.py _post_forward_reshard never frees the root after forward). That
+// post-backward holds the most of two moments: autograd joins the views' gradients into one
+// flat gradient of R elements (SplitWithSizesBackward's cat) while the root is still gathered
+// and the pieces are alive; then _post_backward_hook reshards the root and, on its
+// post-backward stream, casts the gradient to fp32 (reduce_dtype), pads it to the shard group
+// (_get_reduce_scatter_tensors: F.pad when R is not a multiple) and reduce-scatters it into the
+// rank's fp32 shard. A frozen root (LoRA) has no gradient: it is resharded by
+// _catch_all_reshard at the end of backward, nothing reduced.
+void set_fsdp1_root(Setup& e, const OuterParams& outer, Checked& ck) {
+  const TrainConfig& c = e.config;
+  if (!fsdp1_root_held(c)) return;
+  const char* f = "timeline.fsdp_root_unit";
+  const std::vector<ParamRecord> root = fsdp2_root(true, true, outer);
+  const std::uint64_t r = params_bytes(root, 1, f, ck), ranks = shard_ranks(c.par);
+  const std::uint64_t padded = ck.mul(ceil_div(r, ranks), ranks, f);
+  const Bytes w = dtype_bytes(gather_dtype(c));
+  e.fsdp_root_held = ck.mul(padded, w, f);
+  const bool trainable =
+      std::none_of(root.begin(), root.end(), [](const ParamRecord& q) { return q.frozen; });
+  if (!trainable) return;
+  // The joined gradient, and its pieces before the join; held + 2 x grad and grad + reduce are
+  // checked here so that Setup::fsdp_root_post_backward's sums cannot wrap.
+  e.fsdp_root_grad = ck.mul(r, w, f);
+  // The rank's fp32 shard it returns becomes the gradient (_accumulate_sharded_gradient), which
+  // the static gradients line already counts.
+  e.fsdp_root_reduce = ck.mul(r, 4, f);
+  if (padded != r) e.fsdp_root_reduce = ck.add(e.fsdp_root_reduce, ck.mul(padded, 4, f), f);
+  ck.add(ck.add(e.fsdp_root_held, ck.mul(e.fsdp_root_grad, 2, f), f), e.fsdp_root_reduce, f);
+}
+
 // The root group's gradients in the compute dtype, held from the head's backward until the
 // root's post-backward at the end of backward (FSDP2: the group's unsharded gradients; verl's
 // FSDP1: the FlatParameter's views' gradients, which autograd joins only when the embedding's
@@ -616,7 +637,8 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
     }
     ke.fsdp_fwd = gather_fwd;
     ke.fsdp_bwd = gather_bwd;
-    gather_bwd = ck.add(gather_bwd, e.fsdp_root_grads, f);
+    gather_fwd = ck.add(gather_fwd, e.fsdp_root_held, f);
+    gather_bwd = ck.add(ck.add(gather_bwd, e.fsdp_root_grads, f), e.fsdp_root_held, f);
     ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), gather_fwd, f);
     ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
                           ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);
@@ -774,6 +796,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   set_layer_peaks(e);  // before the loss: DPO's reference forward gathers a layer under ZeRO-3
   set_loss_buffers(e, ck);
   detail::set_optimizer_step(e, outer.embed, outer.head, ck);
+  set_fsdp1_root(e, outer, ck);
   set_layer_transients(e, outer, ck);
   set_kv_cache_total(e, ck);
   set_kv_cache_per_gpu(e, ck);

@@ -12,7 +12,7 @@ std::string event_label(const StepEvent& k) {
     case StepEvent::kFwd:
       return "F" + where + " L" + std::to_string(k.lo);
     case StepEvent::kBwd:
-      return "B" + where + " L" + std::to_string(k.lo);
+      return "B" + where + (root_post_backward(k) ? " root" : " L" + std::to_string(k.lo));
     case StepEvent::kBwdInput:
       return "I" + where + " L" + std::to_string(k.lo);
     case StepEvent::kBwdWeight:

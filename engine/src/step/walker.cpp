@@ -207,6 +207,7 @@ class RankWalk {
   void loss_forward(const PipeOp& op);
   void loss_backward(const PipeOp& op);
   void op_summary(const PipeOp& op, bool input_part = false);
+  void input_side_done(const PipeOp& op, bool input_part);
   void op_layers(const PipeOp& op, bool input_part = false);
   void weight_op(const PipeOp& op);
   void split_op(const SplitOp& o);
@@ -262,14 +263,25 @@ void RankWalk::summarize_chunks() {
 void RankWalk::loss_forward(const PipeOp& op) {
   st_.act = add(st_.act, s_.out_bytes);
   st_.event(StepEvent{StepEvent::kLossFwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
-            add(ws_, s_.loss_fwd_ws));
+            add(ws_, add(s_.loss_fwd_ws, s_.fsdp_root_held)));
 }
 
 void RankWalk::loss_backward(const PipeOp& op) {
   st_.event(StepEvent{StepEvent::kLossBwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
             add(ws_, add(add(add(s_.loss_bwd_bufs[0], s_.loss_bwd_bufs[1]), s_.loss_bwd_bufs[2]),
-                         s_.fsdp_root_grads)));
+                         add(s_.fsdp_root_grads, s_.fsdp_root_held))));
   st_.act -= s_.out_bytes;
+}
+
+// The embedding side's backward ends the chunk's: its input records freed, then verl's FSDP root
+// unit's post-backward (Setup::fsdp_root_post_backward), an event of its own in the
+// backward phase, where the root is freed.
+void RankWalk::input_side_done(const PipeOp& op, bool input_part) {
+  st_.act -= s_.in_bytes;
+  if (s_.fsdp_root_held == 0 || input_part) return;
+  st_.event(StepEvent{StepEvent::kBwd, op.micro_batch, op.chunk, rk_.chunk_first[op.chunk],
+                      kRootPostBackward},
+            st_.act, st_.rec_bytes, add(ws_, s_.fsdp_root_post_backward()));
 }
 
 // One op from its chunk's summary (the peak path, and the per-op recorded path). A backward with
@@ -300,7 +312,7 @@ void RankWalk::op_summary(const PipeOp& op, bool input_part) {
     st_.host -= q.kept_host;
     st_.act -= q.kept_gpu;
     if (input_part) st_.act = add(st_.act, q.wkeep);
-    if (first_of(op.chunk)) st_.act -= s_.in_bytes;
+    if (first_of(op.chunk)) input_side_done(op, input_part);
   }
   if (input_part)
     fl_.input_part(q.kept, q.wkeep);
@@ -345,7 +357,7 @@ void RankWalk::op_layers(const PipeOp& op, bool input_part) {
       if (input_part) st_.act = add(st_.act, wk[j]);
       st_.rec_bytes -= rg[j];
     }
-    if (first_of(op.chunk)) st_.act -= s_.in_bytes;
+    if (first_of(op.chunk)) input_side_done(op, input_part);
   }
   const Evaluation::Scratch::Chunk& q = sc_.chunks[op.chunk];
   if (input_part)

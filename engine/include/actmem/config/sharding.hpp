@@ -73,9 +73,11 @@ inline bool fsdp2_buffers(const TrainConfig& c) {
 // head) flattened into one FlatParameter, is never resharded after forward (torch 2.6
 // fsdp/_runtime_utils.py _post_forward_reshard: free_unsharded_flat_param = not state._is_root
 // and ...), so its unsharded copy in the compute dtype stays from the root's pre-forward to its
-// post-backward at the end of backward, as FSDP2's root group does.
+// post-backward at the end of each micro-batch's backward (setup.cpp set_fsdp1_root). verl's FSDP
+// backend has no pipeline stages (pp 1).
 inline bool fsdp1_root_held(const TrainConfig& c) {
-  return c.framework == Framework::kVerl && c.par.zero == 3 && !gathers_resident(c);
+  return c.framework == Framework::kVerl && c.par.zero == 3 && c.par.pp == 1 &&
+         !gathers_resident(c);
 }
 
 // Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the

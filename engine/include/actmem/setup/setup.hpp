@@ -3,6 +3,7 @@
 // (estimate, timeline, fit, plan, sweep) evaluates recompute policies against it (evaluation.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -92,9 +93,18 @@ struct Setup {
   // The loss's transients (config.loss, docs/frameworks.md): one buffer in its forward, up to two
   // in its backward. Eager: the fp32 logits copy, then it again with its gradient.
   Bytes loss_fwd_ws = 0;
-  // FSDP2's root-group unsharded gradients (head, final norm), alive from the loss backward to
-  // the end of backward (setup.cpp).
+  // The FSDP root's gradients (head, final norm; FSDP2's root group, verl's FSDP1 root unit),
+  // alive from the loss backward to the end of backward (setup.cpp root_grad_bytes).
   Bytes fsdp_root_grads = 0;
+  // verl's FSDP1 (sharding.hpp fsdp1_root_held; setup.cpp set_fsdp1_root): its root unit
+  // gathered in the compute dtype, held in every forward, loss and backward event but not the
+  // optimizer step; its joined gradient (compute dtype) and what its post-backward stream adds
+  // (the fp32 copy and its padding). The root's post-backward event holds the larger of its
+  // two moments: held + 2 x grad (the pieces and their join), grad + reduce (the root freed).
+  Bytes fsdp_root_held = 0, fsdp_root_grad = 0, fsdp_root_reduce = 0;
+  Bytes fsdp_root_post_backward() const {
+    return std::max(fsdp_root_held + 2 * fsdp_root_grad, fsdp_root_grad + fsdp_root_reduce);
+  }
   Bytes loss_bwd_bufs[3] = {0, 0, 0};  // loss parallel's backward holds three
   Bytes opt_temp = 0;                  // the optimizer step's transient, the largest rank's
   Bytes zero3_gather = 0;              // the largest layer's gathered parameters (ZeRO-3)

@@ -35,6 +35,13 @@ struct StepEvent {
   std::uint64_t lo = 0, hi = 0;  // global layer indices (hi: a recompute segment's top)
 };
 
+// hi of a kBwd event that is not a layer's: verl's FSDP root unit's post-backward, after the
+// chunk's first layer (lo), at the end of each micro-batch's backward (Setup::fsdp_root_reduce).
+constexpr std::uint64_t kRootPostBackward = ~std::uint64_t{0};
+inline bool root_post_backward(const StepEvent& e) {
+  return e.kind == StepEvent::kBwd && e.hi == kRootPostBackward;
+}
+
 // The event as the timeline and the estimate's peak name it: "F mb3 c1 L12", "loss bwd mb0".
 std::string event_label(const StepEvent& at);
 
