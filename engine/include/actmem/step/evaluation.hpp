@@ -36,7 +36,8 @@ struct StepEvent {
 };
 
 // hi of a kBwd event that is not a layer's: verl's FSDP root unit's post-backward, after the
-// chunk's first layer (lo), at the end of each micro-batch's backward (Setup::fsdp_root_reduce).
+// chunk's first layer (lo), at the end of each micro-batch's backward
+// (Setup::fsdp_root_post_backward).
 constexpr std::uint64_t kRootPostBackward = ~std::uint64_t{0};
 inline bool root_post_backward(const StepEvent& e) {
   return e.kind == StepEvent::kBwd && e.hi == kRootPostBackward;
