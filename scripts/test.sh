@@ -29,7 +29,10 @@ section "the page: real-browser tests (Debian's Chromium)"
 section "sanitizers: the native Catch2 suite, CLI contract and fuzz targets, one clang ASan + UBSan build"
 cmake --preset asan >/dev/null
 cmake --build --preset asan
-ctest --preset asan
+# Two tests the native run already passes are left out here: under ASan they took 65 and 40 s of
+# a 3-minute suite (2026-12-04); the executor and the device replay stay covered under ASan by
+# the executor's peak test, validate_cli_cpu and every device test.
+ctest --preset asan -E "passes its own checks|device_verdict gives device_memory's verdict"
 
 section "fuzz: deterministic libFuzzer runs over every client path (docs/reliability.md, Fuzzing)"
 # Each target stops at its run count or after 240 s, whichever comes first, so a slow path cannot
@@ -45,12 +48,14 @@ fuzz() {  # target, runs, dictionary, corpus folders...
   "build/asan/$t" -seed=1 -runs="$runs" -max_total_time=240 -timeout=10 -rss_limit_mb=4096 "${len[@]}" \
     -dict="$dict" -artifact_prefix="build/fuzz-ci/$t-" "build/fuzz-ci/$t" "$@" 2>&1 | tail -n 2
 }
-fuzz actmem-fuzz 100000 fuzz/json.dict fuzz/corpus fuzz/regressions  # the JSON entry point
-fuzz actmem-fuzz-cli 50000 fuzz/cli.dict fuzz/corpus-cli             # actmem's argv + a file
-fuzz actmem-fuzz-requests 1500 fuzz/json.dict fuzz/corpus-requests   # `requests -` streams
+# Run counts halved for the slowest targets on 2026-12-04 to keep CI under 35 minutes (the
+# counts before, 100,000 / 50,000 / 1,500 / 10,000 / 10,000, ran clean at 3f76e4c; docs/reliability.md).
+fuzz actmem-fuzz 50000 fuzz/json.dict fuzz/corpus fuzz/regressions  # the JSON entry point
+fuzz actmem-fuzz-cli 25000 fuzz/cli.dict fuzz/corpus-cli             # actmem's argv + a file
+fuzz actmem-fuzz-requests 800 fuzz/json.dict fuzz/corpus-requests    # `requests -` streams
 fuzz actmem-fuzz-validate 50000 fuzz/cli.dict fuzz/corpus-validate   # actmem-validate's argv
-fuzz actmem-fuzz-snapshot 10000 fuzz/pickle.dict fuzz/corpus-snapshot # compare's snapshot file
-fuzz actmem-fuzz-megatron 10000 fuzz/megatron.dict fuzz/corpus-megatron # --megatron-args FILE
+fuzz actmem-fuzz-snapshot 5000 fuzz/pickle.dict fuzz/corpus-snapshot # compare's snapshot file
+fuzz actmem-fuzz-megatron 5000 fuzz/megatron.dict fuzz/corpus-megatron # --megatron-args FILE
 fuzz actmem-fuzz-torchtitan 50000 fuzz/torchtitan.dict fuzz/corpus-torchtitan # --torchtitan-toml FILE
 fuzz actmem-fuzz-lengths 30000 fuzz/lengths.dict fuzz/corpus-lengths  # data --lengths FILE
 
