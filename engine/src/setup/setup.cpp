@@ -268,13 +268,14 @@ Bytes fp8_weight_caches(const ModelSpec& m, const TrainConfig& c,
   return fp8;
 }
 
-// FSDP2 never reshards its root group (the parameters outside the blocks: embedding, final
-// norm, head) after forward (_fsdp_state.py: the root's post_forward_mesh_info = None), and
-// torchtitan leaves the last block gathered (parallelize_llama.py l.325-339:
-// reshard_after_forward = layer_id < n_layers - 1): both stay gathered from their forward
-// to their backward, through the step's activation peak. The rank with the head holds the
-// last layer in every placement.
-std::vector<ParamRecord> fsdp2_root(bool first, bool last, const OuterParams& outer) {
+// The FSDP root's parameters, those outside the blocks: the embedding where the rank holds it,
+// the final norm, head and MTP depths where it holds the head (FSDP2's root group; verl's FSDP1
+// root unit, set_fsdp1_root). FSDP2 never reshards its root group after forward
+// (_fsdp_state.py: the root's post_forward_mesh_info = None), and torchtitan leaves the last
+// block gathered (parallelize_llama.py l.325-339: reshard_after_forward = layer_id <
+// n_layers - 1): both stay gathered from their forward to their backward, through the step's
+// activation peak. The rank with the head holds the last layer in every placement.
+std::vector<ParamRecord> fsdp_root(bool first, bool last, const OuterParams& outer) {
   std::vector<ParamRecord> root;
   if (first) root.insert(root.end(), outer.embed.begin(), outer.embed.end());
   if (last) {
@@ -286,7 +287,7 @@ std::vector<ParamRecord> fsdp2_root(bool first, bool last, const OuterParams& ou
 
 Bytes fsdp2_gathered(const ModelSpec& m, const TrainConfig& c, bool first, bool last,
                      const OuterParams& outer, const KindParams& kind_params, Checked& ck) {
-  std::vector<ParamRecord> root = fsdp2_root(first, last, outer);
+  std::vector<ParamRecord> root = fsdp_root(first, last, outer);
   if (last) {
     const auto& lp = kind_params[m.kind_index(m.layers - 1)];
     root.insert(root.end(), lp.begin(), lp.end());
@@ -362,7 +363,7 @@ std::optional<Error> set_rank_statics(Setup& e, const KindParams& kind_params,
                last = s.head_chunk != RankSetup::kNoChunk;
     if (fsdp2_gathers(e.config))
       s.fsdp_root_gather =
-          gathered_bytes(fsdp2_root(first, last, outer), e.config, "device.fsdp2_root_gather", ck);
+          gathered_bytes(fsdp_root(first, last, outer), e.config, "device.fsdp2_root_gather", ck);
     const Seen* hit = nullptr;
     for (const Seen& x : seen)
       if (x.first == first && x.last == last && x.counts == counts) hit = &x;
@@ -572,7 +573,7 @@ void set_fsdp1_root(Setup& e, const OuterParams& outer, Checked& ck) {
   const TrainConfig& c = e.config;
   if (!fsdp1_root_held(c)) return;
   const char* f = "timeline.fsdp_root_unit";
-  const std::vector<ParamRecord> root = fsdp2_root(true, true, outer);
+  const std::vector<ParamRecord> root = fsdp_root(true, true, outer);
   const std::uint64_t r = params_bytes(root, 1, f, ck), ranks = shard_ranks(c.par);
   const std::uint64_t padded = ck.mul(ceil_div(r, ranks), ranks, f);
   const Bytes w = dtype_bytes(gather_dtype(c));
