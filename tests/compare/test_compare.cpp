@@ -142,8 +142,8 @@ TEST_CASE(
   CHECK(m["replay_exact"] == true);
   CHECK(u(m["allocated_peak_bytes"]) == 5025073152u);
   CHECK(u(m["reserved_peak_bytes"]) == 5146411008u);
-  CHECK(u(r["predicted"]["allocated_peak_bytes"]) == 5383719424u);
-  CHECK(r["error_pct"]["reserved"].get<double>() == Approx(8.558).epsilon(0.001));
+  CHECK(u(r["predicted"]["allocated_peak_bytes"]) == 5251594752u);
+  CHECK(r["error_pct"]["reserved"].get<double>() == Approx(8.517).epsilon(0.001));
   // At the measured peak three 500 MiB fp32 loss buffers are live: records of that size exist.
   CHECK(u(r["largest_blocks"][0]["bytes"]) == 524288000u);
   CHECK(r["largest_blocks"][0]["record"].get<std::string>().find("loss.log_softmax_out") == 0);

@@ -66,8 +66,8 @@ TEST_CASE(
   }
   // The prediction itself, pinned (docs/validation.md 4.3 lists it beside the measurement).
   const json r = run(step_request());
-  CHECK(u(r["device"]["allocated_peak_bytes"]) == 5383719424u);
-  CHECK(u(r["device"]["reserved_peak_bytes"]) == 5586812928u);
+  CHECK(u(r["device"]["allocated_peak_bytes"]) == 5251594752u);
+  CHECK(u(r["device"]["reserved_peak_bytes"]) == 5584715776u);
   // Context + kernels (648,871,936 + 155,189,248) and the driver's 644,939,776: the measured NVML
   // used after the step less reserved memory, 6,595,411,968 - 5,146,411,008.
   CHECK(u(r["device"]["overhead_bytes"]) == 6595411968u - 5146411008u);

@@ -511,12 +511,13 @@ TEST_CASE(
   // The root's post-backward: the pieces (2R) and their join (2R) beside the gathered root (2R),
   // or the joined bf16 gradient (2R) and its fp32 copy (4R), no padding: 6R either way.
   CHECK(named_transient(tl, "fsdp.root_post_backward") == 6 * r);
-  // Not a static line: the peak, in the loss's backward, holds the root and its gradients beside
-  // what the same settings hold without them, and the optimizer step neither.
+  // Not a static line: the peak, in the loss's backward, holds the root beside what the same
+  // settings hold without it (its gradients come later, at the head's backward: measured under
+  // FSDP2 on an H200, docs/validation.md 4.6), and the optimizer step neither.
   const json verl = ask("qwen2.5-7b", 8, true, "estimate");
   const json plain = ask("qwen2.5-7b", 8, false, "estimate");
   CHECK(u(verl["static"]["gathered_params_bytes"]) == 0);
-  CHECK(phase(verl, "loss") == phase(plain, "loss") + 2 * r + 2 * (vh + 3'584));
+  CHECK(phase(verl, "loss") == phase(plain, "loss") + 2 * r);
   CHECK(verl["peak"]["phase"] == "loss");
   CHECK(phase(verl, "optimizer_step") == phase(plain, "optimizer_step"));
   // One sequence of 512 tokens: the root's post-backward is the step's peak, after every layer's

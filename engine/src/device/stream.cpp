@@ -544,15 +544,15 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
     case StepEvent::kLossBwd: {
       const auto g1 = take(s_.loss_bwd_bufs[0]), g2 = take(s_.loss_bwd_bufs[1]),
                  g3 = take(s_.loss_bwd_bufs[2]);
-      // The FSDP root's gradients: counted in every layer backward's transient that follows
-      // (setup.cpp), taken here for the loss's own backward.
-      drop(take(s_.fsdp_root_grads));
-      // The head's gradients at its backward.
-      if (!grads_static_ && grads_made_.insert(kOutputLayer).second)
-        for (Bytes b : head_grads_) step_grads_.push_back(take(b));
       drop(g1);
       drop(g2);
       drop(g3);
+      // The head's backward, after the loss's: its gradients; under FSDP the root's gradients,
+      // counted in every layer backward's transient that follows (setup.cpp), taken here at
+      // the head's.
+      if (!grads_static_ && grads_made_.insert(kOutputLayer).second)
+        for (Bytes b : head_grads_) step_grads_.push_back(take(b));
+      drop(take(s_.fsdp_root_grads));
       release(Key{at.mb, at.chunk, kOutputLayer});
       break;
     }

@@ -65,11 +65,11 @@ std::vector<Transient> named_transients(const Setup& s) {
        "(one at a time; docs/frameworks.md)"},
       !fsdp1_root_held(c)
           ? Transient{"fsdp2.root_grads", s.fsdp_root_grads,
-                      "loss backward to the end of backward (FSDP2)",
+                      "the head's backward to the end of backward (FSDP2)",
                       "the root group's unsharded gradients (head, final norm), reduce-scattered "
                       "last"}
           : Transient{"fsdp.root_grads", s.fsdp_root_grads,
-                      "loss backward to the end of backward (verl's FSDP)",
+                      "the head's backward to the end of backward (verl's FSDP)",
                       "the root unit's gradients (head, final norm) wait for the embedding's, "
                       "the FlatParameter's last, then reduce-scatter"},
       {"bwd.layer_grads", s.grad_peak, "each layer's backward, at " + s.grad_peak_at,

@@ -266,10 +266,13 @@ void RankWalk::loss_forward(const PipeOp& op) {
             add(ws_, add(s_.loss_fwd_ws, s_.fsdp_root_held)));
 }
 
+// The FSDP root's gradients (Setup::fsdp_root_grads) are not in it: the head's weight gradient is
+// made by the head's backward, which runs after the loss's (measured on an H200: the root group's
+// gradients appear after the loss backward's last fp32 buffer is freed; docs/validation.md 4.6).
 void RankWalk::loss_backward(const PipeOp& op) {
   st_.event(StepEvent{StepEvent::kLossBwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
             add(ws_, add(add(add(s_.loss_bwd_bufs[0], s_.loss_bwd_bufs[1]), s_.loss_bwd_bufs[2]),
-                         add(s_.fsdp_root_grads, s_.fsdp_root_held))));
+                         s_.fsdp_root_held)));
   st_.act -= s_.out_bytes;
 }
 

@@ -94,7 +94,7 @@ struct Setup {
   // in its backward. Eager: the fp32 logits copy, then it again with its gradient.
   Bytes loss_fwd_ws = 0;
   // The FSDP root's gradients (head, final norm; FSDP2's root group, verl's FSDP1 root unit),
-  // alive from the loss backward to the end of backward (setup.cpp root_grad_bytes).
+  // alive from the head's backward to the end of backward (setup.cpp root_grad_bytes).
   Bytes fsdp_root_grads = 0;
   // verl's FSDP1 (sharding.hpp fsdp1_root_held; setup.cpp set_fsdp1_root): its root unit
   // gathered in the compute dtype, held in every forward, loss and backward event but not the
