@@ -98,6 +98,15 @@ def op_sac_context():
     return context
 
 
+def freqs_cis(dims, seq):
+    # torchtitan 9dec370 model.py precompute_freqs_cis over max_seq_len = seq positions.
+    import torch
+    d = dims["h"] // dims["a"]
+    freqs = 1.0 / (dims["theta"] ** (torch.arange(0, d, 2)[: d // 2].float() / d))
+    ang = torch.outer(torch.arange(seq), freqs).float()
+    return torch.polar(torch.ones_like(ang), ang)
+
+
 def build(mc, dims, seq, ac, compiled, backend, device, root_reshard):
     import torch
     import torch.nn as nn
@@ -110,11 +119,7 @@ def build(mc, dims, seq, ac, compiled, backend, device, root_reshard):
         def __init__(self):
             super().__init__()
             self.tok_embeddings = nn.Embedding(dims["vocab"], dims["h"])
-            d = dims["h"] // dims["a"]
-            freqs = 1.0 / (dims["theta"] ** (torch.arange(0, d, 2)[: d // 2].float() / d))
-            ang = torch.outer(torch.arange(seq), freqs).float()
-            self.register_buffer("freqs_cis", torch.polar(torch.ones_like(ang), ang),
-                                 persistent=True)
+            self.register_buffer("freqs_cis", freqs_cis(dims, seq), persistent=True)
             self.layers = nn.ModuleDict({str(i): mc.TitanBlock(dims["h"], dims["a"], dims["kv"],
                                                                dims["f"])
                                          for i in range(dims["layers"])})
@@ -152,10 +157,7 @@ def build(mc, dims, seq, ac, compiled, backend, device, root_reshard):
                 p.fill_(1.0)
             else:
                 p.normal_(0.0, 0.02)
-        d = dims["h"] // dims["a"]
-        freqs = 1.0 / (dims["theta"] ** (torch.arange(0, d, 2)[: d // 2].float() / d))
-        ang = torch.outer(torch.arange(seq), freqs).float()
-        model.freqs_cis.copy_(torch.polar(torch.ones_like(ang), ang))
+        model.freqs_cis.copy_(freqs_cis(dims, seq))
     return model
 
 
@@ -174,7 +176,8 @@ def run_variant(name, out_dir, smoke):
     backend = ("aot_eager" if smoke else "inductor" if importlib.util.find_spec("triton")
                else "aot_eager_decomp_partition")
     r = {"variant": name, "ac": ac, "compile": compiled, "micro_batch": b, "seq": s,
-         "model": dims, "world_size": 8, "root_reshard_after_forward": root_reshard, "torch": torch.__version__,
+         "model": dims, "world_size": 8, "root_reshard_after_forward": root_reshard,
+         "torch": torch.__version__,
          "backend": backend if compiled else None}
     if not smoke:
         r["device"] = torch.cuda.get_device_name(0)

@@ -270,8 +270,10 @@ Bytes fp8_weight_caches(const ModelSpec& m, const TrainConfig& c,
 
 // The FSDP root's parameters, those outside the blocks: the embedding where the rank holds it,
 // the final norm, head and MTP depths where it holds the head (FSDP2's root group; verl's FSDP1
-// root unit, set_fsdp1_root). FSDP2 never reshards its root group after forward
-// (_fsdp_state.py: the root's post_forward_mesh_info = None), and torchtitan leaves the last
+// root unit, set_fsdp1_root). FSDP2 in torch 2.6, the torch of torchtitan's table, never
+// reshards its root group after forward (_fsdp_state.py: the root's post_forward_mesh_info =
+// None; torch 2.8 and later honour an explicit reshard_after_forward=True, pytorch PR #154704,
+// measured in docs/validation.md 4.6), and torchtitan leaves the last
 // block gathered (parallelize_llama.py l.325-339: reshard_after_forward = layer_id <
 // n_layers - 1): both stay gathered from their forward to their backward, through the step's
 // activation peak. The rank with the head holds the last layer in every placement.
