@@ -570,9 +570,16 @@ TEST_CASE(
   auto segment = [](std::uint64_t b) { return (b + k2MiB - 1) / k2MiB * k2MiB; };
   const json est = answer("estimate");
   const json& stage = est["device"]["stages"][0];
-  CHECK(u(stage["side_stream_reserved_bytes"]) ==
-        segment(2 * (2 * kEmbed8b + 4096)) + segment(2 * kLayer8b));
-  CHECK(u(stage["side_stream_reserved_bytes"]) == 2'541'748'224);
+  // The reduce-scatter stream holds each group's output, the sharded fp32 gradients, from its
+  // post-backward to zero_grad: 32 layers' segments and the root group's, every one its own
+  // (the measured step's trace, docs/validation.md 4.6: 32 x 111,149,056 B and 526,385,152 B
+  // on its reduce-scatter stream).
+  const std::uint64_t copy_in = segment(2 * (2 * kEmbed8b + 4096)) + segment(2 * kLayer8b);
+  const std::uint64_t reduce =
+      32 * segment(4 * kLayer8b / 8) + segment(4 * (2 * kEmbed8b + 4096) / 8);
+  CHECK(copy_in == 2'541'748'224);
+  CHECK(reduce == 32 * 111'149'056ull + 526'385'152ull);
+  CHECK(u(stage["side_stream_reserved_bytes"]) == copy_in + reduce);
   // Without FSDP (one GPU) nothing is on another stream.
   const json one = run(json{{"command", "estimate"},
                             {"preset", "llama-3.1-8b"},

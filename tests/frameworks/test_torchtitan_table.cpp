@@ -37,8 +37,9 @@ TEST_CASE("torchtitan llama3_h100_202412: every row's engine figure and the goal
     CHECK(std::round(err * 10) / 10 == Approx(row["error_pct"].get<double>()).margin(1e-9));
     errors.push_back(std::fabs(err));
     if (std::fabs(err) <= 5.0) ++within;
-    // A row whose switches are all modelled and still misses says why it stays listed.
-    if (row["not_modelled"] == "" && std::fabs(err) > 5.0) CHECK(row.contains("why_off"));
+    // A row whose switches are all modelled is within 3% (issue 36's stated tolerance; the 8B
+    // rows of tables 1 and 3 are within 1%, and table 1's two are measured: validation.md 4.6).
+    if (row["not_modelled"] == "") CHECK(std::fabs(err) <= 3.0);
   }
   const json& s = table["summary"];
   CHECK(u(s["rows"]) == table["rows"].size());
@@ -49,6 +50,9 @@ TEST_CASE("torchtitan llama3_h100_202412: every row's engine figure and the goal
   const double median = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
   CHECK(std::round(median * 10) / 10 ==
         Approx(s["median_abs_error_pct"].get<double>()).margin(0.051));
+  CHECK(median <= 3.0);  // the goal (issue 36)
+  CHECK(std::round(errors.back() * 10) / 10 ==
+        Approx(s["max_abs_error_pct"].get<double>()).margin(0.051));
 }
 
 }  // namespace actmem::test

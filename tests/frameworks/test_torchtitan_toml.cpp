@@ -331,9 +331,10 @@ TEST_CASE("emit torchtitan refuses what torchtitan would not run, naming it", "[
 
 TEST_CASE("plan --emit torchtitan chooses among torchtitan's policies and reads back",
           "[torchtitan]") {
-  // Llama 3.1 8B on 8 H100s at seq 8192: no recompute does not fit at micro-batch 1, so the
-  // plan picks the cheapest of torchtitan's policies that does (every N-th block, the op list,
-  // full), and at micro-batch 2 only the op list and full fit.
+  // Llama 3.1 8B on 8 H100s at seq 8192: at micro-batch 1 no recompute just fits (the sharded
+  // gradients are made in backward, after the loss's peak: docs/validation.md 4.6), and at
+  // micro-batch 2 the plan picks the cheapest of torchtitan's policies that does (every N-th
+  // block, the op list, full).
   for (const int mb : {1, 2}) {
     const json cfg = {{"framework", "torchtitan"},
                       {"gpu", "h100-80gb"},
@@ -346,7 +347,8 @@ TEST_CASE("plan --emit torchtitan chooses among torchtitan's policies and reads 
     INFO(mb << " " << policy);
     const bool every_nth = policy.rfind("layers:", 0) == 0 && policy.back() == 'C' &&
                            policy.find_first_not_of('K', 7) == policy.size() - 1;
-    CHECK((policy == "full" || policy == "op:torchtitan" || every_nth));
+    CHECK((policy == "full" || policy == "op:torchtitan" || every_nth || policy == "none"));
+    if (mb == 1) CHECK(policy == "none");
     // Every candidate on the front is one torchtitan can say, with its own peak.
     for (const json& pt : p["pareto"]) {
       json c = cfg;

@@ -62,8 +62,9 @@ std::string frame_text(const Pickle& p, Id frames) {
     std::string file = p.str(p.get(f, "filename"));
     const std::size_t slash = file.find_last_of('/');
     if (slash != std::string::npos) file = file.substr(slash + 1);
+    const Id line = p.get(f, "line");
     std::string s = p.str(p.get(f, "name")) + " (" + file + ":" +
-                    std::to_string(p.int_or(p.get(f, "line"), 0)) + ")";
+                    (p.is(line, Kind::kInt) ? std::to_string(p.at(line).i) : "?") + ")";
     if (s.size() > 120) s = s.substr(0, 117) + "...";
     return s;
   };
@@ -90,10 +91,14 @@ struct Snapshot {
   // The snapshot's streams (each entry's `stream`, the cudaStream_t as an integer; 0 the default
   // stream) numbered for the allocator model: 0 stays 0, the others in order of appearance.
   std::map<std::int64_t, CachingAllocator::Stream> streams{{0, 0}};
-  CachingAllocator::Stream stream_of(const Pickle& p, Id d) {
-    const auto at = streams.try_emplace(p.int_or(p.get(d, "stream"), 0),
-                                        static_cast<CachingAllocator::Stream>(streams.size()));
-    return at.first->second;
+  // False when the entry names a stream that is not an integer (absent: the default stream).
+  bool stream_of(const Pickle& p, Id d, CachingAllocator::Stream* out) {
+    const Id v = p.get(d, "stream");
+    if (v != Pickle::kNone && !p.is(v, Kind::kInt)) return false;
+    const auto at =
+        streams.try_emplace(p.int_or(v, 0), static_cast<CachingAllocator::Stream>(streams.size()));
+    *out = at.first->second;
+    return true;
   }
 };
 
@@ -114,7 +119,7 @@ Result<Snapshot> read(const Pickle& p) {
       return bad(where + ": no valid address and total_size");
     g.small = p.str(p.get(sid, "segment_type")) == "small";
     g.expandable = p.int_or(p.get(sid, "is_expandable"), 0) != 0;
-    g.stream = s.stream_of(p, sid);
+    if (!s.stream_of(p, sid, &g.stream)) return bad(where + ": a stream that is not an integer");
     const Id blocks = p.get(sid, "blocks");
     if (!p.is(blocks, Kind::kList)) return bad(where + ": no 'blocks' list");
     Bytes at = g.addr, sum = 0;
@@ -164,7 +169,9 @@ Result<Snapshot> read(const Pickle& p) {
         return bad("trace entry " + std::to_string(s.events.size()) + " (" + a +
                    "): no valid addr and size");
       e.frames = p.get(eid, "frames");
-      e.stream = s.stream_of(p, eid);
+      if (!s.stream_of(p, eid, &e.stream))
+        return bad("trace entry " + std::to_string(s.events.size()) + " (" + a +
+                   "): a stream that is not an integer");
       s.events.push_back(e);
     }
   }
@@ -219,6 +226,7 @@ std::vector<Candidate> candidates(const Estimate& e) {
     if (keeps_master(q, c)) out.push_back({"master weight " + id, ck.mul(n, 4, "compare")});
   }
   out.push_back({"loss.fp32_logits_buffer", e.loss_fwd_ws});
+  out.push_back({"loss.logits", e.loss_logits});
   out.push_back({"cublas.workspace", e.workspace});
   out.erase(std::remove_if(out.begin(), out.end(), [](const Candidate& x) { return x.bytes == 0; }),
             out.end());

@@ -203,8 +203,14 @@ struct Machine {
         const std::size_t w = op == 0x8a ? 1 : 4;
         if (!need(w)) return "truncated long";
         const std::uint64_t n = r.le(w);
-        if (n > 8) return "an integer wider than 64 bits";
         if (!need(static_cast<std::size_t>(n))) return "truncated long";
+        if (n > 8) {
+          r.pos += static_cast<std::size_t>(n);
+          Value v;
+          v.kind = Kind::kBigInt;
+          push(add(std::move(v)));
+          break;
+        }
         std::uint64_t u = r.le(static_cast<std::size_t>(n));
         if (n > 0 && n < 8 && (u >> (8 * n - 1)) & 1) u |= ~std::uint64_t{0} << (8 * n);  // sign
         Value v;

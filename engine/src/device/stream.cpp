@@ -26,6 +26,7 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
   split_ = is_split_backward(effective_schedule(c));
   fsdp2_ = fsdp2_buffers(c);
   fsdp2_resident_ = fsdp2_gathers(c) && gathers_resident(c);
+  fsdp2_params_ = fsdp2_ && c.par.pp == 1;
   chunk_gathered_.assign(s.ranks[rank].chunk_sizes.size(), false);
   // Per kind: each record's bytes, which records each choice keeps, the backward's gradient
   // buffers phase by phase, and the layer's parameter-gradient tensors.
@@ -66,10 +67,21 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
     for (const TensorRecord& t : inv.tensors) k.wgrad.push_back(t.wgrad_input);
     for (const TensorRecord& t : inv.wgrad_dy) k.dy.push_back(t.bytes);
     if (!zero_grads) grad_tensors(pr.kinds[ki], k.grads);
+    if (fsdp2_params_) k.rs_out = reduce_output(pr.kinds[ki]);
     kinds_.push_back(std::move(k));
   }
+  if (fsdp2_params_) {
+    // The root group: the parameters outside the blocks (the embedding, the final norm, the head).
+    std::vector<ParamRecord> root = pr.embed;
+    root.insert(root.end(), pr.head.begin(), pr.head.end());
+    root.insert(root.end(), pr.mtp.begin(), pr.mtp.end());
+    root_rs_out_ = reduce_output(root);
+  }
   for (const TensorRecord& t : s.io().input_layer) in_records_.push_back(t.bytes);
-  for (const TensorRecord& t : s.io().output_layer) out_records_.push_back(t.bytes);
+  for (const TensorRecord& t : s.io().output_layer) {
+    if (t.id == std::string_view("loss.log_softmax_out")) log_softmax_at_ = out_records_.size();
+    out_records_.push_back(t.bytes);
+  }
   // The embedding's and the head's gradients, made at their backward.
   if (!zero_grads) {
     if (s.ranks[rank].embed_chunk != RankSetup::kNoChunk) grad_tensors(pr.embed, embed_grads_);
@@ -83,6 +95,37 @@ void AllocStream::grad_tensors(const std::vector<ParamRecord>& records, std::vec
   for (const ParamRecord& p : records)
     for (std::uint64_t i = 0; i < p.copies && !p.frozen; ++i)
       out.push_back(tensor(p.rows, p.cols, dtype_bytes(grad_dtype_of(p, s_.config))));
+}
+
+ParamRecord AllocStream::shard(const ParamRecord& p) const {
+  const std::uint64_t dp = shard_ranks(s_.config.par);
+  ParamRecord q = p;
+  q.rows = ceil_div(p.rows, p.expert ? expert_dp(dp, s_.config.par.ep) : dp);
+  return q;
+}
+
+// _fsdp_collectives.py foreach_reduce: reduce_scatter_output_numel, the padded shards' elements
+// in the reduce dtype (the gradients' dtype under torchtitan's MixedPrecisionPolicy).
+Bytes AllocStream::reduce_output(const std::vector<ParamRecord>& records) {
+  Bytes sum = 0;
+  for (const ParamRecord& p : records) {
+    if (p.frozen) continue;
+    const ParamRecord q = shard(p);
+    const Bytes one = tensor(q.rows, q.cols, dtype_bytes(grad_dtype_of(p, s_.config)));
+    sum = ck_.add(sum, ck_.mul(one, p.copies, "device.tensor"), "device.tensor");
+  }
+  return sum;
+}
+
+// torch 2.6.0 foreach_reduce: a group's first reduce-scatter of the step makes .grad a view of its
+// output (`fsdp_param.sharded_param.grad = new_sharded_dtensor_grad`); a later one adds its
+// output into it (`sharded_param.grad._local_tensor += new_sharded_grad`) and the output goes.
+void AllocStream::reduce_scatter_output(std::uint64_t group, Bytes bytes) {
+  const Handle h = take(bytes, kReduceScatterStream);
+  if (grads_made_.insert(group).second)
+    step_grads_.push_back(h);
+  else
+    drop(h);
 }
 
 Bytes AllocStream::tensor(std::uint64_t rows, std::uint64_t cols, Bytes width) {
@@ -123,10 +166,11 @@ void AllocStream::drop_all(std::vector<Handle>& v) {
 // _fsdp_param_group.py post_backward: reshard() first, then reduce_scatter_state = None frees the
 // previous group's input just before foreach_reduce allocates this group's (the gradients'
 // dtype, fp32 under torchtitan) and copies the unsharded gradients into it; they go.
-void AllocStream::post_backward(const KindEstimate& ke) {
+void AllocStream::post_backward(const KindEstimate& ke, std::uint64_t g) {
   drop_all(copies_);
   drop(rs_);
   rs_ = take(ck_.mul(ke.param_elems, dtype_bytes(s_.config.grad_dtype), "device.tensor"));
+  if (fsdp2_params_) reduce_scatter_output(g, kinds_[s_.model.kind_index(g)].rs_out);
   drop_all(unsharded_grads_);
 }
 
@@ -152,7 +196,9 @@ void AllocStream::allocate_static() {
   const StaticMemory& st = s_.ranks[rank_].stat;
   const bool flat =
       c.profile == Profile::kMegatron || c.profile == Profile::kTextbook || c.par.zero >= 1;
-  if (flat) {
+  if (fsdp2_params_) {
+    allocate_fsdp2_static();
+  } else if (flat) {
     // Every flat static line, one buffer each, in the lines' order: Megatron-LM's contiguous
     // gradient buffer lives all step (DistributedDataParallel's grad_data), as does ZeRO-2/3's
     // partitioned gradient buffer; FSDP residency (config.reshard_after_forward /
@@ -181,6 +227,36 @@ void AllocStream::allocate_static() {
     params_ = std::move(ps);
   }
   statics_.push_back(take(s_.workspace));
+}
+
+// FSDP2 (fsdp2_params_): fully_shard makes each parameter's padded shard, in the model's order
+// (the embedding, the blocks, the head: the measured trace's first allocations); the root group
+// and the last block kept gathered stay their static line. The gradients come in backward
+// (post_backward), the optimizer states at the first step (allocate_states).
+void AllocStream::allocate_fsdp2_static() {
+  const ParamRecords& pr = s_.param_records;
+  const RankSetup& rk = s_.ranks[rank_];
+  std::vector<ParamRecord> ps = pr.embed;
+  for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
+    for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
+      const auto& lp = pr.kinds[s_.model.kind_index(rk.chunk_first[ci] + j)];
+      ps.insert(ps.end(), lp.begin(), lp.end());
+    }
+  ps.insert(ps.end(), pr.head.begin(), pr.head.end());
+  ps.insert(ps.end(), pr.mtp.begin(), pr.mtp.end());
+  for (const ParamRecord& p : ps) {
+    params_.push_back(shard(p));
+    allocate_param(params_.back());
+  }
+  const StaticMemory& st = s_.ranks[rank_].stat;
+  for (const StaticLine& l : static_lines()) {
+    const Bytes StaticMemory::*b = l.bytes;
+    if (l.flat && l.place != StaticPlace::kHost && b != &StaticMemory::params_bytes &&
+        b != &StaticMemory::grads_bytes && b != &StaticMemory::master_bytes &&
+        b != &StaticMemory::optimizer_bytes)
+      statics_.push_back(take(st.*b));
+  }
+  grads_static_ = true;  // made by post_backward, not per layer
 }
 
 // One parameter record's tensors, as params.cpp static_memory counts them: a frozen base weight in
@@ -458,7 +534,7 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   }
   for (const auto& x : alive) drop(x.second);
   drop(trans);
-  if (fsdp2_) post_backward(ke);
+  if (fsdp2_) post_backward(ke, g);
   (void)h;
   release(Key{at.mb, at.chunk, g});
   if (input_part) {
@@ -481,8 +557,10 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
         drop(rs_);
         rs_ = CachingAllocator::kNoHandle;
         const Bytes gw = dtype_bytes(gather_dtype(s_.config));
-        drop(take(ck_.mul(s_.ranks[rank_].fsdp_root_gather / gw, dtype_bytes(s_.config.grad_dtype),
-                          "device.tensor")));
+        const auto input = take(ck_.mul(s_.ranks[rank_].fsdp_root_gather / gw,
+                                        dtype_bytes(s_.config.grad_dtype), "device.tensor"));
+        if (fsdp2_params_) reduce_scatter_output(kInputLayer, root_rs_out_);
+        drop(input);
       }
     }
     drop(dy_);
@@ -537,6 +615,18 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
       // the loss (the walker's loss forward).
       gather(0);  // FSDP2: the root's post-forward (forward_layer); nothing held otherwise
       Held& h = held(at, kOutputLayer);
+      if (s_.loss_logits > 0) {
+        // The measured order (docs/validation.md 4.6): the head's input side, the logits, their
+        // fp32 copy, the log-softmax and the rest; the copy freed, then the logits.
+        Handle logits = CachingAllocator::kNoHandle, copy = CachingAllocator::kNoHandle;
+        for (std::size_t i = 0; i < out_records_.size(); ++i) {
+          if (i == log_softmax_at_) logits = take(s_.loss_logits), copy = take(s_.loss_fwd_ws);
+          h.push_back(take(out_records_[i]));
+        }
+        drop(copy);
+        drop(logits);
+        break;
+      }
       for (Bytes b : out_records_) h.push_back(take(b));
       drop(take(s_.loss_fwd_ws));
       break;

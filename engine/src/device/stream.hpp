@@ -72,6 +72,7 @@ class AllocStream final : public Recorder {
     std::vector<Bytes> grads;  // the layer's parameter gradients
     std::vector<bool> wgrad;   // split backward: records a linear's weight gradient reads
     std::vector<Bytes> dy;     // ... and the linears' output gradients kept from I to W
+    Bytes rs_out = 0;          // FSDP2 per parameter (fsdp2_params_): its reduce-scatter output
   };
   // A layer's weight-gradient store under a split-backward schedule is held under its layer
   // index with this bit set (global layer indices stay far below it).
@@ -85,6 +86,10 @@ class AllocStream final : public Recorder {
   static constexpr CachingAllocator::Stream kCopyInStream = 1;
   // verl's FSDP1: the root's post-backward stream (root_post_backward_step).
   static constexpr CachingAllocator::Stream kPostBackwardStream = 2;
+  // FSDP2's reduce-scatter stream: each group's reduce-scatter output, whose views are the
+  // sharded gradients (torch 2.6.0 _fsdp_collectives.py foreach_reduce: reduce_output made under
+  // `with device_handle.stream(reduce_scatter_stream)`).
+  static constexpr CachingAllocator::Stream kReduceScatterStream = 3;
 
   Handle take(Bytes bytes, CachingAllocator::Stream stream = 0);
   void drop(Handle h);
@@ -98,11 +103,19 @@ class AllocStream final : public Recorder {
   void drop_all(std::vector<Handle>& v);
   // FSDP2's post-backward: the layer resharded, the previous reduce-scatter input freed, its own
   // made from its unsharded gradients, which go.
-  void post_backward(const KindEstimate& ke);
+  void post_backward(const KindEstimate& ke, std::uint64_t g);
   Bytes tensor(std::uint64_t rows, std::uint64_t cols, Bytes width);
   void grad_tensors(const std::vector<ParamRecord>& records, std::vector<Bytes>& out);
   void allocate_static();
   void allocate_param(const ParamRecord& p);
+  void allocate_fsdp2_static();
+  // FSDP2 per parameter (fsdp2_params_): one record's shard on this rank, dim 0 padded to the
+  // shard group (_fsdp_param.py _init_sharded_param: torch.chunk, padded_sharded_size).
+  ParamRecord shard(const ParamRecord& p) const;
+  Bytes reduce_output(const std::vector<ParamRecord>& records);
+  // The group's sharded gradients, its reduce-scatter output: held from its first post-backward
+  // of the step to zero_grad; at a later micro-batch's, made, added and freed.
+  void reduce_scatter_output(std::uint64_t group, Bytes bytes);
   void allocate_states();
   void optimizer_step();
   Held& held(const StepEvent& at, std::uint64_t layer);
@@ -133,6 +146,7 @@ class AllocStream final : public Recorder {
   Checked ck_;
   std::vector<Kind> kinds_;
   std::vector<Bytes> in_records_, out_records_, embed_grads_, head_grads_;
+  std::size_t log_softmax_at_ = 0;  // out_records_'s loss.log_softmax_out (Setup::loss_logits)
   std::vector<Handle> statics_, step_grads_;
   std::vector<ParamRecord> params_;  // plain PyTorch: whose optimizer states the first step makes
   // Plain PyTorch's foreach AdamW: one exp_avg_sq-sized tensor per parameter at each step (its
@@ -159,6 +173,12 @@ class AllocStream final : public Recorder {
   // chunk's first forward of the step only (later forwards find the group unsharded), and which
   // chunks have had it this step.
   bool fsdp2_resident_ = false;
+  // FSDP2 with its layers resharded and one pipeline stage: its tensors as FSDP2 makes them, one
+  // per parameter (the sharded parameters at fully_shard, the optimizer states at the first
+  // step, carved from the cached activation blocks), the gradients per group on the reduce-
+  // scatter stream in backward (docs/validation.md 4.6: the measured step's trace).
+  bool fsdp2_params_ = false;
+  Bytes root_rs_out_ = 0;
   std::vector<bool> chunk_gathered_;
   bool static_done_ = false, grads_static_ = false, states_done_ = false;
   bool split_ = false;  // a split-backward schedule: linear inputs are held apart

@@ -78,6 +78,9 @@ std::vector<Transient> named_transients(const Setup& s) {
       {"loss.fp32_logits_buffer", s.loss_fwd_ws, "loss forward and backward",
        "cross-entropy works on fp32 logits (Korthikanti et al. 2022, Sec. 4.3); chunked: one "
        "chunk's; fused: one [chunk, V] logits chunk (docs/frameworks.md, The loss)"},
+      {"loss.logits", s.loss_logits, "loss forward",
+       "the head's output in the compute dtype, held by the training loop until the loss returns "
+       "(torchtitan 9dec370 train.py `del pred`; measured, docs/validation.md 4.6)"},
       {"loss.logits_grad", s.loss_bwd_bufs[0], "loss backward",
        "gradient of the logits (fp32; compiled: bf16)"},
       {"loss.backward_buffers", loss_more_buffers(s), "loss backward",

@@ -485,6 +485,13 @@ void set_loss_buffers(Setup& e, Checked& ck) {
   switch (c.loss.impl) {
     case LossImpl::kEager:
       e.loss_fwd_ws = x, e.loss_bwd_bufs[0] = x, e.loss_bwd_bufs[1] = x;
+      // F.cross_entropy(pred.float()) where the logits are no record (not hf's ModelOutput):
+      // pred lives through the upcast and the log-softmax (torchtitan 9dec370 train.py: `del
+      // pred` after the loss).
+      if (record_bytes(io.output_layer, "loss.log_softmax_out") > 0 &&
+          record_bytes(io.output_layer, "logits") == 0)
+        e.loss_logits = ck.mul(ck.mul(ck.mul(g0.b.value, g0.s_tp.value, lf), g0.v.value, lf),
+                               dtype_bytes(c.act_dtype), lf);
       break;
     case LossImpl::kParallel: {
       // torch 2.6.0 distributed/tensor/parallel/loss.py on the vocabulary shards, X = N x V/t

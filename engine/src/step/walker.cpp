@@ -263,7 +263,7 @@ void RankWalk::summarize_chunks() {
 void RankWalk::loss_forward(const PipeOp& op) {
   st_.act = add(st_.act, s_.out_bytes);
   st_.event(StepEvent{StepEvent::kLossFwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
-            add(ws_, add(s_.loss_fwd_ws, s_.fsdp_root_held)));
+            add(ws_, add(add(s_.loss_fwd_ws, s_.loss_logits), s_.fsdp_root_held)));
 }
 
 // The FSDP root's gradients (Setup::fsdp_root_grads) are not in it: the head's weight gradient is

@@ -22,11 +22,24 @@ class Pickle {
  public:
   using Id = std::uint32_t;
   static constexpr Id kNone = 0;  // the one None value; every file has it at index 0
-  enum class Kind : std::uint8_t { kNone, kBool, kInt, kFloat, kStr, kBytes, kList, kTuple, kDict };
+  // kBigInt: an integer outside int64 (PyTorch 2.11 writes a frame's unknown line as 2**64 - 1);
+  // its value is not kept, and no reader takes it for a number.
+  enum class Kind : std::uint8_t {
+    kNone,
+    kBool,
+    kInt,
+    kBigInt,
+    kFloat,
+    kStr,
+    kBytes,
+    kList,
+    kTuple,
+    kDict
+  };
   struct Value {
     Kind kind = Kind::kNone;
     bool flag = false;      // kBool
-    std::int64_t i = 0;     // kInt (values beyond 64 bits are refused)
+    std::int64_t i = 0;     // kInt
     double f = 0;           // kFloat
     std::string s;          // kStr, kBytes
     std::vector<Id> items;  // kList, kTuple; kDict: key, value, key, value, ...

@@ -93,6 +93,11 @@ struct Setup {
   // The loss's transients (config.loss, docs/frameworks.md): one buffer in its forward, up to two
   // in its backward. Eager: the fp32 logits copy, then it again with its gradient.
   Bytes loss_fwd_ws = 0;
+  // The eager loss of plain PyTorch (the pytorch profile): the head's output in the compute
+  // dtype, not a record (the training loop holds it, torchtitan's `pred`, until the loss
+  // returns), made before loss_fwd_ws and freed after it (measured on an H200: the step's
+  // trace, docs/validation.md 4.6).
+  Bytes loss_logits = 0;
   // The FSDP root's gradients (head, final norm; FSDP2's root group, verl's FSDP1 root unit),
   // alive from the head's backward to the end of backward (setup.cpp root_grad_bytes).
   Bytes fsdp_root_grads = 0;
