@@ -1,8 +1,7 @@
 // One rank of torchtitan's 8-GPU Llama 3.1 8B runs measured on an H200 (tests/reference/gpu/
 // torchtitan_step.json, tests/reference/gpu_torchtitan_step.py; docs/validation.md 4.6) against the
-// engine under --framework torchtitan: the phases it gets to the byte, the allocated peak with the
-// one difference the measurement shows (FSDP's sharded gradients, absent until backward), and the
-// reserved peaks recorded beside the measured ones.
+// engine under --framework torchtitan: the phases it gets to the byte, the allocated peaks of the
+// step and of its optimizer step, and the reserved peaks beside the measured ones.
 #include <fstream>
 
 #include "helpers.hpp"
@@ -54,9 +53,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "torchtitan 8B on an H200 (validation.md 4.6): the tensor peak is the measured one plus "
-    "the sharded gradients the walk counts all step, and the device replay's allocated peak is "
-    "the measured one, within 0.5%; its reserved peak within 1% at 8k (2.5% at 32k)",
+    "torchtitan 8B on an H200 (validation.md 4.6): the tensor peak, the optimizer step's and the "
+    "device replay's allocated peak are the measured ones within 0.5%; the reserved peak within "
+    "1% at 8k (2.5% at 32k)",
     "[frameworks][torchtitan][gpu]") {
   struct Row {
     const char* variant;
@@ -81,10 +80,20 @@ TEST_CASE(
     // The measured peak is the loss's backward (three fp32 logits-sized buffers), as the engine's.
     CHECK(m["peak_phase"] == "backward");
     CHECK(a["peak"]["at"] == "loss bwd mb0");
+    // The sharded gradients are not there yet (zero_grad freed the last step's; each group's
+    // reduce-scatter makes its own in backward): the walk leaves them out of the forward and loss.
+    CHECK(u(a["peak"]["grads_bytes"]) == 0);
     const double measured = static_cast<double>(u(m["step_allocated_peak"]));
-    const double engine =
-        static_cast<double>(u(a["peak"]["bytes"]) - u(a["static"]["grads_bytes"]));
+    const double engine = static_cast<double>(u(a["peak"]["bytes"]));
     CHECK(std::abs(engine - measured) / measured < 0.005);
+    // The optimizer step: the states, parameters and gradients with the sqrt list, every group
+    // resharded (the root and the last block too) at the end of backward.
+    const json& last = m["steps"].back();
+    std::uint64_t opt = 0;
+    for (const json& p : a["phases"])
+      if (p["phase"] == "optimizer_step") opt = u(p["peak_bytes"]);
+    const double measured_opt = static_cast<double>(u(last["optimizer_step"]["allocated_peak"]));
+    CHECK(std::abs(static_cast<double>(opt) - measured_opt) / measured_opt < 0.005);
     // The replay makes the gradients as FSDP2 does, per group on the reduce-scatter stream in
     // backward, the parameters and optimizer states per parameter (the states carved from the
     // first step's cached blocks): its allocated peak is the measured one directly, and the

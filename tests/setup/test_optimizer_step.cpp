@@ -20,7 +20,12 @@ std::uint64_t step_peak(const json& r) {
 // What the step adds: its phase's peak less what lives through it (static memory; no
 // activations are left after the last backward, and the requests set no cuBLAS workspace).
 std::uint64_t step_bytes(const json& r) {
-  return step_peak(r) - u(r["peak"]["static_bytes"]);
+  // The optimizer step holds the step's static memory, less what FSDP2 at one stage reshards at
+  // the end of backward (step/static_at.cpp; measured, docs/validation.md 4.6).
+  const std::uint64_t resharded = r["config"]["framework"] == "torchtitan" && r["config"]["pp"] == 1
+                                      ? u(r["static"]["gathered_params_bytes"])
+                                      : 0;
+  return step_peak(r) - (u(r["static"]["total_bytes"]) - resharded);
 }
 
 json estimate(const std::string& preset, json config) {

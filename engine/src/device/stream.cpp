@@ -26,7 +26,7 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
   split_ = is_split_backward(effective_schedule(c));
   fsdp2_ = fsdp2_buffers(c);
   fsdp2_resident_ = fsdp2_gathers(c) && gathers_resident(c);
-  fsdp2_params_ = fsdp2_ && c.par.pp == 1;
+  fsdp2_params_ = fsdp2_per_parameter(c);
   chunk_gathered_.assign(s.ranks[rank].chunk_sizes.size(), false);
   // Per kind: each record's bytes, which records each choice keeps, the backward's gradient
   // buffers phase by phase, and the layer's parameter-gradient tensors.

@@ -7,6 +7,7 @@
 #include "actmem/inventory/flops.hpp"
 #include "actmem/schedules/schedule.hpp"
 #include "actmem/step/evaluation.hpp"
+#include "actmem/step/static_at.hpp"
 #include "report/explain.hpp"
 #include "setup/overflow.hpp"
 
@@ -41,7 +42,7 @@ std::vector<const TensorRecord*> all_of(const std::vector<TensorRecord>& v) {
 std::vector<Stage::Contributor> top_lines(const Stage& st) {
   std::vector<Stage::Contributor> v;
   for (const StaticLine& l : static_lines())
-    if (l.place != StaticPlace::kHost) v.push_back({l.key, l.label, st.stat.*l.bytes});
+    if (l.place != StaticPlace::kHost) v.push_back({l.key, l.label, st.peak_stat.*l.bytes});
   v.push_back({"kept_activations_bytes", "kept activations", st.peak_activations});
   v.push_back({"recomputed_bytes", "recomputed activations", st.peak_recompute});
   v.push_back({"transient_bytes", "transients", st.peak_transients});
@@ -69,6 +70,7 @@ void set_stage(const RankSetup& rk, const StageEval& ev, const Evaluation::Phase
   st.kept_layer_slots = ev.kept_layer_slots;
   st.act = ev.act;
   st.stat = rk.stat;
+  st.peak_stat = static_at(c, rk.stat, ev.peak_at.kind);
   st.total_bytes = ev.total_bytes;
   st.peak_bytes = ev.peak_bytes;
   st.peak_at = event_label(ev.peak_at);
@@ -445,7 +447,7 @@ void explain_totals(Estimate& e) {
           " (activations at the in-flight maximum + static; no transients: a bound the papers "
           "print, not what must fit)",
       total_parts, w.total_bytes, "sum of the parts above (Korthikanti et al. 2022, Sec. 4)"));
-  Parts peak_parts = static_parts(sm, true);
+  Parts peak_parts = static_parts(w.peak_stat, true);
   peak_parts.insert(peak_parts.end(), {{"kept activations", w.peak_activations},
                                        {"recomputed (working set)", w.peak_recompute},
                                        {"transients", w.peak_transients},

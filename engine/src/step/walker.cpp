@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 
+#include "actmem/step/static_at.hpp"
 #include "setup/overflow.hpp"
 
 namespace actmem {
@@ -23,6 +24,9 @@ struct State {
   Checked* ck = nullptr;
   Recorder* rec = nullptr;
   Bytes stat = 0, act = 0, rec_bytes = 0, host = 0, host_peak = 0;
+  // The static bytes at the forward-side events and at the optimizer step where they differ from
+  // `stat` (static_at.hpp).
+  Bytes stat_fwd = 0, stat_opt = 0;
   Bytes peak = 0;
   bool seen = false;
   StepEvent peak_key;
@@ -35,8 +39,13 @@ struct State {
 
   // An event with the given kept and recomputed bytes (the first event, then only a strictly
   // higher one, is the peak: of the step and of the event's phase).
+  Bytes stat_of(StepEvent::Kind k) const {
+    if (k == StepEvent::kFwd || k == StepEvent::kLossFwd || k == StepEvent::kLossBwd)
+      return stat_fwd;
+    return k == StepEvent::kOptimizer ? stat_opt : stat;
+  }
   void event(const StepEvent& k, Bytes a, Bytes r, Bytes trans) {
-    const Bytes live = add(add(stat, a), add(r, trans));
+    const Bytes live = add(add(stat_of(k.kind), a), add(r, trans));
     if (!seen || live > peak) {
       seen = true;
       peak = live;
@@ -175,6 +184,8 @@ class RankWalk {
     st_.rec = rec_;
     st_.phases = sc_.phase_out;
     st_.stat = rk_.stat.total_bytes;
+    st_.stat_fwd = static_at(s_.config, rk_.stat, StepEvent::kFwd).total_bytes;
+    st_.stat_opt = static_at(s_.config, rk_.stat, StepEvent::kOptimizer).total_bytes;
     fl_.per_chunk = sc_.per_chunk.data();
     fl_.best_per_chunk = sc_.best_per_chunk.data();
     fl_.v = v_;

@@ -162,7 +162,7 @@ void write_static(JsonWriter& w, const StaticMemory& m) {
 void write_peak(JsonWriter& w, const Stage& st) {
   w.begin_object();
   for (const StaticLine& l : static_lines())
-    if (l.place != StaticPlace::kHost) w.field(l.key, st.stat.*l.bytes);
+    if (l.place != StaticPlace::kHost) w.field(l.key, st.peak_stat.*l.bytes);
   w.field("at", st.peak_at);
   w.field("bytes", st.peak_bytes);
   w.field("fragmentation_bytes", st.peak_fragmentation);
@@ -170,7 +170,7 @@ void write_peak(JsonWriter& w, const Stage& st) {
   w.field("phase", phase_id(st.peak_phase));
   w.field("recomputed_bytes", st.peak_recompute);
   w.field("stage", st.index);
-  w.field("static_bytes", st.stat.total_bytes);
+  w.field("static_bytes", st.peak_stat.total_bytes);
   w.key("top");
   w.begin_array();
   for (const Stage::Contributor& c : st.peak_top) {

@@ -168,7 +168,7 @@ void write_tensor_bar(JsonWriter& w, const View& v) {
   w.key("segments");
   w.begin_array();
   for (const StaticLine& l : static_lines()) {
-    const Bytes bytes = worst.stat.*l.bytes;
+    const Bytes bytes = worst.peak_stat.*l.bytes;
     if (l.place == StaticPlace::kCore || (l.place == StaticPlace::kResident && bytes > 0))
       write_segment(w, l.id, l.label, bytes);
   }

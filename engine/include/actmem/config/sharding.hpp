@@ -68,6 +68,15 @@ inline bool fsdp2_buffers(const TrainConfig& c) {
   return fsdp2_gathers(c) && !gathers_resident(c);
 }
 
+// ... at one pipeline stage: FSDP2's tensors as it makes them, measured (docs/validation.md 4.6):
+// the sharded gradients made per group in backward and freed by zero_grad, so absent in the
+// forward and the loss of a step's one micro-batch; the groups kept gathered (the root, the
+// last block) resharded at the end of backward, so absent in the optimizer step
+// (step/static_at.cpp; the device replay, device/stream.cpp).
+inline bool fsdp2_per_parameter(const TrainConfig& c) {
+  return fsdp2_buffers(c) && c.par.pp == 1;
+}
+
 // verl's FSDP (FSDP1: verl b178a3c fsdp_workers.py l.527-539, FULL_SHARD with its decoder layers
 // wrapped as units): the root unit, the parameters outside the layers (embedding, final norm,
 // head) flattened into one FlatParameter, is never resharded after forward (torch 2.6

@@ -33,6 +33,10 @@ struct Stage {
   std::uint64_t kept_layer_slots = 0;  // layers' worth of kept activations at the peak
   StageActivations act;
   StaticMemory stat;
+  // The static lines live at the peak's event (step/static_at.hpp): `stat` but for a line a
+  // framework makes or frees within the step (FSDP2 at one stage: its sharded gradients before
+  // the first backward).
+  StaticMemory peak_stat;
   Bytes total_bytes = 0;  // activations + static (the closed-form sum)
   Bytes peak_bytes = 0;   // the simulated peak of the step (timeline), what must fit
   std::string peak_at;

@@ -1,0 +1,15 @@
+// What of a rank's static memory is on the GPU at each kind of event of the step: all of it,
+// except where a framework makes or frees a static line within the step (FSDP2 at one stage:
+// config/sharding.hpp fsdp2_per_parameter). The walk's totals and the report's peak lines both
+// come from this one function, so the peak's lines still add up to its bytes.
+#pragma once
+
+#include "actmem/config/config.hpp"
+#include "actmem/inventory/params.hpp"
+#include "actmem/step/evaluation.hpp"
+
+namespace actmem {
+
+StaticMemory static_at(const TrainConfig& c, const StaticMemory& stat, StepEvent::Kind kind);
+
+}  // namespace actmem
