@@ -55,7 +55,7 @@ TEST_CASE(
 TEST_CASE(
     "torchtitan 8B on an H200 (validation.md 4.6): the tensor peak, the optimizer step's and the "
     "device replay's allocated peak are the measured ones within 0.5%; the reserved peak within "
-    "1% at 8k (2.5% at 32k)",
+    "1.5% at 8k (2% at 32k)",
     "[frameworks][torchtitan][gpu]") {
   struct Row {
     const char* variant;
@@ -65,13 +65,13 @@ TEST_CASE(
   const Row rows[] = {
       {"fsdp8-sac-compile-rootheld",
        {{"seq", 8192}, {"micro_batch", 2}, {"recompute", "op:torchtitan"}, {"compile", true}},
-       0.01},
+       0.015},
       {"fsdp8-sac-rootheld",
        {{"seq", 8192}, {"micro_batch", 2}, {"recompute", "op:torchtitan"}},
-       0.01},
+       0.015},
       {"fsdp8-full-compile-32k-rootheld",
        {{"seq", 32768}, {"micro_batch", 1}, {"recompute", "full"}, {"compile", true}},
-       0.025},
+       0.02},
   };
   for (const Row& r : rows) {
     INFO(r.variant);

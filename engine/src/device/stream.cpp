@@ -150,8 +150,8 @@ CachingAllocator::Handle AllocStream::take(Bytes bytes, CachingAllocator::Stream
   return a_->malloc(bytes, stream);
 }
 
-void AllocStream::take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width) {
-  if (width == 0 && g + 1 == s_.model.layers) return;
+void AllocStream::take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width, bool kept) {
+  if (width == 0 && g + 1 == s_.model.layers && !kept) return;
   for (const ParamRecord& p : s_.param_records.kinds[s_.model.kind_index(g)]) {
     const Bytes w = width ? width : gather_width(p, s_.config);
     for (std::uint64_t i = 0; i < p.copies; ++i) out.push_back(take(tensor(p.rows, p.cols, w)));
@@ -168,6 +168,7 @@ void AllocStream::drop_all(std::vector<Handle>& v) {
 // dtype, fp32 under torchtitan) and copies the unsharded gradients into it; they go.
 void AllocStream::post_backward(const KindEstimate& ke, std::uint64_t g) {
   drop_all(copies_);
+  if (g + 1 == s_.model.layers) drop_all(last_copies_);
   drop(rs_);
   rs_ = take(ck_.mul(ke.param_elems, dtype_bytes(s_.config.grad_dtype), "device.tensor"));
   if (fsdp2_params_) reduce_scatter_output(g, kinds_[s_.model.kind_index(g)].rs_out);
@@ -230,9 +231,10 @@ void AllocStream::allocate_static() {
 }
 
 // FSDP2 (fsdp2_params_): fully_shard makes each parameter's padded shard, in the model's order
-// (the embedding, the blocks, the head: the measured trace's first allocations); the root group
-// and the last block kept gathered stay their static line. The gradients come in backward
-// (post_backward), the optimizer states at the first step (allocate_states).
+// (the embedding, the blocks, the head: the measured trace's first allocations). The groups kept
+// gathered (the root, the last block) are gathered each step and resharded at their
+// post-backward (gather_kept), the gradients made in backward (post_backward), the optimizer
+// states at the first step (allocate_states).
 void AllocStream::allocate_fsdp2_static() {
   const ParamRecords& pr = s_.param_records;
   const RankSetup& rk = s_.ranks[rank_];
@@ -253,7 +255,7 @@ void AllocStream::allocate_fsdp2_static() {
     const Bytes StaticMemory::*b = l.bytes;
     if (l.flat && l.place != StaticPlace::kHost && b != &StaticMemory::params_bytes &&
         b != &StaticMemory::grads_bytes && b != &StaticMemory::master_bytes &&
-        b != &StaticMemory::optimizer_bytes)
+        b != &StaticMemory::optimizer_bytes && b != &StaticMemory::gathered_params_bytes)
       statics_.push_back(take(st.*b));
   }
   grads_static_ = true;  // made by post_backward, not per layer
@@ -427,6 +429,15 @@ void AllocStream::forward_layer(const StepEvent& at) {
   const bool gathers = fsdp2_ || (fsdp2_resident_ && !chunk_gathered_[at.chunk]);
   if (j == 0 && at.chunk == rk.embed_chunk) {
     if (gathers) gather(rk.fsdp_root_gather);
+    if (fsdp2_params_ && root_copies_.empty()) {
+      // The root group's per-parameter copies (alloc_all_gather_outputs), held to its
+      // post-backward: its reshard_after_forward is False (setup.cpp fsdp_root).
+      const ParamRecords& pr = s_.param_records;
+      for (const auto* v : {&pr.embed, &pr.head, &pr.mtp})
+        for (const ParamRecord& p : *v)
+          for (std::uint64_t i = 0; i < p.copies; ++i)
+            root_copies_.push_back(take(tensor(p.rows, p.cols, gather_width(p, s_.config))));
+    }
     // verl's FSDP root unit: gathered at the root's pre-forward, one block until its
     // post-backward (root_post_backward_step); the walk counts it in each event's transient.
     if (root_ == CachingAllocator::kNoHandle) root_ = take(s_.fsdp_root_held);
@@ -441,6 +452,10 @@ void AllocStream::forward_layer(const StepEvent& at) {
     // stream, then the copy-out's per-parameter tensors.
     trans_bytes -= std::min(trans_bytes, ck_.mul(2, ke.param_bytes, "device.tensor"));
     take_params(copies_, g, 0);
+    // torchtitan's last block (reshard_after_forward False): gathered in its forward, kept to
+    // its post-backward.
+    if (fsdp2_params_ && g + 1 == s_.model.layers && last_copies_.empty())
+      take_params(last_copies_, g, 0, true);
   }
   const auto trans = take(trans_bytes);
   made_.clear();
@@ -554,6 +569,7 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
         // The root's post-backward, after the embedding's: the last layer's reduce-scatter input
         // freed, the root group's own made from its unsharded gradients, then freed by the
         // final callback (_fsdp_state.py _root_post_backward_final_callback).
+        drop_all(root_copies_);  // the root's reshard, first in its post_backward
         drop(rs_);
         rs_ = CachingAllocator::kNoHandle;
         const Bytes gw = dtype_bytes(gather_dtype(s_.config));

@@ -97,9 +97,10 @@ class AllocStream final : public Recorder {
   void gather(Bytes bytes);
   // FSDP2 (fsdp2_): layer g's per-parameter tensors, one allocation each: its gathered copies
   // (`width` 0: each record's gather width; _fsdp_param.py alloc_all_gather_outputs), none for
-  // the last layer, which torchtitan keeps gathered (a static line), or autograd's unsharded
-  // gradients (`width` the compute dtype's).
-  void take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width);
+  // the last layer, which torchtitan keeps gathered (a static line; with `kept`, its copies
+  // taken once per step: fsdp2_params_), or autograd's unsharded gradients (`width` the compute
+  // dtype's).
+  void take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width, bool kept = false);
   void drop_all(std::vector<Handle>& v);
   // FSDP2's post-backward: the layer resharded, the previous reduce-scatter input freed, its own
   // made from its unsharded gradients, which go.
@@ -168,6 +169,9 @@ class AllocStream final : public Recorder {
   Handle ag_ = CachingAllocator::kNoHandle;    // FSDP2: the all-gather output held (copy-in stream)
   Handle rs_ = CachingAllocator::kNoHandle;    // FSDP2: the last reduce-scatter input (fp32)
   std::vector<Handle> copies_, unsharded_grads_;  // FSDP2: a layer's gathered parameters
+  // FSDP2 per parameter (fsdp2_params_): the groups kept gathered from their forward to their
+  // post-backward, the root's and torchtitan's last block's copies.
+  std::vector<Handle> root_copies_, last_copies_;
   bool fsdp2_ = false;  // torchtitan's FSDP2, layers resharded: its buffers each layer (setup.cpp)
   // torchtitan's FSDP2 with its layers resident (gathers_resident): the all-gather outputs of a
   // chunk's first forward of the step only (later forwards find the group unsharded), and which
