@@ -309,9 +309,17 @@ Explanation explain_params(const Estimate& e, const StaticMemory& sm) {
 
 Explanation explain_grads(const Estimate& e, const StaticMemory& sm) {
   const TrainConfig& c = e.config;
-  return static_line(sm, c.par, zero_group(c.par), "static.grads_bytes", "Gradients", "bytes/grad",
-                     dtype_bytes(c.grad_dtype), 2, sm.grads_bytes,
-                     "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)");
+  // FSDP2 at one stage makes them in backward (step/static_at.cpp): the title says when they live.
+  const bool late = fsdp2_per_parameter(c);
+  return static_line(
+      sm, c.par, zero_group(c.par), "static.grads_bytes",
+      late ? "Gradients (FSDP2: each group's reduce-scatter output, made in its backward and freed "
+             "by zero_grad; none in the forward and loss of a one-micro-batch step)"
+           : "Gradients",
+      "bytes/grad", dtype_bytes(c.grad_dtype), 2, sm.grads_bytes,
+      late ? "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients); PyTorch "
+             "2.6.0 _fsdp_collectives.py foreach_reduce, measured (docs/validation.md 4.6)"
+           : "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)");
 }
 
 Explanation explain_master(const Estimate& e, const StaticMemory& sm) {
@@ -335,7 +343,7 @@ Explanation explain_gathered(const Estimate& e, const StaticMemory& sm) {
       std::string("FSDP: parameters held gathered (") +
           (!gathers_resident(c)
                ? "FSDP2's root group (embedding, final norm, head) and torchtitan's last block, "
-                 "from forward to backward"
+                 "from forward to their post-backward: not in the optimizer step"
            : c.accumulate_unsharded
                ? "the stage's, between micro-batches (accumulate_unsharded)"
                : "the stage's, from forward to backward (reshard_after_forward = false)") +
@@ -344,9 +352,10 @@ Explanation explain_gathered(const Estimate& e, const StaticMemory& sm) {
        {"bytes/param", dtype_bytes(gather_dtype(c))}},
       sm.gathered_params_bytes,
       !gathers_resident(c)
-          ? "PyTorch FSDP2 _fsdp_state.py (the root's post_forward_mesh_info = None); torchtitan "
+          ? "PyTorch 2.6 FSDP2 _fsdp_state.py (the root's post_forward_mesh_info = None; "
+            "torch >= 2.8 honours an explicit reshard_after_forward=True, PR #154704); torchtitan "
             "9dec370 parallelize_llama.py l.325-339 (reshard_after_forward = layer_id < "
-            "n_layers - 1)"
+            "n_layers - 1); resharded at the end of backward, measured (docs/validation.md 4.6)"
           : "PyTorch FSDP2 fully_shard(reshard_after_forward=...); torch.distributed.pipelining "
             "stage.py: set_reshard_after_backward(False) before a non-last backward");
 }
