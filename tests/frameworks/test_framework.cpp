@@ -558,6 +558,37 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "torchtitan's FSDP2 on Llama 3.1 8B under full AC: a backward recompute holds the root's "
+    "gradients and the layer above's reduce-scatter input (torch 2.6.0 _fsdp_param_group.py)") {
+  const json tl = run(json{{"command", "timeline"},
+                           {"preset", "llama-3.1-8b"},
+                           {"config",
+                            {{"framework", "torchtitan"},
+                             {"dp", 8},
+                             {"seq", 8192},
+                             {"micro_batch", 1},
+                             {"recompute", "full"}}}});
+  auto transients = [&](const std::string& label) {
+    for (const json& e : tl["stages"][0]["events"])
+      if (e["label"] == label) return u(e["transients"]);
+    FAIL("no event " << label);
+    return std::uint64_t{0};
+  };
+  constexpr std::uint64_t ws = 32 * 1048576;        // the cuBLAS workspace
+  constexpr std::uint64_t gathered = 2 * kLayer8b;  // one block in bf16
+  // A forward: the all-gather output and the per-parameter copies of the block.
+  CHECK(transients("F mb0 c0 L31") == ws + 2 * gathered);
+  // Recomputing the top block (the first backward): the same, and the root's bf16 gradients
+  // (head and final norm), made by the head's backward and held to the root's post-backward.
+  const std::uint64_t root_grads = 2 * (kEmbed8b + 4096);
+  CHECK(transients("R mb0 c0 L31") == ws + 2 * gathered + root_grads);
+  // Every lower block's recompute: also the block above's fp32 reduce-scatter input, freed only
+  // by this block's post-backward (reduce_scatter_state = None before its own).
+  CHECK(transients("R mb0 c0 L30") == ws + 2 * gathered + root_grads + 4 * kLayer8b);
+  CHECK(transients("R mb0 c0 L0") == transients("R mb0 c0 L30"));
+}
+
+TEST_CASE(
     "torchtitan's FSDP2 buffers and streams on Llama 3.1 8B (torch 2.6.0 _fsdp_param_group.py, "
     "_fsdp_collectives.py)") {
   auto answer = [](const char* command) {

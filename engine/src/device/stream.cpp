@@ -576,6 +576,8 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
         const auto input = take(ck_.mul(s_.ranks[rank_].fsdp_root_gather / gw,
                                         dtype_bytes(s_.config.grad_dtype), "device.tensor"));
         if (fsdp2_params_) reduce_scatter_output(kInputLayer, root_rs_out_);
+        drop(root_grads_);  // copied into the input: the unsharded gradients go
+        root_grads_ = CachingAllocator::kNoHandle;
         drop(input);
       }
     }
@@ -658,7 +660,12 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
       // the head's.
       if (!grads_static_ && grads_made_.insert(kOutputLayer).second)
         for (Bytes b : head_grads_) step_grads_.push_back(take(b));
-      drop(take(s_.fsdp_root_grads));
+      // FSDP2 per parameter: held to the root's post-backward at the end of backward (its
+      // post_backward runs in the final callback), as the measured trace shows them freed there.
+      if (fsdp2_params_ && root_grads_ == CachingAllocator::kNoHandle)
+        root_grads_ = take(s_.fsdp_root_grads);
+      else
+        drop(take(s_.fsdp_root_grads));
       release(Key{at.mb, at.chunk, kOutputLayer});
       break;
     }

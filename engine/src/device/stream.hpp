@@ -172,6 +172,7 @@ class AllocStream final : public Recorder {
   // FSDP2 per parameter (fsdp2_params_): the groups kept gathered from their forward to their
   // post-backward, the root's and torchtitan's last block's copies.
   std::vector<Handle> root_copies_, last_copies_;
+  Handle root_grads_ = CachingAllocator::kNoHandle;  // ... and the root's unsharded gradients
   bool fsdp2_ = false;  // torchtitan's FSDP2, layers resharded: its buffers each layer (setup.cpp)
   // torchtitan's FSDP2 with its layers resident (gathers_resident): the all-gather outputs of a
   // chunk's first forward of the step only (later forwards find the group unsharded), and which

@@ -650,6 +650,10 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
     gather_fwd = ck.add(gather_fwd, e.fsdp_root_held, f);
     gather_bwd = ck.add(ck.add(gather_bwd, e.fsdp_root_grads, f), e.fsdp_root_held, f);
     ke.trans_fwd = ck.add(ck.add(e.workspace, e.sp_gather, f), gather_fwd, f);
+    // A recompute runs inside backward, after the head's: the root's gradients are held, and
+    // under FSDP2 the layer above's reduce-scatter input until this layer's post-backward.
+    ke.fsdp2_rs_input = fsdp2 ? ck.mul(ke.param_elems, dtype_bytes(c.grad_dtype), f) : 0;
+    ke.trans_rec = ck.add(ck.add(ke.trans_fwd, e.fsdp_root_grads, f), ke.fsdp2_rs_input, f);
     ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
                           ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);
   }

@@ -34,6 +34,11 @@ struct KindEstimate {
   Bytes fsdp_fwd = 0, fsdp_bwd = 0;
   Bytes trans_fwd = 0;  // transients alive while one layer of the kind runs forward
   Bytes trans_bwd = 0;  // ... and backward (gradient buffers, DDP bucket)
+  // ... and while backward recomputes its forward: the forward's, with what the backward holds
+  // by then (the FSDP root's gradients; FSDP2: the layer above's fp32 reduce-scatter input, which
+  // its post-backward frees: the walk leaves it out at the stage's top layer, with none above).
+  Bytes trans_rec = 0;
+  Bytes fsdp2_rs_input = 0;  // FSDP2: one layer's fp32 reduce-scatter input (in trans_rec)
   // Split-backward schedules: what one layer keeps from its I to its W (the wgrad_input records
   // and the wgrad_dy output gradients); 0 for a kind the engine does not split.
   Bytes wgrad_keep = 0;

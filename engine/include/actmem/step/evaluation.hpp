@@ -130,6 +130,8 @@ struct Evaluation {
     std::vector<LayerChoice> choice;
     std::vector<char> offl;  // 1 where the layer's kept bytes live in host memory
     std::vector<Bytes> kept, regen, full, trans_f, trans_b;
+    std::vector<Bytes> trans_r,
+        rs_in;                  // a recompute's transients; FSDP2's share of the layer above
     std::vector<Bytes> wkeep;   // split backward: what each layer keeps from its I to its W
     std::vector<double> extra;  // recompute FLOPs of each layer
     std::vector<std::uint64_t> per_chunk, best_per_chunk;
