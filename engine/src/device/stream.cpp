@@ -233,8 +233,8 @@ void AllocStream::allocate_static() {
 // FSDP2 (fsdp2_params_): fully_shard makes each parameter's padded shard, in the model's order
 // (the embedding, the blocks, the head: the measured trace's first allocations). The groups kept
 // gathered (the root, the last block) are gathered each step and resharded at their
-// post-backward (gather_kept), the gradients made in backward (post_backward), the optimizer
-// states at the first step (allocate_states).
+// post-backward (forward_layer, backward_layer), the gradients made in backward (post_backward),
+// the optimizer states at the first step (allocate_states).
 void AllocStream::allocate_fsdp2_static() {
   const ParamRecords& pr = s_.param_records;
   const RankSetup& rk = s_.ranks[rank_];

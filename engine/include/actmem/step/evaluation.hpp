@@ -130,8 +130,9 @@ struct Evaluation {
     std::vector<LayerChoice> choice;
     std::vector<char> offl;  // 1 where the layer's kept bytes live in host memory
     std::vector<Bytes> kept, regen, full, trans_f, trans_b;
-    std::vector<Bytes> trans_r,
-        rs_in;                  // a recompute's transients; FSDP2's share of the layer above
+    // A recompute's transients (KindEstimate::trans_rec), and FSDP2's share of them from the
+    // layer above (fsdp2_rs_input).
+    std::vector<Bytes> trans_r, rs_in;
     std::vector<Bytes> wkeep;   // split backward: what each layer keeps from its I to its W
     std::vector<double> extra;  // recompute FLOPs of each layer
     std::vector<std::uint64_t> per_chunk, best_per_chunk;
