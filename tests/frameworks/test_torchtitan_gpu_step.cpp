@@ -54,7 +54,7 @@ TEST_CASE(
 
 TEST_CASE(
     "torchtitan 8B on an H200 (validation.md 4.6): the tensor peak, the optimizer step's and the "
-    "device replay's allocated peak are the measured ones within 0.5%; the reserved peak within "
+    "device replay's allocated peak are the measured ones within 0.5%, the reserved peak within "
     "1.5% at 8k (2% at 32k)",
     "[frameworks][torchtitan][gpu]") {
   struct Row {
