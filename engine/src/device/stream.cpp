@@ -72,10 +72,10 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
   }
   if (fsdp2_params_) {
     // The root group: the parameters outside the blocks (the embedding, the final norm, the head).
-    std::vector<ParamRecord> root = pr.embed;
-    root.insert(root.end(), pr.head.begin(), pr.head.end());
-    root.insert(root.end(), pr.mtp.begin(), pr.mtp.end());
-    root_rs_out_ = reduce_output(root);
+    root_params_ = pr.embed;
+    root_params_.insert(root_params_.end(), pr.head.begin(), pr.head.end());
+    root_params_.insert(root_params_.end(), pr.mtp.begin(), pr.mtp.end());
+    root_rs_out_ = reduce_output(root_params_);
   }
   for (const TensorRecord& t : s.io().input_layer) in_records_.push_back(t.bytes);
   for (const TensorRecord& t : s.io().output_layer) {
@@ -152,10 +152,28 @@ CachingAllocator::Handle AllocStream::take(Bytes bytes, CachingAllocator::Stream
 
 void AllocStream::take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width, bool kept) {
   if (width == 0 && g + 1 == s_.model.layers && !kept) return;
-  for (const ParamRecord& p : s_.param_records.kinds[s_.model.kind_index(g)]) {
+  take_records(out, s_.param_records.kinds[s_.model.kind_index(g)], width);
+}
+
+void AllocStream::take_records(std::vector<Handle>& out, const std::vector<ParamRecord>& records,
+                               Bytes width) {
+  for (const ParamRecord& p : records) {
     const Bytes w = width ? width : gather_width(p, s_.config);
     for (std::uint64_t i = 0; i < p.copies; ++i) out.push_back(take(tensor(p.rows, p.cols, w)));
   }
+}
+
+// The records of the rank's layers, chunk by chunk in layer order.
+std::vector<ParamRecord> AllocStream::layer_params() const {
+  const ParamRecords& pr = s_.param_records;
+  const RankSetup& rk = s_.ranks[rank_];
+  std::vector<ParamRecord> ps;
+  for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
+    for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
+      const auto& lp = pr.kinds[s_.model.kind_index(rk.chunk_first[ci] + j)];
+      ps.insert(ps.end(), lp.begin(), lp.end());
+    }
+  return ps;
 }
 
 void AllocStream::drop_all(std::vector<Handle>& v) {
@@ -211,13 +229,8 @@ void AllocStream::allocate_static() {
     // DDP's buckets are allocated when DDP wraps the model, before the first step.
     statics_.push_back(take(st.ddp_buckets_bytes));
     const ParamRecords& pr = s_.param_records;
-    std::vector<ParamRecord> ps;
+    std::vector<ParamRecord> ps = layer_params();
     const RankSetup& rk = s_.ranks[rank_];
-    for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
-      for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
-        const auto& lp = pr.kinds[s_.model.kind_index(rk.chunk_first[ci] + j)];
-        ps.insert(ps.end(), lp.begin(), lp.end());
-      }
     if (rk.embed_chunk != RankSetup::kNoChunk)
       ps.insert(ps.end(), pr.embed.begin(), pr.embed.end());
     if (rk.head_chunk != RankSetup::kNoChunk) {
@@ -237,13 +250,9 @@ void AllocStream::allocate_static() {
 // the optimizer states at the first step (allocate_states).
 void AllocStream::allocate_fsdp2_static() {
   const ParamRecords& pr = s_.param_records;
-  const RankSetup& rk = s_.ranks[rank_];
   std::vector<ParamRecord> ps = pr.embed;
-  for (std::size_t ci = 0; ci < rk.chunk_sizes.size(); ++ci)
-    for (std::uint64_t j = 0; j < rk.chunk_sizes[ci]; ++j) {
-      const auto& lp = pr.kinds[s_.model.kind_index(rk.chunk_first[ci] + j)];
-      ps.insert(ps.end(), lp.begin(), lp.end());
-    }
+  const std::vector<ParamRecord> layers = layer_params();
+  ps.insert(ps.end(), layers.begin(), layers.end());
   ps.insert(ps.end(), pr.head.begin(), pr.head.end());
   ps.insert(ps.end(), pr.mtp.begin(), pr.mtp.end());
   for (const ParamRecord& p : ps) {
@@ -429,15 +438,9 @@ void AllocStream::forward_layer(const StepEvent& at) {
   const bool gathers = fsdp2_ || (fsdp2_resident_ && !chunk_gathered_[at.chunk]);
   if (j == 0 && at.chunk == rk.embed_chunk) {
     if (gathers) gather(rk.fsdp_root_gather);
-    if (fsdp2_params_ && root_copies_.empty()) {
-      // The root group's per-parameter copies (alloc_all_gather_outputs), held to its
-      // post-backward: its reshard_after_forward is False (setup.cpp fsdp_root).
-      const ParamRecords& pr = s_.param_records;
-      for (const auto* v : {&pr.embed, &pr.head, &pr.mtp})
-        for (const ParamRecord& p : *v)
-          for (std::uint64_t i = 0; i < p.copies; ++i)
-            root_copies_.push_back(take(tensor(p.rows, p.cols, gather_width(p, s_.config))));
-    }
+    // The root group's per-parameter copies (alloc_all_gather_outputs), held to its
+    // post-backward: its reshard_after_forward is False (setup.cpp fsdp_root).
+    if (fsdp2_params_ && root_copies_.empty()) take_records(root_copies_, root_params_, 0);
     // verl's FSDP root unit: gathered at the root's pre-forward, one block until its
     // post-backward (root_post_backward_step); the walk counts it in each event's transient.
     if (root_ == CachingAllocator::kNoHandle) root_ = take(s_.fsdp_root_held);

@@ -101,6 +101,9 @@ class AllocStream final : public Recorder {
   // taken once per step: fsdp2_params_), or autograd's unsharded gradients (`width` the compute
   // dtype's).
   void take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width, bool kept = false);
+  // Each record's tensors, one allocation per copy (`width` 0: each record's gather width).
+  void take_records(std::vector<Handle>& out, const std::vector<ParamRecord>& records, Bytes width);
+  std::vector<ParamRecord> layer_params() const;
   void drop_all(std::vector<Handle>& v);
   // FSDP2's post-backward: the layer resharded, the previous reduce-scatter input freed, its own
   // made from its unsharded gradients, which go.
@@ -183,6 +186,7 @@ class AllocStream final : public Recorder {
   // step, carved from the cached activation blocks), the gradients per group on the reduce-
   // scatter stream in backward (docs/validation.md 4.6: the measured step's trace).
   bool fsdp2_params_ = false;
+  std::vector<ParamRecord> root_params_;  // its root group's records
   Bytes root_rs_out_ = 0;
   std::vector<bool> chunk_gathered_;
   bool static_done_ = false, grads_static_ = false, states_done_ = false;

@@ -23,10 +23,10 @@ constexpr const char* kPeakField = "timeline.peak_bytes";
 struct State {
   Checked* ck = nullptr;
   Recorder* rec = nullptr;
-  Bytes stat = 0, act = 0, rec_bytes = 0, host = 0, host_peak = 0;
-  // The static bytes at the forward-side events and at the optimizer step where they differ from
-  // `stat` (static_at.hpp).
-  Bytes stat_fwd = 0, stat_opt = 0;
+  Bytes act = 0, rec_bytes = 0, host = 0, host_peak = 0;
+  // The static bytes live at each kind of event, indexed by the kind's letter: static_at's total
+  // for every kind, derived once per walk (set_static).
+  std::array<Bytes, 128> stat_at{};
   Bytes peak = 0;
   bool seen = false;
   StepEvent peak_key;
@@ -37,15 +37,18 @@ struct State {
 
   Bytes add(Bytes a, Bytes b) { return ck->add(a, b, kPeakField); }
 
+  void set_static(const TrainConfig& c, const StaticMemory& stat) {
+    stat_at.fill(stat.total_bytes);
+    for (StepEvent::Kind k :
+         {StepEvent::kFwd, StepEvent::kRecompute, StepEvent::kBwd, StepEvent::kBwdInput,
+          StepEvent::kBwdWeight, StepEvent::kLossFwd, StepEvent::kLossBwd, StepEvent::kOptimizer})
+      stat_at[static_cast<unsigned char>(k)] = static_at(c, stat, k).total_bytes;
+  }
+
   // An event with the given kept and recomputed bytes (the first event, then only a strictly
   // higher one, is the peak: of the step and of the event's phase).
-  Bytes stat_of(StepEvent::Kind k) const {
-    if (k == StepEvent::kFwd || k == StepEvent::kLossFwd || k == StepEvent::kLossBwd)
-      return stat_fwd;
-    return k == StepEvent::kOptimizer ? stat_opt : stat;
-  }
   void event(const StepEvent& k, Bytes a, Bytes r, Bytes trans) {
-    const Bytes live = add(add(stat_of(k.kind), a), add(r, trans));
+    const Bytes live = add(add(stat_at[static_cast<unsigned char>(k.kind)], a), add(r, trans));
     if (!seen || live > peak) {
       seen = true;
       peak = live;
@@ -193,9 +196,7 @@ class RankWalk {
     st_.ck = &ck_;
     st_.rec = rec_;
     st_.phases = sc_.phase_out;
-    st_.stat = rk_.stat.total_bytes;
-    st_.stat_fwd = static_at(s_.config, rk_.stat, StepEvent::kFwd).total_bytes;
-    st_.stat_opt = static_at(s_.config, rk_.stat, StepEvent::kOptimizer).total_bytes;
+    st_.set_static(s_.config, rk_.stat);
     fl_.per_chunk = sc_.per_chunk.data();
     fl_.best_per_chunk = sc_.best_per_chunk.data();
     fl_.v = v_;
