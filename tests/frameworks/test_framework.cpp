@@ -523,15 +523,32 @@ TEST_CASE(
   // The root's post-backward: the pieces (2R) and their join (2R) beside the gathered root (2R),
   // or the joined bf16 gradient (2R) and its fp32 copy (4R), no padding: 6R either way.
   CHECK(named_transient(tl, "fsdp.root_post_backward") == 6 * r);
-  // Not a static line: the peak, in the loss's backward, holds the root beside what the same
-  // settings hold without it (its gradients come later, at the head's backward: measured under
-  // FSDP2 on an H200, docs/validation.md 4.6), and the optimizer step neither.
+  // Not a static line: the loss's backward holds the root beside what the same settings hold
+  // without it (its gradients come later, at the head's backward: measured under FSDP2 on an
+  // H200, docs/validation.md 4.6), and the optimizer step neither. verl's zero_grad at the
+  // mini-batch's start (dp_actor.py l.560) leaves a one-micro-batch step's forward and loss
+  // without gradients: each unit makes its fp32 shard at its post-backward, 7,615,616,512
+  // parameters x 4 B / 8 ranks in all (the units' padding is none here: every unit's elements
+  // are a multiple of 8).
   const json verl = ask("qwen2.5-7b", 8, true, "estimate");
   const json plain = ask("qwen2.5-7b", 8, false, "estimate");
+  const std::uint64_t grads = 7'615'616'512ull * 4 / 8;
   CHECK(u(verl["static"]["gathered_params_bytes"]) == 0);
-  CHECK(phase(verl, "loss") == phase(plain, "loss") + 2 * r);
-  CHECK(verl["peak"]["phase"] == "loss");
+  CHECK(u(verl["static"]["grads_bytes"]) == grads);
+  CHECK(phase(verl, "loss") == phase(plain, "loss") + 2 * r - grads);
   CHECK(phase(verl, "optimizer_step") == phase(plain, "optimizer_step"));
+  // The walk counts every shard at each backward event (the first holds one unit's): its peak is
+  // there, while the device replay makes them unit by unit on the post-backward stream, and its
+  // peak request is the loss's.
+  CHECK(verl["peak"]["phase"] == "backward");
+  CHECK(u(verl["device"]["stages"][0]["requested_peak_bytes"]) == phase(verl, "loss"));
+  // Two micro-batches: the second's forward and loss hold the first's gradients.
+  json two = {{"command", "estimate"}, {"preset", "qwen2.5-7b"}};
+  two["config"] = {
+      {"framework", "verl"}, {"dp", 8}, {"micro_batch", 4}, {"seq", 4096}, {"grad_accum", 2}};
+  const json verl2 = run(two);
+  CHECK(phase(verl2, "loss") == phase(plain, "loss") + 2 * r);
+  CHECK(u(verl2["device"]["stages"][0]["requested_peak_bytes"]) == phase(verl2, "loss"));
   // One sequence of 512 tokens: the root's post-backward is the step's peak, after every layer's
   // records are freed: the static memory, the cuBLAS workspace and 6R.
   const json small = ask("qwen2.5-7b", 8, true, "estimate", 1, 512);

@@ -27,6 +27,7 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
   fsdp2_ = fsdp2_buffers(c);
   fsdp2_resident_ = fsdp2_gathers(c) && gathers_resident(c);
   fsdp2_params_ = fsdp2_per_parameter(c);
+  fsdp1_grads_ = fsdp1_grads_in_backward(c);
   chunk_gathered_.assign(s.ranks[rank].chunk_sizes.size(), false);
   // Per kind: each record's bytes, which records each choice keeps, the backward's gradient
   // buffers phase by phase, and the layer's parameter-gradient tensors.
@@ -222,9 +223,12 @@ void AllocStream::allocate_static() {
     // gradient buffer lives all step (DistributedDataParallel's grad_data), as does ZeRO-2/3's
     // partitioned gradient buffer; FSDP residency (config.reshard_after_forward /
     // accumulate_unsharded) is counted for the whole step as the walk does.
+    // verl's FSDP1 makes its gradients unit by unit in backward (fsdp1_post_backward).
     for (const StaticLine& l : static_lines())
-      if (l.flat && l.place != StaticPlace::kHost) statics_.push_back(take(st.*l.bytes));
-    grads_static_ = true;
+      if (l.flat && l.place != StaticPlace::kHost &&
+          !(fsdp1_grads_ && l.bytes == &StaticMemory::grads_bytes))
+        statics_.push_back(take(st.*l.bytes));
+    grads_static_ = true;  // (FSDP1's: fsdp1_sharded_grad, keyed by its unit)
   } else {
     // DDP's buckets are allocated when DDP wraps the model, before the first step.
     statics_.push_back(take(st.ddp_buckets_bytes));
@@ -553,6 +557,7 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   for (const auto& x : alive) drop(x.second);
   drop(trans);
   if (fsdp2_) post_backward(ke, g);
+  if (fsdp1_grads_) fsdp1_post_backward(g, ke.param_elems);
   (void)h;
   release(Key{at.mb, at.chunk, g});
   if (input_part) {
@@ -599,8 +604,34 @@ void AllocStream::root_post_backward_step() {
   drop(pieces);
   drop(root_);
   root_ = CachingAllocator::kNoHandle;
-  drop(take(s_.fsdp_root_reduce, kPostBackwardStream));
+  const auto reduce = take(s_.fsdp_root_reduce, kPostBackwardStream);
+  if (fsdp1_grads_ && s_.fsdp_root_reduce > 0)
+    fsdp1_sharded_grad(kRootUnit, s_.fsdp_root_held / dtype_bytes(gather_dtype(s_.config)));
+  drop(reduce);
   drop(grad);
+}
+
+// verl's FSDP1 unit of `elems` elements (padded to the shard group, as its FlatParameter is), at
+// its post-backward (fsdp1_grads_in_backward): the rank's fp32 shard, made on the post-backward
+// stream while the cast gradient it is reduced from lives; the first of the step becomes the
+// unit's gradient (_accumulate_sharded_grad), a later micro-batch's is added into it and goes.
+void AllocStream::fsdp1_sharded_grad(std::uint64_t unit, std::uint64_t padded_elems) {
+  const std::uint64_t ranks = shard_ranks(s_.config.par);
+  const Handle h =
+      take(ck_.mul(padded_elems / ranks, dtype_bytes(s_.config.grad_dtype), "device.tensor"),
+           kPostBackwardStream);
+  if (grads_made_.insert(unit).second)
+    step_grads_.push_back(h);
+  else
+    drop(h);
+}
+
+// A decoder layer's unit after its backward: its shard of the gradient. The layer's own cast
+// gradient and the autograd join before it are not modelled (docs/frameworks.md, "verl's FSDP
+// root unit").
+void AllocStream::fsdp1_post_backward(std::uint64_t g, std::uint64_t elems) {
+  const std::uint64_t ranks = shard_ranks(s_.config.par);
+  fsdp1_sharded_grad(g, ck_.mul(ceil_div(elems, ranks), ranks, "device.tensor"));
 }
 
 void AllocStream::weight_layer(const StepEvent& at) {

@@ -61,6 +61,9 @@ class AllocStream final : public Recorder {
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;  // micro-batch, chunk, layer
   static constexpr std::uint64_t kInputLayer = ~std::uint64_t{0};
   static constexpr std::uint64_t kOutputLayer = ~std::uint64_t{0} - 1;
+  // verl's FSDP1 root unit, as a key of grads_made_ (its gradient is made apart from the
+  // embedding's and the head's).
+  static constexpr std::uint64_t kRootUnit = ~std::uint64_t{0} - 2;
 
   struct Kind {
     std::vector<Bytes> records;  // inventory.tensors, in order
@@ -132,6 +135,8 @@ class AllocStream final : public Recorder {
   void backward_layer(const StepEvent& at, bool input_part = false);
   void weight_layer(const StepEvent& at);
   void root_post_backward_step();
+  void fsdp1_sharded_grad(std::uint64_t unit, std::uint64_t padded_elems);
+  void fsdp1_post_backward(std::uint64_t g, std::uint64_t elems);
   void release(const Key& k);
   // A period boundary: the state compared with the previous boundary's (watch()).
   void boundary(const StepEvent& at);
@@ -186,6 +191,8 @@ class AllocStream final : public Recorder {
   // step, carved from the cached activation blocks), the gradients per group on the reduce-
   // scatter stream in backward (docs/validation.md 4.6: the measured step's trace).
   bool fsdp2_params_ = false;
+  // verl's FSDP1 (fsdp1_grads_in_backward): each unit's gradient shard made at its post-backward.
+  bool fsdp1_grads_ = false;
   std::vector<ParamRecord> root_params_;  // its root group's records
   Bytes root_rs_out_ = 0;
   std::vector<bool> chunk_gathered_;

@@ -12,8 +12,10 @@ namespace actmem {
 // its post-backward, the root and the last block too, so the optimizer step holds no gathered
 // parameters (the measured phase: 20,148,265,472 B). With more micro-batches the gradients of
 // the first stay through the later ones' forwards, which are the higher: the line is kept.
+// verl's FSDP1 (fsdp1_grads_in_backward) likewise: zero_grad at the mini-batch's start, each
+// unit's shard made at its post-backward; it keeps nothing gathered.
 StaticMemory static_at(const TrainConfig& c, const StaticMemory& stat, StepEvent::Kind kind) {
-  if (!fsdp2_per_parameter(c)) return stat;
+  if (!fsdp2_per_parameter(c) && !fsdp1_grads_in_backward(c)) return stat;
   StaticMemory s = stat;
   const bool before_backward =
       kind == StepEvent::kFwd || kind == StepEvent::kLossFwd || kind == StepEvent::kLossBwd;

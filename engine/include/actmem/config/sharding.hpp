@@ -89,6 +89,16 @@ inline bool fsdp1_root_held(const TrainConfig& c) {
          !gathers_resident(c);
 }
 
+// ... and its units' sharded gradients made in backward: verl's actor calls zero_grad()
+// (set_to_none) at each mini-batch's start (verl b178a3c dp_actor.py l.560), and each FSDP1 unit's
+// _post_backward_hook makes its rank's fp32 shard on the post-backward stream (torch 2.6
+// fsdp/_runtime_utils.py _reduce_grad: new_sharded_grad = torch.empty_like(chunks[0]); the first
+// becomes the gradient, a later micro-batch's is added into it and goes). Under LoRA the base is
+// frozen and the units keep their original parameters: not modelled, the line stays static.
+inline bool fsdp1_grads_in_backward(const TrainConfig& c) {
+  return fsdp1_root_held(c) && !c.lora.on();
+}
+
 // Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the
 // expert-data-parallel group of dp/ep ranks.
 constexpr std::uint64_t expert_dp(std::uint64_t dp, std::uint64_t ep) {

@@ -1,7 +1,8 @@
 // What of a rank's static memory is on the GPU at each kind of event of the step: all of it,
 // except where a framework makes or frees a static line within the step (FSDP2 at one stage:
-// config/sharding.hpp fsdp2_per_parameter). The walk's totals and the report's peak lines both
-// come from this one function, so the peak's lines still add up to its bytes.
+// config/sharding.hpp fsdp2_per_parameter; verl's FSDP1, fsdp1_grads_in_backward). The walk's
+// totals and the report's peak lines both come from this one function, so the peak's lines still
+// add up to its bytes.
 #pragma once
 
 #include "actmem/config/config.hpp"
