@@ -66,11 +66,12 @@ const char* const kUsage =
     "  --compile (torch.compile: what inductor's partitioner saves; --profile pytorch: each\n"
     "  block, the blocks measured; --profile hf: the whole model, Trainer's torch_compile;\n"
     "  docs/validation.md 6.2) --activation-memory-budget 1\n"
-    "framework: --framework plain|megatron-lm|torchtitan|deepspeed|hf-trainer (documented\n"
+    "framework: --framework plain|megatron-lm|torchtitan|deepspeed|hf-trainer|verl (documented\n"
     "  defaults for the keys you leave out; the answer lists them)\n"
     "  --shard-group dp|dp-cp (ZeRO/FSDP shard ranks)\n"
     "  --dp-replicate R (hybrid sharding: R replicas, each sharding over dp/R ranks)\n"
     "  --reshard-after-forward true|false --accumulate-unsharded true|false (FSDP, zero 3)\n"
+    "  --fsdp-version 1|2 (verl's strategy fsdp or fsdp2; torchtitan: 2)\n"
     "  --loss eager|chunked:K|compiled|fused (PyTorch's loss as run: kept tensors, buffers)\n"
     "  --loss logprob|logprob_torch[+entropy[:eager|chunked|checkpoint]] (verl's RL actor:\n"
     "  log-probabilities, entropy, PPO's clipped loss) --response-len R (its response tokens)\n"
@@ -184,6 +185,7 @@ const std::pair<const char*, const char*> kValued[] = {
     {"--float8-all-gather", "float8_all_gather"},
     {"--fp8-amax-history", "fp8_amax_history"},
     {"--reshard-after-forward", "reshard_after_forward"},
+    {"--fsdp-version", "fsdp_version"},
     {"--accumulate-unsharded", "accumulate_unsharded"},
     {"--loss", "loss"},
     {"--response-len", "response_len"},

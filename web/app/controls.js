@@ -4,8 +4,8 @@
 // default named). The page test compares the engine's key list (presets' options.config_keys) with
 // the controls' data-field and the keys named under "Not here".
 
-// kind: 'choice' (the engine's option list `list`, or `values`), 'flag' (default / true / false),
-// 'int', 'number', 'text', 'names' (comma-separated, sent as a list).
+// kind: 'choice' (the engine's option list `list`, or `values`; `numeric`: sent as a number), 'flag'
+// (default / true / false), 'int', 'number', 'text', 'names' (comma-separated, sent as a list).
 const OPTION_GROUPS = [
   { legend: 'Framework', rows: [
     { key: 'framework', label: 'framework', kind: 'choice', list: 'frameworks', tip: 'Fill every key left empty with the framework\'s own default, each cited in the answer (docs/frameworks.md). Default: plain (the schema\'s defaults).' },
@@ -13,6 +13,7 @@ const OPTION_GROUPS = [
     { key: 'shard_group', label: 'ZeRO / FSDP shard group', kind: 'choice', list: 'shard_groups', tip: 'The ranks ZeRO shards over: dp, or dp × cp (Megatron-LM\'s and torchtitan\'s). Default: dp.' },
     { key: 'dp_replicate', label: 'HSDP replicas', kind: 'int', tip: 'Data-parallel replicas of an FSDP shard group (HSDP): shards over dp / dp_replicate. Default: 1.' },
     { key: 'reshard_after_forward', label: 'reshard after forward', kind: 'flag', tip: 'FSDP frees a layer\'s gathered parameters after its forward; false keeps them to its backward. Default: true.' },
+    { key: 'fsdp_version', label: 'FSDP version', kind: 'choice', values: ['1', '2'], numeric: true, tip: 'Which FSDP shards the model: 1 (FSDP1\'s FlatParameter units, verl\'s strategy fsdp) or 2 (fully_shard, verl\'s strategy fsdp2; torchtitan\'s only). Default: the framework\'s (verl 1, torchtitan 2).' },
     { key: 'accumulate_unsharded', label: 'accumulate unsharded', kind: 'flag', tip: 'FSDP keeps gathered parameters and unsharded gradients between micro-batches (pipeline stages). Default: false.' },
     { key: 'ddp_bucket_view', label: 'DDP bucket view', kind: 'flag', tip: 'DDP\'s gradient_as_bucket_view: false keeps its buckets as a second copy of every gradient. Default: true.' },
     { key: 'async_tp', label: 'async TP', kind: 'flag', tip: 'Asynchronous tensor parallelism (Megatron-LM tp-comm-overlap, torchtitan symmetric memory): its buffers are device overheads. Default: false.' },
@@ -124,6 +125,7 @@ const APPLIES = {
   activation_memory_budget: [() => val(optionId('compile')) === 'true', 'applies with torch.compile'],
   custom_keep: [() => val('recompute') === 'custom', 'applies with recompute custom'],
   optimizer_impl: [() => val('optimizer') === '' || val('optimizer') === 'adamw', 'applies to AdamW'],
+  fsdp_version: [() => ['verl', 'torchtitan'].includes(val(optionId('framework'))), 'applies with framework verl or torchtitan'],
   response_len: [() => val(optionId('loss')).startsWith('logprob'), 'applies with an RL loss (logprob)'],
 };
 function applyApplicability() {
@@ -148,7 +150,7 @@ function readOptions(config) {
     if (raw === '') continue;
     ++n;
     if (r.kind === 'flag') config[r.key] = raw === 'true';
-    else if (r.kind === 'int' || r.kind === 'number') config[r.key] = typed(raw);
+    else if (r.kind === 'int' || r.kind === 'number' || r.numeric) config[r.key] = typed(raw);
     else if (r.kind === 'names') config[r.key] = raw.split(/[\s,]+/).filter(Boolean);
     else config[r.key] = raw;
   }

@@ -28,6 +28,8 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
   fsdp2_resident_ = fsdp2_gathers(c) && gathers_resident(c);
   fsdp2_params_ = fsdp2_per_parameter(c);
   fsdp1_grads_ = fsdp1_grads_in_backward(c);
+  verl2_ = s.fsdp_root_resharded;
+  last_kept_ = fsdp2_ && !verl2_;
   chunk_gathered_.assign(s.ranks[rank].chunk_sizes.size(), false);
   // Per kind: each record's bytes, which records each choice keeps, the backward's gradient
   // buffers phase by phase, and the layer's parameter-gradient tensors.
@@ -72,11 +74,13 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
     kinds_.push_back(std::move(k));
   }
   if (fsdp2_params_) {
-    // The root group: the parameters outside the blocks (the embedding, the final norm, the head).
-    root_params_ = pr.embed;
+    // The root group: the parameters outside the blocks (the embedding, the final norm, the head);
+    // verl's FSDP2 makes an untied embedding a group of its own (setup.cpp set_verl_fsdp2).
+    if (s.fsdp2_embed == 0) root_params_ = pr.embed;
     root_params_.insert(root_params_.end(), pr.head.begin(), pr.head.end());
     root_params_.insert(root_params_.end(), pr.mtp.begin(), pr.mtp.end());
     root_rs_out_ = reduce_output(root_params_);
+    if (s.fsdp2_embed > 0) embed_rs_out_ = reduce_output(pr.embed);
   }
   for (const TensorRecord& t : s.io().input_layer) in_records_.push_back(t.bytes);
   for (const TensorRecord& t : s.io().output_layer) {
@@ -98,9 +102,16 @@ void AllocStream::grad_tensors(const std::vector<ParamRecord>& records, std::vec
       out.push_back(tensor(p.rows, p.cols, dtype_bytes(grad_dtype_of(p, s_.config))));
 }
 
+// fully_shard's shard of a parameter: dim 0, padded (torchtitan); verl's shard_placement_fn
+// shards the first dim the shard group divides, dim 0 padded when none does (verl b178a3c
+// fsdp_utils.py get_shard_placement_fn; routed experts keep dim 0 here).
 ParamRecord AllocStream::shard(const ParamRecord& p) const {
   const std::uint64_t dp = shard_ranks(s_.config.par);
   ParamRecord q = p;
+  if (verl2_ && !p.expert && p.rows % dp != 0 && p.cols % dp == 0) {
+    q.cols = p.cols / dp;
+    return q;
+  }
   q.rows = ceil_div(p.rows, p.expert ? expert_dp(dp, s_.config.par.ep) : dp);
   return q;
 }
@@ -152,7 +163,7 @@ CachingAllocator::Handle AllocStream::take(Bytes bytes, CachingAllocator::Stream
 }
 
 void AllocStream::take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width, bool kept) {
-  if (width == 0 && g + 1 == s_.model.layers && !kept) return;
+  if (width == 0 && last_kept_ && g + 1 == s_.model.layers && !kept) return;
   take_records(out, s_.param_records.kinds[s_.model.kind_index(g)], width);
 }
 
@@ -447,9 +458,16 @@ void AllocStream::forward_layer(const StepEvent& at) {
     if (fsdp2_params_ && root_copies_.empty()) take_records(root_copies_, root_params_, 0);
     // verl's FSDP root unit: gathered at the root's pre-forward, one block until its
     // post-backward (root_post_backward_step); the walk counts it in each event's transient.
-    if (root_ == CachingAllocator::kNoHandle) root_ = take(s_.fsdp_root_held);
+    if (!verl2_ && root_ == CachingAllocator::kNoHandle) root_ = take(s_.fsdp_root_held);
+    // verl's FSDP2: the untied embedding's group gathered for its forward, resharded after it.
+    std::vector<Handle> embed;
+    if (verl2_ && s_.fsdp2_embed > 0) {
+      gather(s_.fsdp2_embed);
+      take_records(embed, s_.param_records.embed, 0);
+    }
     Held& in = held(at, kInputLayer);
     for (Bytes b : in_records_) in.push_back(take(b));
+    drop_all(embed);
   }
   Bytes trans_bytes = ke.trans_fwd - std::min(ke.trans_fwd, s_.workspace);
   trans_bytes -= std::min(trans_bytes, s_.fsdp_root_held);  // held as its own block
@@ -461,7 +479,7 @@ void AllocStream::forward_layer(const StepEvent& at) {
     take_params(copies_, g, 0);
     // torchtitan's last block (reshard_after_forward False): gathered in its forward, kept to
     // its post-backward.
-    if (fsdp2_params_ && g + 1 == s_.model.layers && last_copies_.empty())
+    if (fsdp2_params_ && last_kept_ && g + 1 == s_.model.layers && last_copies_.empty())
       take_params(last_copies_, g, 0, true);
   }
   const auto trans = take(trans_bytes);
@@ -517,11 +535,13 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   // Transients that are not gradient buffers (SP gather, ZeRO-3 gather, DDP bucket).
   Bytes other = ke.trans_bwd - std::min(ke.trans_bwd, s_.workspace + ke.costs.grad_peak);
   other -= std::min(other, s_.fsdp_root_held);  // verl's FSDP root unit: its own block
+  // verl's FSDP2: the root's gradients are held as their own block (root_grads_).
+  if (verl2_) other -= std::min(other, s_.fsdp_root_grads);
   if (fsdp2_) {
     // FSDP2's pre-backward: the layer's own all-gather output goes after its copy-out, then the
     // previous layer's is prefetched (_backward_prefetch) on the copy-in stream; none before the
     // chunk's first layer (the root group stays gathered).
-    gather(j > 0 ? s_.kind_at(g - 1).param_bytes : 0);
+    gather(j > 0 ? s_.kind_at(g - 1).param_bytes : s_.fsdp2_embed);
     // The rest of FSDP2's backward buffers (setup.cpp) tensor by tensor: the copy-out's
     // parameters, the unsharded gradients in the compute dtype (post_backward: the input).
     other -= std::min(other, ke.fsdp_bwd);
@@ -574,6 +594,7 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
         for (Bytes b : embed_grads_) step_grads_.push_back(take(b));
       release(Key{at.mb, at.chunk, kInputLayer});
       if (fsdp2_) {
+        if (verl2_ && s_.fsdp2_embed > 0) embed_backward();
         // The root's post-backward, after the embedding's: the last layer's reduce-scatter input
         // freed, the root group's own made from its unsharded gradients, then freed by the
         // final callback (_fsdp_state.py _root_post_backward_final_callback).
@@ -592,6 +613,29 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
     drop(dy_);
     dy_ = CachingAllocator::kNoHandle;
   }
+}
+
+// verl's FSDP2, an untied embedding's group at the end of backward (setup.cpp set_verl_fsdp2):
+// its all-gather output (prefetched by layer 0) copied out and freed, the embedding's gradient,
+// then its post_backward: resharded, layer 0's reduce-scatter input freed before its own.
+void AllocStream::embed_backward() {
+  const ParamRecords& pr = s_.param_records;
+  std::vector<Handle> copies, grads;
+  take_records(copies, pr.embed, 0);
+  gather(0);
+  take_records(grads, pr.embed, dtype_bytes(gather_dtype(s_.config)));
+  drop_all(copies);
+  drop(rs_);
+  Bytes in = 0;
+  for (const ParamRecord& p : pr.embed)
+    in = ck_.add(
+        in,
+        ck_.mul(ck_.mul(ck_.mul(p.rows, p.cols, "device.tensor"), p.copies, "device.tensor"),
+                dtype_bytes(s_.config.grad_dtype), "device.tensor"),
+        "device.tensor");
+  rs_ = take(in);
+  reduce_scatter_output(kEmbedGroup, embed_rs_out_);
+  drop_all(grads);
 }
 
 // verl's FSDP root unit's post-backward (setup.cpp set_fsdp1_root): the views' gradients joined
@@ -648,6 +692,7 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
       weight_layer(at);
       break;
     case StepEvent::kFwd:
+      if (forward_start(at)) break;  // verl's FSDP2: its groups are gathered by forward_layer
       if (watch_.p != 0 && at.lo == s_.ranks[rank_].chunk_first[at.chunk]) boundary(at);
       forward_layer(at);
       break;
@@ -680,12 +725,22 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
         break;
       }
       for (Bytes b : out_records_) h.push_back(take(b));
+      // verl's FSDP2: the root's post-forward reshards it after the head's forward.
+      if (verl2_) drop_all(root_copies_);
       drop(take(s_.loss_fwd_ws));
       break;
     }
     case StepEvent::kLossBwd: {
       const auto g1 = take(s_.loss_bwd_bufs[0]), g2 = take(s_.loss_bwd_bufs[1]),
                  g3 = take(s_.loss_bwd_bufs[2]);
+      // verl's FSDP2: the head's backward gathers the root again (copied out, its all-gather
+      // output freed), then prefetches the last layer (setup.cpp set_verl_fsdp2).
+      if (verl2_) {
+        gather(s_.ranks[rank_].fsdp_root_gather);
+        take_records(root_copies_, root_params_, 0);
+        gather(0);
+        gather(s_.kind_at(s_.model.layers - 1).param_bytes);
+      }
       drop(g1);
       drop(g2);
       drop(g3);

@@ -64,6 +64,7 @@ class AllocStream final : public Recorder {
   // verl's FSDP1 root unit, as a key of grads_made_ (its gradient is made apart from the
   // embedding's and the head's).
   static constexpr std::uint64_t kRootUnit = ~std::uint64_t{0} - 2;
+  static constexpr std::uint64_t kEmbedGroup = ~std::uint64_t{0} - 3;  // verl's FSDP2's embedding
 
   struct Kind {
     std::vector<Bytes> records;  // inventory.tensors, in order
@@ -136,6 +137,7 @@ class AllocStream final : public Recorder {
   void weight_layer(const StepEvent& at);
   void root_post_backward_step();
   void fsdp1_sharded_grad(std::uint64_t unit, std::uint64_t padded_elems);
+  void embed_backward();
   void fsdp1_post_backward(std::uint64_t g, std::uint64_t elems);
   void release(const Key& k);
   // A period boundary: the state compared with the previous boundary's (watch()).
@@ -193,6 +195,10 @@ class AllocStream final : public Recorder {
   bool fsdp2_params_ = false;
   // verl's FSDP1 (fsdp1_grads_in_backward): each unit's gradient shard made at its post-backward.
   bool fsdp1_grads_ = false;
+  // verl's FSDP2 (Setup::fsdp_root_resharded): its root resharded after forward, no last block
+  // kept (last_kept_ is torchtitan's), an untied embedding's group of its own.
+  bool verl2_ = false, last_kept_ = false;
+  Bytes embed_rs_out_ = 0;
   std::vector<ParamRecord> root_params_;  // its root group's records
   Bytes root_rs_out_ = 0;
   std::vector<bool> chunk_gathered_;

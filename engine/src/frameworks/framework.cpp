@@ -292,6 +292,9 @@ void verl_defaults(const TrainConfig& c, const std::function<bool(const char*)>&
   d.push_back({"zero", "3",
                "verl b178a3c fsdp_workers.py l.108-124, 521-535: FULL_SHARD over the data-parallel "
                "ranks (fsdp_size -1)"});
+  d.push_back({"fsdp_version", "1",
+               "verl b178a3c trainer/config/actor/dp_actor.yaml: strategy fsdp (FSDP1, "
+               "fsdp_workers.py l.527-539); strategy fsdp2 is fully_shard (l.540-560)"});
   d.push_back({"optimizer_impl", "\"foreach\"",
                "verl b178a3c optim/fsdp.yaml: torch.optim AdamW (foreach on CUDA)"});
   d.push_back({"loss", "\"logprob\"",

@@ -329,6 +329,14 @@ Bytes RlBuilder::forward_peak(std::uint64_t b, bool entropy, bool value_head) co
 // fsdp1_root_held; setup.cpp set_fsdp1_root), until verl reshards it after the forward.
 void RlBuilder::root_unit(RlPhase& p, const Setup& s) {
   if (s.fsdp_root_held == 0) return;
+  // verl's FSDP2: the root group (final norm, head; the embedding when tied) gathered through
+  // the forward, resharded after it (setup.cpp set_verl_fsdp2).
+  if (s.fsdp_root_resharded) {
+    line(p, "trainer", "FSDP2 root group gathered (final norm, head)", s.fsdp_root_held, "code",
+         "torch 2.9 fully_shard (the root resharded after forward); verl b178a3c fsdp_utils.py "
+         "apply_fsdp2");
+    return;
+  }
   line(p, "trainer", "FSDP root unit gathered (embedding, final norm, head)", s.fsdp_root_held,
        "code",
        "torch 2.6 fsdp/_runtime_utils.py _post_forward_reshard (the root is not resharded "

@@ -60,6 +60,7 @@ const char* const kConfigKeys[] = {"micro_batch",
                                    "shard_group",
                                    "dp_replicate",
                                    "reshard_after_forward",
+                                   "fsdp_version",
                                    "accumulate_unsharded",
                                    "loss",
                                    "optimizer_offload",
@@ -214,6 +215,7 @@ std::optional<Error> ConfigReader::read_parallel() {
 // buckets, async TP, float8).
 std::optional<Error> ConfigReader::read_switches() {
   ACTMEM_TRY(flag("reshard_after_forward", &c_.reshard_after_forward));
+  ACTMEM_TRY(uint("fsdp_version", &c_.fsdp_version));
   ACTMEM_TRY(flag("accumulate_unsharded", &c_.accumulate_unsharded));
   ACTMEM_TRY(flag("optimizer_offload", &c_.optimizer_offload));
   ACTMEM_TRY(flag("ddp_bucket_view", &c_.ddp_bucket_view));

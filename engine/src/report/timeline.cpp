@@ -92,6 +92,34 @@ std::vector<Transient> named_transients(const Setup& s) {
       {"optimizer.step_temp", s.opt_temp, "optimizer step",
        detail::optimizer_step_source(c) + " (docs/formulas.md, The optimizer step)"},
   };
+  if (s.fsdp_root_resharded) {
+    // verl's FSDP2 (setup.cpp set_verl_fsdp2), listed where it applies.
+    v.insert(v.end(),
+             {
+                 {"fsdp2.root_group", s.fsdp_root_held,
+                  "every forward and backward, and the head's forward (verl's FSDP2)",
+                  "the root group's copies (final norm, head; the embedding when tied), "
+                  "resharded after forward and gathered again for the head's backward (torch "
+                  "2.9 fully_shard, reshard_after_forward=True honoured for the root: pytorch "
+                  "PR #154704)"},
+                 {"fsdp2.embedding_group", s.fsdp2_embed,
+                  "the start of forward and the end of backward (verl's FSDP2, untied)",
+                  "verl b178a3c fsdp_utils.py apply_fsdp2: an untied nn.Embedding is a group of "
+                  "its own, gathered for its forward and, prefetched by layer 0, for its "
+                  "backward"},
+                 {"fsdp2.forward_start", s.fsdp2_forward_start,
+                  "the start of each micro-batch's forward, beside the root's copies (event F "
+                  "groups)",
+                  "the root's and the embedding's all-gather outputs and copies, the "
+                  "embedding's output and layer 0's all-gather output, at their fullest moment"},
+                 {"fsdp2.root_post_backward", s.fsdp_root_post_backward(),
+                  "the end of each micro-batch's backward (event B root)",
+                  "the embedding's backward and post-backward beside layer 0's reduce-scatter "
+                  "input, and the root's post-backward: its fp32 reduce-scatter input beside its "
+                  "unsharded gradients (_fsdp_param_group.py post_backward)"},
+             });
+    return v;
+  }
   if (!fsdp1_root_held(c)) return v;
   // verl's FSDP root unit (setup.cpp set_fsdp1_root), listed where it applies.
   v.insert(

@@ -277,14 +277,21 @@ Bytes fp8_weight_caches(const ModelSpec& m, const TrainConfig& c,
 // block gathered (parallelize_llama.py l.325-339: reshard_after_forward = layer_id <
 // n_layers - 1): both stay gathered from their forward to their backward, through the step's
 // activation peak. The rank with the head holds the last layer in every placement.
-std::vector<ParamRecord> fsdp_root(bool first, bool last, const OuterParams& outer) {
+// verl's FSDP2 makes an untied embedding a group of its own (sharding.hpp verl_fsdp2): `embed`
+// false leaves it out of the root.
+std::vector<ParamRecord> fsdp_root(bool first, bool last, const OuterParams& outer,
+                                   bool embed = true) {
   std::vector<ParamRecord> root;
-  if (first) root.insert(root.end(), outer.embed.begin(), outer.embed.end());
+  if (first && embed) root.insert(root.end(), outer.embed.begin(), outer.embed.end());
   if (last) {
     root.insert(root.end(), outer.head.begin(), outer.head.end());
     root.insert(root.end(), outer.mtp.begin(), outer.mtp.end());
   }
   return root;
+}
+
+bool embed_in_root(const ModelSpec& m, const TrainConfig& c) {
+  return !verl_fsdp2(c) || m.tied_embeddings;
 }
 
 Bytes fsdp2_gathered(const ModelSpec& m, const TrainConfig& c, bool first, bool last,
@@ -346,7 +353,7 @@ std::optional<Error> rank_static_memory(const ModelSpec& m, const TrainConfig& c
     stat.fp8_weights_bytes = fp8;
     stat.total_bytes = ck.add(stat.total_bytes, fp8, "static.fp8_weights_bytes");
   }
-  if (fsdp2_buffers(c)) {
+  if (fsdp2_buffers(c) && !verl_fsdp2(c)) {  // torchtitan's root group and last block
     stat.gathered_params_bytes = fsdp2_gathered(m, c, first, last, outer, kind_params, ck);
     stat.total_bytes =
         ck.add(stat.total_bytes, stat.gathered_params_bytes, "static.gathered_params_bytes");
@@ -364,8 +371,8 @@ std::optional<Error> set_rank_statics(Setup& e, const KindParams& kind_params,
     const bool first = s.embed_chunk != RankSetup::kNoChunk,
                last = s.head_chunk != RankSetup::kNoChunk;
     if (fsdp2_gathers(e.config))
-      s.fsdp_root_gather =
-          gathered_bytes(fsdp_root(first, last, outer), e.config, "device.fsdp2_root_gather", ck);
+      s.fsdp_root_gather = gathered_bytes(fsdp_root(first, last, outer, embed_in_root(m, e.config)),
+                                          e.config, "device.fsdp2_root_gather", ck);
     const Seen* hit = nullptr;
     for (const Seen& x : seen)
       if (x.first == first && x.last == last && x.counts == counts) hit = &x;
@@ -580,6 +587,15 @@ void set_layer_peaks(Setup& e) {
 // _catch_all_reshard at the end of backward, nothing reduced.
 void set_fsdp1_root(Setup& e, const OuterParams& outer, Checked& ck) {
   const TrainConfig& c = e.config;
+  if (verl_fsdp2(c) && !gathers_resident(c)) {
+    // verl's FSDP2: the root group's per-parameter copies, held in forward and backward
+    // (set_verl_fsdp2 says when); the untied embedding's group gathered apart.
+    const bool tied = embed_in_root(e.model, c);
+    e.fsdp_root_resharded = true;
+    e.fsdp_root_held = gathered_bytes(fsdp_root(true, true, outer, tied), c, "timeline", ck);
+    if (!tied) e.fsdp2_embed = gathered_bytes(outer.embed, c, "timeline", ck);
+    return;
+  }
   if (!fsdp1_root_held(c)) return;
   const char* f = "timeline.fsdp_root_unit";
   const std::vector<ParamRecord> root = fsdp_root(true, true, outer);
@@ -657,6 +673,55 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
     ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
                           ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);
   }
+}
+
+// verl's FSDP2 (sharding.hpp verl_fsdp2; docs/frameworks.md, "verl's FSDP2"), moment by moment as
+// torch 2.9's fully_shard runs each group (unshard() allocates a group's all-gather output before
+// wait_for_unshard() frees the one held; the copy-out makes the per-parameter copies):
+// - forward's start: the root gathered (output and copies), then the untied embedding's group
+//   (its output beside the root's, then its copies and the embedding's output), then layer 0's
+//   output beside the embedding's (tied: the root's); the input side's records are counted
+//   throughout (the rotary tables come after the embedding: at most their bytes over);
+// - the head's backward: the root gathered again beside the loss's buffers, then layer L-1
+//   prefetched in place of its output;
+// - layer 0's backward prefetches the embedding's group (tied: nothing), not a layer;
+// - the end of backward: the embedding's copies and gradient beside layer 0's reduce-scatter
+//   input, then its own input (layer 0's freed), then the root's post-backward in the final
+//   callback: the root resharded, its input beside its unsharded gradients.
+void set_verl_fsdp2(Setup& e, const OuterParams& outer, Checked& ck) {
+  if (!e.fsdp_root_resharded) return;
+  const TrainConfig& c = e.config;
+  const char* f = "timeline";
+  const Bytes root = e.fsdp_root_held, emb = e.fsdp2_embed, in = e.in_bytes;
+  const Bytes p0 = e.kind_at(0).param_bytes, last = e.kind_at(e.model.layers - 1).param_bytes;
+  const Bytes gw = dtype_bytes(c.grad_dtype);
+  const bool tied = emb == 0;
+  // The embedding's output, the first layer's input (one rank of tp = cp = 1: validate.cpp).
+  const Bytes out = ck.mul(ck.mul(ck.mul(c.micro_batch, c.seq, f), e.model.hidden, f),
+                           dtype_bytes(c.act_dtype), f);
+  // The input side's records (token ids, rotary tables) counted from the start.
+  if (tied)
+    e.fsdp2_forward_start = ck.add(ck.add(ck.add(root, in, f), out, f), p0, f);
+  else
+    e.fsdp2_forward_start =
+        ck.add(ck.add(emb, in, f), std::max(root, ck.add(out, std::max(emb, p0), f)), f);
+  e.fsdp2_loss_bwd = std::max(root, last);
+  // Layer 0 prefetches the embedding's group in place of a layer (setup transients count one).
+  const KindEstimate& k0 = e.kind_at(0);
+  e.fsdp2_first_bwd = ck.add(k0.trans_bwd - p0, emb, f);
+  e.fsdp2_first_rec = ck.add(k0.trans_rec - p0, emb, f);
+  const Bytes rg = e.fsdp_root_grads;
+  const std::vector<ParamRecord> rp = fsdp_root(true, true, outer, tied);
+  const Bytes root_in = ck.mul(params_bytes(rp, 1, f, ck), gw, f);
+  Bytes pb = ck.add(rg, root_in, f);  // the root's post-backward
+  if (!tied) {
+    const Bytes rs0 = ck.mul(e.kind_at(0).param_elems, gw, f);
+    const Bytes emb_in = ck.mul(params_bytes(outer.embed, 1, f, ck), gw, f);
+    const Bytes held = ck.add(root, rg, f);
+    pb = std::max({pb, ck.add(ck.add(held, ck.mul(emb, 2, f), f), rs0, f),
+                   ck.add(ck.add(held, emb, f), emb_in, f)});
+  }
+  e.fsdp2_post_backward = pb;
 }
 
 // KV cache for inference, kept apart from training activations (seed 002_13aa127c0ff0c20b.txt:
@@ -812,6 +877,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   detail::set_optimizer_step(e, outer.embed, outer.head, ck);
   set_fsdp1_root(e, outer, ck);
   set_layer_transients(e, outer, ck);
+  set_verl_fsdp2(e, outer, ck);
   set_kv_cache_total(e, ck);
   set_kv_cache_per_gpu(e, ck);
   if (ck.overflowed()) return detail::activation_overflow(ck.field(), c);

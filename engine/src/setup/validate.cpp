@@ -432,7 +432,8 @@ std::optional<Error> validate_lora(const ModelSpec& m, const TrainConfig& c) {
   if (p.zero == 3 && (fsdp2_buffers(c) || gathers_resident(c)))
     return bad("config.lora_rank",
                "LoRA under ZeRO-3 is modelled with each layer gathered and freed per pass "
-               "(FSDP1, DeepSpeed); FSDP2's buffers (torchtitan), reshard_after_forward false "
+               "(FSDP1, DeepSpeed); FSDP2's buffers (torchtitan, verl's fsdp_version 2), "
+               "reshard_after_forward false "
                "and accumulate_unsharded are not");
   if (c.optimizer_offload)
     return bad("config.lora_rank", "LoRA with optimizer_offload is not modelled");
@@ -637,6 +638,50 @@ std::optional<Error> validate_zero_switches(const ModelSpec&, const TrainConfig&
   if (c.accumulate_unsharded && default_micro_batches(c) < 2)
     return bad("config.accumulate_unsharded",
                "true needs 2 or more micro-batches per step (it holds what passes between them)");
+  return std::nullopt;
+}
+
+// Which FSDP (config.fsdp_version): verl runs either (its actor.strategy fsdp or fsdp2),
+// torchtitan fully_shard only. verl's FSDP2 is modelled as verl b178a3c runs its actor: every
+// layer resharded after forward, one rank of the pipeline, no LoRA (docs/frameworks.md, "verl's
+// FSDP2").
+std::optional<Error> validate_fsdp_version(const ModelSpec&, const TrainConfig& c) {
+  const std::uint64_t v = c.fsdp_version;
+  if (v == 0) return std::nullopt;
+  if (v != 1 && v != 2)
+    return bad("config.fsdp_version", std::to_string(v) + " is not an FSDP; allowed: 1, 2");
+  if (c.framework == Framework::kTorchtitan) {
+    if (v != 2)
+      return bad("config.fsdp_version",
+                 "1 with framework torchtitan: torchtitan shards with fully_shard (FSDP2) only; "
+                 "allowed: 2");
+    return std::nullopt;
+  }
+  if (c.framework != Framework::kVerl)
+    return bad("config.fsdp_version",
+               "is read with framework verl (its actor.strategy: 1 fsdp, 2 fsdp2) or torchtitan "
+               "(2); framework is " +
+                   std::string(framework_name(c.framework)));
+  if (v == 1) return std::nullopt;
+  const Parallel& p = c.par;
+  if (p.zero != 3)
+    return bad(
+        "config.fsdp_version",
+        "2 needs zero 3 (fully_shard shards the parameters); zero is " + std::to_string(p.zero));
+  if (p.pp != 1 || p.tp != 1 || p.cp != 1)
+    return bad("config.fsdp_version",
+               "2 is modelled on verl's FSDP backend, which has no tensor, context or pipeline "
+               "parallelism here; allowed: tp, cp and pp 1");
+  if (!c.reshard_after_forward || c.accumulate_unsharded)
+    return bad("config.fsdp_version",
+               "2 is modelled with every layer resharded after forward (verl's default); "
+               "reshard_after_forward false and accumulate_unsharded are not modelled");
+  if (c.lora.on())
+    return bad("config.fsdp_version",
+               "2 with LoRA is not modelled (verl collects the adapters differently under "
+               "fully_shard); allowed: 1");
+  if (p.dp_replicate > 1)
+    return bad("config.fsdp_version", "2 with dp_replicate > 1 (HSDP) is not modelled");
   return std::nullopt;
 }
 
@@ -1041,6 +1086,7 @@ constexpr Check kChecks[] = {validate_model,
                              validate_float8_delayed,
                              validate_float8_torchao,
                              validate_zero_switches,
+                             validate_fsdp_version,
                              validate_data_parallel_groups,
                              validate_layer_split,
                              validate_fragmentation,

@@ -10,7 +10,7 @@ std::string event_label(const StepEvent& k) {
   const std::string where = " mb" + std::to_string(k.mb) + " c" + std::to_string(k.chunk);
   switch (k.kind) {
     case StepEvent::kFwd:
-      return "F" + where + " L" + std::to_string(k.lo);
+      return "F" + where + (forward_start(k) ? " groups" : " L" + std::to_string(k.lo));
     case StepEvent::kBwd:
       return "B" + where + (root_post_backward(k) ? " root" : " L" + std::to_string(k.lo));
     case StepEvent::kBwdInput:

@@ -229,6 +229,7 @@ class RankWalk {
   void loss_forward(const PipeOp& op);
   void loss_backward(const PipeOp& op);
   void op_summary(const PipeOp& op, bool input_part = false);
+  void input_side_start(const PipeOp& op);
   void input_side_done(const PipeOp& op, bool input_part);
   void op_layers(const PipeOp& op, bool input_part = false);
   void weight_op(const PipeOp& op);
@@ -283,10 +284,14 @@ void RankWalk::summarize_chunks() {
 
 // The last stage's loss: the output-layer records join the kept bytes with the loss's forward
 // buffer (eager: the fp32 logits); its backward's buffers follow, then the output layer is freed.
+// verl's FSDP2 reshards its root after forward: the root is held for the head alone, then the
+// loss's buffers come (every output record counted beside either).
 void RankWalk::loss_forward(const PipeOp& op) {
   st_.act = add(st_.act, s_.out_bytes);
+  const Bytes loss = add(s_.loss_fwd_ws, s_.loss_logits);
   st_.event(StepEvent{StepEvent::kLossFwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
-            add(ws_, add(add(s_.loss_fwd_ws, s_.loss_logits), s_.fsdp_root_held)));
+            add(ws_, s_.fsdp_root_resharded ? std::max(loss, s_.fsdp_root_held)
+                                            : add(loss, s_.fsdp_root_held)));
 }
 
 // The FSDP root's gradients (Setup::fsdp_root_grads) are not in it: the head's weight gradient is
@@ -295,8 +300,18 @@ void RankWalk::loss_forward(const PipeOp& op) {
 void RankWalk::loss_backward(const PipeOp& op) {
   st_.event(StepEvent{StepEvent::kLossBwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
             add(ws_, add(add(add(s_.loss_bwd_bufs[0], s_.loss_bwd_bufs[1]), s_.loss_bwd_bufs[2]),
-                         s_.fsdp_root_held)));
+                         add(s_.fsdp_root_held, s_.fsdp2_loss_bwd))));
   st_.act -= s_.out_bytes;
+}
+
+// The embedding side's forward starts the chunk's: under verl's FSDP2 its groups are gathered
+// first (an event of its own, Setup::fsdp2_forward_start), then its output records exist.
+void RankWalk::input_side_start(const PipeOp& op) {
+  if (s_.fsdp_root_resharded)
+    st_.event(StepEvent{StepEvent::kFwd, op.micro_batch, op.chunk, rk_.chunk_first[op.chunk],
+                        kForwardStart},
+              st_.act, st_.rec_bytes, add(ws_, add(s_.fsdp_root_held, s_.fsdp2_forward_start)));
+  st_.act = add(st_.act, s_.in_bytes);
 }
 
 // The embedding side's backward ends the chunk's: its input records freed, then verl's FSDP root
@@ -316,7 +331,7 @@ void RankWalk::input_side_done(const PipeOp& op, bool input_part) {
 void RankWalk::op_summary(const PipeOp& op, bool input_part) {
   const Evaluation::Scratch::Chunk& q = sc_.chunks[op.chunk];
   if (op.forward) {
-    if (first_of(op.chunk)) st_.act = add(st_.act, s_.in_bytes);
+    if (first_of(op.chunk)) input_side_start(op);
     st_.event(StepEvent{StepEvent::kFwd, op.micro_batch, op.chunk, global(op.chunk, q.f_j), 0},
               add(st_.act, q.f_act), st_.rec_bytes, q.f_trans);
     st_.act = add(st_.act, q.kept_gpu);
@@ -357,7 +372,7 @@ void RankWalk::op_layers(const PipeOp& op, bool input_part) {
   const char* off = sc_.offl.data() + g0;
   const StepEvent::Kind bwd = input_part ? StepEvent::kBwdInput : StepEvent::kBwd;
   if (op.forward) {
-    if (first_of(op.chunk)) st_.act = add(st_.act, s_.in_bytes);
+    if (first_of(op.chunk)) input_side_start(op);
     for (std::uint64_t j = 0; j < n; ++j) {
       st_.event(StepEvent{StepEvent::kFwd, op.micro_batch, op.chunk, g0 + j, 0},
                 add(st_.act, sc_.full[g0 + j]), st_.rec_bytes, sc_.trans_f[g0 + j]);
@@ -626,6 +641,12 @@ static void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch&
     sc.trans_f[at] = k.trans_fwd;
     sc.trans_b[at] = k.trans_bwd;
     sc.trans_r[at] = k.trans_rec;
+    // verl's FSDP2 (one stage): layer 0's backward and recompute prefetch the embedding's group
+    // (tied: nothing), not a layer like the others' (setup.cpp set_verl_fsdp2).
+    if (j == 0 && s.fsdp_root_resharded) {
+      sc.trans_b[at] = s.fsdp2_first_bwd;
+      sc.trans_r[at] = s.fsdp2_first_rec;
+    }
     sc.rs_in[at] = k.fsdp2_rs_input;
     sc.extra[at] = regen_flops(c, k.costs);
     sc.wkeep[at] = k.wgrad_keep;

@@ -113,6 +113,16 @@ const ConfigKey kConfigKeys[] = {{"accumulate_unsharded",
                                     w.field(k, framework_name(c.framework));
                                   },
                                   false},
+                                 // The FSDP that runs, where a framework names one (verl: its
+                                 // strategy; torchtitan: fully_shard); absent elsewhere.
+                                 {"fsdp_version",
+                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
+                                    if (c.framework == Framework::kTorchtitan)
+                                      w.field(k, std::uint64_t{2});
+                                    else if (c.framework == Framework::kVerl)
+                                      w.field(k, c.fsdp_version);
+                                  },
+                                  false},
                                  {"grad_accum",
                                   [](JsonWriter& w, const char* k, const TrainConfig& c) {
                                     w.field(k, c.grad_accum);
@@ -159,9 +169,8 @@ const ConfigKey kConfigKeys[] = {{"accumulate_unsharded",
                                   },
                                   false},
                                  {"loss",
-                                  [](JsonWriter& w, const char* k, const TrainConfig& c) {
-                                    w.field(k, loss_name(c.loss));
-                                  },
+                                  [](JsonWriter& w, const char* k,
+                                     const TrainConfig& c) { w.field(k, loss_name(c.loss)); },
                                   false},
                                  {"master_weights",
                                   [](JsonWriter& w, const char* k, const TrainConfig& c) {

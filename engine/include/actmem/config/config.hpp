@@ -111,6 +111,10 @@ struct TrainConfig {
   // gradient, reduce-scattered only at the last micro-batch (torch.distributed.pipelining's
   // non-last backward: set_reshard_after_backward(False), set_requires_gradient_sync(False)).
   bool reshard_after_forward = true;
+  // Which FSDP runs the data-parallel sharding under a framework that offers both: 1 (FSDP1's
+  // FlatParameter units), 2 (fully_shard's per-parameter groups). 0: the framework's own (verl's
+  // strategy fsdp: 1; torchtitan: 2). Read with framework verl or torchtitan.
+  std::uint64_t fsdp_version = 0;
   Loss loss;                      // how the loss is computed (framework.hpp)
   Lora lora;                      // LoRA / QLoRA fine-tuning (framework.hpp)
   Float8 float8 = Float8::kNone;  // float8 block linears (framework.hpp)

@@ -56,14 +56,25 @@ inline bool gathers_resident(const TrainConfig& c) {
   return c.par.zero == 3 && (!c.reshard_after_forward || c.accumulate_unsharded);
 }
 
-// torchtitan's FSDP2 (fully_shard over every block and the root): its all-gathers run on their
-// own streams (device/stream.cpp).
-inline bool fsdp2_gathers(const TrainConfig& c) {
-  return c.framework == Framework::kTorchtitan && c.par.zero == 3;
+// verl's actor under strategy fsdp2 (config.fsdp_version 2; verl b178a3c fsdp_utils.py
+// apply_fsdp2): fully_shard over each decoder layer, the embedding as a group of its own when
+// untied, then the root (the final norm and the head, and the embedding when tied), with
+// MixedPrecisionPolicy(bf16, fp32) and every group resharded after forward. verl pins torch
+// 2.9 (setup.py; vLLM <= 0.12), where an explicit reshard_after_forward=True reshards the root
+// too (pytorch PR #154704): the root is gathered again for the head's backward, and no group
+// stays gathered from forward to backward (setup.cpp set_verl_fsdp2).
+inline bool verl_fsdp2(const TrainConfig& c) {
+  return c.framework == Framework::kVerl && c.fsdp_version == 2 && c.par.zero == 3;
 }
 
-// torchtitan's FSDP2 with its layers resharded (not resident): its root group and last block stay
-// gathered, and each layer's forward and backward hold FSDP2's buffers (setup.cpp).
+// FSDP2 (torchtitan's fully_shard over every block and the root; verl's strategy fsdp2): its
+// all-gathers run on their own streams (device/stream.cpp).
+inline bool fsdp2_gathers(const TrainConfig& c) {
+  return (c.framework == Framework::kTorchtitan && c.par.zero == 3) || verl_fsdp2(c);
+}
+
+// FSDP2 with its layers resharded (not resident): each layer's forward and backward hold FSDP2's
+// buffers (setup.cpp); torchtitan's root group and last block stay gathered (a static line).
 inline bool fsdp2_buffers(const TrainConfig& c) {
   return fsdp2_gathers(c) && !gathers_resident(c);
 }
@@ -85,8 +96,8 @@ inline bool fsdp2_per_parameter(const TrainConfig& c) {
 // post-backward at the end of each micro-batch's backward (setup.cpp set_fsdp1_root). verl's FSDP
 // backend has no pipeline stages (pp 1).
 inline bool fsdp1_root_held(const TrainConfig& c) {
-  return c.framework == Framework::kVerl && c.par.zero == 3 && c.par.pp == 1 &&
-         !gathers_resident(c);
+  return c.framework == Framework::kVerl && c.fsdp_version != 2 && c.par.zero == 3 &&
+         c.par.pp == 1 && !gathers_resident(c);
 }
 
 // ... and its units' sharded gradients made in backward: verl's actor calls zero_grad()

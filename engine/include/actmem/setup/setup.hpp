@@ -113,8 +113,21 @@ struct Setup {
   // two moments: held + 2 x grad (the pieces and their join), grad + reduce (the root freed).
   Bytes fsdp_root_held = 0, fsdp_root_grad = 0, fsdp_root_reduce = 0;
   Bytes fsdp_root_post_backward() const {
+    if (fsdp_root_resharded) return fsdp2_post_backward;
     return std::max(fsdp_root_held + 2 * fsdp_root_grad, fsdp_root_grad + fsdp_root_reduce);
   }
+  // verl's FSDP2 (sharding.hpp verl_fsdp2; setup.cpp set_verl_fsdp2): fsdp_root_held is its root
+  // group's copies, gathered in every forward and backward event and in the loss only for the
+  // head (resharded after forward); an untied embedding's group (fsdp2_embed, gathered at
+  // forward's start and for the end of backward); what forward's start adds beside the root
+  // (an event of its own), what the head's backward adds beside the root and the loss's
+  // buffers, layer 0's backward and recompute transients (it prefetches the embedding's group,
+  // not a layer), and the
+  // end of backward (the embedding's backward and the root's post-backward, the root event).
+  bool fsdp_root_resharded = false;
+  Bytes fsdp2_embed = 0, fsdp2_forward_start = 0, fsdp2_loss_bwd = 0;
+  Bytes fsdp2_first_bwd = 0, fsdp2_first_rec = 0;  // layer 0's backward and recompute transients
+  Bytes fsdp2_post_backward = 0;
   Bytes loss_bwd_bufs[3] = {0, 0, 0};  // loss parallel's backward holds three
   Bytes opt_temp = 0;                  // the optimizer step's transient, the largest rank's
   Bytes zero3_gather = 0;              // the largest layer's gathered parameters (ZeRO-3)

@@ -42,6 +42,13 @@ constexpr std::uint64_t kRootPostBackward = ~std::uint64_t{0};
 inline bool root_post_backward(const StepEvent& e) {
   return e.kind == StepEvent::kBwd && e.hi == kRootPostBackward;
 }
+// ... and of a kFwd event: verl's FSDP2 gathering its root and embedding groups at the start of
+// the chunk's forward (lo: its first layer), before the embedding's output exists
+// (Setup::fsdp2_forward_start).
+constexpr std::uint64_t kForwardStart = ~std::uint64_t{0};
+inline bool forward_start(const StepEvent& e) {
+  return e.kind == StepEvent::kFwd && e.hi == kForwardStart;
+}
 
 // The event as the timeline and the estimate's peak name it: "F mb3 c1 L12", "loss bwd mb0".
 std::string event_label(const StepEvent& at);
