@@ -52,7 +52,7 @@ constexpr std::uint64_t kWs = 32 * 1048576;  // the cuBLAS workspace
 
 TEST_CASE(
     "verl's FSDP2 on Qwen2.5-7B (untied): the root group resharded after forward, the embedding a "
-    "group of its own (verl b178a3c fsdp_utils.py apply_fsdp2; torch 2.9 fully_shard, pytorch "
+    "group of its own (verl b178a3c fsdp_utils.py apply_fsdp2, torch 2.9 fully_shard, pytorch "
     "PR #154704)") {
   const json tl = verl("timeline", "qwen2.5-7b", 2, 4, 4096);
   const json est = verl("estimate", "qwen2.5-7b", 2, 4, 4096);

@@ -535,8 +535,10 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   // Transients that are not gradient buffers (SP gather, ZeRO-3 gather, DDP bucket).
   Bytes other = ke.trans_bwd - std::min(ke.trans_bwd, s_.workspace + ke.costs.grad_peak);
   other -= std::min(other, s_.fsdp_root_held);  // verl's FSDP root unit: its own block
-  // verl's FSDP2: the root's gradients are held as their own block (root_grads_).
-  if (verl2_) other -= std::min(other, s_.fsdp_root_grads);
+  // FSDP2 per parameter: the root's gradients are held as their own block (root_grads_, from the
+  // head's backward), not taken again in each layer's (2026-12-04: they were, which no measured
+  // peak showed: each run's peak is its loss's).
+  if (fsdp2_params_) other -= std::min(other, s_.fsdp_root_grads);
   if (fsdp2_) {
     // FSDP2's pre-backward: the layer's own all-gather output goes after its copy-out, then the
     // previous layer's is prefetched (_backward_prefetch) on the copy-in stream; none before the
