@@ -181,6 +181,8 @@ std::string render_estimate(const json& r) {
     o << "loss " << text(c["loss"]) << "   shard group " << text(c["shard_group"])
       << "   reshard after forward " << (c["reshard_after_forward"].get<bool>() ? "yes" : "no")
       << "   accumulate unsharded " << (c["accumulate_unsharded"].get<bool>() ? "yes" : "no")
+      << (c.contains("fsdp_version") && c["zero"] == 3 ? "   FSDP" + c["fsdp_version"].dump()
+                                                       : std::string())
       << "\n";
   o << "\n";
   auto tensors = [&](const json& list) {

@@ -79,14 +79,17 @@ TEST_CASE(
   // more.
   const json tl1 = verl("timeline", "qwen2.5-7b", 1, 4, 4096);
   CHECK(event(tl, "loss bwd mb0") == event(tl1, "loss bwd mb0") + 2 * root - 2 * (2 * vh + 3'584));
-  // Layer 0's backward and recompute prefetch the embedding's group, not a layer.
-  CHECK(event(tl, "R mb0 c0 L0") == event(tl, "R mb0 c0 L1") + emb - p);
-  CHECK(event(tl, "B mb0 c0 L0") == event(tl, "B mb0 c0 L1") + emb - p);
-  // The end of backward: the embedding's gradient and its fp32 reduce-scatter input (4vh)
-  // beside the root's copies and gradients is the largest moment (its copies with the gradient
-  // and layer 0's input 4p/2: 2 x 1.09e9 + 0.93e9 less; the root's post-backward 4R + its
-  // gradients less).
-  CHECK(event(tl, "B mb0 c0 root") == kWs + root + root + emb + 4 * vh);
+  // Layer 0's backward and recompute prefetch the embedding's group, not a layer; and one
+  // micro-batch makes the gradients in backward: layer 0's events hold layer 1's fp32 shard
+  // (4p/2 / 8) more than layer 1's.
+  const std::uint64_t shard = 4 * (p / 2) / 8;
+  CHECK(event(tl, "R mb0 c0 L0") == event(tl, "R mb0 c0 L1") + emb - p + shard);
+  CHECK(event(tl, "B mb0 c0 L0") == event(tl, "B mb0 c0 L1") + emb - p + shard);
+  // The end of backward: the embedding's gradient and its fp32 reduce-scatter input (4vh) with
+  // the shard it makes (4vh / 8) beside the root's copies and gradients is the largest moment
+  // (its copies with the gradient and layer 0's input: 2 x 1.09e9 + 0.93e9 less; the root's
+  // post-backward 4R + its gradients less), with the 28 layers' shards.
+  CHECK(event(tl, "B mb0 c0 root") == kWs + root + root + emb + 4 * vh + 4 * vh / 8 + 28 * shard);
   // One micro-batch: the device replay's largest request is the loss's, as the walk's loss.
   CHECK(u(est["device"]["stages"][0]["requested_peak_bytes"]) == phase(est, "loss"));
   CHECK(est["config"]["fsdp_version"] == 2);
@@ -107,9 +110,11 @@ TEST_CASE(
   // side and layer 0's all-gather output before the root's is freed.
   const std::uint64_t out = 2ull * 1024 * 1152 * 2;
   CHECK(event(tl, "F mb0 c0 groups") == kWs + 2 * root + input_side(est) + out + p);
-  CHECK(event(tl, "R mb0 c0 L0") == event(tl, "R mb0 c0 L1") - p);
-  // The root's post-backward: its fp32 reduce-scatter input beside its unsharded gradients.
-  CHECK(event(tl, "B mb0 c0 root") == kWs + root + 4 * r);
+  const std::uint64_t shard = 4 * (p / 2) / 8;  // a layer's fp32 gradient shard
+  CHECK(event(tl, "R mb0 c0 L0") == event(tl, "R mb0 c0 L1") - p + shard);
+  // The root's post-backward: its fp32 reduce-scatter input beside its unsharded gradients and
+  // the shard it makes, with the 26 layers' shards.
+  CHECK(event(tl, "B mb0 c0 root") == kWs + root + 4 * r + 4 * r / 8 + 26 * shard);
   CHECK(u(est["device"]["stages"][0]["requested_peak_bytes"]) == phase(est, "loss"));
 }
 

@@ -56,8 +56,8 @@ std::vector<Stage::Contributor> top_lines(const Stage& st) {
 
 // One stage of the per-stage view: the setup's layers, the policy's choices, the evaluation's
 // numbers.
-void set_stage(const RankSetup& rk, const StageEval& ev, const Evaluation::PhasePeaks& phases,
-               const TrainConfig& c, Stage& st) {
+void set_stage(const Setup& s, const RankSetup& rk, const StageEval& ev,
+               const Evaluation::PhasePeaks& phases, const TrainConfig& c, Stage& st) {
   st.index = rk.index;
   st.layers = rk.layers;
   st.chunk_sizes = rk.chunk_sizes;
@@ -71,12 +71,16 @@ void set_stage(const RankSetup& rk, const StageEval& ev, const Evaluation::Phase
   st.act = ev.act;
   st.stat = rk.stat;
   st.peak_stat = static_at(c, rk.stat, ev.peak_at.kind);
+  // Gradients made in backward are the walk's transient there, the peak's gradients line here.
+  const Bytes made = grads_made_at(s, ev.peak_at);
   st.total_bytes = ev.total_bytes;
   st.peak_bytes = ev.peak_bytes;
   st.peak_at = event_label(ev.peak_at);
   st.peak_activations = ev.at_peak.activations;
   st.peak_recompute = ev.at_peak.recompute;
-  st.peak_transients = ev.at_peak.transients;
+  st.peak_transients = ev.at_peak.transients - made;
+  st.peak_stat.grads_bytes += made;
+  st.peak_stat.total_bytes += made;
   st.peak_fragmentation = ev.fragmentation_bytes;
   st.phases = phase_figures(phases);
   st.peak_phase = phase_of(ev.peak_at.kind);
@@ -91,7 +95,7 @@ std::optional<Error> apply_recompute(Estimate& e) {
   if (auto err = evaluate(e, c.recompute, &e.eval)) return *err;
   e.stages.resize(e.ranks.size());
   for (std::size_t i = 0; i < e.ranks.size(); ++i)
-    set_stage(e.ranks[i], e.eval.stages[i], e.eval.phase_peaks[i], c, e.stages[i]);
+    set_stage(e, e.ranks[i], e.eval.stages[i], e.eval.phase_peaks[i], c, e.stages[i]);
   e.worst_stage = e.eval.worst;
   e.recompute_overhead_pct = e.eval.recompute_overhead_pct;
   if (e.has_gpu) {

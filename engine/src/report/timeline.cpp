@@ -92,6 +92,14 @@ std::vector<Transient> named_transients(const Setup& s) {
       {"optimizer.step_temp", s.opt_temp, "optimizer step",
        detail::optimizer_step_source(c) + " (docs/formulas.md, The optimizer step)"},
   };
+  if (!s.grads_made_before.empty())
+    v.push_back({"grads.made_in_backward", s.grads_made_root,
+                 "backward, one micro-batch per step: the layers done's gradient shards, this "
+                 "much at the root's post-backward",
+                 "zero_grad at the step's start; each group's post-backward makes its rank's "
+                 "shard (torch 2.6 _fsdp_collectives.py foreach_reduce, fsdp/_runtime_utils.py "
+                 "_reduce_grad): the static gradients line leaves them out until the optimizer "
+                 "step (step/static_at.cpp)"});
   if (s.fsdp_root_resharded) {
     // verl's FSDP2 (setup.cpp set_verl_fsdp2), listed where it applies.
     v.insert(v.end(),

@@ -613,7 +613,30 @@ void set_fsdp1_root(Setup& e, const OuterParams& outer, Checked& ck) {
   // the static gradients line already counts.
   e.fsdp_root_reduce = ck.mul(r, 4, f);
   if (padded != r) e.fsdp_root_reduce = ck.add(e.fsdp_root_reduce, ck.mul(padded, 4, f), f);
-  ck.add(ck.add(e.fsdp_root_held, ck.mul(e.fsdp_root_grad, 2, f), f), e.fsdp_root_reduce, f);
+  // Made in backward (grads_in_backward): the rank's shard beside the cast gradient it is
+  // reduced from.
+  if (grads_in_backward(c))
+    e.fsdp_root_shard = ck.mul(padded / ranks, dtype_bytes(c.grad_dtype), f);
+  ck.add(ck.add(e.fsdp_root_held, ck.mul(e.fsdp_root_grad, 2, f), f),
+         ck.add(e.fsdp_root_reduce, e.fsdp_root_shard, f), f);
+}
+
+// The gradient shards each layer's post-backward makes (grads_in_backward): one stage holds every
+// layer (pp 1), each layer's shard its elements in the gradients' dtype over the shard group, as
+// the static line divides them (params.cpp static_memory).
+void set_grads_made(Setup& e, Checked& ck) {
+  const TrainConfig& c = e.config;
+  if (!grads_in_backward(c)) return;
+  const char* f = "timeline";
+  const std::uint64_t ranks = shard_ranks(c.par), n = e.model.layers;
+  e.grads_made_before.assign(n, 0);
+  Bytes above = 0;
+  for (std::uint64_t g = n; g-- > 0;) {
+    e.grads_made_before[g] = above;
+    above = ck.add(
+        above, ceil_div(ck.mul(e.kind_at(g).param_elems, dtype_bytes(c.grad_dtype), f), ranks), f);
+  }
+  e.grads_made_root = above;
 }
 
 // The root group's gradients in the compute dtype, held from the head's backward until the
@@ -713,13 +736,19 @@ void set_verl_fsdp2(Setup& e, const OuterParams& outer, Checked& ck) {
   const Bytes rg = e.fsdp_root_grads;
   const std::vector<ParamRecord> rp = fsdp_root(true, true, outer, tied);
   const Bytes root_in = ck.mul(params_bytes(rp, 1, f, ck), gw, f);
-  Bytes pb = ck.add(rg, root_in, f);  // the root's post-backward
+  // Made in backward (grads_in_backward): each group's shard beside the input it is reduced
+  // from, kept (the embedding's before the root's).
+  const bool made = grads_in_backward(c);
+  const std::uint64_t ranks = shard_ranks(c.par);
+  const Bytes root_shard = made ? ceil_div(root_in, ranks) : 0;
+  const Bytes emb_in = tied ? 0 : ck.mul(params_bytes(outer.embed, 1, f, ck), gw, f);
+  const Bytes emb_shard = made ? ceil_div(emb_in, ranks) : 0;
+  Bytes pb = ck.add(ck.add(rg, root_in, f), ck.add(emb_shard, root_shard, f), f);
   if (!tied) {
     const Bytes rs0 = ck.mul(e.kind_at(0).param_elems, gw, f);
-    const Bytes emb_in = ck.mul(params_bytes(outer.embed, 1, f, ck), gw, f);
     const Bytes held = ck.add(root, rg, f);
     pb = std::max({pb, ck.add(ck.add(held, ck.mul(emb, 2, f), f), rs0, f),
-                   ck.add(ck.add(held, emb, f), emb_in, f)});
+                   ck.add(ck.add(ck.add(held, emb, f), emb_in, f), emb_shard, f)});
   }
   e.fsdp2_post_backward = pb;
 }
@@ -877,6 +906,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   detail::set_optimizer_step(e, outer.embed, outer.head, ck);
   set_fsdp1_root(e, outer, ck);
   set_layer_transients(e, outer, ck);
+  set_grads_made(e, ck);
   set_verl_fsdp2(e, outer, ck);
   set_kv_cache_total(e, ck);
   set_kv_cache_per_gpu(e, ck);

@@ -322,7 +322,8 @@ void RankWalk::input_side_done(const PipeOp& op, bool input_part) {
   if (s_.fsdp_root_held == 0 || input_part) return;
   st_.event(StepEvent{StepEvent::kBwd, op.micro_batch, op.chunk, rk_.chunk_first[op.chunk],
                       kRootPostBackward},
-            st_.act, st_.rec_bytes, add(ws_, s_.fsdp_root_post_backward()));
+            st_.act, st_.rec_bytes,
+            add(ws_, add(s_.fsdp_root_post_backward(), s_.grads_made_root)));
 }
 
 // One op from its chunk's summary (the peak path, and the per-op recorded path). A backward with
@@ -617,7 +618,7 @@ void RankWalk::finish(StageEval* out) {
 // through the pointers. `compact` (one-kind stacks only) keeps one chunk's worth of layers, which
 // serves every chunk; a walk that records layer events needs every global layer (false).
 static void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch& sc,
-                        double* layers_fwd, double* extra, bool compact) {
+                        double* layers_fwd, double* extra, bool compact, Checked& ck) {
   // A one-kind stack's layer j of any chunk is the same layer: compact arrays hold j = 0..n-1 of
   // the longest chunk; otherwise they hold every global layer.
   sc.compact = compact && s.kinds.size() == 1;
@@ -646,6 +647,12 @@ static void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch&
     if (j == 0 && s.fsdp_root_resharded) {
       sc.trans_b[at] = s.fsdp2_first_bwd;
       sc.trans_r[at] = s.fsdp2_first_rec;
+    }
+    // FSDP making its gradients in backward (one stage, so `at` is the global layer): those of
+    // the layers above, done before this one's recompute and backward (static_at.cpp).
+    if (!s.grads_made_before.empty()) {
+      sc.trans_b[at] = ck.add(sc.trans_b[at], s.grads_made_before[at], kPeakField);
+      sc.trans_r[at] = ck.add(sc.trans_r[at], s.grads_made_before[at], kPeakField);
     }
     sc.rs_in[at] = k.fsdp2_rs_input;
     sc.extra[at] = regen_flops(c, k.costs);
@@ -701,7 +708,7 @@ std::optional<Error> walk_step(const Setup& s, const Recompute& r, Recorder* con
   Evaluation::Scratch& sc = e.scratch;
   double layers_fwd = 0, extra = 0;
   // Recorded layer events need every global layer in the arrays; the peak walk one chunk's worth.
-  fill_layers(s, r, sc, &layers_fwd, &extra, recorders == nullptr);
+  fill_layers(s, r, sc, &layers_fwd, &extra, recorders == nullptr, ck);
   e.stages.resize(s.ranks.size());
   e.worst = 0;
   // Worst stage only: under GPipe, 1F1B and interleaved 1F1B, an interior rank (neither embedding

@@ -110,6 +110,12 @@ inline bool fsdp1_grads_in_backward(const TrainConfig& c) {
   return fsdp1_root_held(c) && !c.lora.on();
 }
 
+// Either, at one micro-batch per step: no gradient exists before backward, and in backward those
+// of the groups whose post-backward has run (Setup::grads_made_before; step/static_at.cpp).
+inline bool grads_in_backward(const TrainConfig& c) {
+  return (fsdp2_per_parameter(c) || fsdp1_grads_in_backward(c)) && default_micro_batches(c) == 1;
+}
+
 // Routed experts are split by EP inside the data-parallel group, so their ZeRO group is the
 // expert-data-parallel group of dp/ep ranks.
 constexpr std::uint64_t expert_dp(std::uint64_t dp, std::uint64_t ep) {

@@ -114,7 +114,8 @@ struct Setup {
   Bytes fsdp_root_held = 0, fsdp_root_grad = 0, fsdp_root_reduce = 0;
   Bytes fsdp_root_post_backward() const {
     if (fsdp_root_resharded) return fsdp2_post_backward;
-    return std::max(fsdp_root_held + 2 * fsdp_root_grad, fsdp_root_grad + fsdp_root_reduce);
+    return std::max(fsdp_root_held + 2 * fsdp_root_grad,
+                    fsdp_root_grad + fsdp_root_reduce + fsdp_root_shard);
   }
   // verl's FSDP2 (sharding.hpp verl_fsdp2; setup.cpp set_verl_fsdp2): fsdp_root_held is its root
   // group's copies, gathered in every forward and backward event and in the loss only for the
@@ -125,6 +126,12 @@ struct Setup {
   // not a layer), and the
   // end of backward (the embedding's backward and the root's post-backward, the root event).
   bool fsdp_root_resharded = false;
+  // FSDP that makes its gradients in backward, one micro-batch a step (sharding.hpp
+  // grads_in_backward; setup.cpp set_grads_made): per global layer, the gradient shards made
+  // before its backward (the layers above's), and before the root event (every layer's); the
+  // root event's own shards (the embedding's, the root's) are in fsdp_root_post_backward().
+  std::vector<Bytes> grads_made_before;
+  Bytes grads_made_root = 0, fsdp_root_shard = 0;
   Bytes fsdp2_embed = 0, fsdp2_forward_start = 0, fsdp2_loss_bwd = 0;
   Bytes fsdp2_first_bwd = 0, fsdp2_first_rec = 0;  // layer 0's backward and recompute transients
   Bytes fsdp2_post_backward = 0;

@@ -7,10 +7,16 @@
 
 #include "actmem/config/config.hpp"
 #include "actmem/inventory/params.hpp"
+#include "actmem/setup/setup.hpp"
 #include "actmem/step/evaluation.hpp"
 
 namespace actmem {
 
 StaticMemory static_at(const TrainConfig& c, const StaticMemory& stat, StepEvent::Kind kind);
+
+// The gradients made by the event, where static_at leaves them out of backward
+// (grads_in_backward): the walk counts them in the event's transient, the report as the
+// gradients line of the peak.
+Bytes grads_made_at(const Setup& s, const StepEvent& at);
 
 }  // namespace actmem
