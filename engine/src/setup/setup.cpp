@@ -712,6 +712,9 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
 //   input, then its own input (layer 0's freed), then the root's post-backward in the final
 //   callback: the root resharded, its input beside its unsharded gradients.
 void set_verl_fsdp2(Setup& e, const OuterParams& outer, Checked& ck) {
+  // torchtitan's last block (one stage): kept gathered to its post-backward, a static line.
+  if (fsdp2_buffers(e.config) && !e.fsdp_root_resharded && e.config.par.pp == 1)
+    e.fsdp2_last_kept = e.kind_at(e.model.layers - 1).param_bytes;
   if (!e.fsdp_root_resharded) return;
   const TrainConfig& c = e.config;
   const char* f = "timeline";
@@ -729,10 +732,8 @@ void set_verl_fsdp2(Setup& e, const OuterParams& outer, Checked& ck) {
     e.fsdp2_forward_start =
         ck.add(ck.add(emb, in, f), std::max(root, ck.add(out, std::max(emb, p0), f)), f);
   e.fsdp2_loss_bwd = std::max(root, last);
-  // Layer 0 prefetches the embedding's group in place of a layer (setup transients count one).
-  const KindEstimate& k0 = e.kind_at(0);
-  e.fsdp2_first_bwd = ck.add(k0.trans_bwd - p0, emb, f);
-  e.fsdp2_first_rec = ck.add(k0.trans_rec - p0, emb, f);
+  // Layer 0 prefetches the embedding's group in place of a layer (the walk's fill_layers).
+  e.fsdp2_first_prefetch = emb;
   const Bytes rg = e.fsdp_root_grads;
   const std::vector<ParamRecord> rp = fsdp_root(true, true, outer, tied);
   const Bytes root_in = ck.mul(params_bytes(rp, 1, f, ck), gw, f);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 
+#include "actmem/config/sharding.hpp"
 #include "actmem/step/static_at.hpp"
 #include "setup/overflow.hpp"
 
@@ -613,6 +614,26 @@ void RankWalk::finish(StageEval* out) {
 
 }  // namespace
 
+// FSDP2's layer buffers (setup.cpp set_layer_transients) count a prefetched layer in each
+// backward and recompute, and a layer's own copies in its forward and backward: a chunk's first
+// layer prefetches no layer (nothing, or verl's untied embedding group:
+// Setup::fsdp2_first_prefetch); torchtitan's last block (one stage, Setup::fsdp2_last_kept) is a
+// static gathered line, gathered in its forward and freed at its post-backward, so every layer
+// event holds it beside the rest only as the last block's own copies: the line is counted once
+// (the loss's events hold it as is). Each buffer term is at least the bytes taken away (3P, 2P,
+// 2P) in a stack of one kind.
+static void fsdp2_layer_ends(const Setup& s, std::uint64_t at, std::uint64_t j,
+                             const KindEstimate& k, Evaluation::Scratch& sc, Checked& ck) {
+  if (!fsdp2_buffers(s.config)) return;
+  if (j == 0) {
+    sc.trans_b[at] = ck.add(sc.trans_b[at] - k.param_bytes, s.fsdp2_first_prefetch, kPeakField);
+    sc.trans_r[at] = ck.add(sc.trans_r[at] - k.param_bytes, s.fsdp2_first_prefetch, kPeakField);
+  }
+  const Bytes last = s.fsdp2_last_kept;
+  for (Bytes* t : {&sc.trans_f[at], &sc.trans_b[at], &sc.trans_r[at]})
+    if (*t >= last) *t -= last;
+}
+
 // Fills the scratch's per-layer arrays for policy `r` (choices, kept, regenerated, full bytes,
 // transients, recompute FLOPs); returns the recompute FLOPs (extra) and all layers' forward FLOPs
 // through the pointers. `compact` (one-kind stacks only) keeps one chunk's worth of layers, which
@@ -642,12 +663,7 @@ static void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch&
     sc.trans_f[at] = k.trans_fwd;
     sc.trans_b[at] = k.trans_bwd;
     sc.trans_r[at] = k.trans_rec;
-    // verl's FSDP2 (one stage): layer 0's backward and recompute prefetch the embedding's group
-    // (tied: nothing), not a layer like the others' (setup.cpp set_verl_fsdp2).
-    if (j == 0 && s.fsdp_root_resharded) {
-      sc.trans_b[at] = s.fsdp2_first_bwd;
-      sc.trans_r[at] = s.fsdp2_first_rec;
-    }
+    fsdp2_layer_ends(s, at, j, k, sc, ck);
     // FSDP making its gradients in backward (one stage, so `at` is the global layer): those of
     // the layers above, done before this one's recompute and backward (static_at.cpp).
     if (!s.grads_made_before.empty()) {

@@ -122,8 +122,7 @@ struct Setup {
   // head (resharded after forward); an untied embedding's group (fsdp2_embed, gathered at
   // forward's start and for the end of backward); what forward's start adds beside the root
   // (an event of its own), what the head's backward adds beside the root and the loss's
-  // buffers, layer 0's backward and recompute transients (it prefetches the embedding's group,
-  // not a layer), and the
+  // buffers, what layer 0's backward prefetches (the embedding's group, not a layer), and the
   // end of backward (the embedding's backward and the root's post-backward, the root event).
   bool fsdp_root_resharded = false;
   // FSDP that makes its gradients in backward, one micro-batch a step (sharding.hpp
@@ -133,7 +132,11 @@ struct Setup {
   std::vector<Bytes> grads_made_before;
   Bytes grads_made_root = 0, fsdp_root_shard = 0;
   Bytes fsdp2_embed = 0, fsdp2_forward_start = 0, fsdp2_loss_bwd = 0;
-  Bytes fsdp2_first_bwd = 0, fsdp2_first_rec = 0;  // layer 0's backward and recompute transients
+  Bytes fsdp2_first_prefetch = 0;  // what layer 0's backward prefetches (verl: the embedding)
+  // torchtitan's FSDP2 at one stage: its last block, kept gathered from its forward to its
+  // post-backward as a static line (gathered_params_bytes), which the layer transients must not
+  // count again, and which is freed for the layers below (the walk's fill_layers).
+  Bytes fsdp2_last_kept = 0;
   Bytes fsdp2_post_backward = 0;
   Bytes loss_bwd_bufs[3] = {0, 0, 0};  // loss parallel's backward holds three
   Bytes opt_temp = 0;                  // the optimizer step's transient, the largest rank's
