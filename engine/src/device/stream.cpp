@@ -724,6 +724,7 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
         }
         drop(copy);
         drop(logits);
+        if (verl2_) drop_all(root_copies_);  // (below)
         break;
       }
       for (Bytes b : out_records_) h.push_back(take(b));

@@ -698,6 +698,13 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
   }
 }
 
+// torchtitan's last block at one stage: gathered in its forward and kept to its post-backward as
+// a static line (fsdp2_gathered), which the walk's layer events count once (fill_layers).
+void set_titan_last_block(Setup& e) {
+  if (fsdp2_buffers(e.config) && !e.fsdp_root_resharded && e.config.par.pp == 1)
+    e.fsdp2_last_kept = e.kind_at(e.model.layers - 1).param_bytes;
+}
+
 // verl's FSDP2 (sharding.hpp verl_fsdp2; docs/frameworks.md, "verl's FSDP2"), moment by moment as
 // torch 2.9's fully_shard runs each group (unshard() allocates a group's all-gather output before
 // wait_for_unshard() frees the one held; the copy-out makes the per-parameter copies):
@@ -712,9 +719,6 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
 //   input, then its own input (layer 0's freed), then the root's post-backward in the final
 //   callback: the root resharded, its input beside its unsharded gradients.
 void set_verl_fsdp2(Setup& e, const OuterParams& outer, Checked& ck) {
-  // torchtitan's last block (one stage): kept gathered to its post-backward, a static line.
-  if (fsdp2_buffers(e.config) && !e.fsdp_root_resharded && e.config.par.pp == 1)
-    e.fsdp2_last_kept = e.kind_at(e.model.layers - 1).param_bytes;
   if (!e.fsdp_root_resharded) return;
   const TrainConfig& c = e.config;
   const char* f = "timeline";
@@ -908,6 +912,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   set_fsdp1_root(e, outer, ck);
   set_layer_transients(e, outer, ck);
   set_grads_made(e, ck);
+  set_titan_last_block(e);
   set_verl_fsdp2(e, outer, ck);
   set_kv_cache_total(e, ck);
   set_kv_cache_per_gpu(e, ck);
