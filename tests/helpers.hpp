@@ -59,6 +59,14 @@ inline std::uint64_t u(const json& j) {
   return j.get<std::uint64_t>();
 }
 
+// A timeline answer's named transient (stage 0), by name.
+inline std::uint64_t named_transient(const json& timeline, const std::string& name) {
+  for (const auto& t : timeline["stages"][0]["transients"])
+    if (t["name"] == name) return u(t["bytes"]);
+  FAIL("no transient " << name);
+  return 0;
+}
+
 constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 
 // Sum of a record list's bytes (to assert totals equal their named parts).

@@ -382,13 +382,6 @@ std::uint64_t record(const json& r, const std::string& name) {
   return 0;
 }
 
-std::uint64_t named_transient(const json& timeline, const std::string& name) {
-  for (const auto& t : timeline["stages"][0]["transients"])
-    if (t["name"] == name) return u(t["bytes"]);
-  FAIL("no transient " << name);
-  return 0;
-}
-
 // The loss's records (ids loss.*, and hf's held logits) of one answer.
 std::uint64_t loss_records(const json& r) {
   std::uint64_t s = 0;

@@ -19,13 +19,6 @@ json verl(const char* command, const char* preset, std::uint64_t version, std::u
                     {"seq", seq}}}});
 }
 
-std::uint64_t transient(const json& tl, const std::string& name) {
-  for (const json& t : tl["stages"][0]["transients"])
-    if (t["name"] == name) return u(t["bytes"]);
-  FAIL("no transient " << name);
-  return 0;
-}
-
 std::uint64_t event(const json& tl, const std::string& label) {
   for (const json& e : tl["stages"][0]["events"])
     if (e["label"] == label) return u(e["transients"]);
@@ -60,9 +53,9 @@ TEST_CASE(
   // in bf16; the embedding alike, apart; a decoder layer 233,057,792 parameters.
   const std::uint64_t vh = 152'064ull * 3'584, root = 2 * (vh + 3'584), emb = 2 * vh;
   const std::uint64_t p = 2 * 233'057'792ull;
-  CHECK(transient(tl, "fsdp2.root_group") == root);
-  CHECK(transient(tl, "fsdp2.embedding_group") == emb);
-  CHECK(transient(tl, "fsdp2.root_grads") == root);
+  CHECK(named_transient(tl, "fsdp2.root_group") == root);
+  CHECK(named_transient(tl, "fsdp2.embedding_group") == emb);
+  CHECK(named_transient(tl, "fsdp2.root_grads") == root);
   CHECK(u(est["static"]["gathered_params_bytes"]) == 0);  // nothing stays gathered
   // Forward's start: the root's copies; the embedding's all-gather output beside the root's,
   // or with its copies, the embedding's output (4 x 4,096 x 3,584 bf16) and the input side
@@ -103,9 +96,9 @@ TEST_CASE(
   // The root: the embedding 262,144 x 1,152 and the final norm; its gradients the same (the
   // head's use waits for the embedding's); a layer 26,842,112 parameters.
   const std::uint64_t r = 262'144ull * 1'152 + 1'152, root = 2 * r, p = 2 * 26'842'112ull;
-  CHECK(transient(tl, "fsdp2.root_group") == root);
-  CHECK(transient(tl, "fsdp2.embedding_group") == 0);
-  CHECK(transient(tl, "fsdp2.root_grads") == root);
+  CHECK(named_transient(tl, "fsdp2.root_group") == root);
+  CHECK(named_transient(tl, "fsdp2.embedding_group") == 0);
+  CHECK(named_transient(tl, "fsdp2.root_grads") == root);
   // Forward's start: the root's all-gather output and copies, the embedding's output, the input
   // side and layer 0's all-gather output before the root's is freed.
   const std::uint64_t out = 2ull * 1024 * 1152 * 2;
