@@ -518,6 +518,19 @@ TEST_CASE(
   // one micro-batch the second moment also makes the rank's fp32 shard, 4R / 8 (dp_actor.py
   // l.560's zero_grad: below).
   CHECK(named_transient(tl, "fsdp.root_post_backward") == 6 * r + 4 * r / 8);
+  // A layer's recompute and backward hold its unit and the previous one, which FSDP's default
+  // BACKWARD_PRE prefetches (233,057,792 parameters a layer, bf16), beside the root unit and
+  // its gradients; layer 0 prefetches nothing (the root unit is held) and holds layer 1's fp32
+  // gradient shard, made at its post-backward (one micro-batch: below).
+  auto event = [&](const std::string& label) {
+    for (const json& e : tl["stages"][0]["events"])
+      if (e["label"] == label) return u(e["transients"]);
+    FAIL("no event " << label);
+    return std::uint64_t{0};
+  };
+  const std::uint64_t unit = 2 * 233'057'792ull, ws = 32ull << 20;
+  CHECK(event("R mb0 c0 L27") == ws + 2 * unit + 2 * r + 2 * (vh + 3'584));
+  CHECK(event("B mb0 c0 L0") == event("B mb0 c0 L1") - unit + 4 * (unit / 2) / 8);
   // Not a static line: the loss's backward holds the root beside what the same settings hold
   // without it (its gradients come later, at the head's backward: measured under FSDP2 on an
   // H200, docs/validation.md 4.6), and the optimizer step neither. verl's zero_grad at the

@@ -539,6 +539,8 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   // head's backward), not taken again in each layer's (2026-12-04: they were, which no measured
   // peak showed: each run's peak is its loss's).
   if (fsdp2_params_) other -= std::min(other, s_.fsdp_root_grads);
+  // verl's FSDP1: the chunk's first unit prefetches nothing (the root unit is held).
+  if (j == 0) other -= std::min(other, ke.fsdp1_prefetch);
   if (fsdp2_) {
     // FSDP2's pre-backward: the layer's own all-gather output goes after its copy-out, then the
     // previous layer's is prefetched (_backward_prefetch) on the copy-in stream; none before the

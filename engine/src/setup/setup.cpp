@@ -678,6 +678,18 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
     // stage gathered (a static line then: params.cpp gathered_params_bytes).
     Bytes gather_fwd = p.zero >= 3 && !gathers_resident(c) ? ke.param_bytes : 0;
     Bytes gather_bwd = gather_fwd;
+    if (fsdp1_root_held(c)) {
+      // verl's FSDP1: a unit is one FlatParameter, gathered padded to the shard group (torch 2.6
+      // _flat_param.py _get_shard); FSDP's default backward_prefetch BACKWARD_PRE (verl sets
+      // none: fsdp_workers.py l.527-539) gathers the previous unit at each unit's pre-backward
+      // (_runtime_utils.py _pre_backward_hook, _prefetch_handle), so a layer's backward and its
+      // recompute (checkpointing runs inside the unit's backward) hold two.
+      const std::uint64_t ranks = shard_ranks(p);
+      gather_fwd = ck.mul(ck.mul(ceil_div(ke.param_elems, ranks), ranks, f),
+                          dtype_bytes(gather_dtype(c)), f);
+      ke.fsdp1_prefetch = gather_fwd;
+      gather_bwd = ck.mul(gather_fwd, 2, f);
+    }
     if (fsdp2) {
       const Bytes elems = ke.param_elems;
       gather_fwd = ck.mul(2, ke.param_bytes, f);
@@ -692,7 +704,8 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
     // A recompute runs inside backward, after the head's: the root's gradients are held, and
     // under FSDP2 the layer above's reduce-scatter input until this layer's post-backward.
     ke.fsdp2_rs_input = fsdp2 ? ck.mul(ke.param_elems, dtype_bytes(c.grad_dtype), f) : 0;
-    ke.trans_rec = ck.add(ck.add(ke.trans_fwd, e.fsdp_root_grads, f), ke.fsdp2_rs_input, f);
+    ke.trans_rec = ck.add(ck.add(ck.add(ke.trans_fwd, e.fsdp_root_grads, f), ke.fsdp2_rs_input, f),
+                          ke.fsdp1_prefetch, f);
     ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
                           ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);
   }

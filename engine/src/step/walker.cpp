@@ -624,6 +624,11 @@ void RankWalk::finish(StageEval* out) {
 // 2P) in a stack of one kind.
 static void fsdp2_layer_ends(const Setup& s, std::uint64_t at, std::uint64_t j,
                              const KindEstimate& k, Evaluation::Scratch& sc, Checked& ck) {
+  // verl's FSDP1: the root unit, held already, is what a chunk's first layer would prefetch.
+  if (j == 0 && k.fsdp1_prefetch > 0) {
+    sc.trans_b[at] -= k.fsdp1_prefetch;
+    sc.trans_r[at] -= k.fsdp1_prefetch;
+  }
   if (!fsdp2_buffers(s.config)) return;
   if (j == 0) {
     sc.trans_b[at] = ck.add(sc.trans_b[at] - k.param_bytes, s.fsdp2_first_prefetch, kPeakField);

@@ -39,6 +39,9 @@ struct KindEstimate {
   // its post-backward frees: the walk leaves it out at the stage's top layer, with none above).
   Bytes trans_rec = 0;
   Bytes fsdp2_rs_input = 0;  // FSDP2: one layer's fp32 reduce-scatter input (in trans_rec)
+  // FSDP1 (verl): the unit BACKWARD_PRE prefetches in each layer's backward and recompute, the
+  // previous layer's, counted as one of this kind (none before a chunk's first layer).
+  Bytes fsdp1_prefetch = 0;
   // Split-backward schedules: what one layer keeps from its I to its W (the wgrad_input records
   // and the wgrad_dy output gradients); 0 for a kind the engine does not split.
   Bytes wgrad_keep = 0;
