@@ -88,7 +88,13 @@ void write_glossary(JsonWriter& w) {
   w.field("L", "layer index in the whole model");
   w.field("R", "recompute: backward regenerates dropped activations");
   w.field("c", "model chunk (virtual pipeline stage) on this GPU");
+  w.field("groups",
+          "verl's FSDP2: its root and embedding groups gathered as the forward starts (F ... "
+          "groups)");
   w.field("mb", "micro-batch index within the step");
+  w.field("root",
+          "verl's FSDP: the root's post-backward, after the chunk's last layer backward (B ... "
+          "root)");
   w.end_object();
   w.key("recompute_letters");
   w.begin_object();
