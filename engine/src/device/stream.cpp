@@ -28,7 +28,7 @@ AllocStream::AllocStream(const Setup& s, const Recompute& r, std::uint64_t rank,
   fsdp2_resident_ = fsdp2_gathers(c) && gathers_resident(c);
   fsdp2_params_ = fsdp2_per_parameter(c);
   fsdp1_grads_ = fsdp1_grads_in_backward(c);
-  verl2_ = s.fsdp_root_resharded;
+  verl2_ = verl_fsdp2(c);
   last_kept_ = fsdp2_ && !verl2_;
   chunk_gathered_.assign(s.ranks[rank].chunk_sizes.size(), false);
   // Per kind: each record's bytes, which records each choice keeps, the backward's gradient
@@ -539,8 +539,9 @@ void AllocStream::backward_layer(const StepEvent& at, bool input_part) {
   // head's backward), not taken again in each layer's (2026-12-04: they were, which no measured
   // peak showed: each run's peak is its loss's).
   if (fsdp2_params_) other -= std::min(other, s_.fsdp_root_grads);
-  // verl's FSDP1: the chunk's first unit prefetches nothing (the root unit is held).
-  if (j == 0) other -= std::min(other, ke.fsdp1_prefetch);
+  // FSDP1 (verl): the chunk's first unit prefetches nothing (the root unit is held); FSDP2's
+  // prefetch is its gather below.
+  if (j == 0 && !fsdp2_) other -= std::min(other, ke.prefetch);
   if (fsdp2_) {
     // FSDP2's pre-backward: the layer's own all-gather output goes after its copy-out, then the
     // previous layer's is prefetched (_backward_prefetch) on the copy-in stream; none before the

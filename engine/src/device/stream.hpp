@@ -195,7 +195,7 @@ class AllocStream final : public Recorder {
   bool fsdp2_params_ = false;
   // verl's FSDP1 (fsdp1_grads_in_backward): each unit's gradient shard made at its post-backward.
   bool fsdp1_grads_ = false;
-  // verl's FSDP2 (Setup::fsdp_root_resharded): its root resharded after forward, no last block
+  // verl's FSDP2 (sharding.hpp verl_fsdp2): its root resharded after forward, no last block
   // kept (last_kept_ is torchtitan's), an untied embedding's group of its own.
   bool verl2_ = false, last_kept_ = false;
   Bytes embed_rs_out_ = 0;

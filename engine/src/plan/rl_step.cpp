@@ -331,7 +331,7 @@ void RlBuilder::root_unit(RlPhase& p, const Setup& s) {
   if (s.fsdp_root_held == 0) return;
   // verl's FSDP2: the root group (final norm, head; the embedding when tied) gathered through
   // the forward, resharded after it (setup.cpp set_verl_fsdp2).
-  if (s.fsdp_root_resharded) {
+  if (verl_fsdp2(s.config)) {
     line(p, "trainer", "FSDP2 root group gathered (final norm, head)", s.fsdp_root_held, "code",
          "torch 2.9 fully_shard (the root resharded after forward); verl b178a3c fsdp_utils.py "
          "apply_fsdp2");

@@ -100,7 +100,7 @@ std::vector<Transient> named_transients(const Setup& s) {
                  "shard (torch 2.6 _fsdp_collectives.py foreach_reduce, fsdp/_runtime_utils.py "
                  "_reduce_grad): the static gradients line leaves them out until the optimizer "
                  "step (step/static_at.cpp)"});
-  if (s.fsdp_root_resharded) {
+  if (verl_fsdp2(c)) {
     // verl's FSDP2 (setup.cpp set_verl_fsdp2), listed where it applies.
     v.insert(v.end(),
              {

@@ -587,15 +587,6 @@ void set_layer_peaks(Setup& e) {
 // _catch_all_reshard at the end of backward, nothing reduced.
 void set_fsdp1_root(Setup& e, const OuterParams& outer, Checked& ck) {
   const TrainConfig& c = e.config;
-  if (verl_fsdp2(c) && !gathers_resident(c)) {
-    // verl's FSDP2: the root group's per-parameter copies, held in forward and backward
-    // (set_verl_fsdp2 says when); the untied embedding's group gathered apart.
-    const bool tied = embed_in_root(e.model, c);
-    e.fsdp_root_resharded = true;
-    e.fsdp_root_held = gathered_bytes(fsdp_root(true, true, outer, tied), c, "timeline", ck);
-    if (!tied) e.fsdp2_embed = gathered_bytes(outer.embed, c, "timeline", ck);
-    return;
-  }
   if (!fsdp1_root_held(c)) return;
   const char* f = "timeline.fsdp_root_unit";
   const std::vector<ParamRecord> root = fsdp_root(true, true, outer);
@@ -619,6 +610,18 @@ void set_fsdp1_root(Setup& e, const OuterParams& outer, Checked& ck) {
     e.fsdp_root_shard = ck.mul(padded / ranks, dtype_bytes(c.grad_dtype), f);
   ck.add(ck.add(e.fsdp_root_held, ck.mul(e.fsdp_root_grad, 2, f), f),
          ck.add(e.fsdp_root_reduce, e.fsdp_root_shard, f), f);
+}
+
+// verl's FSDP2 (validate.cpp: every layer resharded): the root group's per-parameter copies, held
+// in forward and backward (set_verl_fsdp2 says when), and the untied embedding's group apart;
+// before the layer transients, which hold the root.
+void set_verl_fsdp2_root(Setup& e, const OuterParams& outer, Checked& ck) {
+  const TrainConfig& c = e.config;
+  if (!verl_fsdp2(c)) return;
+  const bool tied = embed_in_root(e.model, c);
+  e.fsdp_root_held = gathered_bytes(fsdp_root(true, true, outer, tied), c, "timeline", ck);
+  if (!tied) e.fsdp2_embed = gathered_bytes(outer.embed, c, "timeline", ck);
+  e.first_prefetch = e.fsdp2_embed;
 }
 
 // The gradient shards each layer's post-backward makes (grads_in_backward): one stage holds every
@@ -687,11 +690,15 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
       const std::uint64_t ranks = shard_ranks(p);
       gather_fwd = ck.mul(ck.mul(ceil_div(ke.param_elems, ranks), ranks, f),
                           dtype_bytes(gather_dtype(c)), f);
-      ke.fsdp1_prefetch = gather_fwd;
+      ke.prefetch = gather_fwd;
       gather_bwd = ck.mul(gather_fwd, 2, f);
     }
     if (fsdp2) {
+      // Forward: the all-gather output and the copies; backward: the copies, the prefetched
+      // layer (the same bytes as the output, KindEstimate::prefetch), the unsharded gradients and
+      // the fp32 reduce-scatter input.
       const Bytes elems = ke.param_elems;
+      ke.prefetch = ke.param_bytes;
       gather_fwd = ck.mul(2, ke.param_bytes, f);
       gather_bwd =
           ck.add(ck.mul(3, ke.param_bytes, f), ck.mul(elems, dtype_bytes(c.grad_dtype), f), f);
@@ -704,8 +711,10 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
     // A recompute runs inside backward, after the head's: the root's gradients are held, and
     // under FSDP2 the layer above's reduce-scatter input until this layer's post-backward.
     ke.fsdp2_rs_input = fsdp2 ? ck.mul(ke.param_elems, dtype_bytes(c.grad_dtype), f) : 0;
+    // FSDP1's prefetched unit beside the forward's gathered one (FSDP2's forward buffers count
+    // the same two layers already).
     ke.trans_rec = ck.add(ck.add(ck.add(ke.trans_fwd, e.fsdp_root_grads, f), ke.fsdp2_rs_input, f),
-                          ke.fsdp1_prefetch, f);
+                          fsdp2 ? 0 : ke.prefetch, f);
     ke.trans_bwd = ck.add(ck.add(ck.add(e.workspace, e.sp_gather, f), gather_bwd, f),
                           ck.add(ke.costs.grad_peak, p.dp > 1 ? c.grad_bucket : 0, f), f);
   }
@@ -714,7 +723,7 @@ void set_layer_transients(Setup& e, const OuterParams& outer, Checked& ck) {
 // torchtitan's last block at one stage: gathered in its forward and kept to its post-backward as
 // a static line (fsdp2_gathered), which the walk's layer events count once (fill_layers).
 void set_titan_last_block(Setup& e) {
-  if (fsdp2_buffers(e.config) && !e.fsdp_root_resharded && e.config.par.pp == 1)
+  if (fsdp2_buffers(e.config) && !verl_fsdp2(e.config) && e.config.par.pp == 1)
     e.fsdp2_last_kept = e.kind_at(e.model.layers - 1).param_bytes;
 }
 
@@ -732,7 +741,7 @@ void set_titan_last_block(Setup& e) {
 //   input, then its own input (layer 0's freed), then the root's post-backward in the final
 //   callback: the root resharded, its input beside its unsharded gradients.
 void set_verl_fsdp2(Setup& e, const OuterParams& outer, Checked& ck) {
-  if (!e.fsdp_root_resharded) return;
+  if (!verl_fsdp2(e.config)) return;
   const TrainConfig& c = e.config;
   const char* f = "timeline";
   const Bytes root = e.fsdp_root_held, emb = e.fsdp2_embed, in = e.in_bytes;
@@ -749,8 +758,6 @@ void set_verl_fsdp2(Setup& e, const OuterParams& outer, Checked& ck) {
     e.fsdp2_forward_start =
         ck.add(ck.add(emb, in, f), std::max(root, ck.add(out, std::max(emb, p0), f)), f);
   e.fsdp2_loss_bwd = std::max(root, last);
-  // Layer 0 prefetches the embedding's group in place of a layer (the walk's fill_layers).
-  e.fsdp2_first_prefetch = emb;
   const Bytes rg = e.fsdp_root_grads;
   const std::vector<ParamRecord> rp = fsdp_root(true, true, outer, tied);
   const Bytes root_in = ck.mul(params_bytes(rp, 1, f, ck), gw, f);
@@ -923,6 +930,7 @@ Result<Setup> make_setup(const ModelSpec& m, const TrainConfig& c_in) {
   set_loss_buffers(e, ck);
   detail::set_optimizer_step(e, outer.embed, outer.head, ck);
   set_fsdp1_root(e, outer, ck);
+  set_verl_fsdp2_root(e, outer, ck);
   set_layer_transients(e, outer, ck);
   set_grads_made(e, ck);
   set_titan_last_block(e);

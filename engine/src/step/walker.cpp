@@ -291,8 +291,8 @@ void RankWalk::loss_forward(const PipeOp& op) {
   st_.act = add(st_.act, s_.out_bytes);
   const Bytes loss = add(s_.loss_fwd_ws, s_.loss_logits);
   st_.event(StepEvent{StepEvent::kLossFwd, op.micro_batch, op.chunk, 0, 0}, st_.act, st_.rec_bytes,
-            add(ws_, s_.fsdp_root_resharded ? std::max(loss, s_.fsdp_root_held)
-                                            : add(loss, s_.fsdp_root_held)));
+            add(ws_, verl_fsdp2(s_.config) ? std::max(loss, s_.fsdp_root_held)
+                                           : add(loss, s_.fsdp_root_held)));
 }
 
 // The FSDP root's gradients (Setup::fsdp_root_grads) are not in it: the head's weight gradient is
@@ -308,7 +308,7 @@ void RankWalk::loss_backward(const PipeOp& op) {
 // The embedding side's forward starts the chunk's: under verl's FSDP2 its groups are gathered
 // first (an event of its own, Setup::fsdp2_forward_start), then its output records exist.
 void RankWalk::input_side_start(const PipeOp& op) {
-  if (s_.fsdp_root_resharded)
+  if (verl_fsdp2(s_.config))
     st_.event(StepEvent{StepEvent::kFwd, op.micro_batch, op.chunk, rk_.chunk_first[op.chunk],
                         kForwardStart},
               st_.act, st_.rec_bytes, add(ws_, add(s_.fsdp_root_held, s_.fsdp2_forward_start)));
@@ -614,25 +614,19 @@ void RankWalk::finish(StageEval* out) {
 
 }  // namespace
 
-// FSDP2's layer buffers (setup.cpp set_layer_transients) count a prefetched layer in each
-// backward and recompute, and a layer's own copies in its forward and backward: a chunk's first
-// layer prefetches no layer (nothing, or verl's untied embedding group:
-// Setup::fsdp2_first_prefetch); torchtitan's last block (one stage, Setup::fsdp2_last_kept) is a
-// static gathered line, gathered in its forward and freed at its post-backward, so every layer
-// event holds it beside the rest only as the last block's own copies: the line is counted once
-// (the loss's events hold it as is). Each buffer term is at least the bytes taken away (3P, 2P,
-// 2P) in a stack of one kind.
-static void fsdp2_layer_ends(const Setup& s, std::uint64_t at, std::uint64_t j,
-                             const KindEstimate& k, Evaluation::Scratch& sc, Checked& ck) {
-  // verl's FSDP1: the root unit, held already, is what a chunk's first layer would prefetch.
-  if (j == 0 && k.fsdp1_prefetch > 0) {
-    sc.trans_b[at] -= k.fsdp1_prefetch;
-    sc.trans_r[at] -= k.fsdp1_prefetch;
-  }
-  if (!fsdp2_buffers(s.config)) return;
-  if (j == 0) {
-    sc.trans_b[at] = ck.add(sc.trans_b[at] - k.param_bytes, s.fsdp2_first_prefetch, kPeakField);
-    sc.trans_r[at] = ck.add(sc.trans_r[at] - k.param_bytes, s.fsdp2_first_prefetch, kPeakField);
+// FSDP's layer buffers (setup.cpp set_layer_transients) count a prefetched layer in each
+// backward and recompute (KindEstimate::prefetch) and, under FSDP2, a layer's own copies in its
+// forward and backward: a chunk's first layer prefetches Setup::first_prefetch instead (nothing:
+// the root is gathered already; or verl's FSDP2's untied embedding group); torchtitan's last
+// block (one stage, Setup::fsdp2_last_kept) is a static gathered line, gathered in its forward and
+// freed at its post-backward, so every layer event holds it beside the rest only as the last
+// block's own copies: the line is counted once (the loss's events hold it as is). Each buffer term
+// is at least the bytes taken away (2 prefetches, 3P, 2P) in a stack of one kind.
+static void fsdp_layer_ends(const Setup& s, std::uint64_t at, std::uint64_t j,
+                            const KindEstimate& k, Evaluation::Scratch& sc, Checked& ck) {
+  if (j == 0 && k.prefetch > 0) {
+    sc.trans_b[at] = ck.add(sc.trans_b[at] - k.prefetch, s.first_prefetch, kPeakField);
+    sc.trans_r[at] = ck.add(sc.trans_r[at] - k.prefetch, s.first_prefetch, kPeakField);
   }
   const Bytes last = s.fsdp2_last_kept;
   for (Bytes* t : {&sc.trans_f[at], &sc.trans_b[at], &sc.trans_r[at]})
@@ -668,7 +662,7 @@ static void fill_layers(const Setup& s, const Recompute& r, Evaluation::Scratch&
     sc.trans_f[at] = k.trans_fwd;
     sc.trans_b[at] = k.trans_bwd;
     sc.trans_r[at] = k.trans_rec;
-    fsdp2_layer_ends(s, at, j, k, sc, ck);
+    fsdp_layer_ends(s, at, j, k, sc, ck);
     // FSDP making its gradients in backward (one stage, so `at` is the global layer): those of
     // the layers above, done before this one's recompute and backward (static_at.cpp).
     if (!s.grads_made_before.empty()) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actmem/config/config.hpp"
+#include "actmem/config/sharding.hpp"
 #include "actmem/core/error.hpp"
 #include "actmem/inventory/flops.hpp"
 #include "actmem/inventory/inventory.hpp"
@@ -39,9 +40,10 @@ struct KindEstimate {
   // its post-backward frees: the walk leaves it out at the stage's top layer, with none above).
   Bytes trans_rec = 0;
   Bytes fsdp2_rs_input = 0;  // FSDP2: one layer's fp32 reduce-scatter input (in trans_rec)
-  // FSDP1 (verl): the unit BACKWARD_PRE prefetches in each layer's backward and recompute, the
-  // previous layer's, counted as one of this kind (none before a chunk's first layer).
-  Bytes fsdp1_prefetch = 0;
+  // FSDP: the layer each layer's backward and recompute prefetch, the previous one, counted as
+  // one of this kind (FSDP1's padded unit under BACKWARD_PRE, FSDP2's gathered layer); a chunk's
+  // first layer prefetches Setup::first_prefetch instead (the walk's fill_layers).
+  Bytes prefetch = 0;
   // Split-backward schedules: what one layer keeps from its I to its W (the wgrad_input records
   // and the wgrad_dy output gradients); 0 for a kind the engine does not split.
   Bytes wgrad_keep = 0;
@@ -116,7 +118,7 @@ struct Setup {
   // two moments: held + 2 x grad (the pieces and their join), grad + reduce (the root freed).
   Bytes fsdp_root_held = 0, fsdp_root_grad = 0, fsdp_root_reduce = 0;
   Bytes fsdp_root_post_backward() const {
-    if (fsdp_root_resharded) return fsdp2_post_backward;
+    if (verl_fsdp2(config)) return fsdp2_post_backward;
     return std::max(fsdp_root_held + 2 * fsdp_root_grad,
                     fsdp_root_grad + fsdp_root_reduce + fsdp_root_shard);
   }
@@ -125,9 +127,8 @@ struct Setup {
   // head (resharded after forward); an untied embedding's group (fsdp2_embed, gathered at
   // forward's start and for the end of backward); what forward's start adds beside the root
   // (an event of its own), what the head's backward adds beside the root and the loss's
-  // buffers, what layer 0's backward prefetches (the embedding's group, not a layer), and the
-  // end of backward (the embedding's backward and the root's post-backward, the root event).
-  bool fsdp_root_resharded = false;
+  // buffers, and the end of backward (the embedding's backward and the root's post-backward,
+  // the root event).
   // FSDP that makes its gradients in backward, one micro-batch a step (sharding.hpp
   // grads_in_backward; setup.cpp set_grads_made): per global layer, the gradient shards made
   // before its backward (the layers above's), and before the root event (every layer's); the
@@ -135,7 +136,9 @@ struct Setup {
   std::vector<Bytes> grads_made_before;
   Bytes grads_made_root = 0, fsdp_root_shard = 0;
   Bytes fsdp2_embed = 0, fsdp2_forward_start = 0, fsdp2_loss_bwd = 0;
-  Bytes fsdp2_first_prefetch = 0;  // what layer 0's backward prefetches (verl: the embedding)
+  // What a chunk's first layer prefetches in place of a layer (KindEstimate::prefetch): nothing,
+  // or verl's FSDP2's untied embedding group.
+  Bytes first_prefetch = 0;
   // torchtitan's FSDP2 at one stage: its last block, kept gathered from its forward to its
   // post-backward as a static line (gathered_params_bytes), which the layer transients must not
   // count again, and which is freed for the layers below (the walk's fill_layers).
