@@ -631,14 +631,7 @@ void AllocStream::embed_backward() {
   take_records(grads, pr.embed, dtype_bytes(gather_dtype(s_.config)));
   drop_all(copies);
   drop(rs_);
-  Bytes in = 0;
-  for (const ParamRecord& p : pr.embed)
-    in = ck_.add(
-        in,
-        ck_.mul(ck_.mul(ck_.mul(p.rows, p.cols, "device.tensor"), p.copies, "device.tensor"),
-                dtype_bytes(s_.config.grad_dtype), "device.tensor"),
-        "device.tensor");
-  rs_ = take(in);
+  rs_ = take(s_.fsdp2_embed_reduce);
   reduce_scatter_output(kEmbedGroup, embed_rs_out_);
   drop_all(grads);
 }

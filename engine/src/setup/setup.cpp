@@ -760,13 +760,14 @@ void set_verl_fsdp2(Setup& e, const OuterParams& outer, Checked& ck) {
   e.fsdp2_loss_bwd = std::max(root, last);
   const Bytes rg = e.fsdp_root_grads;
   const std::vector<ParamRecord> rp = fsdp_root(true, true, outer, tied);
-  const Bytes root_in = ck.mul(params_bytes(rp, 1, f, ck), gw, f);
+  const Bytes root_in = params_bytes(rp, gw, f, ck);
   // Made in backward (grads_in_backward): each group's shard beside the input it is reduced
   // from, kept (the embedding's before the root's).
   const bool made = grads_in_backward(c);
   const std::uint64_t ranks = shard_ranks(c.par);
   const Bytes root_shard = made ? ceil_div(root_in, ranks) : 0;
-  const Bytes emb_in = tied ? 0 : ck.mul(params_bytes(outer.embed, 1, f, ck), gw, f);
+  const Bytes emb_in = tied ? 0 : params_bytes(outer.embed, gw, f, ck);
+  e.fsdp2_embed_reduce = emb_in;
   const Bytes emb_shard = made ? ceil_div(emb_in, ranks) : 0;
   Bytes pb = ck.add(ck.add(rg, root_in, f), ck.add(emb_shard, root_shard, f), f);
   if (!tied) {

@@ -136,6 +136,7 @@ struct Setup {
   std::vector<Bytes> grads_made_before;
   Bytes grads_made_root = 0, fsdp_root_shard = 0;
   Bytes fsdp2_embed = 0, fsdp2_forward_start = 0, fsdp2_loss_bwd = 0;
+  Bytes fsdp2_embed_reduce = 0;  // its fp32 reduce-scatter input (the replay's embed_backward)
   // What a chunk's first layer prefetches in place of a layer (KindEstimate::prefetch): nothing,
   // or verl's FSDP2's untied embedding group.
   Bytes first_prefetch = 0;
