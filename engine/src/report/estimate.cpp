@@ -314,27 +314,27 @@ Explanation explain_params(const Estimate& e, const StaticMemory& sm) {
 Explanation explain_grads(const Estimate& e, const StaticMemory& sm) {
   const TrainConfig& c = e.config;
   // FSDP2 at one stage and verl's FSDP1 make them in backward (step/static_at.cpp): the title
-  // says when they live.
-  const char* zero = "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)";
-  if (fsdp2_per_parameter(c))
-    return static_line(
-        sm, c.par, zero_group(c.par), "static.grads_bytes",
+  // says when they live, the source what makes them.
+  const char* title = "Gradients";
+  const char* source = "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients)";
+  if (fsdp2_per_parameter(c)) {
+    title =
         "Gradients (FSDP2: each group's reduce-scatter output, made in its backward and freed by "
-        "zero_grad; none in the forward and loss of a one-micro-batch step)",
-        "bytes/grad", dtype_bytes(c.grad_dtype), 2, sm.grads_bytes,
+        "zero_grad; none in the forward and loss of a one-micro-batch step)";
+    source =
         "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients); PyTorch 2.6.0 "
-        "_fsdp_collectives.py foreach_reduce, measured (docs/validation.md 4.6)");
-  if (fsdp1_grads_in_backward(c))
-    return static_line(
-        sm, c.par, zero_group(c.par), "static.grads_bytes",
+        "_fsdp_collectives.py foreach_reduce, measured (docs/validation.md 4.6)";
+  } else if (fsdp1_grads_in_backward(c)) {
+    title =
         "Gradients (verl's FSDP1: each unit's fp32 shard, made at its post-backward and freed by "
         "zero_grad at the mini-batch's start; none in the forward and loss of a one-micro-batch "
-        "step)",
-        "bytes/grad", dtype_bytes(c.grad_dtype), 2, sm.grads_bytes,
+        "step)";
+    source =
         "Rajbhandari et al. 2020 (ZeRO), Sec. 5.2 (P_os+g partitions gradients); PyTorch 2.6 "
-        "fsdp/_runtime_utils.py _reduce_grad, verl b178a3c dp_actor.py l.560 (derived)");
-  return static_line(sm, c.par, zero_group(c.par), "static.grads_bytes", "Gradients", "bytes/grad",
-                     dtype_bytes(c.grad_dtype), 2, sm.grads_bytes, zero);
+        "fsdp/_runtime_utils.py _reduce_grad, verl b178a3c dp_actor.py l.560 (derived)";
+  }
+  return static_line(sm, c.par, zero_group(c.par), "static.grads_bytes", title, "bytes/grad",
+                     dtype_bytes(c.grad_dtype), 2, sm.grads_bytes, source);
 }
 
 Explanation explain_master(const Estimate& e, const StaticMemory& sm) {
