@@ -643,8 +643,8 @@ std::optional<Error> validate_zero_switches(const ModelSpec&, const TrainConfig&
 
 // Which FSDP (config.fsdp_version): verl runs either (its actor.strategy fsdp or fsdp2),
 // torchtitan fully_shard only. verl's FSDP2 is modelled as verl b178a3c runs its actor: every
-// layer resharded after forward, one rank of the pipeline, no LoRA (docs/frameworks.md, "verl's
-// FSDP2").
+// layer resharded after forward, one rank of the pipeline (LoRA beside FSDP2's buffers is refused
+// by validate_lora, which runs first; docs/frameworks.md, "verl's FSDP2").
 std::optional<Error> validate_fsdp_version(const ModelSpec&, const TrainConfig& c) {
   const std::uint64_t v = c.fsdp_version;
   if (v == 0) return std::nullopt;
@@ -676,10 +676,6 @@ std::optional<Error> validate_fsdp_version(const ModelSpec&, const TrainConfig& 
     return bad("config.fsdp_version",
                "2 is modelled with every layer resharded after forward (verl's default); "
                "reshard_after_forward false and accumulate_unsharded are not modelled");
-  if (c.lora.on())
-    return bad("config.fsdp_version",
-               "2 with LoRA is not modelled (verl collects the adapters differently under "
-               "fully_shard); allowed: 1");
   if (p.dp_replicate > 1)
     return bad("config.fsdp_version", "2 with dp_replicate > 1 (HSDP) is not modelled");
   return std::nullopt;
