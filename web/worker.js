@@ -1,13 +1,15 @@
 // actmem engine worker: runs the WebAssembly engine off the page's main thread. The page posts
 // {id, lane, request}; in the "quick" and "view" lanes only the latest request is answered (older
 // ones that queued up while the engine was busy are dropped), "quick" (the view without its
-// searches, the verdict first) before "view"; other lanes (exports) answer every request.
+// searches, the verdict first) before "view"; other lanes (exports, "warm": the first view's
+// request, asked again only to compile the engine's code for the next input) answer every request.
 // Replies {id, lane, text, ms} carry the engine's answer text unchanged. The "compare" lane also
-// carries the snapshot file's bytes ({bytes: Uint8Array}).
+// carries the snapshot file's bytes ({bytes: Uint8Array}). In the single-file page the first
+// message is {lane: 'wasm', base64}: the engine's wasm, gzip-compressed (start.js, wasm-gz.js).
 'use strict';
 
 // Served site: load the module by path. Single-file page: the module's text precedes this one in
-// the worker's Blob, so createActmem is already defined.
+// the worker's Blob (start.js), so createActmem is already defined.
 if (typeof createActmem === 'undefined') importScripts('actmem.js');
 
 let engine = null;
@@ -44,11 +46,18 @@ function drain() {
 
 onmessage = (e) => {
   const job = e.data;
+  if (job.lane === 'wasm') { load(actmemWasmFromGz(job.base64, failed)); return; }
   if (job.lane === 'view' || job.lane === 'quick') latest.set(job.lane, job); else queue.push(job);
   schedule();
 };
 
-createActmem({ noExitRuntime: true }).then((M) => {
-  engine = M;
-  schedule();
-}).catch((e) => postMessage({ lane: 'failed', text: String(e) }));
+const failed = (e) => postMessage({ lane: 'failed', text: String(e) });
+function load(options) {
+  createActmem(Object.assign({ noExitRuntime: true }, options)).then((M) => {
+    engine = M;
+    schedule();
+  }).catch(failed);
+}
+// Single-file page: the engine's wasm comes as start.js's first message (gzip-compressed, base64),
+// compiled by wasm-gz.js (which follows the engine's text in this worker's Blob).
+if (typeof actmemWasmFromGz === 'undefined') load({});

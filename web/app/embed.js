@@ -16,7 +16,9 @@ function postHeight() {
 // the first answer is drawn so it never delays it.
 function loadMainEngine() {
   state.mainEngineLoading = true;
-  createActmem().then((M) => {
+  // Single file: the engine's wasm is the page's gzip-compressed copy (web/wasm-gz.js).
+  const gz = $('wasm-gz');
+  createActmem(gz ? actmemWasmFromGz(gz.textContent.trim(), () => ready()) : {}).then((M) => {
     window.actmem = Object.freeze({ evaluate: (request) => M.evaluate(String(request)) });
     ready();
   }).catch(() => ready());

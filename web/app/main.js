@@ -1,15 +1,18 @@
-// The start: the engine's worker started, the form filled from its list of presets, GPUs and
+// The start: the engine's worker taken from start.js, the form filled from its list of presets, GPUs and
 // options (embedded at build time, or asked of the engine), every control wired, then the first
 // request.
 
-function startWorker() {
-  const inline = $('worker-src');
-  if (inline) {
-    // Single-file page (file://): the worker is built from the inlined module and worker text.
-    const src = $('engine-src').textContent + '\n' + inline.textContent;
-    return new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
-  }
-  return new Worker('worker.js');
+// The worker start.js started before the page was parsed; the answers it queued meanwhile are
+// handled now, in order.
+function takeWorker() {
+  const start = window.actmemStart;
+  delete window.actmemStart;
+  if (!start || !start.worker) throw new Error(start && start.error ? start.error : 'start.js did not run');
+  start.worker.onmessage = onMessage;
+  start.worker.onerror = (e) => { setStatus('error', 'The engine failed to load: ' + (e.message || 'worker error')); };
+  if (start.error) setStatus('error', 'The engine failed to load: ' + start.error);
+  for (const e of start.queued) onMessage(e);
+  return start.worker;
 }
 
 function fillSelect(id, values, current) {
@@ -68,9 +71,7 @@ function wire() {
 }
 
 try {
-  state.worker = startWorker();
-  state.worker.onmessage = onMessage;
-  state.worker.onerror = (e) => { setStatus('error', 'The engine failed to load: ' + (e.message || 'worker error')); };
+  state.worker = takeWorker();
   // The presets answer the build embedded (build-app.mjs) fills the form now, while the engine
   // compiles; without it the engine is asked.
   if (PRESETS_AT_BUILD) boot(PRESETS_AT_BUILD);

@@ -2,6 +2,7 @@
 // per distinct input), its messages routed by lane, "ready", and a link's refused value dropped.
 
 // ---- honest state: the results say when they are not the answer to the inputs -------------
+const CURRENT_STATUS = 'This is the answer for the inputs as shown. Hover a number for its exact bytes and what it means.';
 function setStatus(kind, text) {
   const s = $('status');
   s.dataset.kind = kind;
@@ -48,6 +49,7 @@ function update() {
   state.wantedKey = key;
   state.wantedReq = req;
   state.fallbackTries = 0;
+  if (drawFirstView(key, req)) return;
   // With a GPU the view's searches (plan, fit, suggestions) are most of its time: where a view
   // takes long (the first, on a cold engine, or the last took over 100 ms: 4,096 micro-batches
   // of 405B take a second) the view without them is asked first and shown with those parts
@@ -75,6 +77,7 @@ function onMessage(e) {
   if (m.lane === 'advise') { onAdvise(m); return; }
   if (m.lane === 'rl') { onRl(m); return; }
   if (m.lane === 'quick') { onQuick(m); return; }
+  if (m.lane === 'warm') return;  // the first view's request again, for the worker's sake only
   if (m.id !== state.wanted) return;  // superseded by a newer input
   state.awaiting = false;
   if (state.debouncing) {
@@ -93,9 +96,32 @@ function onMessage(e) {
   document.body.dataset.state = 'ok';
   draw(ans, state.wantedKey, state.wantedReq);
   if (state.snapshotBytes) runCompare();  // the comparison follows the configuration shown
-  setStatus('current', 'This is the answer for the inputs as shown. Hover a number for its exact bytes and what it means.');
+  setStatus('current', CURRENT_STATUS);
   if (!document.body.dataset.firstVerdictMs) document.body.dataset.firstVerdictMs = performance.now().toFixed(1);
   finish();
+}
+
+// The first answer of a page opened without a link: the build asked this same engine the page's
+// first request (web/first-request.json) and put its answer in the page (build-pages.mjs, the
+// "first-view" block). When the inputs are exactly that request it is drawn at once, verdict first,
+// instead of after the worker's engine compiles (docs/performance.md, the cold first verdict); the
+// worker is asked the same request in the "warm" lane, so the next input finds its code compiled.
+function drawFirstView(key, req) {
+  const block = $('first-view');
+  if (!block) return false;
+  block.remove();  // once: later inputs go to the engine
+  const first = JSON.parse(block.textContent);
+  if (state.shown || JSON.stringify(first.request) !== key) return false;
+  state.wanted = ++state.seq;
+  document.body.dataset.firstView = 'build';
+  document.body.dataset.state = 'ok';
+  drawVerdictFirst(first.answer, key, req, () => {
+    setStatus('current', CURRENT_STATUS);
+    finish();
+  });
+  if (!document.body.dataset.firstVerdictMs) document.body.dataset.firstVerdictMs = performance.now().toFixed(1);
+  send('warm', req);
+  return true;
 }
 
 // The view without its searches: drawn while the full view is still awaited (never after it, and
