@@ -250,6 +250,46 @@ test('the single-file build works from file://, without a console error', async 
   await page.close();
 });
 
+// The first view (web/build-pages.mjs): the build asked the engine the page's first request and
+// put both in the pages; the page draws that answer at once when opened without a link.
+test('opened without a link, both pages draw the build\'s first view at once: web/first-request.json is the page\'s first request, its answer the native CLI\'s byte for byte, and the next input goes to the engine', async () => {
+  const request = (await readFile(join(root, 'web', 'first-request.json'), 'utf8')).trim();
+  const answer = execFileSync(cli, ['requests', '-'], { input: request + '\n', encoding: 'utf8' }).trim();
+  const block = `<script id="first-view" type="application/json">${`{"request":${request},"answer":${answer}}`.replace(/</g, '\\u003c')}</script>`;
+  for (const f of ['index.html', 'actmem.html'])
+    assert.ok((await readFile(join(dist, f), 'utf8')).includes(block), `dist/${f} does not hold the native answer to web/first-request.json: rebuild the page`);
+  for (const url of [`${base}/index.html`, pathToFileURL(join(dist, 'actmem.html')).href]) {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    await page.addInitScript(() => {
+      window.posted = [];
+      const post = Worker.prototype.postMessage;
+      Worker.prototype.postMessage = function (m, ...rest) { if (m && m.request) window.posted.push({ lane: m.lane, request: m.request }); return post.call(this, m, ...rest); };
+    });
+    await page.goto(url);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+    const posted = await page.evaluate(() => window.posted);
+    const asked = posted.filter((m) => m.lane === 'view' || m.lane === 'warm').map((m) => m.request);
+    assert.equal(await page.getAttribute('body', 'data-first-view'), 'build',
+      `${url}: the page's first request is not web/first-request.json; write there what it asked: ${asked[0]}`);
+    // No view was asked of the engine; the worker is given the same request to warm up on.
+    assert.deepEqual(posted.filter((m) => m.lane !== 'export'), [{ lane: 'warm', request }], url);
+    assert.equal(await page.getAttribute('#status', 'data-kind'), 'current', url);
+    assert.equal(await page.getAttribute('#results', 'data-stale'), '0', url);
+    const n = native(['--preset', 'llama-3.1-8b', '--gpu', 'h100-80gb', '--dp', '8', '--zero', '1', '--seq', '4096', '--attention', 'flash', '--recompute', 'selective']);
+    assert.equal(await page.getAttribute('#verdict', 'data-peak'), String(n.peak_bytes), url);
+    // The next input is the engine's to answer.
+    await settle(page, () => page.fill('#seq', '2048'));
+    const n2 = native(['--preset', 'llama-3.1-8b', '--gpu', 'h100-80gb', '--dp', '8', '--zero', '1', '--seq', '2048', '--attention', 'flash', '--recompute', 'selective']);
+    assert.equal(await page.getAttribute('#verdict', 'data-peak'), String(n2.peak_bytes), url);
+    assert.ok((await page.evaluate(() => window.posted)).some((m) => m.lane === 'view' && JSON.parse(m.request).config.seq === 2048), url);
+    assert.deepEqual(errors, [], url);
+    await page.close();
+  }
+});
+
 test('the page\'s script: dist/app.js is web/app/ joined in build-app.mjs\'s order, the single file inlines that text, and no name reaches window', async () => {
   const app = await readFile(join(dist, 'app.js'), 'utf8');
   assert.ok(app === buildApp(join(root, 'web', 'app')), 'dist/app.js is not web/app/ as build-app.mjs joins it: rebuild the page');
@@ -1052,13 +1092,18 @@ test(`bad-input catalogue (${catalogue.length} inputs) through the page: the mes
   await page.close();
 });
 
-test('native and wasm give byte-identical answers over every model preset x profile x recompute policy', async () => {
+test('native and wasm give byte-identical answers over every model preset x profile x recompute policy, and every preset\'s view with its searches', async () => {
   const presets = JSON.parse(execFileSync(cli, ['presets', '--json'], { encoding: 'utf8' })).models.map((m) => m.id);
   const requests = [];
   for (const preset of presets)
     for (const profile of ['megatron', 'textbook', 'pytorch', 'hf'])
       for (const recompute of ['none', 'selective', 'full', 'every:2', 'layers:KSCR'])
         requests.push(JSON.stringify({ preset, config: { seq: 2048, profile, recompute, attention: 'eager', gpu: 'h100-80gb' } }));
+  // The view with a GPU: its planner, fit and suggestions searches (the planner's front once
+  // ordered its ties by each standard library's sort: 2026-12-05).
+  for (const preset of presets)
+    for (const profile of ['megatron', 'pytorch'])
+      requests.push(JSON.stringify({ command: 'view', preset, config: { seq: 4096, profile, attention: 'flash', recompute: 'selective', gpu: 'h100-80gb', dp: 8, zero: 1 } }));
   const file = join(root, 'build', 'identity-requests.jsonl');
   await writeFile(file, requests.join('\n') + '\n');
   const nativeLines = execFileSync(cli, ['requests', file], { encoding: 'utf8', maxBuffer: 1 << 30 }).trimEnd().split('\n');
@@ -1070,6 +1115,6 @@ test('native and wasm give byte-identical answers over every model preset x prof
     assert.equal(wasmLines[i], nativeLines[i], requests[i]);
     ++ok;
   }
-  assert.equal(ok, presets.length * 20);
+  assert.equal(ok, presets.length * 22);
   await page.close();
 });

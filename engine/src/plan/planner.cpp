@@ -474,7 +474,10 @@ void PlanSearch::pareto() {
   std::vector<PlanPoint> sorted;
   for (const PlanPoint& pt : seen_)
     if (!pt.offload) sorted.push_back(pt);
-  std::sort(sorted.begin(), sorted.end(), [](const PlanPoint& x, const PlanPoint& y) {
+  // Stable: points equal in both keep the order they were simulated in (libc++'s std::sort, the
+  // page's, and libstdc++'s, the CLI's, ordered such ties differently: the page's front listed
+  // "none" where the CLI's listed "selective").
+  std::stable_sort(sorted.begin(), sorted.end(), [](const PlanPoint& x, const PlanPoint& y) {
     return x.recompute_overhead_pct < y.recompute_overhead_pct ||
            (x.recompute_overhead_pct == y.recompute_overhead_pct && x.peak_bytes < y.peak_bytes);
   });
