@@ -21,6 +21,8 @@ const state = Object.seal({
   wanted: 0,                 // the id of the current inputs' view request
   wantedQuick: 0,            // ... and of their view without searches, drawn first (request.js)
   lastViewMs: undefined,     // the engine time of the last full view (whether to ask the quick one)
+  warmId: 0,                 // the last "warm" request: the first answer's request asked again (request.js)
+  warmKey: '',               // ... as JSON text
   wantedKey: '',             // that request as JSON text: an identical request is not sent twice
   wantedReq: null,           // that request
   shown: null,               // { key, req, view }: the answer on screen and the request it answers (key null for a link's fallback)
