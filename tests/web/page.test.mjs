@@ -872,12 +872,15 @@ test('an error appearing shifts nothing (cumulative layout shift 0), by link and
   await page.close();
 });
 
-test('360 px: the verdict and bar come before the form', async () => {
+test('360 px: the verdict and bar come before the form, and the status line shows whole', async () => {
   const { page } = await open('preset=llama-3.1-8b&gpu=h100-80gb&dp=8&zero=1', { width: 360, height: 800 });
   const y = (sel) => page.$eval(sel, (e) => e.getBoundingClientRect().top + window.scrollY);
   assert.ok(await y('#verdict') < await y('#inputs'), 'verdict above the form');
   assert.ok(await y('#bar') < await y('#inputs'), 'bar above the form');
   assert.ok(await y('#inputs') < await y('#timeline-panel'), 'the form before the other panels');
+  // Its height is fixed (no layout shift when it changes); at 360 px it wraps to three lines.
+  const [scroll, client] = await page.$eval('#status', (e) => [e.scrollHeight, e.clientHeight]);
+  assert.ok(scroll <= client, `the status line is cut: ${scroll} px of text in ${client} px`);
   await page.close();
 });
 
