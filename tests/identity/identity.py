@@ -3,6 +3,11 @@
 
 Usage: tests/identity/identity.py OLD_ACTMEM NEW_ACTMEM [--keep DIR]
 
+OLD_ACTMEM may also be the page's engine, dist/actmem.js (its actmem.wasm beside it, run by Node):
+native against WebAssembly, the same C++ through two standard libraries (libstdc++ and libc++,
+whose std::sort orders ties differently: 2026-12-05). Its compare runs are skipped (the page's
+compare takes a snapshot's bytes, not a path).
+
 Builds a fixed corpus (seeded, so every run asks the same questions) of `actmem requests` lines
 over every command the JSON entry point answers (estimate, explain, timeline, fit, plan, sweep,
 view, advise, presets) and every model, GPU and worked-example preset the NEW build lists, plus
@@ -162,13 +167,30 @@ def request_variants(rng):
     return out
 
 
+# The page's engine (dist/actmem.js and its wasm) answering request lines from stdin, in Node.
+WASM_RUNNER = """
+const fs = require('fs'), path = require('path');
+const js = path.resolve(process.argv[1]);
+const lines = fs.readFileSync(0, 'utf8').split('\\n').filter((l) => l.length);
+require(js)({ wasmBinary: fs.readFileSync(js.replace(/[.]js$/, '.wasm')) }).then((M) => {
+  process.stdout.write(lines.map((l) => M.evaluate(l)).join('\\n') + '\\n');
+});
+"""
+
+
 def run_requests(binary, lines):
     text = "".join(json.dumps(r) + "\n" for r in lines).encode()
-    out = subprocess.run([binary, "requests", "-"], input=text, capture_output=True).stdout
+    if binary.endswith(".js"):
+        cmd = ["node", "--no-experimental-fetch", "-e", WASM_RUNNER, binary]
+    else:
+        cmd = [binary, "requests", "-"]
+    out = subprocess.run(cmd, input=text, capture_output=True).stdout
     return out.decode(errors="replace").split("\n")[:len(lines)]
 
 
 def run_compares(binary):
+    if binary.endswith(".js"):
+        return []
     snaps = sorted(glob.glob(os.path.join(ROOT, "tests/data/snapshots/*.pickle")) +
                    glob.glob(os.path.join(ROOT, "fuzz/corpus-snapshot/*")))
     stats = os.path.join(ROOT, "tests/data/snapshots/h200-llama-step2.stats.json")
@@ -197,6 +219,8 @@ def main():
     same = sum(1 for x, y in zip(a, b) if x == y)
     diffs = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
     ca, cb = run_compares(old), run_compares(new)
+    if not ca:
+        cb = []  # the page's engine: no compare runs to set beside the native ones
     csame = sum(1 for x, y in zip(ca, cb) if x == y)
     ok = sum(1 for x in b if x.startswith('{"') and '"ok":false' not in x[:400])
     print("requests: %d (%s); %d answered, %d refused" %
