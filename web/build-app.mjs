@@ -1,9 +1,9 @@
 // Builds dist/app.js, the page's script, from the files of web/app/: joined in ORDER inside one
 // function (strict mode), so they share their top-level names as the sections of one script did,
 // and nothing reaches window but what the page sets itself (window.actmem, actmemTimings,
-// actmemRequests; main.js takes and deletes start.js's window.actmemStart). No bundler and no module loader: the served page loads the result as app.js,
-// and build-pages.mjs inlines the same text into dist/actmem.html (allowed there by its SHA-256),
-// which also opens from file://.
+// actmemRequests; main.js takes and deletes start.js's window.actmemStart). No bundler and no
+// module loader: the served page loads the result as app.js, and build-pages.mjs inlines the same
+// text into dist/actmem.html (allowed there by its SHA-256), which also opens from file://.
 //   node build-app.mjs <web/app> <out.js>
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

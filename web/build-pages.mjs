@@ -52,7 +52,8 @@ const worker = read(join(webDir, 'worker.js'));
 const start = read(join(webDir, 'start.js'));
 const css = read(join(webDir, 'style.css'));
 const mod = read(join(distDir, 'actmem.js')) + '\n' + read(join(webDir, 'wasm-gz.js'));
-// mtime 0 and level 9: the same wasm gives the same page, byte for byte.
+// mtime 0 and level 9: the same wasm gives the same page, byte for byte, with the same Node (its
+// zlib's output may differ between versions).
 const wasmGz = gzipSync(readFileSync(join(distDir, 'actmem.wasm')), { level: 9 }).toString('base64');
 const sendWasm = 'actmemStart.sendWasm();';
 for (const [name, text] of [['module', mod], ['app.js', app], ['worker.js', worker], ['start.js', start]])

@@ -1,8 +1,9 @@
 // actmem engine worker: runs the WebAssembly engine off the page's main thread. The page posts
 // {id, lane, request}; in the "quick" and "view" lanes only the latest request is answered (older
 // ones that queued up while the engine was busy are dropped), "quick" (the view without its
-// searches, the verdict first) before "view"; other lanes (exports, "warm": the first view's
-// request, asked again only to compile the engine's code for the next input) answer every request.
+// searches, the verdict first) before "view"; other lanes (exports) answer every request, and
+// "warm" (the shown request asked again, to compile the engine's code for the next input) runs
+// when nothing else waits: an input's view drops the warm jobs not begun ({id, lane, dropped}).
 // Replies {id, lane, text, ms} carry the engine's answer text unchanged. The "compare" lane also
 // carries the snapshot file's bytes ({bytes: Uint8Array}). In the single-file page the first
 // message is {lane: 'wasm', base64}: the engine's wasm, gzip-compressed (start.js, wasm-gz.js).
@@ -14,7 +15,8 @@ if (typeof createActmem === 'undefined') importScripts('actmem.js');
 
 let engine = null;
 const latest = new Map();  // lane -> the newest job not answered yet (the "view" lane)
-const queue = [];          // jobs of other lanes, in order
+const queue = [];          // jobs of other lanes but "warm", in order
+const warming = [];        // "warm" jobs: run only when nothing else waits
 let scheduled = false;
 
 function schedule() {
@@ -37,17 +39,25 @@ function run(job) {
 
 function drain() {
   scheduled = false;
-  const job = queue.length ? queue.shift() : latest.get('quick') || latest.get('view');
+  const job = queue.length ? queue.shift() : latest.get('quick') || latest.get('view') || warming.shift();
   if (!job) return;
   if (job.lane === 'view' || job.lane === 'quick') latest.delete(job.lane);
   run(job);
-  if (queue.length || latest.size) schedule();
+  if (queue.length || latest.size || warming.length) schedule();
 }
 
 onmessage = (e) => {
   const job = e.data;
   if (job.lane === 'wasm') { load(actmemWasmFromGz(job.base64, failed)); return; }
-  if (job.lane === 'view' || job.lane === 'quick') latest.set(job.lane, job); else queue.push(job);
+  if (job.lane === 'view' || job.lane === 'quick') {
+    latest.set(job.lane, job);
+    // An input came: warm runs not begun are of no use (its view compiles the same code).
+    for (const w of warming.splice(0)) postMessage({ id: w.id, lane: 'warm', dropped: true });
+  } else if (job.lane === 'warm') {
+    warming.push(job);
+  } else {
+    queue.push(job);
+  }
   schedule();
 };
 

@@ -9,8 +9,8 @@ function takeWorker() {
   delete window.actmemStart;
   if (!start || !start.worker) throw new Error(start && start.error ? start.error : 'start.js did not run');
   start.worker.onmessage = onMessage;
-  start.worker.onerror = (e) => { setStatus('error', 'The engine failed to load: ' + (e.message || 'worker error')); };
-  if (start.error) setStatus('error', 'The engine failed to load: ' + start.error);
+  start.worker.onerror = (e) => engineFailed(e.message || 'worker error');
+  if (start.error) engineFailed(start.error);
   for (const e of start.queued) onMessage(e);
   return start.worker;
 }

@@ -31,9 +31,18 @@ function schedule(typing) {
   state.debounce = setTimeout(update, 0);
 }
 
+// The engine did not load (its worker or its wasm): said once and kept, whatever comes after
+// (start.js may report it before the form is even filled).
+function engineFailed(why) {
+  state.engineFailed = String(why);
+  setStatus('error', 'The engine failed to load: ' + state.engineFailed);
+  $('verdict').textContent = 'The engine failed to load.';
+}
+
 // Sends the view request for the current inputs (once per distinct input).
 function update() {
   if (!state.bootDone) return;
+  if (state.engineFailed) { engineFailed(state.engineFailed); return; }
   clearTimeout(state.debounce);
   state.debouncing = false;
   writeHash();
@@ -69,7 +78,7 @@ function update() {
 
 function onMessage(e) {
   const m = e.data;
-  if (m.lane === 'failed') { setStatus('error', 'The engine failed to load: ' + m.text); $('verdict').textContent = 'The engine failed to load.'; return; }
+  if (m.lane === 'failed') { engineFailed(m.text); return; }
   if (m.lane === 'boot') { boot(JSON.parse(m.text)); return; }
   if (m.lane === 'export') { const done = state.exportsPending.get(m.id); state.exportsPending.delete(m.id); if (done) done(JSON.parse(m.text)); return; }
   if (m.lane === 'fallback') { onFallback(m); return; }
@@ -111,31 +120,37 @@ function onMessage(e) {
 // second): the reader's next input would wait behind it. The last warm answer's time, on compiled
 // code, decides whether the next input asks the quick view first.
 const WARM_LIMIT_MS = 400;
+// The worker drops warm runs not begun when an input's view arrives (worker.js), and says so.
 function warm(ms) {
   if (state.warmId || ms > WARM_LIMIT_MS) return;
   send('warm', state.wantedReq);
   state.warmId = send('warm', state.wantedReq);
   state.warmKey = state.wantedKey;
+  state.warmPending = 2;
 }
 function onWarm(m) {
-  if (m.id === state.warmId && state.warmKey === state.wantedKey && !state.awaiting) state.lastViewMs = m.ms;
+  state.warmPending--;
+  if (!m.dropped && m.id === state.warmId && state.warmKey === state.wantedKey && !state.awaiting) state.lastViewMs = m.ms;
+  pageEngine();
 }
 
 // The first answer of a page opened without a link: the build asked this same engine the page's
 // first request (web/first-request.json) and put its answer in the page (build-pages.mjs, the
 // "first-view" block). When the inputs are exactly that request it is drawn at once, verdict first,
 // instead of after the worker's engine compiles (docs/performance.md, the cold first verdict); the
-// worker is asked the same request in the "warm" lane (warm, below) to compile its code.
+// worker is asked the same request in the "warm" lane (warm, above) to compile its code.
 function drawFirstView(key, req) {
   const block = $('first-view');
   if (!block) return false;
   block.remove();  // once: later inputs go to the engine
   const first = JSON.parse(block.textContent);
   if (state.shown || JSON.stringify(first.request) !== key) return false;
-  state.wanted = ++state.seq;
+  const id = (state.wanted = ++state.seq);
   document.body.dataset.firstView = 'build';
   document.body.dataset.state = 'ok';
   drawVerdictFirst(first.answer, key, req, () => {
+    // Still these inputs' answer (no request sent since, the engine not failed meanwhile).
+    if (state.wanted !== id || state.awaiting || state.debouncing || state.engineFailed) return;
     setStatus('current', CURRENT_STATUS);
     finish();
   });
@@ -169,8 +184,16 @@ function finish() {
     if (!document.body.dataset.verdictMs) document.body.dataset.verdictMs = document.body.dataset.renderMs;
     state.inputAt = 0;
   }
-  if (!window.actmem && !state.mainEngineLoading) loadMainEngine(); else if (window.actmem) ready();
+  pageEngine();
   postHeight();
+}
+
+// The page's own engine (window.actmem, embed.js), loaded once the worker's warm runs are done
+// (its compile would share the two cores with them and the first inputs), then "ready".
+function pageEngine() {
+  if (state.debouncing || state.awaiting) return;
+  if (window.actmem) ready();
+  else if (!state.mainEngineLoading && !state.warmPending) loadMainEngine();
 }
 // "ready": the page shows the answer (or the error) for its current inputs, none pending; an
 // input or a request sets it back to "0".

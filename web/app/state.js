@@ -23,6 +23,8 @@ const state = Object.seal({
   lastViewMs: undefined,     // the engine time of the last full view (whether to ask the quick one)
   warmId: 0,                 // the last "warm" request: the first answer's request asked again (request.js)
   warmKey: '',               // ... as JSON text
+  warmPending: 0,            // warm runs asked and not answered (the page's engine loads after them)
+  engineFailed: null,        // why the engine did not load, once it did not (request.js)
   wantedKey: '',             // that request as JSON text: an identical request is not sent twice
   wantedReq: null,           // that request
   shown: null,               // { key, req, view }: the answer on screen and the request it answers (key null for a link's fallback)
