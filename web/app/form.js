@@ -113,8 +113,12 @@ function showModelChoice() {
 }
 
 // ---- errors beside their fields (overlaid: an error moves nothing on the page) -----------
+// Only what shows an error is written (a write to each of the dozens of slots restyled them all).
 function clearErrors() {
-  for (const e of document.querySelectorAll('[data-err]')) { e.textContent = ''; e.style.top = ''; }
+  for (const e of document.querySelectorAll('[data-err]')) {
+    if (e.textContent) e.textContent = '';
+    if (e.style.top) e.style.top = '';
+  }
   for (const e of document.querySelectorAll('.invalid')) e.classList.remove('invalid');
 }
 function slotFor(field) {

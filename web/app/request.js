@@ -18,17 +18,17 @@ function send(lane, request) {
   return id;
 }
 
-// An input is sent at once (in the next task, so one event's changes go together) unless it is
-// typing while a view is being computed: then the answer in flight brings it (onMessage sends
-// the latest input instead of drawing a superseded answer), so a burst of keystrokes costs one
-// request per answer and no input waits on a timer.
+// An input is sent at once (once the event's handlers are done, so its changes go together: a
+// microtask, not a timer, which waited 5-18 ms for the frame the input caused, 2026-12-05) unless
+// it is typing while a view is being computed: then the answer in flight brings it (onMessage
+// sends the latest input instead of drawing a superseded answer), so a burst of keystrokes costs
+// one request per answer and no input waits on a timer.
 function schedule(typing) {
-  clearTimeout(state.debounce);
   state.debouncing = true;
   document.body.dataset.ready = '0';  // not the answer to these inputs until it arrives
   if (!state.inputAt) state.inputAt = performance.now();
   if (typing && state.awaiting) return;
-  state.debounce = setTimeout(update, 0);
+  queueMicrotask(() => { if (state.debouncing) update(); });
 }
 
 // The engine did not load (its worker or its wasm): said once and kept, whatever comes after
@@ -43,22 +43,23 @@ function engineFailed(why) {
 function update() {
   if (!state.bootDone) return;
   if (state.engineFailed) { engineFailed(state.engineFailed); return; }
-  clearTimeout(state.debounce);
   state.debouncing = false;
-  writeHash();
   const req = readForm();
   const key = JSON.stringify(req);
   if (key === state.wantedKey) {
+    writeHash();
     // Nothing new to ask: the answer (or the error) on screen is already this input's.
     if ((state.shown && state.shown.key === key) || state.lastError) finish();
     return;
   }
-  clearErrors();
   state.lastError = null;
   state.wantedKey = key;
   state.wantedReq = req;
   state.fallbackTries = 0;
-  if (drawFirstView(key, req)) return;
+  if (drawFirstView(key, req)) {
+    writeHash();
+    return;
+  }
   // With a GPU the view's searches (plan, fit, suggestions) are most of its time: where a view
   // takes long (the first, on a cold engine, or the last took over 100 ms: 4,096 micro-batches
   // of 405B take a second) the view without them is asked first and shown with those parts
@@ -71,6 +72,10 @@ function update() {
   delete document.body.dataset.verdictMs;
   state.wanted = send('view', req);
   state.awaiting = true;
+  // The rest while the engine works: the link, the last input's error messages, the status line
+  // (these took 6-15 ms of the main thread before the request left, 2026-12-05).
+  writeHash();
+  clearErrors();
   document.body.dataset.ready = '0';
   window.actmemRequests++;
   setStatus('updating', 'Updating…');
@@ -92,7 +97,6 @@ function onMessage(e) {
   if (state.debouncing) {
     // Typed while this view was computed: ask for the latest input, unless it came back to this.
     if (JSON.stringify(readForm()) !== state.wantedKey) { update(); return; }
-    clearTimeout(state.debounce);
     state.debouncing = false;
   }
   const t0 = performance.now();

@@ -29,7 +29,6 @@ const state = Object.seal({
   wantedReq: null,           // that request
   shown: null,               // { key, req, view }: the answer on screen and the request it answers (key null for a link's fallback)
   lastError: null,           // the error of the current inputs, when they have one
-  debounce: null,            // the timer of an input waiting for its request
   debouncing: false,         // an input waits for its request
   awaiting: false,           // the current request is with the engine
   inputAt: 0,                // when the first input not yet answered came (performance.now()), 0 if none
