@@ -74,7 +74,7 @@ void CachingAllocator::drop_block(Handle h) {
 void CachingAllocator::insert_free(Handle h) {
   Block& b = blocks_[h];
   if (b.mapped) {
-    b.where = pool(b.small).emplace(b.stream, b.size, b.addr, h).first;
+    pool(b.small).insert(b.stream, b.size, b.addr, h);
     b.cached = true;
   } else {
     (b.small ? small_unmapped_ : large_unmapped_).emplace(b.stream, b.addr, h);
@@ -84,7 +84,7 @@ void CachingAllocator::insert_free(Handle h) {
 void CachingAllocator::erase_free(Handle h) {
   Block& b = blocks_[h];
   if (b.cached) {
-    pool(b.small).erase(b.where);
+    pool(b.small).erase(b.stream, b.size, b.addr);
     b.cached = false;
   } else if (!b.mapped) {
     (b.small ? small_unmapped_ : large_unmapped_).erase({b.stream, b.addr, h});
@@ -101,26 +101,26 @@ bool CachingAllocator::should_split(const Block& b, Bytes size) const {
 // address), with expandable segments' preference for blocks that cannot grow, and the oversize
 // rules.
 CachingAllocator::Handle CachingAllocator::find_free(Bytes size, bool small, Stream stream) {
-  FreeSet& p = pool(small);
-  auto it = p.lower_bound({stream, size, 0, 0});
-  auto own = [&](FreeSet::iterator i) { return i != p.end() && std::get<0>(*i) == stream; };
-  if (!own(it)) return kNoHandle;
+  FreeBlocks& p = pool(small);
+  FreeBlocks::Cursor it = p.lower_bound(stream, size);
+  if (!it.valid) return kNoHandle;
   if (cfg_.expandable_segments) {
     // "for the purposes of best fit we consider its size to be the size it can expand to".
     auto expandable_size = [&](Handle h) {
       const Block& b = blocks_[h];
       return b.size + (b.next != kNoHandle && !blocks_[b.next].mapped ? blocks_[b.next].size : 0);
     };
-    auto next = std::next(it);
-    while (own(next) && expandable_size(std::get<3>(*next)) < expandable_size(std::get<3>(*it)))
-      it = next++;
+    for (FreeBlocks::Cursor next = p.next(it);
+         next.valid && expandable_size(p.handle(next)) < expandable_size(p.handle(it));
+         next = p.next(next))
+      it = next;
   }
-  const Bytes found = std::get<1>(*it);
+  const Bytes found = p.size(it);
   // "Do not return an oversized block for a large request" and "Allow oversized block size to be
   // rounded up but within a limit".
   if (size < cfg_.max_split_size && found >= cfg_.max_split_size) return kNoHandle;
   if (size >= cfg_.max_split_size && found >= size + cfg_.max_non_split_rounding) return kNoHandle;
-  const Handle h = std::get<3>(*it);
+  const Handle h = p.handle(it);
   p.erase(it);
   blocks_[h].cached = false;
   return h;
@@ -292,12 +292,11 @@ void CachingAllocator::reset_peaks() {
 // expandable segments, free whole pages are unmapped; modelled as the free blocks' full pages).
 void CachingAllocator::release_cached() {
   for (bool small : {true, false}) {
-    FreeSet& p = pool(small);
     std::vector<Handle> whole;
-    for (const auto& e : p) {
-      const Block& b = blocks_[std::get<3>(e)];
-      if (b.prev == kNoHandle && b.next == kNoHandle) whole.push_back(std::get<3>(e));
-    }
+    pool(small).for_each([&](Handle h) {
+      const Block& b = blocks_[h];
+      if (b.prev == kNoHandle && b.next == kNoHandle) whole.push_back(h);
+    });
     for (Handle h : whole) {
       erase_free(h);
       Segment& seg = segments_[blocks_[h].segment];

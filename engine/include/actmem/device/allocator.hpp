@@ -21,7 +21,7 @@
 
 #include "actmem/config/allocator_config.hpp"
 #include "actmem/core/checked.hpp"
-#include "actmem/device/node_pool.hpp"
+#include "actmem/device/free_blocks.hpp"
 
 namespace actmem {
 
@@ -130,21 +130,16 @@ class CachingAllocator {
   }
 
  private:
-  // A pool's free blocks ordered as BlockComparatorSize orders them: stream, size, then address.
-  // Their nodes come from the allocator's own pool (node_pool.hpp).
-  using FreeKey = std::tuple<Stream, Bytes, Bytes, Handle>;
   // Expandable segments' unmapped ranges as BlockComparatorAddress orders them: stream, address.
   using UnmappedKey = std::tuple<Stream, Bytes, Handle>;
-  using FreeSet = std::set<FreeKey, std::less<FreeKey>, PoolAllocator<FreeKey>>;
   struct Block {
     Bytes addr = 0, size = 0, requested = 0;
     std::uint32_t segment = 0;
     Stream stream = 0;
     Handle prev = kNoHandle, next = kNoHandle;
     bool allocated = false, small = false, in_use = false;  // in_use: the slot holds a block
-    bool mapped = true;         // false: unmapped pages of an expandable segment
-    bool cached = false;        // mapped and in its pool's free set, at `where`
-    FreeSet::iterator where{};  // (erased by position: no search)
+    bool mapped = true;   // false: unmapped pages of an expandable segment
+    bool cached = false;  // mapped and in its pool's free blocks
   };
   struct Segment {
     Bytes addr = 0, size = 0;
@@ -154,7 +149,7 @@ class CachingAllocator {
   };
   Handle new_block(const Block& b);
   void drop_block(Handle h);
-  FreeSet& pool(bool small) { return small ? small_free_ : large_free_; }
+  FreeBlocks& pool(bool small) { return small ? small_free_ : large_free_; }
   void insert_free(Handle h);
   void erase_free(Handle h);
   Handle find_free(Bytes size, bool small, Stream stream);
@@ -172,9 +167,7 @@ class CachingAllocator {
   std::vector<Block> blocks_;
   std::vector<Handle> spare_;
   std::vector<Segment> segments_;
-  std::unique_ptr<NodePool> nodes_ = std::make_unique<NodePool>();  // before the sets it serves
-  FreeSet small_free_{PoolAllocator<FreeKey>(nodes_.get())};
-  FreeSet large_free_{PoolAllocator<FreeKey>(nodes_.get())};
+  FreeBlocks small_free_, large_free_;  // each pool's cached blocks (free_blocks.hpp)
   // Expandable segments' unmapped ranges by address (BlockPool::unmapped).
   std::set<UnmappedKey> small_unmapped_, large_unmapped_;
   Bytes last_subsumed_ = 0;  // the size merge() last absorbed (free_block's stats)
