@@ -150,7 +150,6 @@ CachingAllocator::Handle CachingAllocator::new_segment(Bytes size, bool small, S
   b.segment = static_cast<std::uint32_t>(segments_.size());
   const Handle h = new_block(b);
   seg.first = h;
-  segment_at_[seg.addr] = static_cast<std::uint32_t>(segments_.size());
   segments_.push_back(seg);
   stats_.reserved += bytes;
   if (stream != 0) stats_.reserved_side += bytes;

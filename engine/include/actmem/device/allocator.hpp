@@ -74,7 +74,8 @@ class CachingAllocator {
   // Replay: the address the next new segment gets (a recorded trace's segment_alloc), instead of
   // the model's own increasing addresses.
   void set_next_segment_address(Bytes address) { next_segment_address_ = address, forced_ = true; }
-  // Replay: a segment that exists before the stream starts, and a live block inside it.
+  // Replay: a segment that exists before the stream starts, and a live block inside one such
+  // segment (add_live_block looks only among add_segment's segments).
   void add_segment(Bytes address, Bytes size, bool small, Stream stream = 0);
   // Blocks are found by address; a segment's blocks are best added in address order. Call
   // recount_inactive_split() once all are in.
@@ -171,8 +172,10 @@ class CachingAllocator {
   // Expandable segments' unmapped ranges by address (BlockPool::unmapped).
   std::set<UnmappedKey> small_unmapped_, large_unmapped_;
   Bytes last_subsumed_ = 0;  // the size merge() last absorbed (free_block's stats)
-  std::map<Bytes, std::uint32_t> segment_at_;  // replayed segments by address (add_segment)
-  Handle tail_ = kNoHandle;                    // the free rest add_live_block last cut
+  // add_segment's segments by address (add_live_block): the model's own segments stay out, a map
+  // insert per new segment being 2% of a view's replays.
+  std::map<Bytes, std::uint32_t> segment_at_;
+  Handle tail_ = kNoHandle;  // the free rest add_live_block last cut
   AllocatorStats stats_;
   std::vector<std::uint32_t> rank_of_;  // canonical(): each segment's rank by address
   std::vector<std::uint32_t> by_addr_;  // canonical()'s scratch: live segments in address order

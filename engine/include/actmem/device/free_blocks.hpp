@@ -5,9 +5,13 @@
 // Why not a std::set: the replay inserts and erases a cached block for nearly every tensor it
 // allocates or frees (135,000 inserts per 405B view, into a pool of 170 blocks on average, up to
 // 1,520: perf and a count, 2026-12-05), and the set's pointer-chasing was 40% of a view. A step's
-// tensors come in few sizes, so the blocks are kept per size: each stream has a sorted array of
-// the sizes it caches, each size an array of its blocks by address, highest first, so the lowest
-// (the one get_free_block takes) comes off the back. Emptied arrays are kept for the next size.
+// tensors come in few sizes (8 per stream on average there), so the blocks are kept per size: each
+// stream has a sorted array of the sizes it caches, each size a run of its blocks by address
+// with room at both ends, so that taking the lowest (what get_free_block takes), adding a new
+// lowest or a new highest move nothing; a block between moves the shorter side. (Half the
+// inserts of that view found their size empty; a size's run held 42 blocks on average, up to
+// 1,079, so an array that moved its whole tail per insert cost more than the set had, in the page's
+// WebAssembly above all.) Emptied runs are kept for the next size.
 #pragma once
 
 #include <algorithm>
@@ -23,31 +27,31 @@ class FreeBlocks {
   using Handle = std::uint32_t;
   using Stream = std::uint32_t;
 
-  // A place in the order, for get_free_block's walk over the blocks past the first fit
-  // (expandable segments).
+  // A place in the order, for get_free_block's walk past the first fit (expandable segments).
   struct Cursor {
-    std::uint32_t stream = 0, size = 0, slot = 0;  // indices: stream, its size class, the block
+    std::uint32_t stream = 0, size = 0, slot = 0;  // the stream, its size class, the run's slot
     bool valid = false;
   };
 
   void insert(Stream stream, Bytes size, Bytes addr, Handle h) {
-    std::vector<Entry>& v = buckets_[class_of(of(stream, true), size)];
-    const Entry e{addr, h};
-    v.insert(std::upper_bound(v.begin(), v.end(), e, higher), e);
+    runs_[class_of(made(stream), size)].insert(Entry{addr, h});
   }
 
   void erase(Stream stream, Bytes size, Bytes addr) {
-    Cursor c;
-    if (!find(stream, size, addr, &c)) return;
+    Cursor c = lower_bound(stream, size);
+    if (!c.valid || this->size(c) != size) return;
+    const Run& r = run(c);
+    const std::uint32_t at = r.find(addr);
+    if (at == r.end() || r.v[at].addr != addr) return;
+    c.slot = at;
     erase(c);
   }
 
   void erase(const Cursor& c) {
     PerStream& s = streams_[c.stream];
-    const std::uint32_t b = s.sizes[c.size].bucket;
-    std::vector<Entry>& v = buckets_[b];
-    v.erase(v.begin() + c.slot);
-    if (!v.empty()) return;
+    const std::uint32_t b = s.sizes[c.size].run;
+    runs_[b].erase(c.slot);
+    if (!runs_[b].empty()) return;
     spare_.push_back(b);
     s.sizes.erase(s.sizes.begin() + c.size);
   }
@@ -55,7 +59,7 @@ class FreeBlocks {
   // The first block of `stream` at least `size` long (invalid: none).
   Cursor lower_bound(Stream stream, Bytes size) const {
     Cursor c;
-    const std::uint32_t si = of(stream);
+    const std::uint32_t si = find_stream(stream);
     if (si == kNone) return c;
     const std::vector<SizeClass>& sizes = streams_[si].sizes;
     auto it = std::lower_bound(sizes.begin(), sizes.end(), size,
@@ -63,35 +67,30 @@ class FreeBlocks {
     if (it == sizes.end()) return c;
     c.stream = si;
     c.size = static_cast<std::uint32_t>(it - sizes.begin());
-    c.slot = static_cast<std::uint32_t>(buckets_[it->bucket].size() - 1);
+    c.slot = runs_[it->run].head;
     c.valid = true;
     return c;
   }
 
   // The block after `c` in the order, within its stream.
   Cursor next(Cursor c) const {
-    if (c.slot > 0) {
-      --c.slot;
-      return c;
-    }
+    if (++c.slot < run(c).end()) return c;
     const std::vector<SizeClass>& sizes = streams_[c.stream].sizes;
     if (++c.size >= sizes.size()) return Cursor{};
-    c.slot = static_cast<std::uint32_t>(buckets_[sizes[c.size].bucket].size() - 1);
+    c.slot = runs_[sizes[c.size].run].head;
     return c;
   }
 
   Bytes size(const Cursor& c) const { return streams_[c.stream].sizes[c.size].size; }
-  Handle handle(const Cursor& c) const {
-    return buckets_[streams_[c.stream].sizes[c.size].bucket][c.slot].handle;
-  }
+  Handle handle(const Cursor& c) const { return run(c).v[c.slot].handle; }
 
   // Every block's handle, in the order (release_cached_blocks walks the pool so).
   template <class F>
   void for_each(F&& f) const {
     for (const PerStream& s : streams_)
       for (const SizeClass& k : s.sizes) {
-        const std::vector<Entry>& v = buckets_[k.bucket];
-        for (auto e = v.rbegin(); e != v.rend(); ++e) f(e->handle);
+        const Run& r = runs_[k.run];
+        for (std::uint32_t i = r.head; i < r.end(); ++i) f(r.v[i].handle);
       }
   }
 
@@ -101,66 +100,99 @@ class FreeBlocks {
     Bytes addr = 0;
     Handle handle = 0;
   };
-  static bool higher(const Entry& a, const Entry& b) { return a.addr > b.addr; }
+  // One size's blocks, ascending by address in v[head, v.size()).
+  struct Run {
+    std::vector<Entry> v;
+    std::uint32_t head = 0;
+
+    std::uint32_t end() const { return static_cast<std::uint32_t>(v.size()); }
+    bool empty() const { return head == end(); }
+    // The first slot whose address is not below `addr`.
+    std::uint32_t find(Bytes addr) const {
+      auto it = std::lower_bound(v.begin() + head, v.end(), addr,
+                                 [](const Entry& e, Bytes a) { return e.addr < a; });
+      return static_cast<std::uint32_t>(it - v.begin());
+    }
+    void insert(const Entry& e) {
+      const std::uint32_t at = find(e.addr);
+      if (at == end()) {
+        v.push_back(e);
+      } else if (head > 0 && at - head <= end() - at) {
+        // The shorter side is the front: it moves down into the room before it.
+        std::copy(v.begin() + head, v.begin() + at, v.begin() + head - 1);
+        --head;
+        v[at - 1] = e;
+      } else {
+        v.insert(v.begin() + at, e);
+      }
+    }
+    void erase(std::uint32_t at) {
+      if (at == head) {
+        ++head;
+      } else if (at - head < end() - at) {
+        std::copy_backward(v.begin() + head, v.begin() + at, v.begin() + at + 1);
+        ++head;
+      } else {
+        v.erase(v.begin() + at);
+      }
+      if (empty()) {
+        v.clear(), head = 0;
+      } else if (head > 32 && head > end() - head) {
+        // Taken from the front more than added: the room there is given back.
+        v.erase(v.begin(), v.begin() + head);
+        head = 0;
+      }
+    }
+  };
   struct SizeClass {
     Bytes size = 0;
-    std::uint32_t bucket = 0;
+    std::uint32_t run = 0;
   };
   struct PerStream {
     Stream stream = 0;
-    std::vector<SizeClass> sizes;  // ascending, each non-empty
+    std::vector<SizeClass> sizes;  // ascending, each run non-empty
   };
 
-  // The stream's index (streams_ ascending by stream), made when `make`; kNone if absent.
-  std::uint32_t of(Stream stream, bool make = false) {
-    auto it = std::lower_bound(streams_.begin(), streams_.end(), stream,
-                               [](const PerStream& s, Stream x) { return s.stream < x; });
-    if (it == streams_.end() || it->stream != stream) {
-      if (!make) return kNone;
+  const Run& run(const Cursor& c) const { return runs_[streams_[c.stream].sizes[c.size].run]; }
+
+  // The stream's index in streams_ (ascending by stream: a job has a handful), or kNone.
+  std::uint32_t find_stream(Stream stream) const {
+    for (std::uint32_t i = 0; i < streams_.size(); ++i)
+      if (streams_[i].stream >= stream) return streams_[i].stream == stream ? i : kNone;
+    return kNone;
+  }
+  std::uint32_t made(Stream stream) {
+    std::uint32_t i = 0;
+    while (i < streams_.size() && streams_[i].stream < stream) ++i;
+    if (i == streams_.size() || streams_[i].stream != stream) {
       PerStream s;
       s.stream = stream;
-      it = streams_.insert(it, std::move(s));
+      streams_.insert(streams_.begin() + i, std::move(s));
     }
-    return static_cast<std::uint32_t>(it - streams_.begin());
-  }
-  std::uint32_t of(Stream stream) const {
-    auto it = std::lower_bound(streams_.begin(), streams_.end(), stream,
-                               [](const PerStream& s, Stream x) { return s.stream < x; });
-    return it == streams_.end() || it->stream != stream
-               ? kNone
-               : static_cast<std::uint32_t>(it - streams_.begin());
+    return i;
   }
 
-  // The bucket of `size` in stream `si` (made when absent).
+  // The run of `size` in stream `si`, made (or an emptied one reused) when absent.
   std::uint32_t class_of(std::uint32_t si, Bytes size) {
     std::vector<SizeClass>& sizes = streams_[si].sizes;
     auto it = std::lower_bound(sizes.begin(), sizes.end(), size,
                                [](const SizeClass& k, Bytes n) { return k.size < n; });
-    if (it != sizes.end() && it->size == size) return it->bucket;
+    if (it != sizes.end() && it->size == size) return it->run;
     std::uint32_t b;
     if (!spare_.empty()) {
       b = spare_.back();
       spare_.pop_back();
     } else {
-      b = static_cast<std::uint32_t>(buckets_.size());
-      buckets_.emplace_back();
+      b = static_cast<std::uint32_t>(runs_.size());
+      runs_.emplace_back();
     }
     sizes.insert(it, SizeClass{size, b});
     return b;
   }
-  bool find(Stream stream, Bytes size, Bytes addr, Cursor* c) const {
-    *c = lower_bound(stream, size);
-    if (!c->valid || this->size(*c) != size) return false;
-    const std::vector<Entry>& v = buckets_[streams_[c->stream].sizes[c->size].bucket];
-    auto it = std::lower_bound(v.begin(), v.end(), Entry{addr, 0}, higher);
-    if (it == v.end() || it->addr != addr) return false;
-    c->slot = static_cast<std::uint32_t>(it - v.begin());
-    return true;
-  }
 
   std::vector<PerStream> streams_;
-  std::vector<std::vector<Entry>> buckets_;
-  std::vector<std::uint32_t> spare_;  // emptied buckets, their capacity kept
+  std::vector<Run> runs_;
+  std::vector<std::uint32_t> spare_;  // emptied runs, their capacity kept
 };
 
 }  // namespace actmem
