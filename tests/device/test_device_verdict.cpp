@@ -125,3 +125,43 @@ TEST_CASE(
   // The case the flushed cache decides exists in this step (else the test would not cover it).
   if (m == 12) CHECK(flushed_fits > 0);
 }
+
+TEST_CASE(
+    "device: a shortened replay's verdict within a capacity is the whole step's, every micro-batch "
+    "replayed within it (device_replay_full), where the step fails and where it fits") {
+  // 1F1B (pp 4) and the interleaved schedule (pp 4, vpp 2) over 64 micro-batches: both replayed
+  // in shortened runs (first_run: 16 and 24 micro-batches), whose first failed request ends the
+  // verdict where it is the whole step's (schedule.hpp shared_forwards).
+  const std::uint64_t vpp = GENERATE(1, 2);
+  INFO("vpp " << vpp);
+  TrainConfig c = pipeline_setup(64).config;
+  c.par.vpp = vpp;
+  auto made = make_setup(test::model_of("llama-3.1-8b"), c);
+  REQUIRE(made.ok());
+  const Setup& s = made.value();
+  auto free_run = device_memory(s, nullptr, nullptr, false);
+  REQUIRE(free_run.ok());
+  const GpuSpec any = budget_gpu(Bytes{80} << 30);
+  const Bytes fixed = device_overhead_bytes(s, &any);
+  const Bytes allocated = free_run.value().allocated_peak_bytes;
+  const Bytes total = free_run.value().reserved_peak_bytes + fixed;
+  // 25 capacities from just below the allocated blocks plus the fixed costs to past the unlimited
+  // total (2026-12-05: the lowest two end at a shortened run's failed request, in its 4th forward
+  // of 16 shared under 1F1B and its 11th of 48 interleaved; a few more fail later, the rest fit).
+  const Bytes lo = allocated + fixed - 64 * kMiB, step = (total - lo) / 20 + 1;
+  std::string pattern;  // '+' fits, '.' does not, from the lowest capacity up
+  for (Bytes cap = lo; cap <= total + 4 * step; cap += step) {
+    INFO("capacity " << cap << " (unlimited total " << total << ")");
+    auto v = device_verdict(s, budget_gpu(cap));
+    REQUIRE(v.ok());
+    const std::size_t stage = v.value().stages.front().stage;
+    auto full = device_replay_full(s, nullptr, cap - fixed);
+    REQUIRE(full.ok());
+    CHECK(v.value().out_of_memory == (full.value()[stage].ooms > 0));
+    pattern += v.value().fits ? '+' : '.';
+  }
+  INFO(pattern);
+  // Both verdicts occur in the range (else it would not test the shortened run's failure).
+  CHECK(pattern.find('+') != std::string::npos);
+  CHECK(pattern.find('.') != std::string::npos);
+}

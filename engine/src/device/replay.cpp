@@ -39,14 +39,23 @@ std::string alloc_conf_text(const AllocatorConfig& a) {
 // Each replayed stage's period proofs, for its first and its second step (stream.hpp).
 using Proofs = std::vector<std::array<detail::PeriodProof, 2>>;
 
+// A run of fewer micro-batches than the step's `m` that stops at a request failing where its first
+// step is the full step's (schedule.hpp shared_forwards); `failed` says whether one did.
+struct Shortened {
+  std::uint64_t m = 0;
+  bool failed = false;
+};
+
 // Two steps of every stage (or of stage `only` alone, when >= 0): the first fills the cache, the
 // second is measured (a job's reserved memory settles after its first step; docs/validation.md
 // 4.3 measures the second). With `proofs`, each stream compares its states at the steady state's
 // period boundaries (1F1B and interleaved schedules: period_move()). With `stop_at_oom` (a run
-// within a capacity) each stage stops at its first request the capacity cannot serve.
+// within a capacity) each stage stops at its first request the capacity cannot serve; with `cut`
+// (a shorter run within one), at its first such request in the full step's prefix.
 std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes capacity,
                               std::int64_t only, std::vector<StageDevice>* out,
-                              Proofs* proofs = nullptr, bool stop_at_oom = false) {
+                              Proofs* proofs = nullptr, bool stop_at_oom = false,
+                              Shortened* cut = nullptr) {
   const std::size_t P = e.ranks.size();
   std::vector<std::unique_ptr<CachingAllocator>> allocs(P);
   std::vector<std::unique_ptr<detail::AllocStream>> streams(P);
@@ -58,6 +67,10 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
     streams[r] = std::make_unique<detail::AllocStream>(e, policy, r, allocs[r].get());
     recorders[r] = streams[r].get();
     if (stop_at_oom) streams[r]->stop_at_oom();
+    if (cut)
+      streams[r]->stop_in_shared_prefix(
+          shared_forwards(effective_schedule(e.config), r, e.config.par.pp,
+                          e.ranks[r].chunk_sizes.size(), e.config.grad_accum, cut->m));
     ranks.push_back(r);
     if (proofs) {
       const std::uint64_t p = e.config.par.pp, v = e.ranks[r].chunk_sizes.size();
@@ -73,6 +86,9 @@ std::optional<Error> simulate(const Setup& e, const Recompute& policy, Bytes cap
       if (step == 1) allocs[r]->reset_peaks(), before[r] = streams[r]->allocations();
     }
     if (auto err = detail::walk_step(e, policy, recorders.data(), true, &ev)) return err;
+    if (cut)
+      for (std::size_t r : ranks)
+        cut->failed = cut->failed || streams[r]->failed_in_shared_prefix();
     if (proofs) {
       proofs->resize(ranks.size());
       for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -156,18 +172,21 @@ std::optional<Error> extend(const Setup& e, std::uint64_t periods, const Proofs&
 
 // A run of n micro-batches with its proofs; when they cover the full step (perhaps after one more
 // run of as many micro-batches modulo the cycles as the step), `*out` is the full step's answer
-// and `*proven` is set.
+// and `*proven` is set. With `cut` (a run within a capacity), a run whose request fails where it
+// is the full step ends there, `cut->failed` set: the full step fails that request too.
 std::optional<Error> run_proving(const Setup& e, const Recompute& policy, Bytes capacity,
                                  std::int64_t only, std::uint64_t n, std::uint64_t move,
-                                 std::vector<StageDevice>* out, bool* proven, std::uint64_t* ran) {
+                                 std::vector<StageDevice>* out, bool* proven, std::uint64_t* ran,
+                                 Shortened* cut) {
   const std::uint64_t m = default_micro_batches(e.config);
   Setup part = e;
   part.config.grad_accum = n;
   Proofs proofs;
   *ran = n;
   const bool watch = move != 0 && n < m;
-  if (auto err = simulate(part, policy, capacity, only, out, watch ? &proofs : nullptr)) return err;
-  if (!watch) return std::nullopt;
+  if (auto err = simulate(part, policy, capacity, only, out, watch ? &proofs : nullptr, false, cut))
+    return err;
+  if (!watch || (cut && cut->failed)) return std::nullopt;
   std::uint64_t lcm = 0;
   std::uint64_t periods = whole_cycles(m, n, move, proofs, &lcm);
   if (periods == 0 && lcm != 0) {
@@ -177,7 +196,12 @@ std::optional<Error> run_proving(const Setup& e, const Recompute& policy, Bytes 
     if (n2 >= m || n2 - n > n) return std::nullopt;
     std::vector<StageDevice> again;
     part.config.grad_accum = n2;
-    if (auto err = simulate(part, policy, capacity, only, &again, &proofs)) return err;
+    if (auto err = simulate(part, policy, capacity, only, &again, &proofs, false, cut)) return err;
+    if (cut && cut->failed) {
+      *out = std::move(again);
+      *ran = n2;
+      return std::nullopt;
+    }
     periods = whole_cycles(m, n2, move, proofs, &lcm);
     if (periods == 0) return std::nullopt;
     *out = std::move(again);
@@ -202,8 +226,9 @@ std::uint64_t first_run(const Setup& e) {
 // micro-batches without assuming where it settles.
 // `stop_above`: a run whose allocated peak passes it ends the search (the step cannot fit, so
 // more precision on its reserved memory changes no verdict). `stop_at_oom`: a run of the whole
-// step within a capacity stops at its first failed request (the verdict is then decided; shorter
-// runs go on, their peaks compared as they are).
+// step within a capacity stops at its first failed request (the verdict is then decided); a
+// shorter run stops at one only where it is the full step (Shortened), and otherwise goes on, its
+// peaks compared as they are.
 std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, Bytes capacity,
                                       std::int64_t only, Bytes stop_above, bool stop_at_oom,
                                       std::vector<StageDevice>* out, std::uint64_t* simulated,
@@ -218,14 +243,18 @@ std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, B
     return simulate(e, policy, capacity, only, out, nullptr, stop_at_oom);
   }
   // Each run tries the proof first (period_move); where it holds the answer is the full step's.
+  // Within a capacity, a run that fails a request where it is the full step ends the search: the
+  // full step fails it too (stop_at_oom's verdict, decided).
   const std::uint64_t move = period_move(e);
   std::uint64_t ran = 0;
+  Shortened cut{m};
   auto run = [&](std::uint64_t k, std::vector<StageDevice>* o) {
-    return run_proving(e, policy, capacity, only, k, move, o, proven, &ran);
+    return run_proving(e, policy, capacity, only, k, move, o, proven, &ran,
+                       stop_at_oom ? &cut : nullptr);
   };
   std::vector<StageDevice> a, b;
   if (auto err = run(n, &a)) return err;
-  if (*proven) {
+  if (*proven || cut.failed) {
     *out = a;
     *simulated = ran;
     return std::nullopt;
@@ -245,7 +274,7 @@ std::optional<Error> simulate_settled(const Setup& e, const Recompute& policy, B
     if (auto err = next == m ? simulate(e, policy, capacity, only, &b, nullptr, stop_at_oom)
                              : run(next, &b))
       return err;
-    if (*proven) {
+    if (*proven || cut.failed) {
       *out = b;
       *simulated = ran;
       return std::nullopt;
@@ -280,9 +309,12 @@ Bytes device_capacity(const GpuSpec& gpu, std::string* source) {
   return gpu.memory_bytes;
 }
 
-Result<std::vector<StageDevice>> device_replay_full(const Setup& e, const Recompute* policy) {
+Result<std::vector<StageDevice>> device_replay_full(const Setup& e, const Recompute* policy,
+                                                    Bytes capacity) {
   std::vector<StageDevice> out;
-  if (auto err = simulate(e, policy ? *policy : e.config.recompute, 0, -1, &out)) return *err;
+  if (auto err = simulate(e, policy ? *policy : e.config.recompute, capacity, -1, &out, nullptr,
+                          capacity != 0))
+    return *err;
   return out;
 }
 

@@ -157,9 +157,19 @@ CachingAllocator::Handle AllocStream::take(Bytes bytes, CachingAllocator::Stream
   // After the first failed request of a run that stops there (stop_at_oom), nothing more: each
   // later failure would flush the cache again (a replay of thousands of static tensors past the
   // capacity was quadratic).
-  if (bytes == 0 || (stop_at_oom_ && a_->stats().ooms != 0)) return CachingAllocator::kNoHandle;
+  if (bytes == 0 || (stop_at_oom_ && a_->stats().ooms != 0) || prefix_oom_)
+    return CachingAllocator::kNoHandle;
   allocations_ += 1;
-  return a_->malloc(bytes, stream);
+  const Handle h = a_->malloc(bytes, stream);
+  if (step_ == 0 && forwards_ < shared_forwards_ && a_->stats().ooms != 0) prefix_oom_ = true;
+  return h;
+}
+
+void AllocStream::stop_in_shared_prefix(std::uint64_t forwards) {
+  // Forwards are counted at their chunk's first layer, so every chunk must have one.
+  for (std::uint64_t n : s_.ranks[rank_].chunk_sizes)
+    if (n == 0) return;
+  shared_forwards_ = forwards;
 }
 
 void AllocStream::take_params(std::vector<Handle>& out, std::uint64_t g, Bytes width, bool kept) {
@@ -340,6 +350,8 @@ void AllocStream::optimizer_step() {
 }
 
 void AllocStream::begin_step() {
+  ++step_;
+  forwards_ = 0;
   if (!static_done_) allocate_static(), static_done_ = true;
   proof_ = PeriodProof{};
   ring_n_ = 0;
@@ -681,7 +693,7 @@ void AllocStream::weight_layer(const StepEvent& at) {
 }
 
 void AllocStream::event(const StepEvent& at, const LiveBytes&) {
-  if (stop_at_oom_ && a_->stats().ooms != 0) return;
+  if ((stop_at_oom_ && a_->stats().ooms != 0) || prefix_oom_) return;
   switch (at.kind) {
     case StepEvent::kBwdInput:
       backward_layer(at, true);
@@ -691,7 +703,10 @@ void AllocStream::event(const StepEvent& at, const LiveBytes&) {
       break;
     case StepEvent::kFwd:
       if (forward_start(at)) break;  // verl's FSDP2: its groups are gathered by forward_layer
-      if (watch_.p != 0 && at.lo == s_.ranks[rank_].chunk_first[at.chunk]) boundary(at);
+      if (at.lo == s_.ranks[rank_].chunk_first[at.chunk]) {
+        ++forwards_;
+        if (watch_.p != 0) boundary(at);
+      }
       forward_layer(at);
       break;
     case StepEvent::kRecompute:

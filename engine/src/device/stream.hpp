@@ -50,6 +50,11 @@ class AllocStream final : public Recorder {
   // are not replayed (device/replay.cpp: only for a run of the whole step, whose peaks are then
   // not reported).
   void stop_at_oom() { stop_at_oom_ = true; }
+  // A shortened run (device/replay.cpp): its first step's events before its forward number
+  // `forwards` (schedule.hpp shared_forwards) are the full step's, so a request that fails there
+  // fails in the full step too: the run stops at it and says so.
+  void stop_in_shared_prefix(std::uint64_t forwards);
+  bool failed_in_shared_prefix() const { return prefix_oom_; }
   void event(const StepEvent& at, const LiveBytes& live) override;
   std::uint64_t allocations() const { return allocations_; }
   // A size product that overflowed (never for a setup that built: its totals bound every tensor).
@@ -205,6 +210,10 @@ class AllocStream final : public Recorder {
   bool static_done_ = false, grads_static_ = false, states_done_ = false;
   bool split_ = false;  // a split-backward schedule: linear inputs are held apart
   bool stop_at_oom_ = false;
+  // stop_in_shared_prefix: the forwards shared (0: off), those begun this step, the step's index.
+  std::uint64_t shared_forwards_ = 0, forwards_ = 0;
+  int step_ = -1;
+  bool prefix_oom_ = false;
   std::uint64_t allocations_ = 0;
   SteadyBoundaries watch_;
   PeriodProof proof_;

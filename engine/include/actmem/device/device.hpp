@@ -84,10 +84,13 @@ Result<DeviceMemory> device_verdict(const Setup& s, const GpuSpec& gpu,
                                     const Recompute* policy = nullptr, bool all_stages = false);
 
 // Every micro-batch of both steps of every stage replayed, nothing shortened (no settled peaks, no
-// period proof): the reference device_memory's shortened replays are checked against
-// (tests/device/test_device_periodic.cpp). O(m) per stage: for checks, not for searches.
+// period proof, no shortened run's failed request): the reference device_memory's shortened
+// replays are checked against (tests/device/test_device_periodic.cpp, test_device_verdict.cpp).
+// Within `capacity` (0: none) each stage stops at its first request that finds no room, as the
+// verdict's replay of a whole step does. O(m) per stage: for checks, not for searches.
 Result<std::vector<StageDevice>> device_replay_full(const Setup& s,
-                                                    const Recompute* policy = nullptr);
+                                                    const Recompute* policy = nullptr,
+                                                    Bytes capacity = 0);
 
 // The sum of device_overheads(s, gpu) (checked: an overflow returns kMaxBytes).
 Bytes device_overhead_bytes(const Setup& s, const GpuSpec* gpu);

@@ -219,4 +219,13 @@ void for_each_op_collapsed(Schedule s, std::uint64_t r, std::uint64_t p, std::ui
 std::vector<PipeOp> pipeline_ops(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
                                  std::uint64_t m);
 
+// How far a step of n micro-batches runs as the step of m > n does (GPipe, 1F1B, interleaved):
+// the forwards of rank r's op sequence for n that come, with every op before them, first in the
+// sequence for m too. A run of n micro-batches starts from the same state as the step of m, so
+// whatever it does before its op after them the step of m does as well (device/replay.cpp stops
+// a shortened run's verdict at its first failed request there). 0 for the split-backward
+// schedules (split_schedule.hpp).
+std::uint64_t shared_forwards(Schedule s, std::uint64_t r, std::uint64_t p, std::uint64_t v,
+                              std::uint64_t n, std::uint64_t m);
+
 }  // namespace actmem
