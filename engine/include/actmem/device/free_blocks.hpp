@@ -41,7 +41,7 @@ class FreeBlocks {
     Cursor c = lower_bound(stream, size);
     if (!c.valid || this->size(c) != size) return;
     const Run& r = run(c);
-    const std::uint32_t at = r.find(addr);
+    const std::uint32_t at = r.v[r.head].addr == addr ? r.head : r.find(addr);
     if (at == r.end() || r.v[at].addr != addr) return;
     c.slot = at;
     erase(c);
@@ -114,6 +114,12 @@ class FreeBlocks {
       return static_cast<std::uint32_t>(it - v.begin());
     }
     void insert(const Entry& e) {
+      // A new highest or lowest address needs no search (two inserts in three, 2026-12-05).
+      if (empty() || v.back().addr < e.addr) return v.push_back(e);
+      if (head > 0 && e.addr < v[head].addr) {
+        v[--head] = e;
+        return;
+      }
       const std::uint32_t at = find(e.addr);
       if (at == end()) {
         v.push_back(e);
