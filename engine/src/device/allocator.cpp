@@ -84,7 +84,7 @@ void CachingAllocator::insert_free(Handle h) {
 void CachingAllocator::erase_free(Handle h) {
   Block& b = blocks_[h];
   if (b.cached) {
-    pool(b.small).erase(b.stream, b.size, b.addr);
+    pool(b.small).erase(b.stream, b.size, b.addr, h);
     b.cached = false;
   } else if (!b.mapped) {
     (b.small ? small_unmapped_ : large_unmapped_).erase({b.stream, b.addr, h});

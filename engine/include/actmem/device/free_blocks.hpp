@@ -29,7 +29,7 @@ class FreeBlocks {
 
   // A place in the order, for get_free_block's walk past the first fit (expandable segments).
   struct Cursor {
-    std::uint32_t stream = 0, size = 0, slot = 0;  // the stream, its size class, the run's slot
+    std::uint32_t stream = 0, size = 0, slot = 0;  // indices: the stream, its size class, the slot
     bool valid = false;
   };
 
@@ -37,14 +37,17 @@ class FreeBlocks {
     runs_[class_of(made(stream), size)].insert(Entry{addr, h});
   }
 
-  void erase(Stream stream, Bytes size, Bytes addr) {
+  // Block h, cached at (stream, size, addr); false if it is not there.
+  bool erase(Stream stream, Bytes size, Bytes addr, Handle h) {
     Cursor c = lower_bound(stream, size);
-    if (!c.valid || this->size(c) != size) return;
+    if (!c.valid || this->size(c) != size) return false;
     const Run& r = run(c);
-    const std::uint32_t at = r.v[r.head].addr == addr ? r.head : r.find(addr);
-    if (at == r.end() || r.v[at].addr != addr) return;
+    const Entry e{addr, h};
+    const std::uint32_t at = same(r.v[r.head], e) ? r.head : r.find(e);
+    if (at == r.end() || !same(r.v[at], e)) return false;
     c.slot = at;
     erase(c);
+    return true;
   }
 
   void erase(const Cursor& c) {
@@ -96,10 +99,19 @@ class FreeBlocks {
 
  private:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  // Ordered by address, then handle: a replayed trace can place a segment at an address the
+  // model reuses (CachingAllocator::set_next_segment_address), and BlockComparatorSize's ties
+  // are the set's, whose key ended with the handle.
   struct Entry {
     Bytes addr = 0;
     Handle handle = 0;
   };
+  static bool before(const Entry& a, const Entry& b) {
+    return a.addr < b.addr || (a.addr == b.addr && a.handle < b.handle);
+  }
+  static bool same(const Entry& a, const Entry& b) {
+    return a.addr == b.addr && a.handle == b.handle;
+  }
   // One size's blocks, ascending by address in v[head, v.size()).
   struct Run {
     std::vector<Entry> v;
@@ -107,20 +119,19 @@ class FreeBlocks {
 
     std::uint32_t end() const { return static_cast<std::uint32_t>(v.size()); }
     bool empty() const { return head == end(); }
-    // The first slot whose address is not below `addr`.
-    std::uint32_t find(Bytes addr) const {
-      auto it = std::lower_bound(v.begin() + head, v.end(), addr,
-                                 [](const Entry& e, Bytes a) { return e.addr < a; });
-      return static_cast<std::uint32_t>(it - v.begin());
+    // The first slot not before `e`.
+    std::uint32_t find(const Entry& e) const {
+      return static_cast<std::uint32_t>(std::lower_bound(v.begin() + head, v.end(), e, before) -
+                                        v.begin());
     }
     void insert(const Entry& e) {
       // A new highest or lowest address needs no search (two inserts in three, 2026-12-05).
-      if (empty() || v.back().addr < e.addr) return v.push_back(e);
-      if (head > 0 && e.addr < v[head].addr) {
+      if (empty() || before(v.back(), e)) return v.push_back(e);
+      if (head > 0 && before(e, v[head])) {
         v[--head] = e;
         return;
       }
-      const std::uint32_t at = find(e.addr);
+      const std::uint32_t at = find(e);
       if (at == end()) {
         v.push_back(e);
       } else if (head > 0 && at - head <= end() - at) {
