@@ -11,7 +11,6 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
 #include <string_view>

@@ -62,11 +62,10 @@ class FreeBlocks {
   // The first block of `stream` at least `size` long (invalid: none).
   Cursor lower_bound(Stream stream, Bytes size) const {
     Cursor c;
-    const std::uint32_t si = find_stream(stream);
-    if (si == kNone) return c;
+    const std::uint32_t si = stream_at(stream);
+    if (si == streams_.size() || streams_[si].stream != stream) return c;
     const std::vector<SizeClass>& sizes = streams_[si].sizes;
-    auto it = std::lower_bound(sizes.begin(), sizes.end(), size,
-                               [](const SizeClass& k, Bytes n) { return k.size < n; });
+    auto it = size_at(sizes, size);
     if (it == sizes.end()) return c;
     c.stream = si;
     c.size = static_cast<std::uint32_t>(it - sizes.begin());
@@ -98,7 +97,6 @@ class FreeBlocks {
   }
 
  private:
-  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   // Ordered by address, then handle: a replayed trace can place a segment at an address the
   // model reuses (CachingAllocator::set_next_segment_address), and BlockComparatorSize's ties
   // are the set's, whose key ended with the handle.
@@ -131,10 +129,9 @@ class FreeBlocks {
         v[--head] = e;
         return;
       }
+      // Not past the last (above), so `at` is a slot in the run.
       const std::uint32_t at = find(e);
-      if (at == end()) {
-        v.push_back(e);
-      } else if (head > 0 && at - head <= end() - at) {
+      if (head > 0 && at - head <= end() - at) {
         // The shorter side is the front: it moves down into the room before it.
         std::copy(v.begin() + head, v.begin() + at, v.begin() + head - 1);
         --head;
@@ -172,15 +169,21 @@ class FreeBlocks {
 
   const Run& run(const Cursor& c) const { return runs_[streams_[c.stream].sizes[c.size].run]; }
 
-  // The stream's index in streams_ (ascending by stream: a job has a handful), or kNone.
-  std::uint32_t find_stream(Stream stream) const {
-    for (std::uint32_t i = 0; i < streams_.size(); ++i)
-      if (streams_[i].stream >= stream) return streams_[i].stream == stream ? i : kNone;
-    return kNone;
-  }
-  std::uint32_t made(Stream stream) {
+  // Where `stream` is or would go in streams_ (ascending by stream: a job has a handful).
+  std::uint32_t stream_at(Stream stream) const {
     std::uint32_t i = 0;
     while (i < streams_.size() && streams_[i].stream < stream) ++i;
+    return i;
+  }
+  // The first size class of at least `size`.
+  template <class Sizes>
+  static auto size_at(Sizes& sizes, Bytes size) -> decltype(sizes.begin()) {
+    return std::lower_bound(sizes.begin(), sizes.end(), size,
+                            [](const SizeClass& k, Bytes n) { return k.size < n; });
+  }
+  // The stream's index, its entry made when absent.
+  std::uint32_t made(Stream stream) {
+    const std::uint32_t i = stream_at(stream);
     if (i == streams_.size() || streams_[i].stream != stream) {
       PerStream s;
       s.stream = stream;
@@ -192,8 +195,7 @@ class FreeBlocks {
   // The run of `size` in stream `si`, made (or an emptied one reused) when absent.
   std::uint32_t class_of(std::uint32_t si, Bytes size) {
     std::vector<SizeClass>& sizes = streams_[si].sizes;
-    auto it = std::lower_bound(sizes.begin(), sizes.end(), size,
-                               [](const SizeClass& k, Bytes n) { return k.size < n; });
+    auto it = size_at(sizes, size);
     if (it != sizes.end() && it->size == size) return it->run;
     std::uint32_t b;
     if (!spare_.empty()) {

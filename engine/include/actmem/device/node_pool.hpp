@@ -1,8 +1,9 @@
-// A recycling node pool for the allocator model's ordered sets (allocator.hpp). std::set allocates
-// one node per insert and frees it per erase, and the replay inserts and erases a cached block for
-// nearly every tensor it allocates or frees: libc's malloc and free were 13% of an advise run
-// (perf, llama-3.1-405b on 1,024 GPUs, 2026-12-02). Nodes erased here are handed to the next insert
-// instead, so a replay's steady state allocates nothing.
+// A recycling node pool for the replay's ordered maps (device/stream.hpp: what each micro-batch,
+// chunk and layer holds). std::map allocates one node per insert and frees it per erase, once or
+// more per layer of the replay: libc's malloc and free were 13% of an advise run (perf,
+// llama-3.1-405b on 1,024 GPUs, 2026-12-02, when the allocator model's cached blocks were a
+// std::set served from it too; free_blocks.hpp keeps them in arrays now). Nodes erased here are
+// handed to the next insert instead, so a replay's steady state allocates nothing.
 #pragma once
 
 #include <cstddef>
