@@ -12,9 +12,9 @@ function setStatus(kind, text) {
 }
 
 // ---- the engine in a worker ---------------------------------------------------------------
-function send(lane, request) {
+function send(lane, request, parts) {
   const id = ++state.seq;
-  state.worker.postMessage({ id, lane, request: JSON.stringify(request) });
+  state.worker.postMessage({ id, lane, request: JSON.stringify(request), parts: !!parts });
   return id;
 }
 
@@ -60,17 +60,21 @@ function update() {
     writeHash();
     return;
   }
-  // With a GPU the view's searches (plan, fit, suggestions) are most of its time: where a view
-  // takes long (the first, on a cold engine, or the last took over 100 ms: 4,096 micro-batches
-  // of 405B take a second) the view without them is asked first and shown with those parts
-  // pending, then the full one. Below that a quick view would only add its own drawing to the
-  // others (2026-12-03: every panel's p95 rose by about 20 ms for 70B and 405B at 64 micro-batches).
+  // With a GPU the view's searches (plan, fit, suggestions) are most of its time (77% of a 405B
+  // view natively): where a view takes long (the first, on a cold engine, or the last took over
+  // 100 ms: 4,096 micro-batches of 405B) the worker's one evaluation hands over the view without
+  // them first (the "quick" lane, same id), shown with those parts pending, then the full view,
+  // of which only what the searches change is drawn again (drawSearches). Below 100 ms the quick
+  // view's drawing would run beside the searches and slow them: on this 2-core machine every
+  // panel's p95 for 405B rose from 119-149 to 198-403 ms when every view was handed over so
+  // (2026-12-05, page test "speed", three runs each); before evaluateParts a quick view was a
+  // second request, its work done twice.
   const gpu = req.config && (req.config.gpu || req.config.gpu_memory);
-  const slow = !(state.lastViewMs < 100);
-  state.wantedQuick = gpu && slow ? send('quick', Object.assign({}, req, { searches: false })) : 0;
+  const parts = gpu && !(state.lastViewMs < 100);
   delete document.body.dataset.quickMs;
   delete document.body.dataset.verdictMs;
-  state.wanted = send('view', req);
+  state.wanted = send('view', req, parts);
+  state.wantedQuick = parts ? state.wanted : 0;
   state.awaiting = true;
   // The rest while the engine works: the link, the last input's error messages, the status line
   // (these took 6-15 ms of the main thread before the request left, 2026-12-05).
@@ -107,7 +111,8 @@ function onMessage(e) {
   if (!ans.ok) { answerError(ans.error, state.wantedReq); return; }
   state.lastError = null;
   document.body.dataset.state = 'ok';
-  draw(ans, state.wantedKey, state.wantedReq);
+  if (searchesPendingOnScreen(state.wantedKey)) drawSearches(ans, state.wantedKey, state.wantedReq);
+  else draw(ans, state.wantedKey, state.wantedReq);
   if (state.snapshotBytes) runCompare();  // the comparison follows the configuration shown
   setStatus('current', CURRENT_STATUS);
   if (!document.body.dataset.firstVerdictMs) document.body.dataset.firstVerdictMs = performance.now().toFixed(1);

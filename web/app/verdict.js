@@ -39,10 +39,10 @@ function drawVerdict(v) {
       : d.headroom_bytes >= 0
         ? 'Does not fit: the allocator runs out of room (fragmentation) although ' + fmt(d.total_bytes) + ' is below the ' + fmt(d.capacity_bytes) + ' of each of ' + gpus + '.'
         : 'Does not fit: needs ' + fmt(d.total_bytes) + ' per GPU, ' + fmt(gap) + ' more than the ' + fmt(d.capacity_bytes) + ' of each of ' + gpus + '.';
-    verdict.className = 'verdict ' + (d.fits ? 'ok' : 'bad');
+    verdict.className = 'fade verdict ' + (d.fits ? 'ok' : 'bad');
   } else {
     verdict.textContent = 'Peak ' + fmt(d.total_bytes) + ' per GPU on ' + gpus + ' as the driver counts it (choose a GPU to check the fit).';
-    verdict.className = 'verdict';
+    verdict.className = 'fade verdict';
   }
   verdict.dataset.peak = String(d.peak_bytes);
   verdict.dataset.total = String(d.total_bytes);
