@@ -1,8 +1,6 @@
-// Embind declarations: the page calls the engine's JSON entry point (request -> response text; for
-// a view, its answer without the searches handed over first when asked) and compare (request and
-// a snapshot file's bytes -> response text).
+// Embind declarations: the page calls the engine's JSON entry point (request -> response text) and
+// compare (request and a snapshot file's bytes -> response text).
 #include <emscripten/bind.h>
-#include <emscripten/val.h>
 
 #include <string>
 
@@ -12,12 +10,6 @@ namespace {
 
 std::string evaluate_request(const std::string& request) {
   return actmem::evaluate(request);
-}
-
-// evaluate_parts: `partial` (a JS function) gets a view's answer without its searches while the
-// searches run on; the full answer is returned (the worker posts both, worker.js).
-std::string evaluate_request_parts(const std::string& request, emscripten::val partial) {
-  return actmem::evaluate_parts(request, [&](const std::string& text) { partial(text); });
 }
 
 // compare: the request (estimate keys with "command": "compare") and the snapshot's bytes (a
@@ -33,6 +25,5 @@ std::string compare_request(const std::string& request, const std::string& snaps
 
 EMSCRIPTEN_BINDINGS(actmem_bindings) {
   emscripten::function("evaluate", &evaluate_request);
-  emscripten::function("evaluateParts", &evaluate_request_parts);
   emscripten::function("compare", &compare_request);
 }

@@ -1,14 +1,12 @@
 // actmem engine worker: runs the WebAssembly engine off the page's main thread. The page posts
-// {id, lane, request, parts}; in the "view" lane only the latest request is answered (older ones
-// that queued up while the engine was busy are dropped), and a view with `parts` is answered twice
-// from one evaluation (the engine's evaluateParts): its view without the searches, posted in the
-// "quick" lane under the job's id while the searches run, then the full view. Other lanes
-// (exports) answer every request, and "warm" (the shown request asked again, to compile the
-// engine's code for the next input) runs when nothing else waits: an input's view drops the warm
-// jobs not begun ({id, lane, dropped}). Replies {id, lane, text, ms} carry the engine's answer
-// text unchanged. The "compare" lane also carries the snapshot file's bytes ({bytes:
-// Uint8Array}). In the single-file page the first message is {lane: 'wasm', base64}: the
-// engine's wasm, gzip-compressed (start.js, wasm-gz.js).
+// {id, lane, request}; in the "quick" and "view" lanes only the latest request is answered (older
+// ones that queued up while the engine was busy are dropped), "quick" (the view without its
+// searches, the verdict first) before "view"; other lanes (exports) answer every request, and
+// "warm" (the shown request asked again, to compile the engine's code for the next input) runs
+// when nothing else waits: an input's view drops the warm jobs not begun ({id, lane, dropped}).
+// Replies {id, lane, text, ms} carry the engine's answer text unchanged. The "compare" lane also
+// carries the snapshot file's bytes ({bytes: Uint8Array}). In the single-file page the first
+// message is {lane: 'wasm', base64}: the engine's wasm, gzip-compressed (start.js, wasm-gz.js).
 'use strict';
 
 // Served site: load the module by path. Single-file page: the module's text precedes this one in
@@ -16,7 +14,7 @@
 if (typeof createActmem === 'undefined') importScripts('actmem.js');
 
 let engine = null;
-let latest = null;          // the newest "view" job not answered yet
+const latest = new Map();  // lane -> the newest job not answered yet (the "view" lane)
 const queue = [];          // jobs of other lanes but "warm", in order
 const warming = [];        // "warm" jobs: run only when nothing else waits
 let scheduled = false;
@@ -32,9 +30,7 @@ function run(job) {
   const t0 = performance.now();
   let text;
   try {
-    if (job.lane === 'compare') text = engine.compare(job.request, job.bytes);
-    else if (job.parts) text = engine.evaluateParts(job.request, (part) => postMessage({ id: job.id, lane: 'quick', text: part, ms: performance.now() - t0 }));
-    else text = engine.evaluate(job.request);
+    text = job.lane === 'compare' ? engine.compare(job.request, job.bytes) : engine.evaluate(job.request);
   } catch (e) {
     text = JSON.stringify({ ok: false, error: { code: 'engine', field: 'request', message: 'request: the engine failed: ' + e } });
   }
@@ -43,18 +39,18 @@ function run(job) {
 
 function drain() {
   scheduled = false;
-  const job = queue.length ? queue.shift() : latest || warming.shift();
+  const job = queue.length ? queue.shift() : latest.get('quick') || latest.get('view') || warming.shift();
   if (!job) return;
-  if (job === latest) latest = null;
+  if (job.lane === 'view' || job.lane === 'quick') latest.delete(job.lane);
   run(job);
-  if (queue.length || latest || warming.length) schedule();
+  if (queue.length || latest.size || warming.length) schedule();
 }
 
 onmessage = (e) => {
   const job = e.data;
   if (job.lane === 'wasm') { load(actmemWasmFromGz(job.base64, failed)); return; }
-  if (job.lane === 'view') {
-    latest = job;
+  if (job.lane === 'view' || job.lane === 'quick') {
+    latest.set(job.lane, job);
     // An input came: warm runs not begun are of no use (its view compiles the same code).
     for (const w of warming.splice(0)) postMessage({ id: w.id, lane: 'warm', dropped: true });
   } else if (job.lane === 'warm') {

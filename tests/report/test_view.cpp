@@ -232,39 +232,3 @@ TEST_CASE(
       actmem::evaluate_json(json{{"command", "estimate"}, {"preset", "gpt2"}, {"searches", false}});
   CHECK(other["error"]["field"] == "searches");
 }
-
-TEST_CASE(
-    "evaluate_parts: a view with its searches hands over the answer of the same request with "
-    "searches: false, then returns evaluate's answer, byte for byte, and other requests hand "
-    "over nothing") {
-  // A worked example's rows and a preset's warnings are in both answers.
-  const json worked = {{"example", "seed000-standard-7b"}, {"config", {{"gpu", "h100-80gb"}}}};
-  for (json req : {llama_70b({{"recompute", "selective"}}), llama_70b({{"micro_batch", 4}}),
-                   pipeline_405b(64), worked}) {
-    req["command"] = "view";
-    std::vector<std::string> parts;
-    const std::string full =
-        actmem::evaluate_parts(req.dump(), [&](const std::string& t) { parts.push_back(t); });
-    CHECK(full == actmem::evaluate(req.dump()));
-    json quick = req;
-    quick["searches"] = false;
-    REQUIRE(parts.size() == 1);
-    CHECK(parts[0] == actmem::evaluate(quick.dump()));
-    CHECK(json::parse(parts[0])["pending"] == json({"plan", "fit", "suggestions"}));
-  }
-  // Without a GPU, asked without searches, another command, a bad request: nothing handed over.
-  for (const json& req :
-       {json{{"command", "view"}, {"preset", "gpt2"}, {"config", {{"seq", 1024}}}},
-        json{{"command", "view"},
-             {"preset", "gpt2"},
-             {"searches", false},
-             {"config", {{"gpu", "h100-80gb"}}}},
-        json{{"command", "estimate"}, {"preset", "gpt2"}, {"config", {{"gpu", "h100-80gb"}}}},
-        json{{"command", "view"}, {"preset", "gpt2"}, {"config", {{"seq", -1}}}}}) {
-    int calls = 0;
-    const std::string full =
-        actmem::evaluate_parts(req.dump(), [&](const std::string&) { ++calls; });
-    CHECK(calls == 0);
-    CHECK(full == actmem::evaluate(req.dump()));
-  }
-}

@@ -152,10 +152,6 @@ function drawGrid(v) {
   if (cap !== undefined) legend.appendChild(el('li', 'capacity contour', 'sw-contour'));
   legend.appendChild(el('li', 'current setting', 'sw-current'));
   legend.appendChild(el('li', 'not valid (—)', 'sw-invalid'));
-}
-
-// The largest sizes that fit (fit's search), under the grid.
-function drawFit(v) {
   const fit = $('fit');
   if (pending(v, 'fit')) { fit.textContent = 'Searching for the largest micro-batch and sequence that fit…'; fit.dataset.maxMicroBatch = ''; }
   else if (!v.fit) { fit.textContent = 'Choose a GPU to see the largest micro-batch and sequence that fit.'; fit.dataset.maxMicroBatch = ''; }

@@ -133,9 +133,9 @@ function applyApplicability() {
     const c = $(optionId(key));
     if (!c) continue;
     const off = !applies() && c.value.trim() === '';
-    c.disabled = off;
+    if (c.disabled !== off) c.disabled = off;
     const label = c.closest('label');
-    label.dataset.why = off ? why : '';
+    setData(label, 'why', off ? why : '');
     if (off) tip(label, OPTION_TIPS[key] + ' Not now: ' + why + '.');
     else tip(label, OPTION_TIPS[key]);
   }
@@ -154,7 +154,7 @@ function readOptions(config) {
     else if (r.kind === 'names') config[r.key] = raw.split(/[\s,]+/).filter(Boolean);
     else config[r.key] = raw;
   }
-  $('options-count').textContent = n ? n + ' set' : '';
+  setText($('options-count'), n ? n + ' set' : '');
 }
 
 // Each empty control shows what the engine used: the answer's config value, with the framework
@@ -167,8 +167,8 @@ function showOptionDefaults(est) {
     const v = used[r.key];
     const text = v === undefined ? 'default' : Array.isArray(v) ? v.join(', ') : String(v);
     const why = filled.has(r.key) ? used.framework + ': ' : 'default: ';
-    if (c.tagName === 'SELECT') c.options[0].textContent = why + text;
-    else c.placeholder = why + text;
+    if (c.tagName === 'SELECT') setText(c.options[0], why + text);
+    else if (c.placeholder !== why + text) c.placeholder = why + text;
     OPTION_TIPS[r.key] = r.tip + (filled.has(r.key) ? ' Now ' + text + ', from ' + filled.get(r.key).source : '');
   }
   applyApplicability();
@@ -195,7 +195,7 @@ function showFormDefaults(est) {
     const v = id === 'dropout' ? used.hidden_dropout : used[id];
     if (v === undefined || (Array.isArray(v) && v.length === 0)) continue;
     const text = (filled.has(id) ? used.framework + ': ' : 'default: ') + String(v);
-    if ($(id).tagName === 'SELECT') $(id).options[0].textContent = text; else $(id).placeholder = text;
+    if ($(id).tagName === 'SELECT') setText($(id).options[0], text); else if ($(id).placeholder !== text) $(id).placeholder = text;
   }
 }
 

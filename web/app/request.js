@@ -5,16 +5,23 @@
 const CURRENT_STATUS = 'This is the answer for the inputs as shown. Hover a number for its exact bytes and what it means.';
 function setStatus(kind, text) {
   const s = $('status');
-  s.dataset.kind = kind;
-  s.textContent = text;
+  setData(s, 'kind', kind);
+  setText(s, text);
   // "partial": the inputs' verdict is shown, their searches still run (not stale, not final).
-  $('results').dataset.stale = kind === 'current' || kind === 'partial' ? '0' : '1';
+  // "updating" marks the results stale only if the answer takes over STALE_AFTER_MS: most come
+  // sooner, and marking them at once then unmarking restyled and repainted every panel twice a
+  // change (11-15 ms of paint on 405B while the engine ran, 2026-12-05, a Chromium trace).
+  clearTimeout(state.staleTimer);
+  const results = $('results');
+  if (kind === 'updating') state.staleTimer = setTimeout(() => setData(results, 'stale', '1'), STALE_AFTER_MS);
+  else setData(results, 'stale', kind === 'current' || kind === 'partial' ? '0' : '1');
 }
+const STALE_AFTER_MS = 120;
 
 // ---- the engine in a worker ---------------------------------------------------------------
-function send(lane, request, parts) {
+function send(lane, request) {
   const id = ++state.seq;
-  state.worker.postMessage({ id, lane, request: JSON.stringify(request), parts: !!parts });
+  state.worker.postMessage({ id, lane, request: JSON.stringify(request) });
   return id;
 }
 
@@ -60,21 +67,17 @@ function update() {
     writeHash();
     return;
   }
-  // With a GPU the view's searches (plan, fit, suggestions) are most of its time (77% of a 405B
-  // view natively): where a view takes long (the first, on a cold engine, or the last took over
-  // 100 ms: 4,096 micro-batches of 405B) the worker's one evaluation hands over the view without
-  // them first (the "quick" lane, same id), shown with those parts pending, then the full view,
-  // of which only what the searches change is drawn again (drawSearches). Below 100 ms the quick
-  // view's drawing would run beside the searches and slow them: on this 2-core machine every
-  // panel's p95 for 405B rose from 119-149 to 198-403 ms when every view was handed over so
-  // (2026-12-05, page test "speed", three runs each); before evaluateParts a quick view was a
-  // second request, its work done twice.
+  // With a GPU the view's searches (plan, fit, suggestions) are most of its time: where a view
+  // takes long (the first, on a cold engine, or the last took over 100 ms: 4,096 micro-batches
+  // of 405B take a second) the view without them is asked first and shown with those parts
+  // pending, then the full one. Below that a quick view would only add its own drawing to the
+  // others (2026-12-03: every panel's p95 rose by about 20 ms for 70B and 405B at 64 micro-batches).
   const gpu = req.config && (req.config.gpu || req.config.gpu_memory);
-  const parts = gpu && !(state.lastViewMs < 100);
+  const slow = !(state.lastViewMs < 100);
+  state.wantedQuick = gpu && slow ? send('quick', Object.assign({}, req, { searches: false })) : 0;
   delete document.body.dataset.quickMs;
   delete document.body.dataset.verdictMs;
-  state.wanted = send('view', req, parts);
-  state.wantedQuick = parts ? state.wanted : 0;
+  state.wanted = send('view', req);
   state.awaiting = true;
   // The rest while the engine works: the link, the last input's error messages, the status line
   // (these took 6-15 ms of the main thread before the request left, 2026-12-05).
@@ -111,8 +114,7 @@ function onMessage(e) {
   if (!ans.ok) { answerError(ans.error, state.wantedReq); return; }
   state.lastError = null;
   document.body.dataset.state = 'ok';
-  if (searchesPendingOnScreen(state.wantedKey)) drawSearches(ans, state.wantedKey, state.wantedReq);
-  else draw(ans, state.wantedKey, state.wantedReq);
+  draw(ans, state.wantedKey, state.wantedReq);
   if (state.snapshotBytes) runCompare();  // the comparison follows the configuration shown
   setStatus('current', CURRENT_STATUS);
   if (!document.body.dataset.firstVerdictMs) document.body.dataset.firstVerdictMs = performance.now().toFixed(1);

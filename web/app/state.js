@@ -19,8 +19,9 @@ const state = Object.seal({
   // The view request and its answer (request.js).
   seq: 0,                    // request ids, every lane; only the answer to `wanted` is drawn as current
   wanted: 0,                 // the id of the current inputs' view request
-  wantedQuick: 0,            // ... when it hands over its view without searches first (request.js)
-  lastViewMs: undefined,     // the engine time of the last full view (whether to ask for that)
+  wantedQuick: 0,            // ... and of their view without searches, drawn first (request.js)
+  staleTimer: 0,             // marks the results stale when an answer is slow (request.js setStatus)
+  lastViewMs: undefined,     // the engine time of the last full view (whether to ask the quick one)
   warmId: 0,                 // the last "warm" request: the first answer's request asked again (request.js)
   warmKey: '',               // ... as JSON text
   warmPending: 0,            // warm runs asked and not answered (the page's engine loads after them)

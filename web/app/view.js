@@ -7,7 +7,7 @@ function pending(v, part) { return Array.isArray(v.pending) && v.pending.include
 function draw(v, key, req) {
   const t0 = performance.now();
   measureWidths([$('bar'), $('tensor-bar'), $('timeline'), $('heatmap')]);
-  state.shown = { key, req, view: v, drawn: true };
+  state.shown = { key, req, view: v };
   state.customName = v.model.name + ' (' + (v.model.params / 1e9).toFixed(2) + ' B parameters)';
   showModelChoice();
   drawVerdict(v);
@@ -19,7 +19,6 @@ function draw(v, key, req) {
   drawPolicies(v);
   drawPlan(v);
   drawGrid(v);
-  drawFit(v);
   drawKv(v.estimate);
   drawExplain(v.estimate);
   drawExample(v);
@@ -40,25 +39,6 @@ function drawVerdictFirst(v, key, req, then) {
     draw(v, key, req);
     then();
   }, 0);
-}
-
-// The full view of the inputs whose view without searches is drawn (every panel): only what the
-// searches change is drawn again (the verdict's suggestions and largest micro-batch, the
-// planner's line, the fit line), the rest being the same answer's (the engine's evaluateParts).
-function drawSearches(v, key, req) {
-  const t0 = performance.now();
-  state.shown = { key, req, view: v, drawn: true };
-  drawVerdict(v);
-  drawPlan(v);
-  drawFit(v);
-  document.body.dataset.drawMs = (performance.now() - t0).toFixed(2);
-}
-
-// Whether the answer for `key` can be drawn by drawSearches: its view without searches is on
-// every panel.
-function searchesPendingOnScreen(key) {
-  const s = state.shown;
-  return !!s && s.drawn && s.key === key && Array.isArray(s.view.pending);
 }
 
 function wireView() {

@@ -2,7 +2,6 @@
 // Request read by request.cpp and answers with its writer (write/); estimate and view stream
 // their text when the caller takes text.
 #include <algorithm>
-#include <optional>
 
 #include "actmem/compare/compare.hpp"
 #include "actmem/core/limits.hpp"
@@ -328,27 +327,17 @@ Result<json> answer_view(Request& r, const json& req, std::string* text, const s
   }
   if (req.contains("searches"))
     ACTMEM_TRY(detail::read_bool(req["searches"], "searches", &o.searches));
-  // The estimate's text and the worked example's rows, made once: the searches change neither,
-  // so the answer handed over before them (r.partial) and the full one share them.
-  std::optional<std::string> est, rows;
-  auto texts = [&](View& view) {
-    if (est) return;
-    view.est.warnings.insert(view.est.warnings.begin(), r.warnings.begin(), r.warnings.end());
-    est = estimate_text(view.est);
-    // A worked example's quantities are paths into the estimate answer: resolved on its tree.
-    rows = r.example.is_null()
-               ? std::string()
-               : example_rows(r.example_id, r.example, json::parse(*est, nullptr, false)).dump();
-  };
-  if (r.partial)
-    o.before_searches = [&](View& view) {
-      texts(view);
-      (*r.partial)(view_text(view, *est, *rows));
-    };
   auto v = make_view(r.model, r.config, r.has_gpu ? &r.gpu : nullptr, o);
   if (!v.ok()) return v.error();
-  texts(v.value());
-  return streamed(view_text(v.value(), *est, *rows), text);
+  View& view = v.value();
+  view.est.warnings.insert(view.est.warnings.begin(), r.warnings.begin(), r.warnings.end());
+  const std::string est = estimate_text(view.est);
+  // A worked example's quantities are paths into the estimate answer: resolved on its tree.
+  const std::string rows =
+      r.example.is_null()
+          ? std::string()
+          : example_rows(r.example_id, r.example, json::parse(est, nullptr, false)).dump();
+  return streamed(view_text(view, est, rows), text);
 }
 
 // The run's own peaks, when given: torch.cuda.memory_stats()'s aggregate peaks.

@@ -1,7 +1,6 @@
 // The single request -> response entry point shared by the CLI, the page (through Embind) and the
 // fuzzer: a request is read once (request.cpp) and answered by its command (commands.cpp).
 #include <cstring>
-#include <functional>
 #include <optional>
 
 #include "actmem/api/api.hpp"
@@ -15,8 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-json answer(const json& req, std::string* text, const std::string_view* snapshot = nullptr,
-            const std::function<void(const std::string&)>* partial = nullptr) {
+json answer(const json& req, std::string* text, const std::string_view* snapshot = nullptr) {
   std::string name;
   auto command = api::read_command(req, snapshot != nullptr, &name);
   if (!command.ok()) return error_to_json(command.error());
@@ -31,7 +29,6 @@ json answer(const json& req, std::string* text, const std::string_view* snapshot
   }
   auto r = api::read_request(req, spec.id, name);
   if (!r.ok()) return error_to_json(r.error());
-  r.value().partial = partial;
   auto out = spec.answer(r.value(), req, text, snapshot);
   if (!out.ok()) return error_to_json(out.error());
   return std::move(out.value());
@@ -83,18 +80,10 @@ std::string terminal_safe_json(std::string text) {
 }
 
 std::string evaluate(const std::string& request_text) {
-  return evaluate_parts(request_text, nullptr);
-}
-
-std::string evaluate_parts(const std::string& request_text,
-                           const std::function<void(const std::string&)>& partial) {
   auto j = parse_json_text(request_text, "request");
   if (!j.ok()) return terminal_safe_json(error_to_json(j.error()).dump());
-  const std::function<void(const std::string&)> safe = [&](const std::string& t) {
-    partial(terminal_safe_json(t));
-  };
   std::string text;
-  json out = answer(j.value(), &text, nullptr, partial ? &safe : nullptr);
+  json out = answer(j.value(), &text);
   if (!text.empty()) return terminal_safe_json(std::move(text));
   return terminal_safe_json(out.dump(-1, ' ', false, json::error_handler_t::replace));
 }

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,8 +48,6 @@ struct Request {
   bool has_gpu = false;
   std::string emit;  // "", "megatron", "torchtitan" or "sac"
   std::vector<std::string> warnings;
-  // evaluate_parts: where a view's answer without its searches goes before the full answer.
-  const std::function<void(const std::string&)>* partial = nullptr;
 };
 
 // Everything but the command: example, model, launch configs, config, GPU, emit, and the config

@@ -121,63 +121,6 @@ void suggest(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu, View&
   }
 }
 
-// The same configuration under each uniform policy and each accounting profile (peaks only: no
-// device verdict needed).
-void add_comparisons(const ModelSpec& m, const TrainConfig& c, View& v) {
-  Recompute every;
-  every.kind = RecomputeKind::kEveryK;
-  every.every_k = sqrt_segment(v.est.stages[0].chunk_layers);
-  std::vector<Recompute> policies(3);
-  policies[1].kind = RecomputeKind::kSelective;
-  policies[2].kind = RecomputeKind::kFull;
-  policies.push_back(every);
-  for (Recompute r : policies) {
-    r.offload = c.recompute.offload;
-    TrainConfig t = c;
-    t.recompute = r;
-    PolicyRow row;
-    row.policy = recompute_name(r);
-    if (auto x = variant(m, t, nullptr)) {
-      row.ok = true;
-      row.peak_bytes = x->worst().peak_bytes;
-      row.recompute_overhead_pct = x->recompute_overhead_pct;
-    }
-    v.policies.push_back(row);
-  }
-  const EnumTable<Profile> profiles = profile_table();  // every listed profile, in table order
-  for (std::size_t i = 0; i < profiles.size; ++i) {
-    if (!profiles.entries[i].listed) continue;
-    const Profile p = profiles.entries[i].value;
-    TrainConfig t = c;
-    t.profile = p;
-    ProfileRow row;
-    row.profile = p;
-    if (auto x = variant(m, t, nullptr)) {
-      row.ok = true;
-      row.per_layer_bytes = x->per_layer_kept_bytes;
-      row.peak_bytes = x->worst().peak_bytes;
-    }
-    v.profiles.push_back(row);
-  }
-}
-
-// The searches on the device figure: the planner, fit, and the smallest changes that make it fit.
-void add_searches(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu, View& v) {
-  auto p = plan(m, c, gpu);
-  if (p.ok())
-    v.plan = std::move(p.value());
-  else
-    v.plan_error = p.error().message;
-  auto f = fit(m, c, gpu);
-  if (f.ok())
-    v.fit = f.value();
-  else
-    v.fit_error = f.error().message;
-  if (!v.est.fits) suggest(m, c, gpu, v);
-  for (Suggestion& s : v.suggestions)
-    if (s.gpus == 0) s.gpus = v.gpus;
-}
-
 }  // namespace
 
 Result<View> make_view(const ModelSpec& m, const TrainConfig& c, const GpuSpec* gpu,
@@ -202,7 +145,60 @@ Result<View> make_view(const ModelSpec& m, const TrainConfig& c, const GpuSpec* 
   auto series = simulate_series(e, stages, o.max_points);
   if (!series.ok()) return series.error();
   v.series = std::move(series.value());
-  add_comparisons(m, c, v);
+
+  // The same configuration under each uniform policy and each accounting profile.
+  Recompute every;
+  every.kind = RecomputeKind::kEveryK;
+  every.every_k = sqrt_segment(e.stages[0].chunk_layers);
+  std::vector<Recompute> policies(3);
+  policies[1].kind = RecomputeKind::kSelective;
+  policies[2].kind = RecomputeKind::kFull;
+  policies.push_back(every);
+  for (Recompute r : policies) {
+    r.offload = c.recompute.offload;
+    TrainConfig t = c;
+    t.recompute = r;
+    PolicyRow row;
+    row.policy = recompute_name(r);
+    if (auto x = variant(m, t, nullptr)) {  // peaks only: no device verdict needed
+      row.ok = true;
+      row.peak_bytes = x->worst().peak_bytes;
+      row.recompute_overhead_pct = x->recompute_overhead_pct;
+    }
+    v.policies.push_back(row);
+  }
+  const EnumTable<Profile> profiles = profile_table();  // every listed profile, in table order
+  for (std::size_t i = 0; i < profiles.size; ++i) {
+    if (!profiles.entries[i].listed) continue;
+    const Profile p = profiles.entries[i].value;
+    TrainConfig t = c;
+    t.profile = p;
+    ProfileRow row;
+    row.profile = p;
+    if (auto x = variant(m, t, nullptr)) {
+      row.ok = true;
+      row.per_layer_bytes = x->per_layer_kept_bytes;
+      row.peak_bytes = x->worst().peak_bytes;
+    }
+    v.profiles.push_back(row);
+  }
+
+  v.searches_pending = gpu && !o.searches;
+  if (gpu && o.searches) {
+    auto p = plan(m, c, *gpu);
+    if (p.ok())
+      v.plan = std::move(p.value());
+    else
+      v.plan_error = p.error().message;
+    auto f = fit(m, c, *gpu);
+    if (f.ok())
+      v.fit = f.value();
+    else
+      v.fit_error = f.error().message;
+    if (!e.fits) suggest(m, c, *gpu, v);
+    for (Suggestion& s : v.suggestions)
+      if (s.gpus == 0) s.gpus = v.gpus;
+  }
 
   // Peak over micro-batch x sequence, around the configured cell.
   const auto bs = axis({1, 2, 4, 8}, e.config.micro_batch, &v.grid_b);
@@ -210,17 +206,6 @@ Result<View> make_view(const ModelSpec& m, const TrainConfig& c, const GpuSpec* 
   auto g = sweep(m, c, bs, ss);
   if (!g.ok()) return g.error();
   v.grid = std::move(g.value());
-
-  // The searches last: what comes before them is the view without them, handed over first.
-  v.searches_pending = gpu && !o.searches;
-  if (gpu && o.searches) {
-    if (o.before_searches) {
-      v.searches_pending = true;
-      o.before_searches(v);
-      v.searches_pending = false;
-    }
-    add_searches(m, c, *gpu, v);
-  }
   return v;
 }
 

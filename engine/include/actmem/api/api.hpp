@@ -3,7 +3,6 @@
 // JSON objects themselves are the adapter's business (engine/json/actmem/json_io.hpp).
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,12 +16,6 @@ namespace actmem {
 //  "preset"|"model", "config", ...} -> {"ok": true, ...} or {"ok": false, "error": {code, field,
 // message}} (docs/schema.md). Deterministic output, never throws.
 std::string evaluate(const std::string& request_text);
-
-// evaluate, where a view with its searches first hands `partial` the answer the same request with
-// "searches": false gets (byte for byte), then returns the full answer; the two share their work
-// (the page draws the first while the searches run, issue 35). Other requests: evaluate.
-std::string evaluate_parts(const std::string& request_text,
-                           const std::function<void(const std::string&)>& partial);
 
 // Resolves presets by id (models, gpus) from the data compiled into the engine.
 Result<ModelSpec> model_preset(const std::string& id, std::vector<std::string>* warnings);

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,10 +88,6 @@ struct ViewOptions {
   // which cost 85-95% of a view with a GPU: the page's first answer for new inputs, the full
   // view following it (issue 35: the verdict first, the rest marked pending until it comes).
   bool searches = true;
-  // Called once, when a view with its searches has everything else (searches_pending set while
-  // it runs): the page's engine hands that answer over at once, drawn while the searches run
-  // (issue 35), and the full view follows from the same work.
-  std::function<void(View&)> before_searches;
 };
 
 // The whole view of one configuration; errors are the estimate's (the request's own).
