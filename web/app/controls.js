@@ -157,6 +157,12 @@ function readOptions(config) {
   setText($('options-count'), n ? n + ' set' : '');
 }
 
+// What an empty control shows: a select its first option's text, a field its placeholder.
+function showDefault(c, text) {
+  if (c.tagName === 'SELECT') setText(c.options[0], text);
+  else if (c.placeholder !== text) c.placeholder = text;
+}
+
 // Each empty control shows what the engine used: the answer's config value, with the framework
 // that filled it when one did.
 function showOptionDefaults(est) {
@@ -167,8 +173,7 @@ function showOptionDefaults(est) {
     const v = used[r.key];
     const text = v === undefined ? 'default' : Array.isArray(v) ? v.join(', ') : String(v);
     const why = filled.has(r.key) ? used.framework + ': ' : 'default: ';
-    if (c.tagName === 'SELECT') setText(c.options[0], why + text);
-    else if (c.placeholder !== why + text) c.placeholder = why + text;
+    showDefault(c, why + text);
     OPTION_TIPS[r.key] = r.tip + (filled.has(r.key) ? ' Now ' + text + ', from ' + filled.get(r.key).source : '');
   }
   applyApplicability();
@@ -195,7 +200,7 @@ function showFormDefaults(est) {
     const v = id === 'dropout' ? used.hidden_dropout : used[id];
     if (v === undefined || (Array.isArray(v) && v.length === 0)) continue;
     const text = (filled.has(id) ? used.framework + ': ' : 'default: ') + String(v);
-    if ($(id).tagName === 'SELECT') setText($(id).options[0], text); else if ($(id).placeholder !== text) $(id).placeholder = text;
+    showDefault($(id), text);
   }
 }
 

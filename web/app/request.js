@@ -134,7 +134,7 @@ const WARM_LIMIT_MS = 400;
 // The worker drops warm runs not begun when an input's view arrives (worker.js), and says so.
 // The runs are spaced: V8 compiles the functions a run found hot in the background, and a run at
 // once shared the two cores with that compile (in a worker, one 405B view after one run and 1.5 s
-// idle took 23-38 ms, after six runs back to back 101-151 ms; 2026-12-05).
+// idle took 23-38 ms, the second to sixth of six runs back to back 70-151 ms; 2026-12-05).
 const WARM_RUNS = 2, WARM_GAP_MS = 300;
 function warm(ms) {
   if (state.warmId || ms > WARM_LIMIT_MS) return;
@@ -142,14 +142,15 @@ function warm(ms) {
   state.warmPending = WARM_RUNS;
   state.warmId = send('warm', state.wantedReq);
 }
+// Whether the warm runs' request is still the one shown, no other view awaited.
+const warmCurrent = () => state.warmKey === state.wantedKey && !state.awaiting;
 function onWarm(m) {
   state.warmPending--;
-  const current = state.warmKey === state.wantedKey && !state.awaiting;
-  if (!m.dropped && m.id === state.warmId && current) state.lastViewMs = m.ms;
-  if (m.dropped || !current) state.warmPending = 0;
+  if (!m.dropped && m.id === state.warmId && warmCurrent()) state.lastViewMs = m.ms;
+  if (m.dropped || !warmCurrent()) state.warmPending = 0;
   if (state.warmPending > 0) {
     setTimeout(() => {
-      if (state.warmKey === state.wantedKey && !state.awaiting && !state.debouncing) { state.warmId = send('warm', state.wantedReq); return; }
+      if (warmCurrent() && !state.debouncing) { state.warmId = send('warm', state.wantedReq); return; }
       state.warmPending = 0;
       pageEngine();
     }, WARM_GAP_MS);
