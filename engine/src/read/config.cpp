@@ -826,13 +826,11 @@ Result<GpuSpec> gpu_preset(const std::string& id) {
     return make_error(
         "unknown_preset", "config.gpu",
         "config.gpu: unknown GPU '" + shown_text(id) + "'; allowed: " + preset_ids("gpus"));
-  return parsed_once<GpuSpec>(
-             id,
-             [&] {
-               auto j = parse_json_text(p->json, "gpu");
-               return Parsed<GpuSpec>{j.ok() ? gpu_from_json(j.value(), id) : j.error(), {}};
-             })
-      .value;
+  auto parse = [&] {
+    auto j = parse_json_text(p->json, "gpu");
+    return Parsed<GpuSpec>{j.ok() ? gpu_from_json(j.value(), id) : j.error(), {}};
+  };
+  return parsed_once<GpuSpec>(id, parse).value;
 }
 
 }  // namespace actmem
