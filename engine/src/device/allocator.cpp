@@ -272,11 +272,15 @@ CachingAllocator::Handle CachingAllocator::merge(Handle dst, Handle src) {
 }
 
 void CachingAllocator::note_peaks() {
-  stats_.allocated_peak = std::max(stats_.allocated_peak, stats_.allocated);
+  note_block_peaks();
   stats_.reserved_peak = std::max(stats_.reserved_peak, stats_.reserved);
+  stats_.segments_peak = std::max(stats_.segments_peak, stats_.segments);
+}
+
+void CachingAllocator::note_block_peaks() {
+  stats_.allocated_peak = std::max(stats_.allocated_peak, stats_.allocated);
   stats_.requested_peak = std::max(stats_.requested_peak, stats_.requested);
   stats_.inactive_split_peak = std::max(stats_.inactive_split_peak, stats_.inactive_split);
-  stats_.segments_peak = std::max(stats_.segments_peak, stats_.segments);
 }
 
 void CachingAllocator::reset_peaks() {
@@ -378,7 +382,8 @@ CachingAllocator::Handle CachingAllocator::malloc(Bytes orig, Stream stream) {
   b.requested = orig;
   stats_.allocated += b.size;
   stats_.requested += orig;
-  note_peaks();
+  // Reserved bytes and segments moved only in alloc_block, which noted their peaks.
+  note_block_peaks();
   return h;
 }
 
@@ -403,7 +408,8 @@ void CachingAllocator::free(Handle h) {
         static_cast<Bytes>(static_cast<std::int64_t>(stats_.inactive_split) + split_delta);
   stats_.allocated -= original;
   stats_.requested -= requested;
-  note_peaks();
+  // Only inactive_split can have grown here.
+  stats_.inactive_split_peak = std::max(stats_.inactive_split_peak, stats_.inactive_split);
 }
 
 void CachingAllocator::recount_inactive_split() {

@@ -160,7 +160,8 @@ class CachingAllocator {
   bool should_split(const Block& b, Bytes size) const;
   void release_cached();
   void note_peaks();
-  void rank_segments();  // canonical(): the live segments in address order, their ranks
+  void note_block_peaks();  // allocated, requested and inactive_split only (malloc's changes)
+  void rank_segments();     // canonical(): the live segments in address order, their ranks
 
   AllocatorConfig cfg_;
   Bytes capacity_ = 0;
