@@ -785,7 +785,7 @@ namespace {
 // the page's first answer wait for it, and made the JSON readers hot enough for V8 to compile them
 // again optimized (about 300 ms of TurboFan on the page's two cores for code that then runs once a
 // request; node --trace-wasm-compilation-times, 2026-12-05). Entries are never erased, so the
-// pointers handed out stay valid; the lock keeps concurrent callers (native tests) apart.
+// references handed out stay valid; the lock keeps concurrent callers apart.
 template <class T>
 struct Parsed {
   Result<T> value;
