@@ -445,6 +445,11 @@ AllocStream::Held& AllocStream::held(const StepEvent& at, std::uint64_t layer) {
   if (fresh && !spare_.empty()) {
     it->second = std::move(spare_.back());
     spare_.pop_back();
+  } else if (fresh) {
+    // Room for a layer's kept records at once: grown from empty, each new entry's vector was
+    // reallocated as it filled (32,755 times over two 405B and two 70B views, 2% of their
+    // instructions; callgrind, 2026-12-05).
+    it->second.reserve(32);
   }
   return it->second;
 }
