@@ -130,6 +130,30 @@ TEST_CASE("view: the peak in words names the event of the estimate's peak label"
   CHECK(v["layout"].contains("schedule_note"));
 }
 
+TEST_CASE(
+    "view: its fit is the fit command's answer, where the estimate's verdict stands for the probe "
+    "of the configuration's own size",
+    "[view]") {
+  // fit's device search probes the configuration's own micro-batch here (70B at 2 fits, 405B at 1
+  // does not), and the view takes the estimate's verdict for it (device_verdict gives
+  // device_memory's verdict: test_device_verdict.cpp); the fit command replays it. Every stage
+  // replayed (device_stages "all") is not the stage fit replays, so there it is replayed again.
+  json fits = llama_70b({{"recompute", "selective"}, {"micro_batch", 2}});
+  json over = pipeline_405b(64);
+  over["config"]["micro_batch"] = 1;
+  json all = fits;
+  all["config"]["device_stages"] = "all";
+  for (json req : {fits, over, all}) {
+    const json v = view(req);
+    req["command"] = "fit";
+    json f = run(req);
+    REQUIRE(v.contains("fit"));
+    CHECK(v["fit"] == f);
+  }
+  CHECK(view(fits)["verdict"]["fits"] == true);
+  CHECK(view(over)["verdict"]["fits"] == false);
+}
+
 TEST_CASE("view: every suggested change makes the configuration fit when applied", "[view]") {
   const json cases[] = {
       // Does not fit: a smaller micro-batch, or the planner's policy, each fits alone.

@@ -112,7 +112,8 @@ std::string pattern_string(const std::vector<LayerChoice>& v) {
 std::uint64_t largest_fitting(const ModelSpec& m, const TrainConfig& norm, const GpuSpec& gpu,
                               Bytes budget, std::uint64_t hi,
                               const std::function<void(TrainConfig&, std::uint64_t)>& set,
-                              std::uint64_t* probes, std::uint64_t* device_probes) {
+                              std::uint64_t* probes, std::uint64_t* device_probes,
+                              std::optional<KnownFit> known) {
   Evaluation ev;  // its scratch is reused by every probe
   const double cap = static_cast<double>(budget);
   std::map<std::uint64_t, Result<Bytes>> seen;
@@ -137,6 +138,7 @@ std::uint64_t largest_fitting(const ModelSpec& m, const TrainConfig& norm, const
   auto fits_on_device = [&](std::uint64_t x) {
     auto it = dev.find(x);
     if (it != dev.end()) return it->second;
+    if (known && known->x == x) return dev.emplace(x, known->fits).first->second;
     TrainConfig t = norm;
     set(t, x);
     bool ok = false;
@@ -152,7 +154,8 @@ std::uint64_t largest_fitting(const ModelSpec& m, const TrainConfig& norm, const
   return best;
 }
 
-Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu) {
+Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
+                      std::optional<bool> fits_as_given) {
   FitResult f;
   auto base = make_setup(m, c);  // validates the config as given
   if (!base.ok()) return base.error();
@@ -164,12 +167,18 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& g
   f.overhead_bytes = device_overhead_bytes(base.value(), &gpu);
   const Bytes budget = f.capacity > f.overhead_bytes ? f.capacity - f.overhead_bytes : 0;
   f.budget = budget;
-  auto search = [&](std::uint64_t hi, auto set) {
-    return largest_fitting(m, norm, gpu, budget, hi, set, &f.probes, &f.device_probes);
+  // The probe that sets a search's size back to norm's own is norm, whose verdict may be given.
+  auto own = [&](std::uint64_t x) -> std::optional<KnownFit> {
+    if (!fits_as_given) return std::nullopt;
+    return KnownFit{x, *fits_as_given};
+  };
+  auto search = [&](std::uint64_t hi, auto set, std::optional<KnownFit> known) {
+    return largest_fitting(m, norm, gpu, budget, hi, set, &f.probes, &f.device_probes, known);
   };
   f.micro_batch_limit = kMaxFitMicroBatch;
-  f.max_micro_batch =
-      search(kMaxFitMicroBatch, [](TrainConfig& t, std::uint64_t b) { t.micro_batch = b; });
+  f.max_micro_batch = search(
+      kMaxFitMicroBatch, [](TrainConfig& t, std::uint64_t b) { t.micro_batch = b; },
+      own(norm.micro_batch));
   f.micro_batch_at_limit = f.max_micro_batch == kMaxFitMicroBatch;
   f.seq_step = seq_step(norm.par);
   std::uint64_t max_steps = kMaxFitSeq / f.seq_step;
@@ -177,8 +186,9 @@ Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& g
     max_steps = m.max_positions / f.seq_step;
     f.seq_limit_is_positions = true;
   }
-  const std::uint64_t k =
-      search(max_steps, [&](TrainConfig& t, std::uint64_t n) { t.seq = n * f.seq_step; });
+  const std::uint64_t k = search(
+      max_steps, [&](TrainConfig& t, std::uint64_t n) { t.seq = n * f.seq_step; },
+      norm.seq % f.seq_step == 0 ? own(norm.seq / f.seq_step) : std::nullopt);
   f.max_seq = k * f.seq_step;
   f.seq_limit = max_steps * f.seq_step;
   f.seq_at_limit = k == max_steps && k > 0;

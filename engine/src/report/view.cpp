@@ -190,7 +190,11 @@ Result<View> make_view(const ModelSpec& m, const TrainConfig& c, const GpuSpec* 
       v.plan = std::move(p.value());
     else
       v.plan_error = p.error().message;
-    auto f = fit(m, c, *gpu);
+    // The estimate's verdict is fit's at the configuration's own sizes where it replayed the
+    // stage fit replays (the most loaded one, not every stage).
+    std::optional<bool> as_given;
+    if (e.has_device && !c.device_all_stages) as_given = e.fits;
+    auto f = fit(m, c, *gpu, as_given);
     if (f.ok())
       v.fit = f.value();
     else

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,11 @@ struct FitResult {
 
 // The largest micro-batch and sequence length whose device figure fits the GPU (device.hpp):
 // searched on the simulated tensor peak, which grows with both, then settled on the device
-// figure from there.
-Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu);
+// figure from there. `fits_as_given`: the device verdict of `c` itself on the same stage, where
+// the caller has it (the view's estimate): a probe of c's own micro-batch or sequence length
+// takes it instead of replaying the step again.
+Result<FitResult> fit(const ModelSpec& m, const TrainConfig& c, const GpuSpec& gpu,
+                      std::optional<bool> fits_as_given = std::nullopt);
 
 constexpr std::size_t kMaxPlanDeviceChecks = 16;
 // The longest stride of per-layer offload plan tries (every q-th layer of a chunk offloaded).
