@@ -14,7 +14,7 @@
 if (typeof createActmem === 'undefined') importScripts('actmem.js');
 
 let engine = null;
-const latest = new Map();  // lane -> the newest job not answered yet (the "view" lane)
+const latest = new Map();  // lane -> the newest job not answered yet ("quick" and "view")
 const queue = [];          // jobs of other lanes but "warm", in order
 const warming = [];        // "warm" jobs: run only when nothing else waits
 let scheduled = false;
